@@ -1,0 +1,5 @@
+import sys
+
+from fastlab.cli import main
+
+sys.exit(main())

@@ -1,0 +1,105 @@
+"""Summaries of a run from its traces: pure functions of DataFrames, unit-tested.
+
+Conventions: link byte counters and capacities count IP bytes (L2 framing is not charged, as
+in the shaping layer); utilization is measured over the window in which any flow was active.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class FlowInfo:
+    id: str
+    src: str
+    dst: str
+    cc: str
+    start_s: float
+    stop_s: float
+
+
+def jain_index(values: list[float]) -> float:
+    """Jain's fairness index (sum x)^2 / (n sum x^2): 1 is perfectly fair, 1/n is one flow hogging."""
+    if not values:
+        return 1.0
+    squares = sum(v * v for v in values)
+    return 1.0 if squares == 0 else sum(values) ** 2 / (len(values) * squares)
+
+
+def add_rates(links: pd.DataFrame) -> pd.DataFrame:
+    """Transmitted rate per sample interval, per link and direction."""
+    if links.empty:
+        return links
+    links = links.sort_values("t").copy()
+    grouped = links.groupby(["link", "direction"])
+    links["tx_mbps"] = (grouped["tx_bytes"].diff() * 8 / 1e6 / grouped["t"].diff()).fillna(0.0)
+    return links
+
+
+def _counter_delta(rows: pd.DataFrame, column: str, t0: float, t1: float) -> tuple[float, float]:
+    """Increase of a cumulative counter between the samples nearest t0 and t1, and the span."""
+    rows = rows.dropna(subset=[column])
+    if rows.empty:
+        return 0.0, 0.0
+    first = rows.iloc[(rows["t"] - t0).abs().argmin()]
+    last = rows.iloc[(rows["t"] - t1).abs().argmin()]
+    return float(last[column] - first[column]), float(last["t"] - first["t"])
+
+
+def flow_summary(info: FlowInfo, samples: pd.DataFrame, done: dict[str, Any] | None) -> dict[str, Any]:
+    rows = samples[samples["flow"] == info.id] if not samples.empty else samples
+    if done is not None and done["t"] > done["start"]:
+        throughput = done["bytes_acked"] * 8 / 1e6 / (done["t"] - done["start"])
+    elif not rows.empty:
+        acked, span = _counter_delta(rows, "bytes_acked", float(rows["t"].min()), float(rows["t"].max()))
+        throughput = acked * 8 / 1e6 / span if span else 0.0
+    else:
+        throughput = 0.0
+    mins = rows["min_rtt_ms"].dropna() if not rows.empty else pd.Series(dtype=float)
+    min_rtt = done["min_rtt_ms"] if done else (float(mins.min()) if not mins.empty else None)
+    return {"id": info.id, "src": info.src, "dst": info.dst, "cc": info.cc,
+            "start_s": info.start_s, "stop_s": info.stop_s,
+            "throughput_mbps": round(throughput, 4),
+            "mean_rtt_ms": round(float(rows["srtt_ms"].mean()), 4) if not rows.empty else None,
+            "min_rtt_ms": round(min_rtt, 4) if min_rtt is not None else None,
+            "mean_cwnd_pkts": round(float(rows["cwnd_pkts"].mean()), 2) if not rows.empty else None,
+            "retransmits": int(done["retransmits"]) if done else
+            (int(rows["retransmits"].max()) if not rows.empty else 0),
+            "samples": int(len(rows))}
+
+
+def link_summary(link_id: str, capacity_mbps: float, links: pd.DataFrame, t0: float, t1: float) -> dict[str, Any]:
+    """Forward-direction figures over [t0, t1] plus both directions' drop counts."""
+    out: dict[str, Any] = {"id": link_id, "capacity_mbps": capacity_mbps}
+    for direction in ("forward", "reverse"):
+        rows = links[(links["link"] == link_id) & (links["direction"] == direction)] if not links.empty else links
+        window = rows[(rows["t"] >= t0) & (rows["t"] <= t1)] if not rows.empty else rows
+        sent, span = _counter_delta(rows, "tx_bytes", t0, t1) if not rows.empty else (0.0, 0.0)
+        queue_drops = int(rows["queue_drops"].max()) if not rows.empty else 0
+        loss_drops = int(rows["loss_drops"].max()) if not rows.empty else 0
+        arrivals = int(rows["rx_pkts"].max()) if not rows.empty and rows["rx_pkts"].notna().any() else None
+        figures = {"queue_drops": queue_drops, "loss_drops": loss_drops, "drops": queue_drops + loss_drops,
+                   "arrivals_pkts": arrivals,
+                   "mean_backlog_pkts": round(float(window["backlog_pkts"].mean()), 3) if not window.empty else 0.0,
+                   "max_backlog_pkts": int(window["backlog_pkts"].max()) if not window.empty else 0,
+                   "utilization": round(sent * 8 / 1e6 / (capacity_mbps * span), 4) if span else 0.0}
+        if direction == "forward":
+            out.update(figures)
+        else:
+            out["reverse"] = figures
+    return out
+
+
+def summarize(flows: list[FlowInfo], flow_samples: pd.DataFrame, done: dict[str, dict[str, Any]],
+              link_samples: pd.DataFrame, capacities: dict[str, float]) -> dict[str, Any]:
+    per_flow = [flow_summary(f, flow_samples, done.get(f.id)) for f in flows]
+    t0 = min(f.start_s for f in flows)
+    t1 = max(f.stop_s for f in flows)
+    per_link = [link_summary(link, cap, link_samples, t0, t1) for link, cap in capacities.items()]
+    return {"flows": per_flow, "links": per_link,
+            "jain_index": round(jain_index([f["throughput_mbps"] for f in per_flow]), 4),
+            "active_window_s": [t0, t1]}

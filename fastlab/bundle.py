@@ -1,0 +1,230 @@
+"""Result bundles: a run or sweep directory as one zip with a SHA-256 manifest; verify; extract.
+
+`export(directory, zip_path)` stores every regular file of a run directory (or of a sweep
+directory with all its points) under one top-level folder named after it, a generated
+`REPRODUCE.md` (what ran, where, and the exact commands to verify, replay and rerun it), and
+`MANIFEST.sha256` in `sha256sum` format (`<hex>  <path>` per line) covering all of them.
+`verify(zip_path)` returns the problems it finds: files missing, added or altered against the
+manifest, unsafe member names, an unreadable archive; an empty list means the bundle is intact.
+`extract(zip_path, dest)` verifies first and writes only regular files inside `dest`.
+These touch only the paths they are given. Replaying a bundle is `fastlab.replay`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import stat
+import zipfile
+import zlib
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+MANIFEST = "MANIFEST.sha256"
+REPRODUCE = "REPRODUCE.md"
+SWEEP_STATE = "sweep.json"
+MAX_EXTRACT_BYTES = 4 * 1024**3  # far above any run's traces; refuses zip bombs
+_LINE_RE = re.compile(r"^([0-9a-f]{64})  (.+)$")
+
+
+class BundleError(ValueError):
+    """A directory that cannot be bundled, or a bundle that cannot be used; one-line message."""
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def kind_of(directory: Path) -> str:
+    """"sweep" (has sweep.json) or "run" (has spec.yaml and summary.json); else BundleError."""
+    if (directory / SWEEP_STATE).is_file():
+        return "sweep"
+    if (directory / "spec.yaml").is_file() and (directory / "summary.json").is_file():
+        return "run"
+    raise BundleError(f"{directory}: not a run directory (spec.yaml, summary.json) nor a sweep directory "
+                      f"({SWEEP_STATE})")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _run_facts(run_dir: Path) -> list[str]:
+    """Markdown lines: what the run was, where it ran, what it measured."""
+    spec = yaml.safe_load((run_dir / "spec.yaml").read_text()) or {}
+    env, summary = _read_json(run_dir / "environment.json"), _read_json(run_dir / "summary.json")
+    run, tools = env.get("run", {}), env.get("tools", {})
+    lines = [f"- experiment `{spec.get('name')}`: topology `{spec.get('topology')}` "
+             f"{json.dumps(spec.get('topology_args', {}))}, {spec.get('duration_s')} s, seed {spec.get('seed')}"]
+    for flow in spec.get("flows", []):
+        lines.append(f"- flow {flow.get('src')} -> {flow.get('dst')} x{flow.get('count', 1)}, `{flow.get('cc')}` "
+                     f"{json.dumps(flow.get('cc_args') or {})}")
+    for link_id, link in (spec.get("links") or {}).items():
+        lines.append(f"- link `{link_id}` set to {json.dumps(link)}")
+    lines += ["", f"Ran as `{run.get('prefix')}` on host `{run.get('host')}`, started {run.get('started')}, "
+              f"kernel `{env.get('kernel')}`, fastlab `{tools.get('fastlab', '?')}`, Python {tools.get('python', '?')},"
+              f" Mininet {tools.get('mininet', '?')}, {tools.get('iperf3', 'iperf3 ?')}.", "",
+              "| job | backend | why |", "|---|---|---|"]
+    lines += [f"| {job} | {c.get('backend')} | {c.get('why')} |" for job, c in env.get("backends", {}).items()]
+    lines += [f"| shaping of `{a.get('link')}` | {a.get('backend')} | {a.get('why')} |" for a in env.get("shaping", [])]
+    builds = env.get("congestion_control", {}).get("builds", {})
+    lines += [f"| CC build `{name}` | sha256 `{digest}` | |" for name, digest in builds.items()]
+    lines += ["", "| result | value |", "|---|---|"]
+    for f in summary.get("flows", []):
+        lines.append(f"| {f['id']} {f['src']}->{f['dst']} {f['cc']} | {f['throughput_mbps']} Mb/s, "
+                     f"min RTT {f['min_rtt_ms']} ms, mean RTT {f['mean_rtt_ms']} ms, {f['retransmits']} retransmits |")
+    for link in summary.get("links", []):
+        lines.append(f"| link {link['id']} | utilization {link['utilization']}, mean backlog "
+                     f"{link['mean_backlog_pkts']} pkts, drops {link['drops']} (loss model {link['loss_drops']}) |")
+    return lines
+
+
+def reproduce_md(directory: Path, bundle_name: str) -> str:
+    """REPRODUCE.md for a run or sweep directory (read from its files; writes nothing)."""
+    kind, top = kind_of(directory), directory.name
+    verify_cmds = ["```sh", f"fastlab bundle verify {bundle_name}        # every byte against {MANIFEST}"]
+    if kind == "run":
+        lines = [f"# Reproducing fastlab run `{top}`", "",
+                 "This bundle is one fastlab run: the resolved spec (`spec.yaml`), the environment and the shaping "
+                 "actually applied (`environment.json`), traces (`flows.csv`, `links.csv`, `cc_events.csv`, "
+                 "`loss_drops_*.txt`), `summary.json` and `report.html`.", "", "## What ran, where", ""]
+        lines += _run_facts(directory)
+        lines += ["", "## Verify and replay", ""] + verify_cmds + [
+            f"sudo fastlab bundle replay {bundle_name}   # rerun the spec here, compare summaries, verdict", "```",
+            "", "## Rerun by hand", "", "```sh", f"unzip {bundle_name}",
+            f"sudo fastlab run {top}/spec.yaml --out rerun-{top}", "```"]
+    else:
+        state = _read_json(directory / SWEEP_STATE)
+        done = sorted(p.parent.name for p in (directory / "points").glob("*/point.json"))
+        lines = [f"# Reproducing fastlab sweep `{top}`", "",
+                 f"This bundle is a parameter sweep: `sweep.yaml` (the spec with its `sweep:` section), `{SWEEP_STATE}`"
+                 " (the points), one run directory per finished point under `points/`, `aggregate.csv` (one row per "
+                 "point and repetition), `aggregate_mean.csv` (mean/std/min/max per parameter combination) and "
+                 "`sweep.html`.", "", "## Points", "",
+                 f"{len(done)} of {len(state.get('points', []))} points finished; "
+                 f"parameters {', '.join(f'`{k}`' for k in state.get('parameters', {}))}, "
+                 f"{state.get('repetitions')} repetition(s) (repetition r runs with seed + r).", "",
+                 "| point | parameters | repetition | seed |", "|---|---|---|---|"]
+        lines += [f"| {p['id']} | {json.dumps(p['params'])} | {p['rep']} | {p['seed']} |"
+                  for p in state.get("points", []) if p["id"] in done]
+        if done:
+            lines += ["", f"## The first point, `{done[0]}`", ""] + _run_facts(directory / "points" / done[0])
+        lines += ["", "## Verify and replay", ""] + verify_cmds + [
+            f"sudo fastlab bundle replay {bundle_name} --point {done[0] if done else 'ID'}   # one point",
+            f"sudo fastlab bundle replay {bundle_name}   # every finished point", "```", "",
+            "## Rerun by hand", "", "```sh", f"unzip {bundle_name}",
+            f"sudo fastlab sweep run {top}/sweep.yaml --out rerun-{top}", "```"]
+    return "\n".join(lines + ["", "Replay compares each summary metric with the tolerance stated (with its reason) in "
+                               "`fastlab/replay.py` (`TOLERANCES`) and says `consistent` or `differs`.", ""])
+
+
+def export(directory: Path | str, zip_path: Path | str) -> Path:
+    """Write a run or sweep directory as a zip with REPRODUCE.md and a SHA-256 manifest; returns the zip's path."""
+    directory, zip_path = Path(directory), Path(zip_path)
+    if not directory.is_dir():
+        raise BundleError(f"{directory}: not a directory")
+    readme = reproduce_md(directory, zip_path.name)
+    top = directory.name
+    files = sorted(p for p in directory.rglob("*") if p.is_file() and not p.is_symlink()
+                   and p.resolve() != zip_path.resolve())
+    lines = []
+    zip_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = zip_path.with_name(zip_path.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        members = [(p.relative_to(directory).as_posix(), p) for p in files]
+        for rel, path in [(r, p) for r, p in members if r not in (MANIFEST, REPRODUCE)] + [(REPRODUCE, None)]:
+            data = path.read_bytes() if path is not None else readme.encode()
+            lines.append(f"{_sha256(data)}  {rel}")
+            zf.writestr(f"{top}/{rel}", data)
+        zf.writestr(f"{top}/{MANIFEST}", "\n".join(lines) + "\n")
+    tmp.replace(zip_path)
+    return zip_path
+
+
+def _safe(name: str) -> bool:
+    p = PurePosixPath(name)
+    return not p.is_absolute() and ".." not in p.parts and "\\" not in name and "\x00" not in name
+
+
+def verify(zip_path: Path | str) -> list[str]:
+    """Problems found in a bundle (empty = intact)."""
+    problems: list[str] = []
+    try:
+        zf = zipfile.ZipFile(zip_path)
+    except (OSError, zipfile.BadZipFile) as exc:
+        return [f"cannot open bundle: {exc}"]
+    with zf:
+        names = [i.filename for i in zf.infolist() if not i.is_dir()]
+        for name in names:
+            if not _safe(name):
+                problems.append(f"unsafe member name {name!r}")
+        manifests = [n for n in names if n.endswith("/" + MANIFEST) and n.count("/") == 1]
+        if len(manifests) != 1:
+            return problems + [f"expected one {MANIFEST} in the bundle's top folder, found {len(manifests)}"]
+        top = manifests[0].split("/")[0]
+        try:
+            manifest = zf.read(manifests[0]).decode("utf-8")
+        except (zipfile.BadZipFile, UnicodeDecodeError, OSError, EOFError, zlib.error) as exc:
+            return problems + [f"cannot read {MANIFEST}: {exc}"]
+        expected: dict[str, str] = {}
+        for n, line in enumerate(manifest.splitlines(), 1):
+            m = _LINE_RE.match(line)
+            if not m:
+                problems.append(f"{MANIFEST} line {n} is malformed")
+                continue
+            expected[m.group(2)] = m.group(1)
+        present = {n[len(top) + 1:] for n in names if n.startswith(top + "/") and n != manifests[0]}
+        for name in names:
+            if not name.startswith(top + "/"):
+                problems.append(f"{name}: outside the bundle's folder {top}/")
+        for rel in sorted(set(expected) - present):
+            problems.append(f"{rel}: missing (listed in the manifest)")
+        for rel in sorted(present - set(expected)):
+            problems.append(f"{rel}: not listed in the manifest")
+        for rel in sorted(set(expected) & present):
+            try:
+                digest = _sha256(zf.read(f"{top}/{rel}"))
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error) as exc:  # CRC/inflate errors
+                problems.append(f"{rel}: unreadable ({exc})")
+                continue
+            if digest != expected[rel]:
+                problems.append(f"{rel}: SHA-256 mismatch (altered)")
+    return problems
+
+
+def extract(zip_path: Path | str, dest: Path | str, *, bundle_files: bool = True) -> Path:
+    """Verify, then write the bundle's files into `dest`/<top folder>; returns that folder.
+
+    Refuses a bundle that fails verification, symlink or non-regular members, and more than
+    MAX_EXTRACT_BYTES; `dest` must not exist or be empty. `bundle_files=False` leaves out the
+    manifest and REPRODUCE.md, giving back the directory exactly as it was exported.
+    """
+    problems = verify(zip_path)
+    if problems:
+        raise BundleError(f"{zip_path}: fails verification ({len(problems)} problem(s)): {problems[0]}")
+    dest = Path(dest)
+    if dest.exists() and any(dest.iterdir()):
+        raise BundleError(f"{dest}: exists and is not empty")
+    with zipfile.ZipFile(zip_path) as zf:
+        infos = [i for i in zf.infolist() if not i.is_dir()]
+        for info in infos:
+            mode = info.external_attr >> 16
+            if mode and not stat.S_ISREG(mode):
+                raise BundleError(f"{zip_path}: member {info.filename!r} is not a regular file")
+        if sum(i.file_size for i in infos) > MAX_EXTRACT_BYTES:
+            raise BundleError(f"{zip_path}: unpacks to more than {MAX_EXTRACT_BYTES} bytes")
+        top = infos[0].filename.split("/")[0]
+        root = (dest / top).resolve()
+        for info in infos:
+            rel = info.filename[len(top) + 1:]
+            if not bundle_files and rel in (MANIFEST, REPRODUCE):
+                continue
+            target = (root / rel).resolve()
+            if not target.is_relative_to(root):  # verify() already refuses these; belt and braces
+                raise BundleError(f"{zip_path}: member {info.filename!r} points outside the bundle")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(zf.read(info))
+    return root

@@ -1,0 +1,159 @@
+"""Capability probe: what this kernel and host can do, and which backend each job will use.
+
+Probes that need kernel objects run in a throwaway network namespace (`unshare -n`), so they
+leave nothing behind. Nothing here assumes the development machine's gaps: a stock Ubuntu
+kernel with netem, modules and the OVS kernel datapath is detected as such.
+"""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from fastlab import paths
+
+TRACEFS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    present: bool
+    detail: str
+
+
+@dataclass
+class Capabilities:
+    kernel: str
+    probes: dict[str, Probe] = field(default_factory=dict)
+
+    def has(self, name: str) -> bool:
+        probe = self.probes.get(name)
+        return bool(probe and probe.present)
+
+    def backends(self) -> dict[str, tuple[str, str]]:
+        """Job -> (backend, why)."""
+        chosen: dict[str, tuple[str, str]] = {}
+        if self.has("netem"):
+            chosen["delay"] = ("netem", "sch_netem is available; links with loss still use the emulator "
+                                        "(netem loss cannot be seeded)")
+        elif self.has("linkemu"):
+            chosen["delay"] = ("emulator", "sch_netem is missing: the userspace link emulator carries delay, "
+                                           "rate, buffer and loss")
+        else:
+            chosen["delay"] = ("none", "neither sch_netem nor the built link emulator is available")
+        chosen["loss"] = (("emulator", "seeded, per packet index, repeatable") if self.has("linkemu")
+                          else ("netem", "emulator not built: loss is random, not seeded") if self.has("netem")
+                          else ("none", "neither the link emulator nor sch_netem is available"))
+        chosen["switch"] = self.switch_choice("auto")
+        chosen["congestion control"] = (
+            ("bpf struct_ops", "BTF and struct_ops tcp_congestion_ops present")
+            if self.has("bpf_struct_ops") else
+            ("kernel module", "no BPF struct_ops; modules loadable") if self.has("modules") else
+            ("kernel built-ins only", "neither BPF struct_ops nor module loading"))
+        chosen["flow tracing"] = ("tcp_info", "per-socket getsockopt(TCP_INFO) in each sender")
+        chosen["link tracing"] = (("emulator counters", "the emulator reports its own queue")
+                                  if chosen["delay"][0] == "emulator" else ("tc -s qdisc", "qdisc statistics"))
+        return chosen
+
+    def switch_choice(self, wanted: str) -> tuple[str, str]:
+        """Pick the switch implementation: OVS kernel > OVS userspace > Linux bridge."""
+        ovs_up = self.has("ovs_running")
+        if wanted in ("auto", "ovs"):
+            if ovs_up and self.has("ovs_kernel"):
+                return "ovs-kernel", "openvswitch kernel datapath present"
+            if ovs_up:
+                return "ovs-user", "no openvswitch kernel datapath: OVS userspace (netdev) datapath, offloads off"
+            if wanted == "ovs":
+                return "unavailable", "ovs-vswitchd is not running (run `make setup`)"
+            return "bridge", "ovs-vswitchd is not running: Linux bridge"
+        return "bridge", "spec asks for a Linux bridge"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"kernel": self.kernel,
+                "probes": {k: asdict(v) for k, v in self.probes.items()},
+                "backends": {job: {"backend": b, "why": w} for job, (b, w) in self.backends().items()}}
+
+
+def _run(argv: list[str], timeout: float = 10) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _in_scratch_netns(script: list[list[str]]) -> tuple[bool, str]:
+    """Run commands in a fresh, unnamed network namespace that vanishes with the process."""
+    if not shutil.which("unshare"):
+        return False, "unshare missing"
+    joined = " && ".join(" ".join(cmd) for cmd in script)
+    proc = _run(["unshare", "-n", "sh", "-c", "ip link set lo up && " + joined])
+    return proc.returncode == 0, (proc.stderr.strip().splitlines() or ["ok"])[-1]
+
+
+def _qdisc(kind: str, args: str) -> Probe:
+    ok, detail = _in_scratch_netns([["tc", "qdisc", "add", "dev", "lo", "root", kind, args]])
+    return Probe(f"sch_{kind}", ok, f"sch_{kind} works" if ok else f"sch_{kind} unusable: {detail}")
+
+
+def _tool_version(name: str, argv: list[str]) -> Probe:
+    path = shutil.which(argv[0])
+    if not path:
+        return Probe(name, False, f"{argv[0]} not installed")
+    proc = _run(argv)
+    text = (proc.stdout or proc.stderr).strip().splitlines()
+    return Probe(name, proc.returncode == 0, text[0] if text else path)
+
+
+def probe() -> Capabilities:
+    caps = Capabilities(kernel=platform.release())
+    p = caps.probes
+
+    def add(key: str, probe_: Probe) -> None:
+        p[key] = probe_
+
+    netem = _qdisc("netem", "delay 1ms")
+    add("netem", Probe("netem", netem.present, netem.detail))
+    add("htb", _qdisc("htb", "default 1"))
+    add("tbf", _qdisc("tbf", "rate 10mbit burst 10kb latency 10ms"))
+    add("modules", Probe("modules", Path("/proc/modules").exists(),
+                         "loadable modules supported" if Path("/proc/modules").exists()
+                         else "CONFIG_MODULES off: kernel modules cannot be loaded"))
+    btf = Path("/sys/kernel/btf/vmlinux")
+    has_tcp_ops = btf.exists() and b"bpf_struct_ops_tcp_congestion_ops" in btf.read_bytes()
+    add("bpf_struct_ops", Probe("bpf_struct_ops", has_tcp_ops and bool(shutil.which("bpftool")),
+                                "BTF has tcp_congestion_ops struct_ops" + ("" if shutil.which("bpftool")
+                                                                           else "; bpftool missing")
+                                if has_tcp_ops else "no BTF or no tcp_congestion_ops struct_ops"))
+    ovs_kernel = Path("/sys/module/openvswitch").exists() or any(
+        Path("/lib/modules", platform.release()).glob("kernel/net/openvswitch/openvswitch.ko*"))
+    add("ovs_kernel", Probe("ovs_kernel", ovs_kernel,
+                            "openvswitch kernel datapath" if ovs_kernel else "no openvswitch kernel module"))
+    ovs = _run(["ovs-vsctl", "--timeout=3", "show"]) if shutil.which("ovs-vsctl") else None
+    add("ovs_running", Probe("ovs_running", bool(ovs and ovs.returncode == 0),
+                             "ovs-vswitchd answers" if ovs and ovs.returncode == 0
+                             else "ovs-vsctl missing or ovsdb/vswitchd not running"))
+    events = [t / "events/tcp/tcp_probe" for t in TRACEFS]
+    tp = any(e.exists() for e in events)
+    mounted = any((t / "events").is_dir() for t in TRACEFS)
+    add("tcp_probe", Probe("tcp_probe", tp, "tcp:tcp_probe tracepoint" if tp else
+                           "tracepoint absent" if mounted else "tracefs not mounted (make setup mounts it)"))
+    tun = Path("/dev/net/tun").exists()
+    add("tun", Probe("tun", tun, "/dev/net/tun" if tun else "no /dev/net/tun"))
+    iptables = shutil.which("iptables-legacy") or shutil.which("iptables")
+    if iptables:
+        ok, detail = _in_scratch_netns([[iptables, "-A", "OUTPUT", "-j", "NFQUEUE", "--queue-num", "7"]])
+    else:
+        ok, detail = False, "iptables missing"
+    add("nfqueue", Probe("nfqueue", ok, "iptables NFQUEUE target works" if ok else detail))
+    add("iperf3", _tool_version("iperf3", ["iperf3", "--version"]))
+    try:
+        import mininet.net  # noqa: F401
+        from mininet.net import VERSION
+        add("mininet", Probe("mininet", True, f"Mininet {VERSION}"))
+    except ImportError as exc:
+        add("mininet", Probe("mininet", False, f"cannot import mininet: {exc}"))
+    emu = paths.linkemu_binary()
+    add("linkemu", Probe("linkemu", emu.exists(), str(emu) if emu.exists()
+                         else f"{emu} not built (run `make setup`)"))
+    return caps

@@ -1,0 +1,181 @@
+"""fastlab's own congestion controls, FAST and HSTCP, plugged into the CC registry.
+
+Each has a parameter schema (the ranges of `kernel-modules/README.md`) and two loaders:
+`BpfLoader` (struct_ops through `kernel-modules/fastlab-cc`, the default, per-namespace
+parameters and ring-buffer events) and `ModuleLoader` (the Kbuild modules, global module
+parameters, for kernels with module support). Loaders say what they did; a failure raises.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastlab import paths
+from fastlab.cc import CCError, CongestionControl, Param, Registry, kernel_available
+
+KERNEL_MODULES = paths.REPO / "kernel-modules"
+TOOL = KERNEL_MODULES / "fastlab-cc"
+PERIOD_PATTERN = r"^(rtt|2rtt|[0-9]+(us|ms))$"
+
+FAST_PARAMS = (
+    Param("alpha", int, 1, 10_000, 100, "packets", "packets each flow keeps queued at equilibrium"),
+    Param("gamma", float, 0.001, 1.0, 0.5, "", "step toward the target window per update"),
+    Param("period", str, 0, 0, 0, "", "update period: rtt, 2rtt, <N>us or <N>ms", pattern=PERIOD_PATTERN),
+    Param("ewma_cap", float, 0.0001, 1.0, 0.125, "", "cap of the avgRTT sample weight min(3/cwnd, cap)"),
+    Param("mode", str, 0, 0, 0, "", "floor (faithful) or carry (remainder-carrying)", pattern=r"^(floor|carry)$"),
+    Param("mi_threshold_us", int, 0, 1_000_000, 200, "us", "multiplicative increase below this queueing delay"),
+    Param("pacing_pct", int, 0, 1000, 0, "%", "pacing rate = cwnd*mss/avgRTT*pct/100; 0 = off"),
+)
+HSTCP_PARAMS = (
+    Param("low_window", int, 4, 100_000, 38, "packets", "standard TCP up to this window (global)"),
+    Param("high_window", int, 5, 100_000_000, 83_000, "packets", "window reached at loss rate high_p (global)"),
+    Param("high_p", float, 1e-12, 0.09, 1e-7, "", "loss rate at high_window (global)"),
+    Param("high_decrease", float, 0.001, 0.5, 0.1, "", "b(w) at high_window (global)"),
+    Param("max_ssthresh", int, 0, 1_000_000, 0, "packets", "RFC 3742 Limited Slow-Start; 0 = off"),
+)
+GLOBAL_ONLY = {"hstcp": {"low_window", "high_window", "high_p", "high_decrease"}, "fast": set()}
+
+
+def check_hstcp(args: dict[str, Any]) -> None:
+    """Cross-parameter rules of RFC 3649 (the tool checks them again)."""
+    low = args.get("low_window", 38)
+    if args.get("high_window", 83_000) <= low:
+        raise CCError(f"high_window must exceed low_window ({low})")
+    if args.get("high_p", 1e-7) >= (1.2 / low) ** 2:
+        raise CCError(f"high_p must be below Low_P = (1.2/low_window)^2 = {(1.2 / low) ** 2:.3g}")
+
+
+class ToolError(RuntimeError):
+    """fastlab-cc refused or failed; its message is kept."""
+
+
+def run_tool(*args: str, timeout: float = 30) -> dict[str, Any]:
+    proc = subprocess.run([str(TOOL), *args], capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise ToolError(f"fastlab-cc {' '.join(args)}: {proc.stderr.strip() or f'exit {proc.returncode}'}")
+    lines = proc.stdout.strip().splitlines()
+    return json.loads(lines[-1]) if lines else {}
+
+
+
+@dataclass
+class BpfLoader:
+    """struct_ops build: registered with fastlab-cc, pinned under /sys/fs/bpf/fastlab/NAME."""
+
+    name: str
+    impl: str = "bpf"
+
+    def available(self) -> tuple[bool, str]:
+        if not TOOL.exists():
+            return False, f"{TOOL} is not built (run `make setup`)"
+        if not Path("/sys/kernel/btf/vmlinux").exists():
+            return False, "no kernel BTF: BPF struct_ops cannot load"
+        return True, "BPF struct_ops via fastlab-cc"
+
+    def registered(self) -> bool:
+        return self.name in kernel_available()
+
+    def load(self) -> bool:
+        """Register; True when this call registered it (so the caller owns the unload)."""
+        ok, why = self.available()
+        if not ok:
+            raise ToolError(why)
+        return run_tool("register", self.name).get("status") == "registered"
+
+    def unload(self) -> str:
+        return run_tool("unregister", self.name).get("status", "")
+
+    def set(self, args: dict[str, Any], netns_pid: int | None = None) -> dict[str, Any]:
+        if not args:
+            return {}
+        scope = ["--netns-pid", str(netns_pid)] if netns_pid is not None else []
+        return run_tool("set", self.name, *(f"{k}={format_value(v)}" for k, v in args.items()), *scope)
+
+    def clear(self, netns_pid: int) -> None:
+        """Drop a namespace's overrides (its inode may be reused by a later namespace)."""
+        run_tool("set", self.name, "--netns-pid", str(netns_pid), "--clear")
+
+    def events_argv(self) -> list[str]:
+        return [str(TOOL), "events", self.name]
+
+
+@dataclass
+class ModuleLoader:
+    """Kbuild module build (tcp_fast.ko / tcp_hstcp.ko): global module parameters, no events."""
+
+    name: str
+    impl: str = "module"
+
+    @property
+    def module(self) -> str:
+        return f"tcp_{self.name}"
+
+    def available(self) -> tuple[bool, str]:
+        if not Path("/proc/modules").exists():
+            return False, "kernel without module support (CONFIG_MODULES off)"
+        ko = KERNEL_MODULES / "modules" / f"{self.module}.ko"
+        if not ko.exists():
+            return False, f"{ko} not built (make -C kernel-modules modules)"
+        return True, f"loadable module {ko.name}"
+
+    def registered(self) -> bool:
+        return Path("/sys/module", self.module).exists()
+
+    def load(self) -> bool:
+        ok, why = self.available()
+        if not ok:
+            raise ToolError(why)
+        if self.registered():
+            return False
+        _checked(["insmod", str(KERNEL_MODULES / "modules" / f"{self.module}.ko")])
+        return True
+
+    def unload(self) -> str:
+        _checked(["rmmod", self.module])
+        return "unloaded"
+
+    def set(self, args: dict[str, Any], netns_pid: int | None = None) -> dict[str, Any]:
+        if netns_pid is not None and args:
+            raise ToolError("the module build has global parameters only: use the BPF build for per-host values")
+        for key, value in args.items():
+            path = Path("/sys/module", self.module, "parameters", key)
+            if not path.exists():
+                raise ToolError(f"module {self.module} has no parameter {key}")
+            path.write_text(format_value(value))
+        return dict(args)
+
+    def clear(self, netns_pid: int) -> None:
+        """Module parameters are global: nothing is kept per namespace."""
+
+    def events_argv(self) -> list[str] | None:
+        return None
+
+
+def _checked(argv: list[str]) -> None:
+    if not shutil.which(argv[0]):
+        raise ToolError(f"{argv[0]} is not installed")
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    if proc.returncode != 0:
+        raise ToolError(f"{' '.join(argv)}: {proc.stderr.strip()}")
+
+
+def format_value(value: Any) -> str:
+    return f"{value:.12g}" if isinstance(value, float) else str(value)
+
+
+LOADERS = {"bpf": BpfLoader, "module": ModuleLoader}
+
+
+def register_ours(registry: Registry, impl: str = "bpf") -> Registry:
+    registry.register(CongestionControl(
+        "fast", "fastlab", "FAST TCP (Jin, Wei, Low 2004): delay-based, alpha packets queued per flow",
+        FAST_PARAMS, LOADERS[impl]("fast")))
+    registry.register(CongestionControl(
+        "hstcp", "fastlab", "HighSpeed TCP (RFC 3649) with Limited Slow-Start (RFC 3742), tunable table",
+        HSTCP_PARAMS, LOADERS[impl]("hstcp"), check=check_hstcp))
+    return registry

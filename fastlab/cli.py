@@ -1,0 +1,384 @@
+"""`fastlab` command line: run, doctor, cleanup, topo, cc, lab.
+
+Bad input prints one line naming the problem and exits 2, before anything is created.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """One-line message, exit status 2."""
+
+
+def _table(rows: list[dict[str, Any]], keys: list[str]) -> str:
+    widths = {k: max(len(k), *(len(str(r.get(k, ""))) for r in rows)) for k in keys}
+    lines = ["  ".join(k.ljust(widths[k]) for k in keys)]
+    lines += ["  ".join(str(r.get(k, "")).ljust(widths[k]) for k in keys) for r in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _need_root(what: str) -> None:
+    if os.geteuid() != 0:
+        raise CliError(f"{what} needs root (network namespaces, tc): run it with sudo")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from fastlab.engine import RunError, prepare, run_experiment
+    from fastlab.spec import SpecError, load_spec
+
+    try:
+        spec = load_spec(args.spec, args.set)
+        if args.check:
+            prepare(spec)
+            print(f"{args.spec}: valid")
+            return 0
+    except SpecError as exc:
+        raise CliError(str(exc)) from None
+    _need_root("fastlab run")
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists() and any(out.iterdir()):
+        raise CliError(f"--out {out}: directory exists and is not empty")
+
+    def on_term(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        result = run_experiment(spec, out=out, log=lambda m: print(m, file=sys.stderr))
+    except SpecError as exc:
+        raise CliError(str(exc)) from None
+    except RunError as exc:
+        print(f"run failed: {exc}", file=sys.stderr)
+        return 1
+    for flow in result.summary["flows"]:
+        print(f"{flow['id']} {flow['src']}->{flow['dst']} {flow['cc']}: {flow['throughput_mbps']:.2f} Mb/s, "
+              f"min RTT {flow['min_rtt_ms']} ms, retransmits {flow['retransmits']}", file=sys.stderr)
+    for link in result.summary["links"]:
+        print(f"{link['id']}: utilization {link['utilization']:.3f}, mean backlog "
+              f"{link['mean_backlog_pkts']:.1f} pkts, drops {link['drops']}", file=sys.stderr)
+    print(result.directory)
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from fastlab.capabilities import probe
+
+    caps = probe()
+    if args.json:
+        print(json.dumps(caps.as_dict(), indent=1))
+        return 0
+    print(f"kernel {caps.kernel}\n")
+    rows = [{"capability": k, "present": "yes" if p.present else "no", "detail": p.detail}
+            for k, p in caps.probes.items()]
+    print(_table(rows, ["capability", "present", "detail"]))
+    print()
+    rows = [{"job": job, "backend": b, "why": w} for job, (b, w) in caps.backends().items()]
+    print(_table(rows, ["job", "backend", "why"]))
+    return 0
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    from fastlab.runstate import cleanup
+
+    _need_root("fastlab cleanup")
+    removed = cleanup()
+    for item in removed:
+        print(f"removed {item}")
+    print(f"{len(removed)} leftover(s) removed" if removed else "nothing to clean up")
+    return 0
+
+
+def cmd_topo_list(args: argparse.Namespace) -> int:
+    from fastlab.topology import catalogue
+
+    print(_table(catalogue(), ["name", "description", "arguments"]))
+    return 0
+
+
+def cmd_topo_show(args: argparse.Namespace) -> int:
+    from fastlab import routing
+    from fastlab.shaping import resolve
+    from fastlab.spec import SpecError, parse_override
+    from fastlab.topology import TopologyError, build_plan
+
+    topo_args: dict[str, Any] = {}
+    try:
+        for item in args.arg:
+            path, value = parse_override(item)
+            topo_args[".".join(map(str, path))] = value
+    except SpecError as exc:
+        raise CliError(str(exc).replace("--set", "--arg")) from None
+    if args.scale is not None:
+        topo_args["scale"] = args.scale
+    try:
+        plan = build_plan(args.name, topo_args)
+    except TopologyError as exc:
+        raise CliError(str(exc)) from None
+    scale = plan.metadata.get("scale", 1.0)
+    originals = plan.metadata.get("original_capacities_mbps", {})
+    print(f"{plan.name}: scale {scale:g} (capacities divided, delays kept)\n")
+    roles: dict[str, list[str]] = {}
+    for name, node in plan.nodes.items():
+        roles.setdefault(node.role, []).append(name + (f" ({node.site})" if node.site else ""))
+    for role, title in (("host", "hosts"), ("router", "routers"), ("switch", "switches")):
+        print(f"{title}: {', '.join(sorted(roles.get(role, [])))}")
+    links = {k: resolve(v, None) for k, v in plan.shaped.items()}
+    rows = []
+    for link_id, shaped in plan.shaped.items():
+        fwd, rev = links[link_id].forward, links[link_id].reverse
+        original = originals.get(link_id, plan.metadata.get("original_capacity_mbps", fwd.rate_bps / 1e6 / scale))
+        rows.append({"link": link_id, "between": f"{shaped.a} -> {shaped.b}",
+                     "capacity Mb/s": f"{fwd.rate_bps / 1e6:g}" + ("" if fwd.rate_bps == rev.rate_bps
+                                                                  else f" / {rev.rate_bps / 1e6:g} up"),
+                     "original Mb/s": f"{original:g}", "one-way ms": f"{fwd.delay_us / 1000:g}",
+                     "buffer pkts": fwd.limit_pkts or f"{fwd.limit_bytes} B", "about": shaped.description})
+    print()
+    print(_table(rows, ["link", "between", "capacity Mb/s", "original Mb/s", "one-way ms", "buffer pkts", "about"]))
+    rows = []
+    for end in plan.metadata.get("endpoints", []):
+        fig = routing.figures(plan, links, end["src"], end["dst"])
+        rows.append({"path": f"{fig.src} -> {fig.dst}", "RTT ms": f"{fig.rtt_ms:g}",
+                     "documented RTT ms": f"{end['rtt_ms']:g}", "bottleneck": fig.bottleneck_link,
+                     "bottleneck Mb/s": f"{fig.bottleneck_mbps:g}", "BDP pkts": fig.bdp_pkts,
+                     "shaped links": " ".join(fig.shaped_links)})
+    if rows:
+        print()
+        print(_table(rows, ["path", "RTT ms", "documented RTT ms", "bottleneck", "bottleneck Mb/s", "BDP pkts",
+                            "shaped links"]))
+    return 0
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line and exit 2 (subcommand parsers inherit this class)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"fastlab: {message}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def _cc(name: str, impl: str) -> Any:
+    from fastlab.cc import CCError, default_registry
+
+    try:
+        cc = default_registry(impl).lookup(name)
+    except CCError as exc:
+        raise CliError(str(exc)) from None
+    if cc.origin != "fastlab":
+        raise CliError(f"{name} is a kernel algorithm: it needs no loading and has no run-time parameters here")
+    return cc
+
+
+def cmd_cc_list(args: argparse.Namespace) -> int:
+    from fastlab.cc import default_registry
+
+    print(_table(default_registry(args.impl).listing(), ["name", "origin", "usable", "how", "description"]))
+    return 0
+
+
+def cmd_cc_load(args: argparse.Namespace) -> int:
+    from fastlab.ccset import ToolError
+
+    _need_root("fastlab cc load")
+    cc = _cc(args.name, args.impl)
+    try:
+        if args.command_cc == "load":
+            print(f"{cc.name}: {'loaded' if cc.loader.load() else 'already loaded'} ({cc.loader.impl})")
+        else:
+            print(f"{cc.name}: {cc.loader.unload()}")
+    except ToolError as exc:
+        print(f"fastlab: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def live_host_pid(host: str, run: str | None) -> int:
+    """The PID inside `host`'s namespace in a running run (the only one, or --run PREFIX)."""
+    from fastlab import paths
+    from fastlab.runstate import RunState
+
+    states = [RunState.load(p) for p in sorted(paths.STATE_DIR.glob("fl*.json"))] if paths.STATE_DIR.is_dir() else []
+    found = [s for s in states if s.engine_alive() and host in s.hosts and run in (None, s.prefix)]
+    if not found:
+        raise CliError(f"--host {host}: no running fastlab run has a host {host!r}")
+    if len(found) > 1:
+        raise CliError(f"--host {host}: several runs have it ({', '.join(s.prefix for s in found)}): add --run")
+    return found[0].hosts[host]
+
+
+def cmd_cc_set(args: argparse.Namespace) -> int:
+    from fastlab.cc import CCError
+    from fastlab.ccset import GLOBAL_ONLY, ToolError
+    from fastlab.spec import SpecError, parse_override
+
+    _need_root("fastlab cc set")
+    cc = _cc(args.name, args.impl)
+    values: dict[str, Any] = {}
+    try:
+        for item in args.values:
+            path, value = parse_override(item)
+            values[".".join(map(str, path))] = value
+        checked = cc.validate_args(values)
+    except (SpecError, CCError) as exc:
+        raise CliError(str(exc).replace("--set ", "")) from None
+    if args.host and set(checked) & GLOBAL_ONLY[cc.name]:
+        raise CliError(f"{', '.join(sorted(set(checked) & GLOBAL_ONLY[cc.name]))} of {cc.name} are global: drop --host")
+    pid = live_host_pid(args.host, args.run) if args.host else None
+    try:
+        print(json.dumps(cc.loader.set(checked, netns_pid=pid)))
+    except ToolError as exc:
+        print(f"fastlab: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _lab(ref: str) -> Any:
+    from fastlab.labs import LabError, load_lab
+
+    try:
+        return load_lab(ref)
+    except LabError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _print_step(outcome: Any) -> None:
+    print(f"step {outcome.id}: {outcome.title} ({outcome.duration_s:.0f} s) -> {outcome.directory}")
+    if outcome.error:
+        print(f"  FAIL {outcome.error}")
+    for check in outcome.checks:
+        print(f"  {check.line()}")
+
+
+def cmd_lab_list(args: argparse.Namespace) -> int:
+    from fastlab.labs import LabError, list_labs
+
+    try:
+        labs = list_labs()
+    except LabError as exc:
+        raise CliError(str(exc)) from None
+    rows = [{"lab": lab.number, "name": lab.name, "title": lab.title, "minutes": f"{lab.minutes:g}",
+             "steps": len(lab.steps)} for lab in labs]
+    print(_table(rows, ["lab", "name", "title", "minutes", "steps"]) if rows else "no labs")
+    return 0
+
+
+def cmd_lab_run(args: argparse.Namespace) -> int:
+    from fastlab.labs import LabError, run_lab
+
+    lab = _lab(args.lab)
+    out = Path(args.out) if args.out else None
+    try:
+        for step_id in args.step:
+            lab.step(step_id)
+        if out is not None and out.exists() and any(out.iterdir()):
+            raise LabError(f"--out {out}: directory exists and is not empty")
+        _need_root("fastlab lab run")
+
+        def on_term(signum: int, _frame: Any) -> None:
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        signal.signal(signal.SIGTERM, on_term)
+        run = run_lab(lab, out=out, short=args.short, step_ids=args.step or None,
+                      log=lambda m: print(m, file=sys.stderr), on_step=_print_step)
+    except LabError as exc:
+        raise CliError(str(exc)) from None
+    print(f"lab {lab.name}: {'all checkpoints pass' if run.passed else 'some checkpoints FAIL'}")
+    print(run.directory)
+    return 0 if run.passed else 1
+
+
+def cmd_lab_check(args: argparse.Namespace) -> int:
+    from fastlab.labs import LabError, check_lab_run, latest_lab_run
+
+    try:
+        directory = Path(args.run) if args.run else latest_lab_run(_lab(args.lab))
+        run = check_lab_run(directory)
+        if run.lab.number != _lab(args.lab).number:
+            raise LabError(f"--run {directory}: it is a run of lab {run.lab.name}, not lab {args.lab}")
+    except LabError as exc:
+        raise CliError(str(exc)) from None
+    for outcome in run.steps:
+        _print_step(outcome)
+    print(f"lab {run.lab.name}: {'all checkpoints pass' if run.passed else 'some checkpoints FAIL'}")
+    return 0 if run.passed else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="fastlab", description="TCP congestion-control emulation lab")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run an experiment spec")
+    run.add_argument("spec", help="experiment spec (YAML)")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="override a field, e.g. --set topology_args.rate_mbps=20 --set flows.0.cc=bbr")
+    run.add_argument("--out", help="results directory (default: results/<time>-<name>-<run>)")
+    run.add_argument("--check", action="store_true", help="validate only; create nothing")
+    run.set_defaults(func=cmd_run)
+    doctor = sub.add_parser("doctor", help="what this machine can do, and the backend for each job")
+    doctor.add_argument("--json", action="store_true")
+    doctor.set_defaults(func=cmd_doctor)
+    sub.add_parser("cleanup", help="remove leftovers of fastlab runs (only)").set_defaults(func=cmd_cleanup)
+    topo = sub.add_parser("topo", help="topologies")
+    topo_sub = topo.add_subparsers(dest="topo_command", required=True)
+    topo_sub.add_parser("list", help="list topologies").set_defaults(func=cmd_topo_list)
+    show = topo_sub.add_parser("show", help="nodes, links, capacities, RTTs and BDPs of a topology")
+    show.add_argument("name")
+    show.add_argument("--scale", type=float, help="capacity scale factor (topologies that take one)")
+    show.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE", help="another topology argument")
+    show.set_defaults(func=cmd_topo_show)
+    cc = sub.add_parser("cc", help="congestion controls: list, load, unload, set parameters")
+    cc_sub = cc.add_subparsers(dest="command_cc", required=True)
+    impl = {"choices": ["bpf", "module"], "default": "bpf", "help": "build to use (default: bpf)"}
+    cc_list = cc_sub.add_parser("list", help="kernel algorithms here and fastlab's, and how each loads")
+    cc_list.add_argument("--impl", **impl)
+    cc_list.set_defaults(func=cmd_cc_list)
+    for verb in ("load", "unload"):
+        p = cc_sub.add_parser(verb, help=f"{verb} fast or hstcp")
+        p.add_argument("name")
+        p.add_argument("--impl", **impl)
+        p.set_defaults(func=cmd_cc_load)
+    cc_set = cc_sub.add_parser("set", help="set parameters, globally or for one host of a running run")
+    cc_set.add_argument("name")
+    cc_set.add_argument("values", nargs="+", metavar="KEY=VALUE")
+    cc_set.add_argument("--host", help="a host of a running run (per-namespace override)")
+    cc_set.add_argument("--run", help="run prefix, when several runs have the host")
+    cc_set.add_argument("--impl", **impl)
+    cc_set.set_defaults(func=cmd_cc_set)
+    lab = sub.add_parser("lab", help="guided labs: list, run, check")
+    lab_sub = lab.add_subparsers(dest="command_lab", required=True)
+    lab_sub.add_parser("list", help="the labs in labs/").set_defaults(func=cmd_lab_list)
+    lab_run = lab_sub.add_parser("run", help="run a lab's steps and evaluate its checkpoints")
+    lab_run.add_argument("lab", help="lab number, folder name or slug")
+    lab_run.add_argument("--short", action="store_true", help="the shortened form (CI)")
+    lab_run.add_argument("--out", help="lab run directory (default: results/labs/<time>-NN-slug)")
+    lab_run.add_argument("--step", action="append", default=[], metavar="ID", help="only this step (repeatable)")
+    lab_run.set_defaults(func=cmd_lab_run)
+    lab_check = lab_sub.add_parser("check", help="re-evaluate the checkpoints of a finished lab run")
+    lab_check.add_argument("lab", help="lab number, folder name or slug")
+    lab_check.add_argument("--run", help="lab run directory (default: the latest run of the lab)")
+    lab_check.set_defaults(func=cmd_lab_check)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CliError as exc:
+        print(f"fastlab: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("fastlab: interrupted; what the run created has been removed", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,279 @@
+"""The experiment engine: spec -> network -> shaped links -> flows -> traces -> results.
+
+`prepare` does everything that can fail without touching the machine (validation, backend
+choice, shaping plans that need no device names); `run_experiment` then owns a run prefix,
+builds, runs, tears down exactly what it made, and writes the run directory:
+spec.yaml, environment.json, flows.csv, links.csv, summary.json, report.html.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fastlab import analysis, paths, report, routing
+from fastlab.capabilities import Capabilities, probe
+from fastlab.cc import Registry, default_registry
+from fastlab.ccruntime import CCRuntime, HostParams, plan_parameters
+from fastlab.ccset import KERNEL_MODULES
+from fastlab.network import SOCKBUF_MAX_BYTES, SOCKBUF_MIN_BYTES, Network
+from fastlab.runstate import RunState, new_prefix
+from fastlab.shaping import Devices, ResolvedLink, Shaper, choose_backend, plan_link, resolve
+from fastlab.spec import ExperimentSpec, SpecError, to_plain, validate
+from fastlab.topology import TopologyPlan
+from fastlab.tracing import SampleBus
+from fastlab.traffic import Flow, Traffic, expand_flows
+
+SENDER_GRACE_S = 10.0
+IDLE_PING_MAX_GAP_S = 0.05
+ROOT_SYSCTLS = ("net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
+                "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_available_congestion_control",
+                "net.core.default_qdisc")
+
+
+class RunError(RuntimeError):
+    """The run failed after it started; what it created has been removed."""
+
+
+@dataclass
+class Prepared:
+    spec: ExperimentSpec
+    plan: TopologyPlan
+    caps: Capabilities
+    flows: list[Flow]
+    links: dict[str, ResolvedLink]
+    backends: dict[str, tuple[str, str]]
+    switch: tuple[str, str]
+    sockbuf_bytes: int
+    registry: Registry
+    cc_hosts: list[HostParams]
+    cc_globals: dict[str, dict[str, Any]]
+
+
+def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabilities | None = None) -> Prepared:
+    """All checks that need no network: raises SpecError naming the field."""
+    caps = caps or probe()
+    registry = registry or default_registry("bpf" if caps.has("bpf_struct_ops") else "module")
+    # Hosts no flow uses carry nothing: they are not built (nor their access links).
+    plan = validate(spec, registry).pruned({e for f in spec.flows for e in (f.src, f.dst)})
+    cc_hosts, cc_globals = plan_parameters(spec, registry)
+    links = {}
+    backends = {}
+    for link_id, shaped in plan.shaped.items():
+        try:
+            links[link_id] = resolve(shaped, spec.links.get(link_id))
+            backends[link_id] = choose_backend(links[link_id], caps.has("netem"), caps.has("linkemu"))
+        except RuntimeError as exc:
+            raise SpecError(str(exc)) from None
+    switch = caps.switch_choice(spec.switch)
+    if switch[0] == "unavailable":
+        raise SpecError(f"switch: {switch[1]}")
+    # Socket buffers: 4 x (BDP + bottleneck buffer) of the longest flow path (the kernel's
+    # accounting overhead takes about half of a buffer), capped at what the sysctl accepts.
+    path_bytes = 0.0
+    for f in spec.flows:
+        fig = routing.figures(plan, links, f.src, f.dst)
+        if fig.bottleneck_link is not None:
+            queue = links[fig.bottleneck_link].forward
+            path_bytes = max(path_bytes, fig.bottleneck_mbps * 1e6 / 8 * fig.rtt_ms / 1000
+                             + (queue.limit_bytes or (queue.limit_pkts or 0) * 1500))
+    sockbuf = min(SOCKBUF_MAX_BYTES, max(SOCKBUF_MIN_BYTES, int(4 * path_bytes)))
+    return Prepared(spec, plan, caps, expand_flows(spec, plan), links, backends, switch, sockbuf, registry,
+                    cc_hosts, cc_globals)
+
+
+@dataclass
+class RunResult:
+    directory: Path
+    summary: dict[str, Any]
+    environment: dict[str, Any] = field(default_factory=dict)
+
+
+def _results_dir(spec: ExperimentSpec, prefix: str, out: Path | None) -> Path:
+    if out is not None:
+        return out
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return paths.results_root() / f"{stamp}-{spec.name}-{prefix}"
+
+
+def _tool_versions() -> dict[str, str]:
+    versions = {"python": sys.version.split()[0]}
+    git = subprocess.run(["git", "-C", str(paths.REPO), "describe", "--always", "--dirty"], capture_output=True,
+                         text=True, timeout=10, check=False) if shutil.which("git") else None
+    if git is not None and git.returncode == 0:
+        versions["fastlab"] = git.stdout.strip()
+    for name, argv in (("iperf3", ["iperf3", "--version"]), ("tc", ["tc", "-V"]),
+                       ("ovs-vsctl", ["ovs-vsctl", "--version"]), ("ethtool", ["ethtool", "--version"])):
+        if shutil.which(argv[0]):
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+            versions[name] = ((out.stdout or out.stderr).strip().splitlines() or [""])[0]
+    try:
+        from mininet.net import VERSION
+        versions["mininet"] = VERSION
+    except ImportError:
+        pass
+    import pandas
+    import plotly
+    versions["pandas"], versions["plotly"] = pandas.__version__, plotly.__version__
+    return versions
+
+
+def cc_build_hashes(ccs: list[Any]) -> dict[str, str]:
+    """SHA-256 of the BPF objects the run's own algorithms were loaded from."""
+    hashes = {}
+    for cc in ccs:
+        obj = KERNEL_MODULES / "build" / f"{cc.name}.bpf.o"
+        if cc.loader.impl == "bpf" and obj.exists():
+            hashes[obj.name] = hashlib.sha256(obj.read_bytes()).hexdigest()
+    return hashes
+
+
+def _read_sysctls() -> dict[str, str]:
+    values = {}
+    for key in ROOT_SYSCTLS:
+        path = Path("/proc/sys") / key.replace(".", "/")
+        if path.exists():
+            values[key] = path.read_text().strip()
+    return values
+
+
+def parse_ping(out: str) -> dict[str, float] | None:
+    """ping's summary line (µs resolution, unlike its per-packet lines above 100 ms)."""
+    m = re.search(r"= ([0-9.]+)/([0-9.]+)/([0-9.]+)/([0-9.]+) ms", out)
+    return None if m is None else dict(zip(("min_ms", "mean_ms", "max_ms", "mdev_ms"), map(float, m.groups()),
+                                           strict=True))
+
+
+def _idle_rtt(net: Network, flow: Flow, count: int, rng: random.Random) -> dict[str, Any]:
+    """Ping across the empty network: connectivity check and the base RTT actually emulated.
+
+    One ping per process, parsed from its µs-resolution summary, with random gaps so the
+    probes do not lock onto a periodic schedule (a MAC's MAP grid) and sample its phases.
+    """
+    argv = ["ping", "-n", "-c", "1", "-W", "5", flow.dst_ip]
+    warm = net.run(flow.src, argv, timeout=30, record=False)  # also resolves ARP along the path
+    if parse_ping(warm) is None:
+        raise RunError(f"{flow.src} cannot reach {flow.dst} ({flow.dst_ip}): {warm.strip()[-200:]}")
+    samples = []
+    for _ in range(count):
+        time.sleep(rng.uniform(0.0, IDLE_PING_MAX_GAP_S))
+        stats = parse_ping(net.run(flow.src, argv, timeout=30, record=False))
+        if stats is None:
+            raise RunError(f"{flow.src} lost its path to {flow.dst}")
+        samples.append(stats["min_ms"])
+    ordered = sorted(samples)
+    return {"src": flow.src, "dst": flow.dst, "pings": count, "min_ms": ordered[0],
+            "median_ms": ordered[len(ordered) // 2], "mean_ms": round(sum(samples) / count, 3),
+            "max_ms": ordered[-1], "samples_ms": samples}
+
+
+def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: Registry | None = None,
+                   caps: Capabilities | None = None,
+                   on_sample: Callable[[dict[str, Any]], None] | None = None,
+                   log: Callable[[str], None] = lambda _msg: None,
+                   cancel: threading.Event | None = None) -> RunResult:
+    """Run a spec; setting `cancel` stops it early (RunError "cancelled") after a full cleanup."""
+    prep = prepare(spec, registry, caps)
+    prefix = new_prefix()
+    directory = _results_dir(spec, prefix, out)
+    directory.mkdir(parents=True, exist_ok=True)
+    state = RunState(prefix, results_dir=str(directory))
+    state.save()
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    bus = SampleBus(time.monotonic())
+    if on_sample:
+        bus.subscribe(on_sample)
+    net = Network(prep.plan, prefix, prep.switch[0], state)
+    shaper = Shaper(net, lambda sample: bus.emit("link", sample))
+    traffic = Traffic(net, prep.flows, bus.emit, 1.0 / spec.sample_hz)
+    ccs = CCRuntime(prep.registry, state, bus.emit, prep.cc_hosts, prep.cc_globals)
+    idle: list[dict[str, Any]] = []
+    try:
+        ccs.load()
+        log(f"run {prefix}: building {spec.topology} on Mininet ({prep.switch[0]} switches)")
+        net.build(prep.sockbuf_bytes)
+        for link_id, link in prep.links.items():
+            e = net.link_ends[link_id]
+            plan = plan_link(link, Devices(e.a, e.a_dev, e.b, e.b_dev, e.node, e.dev_a, e.dev_b),
+                             seed=spec.seed, stats_interval_ms=max(1, int(1000 / spec.sample_hz)),
+                             has_netem=prep.caps.has("netem"), has_emulator=prep.caps.has("linkemu"),
+                             drops_log=str(directory / f"loss_drops_{link_id}.txt"))
+            shaper.apply(plan, 1.0 / spec.sample_hz)
+        state.hosts = {name: net.node(name).pid for name in prep.plan.host_names()}
+        state.save()
+        ccs.configure(state.hosts)
+        ccs.start_events(prep.flows, state.hosts)
+        for flow in {(f.src, f.dst): f for f in prep.flows}.values():
+            idle.append(_idle_rtt(net, flow, spec.idle_pings, random.Random(spec.seed)))
+        log(f"run {prefix}: {len(prep.flows)} flow(s) for {spec.duration_s:g} s")
+        bus.t0 = time.monotonic()
+        traffic.start(bus.t0)
+        ccs.schedule(spec, bus.t0, state.hosts)
+        end = bus.t0 + spec.duration_s
+        while time.monotonic() < end:
+            if traffic.errors:
+                raise RunError("; ".join(traffic.errors))
+            if cancel is not None and cancel.is_set():
+                raise RunError("cancelled")
+            time.sleep(min(0.2, max(0.0, end - time.monotonic())))
+        traffic.wait(SENDER_GRACE_S)
+        if traffic.errors:
+            raise RunError("; ".join(traffic.errors))
+    finally:
+        traffic.stop()
+        try:
+            ccs.stop()
+            shaper.stop()
+        finally:
+            net.stop()
+            bus.close()
+            state.release()
+    flows_df = bus.frame("flow")
+    links_df = analysis.add_rates(bus.frame("link"))
+    events_df = bus.frame("event")
+    infos = [analysis.FlowInfo(f.id, f.src, f.dst, f.cc, f.start_s, f.stop_s) for f in prep.flows]
+    summary = analysis.summarize(infos, flows_df, traffic.finished, links_df,
+                                 {k: link.forward.rate_bps / 1e6 for k, link in prep.links.items()})
+    summary["idle_rtt"] = idle
+    environment = {
+        "run": {"name": spec.name, "prefix": prefix, "started": started, "host": platform.node()},
+        "kernel": platform.release(),
+        "capabilities": prep.caps.as_dict()["probes"],
+        "backends": {job: {"backend": b, "why": w} for job, (b, w) in prep.caps.backends().items()}
+        | {"switch": {"backend": prep.switch[0], "why": prep.switch[1]}},
+        "shaping": shaper.applied,
+        "network_commands": net.applied,
+        "socket_buffer_max_bytes": prep.sockbuf_bytes,
+        "sysctls": _read_sysctls(),
+        "tools": _tool_versions(),
+        "flows": {f.id: {"cc": f.cc, "cc_args": f.cc_args, "port": f.port} for f in prep.flows},
+        "congestion_control": {"applied": ccs.applied, "builds": cc_build_hashes(ccs.ours())},
+    }
+    spec_yaml = yaml.safe_dump(to_plain(spec), sort_keys=False)
+    (directory / "spec.yaml").write_text(spec_yaml)
+    (directory / "environment.json").write_text(json.dumps(environment, indent=1, default=str))
+    flows_df.to_csv(directory / "flows.csv", index=False)
+    links_df.to_csv(directory / "links.csv", index=False)
+    if not events_df.empty:
+        events_df.to_csv(directory / "cc_events.csv", index=False)
+    (directory / "summary.json").write_text(json.dumps(summary, indent=1))
+    page = report.render(spec_yaml, summary, environment, flows_df, links_df, events_df)
+    (directory / "report.html").write_text(page)
+    os.chmod(directory, 0o755)
+    return RunResult(directory, summary, environment)

@@ -1,0 +1,132 @@
+"""One TCP flow end: `send` or `recv`, run inside a host's namespace by the traffic layer.
+
+The sender sets the flow's congestion control on its own socket (TCP_CONGESTION), sends as
+fast as TCP lets it for the flow's duration, and samples its socket's tcp_info every interval,
+printing one JSON line per sample (CLOCK_MONOTONIC time). The receiver drains and reports the
+byte count. Exit status 2 with one line on stderr for a setup error (e.g. unknown CC).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import threading
+import time
+
+from fastlab import tcpinfo
+
+CHUNK_BYTES = 256 * 1024
+CONNECT_TIMEOUT_S = 10.0
+
+
+def emit(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def send(args: argparse.Namespace) -> int:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, args.cc.encode())
+    except OSError as exc:
+        print(f"cannot use congestion control {args.cc!r}: {exc.strerror}", file=sys.stderr)
+        return 2
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
+    while True:
+        try:
+            sock.connect((args.dst, args.port))
+            break
+        except OSError as exc:
+            if time.monotonic() > deadline:
+                print(f"cannot connect to {args.dst}:{args.port}: {exc.strerror}", file=sys.stderr)
+                return 1
+            time.sleep(0.05)
+    chosen = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\0")[0].decode()
+    start = time.monotonic()
+    stop_at = start + args.duration_s
+    emit({"event": "start", "flow": args.flow, "t": start, "cc": chosen})
+    done = threading.Event()
+
+    def pump() -> None:
+        payload = memoryview(bytearray(CHUNK_BYTES))
+        try:
+            while not done.is_set():
+                sock.send(payload)
+        except OSError:
+            pass
+
+    sender = threading.Thread(target=pump, daemon=True)
+    sender.start()
+    last_t, last_acked = start, 0
+    next_t = start + args.interval_s
+    while True:
+        now = time.monotonic()
+        if now >= stop_at:
+            break
+        time.sleep(max(0.0, min(next_t, stop_at) - now))
+        next_t += args.interval_s
+        info = tcpinfo.parse(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 512))
+        s = tcpinfo.sample(info)
+        t = time.monotonic()
+        s["goodput_mbps"] = (s["bytes_acked"] - last_acked) * 8 / 1e6 / max(t - last_t, 1e-6)
+        last_t, last_acked = t, s["bytes_acked"]
+        emit({"event": "sample", "flow": args.flow, "t": t, **s})
+    done.set()
+    info = tcpinfo.parse(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 512))
+    end = time.monotonic()
+    sock.close()  # RST if data is unsent: the flow's time is over
+    sender.join(timeout=2)
+    emit({"event": "done", "flow": args.flow, "t": end, "start": start, "bytes_acked": info["bytes_acked"],
+          "retransmits": info["total_retrans"], "min_rtt_ms": info["min_rtt"] / 1000})
+    return 0
+
+
+def recv(args: argparse.Namespace) -> int:
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((args.bind, args.port))
+    srv.listen(1)
+    srv.settimeout(args.duration_s)
+    emit({"event": "listening", "flow": args.flow, "t": time.monotonic()})
+    try:
+        conn, _ = srv.accept()
+    except TimeoutError:
+        print("no sender connected", file=sys.stderr)
+        return 1
+    conn.settimeout(args.duration_s)
+    buf = bytearray(CHUNK_BYTES)
+    total, first = 0, None
+    try:
+        while n := conn.recv_into(buf):
+            if first is None:
+                first = time.monotonic()
+            total += n
+    except (TimeoutError, ConnectionResetError):
+        pass
+    emit({"event": "done", "flow": args.flow, "t": time.monotonic(), "first": first, "bytes": total})
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="fastlab-flow")
+    sub = parser.add_subparsers(dest="role", required=True)
+    s = sub.add_parser("send")
+    s.add_argument("--dst", required=True)
+    s.add_argument("--port", type=int, required=True)
+    s.add_argument("--cc", required=True)
+    s.add_argument("--duration-s", type=float, required=True)
+    s.add_argument("--interval-s", type=float, default=0.05)
+    s.add_argument("--flow", required=True)
+    r = sub.add_parser("recv")
+    r.add_argument("--bind", required=True)
+    r.add_argument("--port", type=int, required=True)
+    r.add_argument("--duration-s", type=float, required=True)
+    r.add_argument("--flow", required=True)
+    args = parser.parse_args(argv)
+    return send(args) if args.role == "send" else recv(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,461 @@
+"""Guided labs: load and validate lab folders, run their steps, evaluate their checkpoints.
+
+A lab is a folder `labs/NN-slug/` (format: `labs/README.md`): a handout `README.md`, a
+declarative `lab.yaml` (steps, each an ordinary experiment spec plus `--set` overrides and
+checkpoints), `checkpoints.py` (functions marked with `@checkpoint` that read a step's run
+directory and return a `CheckResult`), `INSTRUCTOR.md` and `recorded/<step-id>/` runs.
+
+Everything a front end needs is here and returns plain data: `list_labs`, `load_lab` (steps,
+handout), `Lab.build_spec` (a step's spec, normal or short form), `evaluate_step` (checkpoints
+on a run directory), `run_lab` (steps through the engine, `lab.json` written as it goes),
+`check_lab_run` (re-evaluate a finished lab run). Loading is strict: a malformed lab.yaml, an
+unknown checkpoint or arguments a checkpoint does not take are a `LabError` naming the place.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import importlib.util
+import inspect
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pandas as pd
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from fastlab import paths
+from fastlab.spec import ExperimentSpec, SpecError, format_validation_error, load_spec
+
+LABS_DIR = paths.REPO / "labs"
+MAX_MINUTES = 10
+FOLDER_RE = re.compile(r"^(\d\d)-([a-z0-9][a-z0-9-]*)$")
+CHECKPOINT_MARK = "__fastlab_checkpoint__"
+
+
+class LabError(ValueError):
+    """A lab that cannot be loaded or run as asked; the message names the file and field."""
+
+
+class MissingData(LabError):
+    """The run directory lacks what a checkpoint reads (a file, a column, a flow)."""
+
+
+# --- checkpoints -------------------------------------------------------------------------------
+
+@dataclass
+class CheckResult:
+    """One checkpoint's verdict: what was measured, what was expected, and why that tolerance."""
+
+    name: str
+    passed: bool
+    measured: float | str
+    expected: str
+    tolerance: str
+    note: str = ""  # e.g. why it could not be evaluated
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def line(self) -> str:
+        measured = f"{self.measured:.4g}" if isinstance(self.measured, float) else str(self.measured)
+        text = f"{'PASS' if self.passed else 'FAIL'} {self.name}: measured {measured}, expected {self.expected}"
+        return text + (f" ({self.note})" if self.note else "") + (f"\n       why: {self.tolerance}" if self.tolerance else "")
+
+
+Checkpoint = Callable[..., CheckResult]
+
+
+def checkpoint(fn: Checkpoint) -> Checkpoint:
+    """Mark a function of a lab's checkpoints.py as a checkpoint lab.yaml may name."""
+    setattr(fn, CHECKPOINT_MARK, True)
+    return fn
+
+
+def within(name: str, measured: float, lo: float, hi: float, tolerance: str, unit: str = "") -> CheckResult:
+    """The common checkpoint shape: a measured figure inside [lo, hi]."""
+    unit = f" {unit}" if unit else ""
+    return CheckResult(name, bool(lo <= measured <= hi), round(float(measured), 4),
+                       f"{lo:.4g}..{hi:.4g}{unit}", tolerance)
+
+
+class StepRun:
+    """A step's run directory with lazy accessors; CSVs may be stored gzipped (`flows.csv.gz`)."""
+
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory)
+
+    def _file(self, name: str) -> Path:
+        for candidate in (self.directory / name, self.directory / f"{name}.gz"):
+            if candidate.exists():
+                return candidate
+        raise MissingData(f"{self.directory.name}: the run has no {name}")
+
+    def _csv(self, name: str) -> pd.DataFrame:
+        return pd.read_csv(self._file(name))
+
+    @functools.cached_property
+    def spec(self) -> dict[str, Any]:
+        return yaml.safe_load(self._file("spec.yaml").read_text())
+
+    @functools.cached_property
+    def summary(self) -> dict[str, Any]:
+        return json.loads(self._file("summary.json").read_text())
+
+    @functools.cached_property
+    def environment(self) -> dict[str, Any]:
+        return json.loads(self._file("environment.json").read_text())
+
+    @functools.cached_property
+    def flows(self) -> pd.DataFrame:
+        return self._csv("flows.csv")
+
+    @functools.cached_property
+    def links(self) -> pd.DataFrame:
+        return self._csv("links.csv")
+
+    @functools.cached_property
+    def cc_events(self) -> pd.DataFrame:
+        return self._csv("cc_events.csv")
+
+    def flow(self, flow_id: str) -> pd.DataFrame:
+        """flows.csv rows of one flow, in time order."""
+        rows = self.flows[self.flows["flow"] == flow_id].sort_values("t")
+        if rows.empty:
+            raise MissingData(f"flows.csv has no samples of flow {flow_id}")
+        return rows
+
+    def link(self, link_id: str, direction: str = "forward") -> pd.DataFrame:
+        """links.csv rows of one shaped link and direction, in time order."""
+        rows = self.links[(self.links["link"] == link_id) & (self.links["direction"] == direction)].sort_values("t")
+        if rows.empty:
+            raise MissingData(f"links.csv has no samples of link {link_id} ({direction})")
+        return rows
+
+    def events(self, flow_id: str) -> pd.DataFrame:
+        """cc_events.csv rows of one flow, in time order."""
+        rows = self.cc_events[self.cc_events["flow"] == flow_id].sort_values("t")
+        if rows.empty:
+            raise MissingData(f"cc_events.csv has no events of flow {flow_id}")
+        return rows
+
+    def flow_summary(self, flow_id: str) -> dict[str, Any]:
+        for flow in self.summary["flows"]:
+            if flow["id"] == flow_id:
+                return flow
+        raise MissingData(f"summary.json has no flow {flow_id}")
+
+    def link_summary(self, link_id: str) -> dict[str, Any]:
+        for link in self.summary["links"]:
+            if link["id"] == link_id:
+                return link
+        raise MissingData(f"summary.json has no link {link_id}")
+
+
+# --- lab.yaml ----------------------------------------------------------------------------------
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CheckpointCall(_Strict):
+    check: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="a function in checkpoints.py")
+    name: str | None = Field(None, max_length=80, description="label when a step calls one check twice")
+    args: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.name or self.check
+
+
+class Step(_Strict):
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,15}$")
+    title: str = Field(min_length=1, max_length=200)
+    spec: str = Field(min_length=1, description="experiment spec, relative to the lab folder")
+    set: list[str] = Field(default_factory=list, description="--set overrides applied to the spec")
+    short: list[str] = Field(default_factory=list, description="extra overrides of the short (CI) form")
+    checkpoints: list[CheckpointCall] = Field(min_length=1)
+
+
+class LabFile(_Strict):
+    title: str = Field(min_length=1, max_length=200)
+    summary: str = Field(min_length=1, max_length=4000)
+    minutes: float = Field(gt=0, le=MAX_MINUTES, description="wall time of the default-scale run")
+    steps: list[Step] = Field(min_length=1)
+
+
+@dataclass
+class Lab:
+    number: int
+    slug: str
+    folder: Path
+    title: str
+    summary: str
+    minutes: float
+    steps: list[Step]
+    checks: dict[str, Checkpoint] = field(repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.folder.name
+
+    def handout(self) -> str:
+        return (self.folder / "README.md").read_text(encoding="utf-8")
+
+    def instructor_notes(self) -> str:
+        return (self.folder / "INSTRUCTOR.md").read_text(encoding="utf-8")
+
+    def step(self, step_id: str) -> Step:
+        for step in self.steps:
+            if step.id == str(step_id):
+                return step
+        raise LabError(f"lab {self.name}: no step {step_id!r} (steps: {', '.join(s.id for s in self.steps)})")
+
+    def overrides(self, step: Step, short: bool = False) -> list[str]:
+        return [*step.set, *(step.short if short else [])]
+
+    def build_spec(self, step_id: str, short: bool = False, extra: list[str] | None = None) -> ExperimentSpec:
+        """The step's experiment spec with its overrides (and the short form's), validated structurally."""
+        step = self.step(step_id)
+        try:
+            return load_spec(str(self.folder / step.spec), [*self.overrides(step, short), *(extra or [])])
+        except SpecError as exc:
+            raise LabError(f"{self.name} step {step.id} ({step.spec}): {exc}") from None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for a front end: the lab, its steps and their checkpoints."""
+        return {"number": self.number, "slug": self.slug, "name": self.name, "title": self.title,
+                "summary": self.summary, "minutes": self.minutes,
+                "steps": [{"id": s.id, "title": s.title, "spec": s.spec, "set": s.set, "short": s.short,
+                           "checkpoints": [{"check": c.check, "name": c.label, "args": c.args}
+                                          for c in s.checkpoints]} for s in self.steps]}
+
+
+def _import_checkpoints(folder: Path) -> dict[str, Checkpoint]:
+    path = folder / "checkpoints.py"
+    if not path.is_file():
+        raise LabError(f"{folder.name}: checkpoints.py is missing")
+    module_name = "fastlab_lab_" + folder.name.replace("-", "_")
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module: ModuleType = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the lab author's code: report it as a load error
+        raise LabError(f"{folder.name}/checkpoints.py: {exc.__class__.__name__}: {exc}") from None
+    return {name: fn for name, fn in vars(module).items() if callable(fn) and getattr(fn, CHECKPOINT_MARK, False)}
+
+
+def _check_call(lab: str, where: str, call: CheckpointCall, checks: dict[str, Checkpoint]) -> None:
+    fn = checks.get(call.check)
+    if fn is None:
+        raise LabError(f"{lab}/lab.yaml: {where}.check: unknown checkpoint {call.check!r} "
+                       f"(checkpoints.py defines: {', '.join(sorted(checks)) or 'none'})")
+    try:
+        inspect.signature(fn).bind(None, **call.args)
+    except TypeError as exc:
+        raise LabError(f"{lab}/lab.yaml: {where}.args: {call.check}: {exc}") from None
+
+
+def load_lab_folder(folder: Path) -> Lab:
+    m = FOLDER_RE.match(folder.name)
+    if m is None:
+        raise LabError(f"{folder}: a lab folder is named NN-slug (e.g. 01-long-fat-pipes)")
+    try:
+        data = yaml.safe_load((folder / "lab.yaml").read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise LabError(f"{folder.name}/lab.yaml: cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise LabError(f"{folder.name}/lab.yaml: not valid YAML{f' at line {mark.line + 1}' if mark else ''}") from None
+    if not isinstance(data, dict):
+        raise LabError(f"{folder.name}/lab.yaml: the document must be a mapping of fields")
+    try:
+        parsed = LabFile.model_validate(data)
+    except ValidationError as err:
+        raise LabError(f"{folder.name}/lab.yaml: {format_validation_error(err)}") from None
+    seen: set[str] = set()
+    for i, step in enumerate(parsed.steps):
+        if step.id in seen:
+            raise LabError(f"{folder.name}/lab.yaml: steps[{i}].id: duplicate step id {step.id!r}")
+        seen.add(step.id)
+        spec_path = (folder / step.spec).resolve()
+        if not spec_path.is_relative_to(folder.resolve()) or not spec_path.is_file():
+            raise LabError(f"{folder.name}/lab.yaml: steps[{i}].spec: no file {step.spec!r} inside the lab folder")
+    checks = _import_checkpoints(folder)
+    for i, step in enumerate(parsed.steps):
+        for j, call in enumerate(step.checkpoints):
+            _check_call(folder.name, f"steps[{i}].checkpoints[{j}]", call, checks)
+    return Lab(int(m.group(1)), m.group(2), folder, parsed.title, parsed.summary, parsed.minutes,
+               list(parsed.steps), checks)
+
+
+def lab_folders(root: Path = LABS_DIR) -> list[Path]:
+    return sorted(p for p in root.iterdir() if p.is_dir() and FOLDER_RE.match(p.name)) if root.is_dir() else []
+
+
+def list_labs(root: Path = LABS_DIR) -> list[Lab]:
+    return [load_lab_folder(folder) for folder in lab_folders(root)]
+
+
+def find_lab_folder(ref: str | int, root: Path = LABS_DIR) -> Path:
+    """A lab by number (1, "01"), folder name ("01-long-fat-pipes") or slug."""
+    text = str(ref)
+    for folder in lab_folders(root):
+        number, slug = FOLDER_RE.match(folder.name).groups()  # type: ignore[union-attr]
+        if text in (folder.name, slug) or (text.isdigit() and int(text) == int(number)):
+            return folder
+    names = ", ".join(p.name for p in lab_folders(root)) or "none"
+    raise LabError(f"no lab {text!r} (labs: {names})")
+
+
+def load_lab(ref: str | int, root: Path = LABS_DIR) -> Lab:
+    return load_lab_folder(find_lab_folder(ref, root))
+
+
+# --- evaluation --------------------------------------------------------------------------------
+
+def evaluate_step(lab: Lab, step_id: str, directory: Path | str) -> list[CheckResult]:
+    """Run a step's checkpoints on a run directory; a checkpoint that cannot read what it needs fails."""
+    step = lab.step(step_id)
+    run = StepRun(directory)
+    results = []
+    for call in step.checkpoints:
+        try:
+            result = lab.checks[call.check](run, **call.args)
+            result.name = call.label if call.name else (result.name or call.label)
+        except (MissingData, KeyError, ValueError, OSError) as exc:
+            result = CheckResult(call.label, False, "n/a", "", "", note=f"cannot evaluate: {exc}")
+        results.append(result)
+    return results
+
+
+@dataclass
+class StepOutcome:
+    id: str
+    title: str
+    directory: str
+    duration_s: float
+    checks: list[CheckResult]
+    error: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return not self.error and all(c.passed for c in self.checks)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "directory": self.directory, "passed": self.passed,
+                "duration_s": round(self.duration_s, 1), "error": self.error,
+                "checks": [c.as_dict() for c in self.checks]}
+
+
+@dataclass
+class LabRun:
+    lab: Lab
+    directory: Path
+    short: bool
+    started: str
+    steps: list[StepOutcome] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.steps) and all(s.passed for s in self.steps)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"lab": self.lab.number, "name": self.lab.name, "title": self.lab.title, "short": self.short,
+                "started": self.started, "passed": self.passed, "steps": [s.as_dict() for s in self.steps]}
+
+    def save(self) -> None:
+        (self.directory / "lab.json").write_text(json.dumps(self.as_dict(), indent=1))
+
+
+def lab_runs_root() -> Path:
+    return paths.results_root() / "labs"
+
+
+def new_lab_run_dir(lab: Lab) -> Path:
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return lab_runs_root() / f"{stamp}-{lab.name}"
+
+
+def latest_lab_run(lab: Lab) -> Path:
+    runs = sorted(p for p in lab_runs_root().glob(f"*-{lab.name}") if (p / "lab.json").is_file()) \
+        if lab_runs_root().is_dir() else []
+    if not runs:
+        raise LabError(f"no finished run of lab {lab.name} under {lab_runs_root()}: run `fastlab lab run {lab.number}`")
+    return runs[-1]
+
+
+def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids: list[str] | None = None,
+            log: Callable[[str], None] = lambda _msg: None,
+            on_step: Callable[[StepOutcome], None] = lambda _outcome: None,
+            on_sample: Callable[[dict[str, Any]], None] | None = None,
+            cancel: threading.Event | None = None) -> LabRun:
+    """Run the lab's steps (or the ones named) in order through the engine and evaluate each.
+
+    Every spec is built and checked by `prepare` before the first step runs, so a broken step
+    stops the lab before anything is created. A step whose run fails is recorded with its error
+    and the lab goes on to the next step (except when cancelled).
+    """
+    from fastlab.engine import RunError, prepare, run_experiment
+
+    steps = [lab.step(s) for s in step_ids] if step_ids else lab.steps
+    specs = {}
+    for step in steps:
+        specs[step.id] = lab.build_spec(step.id, short)
+        try:
+            prepare(specs[step.id])
+        except SpecError as exc:
+            raise LabError(f"{lab.name} step {step.id} ({step.spec}): {exc}") from None
+    directory = out or new_lab_run_dir(lab)
+    if directory.exists() and any(directory.iterdir()):
+        raise LabError(f"{directory}: directory exists and is not empty")
+    directory.mkdir(parents=True, exist_ok=True)
+    run = LabRun(lab, directory, short, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    run.save()
+    for step in steps:
+        log(f"step {step.id}: {step.title}")
+        step_dir = directory / step.id
+        t0 = time.monotonic()
+        try:
+            run_experiment(specs[step.id], out=step_dir, on_sample=on_sample, log=log, cancel=cancel)
+            outcome = StepOutcome(step.id, step.title, str(step_dir), time.monotonic() - t0,
+                                  evaluate_step(lab, step.id, step_dir))
+        except RunError as exc:
+            outcome = StepOutcome(step.id, step.title, str(step_dir), time.monotonic() - t0, [], f"run failed: {exc}")
+        run.steps.append(outcome)
+        run.save()
+        on_step(outcome)
+        if cancel is not None and cancel.is_set():
+            break
+    return run
+
+
+def check_lab_run(directory: Path) -> LabRun:
+    """Re-evaluate the checkpoints of a finished lab run (its lab.json names the lab and steps)."""
+    try:
+        record = json.loads((directory / "lab.json").read_text())
+        lab = load_lab(record["name"])
+        entries = record["steps"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise LabError(f"{directory}: not a lab run (lab.json: {exc})") from None
+    run = LabRun(lab, directory, bool(record.get("short")), str(record.get("started", "")))
+    for entry in entries:
+        step = lab.step(entry["id"])
+        step_dir = directory / step.id
+        if step_dir.is_dir():
+            run.steps.append(StepOutcome(step.id, step.title, str(step_dir), entry.get("duration_s", 0.0),
+                                         evaluate_step(lab, step.id, step_dir)))
+        else:
+            run.steps.append(StepOutcome(step.id, step.title, str(step_dir), 0.0, [], "no run directory"))
+    if not run.steps:
+        raise LabError(f"{directory}: the lab run has no finished step")
+    return run

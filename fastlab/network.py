@@ -1,0 +1,199 @@
+"""Network build: a TopologyPlan becomes Mininet hosts, namespaced Linux routers and switches.
+
+Every object that lives in the root namespace (switches, their ports) carries the run prefix
+in its name, so leftovers are identifiable; hosts, routers and link nodes live in their own
+network namespaces. A shaped link a==b becomes a -- x -- b, where x is a link node (its own
+namespace with two interfaces, `<x>-a` toward a and `<x>-b` toward b) in which the shaping
+executor puts the emulator or a bridge. Offloads are turned off on every interface: segmented
+64 KB frames would distort queueing and break the userspace datapaths.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fastlab.runstate import RunState
+from fastlab.topology import TopologyPlan
+
+OFFLOADS = ("tx", "rx", "tso", "gso", "gro", "lro", "sg")
+SOCKBUF_MIN_BYTES = 8 * 1024 * 1024
+SOCKBUF_MAX_BYTES = 2**31 - 1  # the tcp_rmem/tcp_wmem sysctls take an int
+# OVS's userspace datapath receives each port through an AF_PACKET socket sized by the root
+# namespace's rmem_default; at the 208 KiB default, bursts overflow it and packets vanish
+# without a counter (measured: FAST retransmits on an otherwise loss-free sc2002 path).
+OVS_USER_RMEM_DEFAULT = 4 * 1024 * 1024
+RMEM_DEFAULT = Path("/proc/sys/net/core/rmem_default")
+
+
+class NetworkError(RuntimeError):
+    """The network could not be built as planned."""
+
+
+@dataclass
+class LinkEnds:
+    """The devices around one shaped link, by namespace node name."""
+
+    link_id: str
+    node: str  # the link node
+    dev_a: str  # link node's interface toward a
+    dev_b: str
+    a: str
+    a_dev: str  # a's interface toward the link node
+    b: str
+    b_dev: str
+
+
+@dataclass
+class Network:
+    plan: TopologyPlan
+    prefix: str
+    switch_kind: str
+    state: RunState
+    mn: Any = None
+    nodes: dict[str, Any] = field(default_factory=dict)
+    link_ends: dict[str, LinkEnds] = field(default_factory=dict)
+    applied: list[list[str]] = field(default_factory=list)
+
+    def node(self, name: str) -> Any:
+        return self.nodes[name]
+
+    def run(self, node_name: str, argv: list[str], timeout: float = 20, record: bool = True) -> str:
+        """Run a command in a node's namespace; raise with its stderr on failure."""
+        node = self.nodes[node_name]
+        proc = node.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise NetworkError(f"{node_name}: {' '.join(argv)} timed out after {timeout}s") from None
+        if proc.returncode != 0:
+            raise NetworkError(f"{node_name}: {' '.join(argv)} failed: {err.strip() or out.strip()}")
+        if record:
+            self.applied.append([node_name, *argv])
+        return out
+
+    # --- build -----------------------------------------------------------------------------
+
+    def build(self, sockbuf_bytes: int) -> None:
+        from mininet.net import Mininet
+        from mininet.node import Host
+
+        self.mn = Mininet(topo=None, build=False, controller=None, waitConnected=False)
+        if self.switch_kind == "ovs-user" and int(RMEM_DEFAULT.read_text()) < OVS_USER_RMEM_DEFAULT:
+            RMEM_DEFAULT.write_text(str(OVS_USER_RMEM_DEFAULT))
+            self.applied.append(["root", "sysctl", f"net.core.rmem_default={OVS_USER_RMEM_DEFAULT}"])
+        for name, node in self.plan.nodes.items():
+            if node.role == "switch":
+                self.nodes[name] = self._add_switch(name, len(self.nodes) + 1)
+            else:
+                self.nodes[name] = self.mn.addHost(name, cls=Host, ip=None)
+                self.state.add_pid(self.nodes[name].pid, f"shell {name}")
+        ports: dict[str, int] = {}
+
+        def next_dev(node: str) -> str:
+            # Namespaced nodes' interfaces are private (eth0, eth1, ...); switch ports live in
+            # the root namespace and carry the switch's run-prefixed name.
+            ports[node] = ports.get(node, -1) + 1
+            is_switch = self.plan.nodes.get(node) is not None and self.plan.nodes[node].role == "switch"
+            return f"{self.nodes[node].name}-eth{ports[node]}" if is_switch else f"eth{ports[node]}"
+
+        for i, link in enumerate(self.plan.links):
+            if link.shaped:
+                x = f"x{i}"
+                self.nodes[x] = self.mn.addHost(x, cls=Host, ip=None)
+                self.state.add_pid(self.nodes[x].pid, f"shell link node {link.shaped}")
+                ends = LinkEnds(link.shaped, x, f"{x}-a", f"{x}-b", link.a, next_dev(link.a), link.b,
+                                next_dev(link.b))
+                self._veth(link.a, ends.a_dev, x, ends.dev_a)
+                self._veth(x, ends.dev_b, link.b, ends.b_dev)
+                self.link_ends[link.shaped] = ends
+                self._address(link.a, ends.a_dev, link.a_ip)
+                self._address(link.b, ends.b_dev, link.b_ip)
+            else:
+                dev_a, dev_b = next_dev(link.a), next_dev(link.b)
+                self._veth(link.a, dev_a, link.b, dev_b)
+                self._address(link.a, dev_a, link.a_ip)
+                self._address(link.b, dev_b, link.b_ip)
+        self.mn.build()
+        for switch in self.switches():
+            switch.start([])
+        for name, node in self.plan.nodes.items():
+            if node.role != "switch":
+                self._configure_namespace(name, router=node.role == "router", sockbuf_bytes=sockbuf_bytes)
+            for route in node.routes:
+                self.run(name, ["ip", "route", "replace", route.dst, "via", route.via])
+        for ends in self.link_ends.values():
+            self._configure_namespace(ends.node, router=False, sockbuf_bytes=sockbuf_bytes)
+        for node in self.nodes.values():
+            for intf in node.intfList():
+                if intf.name != "lo":
+                    self._offloads_off(node, intf.name)
+
+    def _add_switch(self, name: str, index: int) -> Any:
+        from mininet.node import OVSSwitch
+        from mininet.nodelib import LinuxBridge
+
+        root_name = f"{self.prefix}{name}"
+        self.state.add_bridge(root_name, self.switch_kind)
+        if self.switch_kind in ("ovs-kernel", "ovs-user"):
+            datapath = "kernel" if self.switch_kind == "ovs-kernel" else "user"
+            return self.mn.addSwitch(root_name, cls=OVSSwitch, datapath=datapath, failMode="standalone",
+                                     dpid=f"{index:016x}", batch=False)
+        if self.switch_kind == "bridge":
+            return self.mn.addSwitch(root_name, cls=LinuxBridge)
+        raise NetworkError(f"switch implementation {self.switch_kind!r} is unavailable")
+
+    def switches(self) -> list[Any]:
+        return [self.nodes[n] for n, node in self.plan.nodes.items() if node.role == "switch"]
+
+    def _veth(self, a: str, dev_a: str, b: str, dev_b: str) -> None:
+        for node, dev in ((a, dev_a), (b, dev_b)):
+            if self.plan.nodes.get(node) and self.plan.nodes[node].role == "switch":
+                self.state.add_intf(dev)
+        if len(dev_a) > 15 or len(dev_b) > 15:
+            raise NetworkError(f"interface name too long: {dev_a} / {dev_b}")
+        self.mn.addLink(self.nodes[a], self.nodes[b], intfName1=dev_a, intfName2=dev_b)
+
+    def _address(self, node: str, dev: str, cidr: str | None) -> None:
+        if cidr:
+            self.nodes[node].intf(dev).setIP(cidr)
+
+    def _configure_namespace(self, name: str, router: bool, sockbuf_bytes: int) -> None:
+        sysctls = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
+                   "net.ipv4.ip_forward": "1" if router else "0",
+                   "net.ipv4.tcp_no_metrics_save": "1",
+                   "net.ipv4.tcp_rmem": f"4096 131072 {sockbuf_bytes}",
+                   "net.ipv4.tcp_wmem": f"4096 16384 {sockbuf_bytes}"}
+        self.run(name, ["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in sysctls.items())])
+
+    def _offloads_off(self, node: Any, dev: str) -> None:
+        argv = ["ethtool", "-K", dev]
+        for feature in OFFLOADS:
+            argv += [feature, "off"]
+        proc = node.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _out, err = proc.communicate(timeout=10)
+        # ethtool exits non-zero when one feature is fixed on a device (e.g. lro on veth) but
+        # still changes the others; what matters is that checksum and segmentation are off.
+        check = node.popen(["ethtool", "-k", dev], stdout=subprocess.PIPE, text=True)
+        state, _ = check.communicate(timeout=10)
+        for key in ("tx-checksumming", "tcp-segmentation-offload", "generic-segmentation-offload",
+                    "generic-receive-offload"):
+            if f"{key}: on" in state:
+                raise NetworkError(f"cannot turn off {key} on {dev}: {err.strip()}")
+        self.applied.append([node.name, *argv])
+
+    # --- teardown ---------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        if self.mn is None:
+            return
+        for switch in self.switches():
+            switch.stop(deleteIntfs=True)
+        for node in self.nodes.values():
+            if node not in self.switches():
+                node.stop(deleteIntfs=True)
+        self.mn = None

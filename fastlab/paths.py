@@ -1,0 +1,23 @@
+"""Where things live: the checkout, native builds, run state and results."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+STATE_DIR = Path(os.environ.get("FASTLAB_STATE_DIR", "/run/fastlab"))
+
+
+def linkemu_binary() -> Path:
+    return REPO / "linkemu" / "linkemu"
+
+
+def results_root() -> Path:
+    return Path(os.environ.get("FASTLAB_RESULTS", REPO / "results"))
+
+
+def python() -> str:
+    """The interpreter of this environment (used to start helper programs in namespaces)."""
+    import sys
+    return sys.executable

@@ -1,0 +1,124 @@
+"""Paths through a topology plan, found by following its static routes (pure).
+
+Used to tell users what a path is before they run it — RTT, bottleneck, BDP — and by tests to
+know what the emulated network must show. Forwarding is longest-prefix match over each node's
+routes and directly connected subnets, hop by hop, across switches at layer 2.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections import deque
+from dataclasses import dataclass
+
+from fastlab.shaping import ResolvedLink
+from fastlab.topology import LinkPlan, TopologyError, TopologyPlan
+
+MTU_BITS = 1500 * 8
+
+
+@dataclass(frozen=True)
+class Hop:
+    link: LinkPlan
+    forward: bool  # crossed from a to b
+
+
+@dataclass(frozen=True)
+class PathFigures:
+    src: str
+    dst: str
+    rtt_ms: float
+    bottleneck_mbps: float | None
+    bottleneck_link: str | None
+    bdp_pkts: float | None
+    shaped_links: list[str]
+
+
+def _interfaces(plan: TopologyPlan) -> dict[str, list[ipaddress.IPv4Interface]]:
+    table: dict[str, list[ipaddress.IPv4Interface]] = {}
+    for link in plan.links:
+        for node, cidr in ((link.a, link.a_ip), (link.b, link.b_ip)):
+            if cidr:
+                table.setdefault(node, []).append(ipaddress.IPv4Interface(cidr))
+    return table
+
+
+def _off_path_links(plan: TopologyPlan, path: str | None) -> set[str]:
+    """Shaped links of the OpenFlow core that the chosen path (default: the plan's) does not use."""
+    design = plan.metadata.get("openflow")
+    if not design:
+        return set()
+    chosen = path or design["default_path"]
+    if chosen not in design["paths"]:
+        raise TopologyError(f"unknown path {chosen!r} (paths: {', '.join(sorted(design['paths']))})")
+    return {link for name, p in design["paths"].items() if name != chosen for link in p["links"]}
+
+
+def _l2_hops(plan: TopologyPlan, start: str, goal: str, off_path: set[str]) -> list[Hop]:
+    """Links from `start` to `goal` through switches only, avoiding the other paths' links."""
+    switches = {n for n, node in plan.nodes.items() if node.role == "switch"}
+    queue: deque[tuple[str, list[Hop]]] = deque([(start, [])])
+    seen = {start}
+    while queue:
+        node, hops = queue.popleft()
+        for link in plan.links:
+            if link.shaped in off_path:
+                continue
+            for here, there, forward in ((link.a, link.b, True), (link.b, link.a, False)):
+                if here != node or there in seen:
+                    continue
+                if there == goal:
+                    return [*hops, Hop(link, forward)]
+                if there in switches:
+                    seen.add(there)
+                    queue.append((there, [*hops, Hop(link, forward)]))
+    raise TopologyError(f"no layer-2 path from {start} to {goal}")
+
+
+def hops(plan: TopologyPlan, src: str, dst: str, path: str | None = None) -> list[Hop]:
+    off_path = _off_path_links(plan, path)
+    interfaces = _interfaces(plan)
+    owner = {iface.ip: node for node, ifaces in interfaces.items() for iface in ifaces}
+    target = ipaddress.IPv4Address(plan.address_of(dst))
+    node, route = src, []
+    for _ in range(64):
+        if node == dst:
+            return route
+        connected = [(i.network, target) for i in interfaces.get(node, []) if target in i.network]
+        if connected:
+            next_hop = target
+        else:
+            routes = [(ipaddress.IPv4Network(r.dst), ipaddress.IPv4Address(r.via)) for r in plan.nodes[node].routes]
+            matches = [r for r in routes if target in r[0]]
+            if not matches:
+                raise TopologyError(f"{node} has no route to {dst} ({target})")
+            next_hop = max(matches, key=lambda r: r[0].prefixlen)[1]
+        nxt = owner.get(next_hop)
+        if nxt is None:
+            raise TopologyError(f"{node}: next hop {next_hop} toward {dst} belongs to no node")
+        route += _l2_hops(plan, node, nxt, off_path)
+        node = nxt
+    raise TopologyError(f"routing loop from {src} to {dst}")
+
+
+def figures(plan: TopologyPlan, links: dict[str, ResolvedLink], src: str, dst: str,
+            path: str | None = None) -> PathFigures:
+    """Base RTT (both directions' one-way delays), the bottleneck and the BDP of src -> dst
+    (over `path` of an OpenFlow core, default its default path)."""
+    there, back = hops(plan, src, dst, path), hops(plan, dst, src, path)
+    delay_us = 0
+    bottleneck: tuple[float, str] | None = None
+    for route, outbound in ((there, True), (back, False)):
+        for hop in route:
+            if hop.link.shaped is None:
+                continue
+            link = links[hop.link.shaped]
+            direction = link.forward if hop.forward else link.reverse
+            delay_us += direction.delay_us
+            if outbound and (bottleneck is None or direction.rate_bps / 1e6 < bottleneck[0]):
+                bottleneck = (direction.rate_bps / 1e6, hop.link.shaped)
+    rtt_ms = delay_us / 1000
+    bdp = bottleneck[0] * 1e6 * rtt_ms / 1000 / MTU_BITS if bottleneck else None
+    return PathFigures(src, dst, rtt_ms, bottleneck[0] if bottleneck else None, bottleneck[1] if bottleneck else None,
+                       round(bdp, 1) if bdp is not None else None,
+                       [h.link.shaped for h in there if h.link.shaped])

@@ -1,0 +1,188 @@
+"""Run ownership: the run prefix, the state file of what a run created, and cleanup.
+
+Before a run creates anything it writes `/run/fastlab/<prefix>.json`, and it adds every process
+(with its start time, so a recycled PID is never killed), root-namespace interface and bridge
+to it as they are made. `cleanup` removes exactly those things for runs whose engine is gone,
+plus root-namespace interfaces and OVS bridges whose names carry a fastlab run prefix. It never
+looks for processes by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import signal
+import string
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from fastlab import paths
+
+PREFIX_RE = re.compile(r"^fl[0-9a-z]{4}")
+ALPHABET = string.digits + string.ascii_lowercase
+
+
+def new_prefix() -> str:
+    return "fl" + "".join(secrets.choice(ALPHABET) for _ in range(4))
+
+
+def process_start_time(pid: int) -> int | None:
+    """Clock ticks since boot at which `pid` started (field 22 of /proc/PID/stat)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+@dataclass
+class TrackedPid:
+    pid: int
+    start: int
+    what: str
+
+
+@dataclass
+class RunState:
+    prefix: str
+    results_dir: str = ""
+    engine_pid: int = field(default_factory=os.getpid)
+    engine_start: int | None = None
+    pids: list[TrackedPid] = field(default_factory=list)
+    bridges: list[dict[str, str]] = field(default_factory=list)
+    intfs: list[str] = field(default_factory=list)
+    cc_loaded: list[str] = field(default_factory=list)  # "name:impl" registered by this run
+    hosts: dict[str, int] = field(default_factory=dict)  # host -> PID in its namespace
+
+    def __post_init__(self) -> None:
+        if self.engine_start is None:
+            self.engine_start = process_start_time(self.engine_pid)
+
+    @property
+    def path(self) -> Path:
+        return paths.STATE_DIR / f"{self.prefix}.json"
+
+    def save(self) -> None:
+        paths.STATE_DIR.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=1))
+        tmp.replace(self.path)
+
+    def add_pid(self, pid: int, what: str) -> None:
+        start = process_start_time(pid)
+        if start is not None:
+            self.pids.append(TrackedPid(pid, start, what))
+            self.save()
+
+    def add_bridge(self, name: str, kind: str) -> None:
+        self.bridges.append({"name": name, "kind": kind})
+        self.save()
+
+    def add_intf(self, name: str) -> None:
+        self.intfs.append(name)
+        self.save()
+
+    def engine_alive(self) -> bool:
+        return self.engine_start is not None and process_start_time(self.engine_pid) == self.engine_start
+
+    def release(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    @classmethod
+    def load(cls, path: Path) -> RunState:
+        data = json.loads(path.read_text())
+        data["pids"] = [TrackedPid(**p) for p in data.get("pids", [])]
+        return cls(**data)
+
+
+def kill_tracked(pids: list[TrackedPid], grace_s: float = 2.0) -> list[str]:
+    """SIGTERM, then SIGKILL, the tracked processes that are still the same processes."""
+    done = []
+    alive = [p for p in pids if process_start_time(p.pid) == p.start]
+    for p in alive:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(process_start_time(p.pid) == p.start for p in alive):
+        time.sleep(0.05)
+    for p in alive:
+        if process_start_time(p.pid) == p.start:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGKILL)
+        done.append(f"process {p.pid} ({p.what})")
+    return done
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+
+
+def prefixed_root_objects() -> tuple[list[str], list[str]]:
+    """Root-namespace interfaces and OVS bridges whose names carry a fastlab run prefix."""
+    links = _run(["ip", "-o", "link", "show"]).stdout.splitlines()
+    intfs = sorted({line.split(":")[1].strip().split("@")[0] for line in links
+                    if len(line.split(":")) > 1 and PREFIX_RE.match(line.split(":")[1].strip())})
+    bridges = []
+    if _run(["which", "ovs-vsctl"]).returncode == 0:
+        out = _run(["ovs-vsctl", "--timeout=5", "list-br"])
+        if out.returncode == 0:
+            bridges = [b for b in out.stdout.split() if PREFIX_RE.match(b)]
+    return intfs, bridges
+
+
+def remove_root_objects(intfs: list[str], bridges: list[str]) -> list[str]:
+    removed = []
+    for bridge in bridges:
+        if _run(["ovs-vsctl", "--timeout=5", "--if-exists", "del-br", bridge]).returncode == 0:
+            removed.append(f"ovs bridge {bridge}")
+    for intf in intfs:
+        if _run(["ip", "link", "del", intf]).returncode == 0:
+            removed.append(f"interface {intf}")
+    return removed
+
+
+def unload_ccs(entries: list[str]) -> list[str]:
+    """Unregister congestion controls a dead run had loaded (in use: gone once its sockets are)."""
+    from fastlab.ccset import LOADERS, ToolError
+
+    removed = []
+    for entry in entries:
+        name, impl = entry.split(":")
+        try:
+            removed.append(f"congestion control {name} ({LOADERS[impl](name).unload()})")
+        except ToolError as exc:
+            removed.append(f"congestion control {name}: {exc}")
+    return removed
+
+
+def cleanup(include_live: bool = False) -> list[str]:
+    """Remove what dead fastlab runs left behind; returns what was removed."""
+    removed: list[str] = []
+    live_prefixes = set()
+    if paths.STATE_DIR.is_dir():
+        for path in sorted(paths.STATE_DIR.glob("fl*.json")):
+            try:
+                state = RunState.load(path)
+            except (OSError, ValueError, TypeError):
+                path.unlink(missing_ok=True)
+                removed.append(f"unreadable state file {path.name}")
+                continue
+            if state.engine_alive() and not include_live:
+                live_prefixes.add(state.prefix)
+                continue
+            removed += kill_tracked(state.pids)
+            removed += remove_root_objects(state.intfs, [b["name"] for b in state.bridges
+                                                         if b["kind"].startswith("ovs")])
+            removed += unload_ccs(state.cc_loaded)
+            state.release()
+            removed.append(f"state of run {state.prefix}")
+    intfs, bridges = prefixed_root_objects()
+    intfs = [i for i in intfs if i[:6] not in live_prefixes]
+    bridges = [b for b in bridges if b[:6] not in live_prefixes]
+    removed += remove_root_objects(intfs, bridges)
+    return removed

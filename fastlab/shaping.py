@@ -1,0 +1,433 @@
+"""Link shaping: one pure planner, one executor that records exactly what it applied.
+
+`resolve` merges a topology's default link profile with the spec's overrides into concrete
+per-direction numbers. `plan_link` (pure) picks the backend and returns either tc commands or
+an emulator command line, with the reason for the choice. `Shaper` runs plans in the link's
+namespaces, keeps the emulator processes, and turns their counters (or `tc -s` statistics)
+into link samples.
+
+Backends:
+- tc: inside the link node, netem delay/jitter/loss on an internal veth (the wire) and HTB
+  rate + packet/byte FIFO on the egress toward the far end (the queue). Requires sch_netem for
+  delay; netem loss is not seeded, so `auto` never picks tc for a lossy link when the emulator
+  exists.
+- emulator: `linkemu` bridges the link node's two interfaces and does rate, FIFO, delay,
+  jitter and seeded loss per direction.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fastlab import paths
+from fastlab.spec import (
+    BernoulliLoss,
+    Buffer,
+    DocsisUpstreamPolicy,
+    EveryNthLoss,
+    GilbertElliottLoss,
+    LinkDirection,
+    LinkSpec,
+    TokenBucketPolicy,
+)
+from fastlab.topology import MTU_BYTES, ShapedLinkPlan
+
+ETH_HEADER_BYTES = 14
+HTB_BURST_S = 0.001  # one ms of tokens: enough for timer granularity, small enough to stay smooth
+EMULATOR_READY_TIMEOUT_S = 10.0
+
+
+class ShapingError(RuntimeError):
+    """A link could not be shaped as asked; the run stops."""
+
+
+@dataclass(frozen=True)
+class Direction:
+    """Concrete impairments of one direction. rate_bps counts IP bytes (L2 framing is free)."""
+
+    rate_bps: int
+    delay_us: int
+    jitter_us: int
+    limit_pkts: int | None
+    limit_bytes: int | None
+    loss: BernoulliLoss | EveryNthLoss | GilbertElliottLoss | None
+    policy: TokenBucketPolicy | DocsisUpstreamPolicy | None = None
+
+
+@dataclass(frozen=True)
+class ResolvedLink:
+    id: str
+    forward: Direction
+    reverse: Direction
+    backend: str
+    rtt_ms: float
+
+
+def _limit(buffer: Buffer, rate_bps: int, rtt_ms: float) -> tuple[int | None, int | None]:
+    """Queue limit from a buffer spec: (packets, bytes); ms and BDP are converted at MTU size."""
+    if buffer.unit == "bytes":
+        return None, max(MTU_BYTES + ETH_HEADER_BYTES, int(buffer.value))
+    if buffer.unit == "packets":
+        return max(1, int(round(buffer.value))), None
+    seconds = buffer.value / 1000 if buffer.unit == "ms" else buffer.value * rtt_ms / 1000
+    return max(1, math.ceil(rate_bps * seconds / (8 * MTU_BYTES) - 1e-9)), None
+
+
+def _direction(d: LinkDirection, rtt_ms: float) -> Direction:
+    rate_bps = int(round(d.rate_mbps * 1e6))
+    pkts, nbytes = _limit(d.buffer, rate_bps, rtt_ms)
+    return Direction(rate_bps, int(round(d.delay_ms * 1000)), int(round((d.jitter_ms or 0) * 1000)),
+                     pkts, nbytes, d.loss, d.policy)
+
+
+def resolve(shaped: ShapedLinkPlan, override: LinkSpec | None) -> ResolvedLink:
+    """Default profile + spec override -> per-direction numbers.
+
+    Forward fields set in the override replace the default's. The reverse direction takes the
+    default's reverse, then the override's reverse; any of rate/delay/jitter/buffer still unset
+    follows the forward direction. Loss and link-layer policy are never inherited by it.
+    """
+    base = shaped.profile
+    fields = ("rate_mbps", "delay_ms", "jitter_ms", "buffer", "loss", "policy")
+    fwd = {k: getattr(base, k) for k in fields}
+    if override is not None:
+        fwd.update({k: getattr(override, k) for k in fields if k in override.model_fields_set})
+    rev: dict[str, Any] = {k: fwd[k] for k in fields[:4]} | {"loss": None, "policy": None}
+    for layer in (base.reverse, override.reverse if override is not None else None):
+        if layer is not None:
+            rev.update({k: getattr(layer, k) for k in fields if k in layer.model_fields_set})
+    backend = override.backend if override is not None and "backend" in override.model_fields_set \
+        else base.backend
+    for name, values in (("forward", fwd), ("reverse", rev)):
+        for key in ("rate_mbps", "delay_ms", "buffer"):
+            if values[key] is None:
+                raise ShapingError(f"links.{shaped.id}: {name} {key} is not set")
+    return ResolvedLink(shaped.id, _direction(LinkDirection(**fwd), shaped.rtt_ms),
+                        _direction(LinkDirection(**rev), shaped.rtt_ms), backend, shaped.rtt_ms)
+
+
+# --- planning (pure) ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Devices:
+    """Names around a shaped link: routers a and b, and the link node x between them."""
+
+    a: str
+    a_dev: str
+    b: str
+    b_dev: str
+    node: str
+    dev_a: str
+    dev_b: str
+
+
+@dataclass(frozen=True)
+class Command:
+    node: str
+    argv: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LinkPlanResult:
+    link: str
+    backend: str
+    why: str
+    commands: tuple[Command, ...] = ()
+    emulator_argv: tuple[str, ...] = ()
+    stats_devs: dict[str, tuple[str, str]] = field(default_factory=dict)  # direction -> (node, dev)
+    resolved: dict[str, Any] = field(default_factory=dict)
+
+
+def link_seed(seed: int, link_id: str) -> int:
+    """Per-link seed: the same (seed, link) always gives the same drop pattern."""
+    return (seed * 1_000_003 + zlib.crc32(link_id.encode())) & 0xFFFFFFFF
+
+
+def loss_arg(loss: BernoulliLoss | EveryNthLoss | GilbertElliottLoss | None) -> str:
+    if loss is None:
+        return "none"
+    if isinstance(loss, BernoulliLoss):
+        return f"bernoulli:{loss.rate:.12g}"
+    if isinstance(loss, EveryNthLoss):
+        return f"every_nth:{loss.n}"
+    return f"ge:{loss.p:.12g}:{loss.r:.12g}:{1 - loss.loss_bad:.12g}:{1 - loss.loss_good:.12g}"
+
+
+def policy_args(tag: str, policy: TokenBucketPolicy | DocsisUpstreamPolicy | None) -> list[str]:
+    """linkemu options for a direction's link-layer policy (the sustained rate is --XX-rate-bps)."""
+    if isinstance(policy, TokenBucketPolicy):
+        return [f"--{tag}-policy", "tbf", f"--{tag}-tbf-burst-bytes", str(policy.burst_bytes),
+                f"--{tag}-tbf-peak-bps", str(int(round(policy.peak_mbps * 1e6)) if policy.peak_mbps else 0)]
+    if isinstance(policy, DocsisUpstreamPolicy):
+        us = lambda ms: str(int(round(ms * 1000)))  # noqa: E731
+        return [f"--{tag}-policy", "docsis", "--docsis-map-interval-us", us(policy.map_interval_ms),
+                "--docsis-lookahead-us", us(policy.lookahead_ms),
+                "--docsis-request-transit-us", us(policy.request_transit_ms),
+                "--docsis-phy-rate-bps", str(int(round(policy.phy_rate_mbps * 1e6))),
+                "--docsis-max-burst-bytes", str(policy.max_burst_bytes),
+                "--docsis-concatenation", str(int(policy.concatenation)),
+                "--docsis-piggyback", str(int(policy.piggyback))]
+    return []
+
+
+def choose_backend(link: ResolvedLink, has_netem: bool, has_emulator: bool) -> tuple[str, str]:
+    lossy = link.forward.loss is not None or link.reverse.loss is not None
+    scheduled = link.forward.policy is not None or link.reverse.policy is not None
+    if scheduled and not has_emulator:
+        raise ShapingError(f"links.{link.id}: a link-layer policy (token bucket, DOCSIS MAC) needs the emulator")
+    if scheduled and link.backend == "tc":
+        raise ShapingError(f"links.{link.id}.backend: tc cannot run a link-layer policy; use the emulator")
+    delayed = any(d.delay_us or d.jitter_us for d in (link.forward, link.reverse))
+    if link.backend == "emulator":
+        if not has_emulator:
+            raise ShapingError(f"links.{link.id}.backend: emulator requested but linkemu is not built")
+        return "emulator", "the spec asks for the userspace emulator"
+    if link.backend == "tc":
+        if delayed and not has_netem:
+            raise ShapingError(f"links.{link.id}.backend: tc cannot delay this link: sch_netem is missing")
+        return "tc", "the spec asks for tc" + (" (netem loss is not seeded)" if lossy else "")
+    if has_emulator and (lossy or scheduled or (delayed and not has_netem)):
+        return "emulator", ("the link runs a link-layer policy (token bucket / DOCSIS MAC)" if scheduled else
+                            "loss must be seeded and repeatable" if lossy else
+                            "sch_netem is missing, so delay comes from the userspace emulator")
+    if has_netem or not delayed:
+        return "tc", "sch_netem present: kernel shaping (HTB + netem)" if has_netem else \
+            "no delay asked: HTB rate and FIFO suffice"
+    raise ShapingError(f"links.{link.id}: delay needs sch_netem or the link emulator; neither is available")
+
+
+WIRE_A, WIRE_B = "wire-a", "wire-b"
+
+
+def _tc_link_node(node: str, dev_a: str, dev_b: str) -> list[Command]:
+    """Inside the link node: dev_a -- br-a -- wire-a <veth> wire-b -- br-b -- dev_b.
+
+    Each direction then crosses two egresses of its own inside the link node: the wire
+    (netem delay/loss, on wire-a forward and wire-b reverse) and the queue (HTB rate + FIFO,
+    on dev_b forward and dev_a reverse). Nothing is shaped on the end nodes, so a host can
+    sit on a shaped link without delay on its own egress.
+    """
+    argv = [("ip", "link", "add", WIRE_A, "type", "veth", "peer", "name", WIRE_B),
+            ("ip", "link", "add", "br-a", "type", "bridge"), ("ip", "link", "add", "br-b", "type", "bridge"),
+            ("ip", "link", "set", dev_a, "master", "br-a"), ("ip", "link", "set", WIRE_A, "master", "br-a"),
+            ("ip", "link", "set", WIRE_B, "master", "br-b"), ("ip", "link", "set", dev_b, "master", "br-b")]
+    for dev in (WIRE_A, WIRE_B):
+        argv.append(("ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off", "gro", "off"))
+    argv += [("ip", "link", "set", dev, "up") for dev in (WIRE_A, WIRE_B, "br-a", "br-b")]
+    return [Command(node, a) for a in argv]
+
+
+def _tc_queue(node: str, dev: str, d: Direction) -> list[Command]:
+    burst = max(2 * (MTU_BYTES + ETH_HEADER_BYTES), int(d.rate_bps / 8 * HTB_BURST_S))
+    # stab overhead -14: HTB charges IP bytes, like the emulator (L2 framing is free).
+    cmds = [Command(node, ("tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "stab", "overhead",
+                           str(-ETH_HEADER_BYTES), "htb", "default", "1")),
+            Command(node, ("tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+                           "rate", f"{d.rate_bps}bit", "ceil", f"{d.rate_bps}bit",
+                           "burst", str(burst), "cburst", str(burst)))]
+    fifo = ("pfifo", "limit", str(d.limit_pkts)) if d.limit_pkts else ("bfifo", "limit", str(d.limit_bytes))
+    cmds.append(Command(node, ("tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", *fifo)))
+    return cmds
+
+
+def _tc_wire(node: str, dev: str, d: Direction) -> list[Command]:
+    if not (d.delay_us or d.jitter_us or d.loss):
+        return []
+    # The wire holds rate x delay worth of packets (at the smallest frames, ACKs); netem's
+    # default 1000-packet limit would drop long-fat-pipe traffic on the wire itself.
+    wire_pkts = max(1000, math.ceil(d.rate_bps * (d.delay_us + d.jitter_us) / 1e6 / (8 * 64)))
+    argv = ["tc", "qdisc", "replace", "dev", dev, "root", "netem", "limit", str(wire_pkts),
+            "delay", f"{d.delay_us}us"]
+    if d.jitter_us:
+        argv += [f"{d.jitter_us}us"]
+    if isinstance(d.loss, BernoulliLoss):
+        argv += ["loss", "random", f"{d.loss.rate * 100:.10g}%"]
+    elif isinstance(d.loss, GilbertElliottLoss):
+        argv += ["loss", "gemodel", f"{d.loss.p * 100:.10g}%", f"{d.loss.r * 100:.10g}%",
+                 f"{d.loss.loss_bad * 100:.10g}%", f"{(1 - d.loss.loss_good) * 100:.10g}%"]
+    elif isinstance(d.loss, EveryNthLoss):
+        raise ShapingError("every_nth loss needs the emulator backend")
+    return [Command(node, tuple(argv))]
+
+
+def plan_link(link: ResolvedLink, devs: Devices, *, seed: int, stats_interval_ms: int,
+              has_netem: bool, has_emulator: bool, drops_log: str) -> LinkPlanResult:
+    backend, why = choose_backend(link, has_netem, has_emulator)
+    resolved = {"forward": asdict(link.forward), "reverse": asdict(link.reverse), "rtt_ms": link.rtt_ms}
+    for direction in ("forward", "reverse"):
+        for key in ("loss", "policy"):
+            if resolved[direction][key] is not None:
+                resolved[direction][key] = getattr(getattr(link, direction), key).model_dump()
+    if backend == "emulator":
+        argv = [str(paths.linkemu_binary()), "--if-a", devs.dev_a, "--if-b", devs.dev_b,
+                "--seed", str(link_seed(seed, link.id)), "--stats-interval-ms", str(stats_interval_ms),
+                "--drops-log", drops_log]
+        for tag, d in (("ab", link.forward), ("ba", link.reverse)):
+            argv += [f"--{tag}-rate-bps", str(d.rate_bps), f"--{tag}-delay-us", str(d.delay_us),
+                     f"--{tag}-jitter-us", str(d.jitter_us), f"--{tag}-limit-pkts", str(d.limit_pkts or 0),
+                     f"--{tag}-limit-bytes", str(d.limit_bytes or 0), f"--{tag}-loss", loss_arg(d.loss)]
+            argv += policy_args(tag, d.policy)
+        docsis = [d.policy for d in (link.forward, link.reverse) if isinstance(d.policy, DocsisUpstreamPolicy)]
+        if len(docsis) == 2 and docsis[0] != docsis[1]:
+            raise ShapingError(f"links.{link.id}: both directions run a DOCSIS MAC with different parameters")
+        return LinkPlanResult(link.id, backend, why, emulator_argv=tuple(argv), resolved=resolved)
+    cmds = _tc_link_node(devs.node, devs.dev_a, devs.dev_b)
+    cmds += _tc_wire(devs.node, WIRE_A, link.forward) + _tc_wire(devs.node, WIRE_B, link.reverse)
+    cmds += _tc_queue(devs.node, devs.dev_b, link.forward) + _tc_queue(devs.node, devs.dev_a, link.reverse)
+    return LinkPlanResult(link.id, backend, why, commands=tuple(cmds),
+                          stats_devs={"forward": (devs.node, devs.dev_b), "reverse": (devs.node, devs.dev_a)},
+                          resolved=resolved)
+
+
+# --- statistics parsers (pure) -----------------------------------------------------------------
+
+def parse_emulator_line(line: str) -> dict[str, Any] | None:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    return msg if isinstance(msg, dict) and "event" in msg else None
+
+
+def parse_tc_stats(text: str) -> dict[str, int]:
+    """`tc -s -j qdisc show dev X` -> the HTB-shaped queue's counters (the FIFO under class 1:1)."""
+    qdiscs = json.loads(text or "[]")
+    fifo = next((q for q in qdiscs if q.get("kind") in ("pfifo", "bfifo")), None)
+    root = next((q for q in qdiscs if q.get("root")), None)
+    if fifo is None or root is None:
+        raise ShapingError("tc statistics: no shaped FIFO found")
+    return {"backlog_pkts": int(fifo.get("qlen", 0)), "backlog_bytes": int(fifo.get("backlog", 0)),
+            "queue_drops": int(fifo.get("drops", 0)), "loss_drops": 0,
+            "tx_bytes": int(root.get("bytes", 0)), "tx_pkts": int(root.get("packets", 0))}
+
+
+EMU_DIRECTIONS = {"ab": "forward", "ba": "reverse"}
+
+
+def emulator_samples(link: str, msg: dict[str, Any]) -> list[dict[str, Any]]:
+    """An emulator stats line -> one link sample per direction, bytes counted at the IP layer."""
+    out = []
+    for tag, direction in EMU_DIRECTIONS.items():
+        c = msg[tag]
+        out.append({"t": float(msg["t"]), "link": link, "direction": direction,
+                    "backlog_pkts": c["backlog_pkts"],
+                    "backlog_bytes": c["backlog_bytes"] - ETH_HEADER_BYTES * c["backlog_pkts"],
+                    "queue_drops": c["queue_drops"], "loss_drops": c["loss_drops"],
+                    "tx_bytes": c["tx_bytes"] - ETH_HEADER_BYTES * c["tx_pkts"], "tx_pkts": c["tx_pkts"],
+                    "rx_pkts": c["rx_pkts"], "sock_drops": c.get("sock_drops", 0)})
+        if "mac" in c:
+            out[-1] |= {"mac_grants": c["mac"]["grants"], "mac_requests": c["mac"]["requests"],
+                        "mac_piggybacked": c["mac"]["piggybacked_requests"],
+                        "mac_grant_delay_mean_us": c["mac"]["req_grant_delay_mean_us"]}
+    return out
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a live process, from /proc (fields 14 and 15)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# --- execution ---------------------------------------------------------------------------------
+
+@dataclass
+class Shaper:
+    """Applies link plans in a built network and streams link samples to `emit`."""
+
+    net: Any  # fastlab.network.Network
+    emit: Callable[[dict[str, Any]], None]
+    applied: list[dict[str, Any]] = field(default_factory=list)
+    _emulators: dict[str, subprocess.Popen[str]] = field(default_factory=dict)
+    _threads: list[threading.Thread] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    final: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def apply(self, plan: LinkPlanResult, sample_interval_s: float) -> None:
+        record: dict[str, Any] = {"link": plan.link, "backend": plan.backend, "why": plan.why,
+                                  "resolved": plan.resolved, "commands": []}
+        self.applied.append(record)
+        for cmd in plan.commands:
+            self.net.run(cmd.node, list(cmd.argv))
+            record["commands"].append([cmd.node, *cmd.argv])
+        if plan.emulator_argv:
+            record["emulator_argv"] = list(plan.emulator_argv)
+            self._start_emulator(plan)
+        else:
+            self._start_tc_poller(plan, sample_interval_s)
+
+    def _start_emulator(self, plan: LinkPlanResult) -> None:
+        node = self.net.node(self.net.link_ends[plan.link].node)
+        proc = node.popen(list(plan.emulator_argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, bufsize=1)
+        self.net.state.add_pid(proc.pid, f"linkemu {plan.link}")
+        self._emulators[plan.link] = proc
+        ready = threading.Event()
+
+        def reader() -> None:
+            for line in proc.stdout:
+                msg = parse_emulator_line(line)
+                if msg is None:
+                    continue
+                if msg["event"] == "ready":
+                    ready.set()
+                elif msg["event"] == "stats":
+                    self.final[plan.link] = msg
+                    for sample in emulator_samples(plan.link, msg):
+                        self.emit(sample)
+
+        thread = threading.Thread(target=reader, name=f"linkemu-{plan.link}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        if not ready.wait(EMULATOR_READY_TIMEOUT_S):
+            proc.kill()
+            err = proc.stderr.read() if proc.stderr else ""
+            raise ShapingError(f"links.{plan.link}: linkemu did not start: {err.strip() or 'no ready line'}")
+
+    def _start_tc_poller(self, plan: LinkPlanResult, interval_s: float) -> None:
+        def poll() -> None:
+            while not self._stop.wait(interval_s):
+                t = time.monotonic()
+                for direction, (node, dev) in plan.stats_devs.items():
+                    try:
+                        out = self.net.run(node, ["tc", "-s", "-j", "qdisc", "show", "dev", dev], timeout=5,
+                                          record=False)
+                    except Exception:  # the network is going down
+                        return
+                    self.emit({"t": t, "link": plan.link, "direction": direction, "rx_pkts": None,
+                               **parse_tc_stats(out)})
+
+        thread = threading.Thread(target=poll, name=f"tcstats-{plan.link}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def stop(self) -> None:
+        self._stop.set()
+        for link, proc in self._emulators.items():
+            if proc.poll() is None:
+                record = next(r for r in self.applied if r["link"] == link)
+                record["emulator_cpu_s"] = process_cpu_seconds(proc.pid)
+                proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.returncode not in (0, -signal.SIGTERM):
+                err = proc.stderr.read() if proc.stderr else ""
+                raise ShapingError(f"linkemu for {link} exited with {proc.returncode}: {err.strip()}")
+        for thread in self._threads:
+            thread.join(timeout=5)

@@ -1,0 +1,406 @@
+"""Experiment spec: the YAML schema, `--set` overrides, and validation against topology and CCs.
+
+The spec is the single source of truth for a run: the CLI, the web app, labs and bundle replay
+all produce one and hand it to `load_spec`/`validate`. Structural rules live in the pydantic
+models (unknown fields are refused, ranges checked); semantic rules (does the topology exist,
+are the endpoints its hosts, is the algorithm usable, are its parameters in range) live in
+`validate`. Every error names the field it is about.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from fastlab.cc import CCError, Registry
+
+
+class SpecError(ValueError):
+    """An invalid experiment spec; the message names the offending field."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- buffers -----------------------------------------------------------------------------------
+
+BUFFER_UNITS = {"packets": "packets", "pkts": "packets", "pkt": "packets", "p": "packets",
+                "bytes": "bytes", "b": "bytes", "kb": "kb", "mb": "mb", "ms": "ms", "bdp": "bdp"}
+_BUFFER_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]+)\s*$", re.I)
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A queue size in one of four units, resolved to packets/bytes once the link is known."""
+
+    value: float
+    unit: Literal["packets", "bytes", "ms", "bdp"]
+
+    def __str__(self) -> str:
+        return f"{self.value:g} {self.unit}"
+
+
+def parse_buffer(raw: object) -> Buffer:
+    """Accept 100, "100 packets", "150KB", "1.5MB", "50ms", "1.5bdp" or {"bdp": 1.5}."""
+    if isinstance(raw, Buffer):
+        return raw
+    if isinstance(raw, bool):
+        raise ValueError("buffer must be a size, not a boolean")
+    if isinstance(raw, (int, float)):
+        value, unit = float(raw), "packets"
+    elif isinstance(raw, dict) and len(raw) == 1:
+        (unit, value), = raw.items()
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"buffer {unit} must be a number")
+        value = float(value)
+    elif isinstance(raw, str) and (m := _BUFFER_RE.match(raw)):
+        value, unit = float(m.group(1)), m.group(2)
+    else:
+        raise ValueError(f"cannot read buffer {raw!r}: use e.g. 100 (packets), '150KB', '50ms', '1.5bdp'")
+    unit = BUFFER_UNITS.get(str(unit).lower())
+    if unit is None:
+        raise ValueError(f"unknown buffer unit in {raw!r} (use packets, bytes, KB, MB, ms or bdp)")
+    if unit == "kb":
+        value, unit = value * 1000, "bytes"
+    elif unit == "mb":
+        value, unit = value * 1_000_000, "bytes"
+    if not 0 < value <= 1e9:
+        raise ValueError(f"buffer must be positive and sane, got {raw!r}")
+    return Buffer(value, unit)
+
+
+BufferField = Annotated[Buffer, Field(json_schema_extra={"type": "string"})]
+
+
+# --- loss models -------------------------------------------------------------------------------
+
+class BernoulliLoss(Strict):
+    model: Literal["bernoulli"]
+    rate: float = Field(ge=0.0, le=1.0, description="drop probability per packet")
+
+
+class EveryNthLoss(Strict):
+    model: Literal["every_nth"]
+    n: int = Field(ge=1, le=1_000_000_000, description="drop each packet whose index is a multiple of n")
+
+
+class GilbertElliottLoss(Strict):
+    model: Literal["gilbert_elliott"]
+    p: float = Field(ge=0.0, le=1.0, description="P(good -> bad) per packet")
+    r: float = Field(ge=0.0, le=1.0, description="P(bad -> good) per packet")
+    loss_bad: float = Field(1.0, ge=0.0, le=1.0, description="drop probability in the bad state")
+    loss_good: float = Field(0.0, ge=0.0, le=1.0, description="drop probability in the good state")
+
+
+LossSpec = Annotated[BernoulliLoss | EveryNthLoss | GilbertElliottLoss, Field(discriminator="model")]
+
+
+# --- link-layer schedulers (emulator departure policies) ----------------------------------------
+
+class TokenBucketPolicy(Strict):
+    """Token bucket at the link rate (max sustained rate), serializing at the peak rate while tokens last."""
+
+    model: Literal["token_bucket"]
+    burst_bytes: int = Field(3044, ge=1, le=100_000_000, description="bucket depth (max traffic burst)")
+    peak_mbps: float | None = Field(None, gt=0, le=400_000, description="peak (PHY) rate; none = unlimited")
+
+
+class DocsisUpstreamPolicy(Strict):
+    """DOCSIS upstream request-grant MAC; the link rate is the max sustained rate of the service flow."""
+
+    model: Literal["docsis_upstream"]
+    map_interval_ms: float = Field(2.0, ge=0.001, le=1000)
+    lookahead_ms: float = Field(1.6, ge=0, le=10_000, description="request-to-grant lookahead at the CMTS")
+    request_transit_ms: float = Field(0.45, ge=0, le=10_000, description="request transit CM -> CMTS")
+    phy_rate_mbps: float = Field(2.56, gt=0, le=10_000, description="upstream PHY rate (assumption)")
+    max_burst_bytes: int = Field(3044, ge=1, le=100_000_000, description="upstream token-bucket depth")
+    concatenation: bool = True
+    piggyback: bool = True
+
+
+PolicySpec = Annotated[TokenBucketPolicy | DocsisUpstreamPolicy, Field(discriminator="model")]
+
+
+# --- links -------------------------------------------------------------------------------------
+
+class LinkDirection(Strict):
+    """Impairments of one direction of a shaped link; unset fields inherit."""
+
+    rate_mbps: float | None = Field(None, gt=0, le=400_000)
+    delay_ms: float | None = Field(None, ge=0, le=10_000, description="one-way propagation delay")
+    jitter_ms: float | None = Field(None, ge=0, le=10_000)
+    buffer: BufferField | None = None
+    loss: LossSpec | None = None
+    policy: PolicySpec | None = Field(None, description="link-layer scheduler (needs the emulator)")
+
+    @field_validator("buffer", mode="before")
+    @classmethod
+    def _buffer(cls, raw: object) -> Buffer | None:
+        return None if raw is None else parse_buffer(raw)
+
+
+class LinkSpec(LinkDirection):
+    """A shaped link: fields describe the forward direction (a -> b); `reverse` overrides b -> a.
+
+    Without `reverse`, the reverse direction has the same rate, delay and buffer, and no loss or
+    link-layer policy.
+    """
+
+    backend: Literal["auto", "tc", "emulator"] = "auto"
+    reverse: LinkDirection | None = None
+
+
+# --- flows and experiment ----------------------------------------------------------------------
+
+NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class FlowSpec(Strict):
+    src: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+    dst: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+    cc: str = Field("cubic", pattern=r"^[a-z0-9_]{1,15}$")
+    count: int = Field(1, ge=1, le=64)
+    start_s: float = Field(0.0, ge=0)
+    stop_s: float | None = Field(None, gt=0)
+    cc_args: dict[str, Any] = Field(default_factory=dict)
+    path: str | None = Field(None, pattern=r"^[a-z0-9_-]{1,32}$",
+                             description="routed path through the topology's OpenFlow core (e.g. level3, abilene)")
+
+    @model_validator(mode="after")
+    def _window(self) -> FlowSpec:
+        if self.stop_s is not None and self.stop_s <= self.start_s:
+            raise ValueError(f"stop_s ({self.stop_s}) must be after start_s ({self.start_s})")
+        if self.src == self.dst:
+            raise ValueError("src and dst must differ")
+        return self
+
+
+class CcChange(Strict):
+    """A scheduled change of a host's congestion-control parameters, e.g. alpha 20 -> 60 at 30 s."""
+
+    at_s: float = Field(ge=0)
+    host: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+    cc: str = Field(pattern=r"^[a-z0-9_]{1,15}$")
+    args: dict[str, Any] = Field(min_length=1)
+
+
+class ControllerSpec(Strict):
+    """An OpenFlow 1.3 controller app (controllers/) that programs the topology's OpenFlow switches."""
+
+    app: Literal["paths"] = "paths"
+    stats_hz: float = Field(10.0, ge=5, le=50, description="port statistics polls per second")
+
+
+class Reroute(Strict):
+    """At `at_s`, move flows (ids f1, f2, ...; default: all) onto another path of the OpenFlow core."""
+
+    at_s: float = Field(ge=0)
+    path: str = Field(pattern=r"^[a-z0-9_-]{1,32}$")
+    flows: list[Annotated[str, Field(pattern=r"^f[0-9]{1,3}$")]] | None = Field(None, min_length=1, max_length=64)
+
+
+class ExperimentSpec(Strict):
+    name: str = Field(pattern=NAME_RE)
+    description: str = Field("", max_length=2000)
+    topology: str = Field(pattern=r"^[a-z0-9_-]{1,32}$")
+    topology_args: dict[str, Any] = Field(default_factory=dict)
+    duration_s: float = Field(gt=0, le=3600)
+    seed: int = Field(1, ge=0, le=2**32 - 1)
+    sample_hz: float = Field(20.0, ge=1, le=200, description="trace samples per second per flow and link")
+    idle_pings: int = Field(10, ge=1, le=1000, description="pings per flow path before the flows start")
+    cc_changes: list[CcChange] = Field(default_factory=list, max_length=1000)
+    flows: list[FlowSpec] = Field(min_length=1, max_length=64)
+    links: dict[str, LinkSpec] = Field(default_factory=dict)
+    controller: ControllerSpec | None = None
+    reroutes: list[Reroute] = Field(default_factory=list, max_length=1000)
+    switch: Literal["auto", "ovs", "bridge"] = Field(
+        "auto", description="switch implementation: auto = OVS (kernel, else userspace datapath), else Linux bridge")
+
+    @model_validator(mode="after")
+    def _flows_within_run(self) -> ExperimentSpec:
+        for i, flow in enumerate(self.flows):
+            if flow.start_s >= self.duration_s:
+                raise ValueError(f"flows[{i}].start_s ({flow.start_s}) must be before duration_s ({self.duration_s})")
+            if flow.stop_s is not None and flow.stop_s > self.duration_s:
+                raise ValueError(f"flows[{i}].stop_s ({flow.stop_s}) is after duration_s ({self.duration_s})")
+        for i, reroute in enumerate(self.reroutes):
+            if reroute.at_s >= self.duration_s:
+                raise ValueError(f"reroutes[{i}].at_s ({reroute.at_s}) must be before duration_s ({self.duration_s})")
+        if self.reroutes and self.controller is None:
+            raise ValueError("reroutes: a reroute needs a controller (add `controller: {app: paths}`)")
+        return self
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(to_plain(self), sort_keys=False)
+
+
+def to_plain(spec: ExperimentSpec) -> dict[str, Any]:
+    """The spec as plain data (buffers as strings), suitable for YAML/JSON."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, Buffer):
+            return f"{value.value:g}{ {'packets': 'p', 'bytes': 'B', 'ms': 'ms', 'bdp': 'bdp'}[value.unit]}"
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value
+    return plain(spec.model_dump(exclude_none=True))
+
+
+# --- parsing, overrides and errors -------------------------------------------------------------
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts[-1:] = [f"{parts[-1] if parts else ''}[{item}]"]
+        elif item in ("bernoulli", "every_nth", "gilbert_elliott", "token_bucket", "docsis_upstream",
+                      "function-after[_window()]",
+                      "function-after[_flows_within_run()]"):
+            continue
+        else:
+            parts.append(str(item))
+    return ".".join(parts) or "spec"
+
+
+def format_validation_error(err: ValidationError) -> str:
+    msgs = []
+    for e in err.errors():
+        path = _field_path(tuple(e["loc"]))
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field (misspelled?)"
+        elif e["type"] == "missing":
+            msg = "required field is missing"
+        # whole-spec checks already start their message with the field they are about
+        msgs.append(f"{path}: {msg}" if e["loc"] else msg)
+    return "; ".join(msgs)
+
+
+def parse_override(item: str) -> tuple[list[str | int], Any]:
+    """`flows.0.cc=bbr` -> (["flows", 0, "cc"], "bbr"); the value is read as a YAML scalar."""
+    if "=" not in item:
+        raise SpecError(f"--set {item!r}: expected key=value")
+    key, raw = item.split("=", 1)
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.([A-Za-z_][A-Za-z0-9_]*|[0-9]+))*", key):
+        raise SpecError(f"--set {item!r}: malformed key {key!r}")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise SpecError(f"--set {key}: cannot read value {raw!r}: {exc.__class__.__name__}") from None
+    return [int(p) if p.isdigit() else p for p in key.split(".")], value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    for item in overrides:
+        path, value = parse_override(item)
+        node: Any = data
+        for depth, part in enumerate(path[:-1]):
+            nxt = path[depth + 1]
+            if isinstance(part, int):
+                if not isinstance(node, list) or part >= len(node):
+                    raise SpecError(f"--set {item}: no element {part} at {'.'.join(map(str, path[:depth + 1]))}")
+                node = node[part]
+            else:
+                if not isinstance(node, dict):
+                    raise SpecError(f"--set {item}: {part!r} is not inside a mapping")
+                node = node.setdefault(part, [] if isinstance(nxt, int) else {})
+        last = path[-1]
+        if isinstance(last, int):
+            if not isinstance(node, list) or last > len(node):
+                raise SpecError(f"--set {item}: no element {last}")
+            if last == len(node):  # one past the end appends, e.g. another flow
+                node.append(value)
+            else:
+                node[last] = value
+        elif isinstance(node, dict):
+            node[last] = value
+        else:
+            raise SpecError(f"--set {item}: {last!r} is not inside a mapping")
+    return data
+
+
+def parse_spec(data: object) -> ExperimentSpec:
+    if not isinstance(data, dict):
+        raise SpecError("spec: the document must be a mapping of fields")
+    try:
+        return ExperimentSpec.model_validate(data)
+    except ValidationError as err:
+        raise SpecError(format_validation_error(err)) from None
+
+
+def read_spec_text(text: str, overrides: list[str] | None = None) -> ExperimentSpec:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise SpecError(f"spec: not valid YAML{where}") from None
+    if isinstance(data, dict) and overrides:
+        data = apply_overrides(data, overrides)
+    return parse_spec(data)
+
+
+def load_spec(path: str, overrides: list[str] | None = None) -> ExperimentSpec:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read(1_000_000)
+    except OSError as exc:
+        raise SpecError(f"spec: cannot read {path}: {exc.strerror}") from None
+    return read_spec_text(text, overrides)
+
+
+def validate(spec: ExperimentSpec, registry: Registry) -> Any:
+    """Semantic checks against the topology and the CC registry; returns the topology plan."""
+    from fastlab.topology import TopologyError, build_plan
+
+    try:
+        plan = build_plan(spec.topology, spec.topology_args)
+    except TopologyError as exc:
+        raise SpecError(str(exc)) from None
+    hosts = plan.host_names()
+    for i, flow in enumerate(spec.flows):
+        for end in ("src", "dst"):
+            name = getattr(flow, end)
+            if name not in hosts:
+                raise SpecError(f"flows[{i}].{end}: unknown host {name!r} in topology {spec.topology} "
+                                f"(hosts: {', '.join(sorted(hosts))})")
+        try:
+            cc = registry.check_usable(flow.cc)
+        except CCError as exc:
+            raise SpecError(f"flows[{i}].cc: {exc}") from None
+        try:
+            cc.validate_args(flow.cc_args)
+        except CCError as exc:
+            raise SpecError(f"flows[{i}].cc_args: {exc}") from None
+    _validate_paths(spec, plan)
+    for link_id in spec.links:
+        if link_id not in plan.shaped:
+            raise SpecError(f"links.{link_id}: topology {spec.topology} has no shaped link {link_id!r} "
+                            f"(shaped links: {', '.join(sorted(plan.shaped))})")
+    return plan
+
+
+def _validate_paths(spec: ExperimentSpec, plan: Any) -> None:
+    """Flow paths and reroutes name paths of the topology's OpenFlow core and flows that exist."""
+    design = plan.metadata.get("openflow")
+    paths = sorted(design["paths"]) if design else []
+    where = [(f"flows[{i}].path", f.path) for i, f in enumerate(spec.flows) if f.path is not None]
+    where += [(f"reroutes[{i}].path", r.path) for i, r in enumerate(spec.reroutes)]
+    if (where or spec.controller) and not design:
+        field_name = where[0][0] if where else "controller"
+        hint = " (sc2002: set topology_args.core: switched)" if spec.topology == "sc2002" else ""
+        raise SpecError(f"{field_name}: topology {spec.topology} has no OpenFlow core with paths{hint}")
+    for field_name, path in where:
+        if path not in paths:
+            raise SpecError(f"{field_name}: unknown path {path!r} (paths: {', '.join(paths)})")
+    flow_ids = {f"f{n}" for n in range(1, sum(f.count for f in spec.flows) + 1)}
+    for i, reroute in enumerate(spec.reroutes):
+        for flow_id in reroute.flows or []:
+            if flow_id not in flow_ids:
+                raise SpecError(f"reroutes[{i}].flows: no flow {flow_id} (flows: {', '.join(sorted(flow_ids))})")

@@ -1,0 +1,143 @@
+"""Traffic: one sender/receiver process pair per flow, started and stopped on schedule.
+
+`expand_flows` (pure) turns the spec's flow entries (with `count`) into numbered flows with
+ports and addresses. `Traffic` starts every receiver up front, then each sender at its start
+time, in the sender host's namespace; senders choose their CC per socket and stream tcp_info
+samples back, which go onto the sample bus.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastlab import paths
+from fastlab.spec import ExperimentSpec
+from fastlab.topology import TopologyPlan
+
+BASE_PORT = 5001
+RECEIVER_GRACE_S = 5.0
+
+
+@dataclass(frozen=True)
+class Flow:
+    id: str
+    src: str
+    dst: str
+    cc: str
+    cc_args: dict[str, Any]
+    start_s: float
+    stop_s: float
+    port: int
+    dst_ip: str
+
+
+def expand_flows(spec: ExperimentSpec, plan: TopologyPlan) -> list[Flow]:
+    flows = []
+    for entry in spec.flows:
+        for _ in range(entry.count):
+            n = len(flows) + 1
+            flows.append(Flow(f"f{n}", entry.src, entry.dst, entry.cc, dict(entry.cc_args), entry.start_s,
+                              entry.stop_s if entry.stop_s is not None else spec.duration_s,
+                              BASE_PORT + n - 1, plan.address_of(entry.dst)))
+    return flows
+
+
+@dataclass
+class Traffic:
+    net: Any  # fastlab.network.Network
+    flows: list[Flow]
+    emit: Callable[[str, dict[str, Any]], None]
+    interval_s: float
+    errors: list[str] = field(default_factory=list)
+    started: dict[str, dict[str, Any]] = field(default_factory=dict)
+    finished: dict[str, dict[str, Any]] = field(default_factory=dict)
+    received: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _procs: list[tuple[str, subprocess.Popen[str]]] = field(default_factory=list)
+    _threads: list[threading.Thread] = field(default_factory=list)
+    _cancel: threading.Event = field(default_factory=threading.Event)
+
+    def _spawn(self, host: str, argv: list[str], on_line: Callable[[dict[str, Any]], None], what: str) -> None:
+        proc = self.net.node(host).popen([paths.python(), "-m", "fastlab.flowtool", *argv],
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                         bufsize=1, cwd=str(paths.REPO))
+        self.net.state.add_pid(proc.pid, what)
+        self._procs.append((what, proc))
+
+        def reader() -> None:
+            for line in proc.stdout:
+                try:
+                    on_line(json.loads(line))
+                except ValueError:
+                    continue
+            if proc.wait() != 0 and not self._cancel.is_set():
+                self.errors.append(f"{what}: {proc.stderr.read().strip() or f'exit {proc.returncode}'}")
+
+        thread = threading.Thread(target=reader, name=what, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def start(self, t0: float) -> None:
+        """Start receivers now and senders at t0 + start_s."""
+        listening: dict[str, threading.Event] = {f.id: threading.Event() for f in self.flows}
+        for flow in self.flows:
+            def on_recv(msg: dict[str, Any], flow: Flow = flow) -> None:
+                if msg["event"] == "listening":
+                    listening[flow.id].set()
+                elif msg["event"] == "done":
+                    self.received[flow.id] = msg
+            self._spawn(flow.dst, ["recv", "--bind", flow.dst_ip, "--port", str(flow.port), "--duration-s",
+                                   str(flow.stop_s + RECEIVER_GRACE_S), "--flow", flow.id],
+                        on_recv, f"receiver {flow.id}")
+        for flow in self.flows:
+            if not listening[flow.id].wait(10):
+                raise RuntimeError(f"receiver of {flow.id} on {flow.dst} did not start: {self.errors}")
+        scheduler = threading.Thread(target=self._schedule, args=(t0,), name="flow-scheduler", daemon=True)
+        scheduler.start()
+        self._threads.append(scheduler)
+
+    def _schedule(self, t0: float) -> None:
+        for flow in sorted(self.flows, key=lambda f: f.start_s):
+            if self._cancel.wait(max(0.0, t0 + flow.start_s - time.monotonic())):
+                return
+
+            def on_send(msg: dict[str, Any], flow: Flow = flow) -> None:
+                event = msg.pop("event")
+                if event == "sample":
+                    self.emit("flow", msg)
+                elif event == "start":
+                    self.started[flow.id] = msg
+                elif event == "done":
+                    self.finished[flow.id] = msg
+
+            self._spawn(flow.src, ["send", "--dst", flow.dst_ip, "--port", str(flow.port), "--cc", flow.cc,
+                                   "--duration-s", str(flow.stop_s - flow.start_s),
+                                   "--interval-s", str(self.interval_s), "--flow", flow.id],
+                        on_send, f"sender {flow.id}")
+
+    def wait(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        for _what, proc in list(self._procs):
+            remaining = deadline - time.monotonic()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(0.1, remaining))
+        for thread in self._threads:
+            thread.join(timeout=2)
+
+    def stop(self) -> None:
+        self._cancel.set()
+        for _what, proc in self._procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for _what, proc in self._procs:
+            try:
+                proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

@@ -1,0 +1,1030 @@
+/*
+ * main.c - linkemu: a transparent L2 "bump in the wire" link emulator.
+ *
+ * Role: the I/O half of linkemu.  It runs in a network namespace holding two
+ * interfaces A and B (veth ends without addresses), captures every frame on
+ * each with an AF_PACKET socket and re-sends it on the other one, after the
+ * scheduler core (sched.c) has applied rate, buffer, delay, jitter and loss
+ * for that direction ("ab" = A->B, the data direction; "ba" = B->A).  It
+ * exists because the lab kernel has no sch_netem.
+ *
+ * The loop is single-threaded: ppoll() sleeps until a socket is readable or
+ * the next packet's release time (nanosecond timeout on CLOCK_MONOTONIC,
+ * timer slack 1 ns), then receives in recvmmsg() batches, hands frames to the
+ * core and sends due frames with sendmmsg().  All timing decisions live in
+ * the core and its departure policies (rate, token bucket, DOCSIS upstream
+ * MAC: policy_*.c), chosen per direction here; this file only moves bytes,
+ * keeps the clock, and reports.
+ *
+ * Output protocol (stdout, one JSON object per line): see README.md.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loss.h"
+#include "policy_docsis.h"
+#include "policy_tbf.h"
+#include "sched.h"
+
+#define BATCH			64	/* frames per recvmmsg/sendmmsg call */
+#define RX_BUDGET		8	/* batches per socket before servicing tx */
+#define SOCK_BUF_BYTES		(16 << 20)
+#define TX_RETRY_NS		20000ULL	/* back-off after ENOBUFS */
+#define VLAN_ETH_OVERHEAD	18	/* Ethernet header + one 802.1Q tag */
+#define DROPS_LOG_BUF		(1 << 20)
+
+#define EXIT_USAGE 2
+
+static const char *prog = "linkemu";
+
+/* ---- command line ------------------------------------------------------- */
+
+enum dir_field {
+	F_RATE, F_DELAY, F_JITTER, F_LIMIT_PKTS, F_LIMIT_BYTES, F_LOSS,
+	F_POLICY, F_TBF_BURST, F_TBF_PEAK,
+	F_NFIELDS
+};
+
+/* Departure policy of a direction (--XX-policy). */
+enum dir_policy { POL_RATE, POL_TBF, POL_DOCSIS };
+
+static const char *const policy_names[] = {
+	[POL_RATE] = "rate", [POL_TBF] = "tbf", [POL_DOCSIS] = "docsis",
+};
+
+/*
+ * Token-bucket default depth: two full-size DOCSIS frames (2 x 1522 B), the
+ * upper end of the usual DOCSIS max traffic burst.
+ */
+#define TBF_DEF_BURST_BYTES	3044
+
+enum {
+	OPT_IF_A = 256, OPT_IF_B, OPT_SEED, OPT_STATS, OPT_DROPS_LOG, OPT_CPU,
+	OPT_MAX_FRAME, OPT_SPIN, OPT_HELP,
+	OPT_DOCSIS_MAP, OPT_DOCSIS_LOOKAHEAD, OPT_DOCSIS_TRANSIT,
+	OPT_DOCSIS_PHY, OPT_DOCSIS_BURST, OPT_DOCSIS_CONCAT,
+	OPT_DOCSIS_PIGGYBACK,
+	OPT_DIR0 = 512,		/* OPT_DIR0 + dir * 16 + field */
+};
+
+#define DIR_OPT(dir, field) (OPT_DIR0 + (dir) * 16 + (field))
+
+static const struct option long_opts[] = {
+	{ "if-a",		required_argument, NULL, OPT_IF_A },
+	{ "if-b",		required_argument, NULL, OPT_IF_B },
+	{ "seed",		required_argument, NULL, OPT_SEED },
+	{ "stats-interval-ms",	required_argument, NULL, OPT_STATS },
+	{ "drops-log",		required_argument, NULL, OPT_DROPS_LOG },
+	{ "cpu",		required_argument, NULL, OPT_CPU },
+	{ "max-frame",		required_argument, NULL, OPT_MAX_FRAME },
+	{ "spin-us",		required_argument, NULL, OPT_SPIN },
+	{ "help",		no_argument,	   NULL, OPT_HELP },
+	{ "docsis-map-interval-us", required_argument, NULL, OPT_DOCSIS_MAP },
+	{ "docsis-lookahead-us", required_argument, NULL, OPT_DOCSIS_LOOKAHEAD },
+	{ "docsis-request-transit-us", required_argument, NULL,
+	  OPT_DOCSIS_TRANSIT },
+	{ "docsis-phy-rate-bps", required_argument, NULL, OPT_DOCSIS_PHY },
+	{ "docsis-max-burst-bytes", required_argument, NULL, OPT_DOCSIS_BURST },
+	{ "docsis-concatenation", required_argument, NULL, OPT_DOCSIS_CONCAT },
+	{ "docsis-piggyback",	required_argument, NULL, OPT_DOCSIS_PIGGYBACK },
+	{ "ab-rate-bps",	required_argument, NULL, DIR_OPT(0, F_RATE) },
+	{ "ab-delay-us",	required_argument, NULL, DIR_OPT(0, F_DELAY) },
+	{ "ab-jitter-us",	required_argument, NULL, DIR_OPT(0, F_JITTER) },
+	{ "ab-limit-pkts",	required_argument, NULL, DIR_OPT(0, F_LIMIT_PKTS) },
+	{ "ab-limit-bytes",	required_argument, NULL, DIR_OPT(0, F_LIMIT_BYTES) },
+	{ "ab-loss",		required_argument, NULL, DIR_OPT(0, F_LOSS) },
+	{ "ab-policy",		required_argument, NULL, DIR_OPT(0, F_POLICY) },
+	{ "ab-tbf-burst-bytes",	required_argument, NULL, DIR_OPT(0, F_TBF_BURST) },
+	{ "ab-tbf-peak-bps",	required_argument, NULL, DIR_OPT(0, F_TBF_PEAK) },
+	{ "ba-rate-bps",	required_argument, NULL, DIR_OPT(1, F_RATE) },
+	{ "ba-delay-us",	required_argument, NULL, DIR_OPT(1, F_DELAY) },
+	{ "ba-jitter-us",	required_argument, NULL, DIR_OPT(1, F_JITTER) },
+	{ "ba-limit-pkts",	required_argument, NULL, DIR_OPT(1, F_LIMIT_PKTS) },
+	{ "ba-limit-bytes",	required_argument, NULL, DIR_OPT(1, F_LIMIT_BYTES) },
+	{ "ba-loss",		required_argument, NULL, DIR_OPT(1, F_LOSS) },
+	{ "ba-policy",		required_argument, NULL, DIR_OPT(1, F_POLICY) },
+	{ "ba-tbf-burst-bytes",	required_argument, NULL, DIR_OPT(1, F_TBF_BURST) },
+	{ "ba-tbf-peak-bps",	required_argument, NULL, DIR_OPT(1, F_TBF_PEAK) },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Upper bounds keep every later ns computation far from uint64 overflow. */
+static const uint64_t field_max[F_NFIELDS] = {
+	[F_RATE] = 1000000000000ULL,		/* 1 Tb/s */
+	[F_DELAY] = 3600000000ULL,		/* 1 hour in us */
+	[F_JITTER] = 3600000000ULL,
+	[F_LIMIT_PKTS] = 1000000000ULL,
+	[F_LIMIT_BYTES] = 1ULL << 40,
+	[F_TBF_BURST] = EMU_TB_MAX_DEPTH_BYTES,
+	[F_TBF_PEAK] = EMU_TB_MAX_RATE_BPS,
+};
+
+#define US_MAX_DOCSIS_MAP	(EMU_DOCSIS_MAX_MAP_INTERVAL_NS / 1000)
+#define US_MAX_DOCSIS_DELAY	(EMU_DOCSIS_MAX_DELAY_NS / 1000)
+
+struct dir_opts {
+	uint64_t v[F_NFIELDS];
+	struct loss_model loss;
+	enum dir_policy policy;
+};
+
+struct opts {
+	const char *if_name[2];
+	uint64_t seed;
+	uint64_t stats_ms;
+	const char *drops_log;
+	long cpu;		/* -1 = no pinning */
+	uint64_t max_frame;	/* 0 = from MTU */
+	uint64_t spin_us;
+	struct dir_opts dir[2];
+	struct emu_docsis_cfg docsis;	/* for every direction with docsis */
+};
+
+static const char *opt_name(int val)
+{
+	const struct option *o;
+
+	for (o = long_opts; o->name; o++)
+		if (o->val == val)
+			return o->name;
+	return "?";
+}
+
+/* One line on stderr, prefixed with the program name, then exit with `status`. */
+static void __attribute__((noreturn))
+vdie(int status, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	exit(status);
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vdie(EXIT_USAGE, fmt, ap);
+}
+
+/* Strict unsigned decimal: no sign, no spaces, no suffix, no overflow. */
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s || strspn(s, "0123456789") != strlen(s))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static uint64_t opt_u64(int val, const char *arg, uint64_t max)
+{
+	uint64_t v;
+
+	if (parse_u64(arg, max, &v))
+		usage_error("--%s: invalid value '%s' (expected an integer 0..%" PRIu64 ")",
+			    opt_name(val), arg, max);
+	return v;
+}
+
+static void print_usage(FILE *f)
+{
+	fprintf(f,
+"usage: %s --if-a IF --if-b IF [--seed N] [--stats-interval-ms 50]\n"
+"       [--drops-log FILE] [--cpu N] [--max-frame BYTES] [--spin-us N]\n"
+"       [--ab-rate-bps N] [--ab-delay-us N] [--ab-jitter-us N]\n"
+"       [--ab-limit-pkts N] [--ab-limit-bytes N] [--ab-loss MODEL]\n"
+"       [--ba-rate-bps N] [--ba-delay-us N] [--ba-jitter-us N]\n"
+"       [--ba-limit-pkts N] [--ba-limit-bytes N] [--ba-loss MODEL]\n"
+"       [--ab-policy P] [--ab-tbf-burst-bytes 3044] [--ab-tbf-peak-bps 0]\n"
+"       [--ba-policy P] [--ba-tbf-burst-bytes 3044] [--ba-tbf-peak-bps 0]\n"
+"       [--docsis-map-interval-us 2000] [--docsis-lookahead-us 1600]\n"
+"       [--docsis-request-transit-us 450] [--docsis-phy-rate-bps 2560000]\n"
+"       [--docsis-max-burst-bytes 3044] [--docsis-concatenation 1|0]\n"
+"       [--docsis-piggyback 1|0]\n"
+"MODEL: none | bernoulli:P | every_nth:N | ge:p:r[:h[:k]]\n"
+"P: rate (default) | tbf | docsis; --XX-rate-bps is the (sustained) rate.\n"
+"rate 0 = unlimited, limit 0 = unlimited.  ab = frames received on A, sent on B.\n",
+		prog);
+}
+
+static enum dir_policy parse_policy(int val, const char *arg)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(policy_names) / sizeof(policy_names[0]); i++)
+		if (!strcmp(arg, policy_names[i]))
+			return (enum dir_policy)i;
+	usage_error("--%s: unknown policy '%s' (expected rate, tbf or docsis)",
+		    opt_name(val), arg);
+}
+
+/* Checks that involve more than one option, before any interface lookup. */
+static void check_policies(const struct opts *o)
+{
+	int d;
+
+	for (d = 0; d < 2; d++) {
+		const struct dir_opts *dopt = &o->dir[d];
+		uint64_t rate = dopt->v[F_RATE], peak = dopt->v[F_TBF_PEAK];
+
+		if (dopt->policy != POL_TBF)
+			continue;
+		if (peak && peak < rate)
+			usage_error("--%s: peak rate %" PRIu64 " is below --%s %"
+				    PRIu64 " (0 = no peak limit)",
+				    opt_name(DIR_OPT(d, F_TBF_PEAK)), peak,
+				    opt_name(DIR_OPT(d, F_RATE)), rate);
+		if (rate && !dopt->v[F_TBF_BURST])
+			usage_error("--%s: must be at least 1 with a sustained rate",
+				    opt_name(DIR_OPT(d, F_TBF_BURST)));
+	}
+	/* One byte per MAP at least, or no frame could ever be granted. */
+	if ((o->dir[0].policy == POL_DOCSIS || o->dir[1].policy == POL_DOCSIS) &&
+	    o->docsis.phy_rate_bps * (o->docsis.map_interval_ns / 1000) <
+	    EMU_TB_UNITS_PER_BYTE / 1000)
+		usage_error("--docsis-phy-rate-bps: %" PRIu64 " b/s carries less than "
+			    "one byte per %" PRIu64 " us MAP interval",
+			    o->docsis.phy_rate_bps,
+			    o->docsis.map_interval_ns / 1000);
+}
+
+static void parse_args(int argc, char **argv, struct opts *o)
+{
+	char err[256];
+	int c, d;
+
+	memset(o, 0, sizeof(*o));
+	o->seed = 1;
+	o->stats_ms = 50;
+	o->cpu = -1;
+	for (d = 0; d < 2; d++)
+		o->dir[d].v[F_TBF_BURST] = TBF_DEF_BURST_BYTES;
+	emu_docsis_default_cfg(&o->docsis);
+	o->docsis.uncharged_bytes = EMU_L2_HEADER_BYTES;
+	opterr = 0;	/* our own one-line messages */
+
+	while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_IF_A:
+		case OPT_IF_B:
+			o->if_name[c - OPT_IF_A] = optarg;
+			break;
+		case OPT_SEED:
+			o->seed = opt_u64(c, optarg, UINT64_MAX);
+			break;
+		case OPT_STATS:
+			o->stats_ms = opt_u64(c, optarg, 3600000);
+			break;
+		case OPT_DROPS_LOG:
+			if (!*optarg)
+				usage_error("--drops-log: empty file name");
+			o->drops_log = optarg;
+			break;
+		case OPT_CPU:
+			o->cpu = (long)opt_u64(c, optarg, CPU_SETSIZE - 1);
+			break;
+		case OPT_MAX_FRAME:
+			o->max_frame = opt_u64(c, optarg, 262144);
+			if (o->max_frame < 64)
+				usage_error("--max-frame: %" PRIu64 " is too small (minimum 64)",
+					    o->max_frame);
+			break;
+		case OPT_SPIN:
+			o->spin_us = opt_u64(c, optarg, 10000);
+			break;
+		case OPT_DOCSIS_MAP:
+			o->docsis.map_interval_ns =
+				opt_u64(c, optarg, US_MAX_DOCSIS_MAP) * 1000ULL;
+			if (!o->docsis.map_interval_ns)
+				usage_error("--%s: must be at least 1", opt_name(c));
+			break;
+		case OPT_DOCSIS_LOOKAHEAD:
+			o->docsis.lookahead_ns =
+				opt_u64(c, optarg, US_MAX_DOCSIS_DELAY) * 1000ULL;
+			break;
+		case OPT_DOCSIS_TRANSIT:
+			o->docsis.req_transit_ns =
+				opt_u64(c, optarg, US_MAX_DOCSIS_DELAY) * 1000ULL;
+			break;
+		case OPT_DOCSIS_PHY:
+			o->docsis.phy_rate_bps =
+				opt_u64(c, optarg, EMU_TB_MAX_RATE_BPS);
+			if (!o->docsis.phy_rate_bps)
+				usage_error("--%s: must be at least 1", opt_name(c));
+			break;
+		case OPT_DOCSIS_BURST:
+			o->docsis.max_burst_bytes =
+				opt_u64(c, optarg, EMU_TB_MAX_DEPTH_BYTES);
+			if (!o->docsis.max_burst_bytes)
+				usage_error("--%s: must be at least 1", opt_name(c));
+			break;
+		case OPT_DOCSIS_CONCAT:
+			o->docsis.concatenation = opt_u64(c, optarg, 1);
+			break;
+		case OPT_DOCSIS_PIGGYBACK:
+			o->docsis.piggyback = opt_u64(c, optarg, 1);
+			break;
+		case 'h':
+		case OPT_HELP:
+			print_usage(stdout);
+			exit(0);
+		case ':':
+			usage_error("option '%s' requires an argument",
+				    argv[optind - 1]);
+		case '?':
+			if (optopt && optopt < 256)
+				usage_error("unknown option '-%c'", optopt);
+			usage_error("unknown option '%s'", argv[optind - 1]);
+		default:
+			if (c < OPT_DIR0 || c >= OPT_DIR0 + 32)
+				usage_error("unhandled option");
+			d = (c - OPT_DIR0) / 16;
+			if ((c - OPT_DIR0) % 16 == F_LOSS) {
+				if (loss_parse(&o->dir[d].loss, optarg, err,
+					       sizeof(err)))
+					usage_error("--%s: %s", opt_name(c), err);
+			} else if ((c - OPT_DIR0) % 16 == F_POLICY) {
+				o->dir[d].policy = parse_policy(c, optarg);
+			} else {
+				int f = (c - OPT_DIR0) % 16;
+
+				o->dir[d].v[f] = opt_u64(c, optarg, field_max[f]);
+			}
+			break;
+		}
+	}
+	if (optind < argc)
+		usage_error("unexpected argument '%s'", argv[optind]);
+	check_policies(o);
+	for (d = 0; d < 2; d++) {
+		const char *name = o->if_name[d];
+		const char *opt = d ? "--if-b" : "--if-a";
+
+		if (!name)
+			usage_error("%s is required", opt);
+		if (!*name || strlen(name) >= IFNAMSIZ)
+			usage_error("%s: invalid interface name '%s'", opt, name);
+		if (!if_nametoindex(name))
+			usage_error("%s: no such interface '%s'", opt, name);
+	}
+	if (!strcmp(o->if_name[0], o->if_name[1]))
+		usage_error("--if-b: must differ from --if-a ('%s')",
+			    o->if_name[0]);
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static bool out_dead;
+static uint64_t stats_skipped;
+
+/*
+ * Write one line to stdout.  If the reader is not draining the pipe, blocking
+ * here would freeze packet forwarding, so a stats line is dropped (and
+ * counted in stats_skipped) when there is no room right now, and the
+ * ready/final/exit lines wait at most OUT_WAIT_MS.  A line shorter than
+ * PIPE_BUF written when poll() reports room never blocks and is never split.
+ */
+#define OUT_WAIT_MS 2000
+
+static void out_line(const char *s, size_t n, bool may_skip)
+{
+	struct pollfd p = { .fd = STDOUT_FILENO, .events = POLLOUT };
+
+	if (out_dead)
+		return;
+	while (n) {
+		ssize_t w;
+
+		if (poll(&p, 1, may_skip ? 0 : OUT_WAIT_MS) != 1 ||
+		    !(p.revents & POLLOUT)) {
+			if (may_skip && !(p.revents & (POLLERR | POLLHUP)))
+				stats_skipped++;
+			else
+				out_dead = true;	/* reader gone or stuck */
+			return;
+		}
+		w = write(STDOUT_FILENO, s, n);
+		if (w < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			out_dead = true;	/* EPIPE: keep forwarding */
+			return;
+		}
+		s += w;
+		n -= (size_t)w;
+	}
+}
+
+static void __attribute__((format(printf, 2, 3)))
+out_printf(bool may_skip, const char *fmt, ...)
+{
+	char line[4096];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(line))
+		n = sizeof(line) - 1;
+	out_line(line, (size_t)n, may_skip);
+}
+
+/* ---- I/O state ---------------------------------------------------------- */
+
+struct dir_io {
+	const char *name;	/* "ab" or "ba" */
+	struct emu_dir q;
+	enum dir_policy policy;
+	union {			/* the policy's state; q points into it */
+		struct emu_tbf tbf;
+		struct emu_docsis docsis;
+	} pol;
+	int rx_fd, tx_fd;
+	uint64_t sock_drops;	/* PACKET_STATISTICS tp_drops on rx socket */
+	uint64_t oversize;	/* frames longer than the slot size */
+	uint64_t tx_retries;	/* sendmmsg ENOBUFS/EAGAIN back-offs */
+	bool blocked;		/* waiting to retry a send */
+	bool wait_pollout;	/* ... and POLLOUT will tell us when */
+	uint64_t retry_at;
+	bool tx_err_reported;
+	bool rx_err_reported;
+};
+
+struct app {
+	struct opts o;
+	int fd[2];		/* socket on A, socket on B */
+	int ifindex[2];
+	uint32_t max_frame;
+	uint64_t spin_ns;
+	struct dir_io dir[2];
+	FILE *drops;
+	uint8_t *rxbuf;
+	struct mmsghdr rx_msgs[BATCH];
+	struct iovec rx_iov[BATCH];
+};
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static inline uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+fatal(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vdie(1, fmt, ap);
+}
+
+/* MTU and up/down state through a throw-away socket (ioctl is per netns). */
+static unsigned int if_mtu(const char *name, bool *up)
+{
+	struct ifreq ifr;
+	unsigned int mtu = 1500;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	*up = true;
+	if (s < 0)
+		return mtu;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (!ioctl(s, SIOCGIFMTU, &ifr) && ifr.ifr_mtu > 0)
+		mtu = (unsigned int)ifr.ifr_mtu;
+	if (!ioctl(s, SIOCGIFFLAGS, &ifr))
+		*up = !!(ifr.ifr_flags & IFF_UP);
+	close(s);
+	return mtu;
+}
+
+static void set_buf(int fd, int force_opt, int opt, const char *what,
+		    const char *ifname)
+{
+	int v = SOCK_BUF_BYTES;
+
+	/* FORCE ignores net.core.[rw]mem_max (needs CAP_NET_ADMIN). */
+	if (setsockopt(fd, SOL_SOCKET, force_opt, &v, sizeof(v)) &&
+	    setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v)))
+		fprintf(stderr, "%s: warning: %s on '%s': %s\n", prog, what,
+			ifname, strerror(errno));
+}
+
+static int open_side(const char *ifname, int ifindex)
+{
+	struct sockaddr_ll sll;
+	struct packet_mreq mr;
+	int one = 1;
+	int fd;
+
+	/*
+	 * Protocol 0 at creation: the socket receives nothing until bind()
+	 * names both the protocol and the interface, so no frame from another
+	 * interface can slip in before the bind.
+	 */
+	fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		fatal("socket(AF_PACKET) for '%s': %s", ifname, strerror(errno));
+	/* Without this we would capture our own transmissions and loop them. */
+	if (setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one,
+		       sizeof(one)))
+		fatal("PACKET_IGNORE_OUTGOING on '%s': %s", ifname,
+		      strerror(errno));
+	set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF, "SO_RCVBUF", ifname);
+	set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, "SO_SNDBUF", ifname);
+
+	/* A bump in the wire must see frames for any MAC address. */
+	memset(&mr, 0, sizeof(mr));
+	mr.mr_ifindex = ifindex;
+	mr.mr_type = PACKET_MR_PROMISC;
+	if (setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)))
+		fprintf(stderr, "%s: warning: promiscuous mode on '%s': %s\n",
+			prog, ifname, strerror(errno));
+
+	memset(&sll, 0, sizeof(sll));
+	sll.sll_family = AF_PACKET;
+	sll.sll_protocol = htons(ETH_P_ALL);
+	sll.sll_ifindex = ifindex;
+	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)))
+		fatal("bind to '%s': %s", ifname, strerror(errno));
+	return fd;
+}
+
+/* ---- data path ---------------------------------------------------------- */
+
+static void rx_dir(struct app *a, struct dir_io *d)
+{
+	int round;
+
+	for (round = 0; round < RX_BUDGET; round++) {
+		uint64_t now;
+		int i, n;
+
+		n = recvmmsg(d->rx_fd, a->rx_msgs, BATCH,
+			     MSG_DONTWAIT | MSG_TRUNC, NULL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK &&
+			    !d->rx_err_reported) {
+				/* e.g. ENETDOWN: reported once, not fatal. */
+				fprintf(stderr, "%s: %s: receive: %s\n", prog,
+					d->name, strerror(errno));
+				d->rx_err_reported = true;
+			}
+			return;
+		}
+		/* One timestamp per batch: frames in a batch arrived together. */
+		now = mono_ns();
+		for (i = 0; i < n; i++) {
+			uint32_t len = a->rx_msgs[i].msg_len;
+			uint64_t idx;
+
+			if (len > a->max_frame ||
+			    (a->rx_msgs[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+				d->oversize++;
+				continue;
+			}
+			if (emu_dir_enqueue(&d->q, now, a->rx_iov[i].iov_base,
+					    len, &idx) == EMU_DROP_LOSS &&
+			    a->drops)
+				fprintf(a->drops, "%s %" PRIu64 "\n", d->name,
+					idx);
+		}
+		if (n < BATCH)
+			return;
+	}
+}
+
+static void tx_dir(struct dir_io *d, uint64_t now)
+{
+	struct emu_pkt *pkts[BATCH];
+	struct mmsghdr msgs[BATCH];
+	struct iovec iov[BATCH];
+
+	if (d->blocked && now < d->retry_at)
+		return;
+	d->blocked = false;
+	d->wait_pollout = false;
+
+	for (;;) {
+		size_t i, n = emu_dir_peek_due(&d->q, now, pkts, BATCH);
+		int r;
+
+		if (!n)
+			return;
+		memset(msgs, 0, n * sizeof(msgs[0]));
+		for (i = 0; i < n; i++) {
+			iov[i].iov_base = pkts[i]->data;
+			iov[i].iov_len = pkts[i]->len;
+			msgs[i].msg_hdr.msg_iov = &iov[i];
+			msgs[i].msg_hdr.msg_iovlen = 1;
+		}
+		/* No address: the socket's bound interface is used. */
+		r = sendmmsg(d->tx_fd, msgs, (unsigned int)n, MSG_DONTWAIT);
+		if (r > 0) {
+			emu_dir_consume(&d->q, (size_t)r);
+			continue;	/* a short count retries the rest */
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+			      errno == ENOBUFS)) {
+			/*
+			 * Transient: keep the packets and retry.  EAGAIN means
+			 * the send buffer is full, so POLLOUT will signal room;
+			 * ENOBUFS (device queue full) gives no event, so retry
+			 * on a short timer.
+			 */
+			d->blocked = true;
+			d->wait_pollout = errno != ENOBUFS;
+			d->retry_at = now + TX_RETRY_NS;
+			d->tx_retries++;
+			return;
+		}
+		/*
+		 * Permanent for this frame (EMSGSIZE, ENETDOWN...): discard it
+		 * so one bad frame cannot wedge the link, counted as tx_errors.
+		 */
+		if (!d->tx_err_reported) {
+			fprintf(stderr, "%s: %s: send: %s (frame discarded)\n",
+				prog, d->name, r < 0 ? strerror(errno) : "no progress");
+			d->tx_err_reported = true;
+		}
+		emu_dir_discard(&d->q, 1);
+	}
+}
+
+/* ---- stats -------------------------------------------------------------- */
+
+static void read_sock_stats(struct app *a)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct tpacket_stats st;
+		socklen_t len = sizeof(st);
+
+		/* The kernel resets these on every read: accumulate. */
+		if (!getsockopt(a->dir[i].rx_fd, SOL_PACKET, PACKET_STATISTICS,
+				&st, &len))
+			a->dir[i].sock_drops += st.tp_drops;
+	}
+}
+
+/* Policy-specific keys appended to a direction's stats object. */
+static int fmt_policy(char *b, size_t n, const struct dir_io *d,
+		      uint64_t now)
+{
+	const struct emu_docsis_stats *st = &d->pol.docsis.st;
+	uint64_t mean;
+
+	switch (d->policy) {
+	case POL_TBF:
+		return snprintf(b, n, ",\"tokens_bytes\":%" PRIu64,
+				emu_tbf_tokens_bytes(&d->pol.tbf, now));
+	case POL_DOCSIS:
+		/* Delays in us with ns resolution, from integer ns. */
+		mean = st->grants ? st->req_grant_delay_sum_ns / st->grants : 0;
+		return snprintf(b, n,
+			",\"mac\":{\"requests\":%" PRIu64
+			",\"piggybacked_requests\":%" PRIu64
+			",\"grants\":%" PRIu64 ",\"granted_bytes\":%" PRIu64
+			",\"frames_concatenated\":%" PRIu64
+			",\"fragmented_frames\":%" PRIu64
+			",\"req_grant_delay_mean_us\":%" PRIu64 ".%03" PRIu64
+			",\"req_grant_delay_max_us\":%" PRIu64 ".%03" PRIu64
+			",\"tokens_bytes\":%" PRIu64 "}",
+			st->requests, st->piggybacked_requests, st->grants,
+			st->granted_bytes, st->frames_concatenated,
+			st->fragmented_frames, mean / 1000, mean % 1000,
+			st->req_grant_delay_max_ns / 1000,
+			st->req_grant_delay_max_ns % 1000,
+			emu_docsis_tokens_bytes(&d->pol.docsis, now));
+	default:
+		return 0;
+	}
+}
+
+static int fmt_dir(char *b, size_t n, const struct dir_io *d, uint64_t now)
+{
+	const struct emu_counters *c = &d->q.c;
+	char extra[512] = "";
+
+	fmt_policy(extra, sizeof(extra), d, now);
+	return snprintf(b, n,
+		"{\"rx_pkts\":%" PRIu64 ",\"rx_bytes\":%" PRIu64
+		",\"tx_pkts\":%" PRIu64 ",\"tx_bytes\":%" PRIu64
+		",\"queue_drops\":%" PRIu64 ",\"loss_drops\":%" PRIu64
+		",\"backlog_pkts\":%" PRIu64 ",\"backlog_bytes\":%" PRIu64
+		",\"delay_line_pkts\":%" PRIu64 ",\"sock_drops\":%" PRIu64
+		",\"oversize\":%" PRIu64 ",\"tx_errors\":%" PRIu64
+		",\"tx_retries\":%" PRIu64 "%s}",
+		c->rx_pkts, c->rx_bytes, c->tx_pkts, c->tx_bytes,
+		c->queue_drops, c->loss_drops, c->backlog_pkts,
+		c->backlog_bytes, c->delay_line_pkts, d->sock_drops,
+		d->oversize, c->tx_errors, d->tx_retries, extra);
+}
+
+static void emit_stats(struct app *a, uint64_t now, bool final)
+{
+	char ab[1024], ba[1024];
+
+	read_sock_stats(a);
+	emu_dir_advance(&a->dir[0].q, now);
+	emu_dir_advance(&a->dir[1].q, now);
+	fmt_dir(ab, sizeof(ab), &a->dir[0], now);
+	fmt_dir(ba, sizeof(ba), &a->dir[1], now);
+	out_printf(!final,
+		   "{\"event\":\"stats\",\"t\":%" PRIu64 ".%06" PRIu64
+		   ",\"ab\":%s,\"ba\":%s,\"sock_drops\":%" PRIu64
+		   ",\"oversize\":%" PRIu64 ",\"stats_skipped\":%" PRIu64 "}\n",
+		   now / UINT64_C(1000000000), (now % UINT64_C(1000000000)) / 1000, ab, ba,
+		   a->dir[0].sock_drops + a->dir[1].sock_drops,
+		   a->dir[0].oversize + a->dir[1].oversize, stats_skipped);
+	if (a->drops)
+		fflush(a->drops);
+}
+
+/* ---- main loop ---------------------------------------------------------- */
+
+static void run(struct app *a, const sigset_t *waitmask)
+{
+	uint64_t interval = a->o.stats_ms * 1000000ULL;
+	uint64_t now = mono_ns();
+	uint64_t next_stats = interval ? now + interval : EMU_TIME_NEVER;
+	struct pollfd pfd[2];
+	int i;
+
+	while (!stop_flag) {
+		uint64_t wake = next_stats, release = EMU_TIME_NEVER;
+		struct timespec ts;
+		int r;
+
+		now = mono_ns();
+		for (i = 0; i < 2; i++)
+			tx_dir(&a->dir[i], now);
+
+		if (now >= next_stats) {
+			emit_stats(a, now, false);
+			next_stats += interval;
+			if (next_stats <= now)	/* fell behind: don't burst */
+				next_stats = now + interval;
+			wake = next_stats;
+		}
+
+		for (i = 0; i < 2; i++) {
+			pfd[i].fd = a->fd[i];
+			pfd[i].events = POLLIN;
+			pfd[i].revents = 0;
+		}
+		for (i = 0; i < 2; i++) {
+			struct dir_io *d = &a->dir[i];
+			uint64_t t;
+
+			if (d->blocked) {
+				t = d->retry_at;
+				if (d->wait_pollout)
+					pfd[i ? 0 : 1].events |= POLLOUT;
+			} else {
+				t = emu_dir_next_release_ns(&d->q);
+			}
+			if (t < release)
+				release = t;
+		}
+		/*
+		 * --spin-us: wake up that much before a release and poll with a
+		 * zero timeout until it is due.  On hosts where waking an idle CPU
+		 * takes ~100 us (VMs halting the vCPU) this trades CPU for timing
+		 * precision; 0 (the default) always sleeps.
+		 */
+		if (release != EMU_TIME_NEVER) {
+			release = release > now + a->spin_ns ?
+				  release - a->spin_ns : now;
+			if (release < wake)
+				wake = release;
+		}
+
+		if (wake <= now) {
+			ts.tv_sec = 0;
+			ts.tv_nsec = 0;
+		} else {
+			uint64_t dt = wake - now;
+
+			if (dt > 1000000000ULL)
+				dt = 1000000000ULL;
+			ts.tv_sec = (time_t)(dt / 1000000000ULL);
+			ts.tv_nsec = (long)(dt % 1000000000ULL);
+		}
+		/* Termination signals are only deliverable inside ppoll. */
+		r = ppoll(pfd, 2, &ts, waitmask);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			fatal("ppoll: %s", strerror(errno));
+		}
+		if (r == 0)
+			continue;
+		/* fd[0] (A) is rx for ab and tx for ba; fd[1] the reverse. */
+		for (i = 0; i < 2; i++) {
+			struct dir_io *txd = &a->dir[i ? 0 : 1];
+
+			if (pfd[i].revents & POLLOUT)
+				txd->blocked = false;
+			if (pfd[i].revents & (POLLIN | POLLERR))
+				rx_dir(a, &a->dir[i]);
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static struct app app;
+	struct app *a = &app;
+	struct sigaction sa;
+	sigset_t block, waitmask;
+	unsigned int mtu[2], mtu_max;
+	bool up[2];
+	int i;
+
+	parse_args(argc, argv, &a->o);
+
+	if (a->o.cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET((int)a->o.cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set))
+			usage_error("--cpu: cannot pin to CPU %ld: %s", a->o.cpu,
+				    strerror(errno));
+	}
+	if (a->o.drops_log) {
+		a->drops = fopen(a->o.drops_log, "ae");
+		if (!a->drops)
+			usage_error("--drops-log: cannot open '%s': %s",
+				    a->o.drops_log, strerror(errno));
+		setvbuf(a->drops, NULL, _IOFBF, DROPS_LOG_BUF);
+	}
+
+	for (i = 0; i < 2; i++) {
+		a->ifindex[i] = (int)if_nametoindex(a->o.if_name[i]);
+		mtu[i] = if_mtu(a->o.if_name[i], &up[i]);
+		if (!up[i])
+			fprintf(stderr, "%s: warning: interface '%s' is down\n",
+				prog, a->o.if_name[i]);
+	}
+	a->spin_ns = a->o.spin_us * 1000ULL;
+	mtu_max = mtu[0] > mtu[1] ? mtu[0] : mtu[1];
+	a->max_frame = a->o.max_frame ? (uint32_t)a->o.max_frame :
+		mtu_max + VLAN_ETH_OVERHEAD;
+
+	/* Precise wake-ups: the default 50 us slack would dwarf serialization. */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+
+	for (i = 0; i < 2; i++) {
+		struct emu_dir_cfg cfg;
+		const struct dir_opts *dopt = &a->o.dir[i];
+		struct dir_io *dio = &a->dir[i];
+
+		dio->name = i ? "ba" : "ab";
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.rate_bps = dopt->v[F_RATE];
+		cfg.uncharged_bytes = EMU_L2_HEADER_BYTES;
+		cfg.delay_ns = dopt->v[F_DELAY] * 1000ULL;
+		cfg.jitter_ns = dopt->v[F_JITTER] * 1000ULL;
+		cfg.limit_pkts = dopt->v[F_LIMIT_PKTS];
+		cfg.limit_bytes = dopt->v[F_LIMIT_BYTES];
+		cfg.max_frame = a->max_frame;
+		cfg.seed = a->o.seed;
+		cfg.dir = (unsigned int)i;
+		cfg.loss = &dopt->loss;
+		dio->policy = dopt->policy;
+		if (dopt->policy == POL_TBF) {
+			struct emu_tbf_cfg tc = {
+				.rate_bps = dopt->v[F_RATE],
+				.burst_bytes = dopt->v[F_TBF_BURST],
+				.peak_bps = dopt->v[F_TBF_PEAK],
+				.uncharged_bytes = EMU_L2_HEADER_BYTES,
+			};
+
+			/* check_policies() already rejected what init would. */
+			if (emu_tbf_init(&dio->pol.tbf, &tc))
+				fatal("%s: invalid tbf configuration", dio->name);
+			cfg.policy = &emu_tbf_policy_ops;
+			cfg.policy_ctx = &dio->pol.tbf;
+			/* Not an error: it works, but below the sustained rate. */
+			if (dopt->v[F_RATE] && dopt->v[F_TBF_BURST] < mtu_max)
+				fprintf(stderr, "%s: warning: --%s %" PRIu64
+					" is below the MTU (%u): bigger packets "
+					"wait for a full bucket\n",
+					prog, opt_name(DIR_OPT(i, F_TBF_BURST)),
+					dopt->v[F_TBF_BURST], mtu_max);
+		} else if (dopt->policy == POL_DOCSIS) {
+			struct emu_docsis_cfg dc = a->o.docsis;
+
+			dc.rate_bps = dopt->v[F_RATE];
+			if (emu_docsis_init(&dio->pol.docsis, &dc))
+				fatal("%s: invalid docsis configuration",
+				      dio->name);
+			cfg.policy = &emu_docsis_policy_ops;
+			cfg.policy_ctx = &dio->pol.docsis;
+		}
+		if (emu_dir_init(&dio->q, &cfg))
+			fatal("out of memory");
+	}
+
+	a->rxbuf = malloc((size_t)BATCH * a->max_frame);
+	if (!a->rxbuf)
+		fatal("out of memory");
+	for (i = 0; i < BATCH; i++) {
+		a->rx_iov[i].iov_base = a->rxbuf + (size_t)i * a->max_frame;
+		a->rx_iov[i].iov_len = a->max_frame;
+		a->rx_msgs[i].msg_hdr.msg_iov = &a->rx_iov[i];
+		a->rx_msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+
+	/* Block termination signals; ppoll() unblocks them atomically. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &waitmask);
+	sigdelset(&waitmask, SIGINT);
+	sigdelset(&waitmask, SIGTERM);
+	sigdelset(&waitmask, SIGHUP);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	for (i = 0; i < 2; i++)
+		a->fd[i] = open_side(a->o.if_name[i], a->ifindex[i]);
+	a->dir[0].rx_fd = a->fd[0];
+	a->dir[0].tx_fd = a->fd[1];
+	a->dir[1].rx_fd = a->fd[1];
+	a->dir[1].tx_fd = a->fd[0];
+
+	out_printf(false,
+		   "{\"event\":\"ready\",\"pid\":%d,\"max_frame\":%u,\"seed\":%" PRIu64 "}\n",
+		   (int)getpid(), a->max_frame, a->o.seed);
+
+	run(a, &waitmask);
+
+	emit_stats(a, mono_ns(), true);
+	if (a->drops)
+		fclose(a->drops);
+	out_printf(false, "{\"event\":\"exit\"}\n");
+	for (i = 0; i < 2; i++) {
+		close(a->fd[i]);
+		emu_dir_destroy(&a->dir[i].q);
+	}
+	free(a->rxbuf);
+	return 0;
+}

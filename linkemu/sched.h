@@ -1,0 +1,231 @@
+/*
+ * sched.h - linkemu's scheduler core: one direction of an emulated link.
+ *
+ * Role: given frames and the times they arrived, decide which are lost,
+ * which overflow the buffer, when each one leaves the queue (departure) and
+ * when it reaches the far end (release).  It performs no I/O and makes no
+ * syscalls: time is always passed in by the caller (CLOCK_MONOTONIC ns in
+ * linkemu, a fake clock in the unit tests), so the same code is exercised
+ * deterministically by tests and by the real forwarding loop.
+ *
+ * Packet life cycle, in one FIFO ring (arrival order is preserved end to end):
+ *
+ *   arrive --loss model--> dropped (loss_drops)
+ *          --drop-tail---> dropped (queue_drops)
+ *          --> backlog: queued / being serialized (departure > now, or not
+ *              yet decided by the departure policy)
+ *          --> delay line: serialized, propagating (departure <= now),
+ *              including packets already due but not yet transmitted
+ *          --> transmitted by the I/O loop (tx_pkts) or discarded on a
+ *              transmit error (tx_errors)
+ *
+ * So at every instant:
+ *   rx_pkts == tx_pkts + tx_errors + queue_drops + loss_drops
+ *              + backlog_pkts + delay_line_pkts
+ *
+ * Departure policy: "when does this packet leave the queue" is delegated to
+ * struct emu_departure_ops.  The built-in policy is plain FIFO serialization
+ * at rate_bps.  A MAC model (e.g. DOCSIS request-grant) can instead defer the
+ * decision (return EMU_TIME_NEVER from ->enqueue) and later hand out
+ * departures in FIFO order with emu_dir_assign_departure() from its
+ * ->advance() hook, announcing its own wake-ups through ->next_event_ns().
+ * The I/O loop only ever calls emu_dir_*() and never sees the policy.
+ */
+#ifndef LINKEMU_SCHED_H
+#define LINKEMU_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loss.h"
+#include "prng.h"
+
+#define EMU_TIME_NEVER UINT64_MAX
+
+/* Ring sizing defaults (slots); the ring doubles on demand up to max. */
+#define EMU_DEFAULT_INIT_SLOTS	1024
+#define EMU_DEFAULT_MAX_SLOTS	(1u << 20)
+
+struct emu_pkt {
+	uint8_t *data;		/* slot buffer owned by the ring (max_frame) */
+	uint32_t len;
+	uint64_t index;		/* arrival index in this direction, from 0 */
+	uint64_t arrival_ns;
+	uint64_t departure_ns;	/* end of serialization; NEVER = undecided */
+	uint64_t release_ns;	/* time it may be transmitted; NEVER = undecided */
+};
+
+struct emu_dir;
+
+/*
+ * Departure policy.  All hooks receive the policy's private ctx.
+ *
+ * enqueue:       a packet was accepted into the queue at now_ns.  Return its
+ *                departure time (>= now_ns), or EMU_TIME_NEVER to decide
+ *                later.  Once a packet is deferred, every later packet stays
+ *                deferred until assigned: departures are strictly FIFO.
+ * advance:       optional; called with the current time before the core
+ *                looks at the queue.  A deferring policy assigns departures
+ *                here with emu_dir_assign_departure().
+ * next_event_ns: optional; the next time the policy needs advance() to be
+ *                called (e.g. next grant), or EMU_TIME_NEVER.
+ * destroy:       optional; releases ctx when the direction is destroyed.
+ */
+struct emu_departure_ops {
+	const char *name;
+	uint64_t (*enqueue)(void *ctx, const struct emu_pkt *pkt,
+			    uint64_t now_ns);
+	void (*advance)(void *ctx, struct emu_dir *d, uint64_t now_ns);
+	uint64_t (*next_event_ns)(void *ctx, const struct emu_dir *d);
+	void (*destroy)(void *ctx);
+};
+
+/* State of the built-in rate-serialization policy. */
+/*
+ * fastlab charges IP bytes: the 14-byte Ethernet header of each frame is not
+ * serialized time, so "rate" means the same as in its tc plans (HTB with
+ * stab overhead -14) and BDPs counted in 1500-byte packets.  The CLI default
+ * is EMU_L2_HEADER_BYTES; the core default (0) charges whole frames.
+ */
+#define EMU_L2_HEADER_BYTES 14
+
+struct emu_rate_policy {
+	uint64_t rate_bps;	/* 0 = infinite */
+	uint32_t uncharged_bytes; /* per frame, not counted against the rate */
+	uint64_t last_departure_ns;
+	uint64_t rem;		/* remainder of len*8e9 / rate, carried while busy */
+};
+
+extern const struct emu_departure_ops emu_rate_policy_ops;
+
+struct emu_counters {
+	uint64_t rx_pkts;	/* every frame handed to enqueue (valid length) */
+	uint64_t rx_bytes;
+	uint64_t tx_pkts;
+	uint64_t tx_bytes;
+	uint64_t queue_drops;	/* drop-tail (buffer or ring memory exhausted) */
+	uint64_t loss_drops;	/* loss model */
+	uint64_t tx_errors;	/* discarded by the I/O loop after a send error */
+	uint64_t backlog_pkts;	/* instantaneous: queued + being serialized */
+	uint64_t backlog_bytes;
+	uint64_t delay_line_pkts; /* instantaneous: serialized, not yet sent */
+};
+
+struct emu_dir_cfg {
+	uint64_t rate_bps;	/* 0 = infinite */
+	uint32_t uncharged_bytes; /* per frame, e.g. the L2 header */
+	uint64_t delay_ns;
+	uint64_t jitter_ns;	/* uniform in [-jitter, +jitter] */
+	uint64_t limit_pkts;	/* 0 = unlimited */
+	uint64_t limit_bytes;	/* 0 = unlimited */
+	uint32_t max_frame;	/* slot size; longer frames are refused */
+	size_t init_slots;	/* 0 = EMU_DEFAULT_INIT_SLOTS */
+	size_t max_slots;	/* 0 = EMU_DEFAULT_MAX_SLOTS */
+	uint64_t seed;
+	unsigned int dir;	/* 0 = ab, 1 = ba: selects the PRNG streams */
+	const struct loss_model *loss;	/* copied; NULL = none */
+	const struct emu_departure_ops *policy; /* NULL = rate serialization */
+	void *policy_ctx;
+};
+
+#define EMU_MAX_CHUNKS 64
+
+struct emu_dir {
+	/* configuration */
+	uint64_t delay_ns;
+	uint64_t jitter_ns;
+	uint64_t limit_pkts;
+	uint64_t limit_bytes;
+	uint32_t max_frame;
+	size_t stride;
+	size_t max_slots;
+	const struct emu_departure_ops *ops;
+	void *ops_ctx;
+	struct emu_rate_policy rate;
+	struct loss_model loss;
+	struct prng jitter_rng;
+
+	/*
+	 * Ring of slots.  Positions are absolute, ever-increasing counters;
+	 * slot = pos & mask.  head <= ser <= assign <= tail:
+	 *   [head, ser)    delay line (departure <= now)
+	 *   [ser, assign)  backlog with a known departure > now
+	 *   [assign, tail) backlog still waiting for the policy's decision
+	 */
+	struct emu_pkt *ring;
+	size_t cap;
+	size_t mask;
+	uint64_t head, ser, assign, tail;
+	uint8_t *chunks[EMU_MAX_CHUNKS];
+	size_t nchunks;
+
+	uint64_t now_ns;		/* latest time seen (clock is clamped) */
+	uint64_t last_departure_ns;
+	uint64_t last_release_ns;
+	uint64_t next_index;
+	struct emu_counters c;
+};
+
+enum emu_verdict {
+	EMU_QUEUED = 0,
+	EMU_DROP_LOSS,		/* loss model; index is meaningful */
+	EMU_DROP_QUEUE,		/* drop-tail */
+	EMU_DROP_INVALID,	/* length 0 or > max_frame; not counted */
+};
+
+int emu_dir_init(struct emu_dir *d, const struct emu_dir_cfg *cfg);
+void emu_dir_destroy(struct emu_dir *d);
+
+/* Offer a frame that arrived at now_ns; the frame is copied. */
+enum emu_verdict emu_dir_enqueue(struct emu_dir *d, uint64_t now_ns,
+				 const void *frame, uint32_t len,
+				 uint64_t *index_out);
+
+/* Bring the direction up to now_ns (policy hook, backlog accounting). */
+void emu_dir_advance(struct emu_dir *d, uint64_t now_ns);
+
+/*
+ * Earliest time the I/O loop must call back: release time of the head
+ * packet, or the policy's next event, whichever is first.  May be in the
+ * past (something is due now).  EMU_TIME_NEVER when idle.
+ */
+uint64_t emu_dir_next_release_ns(const struct emu_dir *d);
+
+/*
+ * Point out[0..n) at up to max packets due at now_ns, in order, without
+ * removing them.  Pointers stay valid until the next enqueue.  After sending,
+ * call emu_dir_consume() for the ones that went out.
+ */
+size_t emu_dir_peek_due(struct emu_dir *d, uint64_t now_ns,
+			struct emu_pkt **out, size_t max);
+
+/* Remove n packets from the head: transmitted (counted in tx_*). */
+void emu_dir_consume(struct emu_dir *d, size_t n);
+
+/* Remove n packets from the head: could not be transmitted (tx_errors). */
+void emu_dir_discard(struct emu_dir *d, size_t n);
+
+/*
+ * Single-packet convenience: the head packet if due (and removes it, counted
+ * as transmitted), else NULL.  The pointer is valid until the next enqueue.
+ */
+struct emu_pkt *emu_dir_pop_due(struct emu_dir *d, uint64_t now_ns);
+
+/* For departure policies: oldest packet still waiting for a departure. */
+const struct emu_pkt *emu_dir_first_unassigned(const struct emu_dir *d);
+
+/* Number of packets still waiting for a departure decision. */
+static inline size_t emu_dir_unassigned(const struct emu_dir *d)
+{
+	return (size_t)(d->tail - d->assign);
+}
+
+/*
+ * For departure policies: decide the departure of the oldest unassigned
+ * packet.  The time is raised if needed to keep departures FIFO and not
+ * before arrival.  Returns 0, or -1 if nothing is waiting.
+ */
+int emu_dir_assign_departure(struct emu_dir *d, uint64_t departure_ns);
+
+#endif /* LINKEMU_SCHED_H */

@@ -1,0 +1,95 @@
+#!/bin/sh
+# test_cli.sh - command-line validation of the linkemu binary.
+#
+# Every invalid invocation must print exactly one line on stderr that names
+# the offending option, exit with status 2, and start nothing (these cases
+# never reach socket creation, so no privileges are needed).  The last line
+# printed is "N passed, M failed" like the C tests.
+BIN=${1:-./linkemu}
+pass=0
+fail=0
+
+# expect_usage_error WORD ARGS...: exit 2, one stderr line containing WORD.
+expect_usage_error() {
+	word=$1
+	shift
+	err=$(timeout 5 "$BIN" "$@" 2>&1 >/dev/null)
+	rc=$?
+	lines=$(printf '%s\n' "$err" | wc -l)
+	if [ "$rc" -eq 2 ] && [ "$lines" -eq 1 ] &&
+	   printf '%s' "$err" | grep -q -- "$word"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL: linkemu $* -> rc=$rc stderr=[$err] (want 2, '$word')"
+	fi
+}
+
+OK="--if-a lo --if-b lo"	# only reached after per-option checks
+
+expect_usage_error --if-a
+expect_usage_error --if-b --if-a lo
+expect_usage_error --if-a --if-a no-such-if0 --if-b lo
+expect_usage_error --if-b --if-a lo --if-b no-such-if0
+expect_usage_error --if-b $OK
+expect_usage_error --if-a --if-a abcdefghijklmnopqrstuvwxyz --if-b lo
+expect_usage_error --ab-rate-bps $OK --ab-rate-bps -5
+expect_usage_error --ab-rate-bps $OK --ab-rate-bps 1e9
+expect_usage_error --ab-rate-bps $OK --ab-rate-bps 10M
+expect_usage_error --ba-rate-bps $OK --ba-rate-bps ""
+expect_usage_error --ab-delay-us $OK --ab-delay-us 12.5
+expect_usage_error --ba-delay-us $OK --ba-delay-us -1
+expect_usage_error --ab-jitter-us $OK --ab-jitter-us x
+expect_usage_error --ab-limit-pkts $OK --ab-limit-pkts " 5"
+expect_usage_error --ba-limit-bytes $OK --ba-limit-bytes 99999999999999999999999
+expect_usage_error --ab-loss $OK --ab-loss bernoulli:1.5
+expect_usage_error --ab-loss $OK --ab-loss bernoulli:-0.1
+expect_usage_error --ba-loss $OK --ba-loss gilbert:0.1
+expect_usage_error --ba-loss $OK --ba-loss every_nth:0
+expect_usage_error --ab-loss $OK --ab-loss ge:0.1
+expect_usage_error --seed $OK --seed -1
+expect_usage_error --stats-interval-ms $OK --stats-interval-ms abc
+expect_usage_error --cpu $OK --cpu -2
+expect_usage_error --max-frame $OK --max-frame 10
+expect_usage_error --spin-us $OK --spin-us 99999
+expect_usage_error --bogus $OK --bogus 1
+expect_usage_error --ab-rate-bps --if-a lo --if-b lo --ab-rate-bps
+expect_usage_error stray $OK stray
+expect_usage_error --ab-policy $OK --ab-policy netem
+expect_usage_error --ba-policy $OK --ba-policy ""
+expect_usage_error --ab-tbf-burst-bytes $OK --ab-tbf-burst-bytes 1k
+expect_usage_error --ab-tbf-burst-bytes $OK --ab-policy tbf \
+	--ab-rate-bps 3000000 --ab-tbf-burst-bytes 0
+expect_usage_error --ba-tbf-peak-bps $OK --ba-tbf-peak-bps -1
+expect_usage_error --ab-tbf-peak-bps $OK --ab-policy tbf \
+	--ab-rate-bps 3000000 --ab-tbf-peak-bps 1000000
+expect_usage_error --docsis-map-interval-us $OK --docsis-map-interval-us 0
+expect_usage_error --docsis-map-interval-us $OK --docsis-map-interval-us 2ms
+expect_usage_error --docsis-lookahead-us $OK --docsis-lookahead-us 1.6
+expect_usage_error --docsis-request-transit-us $OK \
+	--docsis-request-transit-us 99999999999
+expect_usage_error --docsis-phy-rate-bps $OK --docsis-phy-rate-bps 0
+expect_usage_error --docsis-phy-rate-bps $OK --ba-policy docsis \
+	--docsis-phy-rate-bps 1000
+expect_usage_error --docsis-max-burst-bytes $OK --docsis-max-burst-bytes 0
+expect_usage_error --docsis-concatenation $OK --docsis-concatenation 2
+expect_usage_error --docsis-piggyback $OK --docsis-piggyback yes
+# Needs two real, distinct interfaces to get past the interface checks.
+OTHER=$(ls /sys/class/net 2>/dev/null | grep -v '^lo$' | head -n 1)
+if [ -n "$OTHER" ]; then
+	expect_usage_error --drops-log --if-a lo --if-b "$OTHER" \
+		--drops-log /nonexistent-dir/x.log
+else
+	echo "skip: --drops-log case (no interface besides lo)"
+fi
+
+# --help is not an error.
+if timeout 5 "$BIN" --help | grep -q usage; then
+	pass=$((pass + 1))
+else
+	fail=$((fail + 1))
+	echo "FAIL: --help"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,273 @@
+/*
+ * test_tbf.c - unit tests of linkemu's token-bucket departure policy
+ * (policy_tbf.c) inside the scheduler core, with synthetic arrivals and a
+ * fake clock: burst at the peak rate then pacing at the sustained rate,
+ * exact peak-rate serialization, long-run rate, refill after idle (also
+ * after hours, without overflow), frames larger than the bucket, drop-tail,
+ * the reported token level, and configuration checks.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../policy_tbf.h"
+#include "../prng.h"
+#include "../sched.h"
+#include "check.h"
+
+#define US 1000ULL
+#define MS 1000000ULL
+#define SEC 1000000000ULL
+#define L2 EMU_L2_HEADER_BYTES
+
+static uint8_t frame[2048];
+
+static int setup(struct emu_dir *d, struct emu_tbf *t, uint64_t rate,
+		 uint64_t burst, uint64_t peak, uint64_t limit_pkts)
+{
+	struct emu_tbf_cfg tc = {
+		.rate_bps = rate, .burst_bytes = burst, .peak_bps = peak,
+		.uncharged_bytes = L2,
+	};
+	struct emu_dir_cfg cfg;
+
+	if (emu_tbf_init(t, &tc))
+		return -1;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.max_frame = 1518;
+	cfg.seed = 1;
+	cfg.limit_pkts = limit_pkts;
+	cfg.policy = &emu_tbf_policy_ops;
+	cfg.policy_ctx = t;
+	return emu_dir_init(d, &cfg);
+}
+
+static enum emu_verdict enq(struct emu_dir *d, uint64_t now, uint32_t len)
+{
+	return emu_dir_enqueue(d, now, frame, len, NULL);
+}
+
+/*
+ * 8 Mb/s sustained (1 byte/us), 80 Mb/s peak (0.1 us/byte), 3000-byte
+ * bucket, 1000-byte IP packets all queued at t = 0.  Three packets fit the
+ * bucket (with the 100 bytes of tokens earned during each 100 us transfer):
+ * they leave back to back at the peak rate, then one per ms.
+ */
+static void test_burst_then_sustained(void)
+{
+	struct emu_dir d;
+	struct emu_tbf t;
+	struct emu_pkt *p;
+	uint64_t k, bad = 0;
+
+	CHECK(!setup(&d, &t, 8000000, 3000, 80000000, 0), "init");
+	for (k = 0; k < 10; k++)
+		enq(&d, 0, 1000 + L2);
+	CHECK(emu_tbf_tokens_bytes(&t, 0) == 0, "all tokens committed");
+	for (k = 0; k < 10; k++) {
+		uint64_t want = k < 3 ? (k + 1) * 100 * US :
+				(k - 2) * MS + 100 * US;
+
+		p = emu_dir_pop_due(&d, 1 * SEC);
+		if (!p || p->departure_ns != want) {
+			bad++;
+			printf("  pkt %lu: %lu want %lu\n", (unsigned long)k,
+			       p ? (unsigned long)p->departure_ns : 0UL,
+			       (unsigned long)want);
+		}
+	}
+	CHECK(bad == 0, "%lu departures wrong", (unsigned long)bad);
+	/* 2 ms after the last start (7 ms) the bucket holds 2000 B. */
+	CHECK(emu_tbf_tokens_bytes(&t, 9 * MS) == 2000,
+	      "refill at 1 B/us: %lu",
+	      (unsigned long)emu_tbf_tokens_bytes(&t, 9 * MS));
+	CHECK(emu_tbf_tokens_bytes(&t, 20 * MS) == 3000, "full, capped");
+	emu_dir_destroy(&d);
+}
+
+/*
+ * Inside a burst the spacing is exactly the peak-rate serialization, with
+ * the division remainder carried (38 Mb/s does not divide 8e9 evenly).
+ */
+static void test_peak_serialization_exact(void)
+{
+	struct emu_dir d;
+	struct emu_tbf t;
+	struct emu_pkt *p;
+	uint64_t k, bad = 0;
+
+	/* Bucket big enough for all 500 packets: pure peak-rate burst. */
+	CHECK(!setup(&d, &t, 3000000, 1000000, 38000000, 0), "init");
+	for (k = 0; k < 500; k++)
+		enq(&d, 5 * MS, 1500 + L2);
+	for (k = 0; k < 500; k++) {
+		p = emu_dir_pop_due(&d, 10 * SEC);
+		if (!p || p->departure_ns != 5 * MS +
+		    (k + 1) * 1500ULL * 8000000000ULL / 38000000ULL)
+			bad++;
+	}
+	CHECK(bad == 0, "%lu departures off the exact floor",
+	      (unsigned long)bad);
+	emu_dir_destroy(&d);
+}
+
+/*
+ * Saturated for 60 s with mixed packet sizes: the long-run departure rate
+ * (IP bytes) equals the sustained rate, whatever the peak and burst.
+ */
+static void run_long_run(uint64_t rate, uint64_t burst, uint64_t peak)
+{
+	struct emu_dir d;
+	struct emu_tbf t;
+	struct emu_pkt *p;
+	struct prng rng;
+	uint64_t now = 0, bytes = 0, first = 0, last = 0, n = 0;
+	double got;
+
+	/* A 1000-packet buffer keeps it saturated without unbounded growth. */
+	CHECK(!setup(&d, &t, rate, burst, peak, 1000), "init");
+	prng_seed(&rng, 42, 0, 9);
+	/* Offer ~1.5x the rate, pop continuously, measure from 5 s on. */
+	while (now < 60 * SEC) {
+		uint32_t len = 60 + (uint32_t)(prng_next(&rng) % 1455);
+
+		enq(&d, now, len);
+		now += (uint64_t)(len - L2) * 8 * SEC / (rate + rate / 2);
+		while ((p = emu_dir_pop_due(&d, now))) {
+			if (p->departure_ns < 5 * SEC)
+				continue;
+			if (!n++)
+				first = p->departure_ns;
+			else
+				bytes += p->len - L2;
+			last = p->departure_ns;
+		}
+	}
+	got = (double)bytes * 8 * SEC / (double)(last - first);
+	CHECK(n > 100 && got > rate * 0.99 && got < rate * 1.01,
+	      "rate %.0f b/s over %lu pkts, want %lu", got,
+	      (unsigned long)n, (unsigned long)rate);
+	emu_dir_destroy(&d);
+}
+
+static void test_long_run_rate(void)
+{
+	run_long_run(3000000, 3044, 38000000);	/* DOCSIS downstream */
+	run_long_run(3000000, 3044, 0);		/* no peak */
+	run_long_run(100000000, 15000, 1000000000);
+	run_long_run(512000, 1522, 512000);	/* peak == sustained */
+}
+
+/* After a very long idle the bucket is simply full (no overflow). */
+static void test_idle_refill(void)
+{
+	struct emu_dir d;
+	struct emu_tbf t;
+	struct emu_pkt *p;
+	uint64_t later = 7200 * SEC;	/* two hours */
+
+	CHECK(!setup(&d, &t, 1000000000000ULL, 1000000, 0, 0), "init 1T");
+	enq(&d, 0, 1000 + L2);
+	CHECK(emu_tbf_tokens_bytes(&t, 0) == 999000, "took 1000");
+	CHECK(emu_tbf_tokens_bytes(&t, later) == 1000000, "full again");
+	emu_dir_destroy(&d);
+
+	CHECK(!setup(&d, &t, 8000000, 3000, 80000000, 0), "init");
+	enq(&d, 0, 1000 + L2);
+	enq(&d, 0, 1000 + L2);
+	enq(&d, 0, 1000 + L2);
+	enq(&d, 0, 1000 + L2);		/* waits for tokens: starts at 1 ms */
+	enq(&d, later, 1000 + L2);	/* idle for hours: full bucket */
+	enq(&d, later, 1000 + L2);
+	while ((p = emu_dir_pop_due(&d, later - 1)))
+		;
+	p = emu_dir_pop_due(&d, later + 1 * SEC);
+	CHECK(p && p->departure_ns == later + 100 * US, "burst again");
+	p = emu_dir_pop_due(&d, later + 1 * SEC);
+	CHECK(p && p->departure_ns == later + 200 * US, "at peak rate");
+	emu_dir_destroy(&d);
+}
+
+/* A frame larger than the bucket waits for a full bucket, then empties it. */
+static void test_frame_larger_than_bucket(void)
+{
+	struct emu_dir d;
+	struct emu_tbf t;
+	struct emu_pkt *p;
+
+	/* 500-byte bucket, 8 Mb/s: a full bucket every 500 us. */
+	CHECK(!setup(&d, &t, 8000000, 500, 0, 0), "init");
+	enq(&d, 0, 1000 + L2);
+	enq(&d, 0, 1000 + L2);
+	enq(&d, 0, 1000 + L2);
+	p = emu_dir_pop_due(&d, 1 * SEC);
+	CHECK(p && p->departure_ns == 0, "first: full bucket at t=0");
+	p = emu_dir_pop_due(&d, 1 * SEC);
+	CHECK(p && p->departure_ns == 500 * US, "second after refill");
+	p = emu_dir_pop_due(&d, 1 * SEC);
+	CHECK(p && p->departure_ns == 1000 * US, "third");
+	emu_dir_destroy(&d);
+}
+
+/* No sustained limit: a plain serializer at the peak rate. */
+static void test_unlimited_sustained(void)
+{
+	struct emu_dir d;
+	struct emu_tbf t;
+	struct emu_pkt *p;
+
+	CHECK(!setup(&d, &t, 0, 0, 8000000, 0), "init");
+	enq(&d, 0, 1000 + L2);
+	enq(&d, 0, 1000 + L2);
+	p = emu_dir_pop_due(&d, 1 * SEC);
+	CHECK(p && p->departure_ns == 1 * MS, "1 ms at 8 Mb/s");
+	p = emu_dir_pop_due(&d, 1 * SEC);
+	CHECK(p && p->departure_ns == 2 * MS, "back to back");
+	emu_dir_destroy(&d);
+}
+
+/* Frames waiting for tokens are backlog: drop-tail applies to them. */
+static void test_droptail(void)
+{
+	struct emu_dir d;
+	struct emu_tbf t;
+
+	CHECK(!setup(&d, &t, 8000000, 1000, 0, 3), "init");
+	CHECK(enq(&d, 0, 1000 + L2) == EMU_QUEUED, "1 (departs at 0)");
+	CHECK(enq(&d, 0, 1000 + L2) == EMU_QUEUED, "2 (1 ms)");
+	CHECK(enq(&d, 0, 1000 + L2) == EMU_QUEUED, "3 (2 ms)");
+	CHECK(enq(&d, 0, 1000 + L2) == EMU_QUEUED, "4 (3 ms)");
+	CHECK(enq(&d, 0, 1000 + L2) == EMU_DROP_QUEUE, "5 dropped");
+	CHECK(d.c.backlog_pkts == 3 && d.c.queue_drops == 1, "counts");
+	CHECK(enq(&d, 1 * MS, 1000 + L2) == EMU_QUEUED, "room at 1 ms");
+	emu_dir_destroy(&d);
+}
+
+static void test_config_checks(void)
+{
+	struct emu_tbf t;
+	struct emu_tbf_cfg c = { .rate_bps = 3000000, .burst_bytes = 3044,
+				 .peak_bps = 38000000 };
+
+	CHECK(!emu_tbf_init(&t, &c), "valid");
+	c.peak_bps = 1000000;
+	CHECK(emu_tbf_init(&t, &c), "peak below sustained");
+	c.peak_bps = 0;
+	CHECK(!emu_tbf_init(&t, &c), "no peak");
+	c.burst_bytes = 0;
+	CHECK(emu_tbf_init(&t, &c), "rate without bucket");
+	c.burst_bytes = EMU_TB_MAX_DEPTH_BYTES + 1;
+	CHECK(emu_tbf_init(&t, &c), "bucket too deep");
+}
+
+int main(void)
+{
+	RUN(test_burst_then_sustained);
+	RUN(test_peak_serialization_exact);
+	RUN(test_long_run_rate);
+	RUN(test_idle_refill);
+	RUN(test_frame_larger_than_bucket);
+	RUN(test_unlimited_sustained);
+	RUN(test_droptail);
+	RUN(test_config_checks);
+	CHECK_DONE();
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# fastlab setup: idempotent, as root, on Debian 12 / Ubuntu 22.04+.
+# System packages, a Python environment in which Mininet imports (system python3 + venv with
+# system site-packages), requirements.txt, native builds, Open vSwitch running, `fastlab` on PATH.
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$REPO/.venv"
+STAMP="$VENV/.fastlab-setup"
+log() { printf 'setup: %s\n' "$*"; }
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: needs root (apt, network namespaces): run 'sudo make setup'" >&2
+    exit 2
+fi
+
+APT_PACKAGES=(mininet openvswitch-switch iperf3 iproute2 ethtool iputils-ping procps net-tools
+              bridge-utils iptables make gcc libc6-dev python3 python3-venv python3-dev
+              clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool libnetfilter-queue-dev
+              chromium)
+# Headers to compile-check the loadable modules: Debian's metapackage, else this kernel's.
+headers_package() {
+    if apt-cache show linux-headers-amd64 >/dev/null 2>&1 && [ "$(dpkg --print-architecture)" = amd64 ]; then
+        echo linux-headers-amd64
+    elif apt-cache show "linux-headers-$(uname -r)" >/dev/null 2>&1; then
+        echo "linux-headers-$(uname -r)"
+    fi
+}
+if ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then
+    apt-get update -q   # a fresh machine has no package lists: look-ups need them
+fi
+hdr="$(headers_package)"
+[ -n "$hdr" ] && APT_PACKAGES+=("$hdr")
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    log "installing system packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Mininet is a Debian package for the system interpreter; the venv sees it through
+# --system-site-packages (the python3 first on PATH may be another build without it).
+SYS_PY=/usr/bin/python3
+if [ ! -x "$VENV/bin/python" ]; then
+    log "creating $VENV"
+    "$SYS_PY" -m venv --system-site-packages "$VENV"
+fi
+req_hash="$(sha256sum "$REPO/requirements.txt" | cut -d' ' -f1)"
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$req_hash" ]; then
+    log "installing requirements.txt"
+    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$REPO/requirements.txt"
+    echo "$req_hash" > "$STAMP"
+fi
+"$VENV/bin/python" -c "import mininet.net, yaml, pydantic, pandas, plotly" \
+    || { echo "setup: the Python environment is incomplete" >&2; exit 1; }
+
+log "building the link emulator and the congestion-control set"
+make -s -C "$REPO/linkemu"
+make -s -C "$REPO/kernel-modules"
+
+# Open vSwitch: systemd where it runs, otherwise its own control script.
+if ! ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
+    log "starting Open vSwitch"
+    if [ -d /run/systemd/system ]; then
+        systemctl start openvswitch-switch || true
+    fi
+    if ! ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
+        /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random >/dev/null 2>&1 || true
+    fi
+    ovs-vsctl --timeout=5 show >/dev/null 2>&1 || log "warning: Open vSwitch is not running; Linux bridges will be used"
+fi
+
+# tracefs, for the tcp:tcp_probe tracepoint (a no-op where it is mounted already).
+if grep -qw tracefs /proc/filesystems && [ -d /sys/kernel/tracing ] && ! mountpoint -q /sys/kernel/tracing; then
+    mount -t tracefs nodev /sys/kernel/tracing || log "warning: cannot mount tracefs"
+fi
+
+# `fastlab` on root's PATH, running the engine from this checkout.
+cat > /usr/local/bin/fastlab <<WRAP
+#!/bin/sh
+# installed by $REPO/scripts/setup.sh
+export PYTHONPATH="$REPO\${PYTHONPATH:+:\$PYTHONPATH}"
+exec "$VENV/bin/python" -m fastlab "\$@"
+WRAP
+chmod 755 /usr/local/bin/fastlab
+log "ready: $(fastlab --help >/dev/null && echo 'fastlab on PATH')"

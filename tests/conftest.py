@@ -1,0 +1,37 @@
+"""Shared fixtures. Integration tests need root (namespaces, tc) and the built emulator."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+EXAMPLE = REPO / "examples" / "simple-cubic.yaml"
+
+
+def fastlab(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI, as users do."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "fastlab", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=REPO, check=False)
+
+
+def machine_leftovers() -> dict[str, list[str]]:
+    """What fastlab objects exist on the machine right now (namespaces are unnamed: count shells)."""
+    from fastlab import paths
+    from fastlab.runstate import prefixed_root_objects
+
+    intfs, bridges = prefixed_root_objects()
+    states = sorted(p.name for p in paths.STATE_DIR.glob("fl*.json")) if paths.STATE_DIR.is_dir() else []
+    return {"interfaces": intfs, "bridges": bridges, "state_files": states}
+
+
+@pytest.fixture
+def as_root() -> None:
+    if os.geteuid() != 0:
+        pytest.fail("integration tests need root: run them with `sudo make test`")

@@ -1,0 +1,139 @@
+"""fastlab's FAST and HSTCP, as BPF struct_ops, carrying real kernel TCP through the emulated path.
+
+Bounds come from the algorithms: FAST keeps alpha packets of its own in the bottleneck queue
+(+-4 packets: the floor mode's equilibrium band is [alpha-2, alpha] times D/(D-d), plus sampling
+noise), its equilibrium rate does not depend on RTT (Jain >= 0.9), and its window moves halfway
+to the target every RTT (a new alpha is reached within a second). HSTCP's response function
+w = 0.12/p^0.835 gives 2.1 x Reno's 1.22/sqrt(p) window at p = 1e-4 (>= 1.6 asked);
+Limited Slow-Start grows at most max_ssthresh/2 segments per RTT.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fastlab.cc import kernel_available
+from fastlab.engine import run_experiment
+from fastlab.spec import parse_spec, read_spec_text
+from tests.conftest import EXAMPLE, fastlab
+
+pytestmark = pytest.mark.usefixtures("as_root")
+
+FAST_SPEC = EXAMPLE.read_text().replace("rate_mbps: 50", "rate_mbps: 20").replace(
+    "cc: cubic}", "cc: fast, cc_args: {alpha: 20}}")
+
+
+def forward_backlog(out: Path, t0: float, t1: float) -> float:
+    links = pd.read_csv(out / "links.csv")
+    rows = links[(links["link"] == "bottleneck") & (links["direction"] == "forward")]
+    return float(rows[(rows["t"] >= t0) & (rows["t"] < t1)]["backlog_pkts"].mean())
+
+
+def test_issue_spec_with_fast_alpha_20(tmp_path: Path) -> None:
+    out = tmp_path / "fast"
+    spec_file = tmp_path / "fast.yaml"
+    spec_file.write_text(FAST_SPEC)
+    proc = fastlab("run", str(spec_file), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    link = summary["links"][0]
+    assert 16 <= link["mean_backlog_pkts"] <= 24, link
+    assert link["utilization"] >= 0.90 and summary["flows"][0]["cc"] == "fast"
+    assert abs(forward_backlog(out, 5, 20) - 20) <= 4  # after convergence
+    events = pd.read_csv(out / "cc_events.csv")
+    updates = events[events["event"] == "update"]
+    assert len(updates) > 100 and set(updates["flow"]) == {"f1"}
+    assert (updates["alpha"] == 20).all() and updates["base_rtt_us"].min() >= 40_000
+    env = json.loads((out / "environment.json").read_text())
+    assert env["congestion_control"]["applied"][0]["impl"] == "bpf" and env["congestion_control"]["builds"]
+    assert "fast" not in kernel_available()  # the run unloaded what it loaded
+
+
+def test_alpha_change_mid_run_is_followed(tmp_path: Path) -> None:
+    change = "cc_changes=[{at_s: 15, host: h1, cc: fast, args: {alpha: 60}}]"
+    spec = read_spec_text(FAST_SPEC, ["duration_s=30", change])
+    result = run_experiment(spec, out=tmp_path / "change")
+    before, after = forward_backlog(result.directory, 8, 15), forward_backlog(result.directory, 20, 30)
+    assert abs(before - 20) <= 4 and abs(after - 60) <= 4, (before, after)
+    links = pd.read_csv(result.directory / "links.csv")
+    fwd = links[(links["link"] == "bottleneck") & (links["direction"] == "forward") & (links["t"] >= 15)]
+    reached = fwd[fwd["backlog_pkts"] >= 52]["t"].min()
+    assert reached - 15 <= 1.0, reached  # a few RTTs (40-75 ms each)
+    events = pd.read_csv(result.directory / "cc_events.csv")
+    assert (events[events["event"] == "cc_set"]["alpha"] == 60).all()
+    late = events[(events["event"] == "update") & (events["t"] > 15.5)]
+    assert (late["alpha"] == 60).all()
+
+
+def test_fast_equilibrium_is_rtt_independent(tmp_path: Path) -> None:
+    spec = parse_spec({"name": "fast-rtt", "topology": "dumbbell", "duration_s": 40, "seed": 1,
+                       "topology_args": {"pairs": 2, "rate_mbps": 20, "rtt_ms": 40, "pair_rtt_ms": [40, 80]},
+                       "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 20}},
+                                 {"src": "h3", "dst": "h4", "cc": "fast", "cc_args": {"alpha": 20}}]})
+    result = run_experiment(spec, out=tmp_path / "rtt")
+    flows = {f["id"]: f for f in result.summary["flows"]}
+    assert abs(flows["f1"]["min_rtt_ms"] - 40) < 2 and abs(flows["f2"]["min_rtt_ms"] - 80) < 2
+    assert result.summary["jain_index"] >= 0.9, flows
+
+
+def mean_cwnd(out: Path, flow: str, after_s: float) -> float:
+    flows = pd.read_csv(out / "flows.csv")
+    return float(flows[(flows["flow"] == flow) & (flows["t"] >= after_s)]["cwnd_pkts"].mean())
+
+
+def test_hstcp_beats_reno_under_seeded_random_loss(tmp_path: Path) -> None:
+    """50 Mb/s, 100 ms (BDP 417 packets): at p = 1e-4 both are loss-limited, not capacity-limited."""
+    spec = parse_spec({"name": "hstcp-reno", "topology": "dumbbell", "duration_s": 90, "seed": 3,
+                       "topology_args": {"pairs": 2, "rate_mbps": 50, "rtt_ms": 100},
+                       "links": {"bottleneck": {"loss": {"model": "bernoulli", "rate": 1e-4}}},
+                       "flows": [{"src": "h1", "dst": "h2", "cc": "hstcp"}, {"src": "h3", "dst": "h4", "cc": "reno"}]})
+    result = run_experiment(spec, out=tmp_path / "loss")
+    hstcp, reno = mean_cwnd(result.directory, "f1", 10), mean_cwnd(result.directory, "f2", 10)
+    print(f"mean cwnd: hstcp {hstcp:.1f}, reno {reno:.1f}, ratio {hstcp / reno:.2f} (theory 2.1)")
+    assert hstcp >= 1.6 * reno, (hstcp, reno)
+
+
+def test_limited_slow_start(tmp_path: Path) -> None:
+    spec = parse_spec({"name": "lss", "topology": "dumbbell", "duration_s": 12, "seed": 1,
+                       "topology_args": {"rate_mbps": 50, "rtt_ms": 100},
+                       "flows": [{"src": "h1", "dst": "h2", "cc": "hstcp", "cc_args": {"max_ssthresh": 100}}]})
+    result = run_experiment(spec, out=tmp_path / "lss")
+    events = pd.read_csv(result.directory / "cc_events.csv")
+    per_rtt = events[events["event"] == "rtt"].sort_values("t")
+    growth = per_rtt["cwnd"].diff()
+    limited = growth[(per_rtt["mode"] == "lss") & (per_rtt["cwnd"].shift() > 100)]
+    assert len(limited) >= 3, per_rtt[["t", "cwnd", "mode"]].head(30)
+    assert limited.max() <= 50 * 1.1, limited.max()  # RTT boundaries are sampled by ACK arrivals
+    assert (per_rtt["max_ssthresh"] == 100).all()
+
+
+def test_two_hosts_two_alphas_in_one_run(tmp_path: Path) -> None:
+    spec = parse_spec({"name": "alphas", "topology": "dumbbell", "duration_s": 6,
+                       "topology_args": {"pairs": 2, "rate_mbps": 20, "rtt_ms": 40},
+                       "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 15}},
+                                 {"src": "h3", "dst": "h4", "cc": "fast", "cc_args": {"alpha": 45}}]})
+    result = run_experiment(spec, out=tmp_path / "alphas")
+    events = pd.read_csv(result.directory / "cc_events.csv")
+    alphas = events[events["event"] == "update"].groupby("flow")["alpha"].unique()
+    assert [list(a) for a in alphas] == [[15], [45]]
+
+
+@pytest.mark.parametrize("sets, field", [
+    (["flows.0.cc=fast", "flows.0.cc_args={alpha: 0}"], "flows[0].cc_args"),
+    (["flows.0.cc=fast", "flows.0.cc_args={period: 3rtt}"], "flows[0].cc_args"),
+    (["flows.0.cc=hstcp", "flows.0.cc_args={low_window: 100, high_window: 50}"], "flows[0].cc_args"),
+    (["flows.0.cc=fast", "flows.0.count=1", "flows.1={src: h1, dst: h2, cc: fast, cc_args: {alpha: 9}}"],
+     "flows[1].cc_args"),
+    (["cc_changes=[{at_s: 5, host: h1, cc: fast, args: {alpha: 30}}]"], "cc_changes[0].host"),
+])
+def test_bad_cc_parameters_exit_2(tmp_path: Path, sets: list[str], field: str) -> None:
+    args = ["run", str(EXAMPLE), "--out", str(tmp_path / "never")]
+    for item in sets:
+        args += ["--set", item]
+    proc = fastlab(*args)
+    assert proc.returncode == 2 and field in proc.stderr, proc.stderr
+    assert not (tmp_path / "never").exists() and "fast" not in kernel_available()

@@ -1,0 +1,51 @@
+"""The CLI as users meet it: doctor, topo list, and bad input that creates nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLE, fastlab, machine_leftovers
+
+pytestmark = pytest.mark.usefixtures("as_root")
+
+
+def test_doctor_reports_capabilities_and_backends() -> None:
+    proc = fastlab("doctor")
+    assert proc.returncode == 0, proc.stderr
+    for word in ("netem", "modules", "bpf_struct_ops", "ovs_kernel", "tcp_probe", "tun", "nfqueue", "iperf3",
+                 "mininet", "linkemu", "delay", "switch"):
+        assert word in proc.stdout, word
+
+
+def test_topo_list() -> None:
+    proc = fastlab("topo", "list")
+    assert proc.returncode == 0 and "dumbbell" in proc.stdout
+
+
+@pytest.mark.parametrize("sets, field", [
+    (["topology=nosuch"], "topology"),
+    (["flows.0.cc=nosuchcc"], "flows[0].cc"),
+    (["topology_args.rate_mbps=-50"], "topology_args.rate_mbps"),
+    (["links.bottleneck.loss={model: bernoulli, rate: 1.5}"], "links.bottleneck.loss.rate"),
+    (["flows.0.ccc=cubic"], "flows[0].ccc"),
+    (["flows.0.cc_args={alpha: 20}"], "flows[0].cc_args"),
+])
+def test_invalid_specs_exit_2_and_create_nothing(tmp_path: Path, sets: list[str], field: str) -> None:
+    before = machine_leftovers()
+    out = tmp_path / "never"
+    args = ["run", str(EXAMPLE), "--out", str(out)]
+    for item in sets:
+        args += ["--set", item]
+    proc = fastlab(*args)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0], proc.stderr
+    assert not out.exists()
+    assert machine_leftovers() == before
+
+
+def test_unreadable_spec_file(tmp_path: Path) -> None:
+    proc = fastlab("run", str(tmp_path / "missing.yaml"))
+    assert proc.returncode == 2 and "cannot read" in proc.stderr

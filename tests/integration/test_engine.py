@@ -1,0 +1,158 @@
+"""Real runs: Mininet namespaces, the userspace emulator, real kernel TCP, OVS.
+
+Bounds are physical, not tuned: CUBIC with a one-BDP buffer keeps a single-flow bottleneck
+busy (>= 0.90); the idle path adds well under 2 ms to the configured 40 ms RTT; Bernoulli drops
+are binomial, so +-20 % of the expectation is many standard deviations at these counts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fastlab import paths
+from tests.conftest import EXAMPLE, REPO, fastlab, machine_leftovers
+
+pytestmark = pytest.mark.usefixtures("as_root")
+
+
+def run_ok(tmp_path: Path, *sets: str, name: str = "run") -> Path:
+    out = tmp_path / name
+    args = ["run", str(EXAMPLE), "--out", str(out)]
+    for item in sets:
+        args += ["--set", item]
+    proc = fastlab(*args)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == str(out)  # the run directory is printed last
+    return out
+
+
+def test_issue_spec_end_to_end(tmp_path: Path) -> None:
+    out = run_ok(tmp_path)
+    for name in ("spec.yaml", "environment.json", "flows.csv", "links.csv", "summary.json", "report.html"):
+        assert (out / name).stat().st_size > 0, name
+    summary = json.loads((out / "summary.json").read_text())
+    flow, link = summary["flows"][0], summary["links"][0]
+    assert link["id"] == "bottleneck" and link["capacity_mbps"] == 50
+    assert link["utilization"] >= 0.90, link
+    assert abs(flow["min_rtt_ms"] - 40) <= 2, flow
+    assert {"id", "src", "dst", "cc", "throughput_mbps", "mean_rtt_ms", "min_rtt_ms", "retransmits"} <= set(flow)
+    assert {"id", "capacity_mbps", "utilization", "mean_backlog_pkts", "drops"} <= set(link)
+    assert 0 < summary["jain_index"] <= 1
+    env = json.loads((out / "environment.json").read_text())
+    assert env["backends"]["delay"]["backend"] == "emulator"
+    assert "sch_netem is missing" in env["backends"]["delay"]["why"]
+    shaping = env["shaping"][0]
+    assert shaping["backend"] == "emulator" and "netem" in shaping["why"]
+    assert "--ab-delay-us" in shaping["emulator_argv"] and shaping["resolved"]["forward"]["delay_us"] == 20000
+    flows = pd.read_csv(out / "flows.csv")
+    per_second = len(flows) / 20
+    assert per_second >= 19, per_second  # >= 20 samples/s by default (first interval starts at 0)
+    for column in ("cwnd_pkts", "ssthresh_pkts", "srtt_ms", "min_rtt_ms", "delivery_rate_mbps", "goodput_mbps",
+                   "retransmits", "pacing_rate_mbps"):
+        assert column in flows.columns
+    links = pd.read_csv(out / "links.csv")
+    for column in ("backlog_pkts", "backlog_bytes", "queue_drops", "loss_drops", "tx_mbps"):
+        assert column in links.columns
+    assert links["backlog_pkts"].max() > 0
+    html = (out / "report.html").read_text()
+    # plotly.js is inlined: no script is loaded from anywhere (the library's own map defaults mention CDNs)
+    assert "Plotly.newPlot" in html and not re.search(r"<script[^>]+src=", html)
+    assert machine_leftovers() == {"interfaces": [], "bridges": [], "state_files": []}
+
+
+def drop_indices(path: Path) -> list[int]:
+    return [int(line.split()[1]) for line in path.read_text().splitlines() if line.startswith("ab ")]
+
+
+def test_seeded_bernoulli_loss_is_repeatable(tmp_path: Path) -> None:
+    # Eight loss-limited flows (Mathis: ~300 packets/s each at p=0.01, RTT 40 ms) put ~40k packets
+    # through the link: ~400 expected drops, so +-20 % is more than 4 standard deviations.
+    sets = ("links.bottleneck.loss={model: bernoulli, rate: 0.01}", "flows.0.count=8")
+    first = run_ok(tmp_path, *sets, name="a")
+    second = run_ok(tmp_path, *sets, name="b")
+    link = json.loads((first / "summary.json").read_text())["links"][0]
+    expected = 0.01 * link["arrivals_pkts"]
+    assert abs(link["loss_drops"] - expected) <= 0.2 * expected, link
+    a, b = drop_indices(first / "loss_drops_bottleneck.txt"), drop_indices(second / "loss_drops_bottleneck.txt")
+    assert len(a) == link["loss_drops"]
+    horizon = min(max(a), max(b))
+    assert [i for i in a if i <= horizon] == [i for i in b if i <= horizon]
+    assert len([i for i in a if i <= horizon]) > 200
+    third = run_ok(tmp_path, *sets, "seed=2", "duration_s=5", name="c")
+    c = drop_indices(third / "loss_drops_bottleneck.txt")
+    assert [i for i in c if i <= horizon] != [i for i in a if i <= horizon]
+
+
+def test_tc_backend_shapes_rate_and_queue(tmp_path: Path) -> None:
+    out = run_ok(tmp_path, "topology_args.rtt_ms=0", "links.bottleneck.backend=tc",
+                 "links.bottleneck.buffer=100", "duration_s=6")
+    summary = json.loads((out / "summary.json").read_text())
+    link = summary["links"][0]
+    assert 0.9 <= link["utilization"] <= 1.02, link
+    assert summary["flows"][0]["throughput_mbps"] <= 50 * 1.02
+    env = json.loads((out / "environment.json").read_text())
+    commands = [" ".join(c) for c in env["shaping"][0]["commands"]]
+    assert any("htb" in c and "50000000bit" in c for c in commands)
+    assert any("pfifo limit 100" in c for c in commands)
+
+
+def test_sigkill_leftovers_are_cleaned_and_next_run_works(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "fastlab", "run", str(EXAMPLE), "--set", "duration_s=60",
+                             "--out", str(tmp_path / "killed")], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    state = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        states = list(paths.STATE_DIR.glob("fl*.json")) if paths.STATE_DIR.is_dir() else []
+        if states and any("sender" in p["what"] for p in json.loads(states[0].read_text())["pids"]):
+            state = json.loads(states[0].read_text())
+            break
+        time.sleep(0.2)
+    assert state is not None, proc.stderr.read() if proc.poll() is not None else "run never started its flows"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    leftovers = machine_leftovers()
+    assert leftovers["state_files"] and leftovers["interfaces"], leftovers
+    alive = [p for p in state["pids"] if Path(f"/proc/{p['pid']}").exists()]
+    assert alive, "the killed run left no processes behind?"
+    cleaned = fastlab("cleanup")
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert "removed" in cleaned.stdout
+    assert machine_leftovers() == {"interfaces": [], "bridges": [], "state_files": []}
+    from fastlab.runstate import process_start_time
+    assert not [p for p in state["pids"] if process_start_time(p["pid"]) == p["start"]]
+    run_ok(tmp_path, "duration_s=3", name="after")
+    assert fastlab("cleanup").stdout.strip() == "nothing to clean up"
+
+
+def test_scheduled_flows_and_live_stream(tmp_path: Path) -> None:
+    """Flows start and stop on schedule; samples reach a live subscriber while the run goes."""
+    from fastlab.engine import run_experiment
+    from fastlab.spec import read_spec_text
+
+    spec = read_spec_text(EXAMPLE.read_text(), ["duration_s=8", "topology_args.pairs=2",
+                                                "flows.1={src: h3, dst: h4, cc: reno, start_s: 2, stop_s: 5}"])
+    arrivals: list[tuple[float, dict]] = []
+    started = time.monotonic()
+    result = run_experiment(spec, out=tmp_path / "sched", on_sample=lambda s: arrivals.append((time.monotonic(), s)))
+    flows = pd.read_csv(tmp_path / "sched" / "flows.csv")
+    late = flows[flows["flow"] == "f2"]
+    assert late["t"].min() >= 2.0 and late["t"].max() <= 5.2, (late["t"].min(), late["t"].max())
+    assert flows[flows["flow"] == "f1"]["t"].max() >= 7.5
+    by_id = {f["id"]: f for f in result.summary["flows"]}
+    assert by_id["f2"]["cc"] == "reno" and by_id["f2"]["start_s"] == 2 and by_id["f2"]["throughput_mbps"] > 1
+    flow_arrivals = [when for when, s in arrivals if s["kind"] == "flow"]
+    # live: samples arrived spread over the run, not in one burst at the end
+    assert flow_arrivals and flow_arrivals[-1] - flow_arrivals[0] >= 6
+    assert started < flow_arrivals[0] < flow_arrivals[-1] - 5
+    assert {s["kind"] for _, s in arrivals} == {"flow", "link"}

@@ -1,0 +1,138 @@
+"""The shaping planner (pure) and the statistics parsers, against captured tool output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fastlab.shaping import (
+    Devices,
+    ShapingError,
+    choose_backend,
+    emulator_samples,
+    link_seed,
+    loss_arg,
+    parse_emulator_line,
+    parse_tc_stats,
+    plan_link,
+    resolve,
+)
+from fastlab.spec import BernoulliLoss, EveryNthLoss, GilbertElliottLoss, LinkDirection, LinkSpec
+from fastlab.topology import build_plan
+from tests.conftest import FIXTURES
+
+DEVS = Devices("r1", "r1-eth1", "r2", "r2-eth1", "x2", "x2-a", "x2-b")
+
+
+def bottleneck(override: dict | None = None, **args: float):
+    plan = build_plan("dumbbell", {"rate_mbps": 50, "rtt_ms": 40, "buffer_bdp": 1.0, **args})
+    return resolve(plan.shaped["bottleneck"], LinkSpec.model_validate(override) if override else None)
+
+
+def test_dumbbell_defaults_resolve_to_half_rtt_each_way_and_one_bdp() -> None:
+    link = bottleneck()
+    # 50 Mb/s x 40 ms = 250 kB = 166.7 packets of 1500 B -> 167
+    for d in (link.forward, link.reverse):
+        assert (d.rate_bps, d.delay_us, d.limit_pkts, d.limit_bytes, d.loss) == (50_000_000, 20_000, 167, None, None)
+
+
+def test_buffer_units_resolve_against_rate_and_rtt() -> None:
+    assert bottleneck({"buffer": "20ms"}).forward.limit_pkts == 84  # 50e6 * 0.02 / 12000 = 83.3
+    assert bottleneck({"buffer": "2bdp"}).forward.limit_pkts == 334
+    assert bottleneck({"buffer": 10}).forward.limit_pkts == 10
+    fwd = bottleneck({"buffer": "64KB"}).forward
+    assert (fwd.limit_pkts, fwd.limit_bytes) == (None, 64_000)
+
+
+def test_override_changes_forward_and_reverse_follows_except_loss() -> None:
+    link = bottleneck({"rate_mbps": 10, "loss": {"model": "bernoulli", "rate": 0.01}})
+    assert link.forward.rate_bps == link.reverse.rate_bps == 10_000_000
+    assert isinstance(link.forward.loss, BernoulliLoss) and link.reverse.loss is None
+    link = bottleneck({"reverse": {"rate_mbps": 1, "loss": {"model": "every_nth", "n": 10}}})
+    assert (link.forward.rate_bps, link.reverse.rate_bps) == (50_000_000, 1_000_000)
+    assert isinstance(link.reverse.loss, EveryNthLoss)
+
+
+def test_backend_choice() -> None:
+    plain, lossy = bottleneck(), bottleneck({"loss": {"model": "bernoulli", "rate": 0.01}})
+    assert choose_backend(plain, has_netem=False, has_emulator=True)[0] == "emulator"
+    assert choose_backend(plain, has_netem=True, has_emulator=True)[0] == "tc"
+    assert choose_backend(lossy, has_netem=True, has_emulator=True)[0] == "emulator"
+    assert choose_backend(bottleneck(rtt_ms=0), has_netem=False, has_emulator=False)[0] == "tc"
+    with pytest.raises(ShapingError, match="sch_netem"):
+        choose_backend(bottleneck({"backend": "tc"}), has_netem=False, has_emulator=True)
+    with pytest.raises(ShapingError, match="neither"):
+        choose_backend(plain, has_netem=False, has_emulator=False)
+
+
+def test_emulator_plan_carries_every_direction_parameter() -> None:
+    link = bottleneck({"loss": {"model": "gilbert_elliott", "p": 0.01, "r": 0.5, "loss_bad": 0.9}})
+    plan = plan_link(link, DEVS, seed=7, stats_interval_ms=50, has_netem=False, has_emulator=True,
+                     drops_log="/tmp/d.txt")
+    argv = list(plan.emulator_argv)
+    opt = dict(zip(argv[1::2], argv[2::2], strict=True))
+    assert plan.backend == "emulator" and plan.commands == ()
+    assert (opt["--if-a"], opt["--if-b"], opt["--ab-rate-bps"], opt["--ba-delay-us"]) == ("x2-a", "x2-b",
+                                                                                          "50000000", "20000")
+    assert opt["--ab-limit-pkts"] == "167" and opt["--ab-loss"] == "ge:0.01:0.5:0.1:1" and opt["--ba-loss"] == "none"
+    assert opt["--seed"] == str(link_seed(7, "bottleneck"))
+
+
+def test_tc_plan_shapes_inside_the_link_node_only() -> None:
+    plan = plan_link(bottleneck(), DEVS, seed=1, stats_interval_ms=50, has_netem=True, has_emulator=False,
+                     drops_log="-")
+    assert {c.node for c in plan.commands} == {"x2"}  # never on an end node, never on a sending host
+    argv = [" ".join(c.argv) for c in plan.commands]
+    queue_fwd = [a for a in argv if "dev x2-b" in a and ("htb" in a or "pfifo" in a)]
+    assert any("htb rate 50000000bit ceil 50000000bit burst 6250" in a for a in queue_fwd)
+    assert any("pfifo limit 167" in a for a in queue_fwd)
+    assert any("stab overhead -14" in a for a in queue_fwd)
+    netem = [a for a in argv if "netem" in a]
+    assert netem == ["tc qdisc replace dev wire-a root netem limit 1954 delay 20000us",
+                     "tc qdisc replace dev wire-b root netem limit 1954 delay 20000us"]
+    assert plan.stats_devs == {"forward": ("x2", "x2-b"), "reverse": ("x2", "x2-a")}
+
+
+def test_netem_wire_limit_grows_with_the_pipe() -> None:
+    plan = plan_link(bottleneck(rate_mbps=1000, rtt_ms=180), DEVS, seed=1, stats_interval_ms=50,
+                     has_netem=True, has_emulator=False, drops_log="-")
+    netem = next(c.argv for c in plan.commands if "netem" in c.argv)
+    assert int(netem[netem.index("limit") + 1]) >= 1e9 * 0.09 / (8 * 64)
+
+
+def test_loss_arguments() -> None:
+    assert loss_arg(None) == "none"
+    assert loss_arg(BernoulliLoss(model="bernoulli", rate=0.01)) == "bernoulli:0.01"
+    assert loss_arg(EveryNthLoss(model="every_nth", n=100)) == "every_nth:100"
+    assert loss_arg(GilbertElliottLoss(model="gilbert_elliott", p=0.1, r=0.2)) == "ge:0.1:0.2:0:1"
+
+
+def test_link_seed_is_stable_and_per_link() -> None:
+    assert link_seed(1, "bottleneck") == link_seed(1, "bottleneck")
+    assert link_seed(1, "bottleneck") != link_seed(2, "bottleneck") != link_seed(1, "uplink")
+
+
+def test_tc_stats_parser_on_captured_output() -> None:
+    idle = parse_tc_stats((FIXTURES / "tc_stats_htb_pfifo.json").read_text())
+    assert idle == {"backlog_pkts": 0, "backlog_bytes": 0, "queue_drops": 0, "loss_drops": 0,
+                    "tx_bytes": 57120, "tx_pkts": 40}
+    busy = parse_tc_stats((FIXTURES / "tc_stats_backlogged.json").read_text())
+    assert busy["backlog_pkts"] == 6 and busy["backlog_bytes"] == 6 * 1428  # IP bytes (stab overhead -14)
+    with pytest.raises(ShapingError):
+        parse_tc_stats("[]")
+
+
+def test_emulator_stats_line_becomes_two_samples_in_ip_bytes() -> None:
+    counters = {"rx_pkts": 10, "rx_bytes": 15140, "tx_pkts": 8, "tx_bytes": 12112, "queue_drops": 1,
+                "loss_drops": 1, "backlog_pkts": 0, "backlog_bytes": 0, "delay_line_pkts": 2}
+    line = json.dumps({"event": "stats", "t": 12.5, "ab": counters, "ba": counters})
+    msg = parse_emulator_line(line)
+    fwd, rev = emulator_samples("bottleneck", msg)
+    assert fwd["direction"] == "forward" and rev["direction"] == "reverse"
+    assert fwd["tx_bytes"] == 12112 - 8 * 14 and fwd["t"] == 12.5 and fwd["loss_drops"] == 1
+    assert parse_emulator_line("garbage") is None
+
+
+def test_reverse_only_link_direction_model() -> None:
+    assert LinkDirection(rate_mbps=1).delay_ms is None

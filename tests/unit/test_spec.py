@@ -1,0 +1,116 @@
+"""The experiment spec: what it accepts, and that every refusal names its field."""
+
+from __future__ import annotations
+
+import pytest
+
+from fastlab.cc import Registry
+from fastlab.spec import Buffer, SpecError, apply_overrides, load_spec, parse_buffer, read_spec_text, validate
+from tests.conftest import EXAMPLE
+
+KERNEL = Registry(kernel_listing=lambda: {"reno", "cubic", "bbr"}, module_listing=set)
+
+ISSUE_SPEC = """
+name: simple-cubic
+topology: dumbbell
+topology_args: {rate_mbps: 50, rtt_ms: 40, buffer_bdp: 1.0}
+duration_s: 20
+seed: 1
+flows:
+  - {src: h1, dst: h2, cc: cubic}
+"""
+
+
+def test_issue_spec_is_accepted_exactly() -> None:
+    spec = read_spec_text(ISSUE_SPEC)
+    plan = validate(spec, KERNEL)
+    assert spec.flows[0].cc == "cubic" and spec.seed == 1
+    assert set(plan.shaped) == {"bottleneck"}
+    assert load_spec(str(EXAMPLE)) == spec
+
+
+def test_per_link_impairments_are_accepted() -> None:
+    spec = read_spec_text(ISSUE_SPEC + "links: {bottleneck: {loss: {model: bernoulli, rate: 0.01}}}\n")
+    validate(spec, KERNEL)
+    assert spec.links["bottleneck"].loss.rate == 0.01
+
+
+def test_full_link_and_flow_vocabulary() -> None:
+    text = ISSUE_SPEC.replace("flows:\n  - {src: h1, dst: h2, cc: cubic}", """flows:
+  - {src: h1, dst: h2, cc: cubic, count: 2, start_s: 1, stop_s: 15, cc_args: {}}
+links:
+  bottleneck:
+    rate_mbps: 20
+    delay_ms: 10
+    jitter_ms: 1
+    buffer: 50ms
+    loss: {model: gilbert_elliott, p: 0.01, r: 0.3}
+    reverse: {buffer: 100, loss: {model: every_nth, n: 1000}}
+""")
+    spec = read_spec_text(text)
+    validate(spec, KERNEL)
+    link = spec.links["bottleneck"]
+    assert link.buffer == Buffer(50, "ms") and link.reverse.buffer == Buffer(100, "packets")
+    assert link.loss.loss_bad == 1.0 and link.reverse.loss.n == 1000
+
+
+@pytest.mark.parametrize("raw, expected", [
+    (100, Buffer(100, "packets")), ("100 packets", Buffer(100, "packets")), ("64pkts", Buffer(64, "packets")),
+    ("150KB", Buffer(150_000, "bytes")), ("1.5MB", Buffer(1_500_000, "bytes")), ("2000 bytes", Buffer(2000, "bytes")),
+    ("50ms", Buffer(50, "ms")), ("1.5bdp", Buffer(1.5, "bdp")), ({"bdp": 2}, Buffer(2, "bdp")),
+])
+def test_buffer_units(raw: object, expected: Buffer) -> None:
+    assert parse_buffer(raw) == expected
+
+
+@pytest.mark.parametrize("raw", ["lots", "-5ms", "10 parsecs", True, {"bdp": 1, "ms": 2}, 0])
+def test_bad_buffers_are_refused(raw: object) -> None:
+    with pytest.raises(ValueError):
+        parse_buffer(raw)
+
+
+def test_overrides_reach_any_field() -> None:
+    data = {"flows": [{"src": "h1", "dst": "h2"}], "topology_args": {}}
+    apply_overrides(data, ["flows.0.cc=bbr", "topology_args.rate_mbps=20", "links.bottleneck.loss.rate=0.5",
+                           "duration_s=7.5"])
+    assert data["flows"][0]["cc"] == "bbr" and data["topology_args"]["rate_mbps"] == 20
+    assert data["links"]["bottleneck"]["loss"]["rate"] == 0.5 and data["duration_s"] == 7.5
+
+
+@pytest.mark.parametrize("override", ["novalue", "flows.5.cc=bbr", "flows.2={src: h1}", "a..b=1", "=3",
+                                      "duration_s.x=1"])
+def test_malformed_overrides(override: str) -> None:
+    with pytest.raises(SpecError, match="--set"):
+        read_spec_text(ISSUE_SPEC, [override])
+
+
+@pytest.mark.parametrize("override, field", [
+    ("topology=ring", "topology"),
+    ("flows.0.cc=nosuchcc", "flows[0].cc"),
+    ("topology_args.rate_mbps=-5", "topology_args.rate_mbps"),
+    ("links.bottleneck.rate_mbps=-1", "links.bottleneck.rate_mbps"),
+    ("links.bottleneck.loss={model: bernoulli, rate: 1.5}", "links.bottleneck.loss.rate"),
+    ("links.bottleneck.loss={model: pareto}", "links.bottleneck.loss"),
+    ("flowz=1", "flowz"),
+    ("topology_args.rtt=40", "topology_args.rtt"),
+    ("flows.0.cc_args={alpha: 20}", "flows[0].cc_args"),
+    ("flows.0.src=h9", "flows[0].src"),
+    ("flows.0.dst=h1", "flows[0]"),
+    ("flows.0.stop_s=30", "flows[0].stop_s"),
+    ("links.core.rate_mbps=5", "links.core"),
+    ("duration_s=0", "duration_s"),
+    ("name=../../etc", "name"),
+    ("flows.0.src=$(reboot)", "flows[0].src"),
+])
+def test_invalid_specs_name_the_field(override: str, field: str) -> None:
+    with pytest.raises(SpecError) as err:
+        validate(read_spec_text(ISSUE_SPEC, [override]), KERNEL)
+    assert str(err.value).startswith(field), str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_not_yaml_and_not_a_mapping() -> None:
+    with pytest.raises(SpecError, match="not valid YAML"):
+        read_spec_text("name: [unclosed")
+    with pytest.raises(SpecError, match="mapping"):
+        read_spec_text("- just\n- a list\n")

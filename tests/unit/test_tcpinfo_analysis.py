@@ -1,0 +1,60 @@
+"""tcp_info parsing against bytes captured from a real kernel socket, and the run summaries."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from fastlab import analysis, tcpinfo
+from tests.conftest import FIXTURES
+
+
+def test_parse_captured_tcp_info() -> None:
+    # Captured on kernel 6.18: a reno socket that had sent 200 x 64 KiB over loopback, all acked.
+    raw = (FIXTURES / "tcp_info_reno_loopback.bin").read_bytes()
+    info = tcpinfo.parse(raw)
+    assert info["state"] == 1  # TCP_ESTABLISHED
+    assert info["bytes_acked"] == 200 * 65536 + 1  # the SYN counts one
+    assert info["snd_cwnd"] >= 10 and info["rtt"] > 0 and info["snd_mss"] > 1000
+    sample = tcpinfo.sample(info)
+    assert sample["cwnd_pkts"] == info["snd_cwnd"] and sample["ca_state"] == "open"
+    assert sample["srtt_ms"] == info["rtt"] / 1000
+
+
+def test_short_tcp_info_from_old_kernels() -> None:
+    info = tcpinfo.parse((FIXTURES / "tcp_info_reno_loopback.bin").read_bytes()[:104])
+    assert "snd_cwnd" in info and "bytes_acked" not in info
+
+
+def test_jain_index() -> None:
+    assert analysis.jain_index([10, 10, 10]) == 1.0
+    assert analysis.jain_index([10, 0]) == 0.5
+    assert analysis.jain_index([3, 1]) == pytest.approx(16 / 20)
+
+
+def test_summary_from_traces() -> None:
+    flows = pd.DataFrame([{"t": t / 10, "flow": "f1", "srtt_ms": 40 + t, "min_rtt_ms": 40.1, "cwnd_pkts": 100,
+                           "retransmits": 0, "bytes_acked": t * 125_000} for t in range(1, 101)])
+    links = pd.DataFrame([{"t": t / 10, "link": "bottleneck", "direction": d, "backlog_pkts": 10,
+                           "queue_drops": t // 50, "loss_drops": 0, "rx_pkts": t * 100,
+                           "tx_bytes": t * 125_000 if d == "forward" else 0} for t in range(0, 101)
+                          for d in ("forward", "reverse")])
+    info = [analysis.FlowInfo("f1", "h1", "h2", "cubic", 0.0, 10.0)]
+    done = {"f1": {"t": 110.0, "start": 100.0, "bytes_acked": 12_500_000, "retransmits": 3, "min_rtt_ms": 40.05}}
+    summary = analysis.summarize(info, flows, done, analysis.add_rates(links), {"bottleneck": 10.0})
+    flow, link = summary["flows"][0], summary["links"][0]
+    assert flow["throughput_mbps"] == pytest.approx(10.0) and flow["retransmits"] == 3
+    assert flow["min_rtt_ms"] == 40.05 and flow["mean_rtt_ms"] == pytest.approx(40 + 50.5)
+    assert link["utilization"] == pytest.approx(1.0) and link["mean_backlog_pkts"] == 10
+    assert link["drops"] == 2 and link["arrivals_pkts"] == 10_000 and link["reverse"]["utilization"] == 0
+    assert summary["jain_index"] == 1.0
+
+
+def test_ping_summary_parser() -> None:
+    from fastlab.engine import parse_ping
+
+    out = ("PING 10.2.0.2 (10.2.0.2) 56(84) bytes of data.\n64 bytes from 10.2.0.2: icmp_seq=1 ttl=62 time=181 ms\n\n"
+           "--- 10.2.0.2 ping statistics ---\n5 packets transmitted, 5 received, 0% packet loss, time 802ms\n"
+           "rtt min/avg/max/mdev = 180.512/180.601/180.734/0.081 ms\n")
+    assert parse_ping(out) == {"min_ms": 180.512, "mean_ms": 180.601, "max_ms": 180.734, "mdev_ms": 0.081}
+    assert parse_ping("1 packets transmitted, 0 received, 100% packet loss") is None

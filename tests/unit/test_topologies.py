@@ -1,0 +1,80 @@
+"""Topology plans (pure): names, scaling, routes and the RTTs they imply, the DOCSIS MAC options."""
+
+from __future__ import annotations
+
+import pytest
+
+from fastlab import routing
+from fastlab.shaping import Devices, plan_link, resolve
+from fastlab.spec import DocsisUpstreamPolicy
+from fastlab.topology import TOPOLOGY_MODULES, TopologyError, build_plan, catalogue
+from topologies.docsis import idle_mac_latency_ms
+
+
+def resolved(plan):
+    return {k: resolve(v, None) for k, v in plan.shaped.items()}
+
+
+@pytest.mark.parametrize("name", sorted(TOPOLOGY_MODULES))
+def test_routes_give_the_documented_rtt_between_named_endpoints(name: str) -> None:
+    plan = build_plan(name, {})
+    links = resolved(plan)
+    assert plan.metadata["endpoints"]
+    for end in plan.metadata["endpoints"]:
+        assert routing.figures(plan, links, end["src"], end["dst"]).rtt_ms == pytest.approx(end["rtt_ms"])
+
+
+def test_sc2002_scale_divides_capacities_and_keeps_delays() -> None:
+    full, tenth = build_plan("sc2002", {"scale": 1.0}), build_plan("sc2002", {"scale": 0.1})
+    for link_id in ("datatag", "level3", "showfloor", "cern-gbe"):
+        a, b = resolve(full.shaped[link_id], None).forward, resolve(tenth.shaped[link_id], None).forward
+        assert b.rate_bps * 10 == a.rate_bps and a.delay_us == b.delay_us
+    assert resolve(full.shaped["datatag"], None).forward.rate_bps == 2_500_000_000
+    fig = routing.figures(tenth, resolved(tenth), "cern", "sunnyvale")
+    assert (fig.bottleneck_link, fig.bottleneck_mbps, fig.bdp_pkts) == ("cern-gbe", 100, 1500)
+    assert fig.shaped_links == ["cern-gbe", "datatag", "level3", "sunnyvale-gbe"]
+    assert {"cern", "cern2", "chicago", "sunnyvale10", "baltimore10"} <= tenth.host_names()
+
+
+def test_sc2002_abilene_path_is_longer() -> None:
+    plan = build_plan("sc2002", {"starlight_sunnyvale": "abilene"})
+    fig = routing.figures(plan, resolved(plan), "cern", "sunnyvale")
+    assert fig.rtt_ms == 190 and "abilene-west" in fig.shaped_links and "level3" not in fig.shaped_links
+
+
+def test_pruning_keeps_only_used_hosts() -> None:
+    plan = build_plan("sc2002", {}).pruned({"cern", "sunnyvale"})
+    assert plan.host_names() == {"cern", "sunnyvale"}
+    assert "baltimore-gbe" not in plan.shaped and "cern-gbe" in plan.shaped
+    assert routing.figures(plan, resolved(plan), "cern", "sunnyvale").rtt_ms == 180
+
+
+def test_docsis_cable_runs_token_bucket_down_and_mac_up() -> None:
+    plan = build_plan("docsis", {})
+    link = resolve(plan.shaped["cable"], None)
+    assert (link.forward.rate_bps, link.reverse.rate_bps) == (3_000_000, 512_000)
+    assert link.forward.limit_pkts == 128  # 512 ms at 3 Mb/s
+    result = plan_link(link, Devices("rcmts", "eth1", "rcm", "eth0", "x9", "x9-a", "x9-b"), seed=1,
+                       stats_interval_ms=50, has_netem=True, has_emulator=True, drops_log="-")
+    argv = list(result.emulator_argv)
+    assert result.backend == "emulator" and "link-layer policy" in result.why
+    assert argv[argv.index("--ab-policy") + 1] == "tbf" and argv[argv.index("--ba-policy") + 1] == "docsis"
+    assert argv[argv.index("--docsis-map-interval-us") + 1] == "2000"
+    assert argv[argv.index("--docsis-request-transit-us") + 1] == "450"
+    simple = resolve(build_plan("docsis", {"mode": "simple"}).shaped["cable"], None)
+    assert simple.forward.policy is None and simple.reverse.policy is None
+    assert (simple.forward.rate_bps, simple.reverse.rate_bps) == (3_000_000, 512_000)
+
+
+def test_idle_mac_latency_model() -> None:
+    lo, hi = idle_mac_latency_ms(DocsisUpstreamPolicy(model="docsis_upstream"))
+    # 0.45 + 1.6 ms rounds up to two 2 ms MAPs; 84 bytes at 2.56 Mb/s take 0.2625 ms
+    assert (lo, hi) == pytest.approx((4.2625, 6.2625))
+
+
+def test_unknown_topology_and_arguments() -> None:
+    with pytest.raises(TopologyError, match="unknown topology"):
+        build_plan("ring", {})
+    with pytest.raises(TopologyError, match="topology_args.scale"):
+        build_plan("sc2002", {"scale": 2})
+    assert {row["name"] for row in catalogue()} == set(TOPOLOGY_MODULES)

@@ -1,0 +1,154 @@
+"""JSON API: validation gives the engine's own message, CSRF, access token, limits, queue, OpenAPI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.webapp.conftest import good_spec, queued_count
+from webapp import create_app
+
+BAD = [
+    (good_spec(flows=[{"src": "h1", "dst": "h2", "cc": "nosuchcc"}]),
+     "flows[0].cc: unknown congestion control 'nosuchcc'"),
+    (good_spec(links={"bottleneck": {"loss": {"model": "bernoulli", "rate": 1.5}}}),
+     "links.bottleneck.loss.rate: Input should be less than or equal to 1"),
+    (good_spec(links={"bottleneck": {"rate_mbps": -5}}), "links.bottleneck.rate_mbps: Input should be greater than 0"),
+    (good_spec(durration_s=5), "durration_s: unknown field (misspelled?)"),
+    (good_spec(flows=[{"src": "h1", "dst": "h2", "cc": "cubic", "cc_args": {"alpha": 30}}]),
+     "flows[0].cc_args: cubic takes no parameter 'alpha'"),
+    (good_spec(duration_s=601), "duration_s: at most 600 s in the web app"),
+    (good_spec(flows=[{"src": "h1", "dst": "h9", "cc": "cubic"}]), "flows[0].dst: unknown host 'h9'"),
+]
+
+
+def engine_message(spec: dict) -> str:
+    """What the engine itself says about a spec (prepare raises SpecError)."""
+    from fastlab.engine import prepare
+    from fastlab.spec import SpecError, parse_spec
+    try:
+        prepare(parse_spec(spec))
+    except SpecError as exc:
+        return str(exc)
+    return ""
+
+
+@pytest.mark.parametrize(("spec", "expected"), BAD, ids=["unknown-cc", "loss-1.5", "negative-rate", "misspelled",
+                                                         "alpha-on-cubic", "too-long", "unknown-host"])
+def test_bad_specs_get_the_engine_message_and_nothing_is_queued(app, client, csrf, spec, expected) -> None:
+    for url in ("/api/validate", "/api/runs"):
+        resp = client.post(url, json=spec, headers=csrf)
+        assert resp.status_code == 422, resp.data
+        assert resp.get_json()["error"].startswith(expected)
+    if "600 s in the web app" not in expected:
+        assert resp.get_json()["error"] == engine_message(spec)
+    assert queued_count(app) == 0
+
+
+def test_good_spec_validates_and_queues_with_position(app, client, csrf) -> None:
+    resp = client.post("/api/validate", json=good_spec(), headers=csrf)
+    assert resp.status_code == 200 and resp.get_json()["ok"] is True
+    assert resp.get_json()["links"]["bottleneck"]["backend"] in ("tc", "emulator")
+    assert queued_count(app) == 0  # validation queues nothing
+    first = client.post("/api/runs", json=good_spec(), headers=csrf).get_json()
+    second = client.post("/api/runs", json=good_spec(name="second"), headers=csrf).get_json()
+    assert (first["status"], first["position"], second["position"]) == ("queued", 1, 2)
+    page = client.get(f"/runs/{second['id']}")
+    assert page.status_code == 200 and b"position 2" in page.data
+    # cancel a queued run: removed from the queue, the other moves up
+    resp = client.post(f"/api/runs/{first['id']}/cancel", headers=csrf)
+    assert resp.status_code == 200 and resp.get_json()["status"] == "cancelled"
+    assert client.get(f"/api/runs/{second['id']}").get_json()["position"] == 1
+    assert client.post(f"/api/runs/{first['id']}/cancel", headers=csrf).status_code == 409
+    listed = {r["id"]: r["status"] for r in client.get("/api/runs").get_json()}
+    assert listed == {first["id"]: "cancelled", second["id"]: "queued"}
+    index = client.get("/").data
+    assert b"cancelled" in index and b"queued (position 1)" in index
+
+
+def test_csrf_missing_or_wrong_is_403(app, client, csrf) -> None:
+    assert client.post("/api/validate", json=good_spec()).status_code == 403
+    assert client.post("/api/runs", json=good_spec(), headers={"X-CSRF-Token": "wrong"}).status_code == 403
+    queued = client.post("/api/runs", json=good_spec(), headers=csrf).get_json()["id"]
+    assert client.post(f"/api/runs/{queued}/cancel").status_code == 403
+    assert client.delete(f"/api/runs/{queued}").status_code == 403
+    assert client.get(f"/api/runs/{queued}").get_json()["status"] == "queued"
+    # the token is embedded in the pages the UI posts from
+    assert app.config["CSRF_TOKEN"].encode() in client.get("/new").data
+
+
+def test_only_json_bodies_and_size_limit(app, client, csrf) -> None:
+    import json
+    body = json.dumps(good_spec())
+    assert client.post("/api/runs", data=body, headers=csrf, content_type="text/plain").status_code == 415
+    assert client.post("/api/runs", data={"name": "x"}, headers=csrf).status_code == 415
+    resp = client.post("/api/validate", data="{not json", headers=csrf, content_type="application/json")
+    assert resp.status_code == 400
+    huge = good_spec(description="x" * 400_000)
+    assert client.post("/api/runs", json=huge, headers=csrf).status_code == 413
+    assert queued_count(app) == 0
+
+
+def test_off_loopback_needs_a_token(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="access token"):
+        create_app(results_root=tmp_path, host="0.0.0.0", start_worker=False)
+    app = create_app(results_root=tmp_path, host="0.0.0.0", token="s3cret-token", start_worker=False)
+    client = app.test_client()
+    assert client.get("/").status_code == 401
+    assert client.get("/api/runs").status_code == 401
+    assert client.get("/api/runs", headers={"X-Fastlab-Token": "wrong"}).status_code == 401
+    assert client.get("/api/runs", headers={"X-Fastlab-Token": "s3cret-token"}).status_code == 200
+    # ?token= once sets the cookie, which then authenticates
+    resp = client.get("/?token=s3cret-token")
+    assert resp.status_code == 302 and "fastlab_token=s3cret-token" in resp.headers["Set-Cookie"]
+    assert client.get("/api/runs").status_code == 200
+    # the token does not replace CSRF
+    assert client.post("/api/validate", json=good_spec()).status_code == 403
+    # on loopback no token is asked
+    assert create_app(results_root=tmp_path, start_worker=False).test_client().get("/api/runs").status_code == 200
+
+
+@pytest.mark.parametrize("hostile", ["..%2F..%2Fetc%2Fpasswd", "20261122-050000-..", "nosuchrun",
+                                     "20261122-050000-x%3Brm%20-rf%20~", "20261122-050000-nosuch"])
+def test_hostile_run_ids_are_404_everywhere(client, csrf, hostile) -> None:
+    for url in (f"/api/runs/{hostile}", f"/api/runs/{hostile}/events", f"/api/runs/{hostile}/bundle",
+                f"/runs/{hostile}", f"/runs/{hostile}/report"):
+        assert client.get(url).status_code == 404, url
+    assert client.post(f"/api/runs/{hostile}/cancel", headers=csrf).status_code == 404
+
+
+def test_openapi_document_covers_the_api(client) -> None:
+    doc = client.get("/api/openapi.json").get_json()
+    assert doc["openapi"].startswith("3.")
+    for path in ("/api/runs", "/api/runs/{run_id}", "/api/runs/{run_id}/cancel", "/api/runs/{run_id}/events",
+                 "/api/runs/{run_id}/bundle", "/api/validate", "/api/topologies", "/api/ccs"):
+        assert path in doc["paths"], path
+    assert doc["paths"]["/api/runs"]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"] \
+        == "#/components/schemas/ExperimentSpec"
+    assert "FlowSpec" in doc["components"]["schemas"]
+    assert "text/event-stream" in doc["paths"]["/api/runs/{run_id}/events"]["get"]["responses"]["200"]["content"]
+
+
+def test_catalogues_form_schema_and_local_plotly(client) -> None:
+    schema = client.get("/api/schema").get_json()
+    names = {t["name"]: t for t in schema["topologies"]}
+    assert {"dumbbell", "sc2002", "docsis"} <= set(names) and names["sc2002"]["takes_scale"]
+    assert "bottleneck" in names["dumbbell"]["shaped_links"]
+    assert {p["id"] for p in schema["presets"]} == {"example", "fast-alpha30-loss1"}
+    ccs = {c["name"]: c for c in client.get("/api/ccs").get_json()}
+    assert "cubic" in ccs
+    if "fast" in ccs:
+        assert {"alpha", "gamma", "period"} <= {p["name"] for p in ccs["fast"]["params"]}
+    plan = client.get('/api/topologies/dumbbell?args={"pairs":2}').get_json()
+    assert plan["hosts"] == ["h1", "h2", "h3", "h4"]
+    assert client.get('/api/topologies/dumbbell?args={"pairs":-1}').status_code == 422
+    assert client.get("/api/topologies/nosuch").status_code == 404
+    js = client.get("/static/plotly.min.js")
+    assert js.status_code == 200 and len(js.data) > 1_000_000
+    js.close()
+    page = client.get("/runs/x")  # 404, but the run page template must not use a CDN
+    assert page.status_code == 404
+    from pathlib import Path
+    templates = Path(__file__).resolve().parents[2] / "webapp" / "templates"
+    assert not any("cdn" in p.read_text().lower() for p in templates.glob("*.html"))

@@ -1,0 +1,102 @@
+"""Browser test: Playwright + Debian chromium against a real waitress server and the real engine.
+
+Form -> FAST alpha 30 with 1% loss on the dumbbell (6 s, 20 Mb/s) -> live charts grow while the
+run goes -> results page -> bundle download verified. Screenshots go to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from fastlab.bundle import verify
+from tests.webapp.conftest import ARTIFACTS
+from webapp import create_app
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--headless"]
+FLOW_POINTS = """() => { const d = document.getElementById('chart-goodput').data || [];
+  const t = d.find(x => !x.name.includes('link')); return t ? t.x.length : 0; }"""
+
+
+@pytest.fixture
+def browser():
+    if os.geteuid() != 0:
+        pytest.fail("the browser test runs a real experiment: run it as root")
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian chromium is missing: apt-get install -y chromium (scripts/setup.sh installs it)")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.mark.timeout(240)
+def test_form_live_charts_results_and_bundle(tmp_path: Path, live_server_factory, browser) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    app = create_app(results_root=tmp_path / "results", cleanup_on_start=False)
+    server = live_server_factory(app)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    page.goto(server.url + "/new")
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    page.select_option("#preset", "fast-alpha30-loss1")
+    page.click("#load-preset")
+    page.wait_for_function("document.querySelector('[name=\"fast-alpha\"]') !== null")
+    assert page.input_value("[name='fast-alpha']") == "30"
+    assert page.input_value("[name='bottleneck-loss-model']") == "bernoulli"
+    assert page.input_value("[name='bottleneck-loss-rate']") == "0.01"
+    page.fill("#topology-args [name='rate_mbps']", "20")
+    page.fill("#f-duration_s", "6")
+    page.fill("#f-name", "browser-fast-a30")
+
+    # inline validation shows the engine's message, then clears
+    page.fill("[name='bottleneck-loss-rate']", "1.5")
+    page.wait_for_function("document.getElementById('validation').className === 'invalid'", timeout=10_000)
+    assert "links.bottleneck.loss.rate" in page.inner_text("#validation")
+    page.fill("[name='bottleneck-loss-rate']", "0.01")
+    page.wait_for_function("document.getElementById('validation').className === 'valid'", timeout=10_000)
+    page.screenshot(path=str(ARTIFACTS / "webapp-1-form.png"), full_page=True)
+
+    page.click("#start")
+    page.wait_for_url("**/runs/*", timeout=10_000)
+    run_id = page.url.rsplit("/", 1)[1]
+    # live: the throughput chart gains points while the run goes
+    page.wait_for_function(f"({FLOW_POINTS})() > 0", timeout=90_000)
+    first = page.evaluate(FLOW_POINTS)
+    time.sleep(1.5)
+    second = page.evaluate(FLOW_POINTS)
+    status = app.test_client().get(f"/api/runs/{run_id}").get_json()["status"]
+    page.screenshot(path=str(ARTIFACTS / "webapp-2-live.png"), full_page=True)
+    assert second > first, (first, second)
+    assert status == "running"
+    assert page.evaluate("document.getElementById('chart-queue').data.length") >= 1
+    assert page.evaluate("document.getElementById('chart-goodput').layout.yaxis.title.text") == "goodput (Mb/s)"
+
+    # results page: the live page reloads itself when the stream ends
+    page.wait_for_selector("#bundle", timeout=120_000)
+    assert app.test_client().get(f"/api/runs/{run_id}").get_json()["status"] == "done"
+    assert "fast" in page.inner_text("#summary-flows")
+    page.wait_for_function(f"({FLOW_POINTS})() > 20", timeout=20_000)  # replayed traces on the results page
+    page.click("#font-toggle")
+    assert page.evaluate("document.body.classList.contains('large')")
+    page.screenshot(path=str(ARTIFACTS / "webapp-3-results-large.png"), full_page=True)
+
+    with page.expect_download(timeout=60_000) as info:
+        page.click("#bundle")
+    zip_path = ARTIFACTS / f"{run_id}.zip"
+    info.value.save_as(str(zip_path))
+    assert verify(zip_path) == []
+    import zipfile
+    names = {n.split("/", 1)[1] for n in zipfile.ZipFile(zip_path).namelist()}
+    assert {"summary.json", "spec.yaml", "flows.csv", "partial.jsonl", "report.html", "MANIFEST.sha256"} <= names
+    report = page.request.get(f"{server.url}/runs/{run_id}/report")
+    assert report.status == 200 and b"plotly" in report.body().lower()
+    assert not errors, errors

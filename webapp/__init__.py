@@ -1,0 +1,467 @@
+"""fastlab web app: Flask app factory.
+
+The results browser of a lab machine and the place students start experiments: an experiment
+form generated from the spec schema (validated by the engine's own `prepare`), a run queue with
+one worker thread, live traces over Server-Sent Events, run history in SQLite (rebuilt from the
+results folder and surviving restarts), result bundles, and a JSON API described by an OpenAPI 3
+document at /api/openapi.json. The UI uses the same API.
+
+Security: loopback only unless an access token is given; every state-changing request needs the
+per-app CSRF token in `X-CSRF-Token` and a JSON body; run ids are checked against a strict
+pattern and looked up in SQLite before any file is touched; specs go through the spec schema and
+the engine's validation (which never uses a shell).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import re
+import secrets
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from flask import (
+    Flask,
+    Response,
+    abort,
+    after_this_request,
+    g,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    send_file,
+    stream_with_context,
+)
+
+from fastlab import paths
+from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
+from webapp import runner as q
+from webapp.openapi import document
+
+RUN_ID_RE = re.compile(r"^[0-9]{8}-[0-9]{6}-[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+MAX_DURATION_S = 600.0
+SSE_BATCH_S = 0.1  # one SSE message per 100 ms at most: >= 5 updates/s, < 1 s latency
+SSE_HEARTBEAT_S = 5.0
+KEEP_KEYS = {
+    "flow": ("t", "kind", "flow", "cwnd_pkts", "srtt_ms", "goodput_mbps"),
+    "link": ("t", "kind", "link", "direction", "backlog_pkts", "tx_bytes"),
+    "event": ("t", "kind", "flow", "event", "base_rtt_us", "avg_rtt_us", "target", "cwnd"),
+}
+
+
+def slim(sample: dict[str, Any]) -> dict[str, Any]:
+    keys = KEEP_KEYS.get(sample.get("kind", ""))
+    return {k: sample.get(k) for k in keys} if keys else sample
+
+
+def presets() -> list[dict[str, Any]]:
+    example = to_plain(read_spec_text((paths.REPO / "examples" / "simple-cubic.yaml").read_text()))
+    fast = {"name": "fast-alpha30-loss1", "description": "FAST, alpha 30, 1% random loss on the dumbbell bottleneck",
+            "topology": "dumbbell", "topology_args": {"rate_mbps": 20, "rtt_ms": 40, "buffer_bdp": 1.0},
+            "duration_s": 20, "seed": 1, "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 30}}],
+            "links": {"bottleneck": {"loss": {"model": "bernoulli", "rate": 0.01}}}}
+    return [{"id": "example", "label": "example: simple-cubic.yaml", "spec": example},
+            {"id": "fast-alpha30-loss1", "label": "FAST alpha 30 + 1% loss on the dumbbell", "spec": fast}]
+
+
+def create_app(results_root: Path | None = None, db_path: Path | None = None, *, host: str = "127.0.0.1",
+               token: str | None = None, start_worker: bool = True, cleanup_on_start: bool | None = None,
+               runner: q.Runner | None = None, max_duration_s: float = MAX_DURATION_S) -> Flask:
+    """The web app.
+
+    host: where it will be served; off loopback an access `token` is required (checked on every
+    request, header X-Fastlab-Token or cookie fastlab_token; `?token=` once sets the cookie).
+    start_worker: run queued experiments (False: the queue only fills, for tests and fuzzing).
+    cleanup_on_start: remove leftovers of dead runs (`fastlab.runstate.cleanup`); default = start_worker.
+    runner: the engine entry point (default `fastlab.engine.run_experiment`).
+    """
+    token = token or None
+    if host not in LOOPBACK and not token:
+        raise ValueError(f"binding to {host} (beyond loopback) needs an access token (--token or FASTLAB_TOKEN)")
+    app = Flask(__name__)
+    root = Path(results_root or paths.results_root())
+    database = Path(db_path or root / "history.sqlite3")
+    app.config.update(RESULTS_ROOT=root, DATABASE=database, MAX_CONTENT_LENGTH=256 * 1024,
+                      ACCESS_TOKEN=token, CSRF_TOKEN=secrets.token_urlsafe(32), MAX_DURATION_S=max_duration_s)
+    manager = q.RunManager(root, database, runner)
+    app.extensions["fastlab_runs"] = manager
+    caps_cache: dict[str, Any] = {}
+
+    # --- startup: recover from a restart ------------------------------------------------------
+    if cleanup_on_start if cleanup_on_start is not None else start_worker:
+        from fastlab.runstate import cleanup
+        try:
+            app.config["CLEANED_AT_START"] = cleanup()
+        except (OSError, subprocess.SubprocessError) as exc:  # e.g. not root: say so, keep serving
+            app.config["CLEANED_AT_START"] = [f"cleanup failed: {exc}"]
+    app.config["INTERRUPTED_AT_START"] = manager.recover()
+    if start_worker:
+        manager.start()
+
+    def db() -> sqlite3.Connection:
+        if "db" not in g:
+            g.db = q.connect(database)
+        return g.db
+
+    @app.teardown_appcontext
+    def close(_exc: BaseException | None) -> None:
+        conn = g.pop("db", None)
+        if conn is not None:
+            conn.close()
+
+    def caps() -> Any:
+        if "caps" not in caps_cache:
+            from fastlab.capabilities import probe
+            caps_cache["caps"] = probe()
+        return caps_cache["caps"]
+
+    # --- security -------------------------------------------------------------------------------
+    def api_error(status: int, message: str) -> Response:
+        resp = jsonify({"error": message})
+        resp.status_code = status
+        return resp
+
+    @app.before_request
+    def guard() -> Any:
+        if token:
+            given = request.headers.get("X-Fastlab-Token") or request.cookies.get("fastlab_token") or ""
+            via_query = request.args.get("token", "")
+            if via_query and hmac.compare_digest(via_query.encode(), token.encode()):
+                resp = redirect(request.path)
+                resp.set_cookie("fastlab_token", token, httponly=True, samesite="Strict")
+                return resp
+            if not hmac.compare_digest(given.encode(), token.encode()):
+                return api_error(401, "access token required (X-Fastlab-Token header or fastlab_token cookie)")
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            sent = request.headers.get("X-CSRF-Token", "")
+            if not hmac.compare_digest(sent.encode(), app.config["CSRF_TOKEN"].encode()):
+                return api_error(403, "missing or wrong X-CSRF-Token header")
+            if request.content_length and not request.is_json:
+                return api_error(415, "request bodies must be JSON (Content-Type: application/json)")
+        return None
+
+    @app.after_request
+    def headers(resp: Response) -> Response:
+        resp.headers.setdefault("X-Content-Type-Options", "nosniff")
+        resp.headers.setdefault("X-Frame-Options", "DENY")
+        resp.headers.setdefault("Referrer-Policy", "no-referrer")
+        return resp
+
+    @app.errorhandler(413)
+    def too_large(_e: Any) -> Any:
+        return api_error(413, f"request body larger than {app.config['MAX_CONTENT_LENGTH']} bytes")
+
+    @app.context_processor
+    def inject() -> dict[str, Any]:
+        return {"csrf_token": app.config["CSRF_TOKEN"]}
+
+    # --- history ----------------------------------------------------------------------------------
+    def sync() -> None:
+        """Index finished runs of the results folder that the history does not know yet."""
+        conn = db()
+        known = {row["id"] for row in conn.execute("SELECT id FROM runs")}
+        for summary_path in sorted(root.glob("*/summary.json")):
+            run_id = summary_path.parent.name
+            if run_id in known or not RUN_ID_RE.match(run_id):
+                continue
+            try:
+                env = json.loads((summary_path.parent / "environment.json").read_text())
+                spec = yaml.safe_load((summary_path.parent / "spec.yaml").read_text())
+                summary = summary_path.read_text()
+                json.loads(summary)
+            except (OSError, ValueError, yaml.YAMLError):
+                continue  # a run still being written, or not a run
+            conn.execute("INSERT OR IGNORE INTO runs (id, name, started, topology, summary, environment, status, "
+                         "spec, created) VALUES (?, ?, ?, ?, ?, ?, 'done', ?, ?)",
+                         (run_id, env["run"]["name"], env["run"]["started"], spec["topology"], summary,
+                          json.dumps({"backends": env["backends"], "kernel": env["kernel"]}),
+                          json.dumps(spec, default=str), env["run"]["started"]))
+        conn.commit()
+
+    def as_dict(row: sqlite3.Row) -> dict[str, Any]:
+        out = dict(row)
+        for key in ("summary", "environment", "spec"):
+            try:
+                out[key] = json.loads(row[key]) if row[key] else None
+            except ValueError:
+                out[key] = None
+        out["status"] = out.get("status") or "done"
+        out["position"] = manager.position(row["id"]) if out["status"] == "queued" else None
+        return out
+
+    def run_row(run_id: str) -> dict[str, Any]:
+        """The history's row for a run id; 404 before any file is touched for anything else."""
+        if not RUN_ID_RE.match(run_id) or ".." in run_id:
+            abort(404)
+        sync()
+        row = db().execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            abort(404)
+        return as_dict(row)
+
+    def all_runs() -> list[dict[str, Any]]:
+        sync()
+        return [as_dict(r) for r in db().execute("SELECT * FROM runs ORDER BY COALESCE(created, started) DESC")]
+
+    # --- spec checks ------------------------------------------------------------------------------
+    def check_spec(data: Any) -> tuple[ExperimentSpec, Any]:
+        """Schema + the engine's own prepare(); raises SpecError with the engine's message."""
+        from fastlab.engine import prepare
+
+        spec = parse_spec(data)
+        if spec.duration_s > app.config["MAX_DURATION_S"]:
+            raise SpecError(f"duration_s: at most {app.config['MAX_DURATION_S']:g} s in the web app")
+        try:
+            prepared = prepare(spec, caps=caps())
+        except SpecError:
+            raise
+        except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
+            raise SpecError(f"spec: {exc}") from None
+        return spec, prepared
+
+    def body_spec() -> Any:
+        if not request.is_json:
+            abort(api_error(415, "send the spec as JSON (Content-Type: application/json)"))
+        data = request.get_json(silent=True)
+        if data is None:
+            abort(api_error(400, "the body is not valid JSON"))
+        return data
+
+    # --- pages ----------------------------------------------------------------------------------
+    @app.get("/")
+    def index() -> str:
+        return render_template("index.html", runs=all_runs())
+
+    @app.get("/new")
+    def new() -> str:
+        return render_template("new.html")
+
+    @app.get("/runs/<run_id>")
+    def run_page(run_id: str) -> str:
+        return render_template("run.html", run=run_row(run_id))
+
+    @app.get("/runs/<run_id>/report")
+    def report(run_id: str) -> Any:
+        run_row(run_id)  # 404 for anything the history does not know: no path from the URL
+        path = root / run_id / "report.html"
+        if not path.is_file():
+            abort(404)
+        return send_file(path, mimetype="text/html")
+
+    @app.get("/static/plotly.min.js")
+    def plotly_js() -> Any:
+        import plotly
+        return send_file(Path(plotly.__file__).parent / "package_data" / "plotly.min.js",
+                         mimetype="application/javascript", max_age=86400)
+
+    @app.get("/doctor")
+    def doctor() -> str:
+        c = caps()
+        return render_template("doctor.html", caps=c, backends=c.backends())
+
+    # --- API: catalogues ---------------------------------------------------------------------------
+    def topologies() -> list[dict[str, Any]]:
+        from fastlab.topology import build_plan, catalogue, load_module
+
+        rows = []
+        for row in catalogue():
+            module = load_module(row["name"])
+            plan = build_plan(row["name"], {})
+            rows.append({**row, "args_schema": module.Args.model_json_schema(),
+                         "takes_scale": "scale" in module.Args.model_fields,
+                         "hosts": sorted(plan.host_names()), "shaped_links": sorted(plan.shaped)})
+        return rows
+
+    def ccs() -> list[dict[str, Any]]:
+        from fastlab.cc import default_registry
+
+        registry = default_registry("bpf" if caps().has("bpf_struct_ops") else "module")
+        out = []
+        for name in sorted(registry.usable()):
+            cc = registry.lookup(name)
+            out.append({"name": name, "origin": cc.origin, "description": cc.description,
+                        "params": [{"name": p.name, "kind": p.kind.__name__, "minimum": p.minimum,
+                                    "maximum": p.maximum, "default": p.default, "unit": p.unit, "help": p.help,
+                                    "pattern": p.pattern} for p in cc.params]})
+        return out
+
+    @app.get("/api/openapi.json")
+    def openapi() -> Any:
+        return jsonify(document())
+
+    @app.get("/api/topologies")
+    def api_topologies() -> Any:
+        return jsonify(topologies())
+
+    @app.get("/api/topologies/<name>")
+    def api_topology(name: str) -> Any:
+        from fastlab.topology import TOPOLOGY_MODULES, TopologyError, build_plan
+
+        if name not in TOPOLOGY_MODULES:
+            return api_error(404, f"unknown topology {name!r}")
+        try:
+            args = json.loads(request.args.get("args") or "{}")
+            if not isinstance(args, dict):
+                raise TopologyError("topology_args: must be a mapping")
+            plan = build_plan(name, args)
+        except (ValueError, TopologyError) as exc:
+            return api_error(422, str(exc))
+        return jsonify({"name": name, "hosts": sorted(plan.host_names()), "shaped_links": sorted(plan.shaped)})
+
+    @app.get("/api/ccs")
+    def api_ccs() -> Any:
+        return jsonify(ccs())
+
+    @app.get("/api/schema")
+    def api_schema() -> Any:
+        return jsonify({"spec_schema": ExperimentSpec.model_json_schema(), "topologies": topologies(),
+                        "ccs": ccs(), "presets": presets(),
+                        "limits": {"max_duration_s": app.config["MAX_DURATION_S"]}})
+
+    # --- API: runs ---------------------------------------------------------------------------------
+    @app.get("/api/runs")
+    def api_runs() -> Any:
+        return jsonify(all_runs())
+
+    @app.get("/api/runs/<run_id>")
+    def api_run(run_id: str) -> Any:
+        return jsonify(run_row(run_id))
+
+    @app.post("/api/validate")
+    def api_validate() -> Any:
+        try:
+            spec, prepared = check_spec(body_spec())
+        except SpecError as exc:
+            return api_error(422, str(exc))
+        return jsonify({"ok": True, "spec": to_plain(spec),
+                        "links": {k: {"backend": b[0], "why": b[1]} for k, b in prepared.backends.items()},
+                        "flows": [f.id for f in prepared.flows]})
+
+    @app.post("/api/runs")
+    def api_submit() -> Any:
+        try:
+            spec, _ = check_spec(body_spec())
+        except SpecError as exc:
+            return api_error(422, str(exc))
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        run_id = f"{stamp}-{spec.name}-w{secrets.token_hex(3)}"
+        plain = to_plain(spec)
+        conn = db()
+        conn.execute("INSERT INTO runs (id, name, topology, status, spec, created) VALUES (?, ?, ?, 'queued', ?, ?)",
+                     (run_id, spec.name, spec.topology, json.dumps(plain), q.now()))
+        conn.commit()
+        manager.wake()
+        resp = jsonify(run_row(run_id) | {"url": f"/runs/{run_id}"})
+        resp.status_code = 201
+        return resp
+
+    @app.post("/api/runs/<run_id>/cancel")
+    def api_cancel(run_id: str) -> Any:
+        row = run_row(run_id)
+        if row["status"] not in ("queued", "running"):
+            return api_error(409, f"run is {row['status']}, not queued or running")
+        status = manager.cancel(run_id)
+        if status not in ("cancelled", "cancelling"):
+            return api_error(409, f"run is {status}: it cannot be cancelled")
+        return jsonify(run_row(run_id) | {"status": status})
+
+    @app.get("/api/runs/<run_id>/bundle")
+    def api_bundle(run_id: str) -> Any:
+        from fastlab import bundle
+
+        row = run_row(run_id)
+        run_dir = root / run_id
+        if row["status"] in q.ACTIVE or not run_dir.is_dir():
+            return api_error(409, f"run is {row['status']}: no bundle yet")
+        tmpdir = Path(tempfile.mkdtemp(prefix="fastlab-bundle-"))
+        zip_path = bundle.export(run_dir, tmpdir / f"{run_id}.zip")
+
+        @after_this_request
+        def remove(resp: Response) -> Response:
+            resp.call_on_close(lambda: shutil.rmtree(tmpdir, ignore_errors=True))
+            return resp
+
+        return send_file(zip_path, mimetype="application/zip", as_attachment=True,
+                         download_name=f"{run_id}.zip")
+
+    @app.get("/api/runs/<run_id>/events")
+    def api_events(run_id: str) -> Any:
+        run_row(run_id)
+
+        def status_of() -> dict[str, Any]:
+            with q.connect(database) as conn:
+                r = conn.execute("SELECT status, error FROM runs WHERE id = ?", (run_id,)).fetchone()
+            st = r["status"] or "done"
+            return {"status": st, "error": r["error"], "position": manager.position(run_id) if st == "queued" else None}
+
+        def message(event: str, data: Any) -> str:
+            return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'), default=str)}\n\n"
+
+        def replay(samples: list[dict[str, Any]]) -> Iterator[str]:
+            chosen = [slim(s) for s in samples if s.get("kind") in KEEP_KEYS]
+            for i in range(0, len(chosen), 2000):
+                yield message("samples", chosen[i:i + 2000])
+
+        def gen() -> Iterator[str]:
+            yield "retry: 3000\n\n"
+            channel = None
+            while True:  # queued: report the position until the run starts (or is cancelled)
+                channel = manager.channels.get(run_id)
+                st = status_of()
+                if channel is not None or st["status"] != "queued" or manager.current == run_id:
+                    channel = channel or manager.channels.get(run_id)
+                    break
+                yield message("status", st)
+                time.sleep(1.0)
+            if channel is None:
+                yield message("status", status_of())
+                yield from replay(q.read_partial(root / run_id))
+                yield message("end", status_of())
+                return
+            history, sub = channel.subscribe()
+            try:
+                yield message("status", status_of())
+                yield from replay(history)
+                done = False
+                last_sent = time.monotonic()
+                while not done:
+                    batch: list[dict[str, Any]] = []
+                    deadline = time.monotonic() + SSE_BATCH_S
+                    while True:
+                        try:
+                            item = sub.get(timeout=max(0.0, deadline - time.monotonic()))
+                        except q.queue.Empty:
+                            break
+                        if item is q.END:
+                            done = True
+                            break
+                        if item.get("kind") in KEEP_KEYS:
+                            batch.append(slim(item))
+                        elif item.get("kind") == "log":
+                            yield message("log", item)
+                    if batch:
+                        yield message("samples", batch)
+                        last_sent = time.monotonic()
+                    elif time.monotonic() - last_sent > SSE_HEARTBEAT_S:
+                        yield ": keepalive\n\n"
+                        last_sent = time.monotonic()
+            finally:
+                channel.unsubscribe(sub)
+            yield message("end", status_of())
+
+        return Response(stream_with_context(gen()), mimetype="text/event-stream",
+                        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    app.jinja_env.globals["app_env"] = os.environ.get("FASTLAB_ENV", "")
+    return app

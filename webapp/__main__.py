@@ -1,0 +1,24 @@
+"""Serve the web app with a production WSGI server on 127.0.0.1:8080 (override with --host/--port).
+
+Binding beyond loopback needs an access token (--token or FASTLAB_TOKEN); open
+http://HOST:PORT/?token=TOKEN once in the browser to set the cookie.
+"""
+
+import argparse
+import os
+
+from waitress import serve
+
+from webapp import LOOPBACK, create_app
+
+parser = argparse.ArgumentParser(prog="python -m webapp")
+parser.add_argument("--host", default="127.0.0.1")
+parser.add_argument("--port", type=int, default=8080)
+parser.add_argument("--token", default=os.environ.get("FASTLAB_TOKEN"),
+                    help="access token, required off loopback (default: $FASTLAB_TOKEN)")
+args = parser.parse_args()
+if args.host not in LOOPBACK and not args.token:
+    parser.error("binding beyond loopback needs an access token: --token or FASTLAB_TOKEN")
+print(f"fastlab web app on http://{args.host}:{args.port}", flush=True)
+# SSE clients hold a thread each while they watch: leave room for several browsers.
+serve(create_app(host=args.host, token=args.token), host=args.host, port=args.port, threads=16)

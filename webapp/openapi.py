@@ -1,0 +1,96 @@
+"""The OpenAPI 3 document of the web app's JSON API (hand-written; the spec schema is the engine's)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastlab.spec import ExperimentSpec
+
+
+def document() -> dict[str, Any]:
+    spec_schema = ExperimentSpec.model_json_schema(ref_template="#/components/schemas/{model}")
+    defs = spec_schema.pop("$defs", {})
+    run_id = {"name": "run_id", "in": "path", "required": True,
+              "schema": {"type": "string", "pattern": r"^[0-9]{8}-[0-9]{6}-[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$"}}
+    csrf = {"name": "X-CSRF-Token", "in": "header", "required": True, "schema": {"type": "string"},
+            "description": "the per-app token embedded in every page (meta csrf-token)"}
+    error = {"description": "rejected; `error` is the engine's one-line message naming the field",
+             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    json_spec = {"required": True, "content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/ExperimentSpec"}}}}
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "fastlab web app API", "version": "1.0",
+                 "description": "Run TCP congestion-control experiments, watch live traces, download bundles. "
+                                "State-changing requests need the X-CSRF-Token header and a JSON body; off "
+                                "loopback every request also needs the access token (X-Fastlab-Token header "
+                                "or fastlab_token cookie)."},
+        "paths": {
+            "/api/runs": {
+                "get": {"summary": "list runs (history and queue)", "operationId": "listRuns",
+                        "responses": {"200": {"description": "runs, newest first", "content": {"application/json": {
+                            "schema": {"type": "array", "items": {"$ref": "#/components/schemas/Run"}}}}}}},
+                "post": {"summary": "submit an experiment (queued)", "operationId": "submitRun",
+                         "parameters": [csrf], "requestBody": json_spec,
+                         "responses": {"201": {"description": "queued", "content": {"application/json": {
+                             "schema": {"$ref": "#/components/schemas/Run"}}}},
+                             "400": error, "403": error, "413": error, "415": error, "422": error}}},
+            "/api/runs/{run_id}": {
+                "get": {"summary": "one run", "operationId": "getRun", "parameters": [run_id],
+                        "responses": {"200": {"description": "the run", "content": {"application/json": {
+                            "schema": {"$ref": "#/components/schemas/Run"}}}}, "404": error}}},
+            "/api/runs/{run_id}/cancel": {
+                "post": {"summary": "cancel a queued run, or stop a running one (partial traces kept)",
+                         "operationId": "cancelRun", "parameters": [run_id, csrf],
+                         "responses": {"200": {"description": "cancelled"}, "403": error, "404": error,
+                                       "409": error}}},
+            "/api/runs/{run_id}/events": {
+                "get": {"summary": "live samples as Server-Sent Events (history first, then live)",
+                        "operationId": "streamRun", "parameters": [run_id],
+                        "responses": {"200": {"description": "events `samples` (data: JSON array of samples), "
+                                                             "`status` (queue position/state), `end`",
+                                              "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                                      "404": error}}},
+            "/api/runs/{run_id}/bundle": {
+                "get": {"summary": "the run as a zip with MANIFEST.sha256", "operationId": "downloadBundle",
+                        "parameters": [run_id],
+                        "responses": {"200": {"description": "zip", "content": {"application/zip": {
+                            "schema": {"type": "string", "format": "binary"}}}}, "404": error, "409": error}}},
+            "/api/validate": {
+                "post": {"summary": "validate a spec exactly as a submit would (nothing is queued)",
+                         "operationId": "validateSpec", "parameters": [csrf], "requestBody": json_spec,
+                         "responses": {"200": {"description": "valid; the resolved spec and backends"},
+                                       "400": error, "403": error, "413": error, "415": error, "422": error}}},
+            "/api/schema": {
+                "get": {"summary": "everything the experiment form is generated from", "operationId": "formSchema",
+                        "responses": {"200": {"description": "spec schema, topologies, CCs, presets, limits"}}}},
+            "/api/topologies": {
+                "get": {"summary": "topology catalogue", "operationId": "listTopologies",
+                        "responses": {"200": {"description": "topologies with their argument schemas"}}}},
+            "/api/topologies/{name}": {
+                "get": {"summary": "hosts and shaped links of a topology for given arguments",
+                        "operationId": "topologyPlan",
+                        "parameters": [{"name": "name", "in": "path", "required": True,
+                                        "schema": {"type": "string", "pattern": "^[a-z0-9_-]{1,32}$"}},
+                                       {"name": "args", "in": "query", "required": False,
+                                        "schema": {"type": "string"}, "description": "topology_args as JSON"}],
+                        "responses": {"200": {"description": "hosts, shaped links"}, "404": error, "422": error}}},
+            "/api/ccs": {
+                "get": {"summary": "usable congestion controls with their parameters", "operationId": "listCCs",
+                        "responses": {"200": {"description": "algorithms"}}}},
+        },
+        "components": {"schemas": {
+            **defs,
+            "ExperimentSpec": spec_schema,
+            "Error": {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]},
+            "Run": {"type": "object", "properties": {
+                "id": {"type": "string"}, "name": {"type": "string"}, "status": {"type": "string",
+                                                                                "enum": ["queued", "running", "done",
+                                                                                         "failed", "interrupted",
+                                                                                         "cancelled"]},
+                "position": {"type": "integer", "nullable": True}, "error": {"type": "string", "nullable": True},
+                "topology": {"type": "string"}, "created": {"type": "string", "nullable": True},
+                "started": {"type": "string", "nullable": True}, "summary": {"type": "object", "nullable": True},
+                "spec": {"type": "object", "nullable": True}}},
+        }},
+    }

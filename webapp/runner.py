@@ -1,0 +1,261 @@
+"""The web app's run queue: SQLite-backed history, one worker thread, live sample fan-out.
+
+The queue is the `runs` table itself (status `queued`, ordered by `created`), so it survives
+restarts. One worker thread runs one experiment at a time through the engine; each sample the
+engine emits is appended to the run's `partial.jsonl` (kept: a run cut by a restart still has
+its traces) and published on the run's `Channel`, which keeps the history for late subscribers
+and fans out to one queue per subscriber (each SSE client).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import queue
+import sqlite3
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fastlab.spec import parse_spec
+
+END = object()
+PARTIAL = "partial.jsonl"
+STATUSES = ("queued", "running", "done", "failed", "interrupted", "cancelled")
+ACTIVE = ("queued", "running")
+
+COLUMNS = {"status": "TEXT DEFAULT 'done'", "spec": "TEXT", "error": "TEXT", "created": "TEXT",
+           "finished": "TEXT"}
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def connect(database: Path) -> sqlite3.Connection:
+    database.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(database, timeout=30)
+    conn.row_factory = sqlite3.Row
+    conn.execute("""CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, name TEXT, started TEXT,
+                    topology TEXT, summary TEXT, environment TEXT)""")
+    have = {r["name"] for r in conn.execute("PRAGMA table_info(runs)")}
+    for column, decl in COLUMNS.items():
+        if column not in have:
+            conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {decl}")  # noqa: S608 (constant names)
+    conn.commit()
+    return conn
+
+
+def clean(value: Any) -> Any:
+    """JSON-safe: non-finite floats become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class Channel:
+    """Samples of one live run: full history plus one queue per subscriber."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.history: list[dict[str, Any]] = []
+        self._subs: list[queue.Queue[object]] = []
+        self.closed = False
+
+    def publish(self, sample: dict[str, Any]) -> None:
+        with self._lock:
+            self.history.append(sample)
+            subs = list(self._subs)
+        for q in subs:
+            q.put(sample)
+
+    def subscribe(self) -> tuple[list[dict[str, Any]], queue.Queue[object]]:
+        q: queue.Queue[object] = queue.Queue()
+        with self._lock:
+            replay = list(self.history)
+            if self.closed:
+                q.put(END)
+            else:
+                self._subs.append(q)
+        return replay, q
+
+    def unsubscribe(self, q: queue.Queue[object]) -> None:
+        with self._lock:
+            if q in self._subs:
+                self._subs.remove(q)
+
+    @property
+    def subscribers(self) -> int:
+        with self._lock:
+            return len(self._subs)
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            subs, self._subs = self._subs, []
+        for q in subs:
+            q.put(END)
+
+
+class PartialWriter:
+    """Appends samples to partial.jsonl, flushed at least every 0.5 s (from any thread)."""
+
+    def __init__(self, path: Path) -> None:
+        self._lock = threading.Lock()
+        self._fh = path.open("a", encoding="utf-8")
+        self._flushed = time.monotonic()
+
+    def write(self, sample: dict[str, Any]) -> None:
+        line = json.dumps(sample, default=str)
+        with self._lock:
+            if self._fh.closed:
+                return
+            self._fh.write(line + "\n")
+            if time.monotonic() - self._flushed > 0.5:
+                self._fh.flush()
+                self._flushed = time.monotonic()
+
+    def close(self) -> None:
+        with self._lock:
+            self._fh.close()
+
+
+def read_partial(run_dir: Path, limit: int = 2_000_000) -> list[dict[str, Any]]:
+    path = run_dir / PARTIAL
+    out: list[dict[str, Any]] = []
+    if not path.is_file():
+        return out
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh):
+            if n >= limit:
+                break
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue  # the last line of a killed run may be cut
+    return out
+
+
+Runner = Callable[..., Any]
+
+
+class RunManager:
+    def __init__(self, root: Path, database: Path, runner: Runner | None = None) -> None:
+        self.root = root
+        self.database = database
+        self.runner = runner
+        self.channels: dict[str, Channel] = {}
+        self.current: str | None = None
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._cancel_running = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- queue state -------------------------------------------------------------------------
+    def recover(self) -> list[str]:
+        """At startup: runs left `running` by a dead server are `interrupted` (partial data kept)."""
+        with connect(self.database) as conn:
+            ids = [r["id"] for r in conn.execute("SELECT id FROM runs WHERE status = 'running'")]
+            for run_id in ids:
+                conn.execute("UPDATE runs SET status = 'interrupted', finished = ?, error = COALESCE(error, ?) "
+                             "WHERE id = ?", (now(), "the web app stopped while this run was going; "
+                                             "partial traces kept", run_id))
+        return ids
+
+    def position(self, run_id: str) -> int | None:
+        with connect(self.database) as conn:
+            rows = [r["id"] for r in conn.execute(
+                "SELECT id FROM runs WHERE status = 'queued' ORDER BY created, id")]
+        return rows.index(run_id) + 1 if run_id in rows else None
+
+    def cancel(self, run_id: str) -> str:
+        """Cancel a queued run, or ask the running one to stop; returns its status afterwards."""
+        if run_id == self.current and self.runner is None:
+            self._cancel_running.set()  # the engine stops at its next check and cleans up
+            return "cancelling"
+        with connect(self.database) as conn:
+            conn.execute("UPDATE runs SET status = 'cancelled', finished = ? WHERE id = ? AND status = 'queued'",
+                         (now(), run_id))
+            row = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return row["status"] if row else "unknown"
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    # --- worker ------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="fastlab-run-worker", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    def _next(self) -> sqlite3.Row | None:
+        with connect(self.database) as conn:
+            return conn.execute("SELECT * FROM runs WHERE status = 'queued' ORDER BY created, id LIMIT 1").fetchone()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            row = self._next()
+            if row is None:
+                self._wake.wait(1.0)
+                self._wake.clear()
+                continue
+            self.execute(row["id"], row["spec"])
+
+    def execute(self, run_id: str, spec_json: str) -> None:
+        run_dir = self.root / run_id
+        channel = Channel()
+        with connect(self.database) as conn:
+            changed = conn.execute("UPDATE runs SET status = 'running', started = ? WHERE id = ? AND status = 'queued'",
+                                   (now(), run_id)).rowcount
+        if not changed:
+            return  # cancelled meanwhile
+        self.current = run_id
+        self.channels[run_id] = channel
+        run_dir.mkdir(parents=True, exist_ok=True)
+        writer = PartialWriter(run_dir / PARTIAL)
+
+        def on_sample(sample: dict[str, Any]) -> None:
+            record = {k: clean(v) for k, v in sample.items()}
+            writer.write(record)
+            channel.publish(record)
+
+        def log(msg: str) -> None:
+            channel.publish({"kind": "log", "t": None, "msg": msg})
+
+        status, error, summary, environment = "failed", None, None, None
+        try:
+            spec = parse_spec(json.loads(spec_json))
+            self._cancel_running.clear()
+            if self.runner is None:
+                from fastlab.engine import run_experiment
+                result = run_experiment(spec, out=run_dir, on_sample=on_sample, log=log, cancel=self._cancel_running)
+            else:
+                result = self.runner(spec, out=run_dir, on_sample=on_sample, log=log)
+            status = "done"
+            summary = json.dumps(result.summary, default=str)
+            env = result.environment or {}
+            environment = json.dumps({"backends": env.get("backends", {}), "kernel": env.get("kernel", "")},
+                                     default=str)
+        except BaseException as exc:  # noqa: BLE001 - the worker must survive any run's failure
+            error = f"{exc.__class__.__name__}: {exc}"
+            if self._cancel_running.is_set():
+                status, error = "cancelled", "cancelled while running; partial traces kept"
+            traceback.print_exc()
+        finally:
+            writer.close()
+            with connect(self.database) as conn:
+                conn.execute("UPDATE runs SET status = ?, error = ?, summary = COALESCE(?, summary), "
+                             "environment = COALESCE(?, environment), finished = ? WHERE id = ?",
+                             (status, error, summary, environment, now(), run_id))
+            channel.publish({"kind": "status", "t": None, "status": status, "error": error})
+            channel.close()
+            self.current = None
+            self.channels.pop(run_id, None)

@@ -1,0 +1,298 @@
+// The experiment form, generated from /api/schema (spec schema, topology catalogue, usable CCs).
+import {api} from '/static/common.js';
+
+let S = null;            // the schema bundle
+let hosts = [];          // hosts of the chosen topology (for its current arguments)
+let shaped = [];         // its shaped links
+const $ = (id) => document.getElementById(id);
+const el = (tag, attrs = {}, ...kids) => {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === 'text') e.textContent = v; else if (v !== undefined && v !== null) e.setAttribute(k, v);
+  }
+  for (const k of kids) e.append(k);
+  return e;
+};
+
+// A scalar JSON-schema property -> an input (or a select for enums), named by data-key.
+function numberSchema(prop) {
+  if (prop.anyOf) return prop.anyOf.find((p) => p.type === 'number' || p.type === 'integer') || null;
+  return (prop.type === 'number' || prop.type === 'integer') ? prop : null;
+}
+function field(key, prop, label) {
+  const wrap = el('label', {title: prop.description || ''}, label + ' ');
+  let input;
+  if (prop.enum) {
+    input = el('select', {'data-key': key});
+    input.append(el('option', {value: '', text: `(default ${prop.default ?? ''})`}));
+    for (const v of prop.enum) input.append(el('option', {value: v, text: v}));
+  } else {
+    const n = numberSchema(prop);
+    if (!n) return null;
+    input = el('input', {'data-key': key, type: 'number', step: n.type === 'integer' ? '1' : 'any',
+      min: n.minimum ?? n.exclusiveMinimum, max: n.maximum, placeholder: prop.default ?? ''});
+    input.dataset.kind = n.type;
+  }
+  input.name = key;
+  wrap.append(input);
+  return wrap;
+}
+function readFields(container) {
+  const out = {};
+  for (const input of container.querySelectorAll(':scope [data-key]')) {
+    const v = input.value.trim();
+    if (v === '') continue;
+    out[input.dataset.key] = input.dataset.kind === 'number' || input.dataset.kind === 'integer' || input.dataset.kind === 'int' || input.dataset.kind === 'float' ? Number(v) : v;
+  }
+  return out;
+}
+function setFields(container, values) {
+  for (const [k, v] of Object.entries(values || {})) {
+    const input = container.querySelector(`[data-key="${CSS.escape(k)}"]`);
+    if (input) input.value = v;
+  }
+}
+
+// --- topology ---------------------------------------------------------------------------------
+const topo = () => S.topologies.find((t) => t.name === $('f-topology').value);
+
+function renderTopologyArgs() {
+  const t = topo();
+  $('topology-description').textContent = t.description + (t.takes_scale ? ' — scale divides capacities' : '');
+  const box = $('topology-args');
+  box.replaceChildren();
+  box.dataset.scope = 'topology';
+  for (const [key, prop] of Object.entries(t.args_schema.properties)) {
+    const f = field(key, prop, `${key.replaceAll('_', ' ')}`);
+    if (f) box.append(f);
+  }
+}
+
+async function refreshPlan() {
+  const args = readFields($('topology-args'));
+  const r = await api('GET', `/api/topologies/${encodeURIComponent($('f-topology').value)}?args=${encodeURIComponent(JSON.stringify(args))}`);
+  if (r.ok) { hosts = r.data.hosts; shaped = r.data.shaped_links; }
+  for (const row of document.querySelectorAll('.flow')) fillHosts(row);
+  renderLinks();
+}
+
+// --- flows ------------------------------------------------------------------------------------
+function fillHosts(row) {
+  for (const end of ['src', 'dst']) {
+    const sel = row.querySelector(`[data-flow="${end}"]`);
+    const keep = sel.value;
+    sel.replaceChildren(...hosts.map((h) => el('option', {value: h, text: h})));
+    if (hosts.includes(keep)) sel.value = keep;
+    else sel.value = hosts[end === 'src' ? 0 : Math.min(1, hosts.length - 1)] || '';
+  }
+}
+
+function renderParams(row) {
+  const cc = S.ccs.find((c) => c.name === row.querySelector('[data-flow="cc"]').value);
+  const box = row.querySelector('.params');
+  box.replaceChildren();
+  for (const p of (cc ? cc.params : [])) {
+    const attrs = {'data-key': p.name, placeholder: p.kind === 'str' ? 'default' : p.default, title: p.help};
+    if (p.kind !== 'str') Object.assign(attrs, {type: 'number', step: p.kind === 'int' ? '1' : 'any', min: p.minimum, max: p.maximum});
+    const input = el('input', attrs);
+    input.dataset.kind = p.kind;
+    input.name = `${cc.name}-${p.name}`;
+    box.append(el('label', {title: p.help}, `${cc.name} ${p.name}${p.unit ? ` (${p.unit})` : ''} `, input));
+  }
+}
+
+function addFlow(values = {}) {
+  const row = el('div', {class: 'flow', 'data-scope': 'flow'});
+  const count = el('input', {type: 'number', min: 1, max: 64, step: 1, 'data-flow': 'count', placeholder: 1, name: 'count'});
+  const src = el('select', {'data-flow': 'src', name: 'src'});
+  const dst = el('select', {'data-flow': 'dst', name: 'dst'});
+  const cc = el('select', {'data-flow': 'cc', name: 'cc'});
+  for (const c of S.ccs) cc.append(el('option', {value: c.name, text: `${c.name} — ${c.description}`}));
+  const start = el('input', {type: 'number', min: 0, step: 'any', 'data-flow': 'start_s', placeholder: 0, name: 'start_s'});
+  const remove = el('button', {type: 'button', text: 'remove'});
+  row.append(el('label', {}, 'count ', count), el('label', {}, 'from ', src), el('label', {}, 'to ', dst),
+    el('label', {}, 'algorithm ', cc), el('label', {}, 'start (s) ', start), remove, el('div', {class: 'params'}));
+  $('flows').append(row);
+  fillHosts(row);
+  if (values.cc) cc.value = values.cc; else if (S.ccs.some((c) => c.name === 'cubic')) cc.value = 'cubic';
+  if (values.src) src.value = values.src;
+  if (values.dst) dst.value = values.dst;
+  if (values.count) count.value = values.count;
+  if (values.start_s) start.value = values.start_s;
+  renderParams(row);
+  setFields(row.querySelector('.params'), values.cc_args);
+  cc.addEventListener('change', () => { renderParams(row); changed(); });
+  remove.addEventListener('click', () => { row.remove(); changed(); });
+}
+
+function readFlow(row) {
+  const f = {src: row.querySelector('[data-flow="src"]').value, dst: row.querySelector('[data-flow="dst"]').value,
+    cc: row.querySelector('[data-flow="cc"]').value};
+  const count = row.querySelector('[data-flow="count"]').value;
+  if (count !== '') f.count = Number(count);
+  const start = row.querySelector('[data-flow="start_s"]').value;
+  if (start !== '') f.start_s = Number(start);
+  const args = {};
+  for (const input of row.querySelectorAll('.params [data-key]')) {
+    const v = input.value.trim();
+    if (v !== '') args[input.dataset.key] = input.dataset.kind === 'str' ? v : Number(v);
+  }
+  if (Object.keys(args).length) f.cc_args = args;
+  return f;
+}
+
+// --- shaped links: loss model and rate, buffer ---------------------------------------------------
+function lossModels() {
+  const defs = S.spec_schema.$defs;
+  const mapping = defs.LinkSpec.properties.loss.anyOf.find((a) => a.discriminator).discriminator.mapping;
+  return Object.entries(mapping).map(([model, ref]) => ({model, schema: defs[ref.split('/').pop()]}));
+}
+
+function renderLinks() {
+  const box = $('links');
+  const old = readLinks();
+  box.replaceChildren();
+  const props = S.spec_schema.$defs.LinkSpec.properties;
+  for (const id of shaped) {
+    const row = el('div', {class: 'link', 'data-link': id});
+    const model = el('select', {'data-loss': 'model', name: `${id}-loss-model`});
+    model.append(el('option', {value: '', text: 'no loss'}));
+    for (const m of lossModels()) model.append(el('option', {value: m.model, text: m.model}));
+    const lossBox = el('span', {class: 'loss-params'});
+    const buffer = el('input', {'data-link-key': 'buffer', name: `${id}-buffer`, size: 10,
+      placeholder: 'e.g. 100, 150KB, 50ms, 1.5bdp', title: 'queue size; empty = the topology default'});
+    row.append(el('strong', {text: `${id}: `}), el('label', {}, 'loss model ', model), lossBox,
+      el('label', {}, 'buffer ', buffer));
+    for (const key of ['rate_mbps', 'delay_ms', 'jitter_ms']) {
+      const f = field(key, props[key], key.replace('_mbps', ' (Mb/s)').replace('_ms', ' (ms)'));
+      f.querySelector('input').placeholder = 'topology';
+      f.querySelector('input').name = `${id}-${key}`;
+      row.append(f);
+    }
+    model.addEventListener('change', () => { renderLoss(row); changed(); });
+    box.append(row);
+    const prev = old[id];
+    if (prev) {
+      if (prev.loss) { model.value = prev.loss.model; renderLoss(row); setFields(lossBox, prev.loss); }
+      if (prev.buffer) buffer.value = prev.buffer;
+      for (const key of ['rate_mbps', 'delay_ms', 'jitter_ms']) if (prev[key] !== undefined) row.querySelector(`[data-key="${key}"]`).value = prev[key];
+    }
+  }
+}
+
+function renderLoss(row) {
+  const model = row.querySelector('[data-loss="model"]').value;
+  const box = row.querySelector('.loss-params');
+  box.replaceChildren();
+  const m = lossModels().find((x) => x.model === model);
+  if (!m) return;
+  for (const [key, prop] of Object.entries(m.schema.properties)) {
+    if (key === 'model') continue;
+    const f = field(key, prop, `${key}${key === 'rate' ? ' (0–1)' : ''}`);
+    f.querySelector('input').name = `${row.dataset.link}-loss-${key}`;
+    box.append(f);
+  }
+}
+
+function readLinks() {
+  const out = {};
+  for (const row of document.querySelectorAll('.link')) {
+    const link = {};
+    const model = row.querySelector('[data-loss="model"]').value;
+    if (model) link.loss = {model, ...readFields(row.querySelector('.loss-params'))};
+    const buffer = row.querySelector('[data-link-key="buffer"]').value.trim();
+    if (buffer) link.buffer = /^[0-9.]+$/.test(buffer) ? Number(buffer) : buffer;
+    for (const key of ['rate_mbps', 'delay_ms', 'jitter_ms']) {
+      const v = row.querySelector(`[data-key="${key}"]`).value;
+      if (v !== '') link[key] = Number(v);
+    }
+    if (Object.keys(link).length) out[row.dataset.link] = link;
+  }
+  return out;
+}
+
+// --- the spec, validation, presets, submit ----------------------------------------------------------
+function buildSpec() {
+  const spec = {name: $('f-name').value.trim(), topology: $('f-topology').value};
+  for (const key of ['duration_s', 'seed', 'sample_hz']) {
+    const v = $(`f-${key}`).value;
+    if (v !== '') spec[key] = Number(v);
+  }
+  const args = readFields($('topology-args'));
+  if (Object.keys(args).length) spec.topology_args = args;
+  spec.flows = [...document.querySelectorAll('.flow')].map(readFlow);
+  const links = readLinks();
+  if (Object.keys(links).length) spec.links = links;
+  return spec;
+}
+
+let timer = null;
+let seq = 0;
+function changed() {
+  $('spec-preview').textContent = JSON.stringify(buildSpec(), null, 1);
+  clearTimeout(timer);
+  timer = setTimeout(validate, 250);
+}
+
+async function validate() {
+  const mine = ++seq;
+  const r = await api('POST', '/api/validate', buildSpec());
+  if (mine !== seq) return r;
+  const box = $('validation');
+  if (r.ok) {
+    box.className = 'valid';
+    box.textContent = 'valid — ' + Object.entries(r.data.links).map(([k, v]) => `${k}: ${v.backend}`).join(', ');
+  } else {
+    box.className = 'invalid';
+    box.textContent = (r.data && r.data.error) || `error ${r.status}`;
+  }
+  return r;
+}
+
+async function fillForm(spec) {
+  $('f-name').value = spec.name || '';
+  $('f-duration_s').value = spec.duration_s ?? '';
+  $('f-seed').value = spec.seed ?? '';
+  $('f-sample_hz').value = spec.sample_hz ?? '';
+  $('f-topology').value = spec.topology;
+  renderTopologyArgs();
+  setFields($('topology-args'), spec.topology_args);
+  $('links').replaceChildren();
+  await refreshPlan();
+  $('flows').replaceChildren();
+  for (const f of spec.flows || []) addFlow(f);
+  for (const [id, link] of Object.entries(spec.links || {})) {
+    const row = document.querySelector(`.link[data-link="${CSS.escape(id)}"]`);
+    if (!row) continue;
+    if (link.loss) { row.querySelector('[data-loss="model"]').value = link.loss.model; renderLoss(row); setFields(row.querySelector('.loss-params'), link.loss); }
+    if (link.buffer !== undefined) row.querySelector('[data-link-key="buffer"]').value = link.buffer;
+    for (const key of ['rate_mbps', 'delay_ms', 'jitter_ms']) if (link[key] !== undefined) row.querySelector(`[data-key="${key}"]`).value = link[key];
+  }
+  changed();
+}
+
+async function init() {
+  S = (await api('GET', '/api/schema')).data;
+  for (const t of S.topologies) $('f-topology').append(el('option', {value: t.name, text: t.name}));
+  for (const p of S.presets) $('preset').append(el('option', {value: p.id, text: p.label}));
+  $('f-duration_s').max = S.limits.max_duration_s;
+  for (const key of ['seed', 'sample_hz']) $(`f-${key}`).placeholder = S.spec_schema.properties[key].default;
+  $('f-name').pattern = S.spec_schema.properties.name.pattern;
+  $('f-topology').addEventListener('change', async () => { renderTopologyArgs(); await refreshPlan(); changed(); });
+  $('topology-args').addEventListener('change', async () => { await refreshPlan(); changed(); });
+  $('experiment').addEventListener('input', changed);
+  $('experiment').addEventListener('change', changed);
+  $('add-flow').addEventListener('click', () => { addFlow(); changed(); });
+  $('load-preset').addEventListener('click', () => fillForm(S.presets.find((p) => p.id === $('preset').value).spec));
+  $('experiment').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const r = await api('POST', '/api/runs', buildSpec());
+    if (r.status === 201) { window.location = r.data.url; return; }
+    $('validation').className = 'invalid';
+    $('validation').textContent = (r.data && r.data.error) || `error ${r.status}`;
+  });
+  await fillForm(S.presets[0].spec);
+  document.body.dataset.ready = '1';
+}
+
+init();
