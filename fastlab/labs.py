@@ -68,7 +68,9 @@ class CheckResult:
     def line(self) -> str:
         measured = f"{self.measured:.4g}" if isinstance(self.measured, float) else str(self.measured)
         text = f"{'PASS' if self.passed else 'FAIL'} {self.name}: measured {measured}, expected {self.expected}"
-        return text + (f" ({self.note})" if self.note else "") + (f"\n       why: {self.tolerance}" if self.tolerance else "")
+        note = f" ({self.note})" if self.note else ""
+        why = f"\n       why: {self.tolerance}" if self.tolerance else ""
+        return text + note + why
 
 
 Checkpoint = Callable[..., CheckResult]
