@@ -32,6 +32,7 @@ from fastlab.capabilities import Capabilities, probe
 from fastlab.cc import Registry, default_registry
 from fastlab.ccruntime import CCRuntime, HostParams, plan_parameters
 from fastlab.ccset import KERNEL_MODULES
+from fastlab.controller import OpenFlowControl, app_available
 from fastlab.network import SOCKBUF_MAX_BYTES, SOCKBUF_MIN_BYTES, Network
 from fastlab.runstate import RunState, new_prefix
 from fastlab.shaping import Devices, ResolvedLink, Shaper, choose_backend, plan_link, resolve
@@ -60,6 +61,7 @@ class Prepared:
     links: dict[str, ResolvedLink]
     backends: dict[str, tuple[str, str]]
     switch: tuple[str, str]
+    openflow_switch: tuple[str, str] | None  # OVS datapath of the OpenFlow core, when the topology has one
     sockbuf_bytes: int
     registry: Registry
     cc_hosts: list[HostParams]
@@ -84,18 +86,30 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
     switch = caps.switch_choice(spec.switch)
     if switch[0] == "unavailable":
         raise SpecError(f"switch: {switch[1]}")
+    openflow_switch = None
+    if plan.metadata.get("openflow"):
+        openflow_switch = caps.switch_choice("ovs")
+        if openflow_switch[0] == "unavailable":
+            raise SpecError(f"topology_args: the OpenFlow core needs Open vSwitch: {openflow_switch[1]}")
+        ok, why = app_available() if spec.controller else (True, "")
+        if not ok:
+            raise SpecError(f"controller: {why}")
     # Socket buffers: 4 x (BDP + bottleneck buffer) of the longest flow path (the kernel's
     # accounting overhead takes about half of a buffer), capped at what the sysctl accepts.
+    # Flows that may be rerouted are sized for the longest of their paths.
     path_bytes = 0.0
+    detours = {r.path for r in spec.reroutes}
     for f in spec.flows:
-        fig = routing.figures(plan, links, f.src, f.dst)
-        if fig.bottleneck_link is not None:
+        for path in {f.path, *detours} if plan.metadata.get("openflow") else {None}:
+            fig = routing.figures(plan, links, f.src, f.dst, path)
+            if fig.bottleneck_link is None:
+                continue
             queue = links[fig.bottleneck_link].forward
             path_bytes = max(path_bytes, fig.bottleneck_mbps * 1e6 / 8 * fig.rtt_ms / 1000
                              + (queue.limit_bytes or (queue.limit_pkts or 0) * 1500))
     sockbuf = min(SOCKBUF_MAX_BYTES, max(SOCKBUF_MIN_BYTES, int(4 * path_bytes)))
-    return Prepared(spec, plan, caps, expand_flows(spec, plan), links, backends, switch, sockbuf, registry,
-                    cc_hosts, cc_globals)
+    return Prepared(spec, plan, caps, expand_flows(spec, plan), links, backends, switch, openflow_switch, sockbuf,
+                    registry, cc_hosts, cc_globals)
 
 
 @dataclass
@@ -199,7 +213,11 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     bus = SampleBus(time.monotonic())
     if on_sample:
         bus.subscribe(on_sample)
-    net = Network(prep.plan, prefix, prep.switch[0], state)
+    net = Network(prep.plan, prefix, prep.switch[0], state,
+                  openflow_kind=prep.openflow_switch[0] if prep.openflow_switch else "ovs-user")
+    design = prep.plan.metadata.get("openflow")
+    control = OpenFlowControl(net, design, prep.flows, spec.controller, bus.emit,
+                              directory / "controller.log") if design else None
     shaper = Shaper(net, lambda sample: bus.emit("link", sample))
     traffic = Traffic(net, prep.flows, bus.emit, 1.0 / spec.sample_hz)
     ccs = CCRuntime(prep.registry, state, bus.emit, prep.cc_hosts, prep.cc_globals)
@@ -215,6 +233,8 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
                              has_netem=prep.caps.has("netem"), has_emulator=prep.caps.has("linkemu"),
                              drops_log=str(directory / f"loss_drops_{link_id}.txt"))
             shaper.apply(plan, 1.0 / spec.sample_hz)
+        if control is not None:
+            control.start()
         state.hosts = {name: net.node(name).pid for name in prep.plan.host_names()}
         state.save()
         ccs.configure(state.hosts)
@@ -225,10 +245,12 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         bus.t0 = time.monotonic()
         traffic.start(bus.t0)
         ccs.schedule(spec, bus.t0, state.hosts)
+        if control is not None:
+            control.schedule(spec.reroutes, bus.t0)
         end = bus.t0 + spec.duration_s
         while time.monotonic() < end:
-            if traffic.errors:
-                raise RunError("; ".join(traffic.errors))
+            if traffic.errors or (control is not None and control.errors):
+                raise RunError("; ".join(traffic.errors + (control.errors if control else [])))
             if cancel is not None and cancel.is_set():
                 raise RunError("cancelled")
             time.sleep(min(0.2, max(0.0, end - time.monotonic())))
@@ -238,6 +260,8 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     finally:
         traffic.stop()
         try:
+            if control is not None:
+                control.stop()
             ccs.stop()
             shaper.stop()
         finally:
@@ -262,9 +286,11 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         "socket_buffer_max_bytes": prep.sockbuf_bytes,
         "sysctls": _read_sysctls(),
         "tools": _tool_versions(),
-        "flows": {f.id: {"cc": f.cc, "cc_args": f.cc_args, "port": f.port} for f in prep.flows},
+        "flows": {f.id: {"cc": f.cc, "cc_args": f.cc_args, "port": f.port, "path": f.path} for f in prep.flows},
         "congestion_control": {"applied": ccs.applied, "builds": cc_build_hashes(ccs.ours())},
     }
+    if control is not None:
+        environment["openflow"] = control.applied
     spec_yaml = yaml.safe_dump(to_plain(spec), sort_keys=False)
     (directory / "spec.yaml").write_text(spec_yaml)
     (directory / "environment.json").write_text(json.dumps(environment, indent=1, default=str))

@@ -4,7 +4,10 @@ Every object that lives in the root namespace (switches, their ports) carries th
 in its name, so leftovers are identifiable; hosts, routers and link nodes live in their own
 network namespaces. A shaped link a==b becomes a -- x -- b, where x is a link node (its own
 namespace with two interfaces, `<x>-a` toward a and `<x>-b` toward b) in which the shaping
-executor puts the emulator or a bridge. Offloads are turned off on every interface: segmented
+executor puts the emulator or a bridge. Switches of an OpenFlow core (`NodePlan.openflow`) are
+always Open vSwitch bridges in secure fail mode speaking OpenFlow 1.3: they forward nothing until
+a controller or static flows program them; their ports are recorded by what they lead to (a
+shaped link's id or a neighbour node's name) for the rule planner. Offloads are turned off on every interface: segmented
 64 KB frames would distort queueing and break the userspace datapaths.
 """
 
@@ -52,10 +55,12 @@ class Network:
     prefix: str
     switch_kind: str
     state: RunState
+    openflow_kind: str = "ovs-user"  # OVS datapath of the OpenFlow switches
     mn: Any = None
     nodes: dict[str, Any] = field(default_factory=dict)
     link_ends: dict[str, LinkEnds] = field(default_factory=dict)
     applied: list[list[str]] = field(default_factory=list)
+    switch_ports: dict[str, dict[str, str]] = field(default_factory=dict)  # switch -> {leads to: port}
 
     def node(self, name: str) -> Any:
         return self.nodes[name]
@@ -83,12 +88,15 @@ class Network:
         from mininet.node import Host
 
         self.mn = Mininet(topo=None, build=False, controller=None, waitConnected=False)
-        if self.switch_kind == "ovs-user" and int(RMEM_DEFAULT.read_text()) < OVS_USER_RMEM_DEFAULT:
+        kinds = {self.openflow_kind if node.openflow else self.switch_kind
+                 for node in self.plan.nodes.values() if node.role == "switch"}
+        if "ovs-user" in kinds and int(RMEM_DEFAULT.read_text()) < OVS_USER_RMEM_DEFAULT:
             RMEM_DEFAULT.write_text(str(OVS_USER_RMEM_DEFAULT))
             self.applied.append(["root", "sysctl", f"net.core.rmem_default={OVS_USER_RMEM_DEFAULT}"])
         for name, node in self.plan.nodes.items():
             if node.role == "switch":
-                self.nodes[name] = self._add_switch(name, len(self.nodes) + 1)
+                self.nodes[name] = self._add_switch(name, len(self.nodes) + 1, node.openflow)
+                self.switch_ports[name] = {}
             else:
                 self.nodes[name] = self.mn.addHost(name, cls=Host, ip=None)
                 self.state.add_pid(self.nodes[name].pid, f"shell {name}")
@@ -98,8 +106,12 @@ class Network:
             # Namespaced nodes' interfaces are private (eth0, eth1, ...); switch ports live in
             # the root namespace and carry the switch's run-prefixed name.
             ports[node] = ports.get(node, -1) + 1
-            is_switch = self.plan.nodes.get(node) is not None and self.plan.nodes[node].role == "switch"
-            return f"{self.nodes[node].name}-eth{ports[node]}" if is_switch else f"eth{ports[node]}"
+            return f"{self.nodes[node].name}-eth{ports[node]}" if node in self.switch_ports else f"eth{ports[node]}"
+
+        def note_ports(link: Any, dev_a: str, dev_b: str) -> None:
+            for here, dev, there in ((link.a, dev_a, link.b), (link.b, dev_b, link.a)):
+                if here in self.switch_ports:
+                    self.switch_ports[here][link.shaped or there] = dev
 
         for i, link in enumerate(self.plan.links):
             if link.shaped:
@@ -111,11 +123,13 @@ class Network:
                 self._veth(link.a, ends.a_dev, x, ends.dev_a)
                 self._veth(x, ends.dev_b, link.b, ends.b_dev)
                 self.link_ends[link.shaped] = ends
+                note_ports(link, ends.a_dev, ends.b_dev)
                 self._address(link.a, ends.a_dev, link.a_ip)
                 self._address(link.b, ends.b_dev, link.b_ip)
             else:
                 dev_a, dev_b = next_dev(link.a), next_dev(link.b)
                 self._veth(link.a, dev_a, link.b, dev_b)
+                note_ports(link, dev_a, dev_b)
                 self._address(link.a, dev_a, link.a_ip)
                 self._address(link.b, dev_b, link.b_ip)
         self.mn.build()
@@ -133,19 +147,34 @@ class Network:
                 if intf.name != "lo":
                     self._offloads_off(node, intf.name)
 
-    def _add_switch(self, name: str, index: int) -> Any:
+    def _add_switch(self, name: str, index: int, openflow: bool) -> Any:
         from mininet.node import OVSSwitch
         from mininet.nodelib import LinuxBridge
 
         root_name = f"{self.prefix}{name}"
-        self.state.add_bridge(root_name, self.switch_kind)
-        if self.switch_kind in ("ovs-kernel", "ovs-user"):
-            datapath = "kernel" if self.switch_kind == "ovs-kernel" else "user"
-            return self.mn.addSwitch(root_name, cls=OVSSwitch, datapath=datapath, failMode="standalone",
-                                     dpid=f"{index:016x}", batch=False)
-        if self.switch_kind == "bridge":
+        kind = self.openflow_kind if openflow else self.switch_kind
+        self.state.add_bridge(root_name, kind)
+        if kind in ("ovs-kernel", "ovs-user"):
+            datapath = "kernel" if kind == "ovs-kernel" else "user"
+            return self.mn.addSwitch(root_name, cls=OVSSwitch, datapath=datapath, dpid=f"{index:016x}", batch=False,
+                                     failMode="secure" if openflow else "standalone",
+                                     protocols="OpenFlow13" if openflow else None)
+        if kind == "bridge":
             return self.mn.addSwitch(root_name, cls=LinuxBridge)
-        raise NetworkError(f"switch implementation {self.switch_kind!r} is unavailable")
+        raise NetworkError(f"switch implementation {kind!r} is unavailable")
+
+    def dpid(self, switch: str) -> int:
+        return int(self.nodes[switch].dpid, 16)
+
+    def ofports(self, switch: str) -> dict[str, int]:
+        """OpenFlow port numbers of an OVS switch, by what each port leads to."""
+        numbers = {}
+        for toward, dev in self.switch_ports[switch].items():
+            out = _ovs_vsctl(["get", "Interface", dev, "ofport"])
+            if not out.isdigit() or int(out) <= 0:
+                raise NetworkError(f"switch {switch}: port {dev} has no OpenFlow port number ({out!r})")
+            numbers[toward] = int(out)
+        return numbers
 
     def switches(self) -> list[Any]:
         return [self.nodes[n] for n, node in self.plan.nodes.items() if node.role == "switch"]
@@ -186,6 +215,9 @@ class Network:
                 raise NetworkError(f"cannot turn off {key} on {dev}: {err.strip()}")
         self.applied.append([node.name, *argv])
 
+    def openflow_switches(self) -> list[str]:
+        return [name for name, node in self.plan.nodes.items() if node.role == "switch" and node.openflow]
+
     # --- teardown ---------------------------------------------------------------------------
 
     def stop(self) -> None:
@@ -197,3 +229,11 @@ class Network:
             if node not in self.switches():
                 node.stop(deleteIntfs=True)
         self.mn = None
+
+
+def _ovs_vsctl(argv: list[str]) -> str:
+    proc = subprocess.run(["ovs-vsctl", "--timeout=10", *argv], capture_output=True, text=True, timeout=15,
+                          check=False)
+    if proc.returncode != 0:
+        raise NetworkError(f"ovs-vsctl {' '.join(argv)} failed: {proc.stderr.strip()}")
+    return proc.stdout.strip()

@@ -16,7 +16,10 @@ PANELS = (("goodput_mbps", "Goodput (Mb/s)"), ("cwnd_pkts", "cwnd (packets)"), (
 
 def figure(flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame) -> go.Figure:
     updates = events[events["event"].isin(["update", "rtt"])] if not events.empty else events
+    ports = links[links["direction"] == "port"] if not links.empty else links
     titles = [title for _, title in PANELS] + ["Queues (packets)"]
+    if not ports.empty:
+        titles.append("OpenFlow switch ports, transmitted (Mb/s)")
     if not updates.empty:
         titles.append("CC internal state (packets)")
     fig = make_subplots(rows=len(titles), cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.05)
@@ -31,6 +34,13 @@ def figure(flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame) -> go
             if direction == "forward":
                 fig.add_trace(go.Scatter(x=rows["t"], y=rows["backlog_pkts"], mode="lines",
                                          name=f"{link} backlog"), row=len(PANELS) + 1, col=1)
+    for link, rows in ports.groupby("link") if not ports.empty else ():
+        rows = rows.sort_values("t")
+        fig.add_trace(go.Scatter(x=rows["t"], y=rows["tx_mbps"], mode="lines", name=f"{link} tx"),
+                      row=len(PANELS) + 2, col=1)
+    reroutes = events[events["event"] == "reroute"] if not events.empty else events
+    for _, row in reroutes.drop_duplicates(["t", "path"]).iterrows() if not reroutes.empty else ():
+        fig.add_vline(x=row["t"], line_dash="dot", annotation_text=f"reroute: {row['path']}")
     if not updates.empty:
         for flow_id, rows in updates.groupby("flow"):
             for column in ("target", "backlog", "cwnd", "a"):

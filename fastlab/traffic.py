@@ -36,16 +36,20 @@ class Flow:
     stop_s: float
     port: int
     dst_ip: str
+    src_ip: str
+    path: str | None = None  # path through the topology's OpenFlow core, when it has one
 
 
 def expand_flows(spec: ExperimentSpec, plan: TopologyPlan) -> list[Flow]:
+    design = plan.metadata.get("openflow")
     flows = []
     for entry in spec.flows:
         for _ in range(entry.count):
             n = len(flows) + 1
             flows.append(Flow(f"f{n}", entry.src, entry.dst, entry.cc, dict(entry.cc_args), entry.start_s,
                               entry.stop_s if entry.stop_s is not None else spec.duration_s,
-                              BASE_PORT + n - 1, plan.address_of(entry.dst)))
+                              BASE_PORT + n - 1, plan.address_of(entry.dst), plan.address_of(entry.src),
+                              entry.path or (design["default_path"] if design else None)))
     return flows
 
 
