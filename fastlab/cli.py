@@ -1,4 +1,4 @@
-"""`fastlab` command line: run, doctor, cleanup, topo, cc, lab.
+"""`fastlab` command line: run, doctor, cleanup, topo, cc, lab, sweep, bundle.
 
 Bad input prints one line naming the problem and exits 2, before anything is created.
 """
@@ -144,18 +144,144 @@ def cmd_topo_show(args: argparse.Namespace) -> int:
                      "buffer pkts": fwd.limit_pkts or f"{fwd.limit_bytes} B", "about": shaped.description})
     print()
     print(_table(rows, ["link", "between", "capacity Mb/s", "original Mb/s", "one-way ms", "buffer pkts", "about"]))
+    design = plan.metadata.get("openflow")
     rows = []
     for end in plan.metadata.get("endpoints", []):
-        fig = routing.figures(plan, links, end["src"], end["dst"])
-        rows.append({"path": f"{fig.src} -> {fig.dst}", "RTT ms": f"{fig.rtt_ms:g}",
-                     "documented RTT ms": f"{end['rtt_ms']:g}", "bottleneck": fig.bottleneck_link,
-                     "bottleneck Mb/s": f"{fig.bottleneck_mbps:g}", "BDP pkts": fig.bdp_pkts,
-                     "shaped links": " ".join(fig.shaped_links)})
+        for core_path in sorted(design["paths"]) if design else [None]:
+            fig = routing.figures(plan, links, end["src"], end["dst"], core_path)
+            rows.append({"path": f"{fig.src} -> {fig.dst}", "via": core_path or "", "RTT ms": f"{fig.rtt_ms:g}",
+                         "documented RTT ms": f"{end['rtt_ms']:g}", "bottleneck": fig.bottleneck_link,
+                         "bottleneck Mb/s": f"{fig.bottleneck_mbps:g}", "BDP pkts": fig.bdp_pkts,
+                         "shaped links": " ".join(fig.shaped_links)})
     if rows:
         print()
-        print(_table(rows, ["path", "RTT ms", "documented RTT ms", "bottleneck", "bottleneck Mb/s", "BDP pkts",
-                            "shaped links"]))
+        print(_table(rows, ["path", *(["via"] if design else []), "RTT ms", "documented RTT ms", "bottleneck",
+                            "bottleneck Mb/s", "BDP pkts", "shaped links"]))
+    if design:
+        print(f"\nOpenFlow core: switches {', '.join(design['switches'])}; paths (per flow `path:`, "
+              f"default {design['default_path']}):")
+        for name, core_path in design["paths"].items():
+            print(f"  {name}: {core_path['description']} ({' '.join(core_path['links'])})")
     return 0
+
+
+def _raise_on_sigterm() -> None:
+    def on_term(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def cmd_sweep_run(args: argparse.Namespace) -> int:
+    from fastlab import sweep
+    from fastlab.capabilities import probe
+    from fastlab.engine import prepare
+    from fastlab.spec import SpecError
+
+    try:
+        plan = sweep.load_sweep(args.file, args.set)
+        caps = probe()
+        specs = sweep.check_points(plan, lambda spec: prepare(spec, caps=caps))
+    except SpecError as exc:
+        raise CliError(str(exc)) from None
+    out = Path(args.out) if args.out else sweep.default_directory(plan)
+    if args.check:
+        print(f"{args.file}: valid, {len(plan.points)} points -> {out}")
+        return 0
+    if args.cluster is None:
+        _need_root("fastlab sweep run")
+    _raise_on_sigterm()
+    try:
+        result = sweep.run_sweep(plan, specs, out, cluster=args.cluster, log=_log)
+    except sweep.SweepError as exc:
+        raise CliError(str(exc)) from None
+    except KeyboardInterrupt:
+        print(f"fastlab: sweep interrupted; finished points are kept: rerun the same command to resume ({out})",
+              file=sys.stderr)
+        return 130
+    print(result.directory)
+    return 1 if result.failed else 0
+
+
+def cmd_sweep_status(args: argparse.Namespace) -> int:
+    from fastlab.sweep import SweepError, status_lines
+
+    try:
+        print("\n".join(status_lines(Path(args.directory))))
+    except SweepError as exc:
+        raise CliError(str(exc)) from None
+    return 0
+
+
+def cmd_bundle_export(args: argparse.Namespace) -> int:
+    from fastlab.bundle import BundleError, export
+
+    source = Path(args.directory)
+    target = Path(args.output) if args.output else Path(f"{source.resolve().name}.zip")
+    if target.exists():
+        raise CliError(f"-o {target}: exists; choose another name or remove it")
+    try:
+        path = export(source, target)
+    except BundleError as exc:
+        raise CliError(str(exc)) from None
+    print(path)
+    return 0
+
+
+def cmd_bundle_verify(args: argparse.Namespace) -> int:
+    from fastlab.bundle import verify
+
+    if not Path(args.bundle).is_file():
+        raise CliError(f"{args.bundle}: no such file")
+    problems = verify(args.bundle)
+    for problem in problems:
+        print(f"{args.bundle}: {problem}")
+    print(f"{args.bundle}: {'intact' if not problems else f'NOT intact, {len(problems)} problem(s)'}")
+    return 1 if problems else 0
+
+
+def cmd_bundle_replay(args: argparse.Namespace) -> int:
+    import shutil
+
+    from fastlab.bundle import BundleError, verify
+    from fastlab.engine import RunError
+    from fastlab.replay import default_directory, replay_bundle, table
+    from fastlab.spec import SpecError
+
+    bundle_path = Path(args.bundle)
+    if not bundle_path.is_file():
+        raise CliError(f"{args.bundle}: no such file")
+    problems = verify(bundle_path)
+    if problems:
+        raise CliError(f"{args.bundle}: fails verification ({len(problems)} problem(s)), first: {problems[0]}")
+    out = Path(args.out) if args.out else default_directory(bundle_path)
+    if out.exists() and any(out.iterdir()):
+        raise CliError(f"--out {out}: directory exists and is not empty")
+    _need_root("fastlab bundle replay")
+    _raise_on_sigterm()
+    try:
+        outcomes = replay_bundle(bundle_path, out, point=args.point, log=_log)
+    except (BundleError, SpecError) as exc:
+        shutil.rmtree(out, ignore_errors=True)
+        raise CliError(str(exc)) from None
+    except RunError as exc:
+        print(f"replay run failed: {exc}", file=sys.stderr)
+        return 1
+    for outcome in outcomes:
+        print(f"\n== {outcome.point or outcome.original_dir.name}: replayed in {outcome.replay_dir}")
+        print(table(outcome.rows))
+        for warning in outcome.warnings:
+            print(f"warning: this machine differs from the original: {warning}")
+        print(f"verdict: {'consistent' if outcome.consistent else 'differs'}")
+    consistent = all(o.consistent for o in outcomes)
+    if len(outcomes) > 1:
+        print(f"\nverdict over {len(outcomes)} points: {'consistent' if consistent else 'differs'}")
+    print(out / "replay.json")
+    return 0 if consistent else 1
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -365,6 +491,34 @@ def build_parser() -> argparse.ArgumentParser:
     lab_check.add_argument("lab", help="lab number, folder name or slug")
     lab_check.add_argument("--run", help="lab run directory (default: the latest run of the lab)")
     lab_check.set_defaults(func=cmd_lab_check)
+    sweep = sub.add_parser("sweep", help="parameter sweeps: run (resumable), status")
+    sweep_sub = sweep.add_subparsers(dest="command_sweep", required=True)
+    sweep_run = sweep_sub.add_parser("run", help="run a spec's sweep: section; rerun the same command to resume")
+    sweep_run.add_argument("file", help="experiment spec with a top-level sweep: section (YAML)")
+    sweep_run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                           help="override a field of the spec or the sweep, e.g. --set sweep.repeat=1")
+    sweep_run.add_argument("--out", help="sweep directory (default: results/sweeps/<name>-<digest>)")
+    sweep_run.add_argument("--cluster", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://10.0.0.5:8786; "
+                           "workers: one per host, started with --resources machine=1")
+    sweep_run.add_argument("--check", action="store_true", help="validate every point only; create nothing")
+    sweep_run.set_defaults(func=cmd_sweep_run)
+    sweep_status = sweep_sub.add_parser("status", help="points of a sweep directory and their status")
+    sweep_status.add_argument("directory")
+    sweep_status.set_defaults(func=cmd_sweep_status)
+    bundle = sub.add_parser("bundle", help="result bundles: export, verify, replay")
+    bundle_sub = bundle.add_subparsers(dest="command_bundle", required=True)
+    bundle_export = bundle_sub.add_parser("export", help="a run or sweep directory as a zip with a SHA-256 manifest")
+    bundle_export.add_argument("directory", help="run or sweep directory")
+    bundle_export.add_argument("-o", "--output", metavar="FILE.zip", help="bundle to write (default: <name>.zip)")
+    bundle_export.set_defaults(func=cmd_bundle_export)
+    bundle_verify = bundle_sub.add_parser("verify", help="check every file against the manifest (exit 1: altered)")
+    bundle_verify.add_argument("bundle", metavar="FILE.zip")
+    bundle_verify.set_defaults(func=cmd_bundle_verify)
+    bundle_replay = bundle_sub.add_parser("replay", help="rerun a bundle's spec here and compare (exit 1: differs)")
+    bundle_replay.add_argument("bundle", metavar="FILE.zip")
+    bundle_replay.add_argument("--out", help="replay directory (default: results/replays/<time>-<bundle>)")
+    bundle_replay.add_argument("--point", metavar="ID", help="of a sweep bundle, only this point")
+    bundle_replay.set_defaults(func=cmd_bundle_replay)
     return parser
 
 

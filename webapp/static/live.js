@@ -59,12 +59,14 @@ function onSamples(samples) {
       pts['chart-rtt'].push([s.flow, s.flow, s.t, s.srtt_ms]);
     } else if (s.kind === 'link') {
       const key = `${s.link} ${s.direction}`;
-      pts['chart-queue'].push([key, `${key} backlog`, s.t, s.backlog_pkts]);
+      if (s.backlog_pkts != null) pts['chart-queue'].push([key, `${key} backlog`, s.t, s.backlog_pkts]);
       const prev = lastTx[key];
       if (prev && s.tx_bytes != null && s.t > prev[0]) {
         pts['chart-goodput'].push([`${key} tx`, `${key} link rate`, s.t, (s.tx_bytes - prev[1]) * 8 / 1e6 / (s.t - prev[0])]);
       }
       if (s.tx_bytes != null) lastTx[key] = [s.t, s.tx_bytes];
+    } else if (s.kind === 'event' && s.event === 'reroute') {
+      document.getElementById('log').textContent = `${s.t.toFixed(2)} s: ${s.flow} rerouted onto ${s.path}`;
     } else if (s.kind === 'event' && s.event === 'update') {
       pts['chart-fast'].push([`${s.flow} base`, `${s.flow} baseRTT (ms)`, s.t, s.base_rtt_us / 1000]);
       pts['chart-fast'].push([`${s.flow} avg`, `${s.flow} avgRTT (ms)`, s.t, s.avg_rtt_us / 1000]);
