@@ -10,6 +10,10 @@ Security: loopback only unless an access token is given; every state-changing re
 per-app CSRF token in `X-CSRF-Token` and a JSON body; run ids are checked against a strict
 pattern and looked up in SQLite before any file is touched; specs go through the spec schema and
 the engine's validation (which never uses a shell).
+
+Guided labs (`webapp.guided` over `fastlab.labs`): /labs lists the labs, /labs/<n> shows a handout
+with its steps; running a step queues an ordinary run that remembers its lab, step and form, and
+its checkpoints are evaluated on the finished run directory (/api/runs/<id>/checkpoints).
 """
 
 from __future__ import annotations
@@ -42,9 +46,12 @@ from flask import (
     send_file,
     stream_with_context,
 )
+from werkzeug.exceptions import BadRequest
 
 from fastlab import paths
+from fastlab.labs import LABS_DIR, LabError
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
+from webapp import guided
 from webapp import runner as q
 from webapp.openapi import document
 
@@ -77,7 +84,8 @@ def presets() -> list[dict[str, Any]]:
 
 def create_app(results_root: Path | None = None, db_path: Path | None = None, *, host: str = "127.0.0.1",
                token: str | None = None, start_worker: bool = True, cleanup_on_start: bool | None = None,
-               runner: q.Runner | None = None, max_duration_s: float = MAX_DURATION_S) -> Flask:
+               runner: q.Runner | None = None, max_duration_s: float = MAX_DURATION_S,
+               labs_dir: Path | None = None) -> Flask:
     """The web app.
 
     host: where it will be served; off loopback an access `token` is required (checked on every
@@ -85,6 +93,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     start_worker: run queued experiments (False: the queue only fills, for tests and fuzzing).
     cleanup_on_start: remove leftovers of dead runs (`fastlab.runstate.cleanup`); default = start_worker.
     runner: the engine entry point (default `fastlab.engine.run_experiment`).
+    labs_dir: the folder of the guided labs (default the repository's labs/; config LABS_DIR).
     """
     token = token or None
     if host not in LOOPBACK and not token:
@@ -93,7 +102,8 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     root = Path(results_root or paths.results_root())
     database = Path(db_path or root / "history.sqlite3")
     app.config.update(RESULTS_ROOT=root, DATABASE=database, MAX_CONTENT_LENGTH=256 * 1024,
-                      ACCESS_TOKEN=token, CSRF_TOKEN=secrets.token_urlsafe(32), MAX_DURATION_S=max_duration_s)
+                      ACCESS_TOKEN=token, CSRF_TOKEN=secrets.token_urlsafe(32), MAX_DURATION_S=max_duration_s,
+                      LABS_DIR=Path(labs_dir or LABS_DIR))
     manager = q.RunManager(root, database, runner)
     app.extensions["fastlab_runs"] = manager
     caps_cache: dict[str, Any] = {}
@@ -158,6 +168,13 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         resp.headers.setdefault("Referrer-Policy", "no-referrer")
         return resp
 
+    @app.errorhandler(404)
+    def not_found(exc: Any) -> Any:
+        """The API answers in JSON even for paths no route matches (e.g. a lab ref with a slash)."""
+        if request.path.startswith("/api/"):
+            return api_error(404, f"not found: {request.path}")
+        return exc
+
     @app.errorhandler(413)
     def too_large(_e: Any) -> Any:
         return api_error(413, f"request body larger than {app.config['MAX_CONTENT_LENGTH']} bytes")
@@ -197,6 +214,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
             except ValueError:
                 out[key] = None
         out["status"] = out.get("status") or "done"
+        out["lab_short"] = bool(out.get("lab_short")) if out.get("lab") else None
         out["position"] = manager.position(row["id"]) if out["status"] == "queued" else None
         return out
 
@@ -348,23 +366,30 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
                         "links": {k: {"backend": b[0], "why": b[1]} for k, b in prepared.backends.items()},
                         "flows": [f.id for f in prepared.flows]})
 
+    def enqueue(spec: ExperimentSpec, lab: str | None = None, step: str | None = None,
+                short: bool | None = None) -> Response:
+        """Queue a checked spec (a lab step run names its lab folder, step and form); 201 with the run."""
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        run_id = f"{stamp}-{spec.name}-w{secrets.token_hex(3)}"
+        plain = to_plain(spec)
+        conn = db()
+        conn.execute("INSERT INTO runs (id, name, topology, status, spec, created, lab, lab_step, lab_short) "
+                     "VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
+                     (run_id, spec.name, spec.topology, json.dumps(plain), q.now(), lab, step,
+                      None if short is None else int(short)))
+        conn.commit()
+        manager.wake()
+        resp = jsonify(run_row(run_id) | {"url": f"/runs/{run_id}"})
+        resp.status_code = 201
+        return resp
+
     @app.post("/api/runs")
     def api_submit() -> Any:
         try:
             spec, _ = check_spec(body_spec())
         except SpecError as exc:
             return api_error(422, str(exc))
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        run_id = f"{stamp}-{spec.name}-w{secrets.token_hex(3)}"
-        plain = to_plain(spec)
-        conn = db()
-        conn.execute("INSERT INTO runs (id, name, topology, status, spec, created) VALUES (?, ?, ?, 'queued', ?, ?)",
-                     (run_id, spec.name, spec.topology, json.dumps(plain), q.now()))
-        conn.commit()
-        manager.wake()
-        resp = jsonify(run_row(run_id) | {"url": f"/runs/{run_id}"})
-        resp.status_code = 201
-        return resp
+        return enqueue(spec)
 
     @app.post("/api/runs/<run_id>/cancel")
     def api_cancel(run_id: str) -> Any:
@@ -462,6 +487,81 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
 
         return Response(stream_with_context(gen()), mimetype="text/event-stream",
                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    # --- guided labs -------------------------------------------------------------------------------
+    def lab_or_error(ref: str, step_id: str | None = None, *, api: bool = True) -> Any:
+        """The lab (and checks the step): 404 if there is no such lab or step, 500 if the lab cannot load."""
+        try:
+            lab = guided.find_lab(ref, Path(app.config["LABS_DIR"]))
+            if step_id is not None:
+                guided.find_step(lab, step_id)
+        except guided.LabNotFound as exc:
+            abort(api_error(404, str(exc)) if api else 404)
+        except LabError as exc:  # a broken lab folder: say what is wrong with it
+            if api:
+                abort(api_error(500, str(exc)))
+            abort(500, description=str(exc))
+        return lab
+
+    def step_runs(lab_name: str, per_step: int = 5) -> dict[str, list[dict[str, Any]]]:
+        """The latest runs of each step of a lab, newest first."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for row in db().execute("SELECT * FROM runs WHERE lab = ? ORDER BY COALESCE(created, started) DESC",
+                                (lab_name,)):
+            runs = out.setdefault(row["lab_step"], [])
+            if len(runs) < per_step:
+                runs.append(as_dict(row))
+        return out
+
+    @app.get("/labs")
+    def labs_page() -> str:
+        return render_template("labs.html", labs=guided.catalogue(Path(app.config["LABS_DIR"])))
+
+    @app.get("/labs/<ref>")
+    def lab_page(ref: str) -> str:
+        lab = lab_or_error(ref, api=False)
+        return render_template("lab.html", lab=guided.detail(lab), handout=guided.render_markdown(lab.handout()),
+                               runs=step_runs(lab.name), spec_yaml=guided.spec_yaml)
+
+    @app.get("/api/labs")
+    def api_labs() -> Any:
+        return jsonify(guided.catalogue(Path(app.config["LABS_DIR"])))
+
+    @app.get("/api/labs/<ref>")
+    def api_lab(ref: str) -> Any:
+        return jsonify(guided.detail(lab_or_error(ref)))
+
+    @app.post("/api/labs/<ref>/steps/<step_id>/run")
+    def api_lab_run(ref: str, step_id: str) -> Any:
+        lab = lab_or_error(ref, step_id)
+        try:
+            options = guided.run_request(request.get_json() if request.content_length else {})
+        except BadRequest:
+            return api_error(400, "body: not valid JSON")
+        except ValueError as exc:
+            return api_error(400, str(exc))
+        try:
+            spec, _ = check_spec(to_plain(lab.build_spec(step_id, options.short)))
+        except (LabError, SpecError) as exc:
+            return api_error(422, str(exc))
+        return enqueue(spec, lab.name, step_id, options.short)
+
+    @app.get("/api/runs/<run_id>/checkpoints")
+    def api_checkpoints(run_id: str) -> Any:
+        row = run_row(run_id)
+        if not row["lab"]:
+            return api_error(404, f"run {run_id} is not a lab step run: it has no checkpoints")
+        if row["status"] != "done":
+            when = "when it has finished" if row["status"] in q.ACTIVE else "only on a run that finished (done)"
+            return api_error(409, f"run is {row['status']}: checkpoints are evaluated {when}")
+        lab = lab_or_error(row["lab"], row["lab_step"])
+        try:
+            result = guided.evaluate(lab, row["lab_step"], root / run_id)
+        except Exception as exc:  # noqa: BLE001 - the lab author's checkpoint code: report, keep serving
+            return api_error(500, f"{lab.name} step {row['lab_step']}: checkpoint code failed: "
+                                  f"{exc.__class__.__name__}: {exc}")
+        return jsonify({"run": run_id, "lab": lab.number, "lab_name": lab.name, "step": row["lab_step"],
+                        "short": row["lab_short"], **result})
 
     app.jinja_env.globals["app_env"] = os.environ.get("FASTLAB_ENV", "")
     return app

@@ -18,6 +18,16 @@ def document() -> dict[str, Any]:
              "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     json_spec = {"required": True, "content": {"application/json": {
         "schema": {"$ref": "#/components/schemas/ExperimentSpec"}}}}
+    lab = {"name": "lab", "in": "path", "required": True, "schema": {"type": "string", "maxLength": 100},
+           "description": "lab number (1, 01), folder name (01-long-fat-pipes) or slug"}
+    step = {"name": "step", "in": "path", "required": True,
+            "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]{0,15}$"}}
+
+    def returns(description: str, schema: str, array: bool = False) -> dict[str, Any]:
+        item = {"$ref": f"#/components/schemas/{schema}"}
+        return {"description": description, "content": {"application/json": {
+            "schema": {"type": "array", "items": item} if array else item}}}
+
     return {
         "openapi": "3.0.3",
         "info": {"title": "fastlab web app API", "version": "1.0",
@@ -51,6 +61,26 @@ def document() -> dict[str, Any]:
                                                              "`status` (queue position/state), `end`",
                                               "content": {"text/event-stream": {"schema": {"type": "string"}}}},
                                       "404": error}}},
+            "/api/runs/{run_id}/checkpoints": {
+                "get": {"summary": "a lab step run's checkpoints, evaluated on its finished run directory",
+                        "operationId": "runCheckpoints", "parameters": [run_id],
+                        "responses": {"200": returns("each checkpoint: pass/fail, measured value, expected "
+                                                     "range and why that tolerance", "Checkpoints"),
+                                      "404": error, "409": error, "500": error}}},
+            "/api/labs": {
+                "get": {"summary": "the guided labs (a lab that cannot be loaded carries `error`)",
+                        "operationId": "listLabs", "responses": {"200": returns("labs by number", "Lab", True)}}},
+            "/api/labs/{lab}": {
+                "get": {"summary": "one lab: handout (Markdown), steps with their resolved specs and checkpoints",
+                        "operationId": "getLab", "parameters": [lab],
+                        "responses": {"200": returns("the lab", "Lab"), "404": error, "500": error}}},
+            "/api/labs/{lab}/steps/{step}/run": {
+                "post": {"summary": "queue a lab step as an ordinary run (the step's spec, default or short form)",
+                         "operationId": "runLabStep", "parameters": [lab, step, csrf],
+                         "requestBody": {"required": False, "content": {"application/json": {
+                             "schema": {"$ref": "#/components/schemas/LabRunRequest"}}}},
+                         "responses": {"201": returns("queued", "Run"), "400": error, "403": error, "404": error,
+                                       "415": error, "422": error}}},
             "/api/runs/{run_id}/bundle": {
                 "get": {"summary": "the run as a zip with MANIFEST.sha256", "operationId": "downloadBundle",
                         "parameters": [run_id],
@@ -91,6 +121,37 @@ def document() -> dict[str, Any]:
                 "position": {"type": "integer", "nullable": True}, "error": {"type": "string", "nullable": True},
                 "topology": {"type": "string"}, "created": {"type": "string", "nullable": True},
                 "started": {"type": "string", "nullable": True}, "summary": {"type": "object", "nullable": True},
-                "spec": {"type": "object", "nullable": True}}},
+                "spec": {"type": "object", "nullable": True},
+                "lab": {"type": "string", "nullable": True, "description": "lab folder of a lab step run"},
+                "lab_step": {"type": "string", "nullable": True},
+                "lab_short": {"type": "boolean", "nullable": True}}},
+            "LabRunRequest": {"type": "object", "additionalProperties": False, "properties": {
+                "short": {"type": "boolean", "default": False,
+                          "description": "run the step's short form (shorter durations or scale, same checkpoints)"}}},
+            "LabStep": {"type": "object", "properties": {
+                "id": {"type": "string"}, "title": {"type": "string"},
+                "spec": {"type": "string", "description": "spec file, relative to the lab folder"},
+                "set": {"type": "array", "items": {"type": "string"}},
+                "short": {"type": "array", "items": {"type": "string"}},
+                "checkpoints": {"type": "array", "items": {"type": "object"}},
+                "experiment": {"type": "object", "nullable": True, "description": "resolved spec (one lab)"},
+                "experiment_short": {"type": "object", "nullable": True},
+                "error": {"type": "string", "nullable": True}}},
+            "Lab": {"type": "object", "required": ["number", "name", "url"], "properties": {
+                "number": {"type": "integer"}, "name": {"type": "string"}, "slug": {"type": "string"},
+                "title": {"type": "string"}, "summary": {"type": "string"}, "minutes": {"type": "number"},
+                "url": {"type": "string"}, "error": {"type": "string", "description": "why the lab cannot be loaded"},
+                "handout": {"type": "string", "description": "README.md (GET /api/labs/{lab})"},
+                "steps": {"type": "array", "items": {"$ref": "#/components/schemas/LabStep"}}}},
+            "CheckResult": {"type": "object", "properties": {
+                "name": {"type": "string"}, "passed": {"type": "boolean"},
+                "measured": {"oneOf": [{"type": "number"}, {"type": "string"}], "nullable": True},
+                "expected": {"type": "string", "description": "the accepted range"},
+                "tolerance": {"type": "string", "description": "why the range is what it is"},
+                "note": {"type": "string"}}},
+            "Checkpoints": {"type": "object", "properties": {
+                "run": {"type": "string"}, "lab": {"type": "integer"}, "lab_name": {"type": "string"},
+                "step": {"type": "string"}, "short": {"type": "boolean"}, "passed": {"type": "boolean"},
+                "checks": {"type": "array", "items": {"$ref": "#/components/schemas/CheckResult"}}}},
         }},
     }

@@ -1,8 +1,10 @@
-"""Fixtures of the web app tests: a spec, an app without worker, a real server in a thread, a fake engine."""
+"""Fixtures of the web app tests: a spec, an app without worker, a real server in a thread, a fake engine,
+Debian chromium through Playwright, and a tiny lab folder (independent of the repository's labs)."""
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -23,6 +25,12 @@ settings.load_profile("fastlab-webapp")
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--headless"]
+# points of the first flow trace of the live throughput chart
+FLOW_POINTS = """() => { const d = document.getElementById('chart-goodput').data || [];
+  const t = d.find(x => !x.name.includes('link')); return t ? t.x.length : 0; }"""
 
 
 def good_spec(**changes: Any) -> dict[str, Any]:
@@ -132,3 +140,105 @@ def wait_status(app: Any, run_id: str, statuses: tuple[str, ...], timeout: float
             return status
         time.sleep(0.2)
     raise AssertionError(f"run {run_id} still {status} after {timeout} s")
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    if os.geteuid() != 0:
+        pytest.fail("the browser tests run real experiments: run them as root")
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian chromium is missing: apt-get install -y chromium (scripts/setup.sh installs it)")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+# --- a tiny lab ------------------------------------------------------------------------------------
+# One cubic flow on a 20 Mb/s, 20 ms dumbbell: the short form runs 4 s (about 7 s wall time here).
+# Its checkpoints: one that passes, the same figure against an impossible range (must FAIL with the
+# same measured value) and one that reads a flow the run does not have (cannot evaluate -> FAIL).
+# The handout carries HTML and a javascript: link that the page must not pass through.
+TINY_HANDOUT = """\
+# Tiny lab
+
+A handout with an equation `w = alpha·D/(D−d)` and a table:
+
+| rate | RTT |
+|------|-----|
+| 20 Mb/s | 20 ms |
+
+<script>window.pwned = 1</script>
+<img src="x" onerror="window.pwned = 2">
+[a link that must not run](javascript:window.pwned=3)
+
+1. Run step `fill`: `sudo fastlab lab run 1 --step fill`
+"""
+TINY_LAB = """\
+title: Tiny lab of the web app tests
+summary: One cubic flow fills a 20 Mb/s dumbbell.
+minutes: 0.5
+steps:
+  - id: fill
+    title: One cubic flow fills the bottleneck
+    spec: specs/one-cubic.yaml
+    set: [duration_s=8]
+    short: [duration_s=4]
+    checkpoints:
+      - check: utilization
+        args: {lo: 0.8, hi: 1.02}
+      - check: utilization
+        name: impossible utilization
+        args: {lo: 1.5, hi: 2.0}
+      - check: throughput
+        name: missing flow
+        args: {flow: f9, lo: 1, hi: 30}
+  - id: nocc
+    title: A step whose congestion control this machine does not have
+    spec: specs/one-cubic.yaml
+    set: [flows.0.cc=nosuchcc]
+    checkpoints:
+      - check: utilization
+        args: {lo: 0.8, hi: 1.02}
+"""
+TINY_SPEC = """\
+name: tiny-cubic
+topology: dumbbell
+topology_args: {rate_mbps: 20, rtt_ms: 20, buffer_bdp: 1.0}
+duration_s: 8
+seed: 1
+flows:
+  - {src: h1, dst: h2, cc: cubic}
+"""
+TINY_CHECKPOINTS = """\
+from fastlab.labs import CheckResult, StepRun, checkpoint, within
+
+WHY = "one loss-based flow keeps a 1-BDP buffer from emptying after slow start (80 RTTs of 20 ms in 4 s)"
+
+
+@checkpoint
+def utilization(run: StepRun, lo: float, hi: float) -> CheckResult:
+    return within("bottleneck utilization", run.link_summary("bottleneck")["utilization"], lo, hi, WHY)
+
+
+@checkpoint
+def throughput(run: StepRun, flow: str, lo: float, hi: float) -> CheckResult:
+    return within(f"{flow} throughput", run.flow_summary(flow)["throughput_mbps"], lo, hi, WHY, "Mb/s")
+"""
+
+
+def write_tiny_lab(root: Path) -> Path:
+    """labs root with 01-tiny (see above); returns the root."""
+    folder = root / "01-tiny"
+    (folder / "specs").mkdir(parents=True)
+    (folder / "README.md").write_text(TINY_HANDOUT)
+    (folder / "lab.yaml").write_text(TINY_LAB)
+    (folder / "specs" / "one-cubic.yaml").write_text(TINY_SPEC)
+    (folder / "checkpoints.py").write_text(TINY_CHECKPOINTS)
+    return root
+
+
+@pytest.fixture
+def tiny_labs(tmp_path: Path) -> Path:
+    return write_tiny_lab(tmp_path / "labs")

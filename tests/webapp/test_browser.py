@@ -6,34 +6,14 @@ run goes -> results page -> bundle download verified. Screenshots go to test-art
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
 
 from fastlab.bundle import verify
-from tests.webapp.conftest import ARTIFACTS
+from tests.webapp.conftest import ARTIFACTS, FLOW_POINTS
 from webapp import create_app
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--headless"]
-FLOW_POINTS = """() => { const d = document.getElementById('chart-goodput').data || [];
-  const t = d.find(x => !x.name.includes('link')); return t ? t.x.length : 0; }"""
-
-
-@pytest.fixture
-def browser():
-    if os.geteuid() != 0:
-        pytest.fail("the browser test runs a real experiment: run it as root")
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian chromium is missing: apt-get install -y chromium (scripts/setup.sh installs it)")
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 @pytest.mark.timeout(240)

@@ -1,0 +1,77 @@
+"""Browser test of the guided mode: Playwright + Debian chromium, a real waitress server, the real engine.
+
+/labs -> the tiny lab (conftest) -> its handout (HTML in it stays inert) -> "Run short" on its 4 s
+dumbbell step -> the run's live page (status running, the throughput chart grows) -> when the run
+ends, the checkpoint table: PASS with the measured utilization, FAIL for the impossible range ->
+back on the lab page the step lists the run and its checkpoints. Screenshots go to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.webapp.conftest import ARTIFACTS, FLOW_POINTS
+from webapp import create_app
+
+
+@pytest.mark.timeout(180)
+def test_run_a_lab_step_and_see_live_traces_and_checkpoints(tmp_path: Path, tiny_labs: Path,
+                                                            live_server_factory, browser) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    app = create_app(results_root=tmp_path / "results", cleanup_on_start=False, labs_dir=tiny_labs)
+    server = live_server_factory(app)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    page.goto(server.url + "/")
+    page.click("nav a[href='/labs']")
+    page.wait_for_url("**/labs")
+    assert "One cubic flow fills a 20 Mb/s dumbbell." in page.inner_text("#labs")
+    page.click("#labs a:has-text('Tiny lab of the web app tests')")
+    page.wait_for_url("**/labs/01-tiny")
+    assert page.inner_text("#handout h1") == "Tiny lab"
+    assert "<script>window.pwned = 1</script>" in page.inner_text("#handout")  # shown as text, not run
+    assert page.evaluate("window.pwned") is None
+    assert page.locator("#handout a").count() == 0  # the javascript: link is not a link
+    step = page.locator("#step-fill")
+    step.locator("summary").click()
+    assert "duration_s: 8.0" in step.locator("pre").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "labs-1-lab-page.png"), full_page=True)
+
+    step.locator("button.run-step[data-short='1']").click()
+    page.wait_for_url("**/runs/*", timeout=10_000)
+    run_id = page.url.rsplit("/", 1)[1]
+    assert "short form" in page.inner_text("h2:has(#lab-step)")
+    # live: the run goes, the throughput chart gains points; checkpoints wait for the end
+    page.wait_for_function("document.getElementById('status').textContent.startsWith('running')", timeout=60_000)
+    assert page.inner_text("#checkpoints") == "evaluated when the run has finished"
+    page.wait_for_function(f"({FLOW_POINTS})() > 5", timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "labs-2-live.png"), full_page=True)
+
+    # the page reloads itself when the run ends and shows the checkpoint results
+    page.wait_for_selector("#checkpoints[data-loaded]", timeout=90_000)
+    api = app.test_client().get(f"/api/runs/{run_id}/checkpoints").get_json()
+    measured = next(c["measured"] for c in api["checks"] if c["name"] == "bottleneck utilization")
+    row = page.locator("#checkpoints tr[data-checkpoint='bottleneck utilization']")
+    assert row.get_attribute("class") == "pass"
+    assert row.locator(".verdict").inner_text() == "PASS"
+    shown = float(row.locator(".measured").inner_text())
+    assert 0.8 <= shown <= 1.02 and shown == pytest.approx(measured, rel=1e-3)
+    assert "0.8..1.02" in row.inner_text() and "1-BDP buffer" in row.inner_text()
+    failed = page.locator("#checkpoints tr[data-checkpoint='impossible utilization']")
+    assert failed.locator(".verdict").inner_text() == "FAIL"
+    assert float(failed.locator(".measured").inner_text()) == shown
+    assert page.inner_text("#checkpoints p") == "2 of 3 checkpoints failed"
+    assert page.locator("#bundle").count() == 1  # an ordinary run: report and bundle
+    page.screenshot(path=str(ARTIFACTS / "labs-3-checkpoints.png"), full_page=True)
+
+    # back to the lab: the step lists this run and its checkpoints
+    page.click("#lab-step")
+    page.wait_for_url("**/labs/01-tiny#step-fill")
+    page.wait_for_selector("#step-fill .checkpoints[data-loaded]", timeout=20_000)
+    assert run_id in page.locator("#step-fill table.step-runs").inner_html()
+    assert page.locator("#step-fill tr.pass .verdict").inner_text() == "PASS"
+    assert not errors, errors
