@@ -97,8 +97,10 @@ def reproduce_md(directory: Path, bundle_name: str) -> str:
             "", "## Rerun by hand", "", "```sh", f"unzip {bundle_name}",
             f"sudo fastlab run {top}/spec.yaml --out rerun-{top}", "```"]
     else:
+        from fastlab.sweep import finished_points  # sweep.py uses this module: import when needed
+
         state = _read_json(directory / SWEEP_STATE)
-        done = sorted(p.parent.name for p in (directory / "points").glob("*/point.json"))
+        done = finished_points(directory)
         lines = [f"# Reproducing fastlab sweep `{top}`", "",
                  f"This bundle is a parameter sweep: `sweep.yaml` (the spec with its `sweep:` section), `{SWEEP_STATE}`"
                  " (the points), one run directory per finished point under `points/`, `aggregate.csv` (one row per "
@@ -121,6 +123,20 @@ def reproduce_md(directory: Path, bundle_name: str) -> str:
                                "`fastlab/replay.py` (`TOLERANCES`) and says `consistent` or `differs`.", ""])
 
 
+def _member_files(directory: Path, exclude: set[Path]) -> list[Path]:
+    """The regular files to bundle: no symlinks, no hidden scratch files (atomic-write temporaries, a
+    point being received), and of a sweep only the points that finished."""
+    excluded = {p.resolve() for p in exclude}
+    files = [p for p in directory.rglob("*") if p.is_file() and not p.is_symlink() and p.resolve() not in excluded
+             and not any(part.startswith(".") for part in p.relative_to(directory).parts)]
+    if kind_of(directory) == "sweep":
+        from fastlab.sweep import finished_points
+
+        done = set(finished_points(directory))
+        files = [p for p in files if (rel := p.relative_to(directory).parts)[0] != "points" or rel[1] in done]
+    return sorted(files)
+
+
 def export(directory: Path | str, zip_path: Path | str) -> Path:
     """Write a run or sweep directory as a zip with REPRODUCE.md and a SHA-256 manifest; returns the zip's path."""
     directory, zip_path = Path(directory), Path(zip_path)
@@ -128,13 +144,11 @@ def export(directory: Path | str, zip_path: Path | str) -> Path:
         raise BundleError(f"{directory}: not a directory")
     readme = reproduce_md(directory, zip_path.name)
     top = directory.name
-    files = sorted(p for p in directory.rglob("*") if p.is_file() and not p.is_symlink()
-                   and p.resolve() != zip_path.resolve())
     lines = []
     zip_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = zip_path.with_name(zip_path.name + ".tmp")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        members = [(p.relative_to(directory).as_posix(), p) for p in files]
+        members = [(p.relative_to(directory).as_posix(), p) for p in _member_files(directory, {zip_path, tmp})]
         for rel, path in [(r, p) for r, p in members if r not in (MANIFEST, REPRODUCE)] + [(REPRODUCE, None)]:
             data = path.read_bytes() if path is not None else readme.encode()
             lines.append(f"{_sha256(data)}  {rel}")
@@ -211,8 +225,8 @@ def extract(zip_path: Path | str, dest: Path | str, *, bundle_files: bool = True
     with zipfile.ZipFile(zip_path) as zf:
         infos = [i for i in zf.infolist() if not i.is_dir()]
         for info in infos:
-            mode = info.external_attr >> 16
-            if mode and not stat.S_ISREG(mode):
+            file_type = stat.S_IFMT(info.external_attr >> 16)  # 0: no Unix type recorded (plain writestr)
+            if file_type and file_type != stat.S_IFREG:
                 raise BundleError(f"{zip_path}: member {info.filename!r} is not a regular file")
         if sum(i.file_size for i in infos) > MAX_EXTRACT_BYTES:
             raise BundleError(f"{zip_path}: unpacks to more than {MAX_EXTRACT_BYTES} bytes")

@@ -3,32 +3,72 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import zipfile
 from pathlib import Path
 
-from fastlab.bundle import MANIFEST, export, verify
+import pytest
+
+from fastlab.bundle import MANIFEST, REPRODUCE, BundleError, export, extract, verify
+
+SPEC = "name: demo\ntopology: dumbbell\nduration_s: 8\nseed: 3\nflows:\n- {src: h1, dst: h2, cc: fast}\n"
+SUMMARY = {"flows": [{"id": "f1", "src": "h1", "dst": "h2", "cc": "fast", "throughput_mbps": 18.3, "min_rtt_ms": 20.9,
+                      "mean_rtt_ms": 25.7, "retransmits": 9}],
+           "links": [{"id": "bottleneck", "utilization": 0.93, "mean_backlog_pkts": 7.0, "drops": 9, "loss_drops": 9}],
+           "jain_index": 1.0}
+ENVIRONMENT = {"run": {"prefix": "flabcd", "host": "vm"}, "kernel": "6.18.0",
+               "backends": {"delay": {"backend": "emulator", "why": "no sch_netem"}},
+               "shaping": [{"link": "bottleneck", "backend": "emulator", "why": "loss must be seeded and repeatable"}],
+               "congestion_control": {"builds": {"fast.bpf.o": "ab" * 32}}}
 
 
 def make_run(tmp_path: Path) -> Path:
     run = tmp_path / "20261122-050000-demo-flabcd"
     (run / "sub").mkdir(parents=True)
-    (run / "summary.json").write_text('{"jain_index": 1.0}')
+    (run / "spec.yaml").write_text(SPEC)
+    (run / "summary.json").write_text(json.dumps(SUMMARY))
+    (run / "environment.json").write_text(json.dumps(ENVIRONMENT))
     (run / "flows.csv").write_text("t,flow,cwnd\n" + "".join(f"{i},f1,{i}\n" for i in range(2000)))
-    (run / "sub" / "loss_drops_bottleneck.txt").write_text("17\n42\n")
+    (run / "sub" / "loss_drops_bottleneck.txt").write_text("ab 17\nab 42\n")
     return run
 
 
 def test_export_lists_every_file_with_its_sha256_and_verifies(tmp_path: Path) -> None:
     run = make_run(tmp_path)
+    (run / ".scratch.tmp").write_text("an atomic write in progress")
     zip_path = export(run, tmp_path / "out" / "bundle.zip")
     with zipfile.ZipFile(zip_path) as zf:
         names = sorted(zf.namelist())
         manifest = zf.read(f"{run.name}/{MANIFEST}").decode()
-    assert names == sorted(f"{run.name}/{n}" for n in ("summary.json", "flows.csv", "sub/loss_drops_bottleneck.txt",
-                                                        MANIFEST))
+        readme = zf.read(f"{run.name}/{REPRODUCE}").decode()
+    assert names == sorted(f"{run.name}/{n}" for n in ("spec.yaml", "summary.json", "environment.json", "flows.csv",
+                                                        "sub/loss_drops_bottleneck.txt", REPRODUCE, MANIFEST))
     digest = hashlib.sha256((run / "flows.csv").read_bytes()).hexdigest()
     assert f"{digest}  flows.csv" in manifest.splitlines()
+    assert len(manifest.splitlines()) == len(names) - 1  # every file but the manifest itself
+    # REPRODUCE.md says what ran, on which backends and CC build, and how to verify and replay it
+    for fact in ("seed 3", "loss must be seeded", "ab" * 32, "fastlab bundle verify bundle.zip",
+                 "fastlab bundle replay bundle.zip", "18.3 Mb/s"):
+        assert fact in readme, fact
     assert verify(zip_path) == []
+
+
+def test_extract_gives_back_the_directory_exactly(tmp_path: Path) -> None:
+    run = make_run(tmp_path)
+    zip_path = export(run, tmp_path / "bundle.zip")
+    root = extract(zip_path, tmp_path / "back", bundle_files=False)
+    assert root.name == run.name
+    assert {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()} == \
+        {p.relative_to(run): p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    with pytest.raises(BundleError, match="not empty"):
+        extract(zip_path, tmp_path / "back")
+
+
+def test_a_directory_that_is_no_run_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BundleError, match="not a run directory"):
+        export(tmp_path / "empty", tmp_path / "x.zip")
+    assert not (tmp_path / "x.zip").exists()
 
 
 def flip_byte_of_member(zip_path: Path, member: str) -> None:
@@ -49,6 +89,9 @@ def test_a_flipped_byte_is_reported(tmp_path: Path) -> None:
     flip_byte_of_member(zip_path, f"{run.name}/flows.csv")
     problems = verify(zip_path)
     assert problems and any("flows.csv" in p for p in problems), problems
+    with pytest.raises(BundleError, match="fails verification"):
+        extract(zip_path, tmp_path / "never")
+    assert not (tmp_path / "never").exists()
 
 
 def test_altered_missing_and_extra_files_are_reported(tmp_path: Path) -> None:
@@ -68,6 +111,18 @@ def test_altered_missing_and_extra_files_are_reported(tmp_path: Path) -> None:
     assert any("loss_drops_bottleneck.txt" in p and "missing" in p for p in problems)
     assert any("extra.txt" in p and "not listed" in p for p in problems)
     assert any("unsafe" in p and "evil" in p for p in problems)
+
+
+@pytest.mark.parametrize("name", ["/etc/evil", "../evil", "run/../../evil", "run\\..\\evil"])
+def test_unsafe_member_names_are_reported(tmp_path: Path, name: str) -> None:
+    run = make_run(tmp_path)
+    zip_path = export(run, tmp_path / "bundle.zip")
+    with zipfile.ZipFile(zip_path, "a") as zf:
+        zf.writestr(name, b"x")
+    assert any("unsafe" in p and repr(name) in p for p in verify(zip_path)), verify(zip_path)
+    with pytest.raises(BundleError):
+        extract(zip_path, tmp_path / "never")
+    assert not (tmp_path / "evil").exists() and not (tmp_path / "never").exists()
 
 
 def test_not_a_zip_is_a_problem_not_an_exception(tmp_path: Path) -> None:
