@@ -410,7 +410,11 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         if row["status"] in q.ACTIVE or not run_dir.is_dir():
             return api_error(409, f"run is {row['status']}: no bundle yet")
         tmpdir = Path(tempfile.mkdtemp(prefix="fastlab-bundle-"))
-        zip_path = bundle.export(run_dir, tmpdir / f"{run_id}.zip")
+        try:
+            zip_path = bundle.export(run_dir, tmpdir / f"{run_id}.zip")
+        except bundle.BundleError as exc:  # e.g. a failed run without summary.json
+            shutil.rmtree(tmpdir, ignore_errors=True)
+            return api_error(409, f"run is {row['status']}: {exc}")
 
         @after_this_request
         def remove(resp: Response) -> Response:
