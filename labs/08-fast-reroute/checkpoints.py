@@ -128,6 +128,19 @@ def window_falls(run: StepRun) -> CheckResult:
 
 
 @checkpoint
+def window_on_longer_path(run: StepRun, alpha: int = 10, last_s: float = 3.0) -> CheckResult:
+    """On Abilene FAST settles at its own equilibrium w = alpha*D/(D-d), with d the stale (Level(3)) baseRTT."""
+    first, second = _reroute_times(run)[:2]
+    rows = _between(_fast_updates(run), second - last_s, second)
+    theory = float((alpha * rows["avg_rtt_us"] / (rows["avg_rtt_us"] - rows["base_rtt_us"])).mean())
+    return within(f"FAST window / alpha*D/(D-d) over the last {last_s:g} s on Abilene",
+                  float(rows["cwnd"].mean()) / theory, (alpha - 2) / alpha, 1.2,
+                  f"D from FAST's avgRTT, d its baseRTT: w = {theory:.0f} packets, far below the path's BDP; the "
+                  "integer floor puts the equilibrium between (alpha-2)/alpha and 1 of that, +20% for a window "
+                  "still falling")
+
+
+@checkpoint
 def port_stats_rate(run: StepRun, min_hz: float = 5.0) -> CheckResult:
     """The controller's port statistics reached links.csv at >= 5 Hz per port."""
     ports = run.links[run.links["direction"] == "port"]
