@@ -4,7 +4,7 @@ Bounds come from the algorithms: FAST keeps alpha packets of its own in the bott
 (+-4 packets: the floor mode's equilibrium band is [alpha-2, alpha] times D/(D-d), plus sampling
 noise), its equilibrium rate does not depend on RTT (Jain >= 0.9), and its window moves halfway
 to the target every RTT (a new alpha is reached within a second). HSTCP's response function
-w = 0.12/p^0.835 gives 2.1 x Reno's 1.22/sqrt(p) window at p = 1e-4 (>= 1.25 asked, see the test);
+w = 0.12/p^0.835 gives 2.1 x Reno's 1.22/sqrt(p) window at p = 1e-4 (>= 1.6 asked);
 Limited Slow-Start grows at most max_ssthresh/2 segments per RTT.
 """
 
@@ -88,18 +88,21 @@ def mean_cwnd(out: Path, flow: str, after_s: float) -> float:
 
 
 def test_hstcp_beats_reno_under_seeded_random_loss(tmp_path: Path) -> None:
-    """50 Mb/s, 100 ms (BDP 417 packets), p = 1e-4: the response functions give 262 (HSTCP) and 122 (Reno)
-    packets, 2.1 x. Random rather than periodic losses and two windows that together nearly fill the
-    pipe (queueing couples them) pull the measured ratio down: 1.40-1.75 in runs here. A Reno-like
-    HSTCP would give 1.0, so 1.25 separates the two with room for the spread between seeds."""
-    spec = parse_spec({"name": "hstcp-reno", "topology": "dumbbell", "duration_s": 90, "seed": 3,
-                       "topology_args": {"pairs": 2, "rate_mbps": 50, "rtt_ms": 100},
-                       "links": {"bottleneck": {"loss": {"model": "bernoulli", "rate": 1e-4}}},
-                       "flows": [{"src": "h1", "dst": "h2", "cc": "hstcp"}, {"src": "h3", "dst": "h4", "cc": "reno"}]})
-    result = run_experiment(spec, out=tmp_path / "loss")
-    hstcp, reno = mean_cwnd(result.directory, "f1", 10), mean_cwnd(result.directory, "f2", 10)
+    """50 Mb/s, 100 ms (BDP 417 packets), p = 1e-4, each algorithm alone on the path (sharing it, the two
+    windows together nearly fill the pipe and queueing couples them): loss-limited, not capacity-limited.
+    The response functions give 262 (HSTCP) and 122 (Reno) packets, 2.1 x; random rather than periodic
+    losses spread both."""
+    windows = {}
+    for cc in ("hstcp", "reno"):
+        spec = parse_spec({"name": f"{cc}-loss", "topology": "dumbbell", "duration_s": 60, "seed": 3,
+                           "topology_args": {"rate_mbps": 50, "rtt_ms": 100},
+                           "links": {"bottleneck": {"loss": {"model": "bernoulli", "rate": 1e-4}}},
+                           "flows": [{"src": "h1", "dst": "h2", "cc": cc}]})
+        result = run_experiment(spec, out=tmp_path / cc)
+        windows[cc] = mean_cwnd(result.directory, "f1", 10)
+    hstcp, reno = windows["hstcp"], windows["reno"]
     print(f"mean cwnd: hstcp {hstcp:.1f}, reno {reno:.1f}, ratio {hstcp / reno:.2f} (theory 2.1)")
-    assert hstcp >= 1.25 * reno, (hstcp, reno)
+    assert hstcp >= 1.6 * reno, (hstcp, reno)
 
 
 def test_limited_slow_start(tmp_path: Path) -> None:
