@@ -20,7 +20,7 @@ unit: setup
 	$(PY) -m pytest -p no:cacheprovider tests/unit
 
 lint:
-	$(PY) -m ruff check fastlab topologies tests bench webapp
+	$(PY) -m ruff check fastlab topologies tests bench webapp labs controllers
 
 bench: setup
 	$(PY) bench/emulator.py

@@ -20,6 +20,7 @@ import importlib.util
 import inspect
 import json
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -39,6 +40,7 @@ LABS_DIR = paths.REPO / "labs"
 MAX_MINUTES = 10
 FOLDER_RE = re.compile(r"^(\d\d)-([a-z0-9][a-z0-9-]*)$")
 CHECKPOINT_MARK = "__fastlab_checkpoint__"
+TCPIP_HEADER_BYTES = 52  # IPv4 20 + TCP 20 + timestamps 12
 
 
 class LabError(ValueError):
@@ -149,6 +151,29 @@ class StepRun:
             raise MissingData(f"cc_events.csv has no events of flow {flow_id}")
         return rows
 
+    def flow_running(self, cc: str) -> str:
+        """The id of the (first) flow that runs congestion control `cc`."""
+        for flow in self.summary["flows"]:
+            if flow["cc"] == cc:
+                return str(flow["id"])
+        raise MissingData(f"summary.json has no {cc} flow")
+
+    def goodput_mbps(self, flow_id: str, t0: float, t1: float) -> float:
+        """A flow's acknowledged payload rate over [t0, t1] (run time, s), from its bytes_acked counter."""
+        rows = self.flow(flow_id)
+        rows = rows[(rows["t"] >= t0) & (rows["t"] <= t1)].dropna(subset=["bytes_acked"])
+        if len(rows) < 2 or rows["t"].iloc[-1] <= rows["t"].iloc[0]:
+            raise MissingData(f"flows.csv has fewer than two samples of flow {flow_id} in {t0:g}..{t1:g} s")
+        acked = rows["bytes_acked"].iloc[-1] - rows["bytes_acked"].iloc[0]
+        return float(acked) * 8 / 1e6 / float(rows["t"].iloc[-1] - rows["t"].iloc[0])
+
+    def utilization(self, flow_id: str, link_id: str, t0: float, t1: float) -> float:
+        """The flow's share of a link's capacity over [t0, t1]: its goodput plus TCP/IP headers
+        (52 bytes a segment, timestamps on) over the capacity, which counts IP bytes as shaping does."""
+        mss = float(self.flow(flow_id)["mss_bytes"].dropna().median())
+        ip_mbps = self.goodput_mbps(flow_id, t0, t1) * (mss + TCPIP_HEADER_BYTES) / mss
+        return ip_mbps / float(self.link_summary(link_id)["capacity_mbps"])
+
     def flow_summary(self, flow_id: str) -> dict[str, Any]:
         for flow in self.summary["flows"]:
             if flow["id"] == flow_id:
@@ -249,9 +274,11 @@ def _import_checkpoints(folder: Path) -> dict[str, Checkpoint]:
     spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None and spec.loader is not None
     module: ModuleType = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # dataclasses and pickling look their module up there
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # the lab author's code: report it as a load error
+        sys.modules.pop(module_name, None)
         raise LabError(f"{folder.name}/checkpoints.py: {exc.__class__.__name__}: {exc}") from None
     return {name: fn for name, fn in vars(module).items() if callable(fn) and getattr(fn, CHECKPOINT_MARK, False)}
 
@@ -334,7 +361,7 @@ def evaluate_step(lab: Lab, step_id: str, directory: Path | str) -> list[CheckRe
         try:
             result = lab.checks[call.check](run, **call.args)
             result.name = call.label if call.name else (result.name or call.label)
-        except (MissingData, KeyError, ValueError, OSError) as exc:
+        except (LookupError, ValueError, ArithmeticError, OSError) as exc:  # data it cannot use: a FAIL, not a crash
             result = CheckResult(call.label, False, "n/a", "", "", note=f"cannot evaluate: {exc}")
         results.append(result)
     return results

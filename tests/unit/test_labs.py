@@ -1,0 +1,232 @@
+"""Guided labs without root: strict loading (every refusal names its place), the CLI's usage errors,
+every lab in labs/ loads, and every lab's checkpoint code passes on its recorded runs and fails on
+an altered copy of them (so a checkpoint that cannot fail, or a broken one, cannot land)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fastlab.labs import LabError, StepRun, check_lab_run, evaluate_step, lab_folders, load_lab_folder
+from tests.conftest import EXAMPLE, fastlab
+
+CHECKPOINTS = '''
+from fastlab.labs import checkpoint, within
+
+
+@checkpoint
+def throughput(run, flow="f1", minimum=1.0):
+    return within("throughput", run.flow_summary(flow)["throughput_mbps"], minimum, 1e9, "any traffic")
+'''
+LAB_YAML = """
+title: A throwaway lab
+summary: Loads, or says where it does not.
+minutes: 2
+steps:
+  - id: one
+    title: The example
+    spec: specs/simple.yaml
+    set: [duration_s=5]
+    checkpoints:
+      - {check: throughput, args: {minimum: 2}}
+"""
+
+
+def make_lab(root: Path, name: str = "09-throwaway", lab_yaml: str = LAB_YAML, checkpoints: str = CHECKPOINTS) -> Path:
+    folder = root / name
+    (folder / "specs").mkdir(parents=True)
+    shutil.copy(EXAMPLE, folder / "specs" / "simple.yaml")
+    (folder / "lab.yaml").write_text(lab_yaml)
+    (folder / "checkpoints.py").write_text(checkpoints)
+    return folder
+
+
+def test_throwaway_lab_loads(tmp_path: Path) -> None:
+    lab = load_lab_folder(make_lab(tmp_path))
+    assert (lab.number, lab.slug, [s.id for s in lab.steps]) == (9, "throwaway", ["one"])
+    assert lab.build_spec("one").duration_s == 5 and set(lab.checks) == {"throughput"}
+
+
+@pytest.mark.parametrize("change, place", [
+    (("minutes: 2", "minutes: [2"), "not valid YAML at line"),
+    (("title: A throwaway lab\n", ""), "lab.yaml: title"),
+    (("minutes: 2", "minutes: 12"), "lab.yaml: minutes"),
+    (("minutes: 2", "minutes: 2\ncolour: red"), "lab.yaml: colour"),
+    (("check: throughput", "check: goodput"), "steps[0].checkpoints[0].check: unknown checkpoint 'goodput'"),
+    (("{minimum: 2}", "{maximum: 2}"), "steps[0].checkpoints[0].args: throughput"),
+    (("specs/simple.yaml", "../outside.yaml"), "steps[0].spec"),
+    (("specs/simple.yaml", "specs/missing.yaml"), "steps[0].spec"),
+    (("set: [duration_s=5]", "set: [duration_s=5]\n    steps: 3"), "steps[0].steps"),
+])
+def test_malformed_lab_yaml_names_the_place(tmp_path: Path, change: tuple[str, str], place: str) -> None:
+    (tmp_path / "outside.yaml").write_text(EXAMPLE.read_text())  # a real spec, but not the lab's
+    folder = make_lab(tmp_path, lab_yaml=LAB_YAML.replace(*change))
+    with pytest.raises(LabError, match="09-throwaway") as err:
+        load_lab_folder(folder)
+    assert place in str(err.value)
+
+
+def test_duplicate_step_id(tmp_path: Path) -> None:
+    step = LAB_YAML[LAB_YAML.index("  - id: one"):]
+    folder = make_lab(tmp_path, lab_yaml=LAB_YAML + step)
+    with pytest.raises(LabError, match=r"lab.yaml: steps\[1\].id: duplicate step id 'one'"):
+        load_lab_folder(folder)
+
+
+@pytest.mark.parametrize("name", ["9-short-number", "09_underscore", "09-Capital", "lab-09"])
+def test_bad_folder_name(tmp_path: Path, name: str) -> None:
+    with pytest.raises(LabError, match="NN-slug"):
+        load_lab_folder(make_lab(tmp_path, name=name))
+
+
+@pytest.mark.parametrize("checkpoints, place", [
+    (CHECKPOINTS + "\n1 / 0\n", "checkpoints.py: ZeroDivisionError"),
+    (CHECKPOINTS.replace("@checkpoint\n", ""), "unknown checkpoint 'throughput' (checkpoints.py defines: none)"),
+])
+def test_broken_checkpoints_module(tmp_path: Path, checkpoints: str, place: str) -> None:
+    with pytest.raises(LabError) as err:
+        load_lab_folder(make_lab(tmp_path, checkpoints=checkpoints))
+    assert place in str(err.value)
+
+
+def test_bad_step_override_names_the_step(tmp_path: Path) -> None:
+    lab = load_lab_folder(make_lab(tmp_path, lab_yaml=LAB_YAML.replace("duration_s=5", "duration_s=-5")))
+    with pytest.raises(LabError, match=r"09-throwaway step one \(specs/simple.yaml\): .*duration_s"):
+        lab.build_spec("one")
+    with pytest.raises(LabError, match="no step 'two'"):
+        lab.build_spec("two")
+
+
+# --- the CLI ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    (["lab", "list", "extra"], "unrecognized arguments"),
+    (["lab", "check"], "required: lab"),
+    (["lab", "check", "99"], "no lab '99'"),
+    (["lab", "check", "1", "--run", "/nonexistent/run"], "not a lab run"),
+    (["lab", "run", "99"], "no lab '99'"),
+    (["lab", "run", "1", "--step", "nope"], "no step 'nope'"),
+])
+def test_lab_usage_errors_exit_2(args: list[str], message: str) -> None:
+    proc = fastlab(*args)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_lab_run_refuses_a_full_out_directory(tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("mine")
+    proc = fastlab("lab", "run", "1", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "directory exists and is not empty" in proc.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_lab_list_shows_every_lab() -> None:
+    proc = fastlab("lab", "list")
+    assert proc.returncode == 0, proc.stderr
+    for folder in lab_folders():
+        assert folder.name in proc.stdout
+
+
+# --- every lab in labs/ ----------------------------------------------------------------------------
+
+def lab_steps(folders: list[Path]) -> list[tuple[Path, str]]:
+    """(lab folder, step id) of every lab; a lab that does not load gives one item whose test reports why."""
+    items: list[tuple[Path, str]] = []
+    for folder in folders:
+        try:
+            items += [(folder, step.id) for step in load_lab_folder(folder).steps]
+        except LabError:
+            items.append((folder, "unloadable"))
+    return items
+
+
+LABS = lab_folders()
+STEPS = lab_steps(LABS)
+
+
+def step_label(item: object) -> str:
+    return item.name if isinstance(item, Path) else str(item)
+
+
+@pytest.mark.parametrize("folder", LABS, ids=step_label)
+def test_lab_loads_and_is_complete(folder: Path) -> None:
+    lab = load_lab_folder(folder)
+    for part in ("README.md", "INSTRUCTOR.md"):
+        assert (folder / part).stat().st_size > 500, part
+    assert f"fastlab lab run {lab.number}" in lab.handout()
+    size = sum(p.stat().st_size for p in (folder / "recorded").rglob("*") if p.is_file())
+    assert size < 3_000_000, size
+    for step in lab.steps:
+        lab.build_spec(step.id)
+        lab.build_spec(step.id, short=True)
+
+
+@pytest.mark.parametrize("folder, step_id", STEPS, ids=step_label)
+def test_checkpoints_pass_on_the_recorded_run(folder: Path, step_id: str) -> None:
+    lab = load_lab_folder(folder)
+    results = evaluate_step(lab, step_id, folder / "recorded" / step_id)
+    assert results and all(r.passed for r in results), "\n".join(r.line() for r in results)
+
+
+def doubled_copy(recorded: Path, out: Path) -> Path:
+    """The recorded run with every window, queue and rate doubled: no lab's physics survives that."""
+    out.mkdir(parents=True)
+    for path in recorded.iterdir():
+        if path.name.endswith(".csv.gz"):
+            frame = pd.read_csv(path)
+            for column in ("cwnd_pkts", "bytes_acked", "goodput_mbps", "delivery_rate_mbps", "backlog_pkts",
+                           "backlog_bytes", "tx_mbps", "tx_bytes", "cwnd"):
+                if column in frame:
+                    frame[column] = frame[column] * 2
+            frame.to_csv(out / path.name.removesuffix(".gz"), index=False)
+        elif path.name == "summary.json":
+            summary = json.loads(path.read_text())
+            for item in summary["flows"] + summary["links"]:
+                for key in ("throughput_mbps", "mean_cwnd_pkts", "mean_backlog_pkts", "utilization"):
+                    if isinstance(item.get(key), int | float):
+                        item[key] *= 2
+            (out / path.name).write_text(json.dumps(summary))
+        else:
+            shutil.copy(path, out / path.name)
+    return out
+
+
+@pytest.mark.parametrize("folder, step_id", STEPS, ids=step_label)
+def test_checkpoints_fail_on_an_altered_run(folder: Path, step_id: str, tmp_path: Path) -> None:
+    lab = load_lab_folder(folder)
+    altered = doubled_copy(folder / "recorded" / step_id, tmp_path / step_id)
+    results = evaluate_step(lab, step_id, altered)
+    assert any(not r.passed for r in results), "\n".join(r.line() for r in results)
+
+
+@pytest.mark.parametrize("folder, step_id", STEPS, ids=step_label)
+def test_recorded_run_keeps_traces_gzipped(folder: Path, step_id: str) -> None:
+    run = StepRun(folder / "recorded" / step_id)
+    assert run.spec["name"] and run.summary["flows"]
+    assert not list(run.directory.glob("*.csv")), "store traces as .csv.gz"
+    with gzip.open(run.directory / "flows.csv.gz", "rt") as handle:
+        assert handle.readline().startswith("flow,t,")
+
+
+def test_lab_check_on_a_lab_run_made_of_recorded_steps(tmp_path: Path) -> None:
+    """`fastlab lab check` re-evaluates a finished lab run: one assembled from lab 01's recorded steps."""
+    lab = load_lab_folder(LABS[0])
+    for step in lab.steps:
+        shutil.copytree(lab.folder / "recorded" / step.id, tmp_path / "good" / step.id)
+        doubled_copy(lab.folder / "recorded" / step.id, tmp_path / "bad" / step.id)
+    for run_dir in (tmp_path / "good", tmp_path / "bad"):
+        (run_dir / "lab.json").write_text(json.dumps({"name": lab.name, "steps": [{"id": s.id} for s in lab.steps]}))
+    assert check_lab_run(tmp_path / "good").passed and not check_lab_run(tmp_path / "bad").passed
+    good = fastlab("lab", "check", str(lab.number), "--run", str(tmp_path / "good"))
+    assert good.returncode == 0 and "all checkpoints pass" in good.stdout, good.stdout + good.stderr
+    bad = fastlab("lab", "check", lab.slug, "--run", str(tmp_path / "bad"))
+    assert bad.returncode == 1 and "FAIL" in bad.stdout, bad.stdout + bad.stderr
+    other = load_lab_folder(LABS[1]) if len(LABS) > 1 else None
+    if other is not None:
+        wrong = fastlab("lab", "check", str(other.number), "--run", str(tmp_path / "good"))
+        assert wrong.returncode == 2 and f"it is a run of lab {lab.name}" in wrong.stderr, wrong.stderr
