@@ -242,7 +242,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         for flow in {(f.src, f.dst): f for f in prep.flows}.values():
             idle.append(_idle_rtt(net, flow, spec.idle_pings, random.Random(spec.seed)))
         log(f"run {prefix}: {len(prep.flows)} flow(s) for {spec.duration_s:g} s")
-        bus.t0 = time.monotonic()
+        bus.start(time.monotonic())
         traffic.start(bus.t0)
         ccs.schedule(spec, bus.t0, state.hosts)
         if control is not None:

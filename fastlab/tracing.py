@@ -29,8 +29,8 @@ class SampleBus:
         self.closed = False
 
     def emit(self, kind: str, sample: Sample) -> None:
-        record = {**sample, "kind": kind, "t": round(sample["t"] - self.t0, 6)}
         with self._lock:
+            record = {**sample, "kind": kind, "t": round(sample["t"] - self.t0, 6)}
             self._samples.append(record)
             subscribers = list(self._subscribers)
             queues = list(self._queues)
@@ -38,6 +38,14 @@ class SampleBus:
             callback(record)
         for q in queues:
             q.put(record)
+
+    def start(self, t0: float) -> None:
+        """Make `t0` (the flows' start) time zero; samples taken before it get negative times."""
+        with self._lock:
+            shift = self.t0 - t0
+            self.t0 = t0
+            for record in self._samples:
+                record["t"] = round(record["t"] + shift, 6)
 
     def subscribe(self, callback: Callable[[Sample], None], replay: bool = True) -> None:
         """Call `callback` for every sample; with replay, first for every sample so far."""

@@ -23,3 +23,13 @@ def test_bus_rebases_time_replays_history_and_ends_streams() -> None:
     assert list(bus.frame("flow")["cwnd_pkts"]) == [10]
     assert list(bus.frame("link").columns) == ["t", "link", "backlog_pkts"]
     assert list(bus.stream()) == [s for s in streamed]  # after the run: the whole history, then the end
+
+
+def test_samples_before_the_start_keep_their_order_with_negative_times() -> None:
+    """Link stats arrive while the network is built and pinged; the flows' start is time zero."""
+    bus = SampleBus(100.0)
+    bus.emit("link", {"t": 101.0, "link": "x", "tx_bytes": 0})
+    bus.start(105.0)
+    bus.emit("link", {"t": 105.5, "link": "x", "tx_bytes": 10})
+    frame = bus.frame("link")
+    assert list(frame["t"]) == [-4.0, 0.5] and frame["t"].is_monotonic_increasing
