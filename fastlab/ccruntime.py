@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastlab.cc import CongestionControl, Registry
-from fastlab.ccset import GLOBAL_ONLY
+from fastlab.ccset import GLOBAL_ONLY, ToolError
 from fastlab.runstate import RunState
 from fastlab.spec import ExperimentSpec, SpecError
 
@@ -166,13 +166,26 @@ class CCRuntime:
                 proc.wait()
         for thread in self._threads:
             thread.join(timeout=5)
+        # Every step runs even when one fails: a failed override clear must not leave the
+        # algorithm registered after the run. Failures are recorded, the first one raised.
+        errors: list[str] = []
         owned = {cc.name for cc in self._owned}
         for hp, pid in self._configured:
             if hp.cc not in owned:  # a namespace inode may be reused: leave no override behind
-                self.registry.lookup(hp.cc).loader.clear(pid)
+                try:
+                    self.registry.lookup(hp.cc).loader.clear(pid)
+                except ToolError as exc:
+                    errors.append(f"{hp.cc}: clearing {hp.host}'s parameters: {exc}")
         self._configured.clear()
         for cc in self._owned:
-            self.applied.append({"cc": cc.name, "unload": cc.loader.unload()})
+            try:
+                self.applied.append({"cc": cc.name, "unload": cc.loader.unload()})
+            except ToolError as exc:  # left in the run state: `fastlab cleanup` retries
+                errors.append(f"{cc.name}: unload: {exc}")
+                continue
             self.state.cc_loaded.remove(f"{cc.name}:{cc.loader.impl}")
             self.state.save()
         self._owned.clear()
+        if errors:
+            self.applied.append({"errors": errors})
+            raise ToolError("; ".join(errors))

@@ -197,6 +197,19 @@ def _idle_rtt(net: Network, flow: Flow, count: int, rng: random.Random) -> dict[
             "max_ms": ordered[-1], "samples_ms": samples}
 
 
+def _run_all(steps: list[Callable[[], Any]]) -> None:
+    """Teardown: call every step even when some fail, then raise the first failure as a RunError
+    (a run state that still lists a registered algorithm is kept for `fastlab cleanup`)."""
+    failures = []
+    for step in steps:
+        try:
+            step()
+        except Exception as exc:  # noqa: BLE001 - every teardown step must get its turn
+            failures.append(exc)
+    if failures:
+        raise RunError(f"teardown: {failures[0]}") from failures[0]
+
+
 def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: Registry | None = None,
                    caps: Capabilities | None = None,
                    on_sample: Callable[[dict[str, Any]], None] | None = None,
@@ -258,16 +271,8 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         if traffic.errors:
             raise RunError("; ".join(traffic.errors))
     finally:
-        traffic.stop()
-        try:
-            if control is not None:
-                control.stop()
-            ccs.stop()
-            shaper.stop()
-        finally:
-            net.stop()
-            bus.close()
-            state.release()
+        _run_all([traffic.stop, *([control.stop] if control is not None else []), ccs.stop, shaper.stop,
+                  net.stop, bus.close, lambda: None if state.cc_loaded else state.release()])
     flows_df = bus.frame("flow")
     links_df = analysis.add_rates(bus.frame("link"))
     events_df = bus.frame("event")
