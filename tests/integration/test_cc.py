@@ -34,6 +34,7 @@ def forward_backlog(out: Path, t0: float, t1: float) -> float:
 
 
 def test_issue_spec_with_fast_alpha_20(tmp_path: Path) -> None:
+    registered_before = "fast" in kernel_available()  # e.g. by a run of another user of this machine
     out = tmp_path / "fast"
     spec_file = tmp_path / "fast.yaml"
     spec_file.write_text(FAST_SPEC)
@@ -50,7 +51,7 @@ def test_issue_spec_with_fast_alpha_20(tmp_path: Path) -> None:
     assert (updates["alpha"] == 20).all() and updates["base_rtt_us"].min() >= 40_000
     env = json.loads((out / "environment.json").read_text())
     assert env["congestion_control"]["applied"][0]["impl"] == "bpf" and env["congestion_control"]["builds"]
-    assert "fast" not in kernel_available()  # the run unloaded what it loaded
+    assert ("fast" in kernel_available()) == registered_before  # the run unloaded what it loaded
 
 
 def test_alpha_change_mid_run_is_followed(tmp_path: Path) -> None:
@@ -138,9 +139,10 @@ def test_two_hosts_two_alphas_in_one_run(tmp_path: Path) -> None:
     (["cc_changes=[{at_s: 5, host: h1, cc: fast, args: {alpha: 30}}]"], "cc_changes[0].host"),
 ])
 def test_bad_cc_parameters_exit_2(tmp_path: Path, sets: list[str], field: str) -> None:
+    registered_before = "fast" in kernel_available()
     args = ["run", str(EXAMPLE), "--out", str(tmp_path / "never")]
     for item in sets:
         args += ["--set", item]
     proc = fastlab(*args)
     assert proc.returncode == 2 and field in proc.stderr, proc.stderr
-    assert not (tmp_path / "never").exists() and "fast" not in kernel_available()
+    assert not (tmp_path / "never").exists() and ("fast" in kernel_available()) == registered_before
