@@ -10,10 +10,12 @@ setup:
 run: setup
 	$(PY) -m webapp
 
-# All tests: lint, native unit tests, Python unit and integration tests (real namespaces).
+# All tests: lint, native unit tests, then (after removing what killed runs left behind)
+# Python unit and integration tests (real namespaces).
 test: setup lint
 	$(MAKE) -s -C linkemu test
 	$(MAKE) -s -C kernel-modules test modules-check
+	$(PY) -m fastlab cleanup
 	$(PY) -m pytest -p no:cacheprovider tests
 
 unit: setup

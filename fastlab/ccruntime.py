@@ -103,9 +103,12 @@ class CCRuntime:
     def configure(self, pids: dict[str, int]) -> None:
         for hp in self.hosts:
             cc = self.registry.lookup(hp.cc)
+            # A namespace inode may be reused from a run that died before clearing its overrides:
+            # every host starts from the global parameters, then gets its own.
+            cc.loader.clear(pids[hp.host])
+            self._configured.append((hp, pids[hp.host]))
             if hp.args:
                 cc.loader.set(hp.args, netns_pid=pids[hp.host])
-                self._configured.append((hp, pids[hp.host]))
             self.applied.append({"cc": hp.cc, "scope": "host", "host": hp.host, "args": hp.args})
 
     def start_events(self, flows: list[Any], pids: dict[str, int]) -> None:

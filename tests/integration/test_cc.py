@@ -11,12 +11,15 @@ Limited Slow-Start grows at most max_ssthresh/2 segments per RTT.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from fastlab.cc import kernel_available
+from fastlab.cc import default_registry, kernel_available
 from fastlab.engine import run_experiment
 from fastlab.spec import parse_spec, read_spec_text
 from tests.conftest import EXAMPLE, fastlab
@@ -128,6 +131,37 @@ def test_two_hosts_two_alphas_in_one_run(tmp_path: Path) -> None:
     events = pd.read_csv(result.directory / "cc_events.csv")
     alphas = events[events["event"] == "update"].groupby("flow")["alpha"].unique()
     assert [list(a) for a in alphas] == [[15], [45]]
+
+
+def test_a_dead_runs_override_on_a_reused_namespace_is_not_inherited() -> None:
+    """A run killed before its teardown leaves its per-namespace overrides in FAST's map; the
+    kernel reuses namespace inodes, so a new host may get that inode. Here a fresh namespace
+    stands for it: it carries alpha 77, and a run configuring that host without cc_args must
+    give it the global parameters."""
+    from fastlab.ccruntime import CCRuntime, HostParams
+    from fastlab.ccset import BpfLoader, run_tool
+    from fastlab.runstate import RunState, new_prefix
+
+    loader = BpfLoader("fast")
+    registered_here = loader.load()
+    holder = subprocess.Popen(["unshare", "--net", "sleep", "30"])
+    try:
+        deadline = time.monotonic() + 5
+        while os.stat(f"/proc/{holder.pid}/ns/net").st_ino == os.stat("/proc/self/ns/net").st_ino:
+            assert time.monotonic() < deadline, "unshare never entered a new namespace"
+            time.sleep(0.02)
+        loader.set({"alpha": 77}, netns_pid=holder.pid)
+        ccs = CCRuntime(default_registry(), RunState(new_prefix()), lambda *_: None,
+                        [HostParams("h1", "fast", {})], {})
+        ccs.configure({"h1": holder.pid})
+        got = run_tool("get", "fast", "--netns-pid", str(holder.pid))
+        assert got["overrides"] == {} and got["params"] == run_tool("get", "fast")["params"], got
+        ccs.stop()
+    finally:
+        holder.kill()
+        holder.wait()
+        if registered_here:
+            loader.unload()
 
 
 @pytest.mark.parametrize("sets, field", [

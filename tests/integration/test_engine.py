@@ -113,9 +113,10 @@ def test_sigkill_leftovers_are_cleaned_and_next_run_works(tmp_path: Path) -> Non
     deadline = time.monotonic() + 60
     state = None
     while time.monotonic() < deadline and proc.poll() is None:
-        states = list(paths.STATE_DIR.glob("fl*.json")) if paths.STATE_DIR.is_dir() else []
-        if states and any("sender" in p["what"] for p in json.loads(states[0].read_text())["pids"]):
-            state = json.loads(states[0].read_text())
+        states = [json.loads(p.read_text()) for p in paths.STATE_DIR.glob("fl*.json")]
+        ours = [s for s in states if s["engine_pid"] == proc.pid]  # not another run's state
+        if ours and any("sender" in p["what"] for p in ours[0]["pids"]):
+            state = ours[0]
             break
         time.sleep(0.2)
     assert state is not None, proc.stderr.read() if proc.poll() is not None else "run never started its flows"
