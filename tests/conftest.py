@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,20 @@ def machine_leftovers() -> dict[str, list[str]]:
 def as_root() -> None:
     if os.geteuid() != 0:
         pytest.fail("integration tests need root: run them with `sudo make test`")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def machine_left_as_found() -> Iterator[None]:
+    """The whole session leaves the machine as it found it: no new fastlab objects, and the
+    kernel's congestion-control list unchanged (a leaked FAST registration would carry stale
+    parameters into later runs)."""
+    if os.geteuid() != 0:
+        yield
+        return
+    from fastlab.cc import kernel_available
+
+    before = (sorted(kernel_available()), machine_leftovers())
+    yield
+    after = (sorted(kernel_available()), machine_leftovers())
+    assert after == before, f"the tests left the machine changed: before {before}, after {after}"
+

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from fastlab import paths
+from fastlab.cc import kernel_available
 from fastlab.runstate import RunState, prefixed_root_objects
 from tests.webapp.conftest import REPO, free_port, good_spec, wait_status
 from webapp import create_app
@@ -49,6 +50,7 @@ def wait_for(predicate, timeout: float, what: str):
 def test_restart_marks_interrupted_keeps_partial_cleans_up_and_the_queue_continues(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.fail("the restart test runs real experiments: run it as root")
+    fast_before = "fast" in kernel_available()  # e.g. registered by a run of another user
     results = tmp_path / "results"
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO), "FASTLAB_RESULTS": str(results)}
@@ -92,6 +94,11 @@ def test_restart_marks_interrupted_keeps_partial_cleans_up_and_the_queue_continu
         assert first["id"] in app.config["INTERRUPTED_AT_START"]
         assert any(prefix in item for item in app.config["CLEANED_AT_START"]), app.config["CLEANED_AT_START"]
         assert not state_file.exists()
+        if not fast_before:  # the killed run registered FAST: the cleanup unregisters it
+            assert "fast:bpf" in mine[0].cc_loaded, mine[0]
+            assert any("congestion control fast (unregistered)" in item for item in app.config["CLEANED_AT_START"]), \
+                app.config["CLEANED_AT_START"]
+            assert "fast" not in kernel_available()
         intfs, bridges = prefixed_root_objects()
         assert not [n for n in intfs + bridges if n.startswith(prefix)]
         client = app.test_client()
