@@ -57,8 +57,8 @@ def test_the_same_run_is_consistent_and_every_metric_is_compared() -> None:
 
 
 @pytest.mark.parametrize("change, metric, ok", [
-    ({"links.0.utilization": 0.91}, "bottleneck utilization", True),        # within ±0.03
-    ({"links.0.utilization": 0.89}, "bottleneck utilization", False),
+    ({"links.0.utilization": 0.85}, "bottleneck utilization", True),        # within ±10 % of 0.932
+    ({"links.0.utilization": 0.83}, "bottleneck utilization", False),
     ({"flows.0.mean_rtt_ms": 27.9}, "f1 mean_rtt_ms", True),               # within 10 %
     ({"flows.0.mean_rtt_ms": 29.0}, "f1 mean_rtt_ms", False),
     ({"flows.0.throughput_mbps": 16.6}, "f1 throughput_mbps", True),
@@ -112,7 +112,7 @@ def test_every_tolerance_states_its_reason() -> None:
     for name, tolerance in TOLERANCES.items():
         assert len(tolerance.reason) > 20, name
     assert TOLERANCES["loss_drops_seeded"].describe() == "exact"
-    assert TOLERANCES["utilization"].describe() == "±0.03"
+    assert TOLERANCES["utilization"].describe() == "±0.03 or ±10% (larger)"
     assert TOLERANCES["mean_rtt_ms"].describe() == "±1 or ±10% (larger)"
 
 
