@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -49,15 +50,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if out is not None and out.exists() and any(out.iterdir()):
         raise CliError(f"--out {out}: directory exists and is not empty")
 
-    def on_term(signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, on_term)
+    cancel = _cancel_on_signals()
     try:
-        result = run_experiment(spec, out=out, log=lambda m: print(m, file=sys.stderr))
+        result = run_experiment(spec, out=out, log=lambda m: print(m, file=sys.stderr), cancel=cancel)
     except SpecError as exc:
         raise CliError(str(exc)) from None
     except RunError as exc:
+        if cancel.is_set():
+            raise KeyboardInterrupt from None
         print(f"run failed: {exc}", file=sys.stderr)
         return 1
     for flow in result.summary["flows"]:
@@ -166,10 +166,27 @@ def cmd_topo_show(args: argparse.Namespace) -> int:
 
 
 def _raise_on_sigterm() -> None:
+    """For commands that run no experiment here: SIGTERM stops them like Ctrl-C."""
     def on_term(signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, on_term)
+
+
+def _cancel_on_signals() -> threading.Event:
+    """For commands that run experiments: SIGTERM and Ctrl-C ask the engine to stop, which it does
+    after a full cleanup; an exception raised at an arbitrary point could cut a step in half (an
+    algorithm registered but not yet recorded as the run's, so never unregistered)."""
+    cancel = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if not cancel.is_set():
+            print(f"fastlab: signal {signum}: stopping after cleanup", file=sys.stderr, flush=True)
+        cancel.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    return cancel
 
 
 def _log(msg: str) -> None:
@@ -192,11 +209,14 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
     if args.check:
         print(f"{args.file}: valid, {len(plan.points)} points -> {out}")
         return 0
+    cancel = None
     if args.cluster is None:
         _need_root("fastlab sweep run")
-    _raise_on_sigterm()
+        cancel = _cancel_on_signals()
+    else:
+        _raise_on_sigterm()
     try:
-        result = sweep.run_sweep(plan, specs, out, cluster=args.cluster, log=_log)
+        result = sweep.run_sweep(plan, specs, out, cluster=args.cluster, log=_log, cancel=cancel)
     except sweep.SweepError as exc:
         raise CliError(str(exc)) from None
     except KeyboardInterrupt:
@@ -262,13 +282,15 @@ def cmd_bundle_replay(args: argparse.Namespace) -> int:
     if out.exists() and any(out.iterdir()):
         raise CliError(f"--out {out}: directory exists and is not empty")
     _need_root("fastlab bundle replay")
-    _raise_on_sigterm()
+    cancel = _cancel_on_signals()
     try:
-        outcomes = replay_bundle(bundle_path, out, point=args.point, log=_log)
+        outcomes = replay_bundle(bundle_path, out, point=args.point, log=_log, cancel=cancel)
     except (BundleError, SpecError) as exc:
         shutil.rmtree(out, ignore_errors=True)
         raise CliError(str(exc)) from None
     except RunError as exc:
+        if cancel.is_set():
+            raise KeyboardInterrupt from None
         print(f"replay run failed: {exc}", file=sys.stderr)
         return 1
     for outcome in outcomes:
@@ -408,15 +430,13 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
         if out is not None and out.exists() and any(out.iterdir()):
             raise LabError(f"--out {out}: directory exists and is not empty")
         _need_root("fastlab lab run")
-
-        def on_term(signum: int, _frame: Any) -> None:
-            raise KeyboardInterrupt(f"signal {signum}")
-
-        signal.signal(signal.SIGTERM, on_term)
+        cancel = _cancel_on_signals()
         run = run_lab(lab, out=out, short=args.short, step_ids=args.step or None,
-                      log=lambda m: print(m, file=sys.stderr), on_step=_print_step)
+                      log=lambda m: print(m, file=sys.stderr), on_step=_print_step, cancel=cancel)
     except LabError as exc:
         raise CliError(str(exc)) from None
+    if cancel.is_set():
+        raise KeyboardInterrupt
     print(f"lab {lab.name}: {'all checkpoints pass' if run.passed else 'some checkpoints FAIL'}")
     print(run.directory)
     return 0 if run.passed else 1

@@ -215,7 +215,10 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
                    on_sample: Callable[[dict[str, Any]], None] | None = None,
                    log: Callable[[str], None] = lambda _msg: None,
                    cancel: threading.Event | None = None) -> RunResult:
-    """Run a spec; setting `cancel` stops it early (RunError "cancelled") after a full cleanup."""
+    """Run a spec; setting `cancel` stops it early (RunError "cancelled") after a full cleanup.
+
+    Stopping is cooperative (checked between phases and every 0.2 s while flows run) so that no
+    step, such as registering an algorithm and recording it, is cut in half."""
     prep = prepare(spec, registry, caps)
     prefix = new_prefix()
     directory = _results_dir(spec, prefix, out)
@@ -235,8 +238,14 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     traffic = Traffic(net, prep.flows, bus.emit, 1.0 / spec.sample_hz)
     ccs = CCRuntime(prep.registry, state, bus.emit, prep.cc_hosts, prep.cc_globals)
     idle: list[dict[str, Any]] = []
+
+    def stop_if_cancelled() -> None:
+        if cancel is not None and cancel.is_set():
+            raise RunError("cancelled")
+
     try:
         ccs.load()
+        stop_if_cancelled()
         log(f"run {prefix}: building {spec.topology} on Mininet ({prep.switch[0]} switches)")
         net.build(prep.sockbuf_bytes)
         for link_id, link in prep.links.items():
@@ -246,6 +255,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
                              has_netem=prep.caps.has("netem"), has_emulator=prep.caps.has("linkemu"),
                              drops_log=str(directory / f"loss_drops_{link_id}.txt"))
             shaper.apply(plan, 1.0 / spec.sample_hz)
+        stop_if_cancelled()
         if control is not None:
             control.start()
         state.hosts = {name: net.node(name).pid for name in prep.plan.host_names()}
@@ -254,6 +264,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         ccs.start_events(prep.flows, state.hosts)
         for flow in {(f.src, f.dst): f for f in prep.flows}.values():
             idle.append(_idle_rtt(net, flow, spec.idle_pings, random.Random(spec.seed)))
+            stop_if_cancelled()
         log(f"run {prefix}: {len(prep.flows)} flow(s) for {spec.duration_s:g} s")
         bus.start(time.monotonic())
         traffic.start(bus.t0)
@@ -264,8 +275,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         while time.monotonic() < end:
             if traffic.errors or (control is not None and control.errors):
                 raise RunError("; ".join(traffic.errors + (control.errors if control else [])))
-            if cancel is not None and cancel.is_set():
-                raise RunError("cancelled")
+            stop_if_cancelled()
             time.sleep(min(0.2, max(0.0, end - time.monotonic())))
         traffic.wait(SENDER_GRACE_S)
         if traffic.errors:

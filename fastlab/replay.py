@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -221,7 +222,8 @@ def default_directory(bundle_path: Path) -> Path:
 
 
 def replay_bundle(bundle_path: Path, out: Path, *, point: str | None = None,
-                  log: Callable[[str], None] = lambda _msg: None) -> list[ReplayOutcome]:
+                  log: Callable[[str], None] = lambda _msg: None,
+                  cancel: threading.Event | None = None) -> list[ReplayOutcome]:
     """Extract `bundle_path` into out/original, rerun its run (or sweep points) into out/replay, compare.
 
     Raises bundle.BundleError (unusable bundle, unknown point) and whatever the engine raises.
@@ -244,7 +246,7 @@ def replay_bundle(bundle_path: Path, out: Path, *, point: str | None = None,
     outcomes = []
     for point_id, run_dir, replay_dir in targets:
         log(f"replaying {point_id or original.name}: {run_dir / 'spec.yaml'} -> {replay_dir}")
-        result = run_experiment(load_spec(str(run_dir / "spec.yaml")), out=replay_dir, log=log)
+        result = run_experiment(load_spec(str(run_dir / "spec.yaml")), out=replay_dir, log=log, cancel=cancel)
         before, after = RunFacts.from_dir(run_dir), RunFacts.from_dir(result.directory)
         outcomes.append(ReplayOutcome(point_id, run_dir, result.directory, compare(before, after),
                                       environment_differences(before.environment, after.environment)))

@@ -42,6 +42,7 @@ import os
 import platform
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -533,11 +534,13 @@ class SweepResult:
 
 
 def run_sweep(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: Path, *, cluster: str | None = None,
-              log: Callable[[str], None] = lambda _msg: None) -> SweepResult:
+              log: Callable[[str], None] = lambda _msg: None,
+              cancel: threading.Event | None = None) -> SweepResult:
     """Run every unfinished point (locally, or on the Dask scheduler at `cluster`), then aggregate.
 
-    `specs` are the points' validated specs (`check_points`). KeyboardInterrupt leaves the sweep
-    resumable: the point that was running is marked interrupted and rerun next time.
+    `specs` are the points' validated specs (`check_points`). Setting `cancel` (locally) or
+    KeyboardInterrupt (on a cluster) leaves the sweep resumable: the point that was running is
+    marked interrupted and rerun next time, and KeyboardInterrupt is raised.
     """
     client = connect(cluster, log) if cluster else None  # before anything is created
     try:
@@ -549,7 +552,7 @@ def run_sweep(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: Path
             if client is not None:
                 failed = _run_on_cluster(client, plan, specs, directory, state, todo, counter, log)
             else:
-                failed = _run_locally(plan, specs, directory, state, todo, counter, log)
+                failed = _run_locally(plan, specs, directory, state, todo, counter, log, cancel)
             table = write_aggregates(plan, directory)
     finally:
         if client is not None:
@@ -561,27 +564,30 @@ def run_sweep(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: Path
 
 
 def _run_locally(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: Path, state: SweepState,
-                 todo: list[Point], counter: Iterator[int], log: Callable[[str], None]) -> list[str]:
+                 todo: list[Point], counter: Iterator[int], log: Callable[[str], None],
+                 cancel: threading.Event | None) -> list[str]:
     from fastlab.capabilities import probe
     from fastlab.engine import RunError, run_experiment
 
     caps, durations, failed = probe(), [], []
     for left, point in enumerate(todo):
+        if cancel is not None and cancel.is_set():
+            raise KeyboardInterrupt("sweep cancelled")
         log(f"[{next(counter)}/{len(plan.points)}] {point.id} {point.label()}: running")
         entry = state.point(point.id)
         entry.status, entry.started = "running", dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         state.save(directory / STATE_FILE)
         began = time.monotonic()
         try:
-            result = run_experiment(specs[point.id], out=directory / "points" / point.id, caps=caps)
+            result = run_experiment(specs[point.id], out=directory / "points" / point.id, caps=caps, cancel=cancel)
         except (RunError, SpecError) as exc:
+            if cancel is not None and cancel.is_set():
+                _fail_point(directory, state, point, "interrupted", "interrupted; reruns when the sweep resumes")
+                raise KeyboardInterrupt("sweep cancelled") from None
             _fail_point(directory, state, point, "failed", str(exc))
             failed.append(point.id)
             log(f"  {point.id} failed: {exc}")
             continue
-        except KeyboardInterrupt:
-            _fail_point(directory, state, point, "interrupted", "interrupted; reruns when the sweep resumes")
-            raise
         durations.append(time.monotonic() - began)
         _finish_point(directory, state, point, platform.node(), durations[-1])
         log(f"  {point.id} done in {durations[-1]:.1f} s: {_brief(result.summary)}"

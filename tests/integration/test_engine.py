@@ -136,6 +136,36 @@ def test_sigkill_leftovers_are_cleaned_and_next_run_works(tmp_path: Path) -> Non
     assert fastlab("cleanup").stdout.strip() == "nothing to clean up"
 
 
+@pytest.mark.parametrize("phase", ["setup", "flows"])
+def test_ctrl_c_or_sigterm_stops_the_run_after_a_full_cleanup(tmp_path: Path, phase: str) -> None:
+    """Interrupted while it registers FAST and builds (state file just written) or while its
+    flows run: exit 130, nothing left, and FAST registered only if it was before."""
+    from fastlab.cc import kernel_available
+
+    fast_before = "fast" in kernel_available()
+    proc = subprocess.Popen([sys.executable, "-m", "fastlab", "run", str(EXAMPLE), "--set", "duration_s=60",
+                             "--set", "flows.0.cc=fast", "--out", str(tmp_path / "stopped")], cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            states = [json.loads(p.read_text()) for p in paths.STATE_DIR.glob("fl*.json")]
+            ours = [s for s in states if s["engine_pid"] == proc.pid]
+            if ours and (phase == "setup" or any("sender" in p["what"] for p in ours[0]["pids"])):
+                break
+            time.sleep(0.01)
+        assert proc.poll() is None, proc.stderr.read()
+        proc.send_signal(signal.SIGINT if phase == "setup" else signal.SIGTERM)  # this test's own child
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "stopping after cleanup" in err, err
+    assert machine_leftovers() == {"interfaces": [], "bridges": [], "state_files": []}
+    assert ("fast" in kernel_available()) == fast_before
+
+
 def test_scheduled_flows_and_live_stream(tmp_path: Path) -> None:
     """Flows start and stop on schedule; samples reach a live subscriber while the run goes."""
     from fastlab.engine import run_experiment
