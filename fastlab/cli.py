@@ -88,12 +88,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from fastlab.runstate import cleanup
+    from fastlab.runstate import KEPT, cleanup
 
     _need_root("fastlab cleanup")
     removed = cleanup()
     for item in removed:
-        print(f"removed {item}")
+        print(item if item.startswith(KEPT) else f"removed {item}")
     print(f"{len(removed)} leftover(s) removed" if removed else "nothing to clean up")
     return 0
 

@@ -146,18 +146,24 @@ def remove_root_objects(intfs: list[str], bridges: list[str]) -> list[str]:
     return removed
 
 
-def unload_ccs(entries: list[str]) -> list[str]:
-    """Unregister congestion controls a dead run had loaded (in use: gone once its sockets are)."""
+KEPT = "kept: "  # marks a cleanup item that could not be removed
+
+
+def unload_ccs(entries: list[str]) -> tuple[list[str], list[str]]:
+    """Unregister congestion controls a dead run had loaded (in use: gone once its sockets are).
+    Returns what was removed and the entries that could not be (kept for the next cleanup)."""
     from fastlab.ccset import LOADERS, ToolError
 
-    removed = []
+    removed, kept = [], []
     for entry in entries:
         name, impl = entry.split(":")
         try:
             removed.append(f"congestion control {name} ({LOADERS[impl](name).unload()})")
         except ToolError as exc:
-            removed.append(f"congestion control {name}: {exc}")
-    return removed
+            removed.append(f"{KEPT}congestion control {name} stays registered, the run state keeps it for the "
+                           f"next cleanup: {exc}")
+            kept.append(entry)
+    return removed, kept
 
 
 def cleanup(include_live: bool = False) -> list[str]:
@@ -178,7 +184,12 @@ def cleanup(include_live: bool = False) -> list[str]:
             removed += kill_tracked(state.pids)
             removed += remove_root_objects(state.intfs, [b["name"] for b in state.bridges
                                                          if b["kind"].startswith("ovs")])
-            removed += unload_ccs(state.cc_loaded)
+            unloaded, state.cc_loaded = unload_ccs(state.cc_loaded)
+            removed += unloaded
+            if state.cc_loaded:
+                state.pids, state.intfs, state.bridges = [], [], []
+                state.save()
+                continue
             state.release()
             removed.append(f"state of run {state.prefix}")
     intfs, bridges = prefixed_root_objects()

@@ -49,3 +49,20 @@ def test_invalid_specs_exit_2_and_create_nothing(tmp_path: Path, sets: list[str]
 def test_unreadable_spec_file(tmp_path: Path) -> None:
     proc = fastlab("run", str(tmp_path / "missing.yaml"))
     assert proc.returncode == 2 and "cannot read" in proc.stderr
+
+
+def test_cleanup_keeps_the_state_of_an_algorithm_it_could_not_unregister() -> None:
+    """A dead run's state names an algorithm whose unload fails (a module name no kernel has):
+    cleanup says so, and keeps the state for the next cleanup instead of forgetting it."""
+    from fastlab.runstate import RunState, new_prefix
+
+    state = RunState(new_prefix(), engine_pid=4_194_304, cc_loaded=["fastlabnever:module"])  # > pid_max
+    state.save()
+    try:
+        proc = fastlab("cleanup")
+        assert proc.returncode == 0, proc.stderr
+        assert "kept: congestion control fastlabnever stays registered" in proc.stdout, proc.stdout
+        assert RunState.load(state.path).cc_loaded == ["fastlabnever:module"]
+    finally:
+        state.release()
+    assert machine_leftovers()["state_files"] == []
