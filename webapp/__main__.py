@@ -6,10 +6,14 @@ http://HOST:PORT/?token=TOKEN once in the browser to set the cookie.
 
 import argparse
 import os
+import signal
+import sys
 
 from waitress import serve
 
 from webapp import LOOPBACK, create_app
+
+SHUTDOWN_WAIT_S = 60  # a run's teardown takes seconds; the next start cleans up whatever is left
 
 parser = argparse.ArgumentParser(prog="python -m webapp")
 parser.add_argument("--host", default="127.0.0.1")
@@ -19,6 +23,18 @@ parser.add_argument("--token", default=os.environ.get("FASTLAB_TOKEN"),
 args = parser.parse_args()
 if args.host not in LOOPBACK and not args.token:
     parser.error("binding beyond loopback needs an access token: --token or FASTLAB_TOKEN")
+app = create_app(host=args.host, token=args.token)
+
+
+def stop(signum: int, _frame: object) -> None:
+    """Ctrl-C / SIGTERM: the running experiment is stopped and cleaned up before the server exits."""
+    print(f"fastlab web app: signal {signum}: stopping the running experiment, then exiting", flush=True)
+    clean = app.extensions["fastlab_runs"].shutdown(SHUTDOWN_WAIT_S)
+    sys.exit(0 if clean else 1)
+
+
+signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGINT, stop)
 print(f"fastlab web app on http://{args.host}:{args.port}", flush=True)
 # SSE clients hold a thread each while they watch: leave room for several browsers.
-serve(create_app(host=args.host, token=args.token), host=args.host, port=args.port, threads=16)
+serve(app, host=args.host, port=args.port, threads=16)

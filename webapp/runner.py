@@ -26,6 +26,7 @@ from fastlab.spec import parse_spec
 END = object()
 PARTIAL = "partial.jsonl"
 STATUSES = ("queued", "running", "done", "failed", "interrupted", "cancelled")
+INTERRUPTED_BY_SHUTDOWN = "the web app stopped while this run was going; partial traces kept"
 ACTIVE = ("queued", "running")
 
 # Added to older databases by `connect` (ALTER TABLE ... ADD COLUMN keeps their rows). A lab step
@@ -156,6 +157,7 @@ class RunManager:
         self._stop = threading.Event()
         self._cancel_running = threading.Event()
         self._thread: threading.Thread | None = None
+        self._shutting_down = False
 
     # --- queue state -------------------------------------------------------------------------
     def recover(self) -> list[str]:
@@ -164,8 +166,7 @@ class RunManager:
             ids = [r["id"] for r in conn.execute("SELECT id FROM runs WHERE status = 'running'")]
             for run_id in ids:
                 conn.execute("UPDATE runs SET status = 'interrupted', finished = ?, error = COALESCE(error, ?) "
-                             "WHERE id = ?", (now(), "the web app stopped while this run was going; "
-                                             "partial traces kept", run_id))
+                             "WHERE id = ?", (now(), INTERRUPTED_BY_SHUTDOWN, run_id))
         return ids
 
     def position(self, run_id: str) -> int | None:
@@ -197,6 +198,17 @@ class RunManager:
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
+
+    def shutdown(self, timeout_s: float) -> bool:
+        """Server stopping: take no more runs, stop the running one after its full cleanup (it
+        becomes `interrupted`, partial traces kept) and wait for that; False if it took too long."""
+        self._shutting_down = True
+        self.stop()
+        self._cancel_running.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            return not self._thread.is_alive()
+        return True
 
     def _next(self) -> sqlite3.Row | None:
         with connect(self.database) as conn:
@@ -248,9 +260,12 @@ class RunManager:
                                      default=str)
         except BaseException as exc:  # noqa: BLE001 - the worker must survive any run's failure
             error = f"{exc.__class__.__name__}: {exc}"
-            if self._cancel_running.is_set():
+            if self._shutting_down:
+                status, error = "interrupted", INTERRUPTED_BY_SHUTDOWN
+            elif self._cancel_running.is_set():
                 status, error = "cancelled", "cancelled while running; partial traces kept"
-            traceback.print_exc()
+            else:
+                traceback.print_exc()
         finally:
             writer.close()
             with connect(self.database) as conn:

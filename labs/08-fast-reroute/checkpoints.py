@@ -14,6 +14,7 @@ import pandas as pd
 from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, within
 
 OVS_JITTER_MS = 4.0  # OVS userspace datapath: ~0.5 ms per bridge plus load-dependent jitter
+BASE_RTT_DRIFT_MS = 3.0  # how far a minimum RTT still falls after the first seconds (measured up to 1.2)
 
 
 def _between(frame: pd.DataFrame, t0: float, t1: float) -> pd.DataFrame:
@@ -98,9 +99,10 @@ def base_rtt_unchanged(run: StepRun, t0: float = 3.0) -> CheckResult:
     """FAST's baseRTT (a minimum) never sees the longer path: it stays at the Level(3) value."""
     base = _fast_updates(run)
     base = base[base["t"] >= t0]["base_rtt_us"] / 1000
-    return within("spread of FAST's baseRTT over the run", float(base.max() - base.min()), 0.0, 1.0,
-                  "a minimum can only fall, and the run starts and ends on the shorter path; 1 ms allows for a "
-                  "lower sample late in the run", "ms")
+    return within("spread of FAST's baseRTT over the run", float(base.max() - base.min()), 0.0, BASE_RTT_DRIFT_MS,
+                  "a minimum can only fall, and the run starts and ends on the shorter path: it drifts down by a "
+                  "millisecond or two as the OVS userspace datapath's delay dips, while following the longer path "
+                  "would add 10 ms", "ms")
 
 
 @checkpoint

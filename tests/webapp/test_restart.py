@@ -46,25 +46,39 @@ def wait_for(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def start_server(tmp_path: Path, results: Path) -> tuple[subprocess.Popen, str]:
+    """The real `python -m webapp` in a subprocess (this test's own child)."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "FASTLAB_RESULTS": str(results)}
+    server = subprocess.Popen([sys.executable, "-m", "webapp", "--port", str(port)], cwd=REPO, env=env,
+                              stdout=(tmp_path / "server.log").open("w"), stderr=subprocess.STDOUT)
+    return server, f"http://127.0.0.1:{port}"
+
+
+def csrf_of(base: str) -> str:
+    def page() -> str | None:
+        try:
+            with urllib.request.urlopen(base + "/new", timeout=5) as resp:
+                return resp.read().decode()
+        except OSError:
+            return None
+    return re.search(r'name="csrf-token" content="([^"]+)"', wait_for(page, 30, "the server")).group(1)
+
+
+def flow_samples(run_dir: Path) -> int:
+    partial = run_dir / "partial.jsonl"
+    return sum(1 for line in partial.open() if '"kind": "flow"' in line) if partial.is_file() else 0
+
+
 @pytest.mark.timeout(300)
 def test_restart_marks_interrupted_keeps_partial_cleans_up_and_the_queue_continues(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.fail("the restart test runs real experiments: run it as root")
     fast_before = "fast" in kernel_available()  # e.g. registered by a run of another user
     results = tmp_path / "results"
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "FASTLAB_RESULTS": str(results)}
-    server = subprocess.Popen([sys.executable, "-m", "webapp", "--port", str(port)], cwd=REPO, env=env,
-                              stdout=(tmp_path / "server.log").open("w"), stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    server, base = start_server(tmp_path, results)
     try:
-        def page() -> str | None:
-            try:
-                with urllib.request.urlopen(base + "/new", timeout=5) as resp:
-                    return resp.read().decode()
-            except OSError:
-                return None
-        csrf = re.search(r'name="csrf-token" content="([^"]+)"', wait_for(page, 30, "the server")).group(1)
+        csrf = csrf_of(base)
         status, first = http("POST", base + "/api/runs", good_spec(name="killed", duration_s=6), csrf)
         assert status == 201, first
         status, second = http("POST", base + "/api/runs",
@@ -73,9 +87,7 @@ def test_restart_marks_interrupted_keeps_partial_cleans_up_and_the_queue_continu
         assert status == 201 and second["status"] == "queued"  # waits behind the first
         run_dir = results / first["id"]
         # mid-run: samples are in partial.jsonl and the run's state file names the server as its engine
-        wait_for(lambda: (run_dir / "partial.jsonl").is_file() and
-                 sum(1 for line in (run_dir / "partial.jsonl").open() if '"kind": "flow"' in line) >= 10,
-                 90, "flow samples in partial.jsonl")
+        wait_for(lambda: flow_samples(run_dir) >= 10, 90, "flow samples in partial.jsonl")
         states = [RunState.load(p) for p in paths.STATE_DIR.glob("fl*.json")]
         mine = [s for s in states if s.engine_pid == server.pid]
         assert len(mine) == 1, states
@@ -125,3 +137,35 @@ def test_restart_marks_interrupted_keeps_partial_cleans_up_and_the_queue_continu
         assert (results / third["id"] / "summary.json").is_file()
     finally:
         app.extensions["fastlab_runs"].stop()
+
+
+@pytest.mark.timeout(300)
+def test_sigterm_stops_the_running_experiment_cleanly_before_the_server_exits(tmp_path: Path) -> None:
+    """Ctrl-C / SIGTERM on `python -m webapp` mid-run: the run is stopped after its full cleanup
+    and recorded as interrupted with its partial traces, and the server exits 0."""
+    if os.geteuid() != 0:
+        pytest.fail("the shutdown test runs a real experiment: run it as root")
+    fast_before = "fast" in kernel_available()
+    results = tmp_path / "results"
+    server, base = start_server(tmp_path, results)
+    try:
+        status, run = http("POST", base + "/api/runs", good_spec(name="stopped", duration_s=30), csrf_of(base))
+        assert status == 201, run
+        wait_for(lambda: flow_samples(results / run["id"]) >= 10, 90, "flow samples in partial.jsonl")
+        prefix = next(s.prefix for s in map(RunState.load, paths.STATE_DIR.glob("fl*.json"))
+                      if s.engine_pid == server.pid)
+        server.send_signal(signal.SIGTERM)  # this test's own child
+        assert server.wait(timeout=90) == 0, (tmp_path / "server.log").read_text()[-2000:]
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert not (paths.STATE_DIR / f"{prefix}.json").exists()  # cleaned by the run itself, not left for later
+    intfs, bridges = prefixed_root_objects()
+    assert not [n for n in intfs + bridges if n.startswith(prefix)]
+    assert ("fast" in kernel_available()) == fast_before
+    app = create_app(results_root=results, start_worker=False)
+    row = app.test_client().get(f"/api/runs/{run['id']}").get_json()
+    assert row["status"] == "interrupted" and "partial traces kept" in row["error"], row
+    assert flow_samples(results / run["id"]) >= 10 and app.config["INTERRUPTED_AT_START"] == []
+
