@@ -101,12 +101,13 @@ class CCRuntime:
                 self.applied.append({"cc": cc.name, "scope": "global", "args": self.global_args[cc.name]})
 
     def configure(self, pids: dict[str, int]) -> None:
+        owned = {cc.name for cc in self._owned}
         for hp in self.hosts:
             cc = self.registry.lookup(hp.cc)
-            # A namespace inode may be reused from a run that died before clearing its overrides:
-            # every host starts from the global parameters, then gets its own.
-            cc.loader.clear(pids[hp.host])
-            self._configured.append((hp, pids[hp.host]))
+            if hp.cc not in owned:  # registered before this run: its map may hold a dead run's
+                # overrides on a reused namespace inode; every host starts from the global values
+                cc.loader.clear(pids[hp.host])
+                self._configured.append((hp, pids[hp.host]))
             if hp.args:
                 cc.loader.set(hp.args, netns_pid=pids[hp.host])
             self.applied.append({"cc": hp.cc, "scope": "host", "host": hp.host, "args": hp.args})
