@@ -287,7 +287,8 @@ def parse_override(item: str) -> tuple[list[str | int], Any]:
     if "=" not in item:
         raise SpecError(f"--set {item!r}: expected key=value")
     key, raw = item.split("=", 1)
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.([A-Za-z_][A-Za-z0-9_]*|[0-9]+))*", key):
+    # Segments are field names, list indices, or link and host ids (which may hold '-': cern1-gbe).
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.([A-Za-z_][A-Za-z0-9_-]*|[0-9]+))*", key):
         raise SpecError(f"--set {item!r}: malformed key {key!r}")
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""

@@ -72,13 +72,14 @@ def test_bad_buffers_are_refused(raw: object) -> None:
 def test_overrides_reach_any_field() -> None:
     data = {"flows": [{"src": "h1", "dst": "h2"}], "topology_args": {}}
     apply_overrides(data, ["flows.0.cc=bbr", "topology_args.rate_mbps=20", "links.bottleneck.loss.rate=0.5",
-                           "duration_s=7.5"])
+                           "duration_s=7.5", "links.cern1-gbe.rate_mbps=90"])
     assert data["flows"][0]["cc"] == "bbr" and data["topology_args"]["rate_mbps"] == 20
     assert data["links"]["bottleneck"]["loss"]["rate"] == 0.5 and data["duration_s"] == 7.5
+    assert data["links"]["cern1-gbe"]["rate_mbps"] == 90
 
 
 @pytest.mark.parametrize("override", ["novalue", "flows.5.cc=bbr", "flows.2={src: h1}", "a..b=1", "=3",
-                                      "duration_s.x=1"])
+                                      "duration_s.x=1", "-links.x=1", "links.-x=1", "links.a b=1"])
 def test_malformed_overrides(override: str) -> None:
     with pytest.raises(SpecError, match="--set"):
         read_spec_text(ISSUE_SPEC, [override])
@@ -114,3 +115,13 @@ def test_not_yaml_and_not_a_mapping() -> None:
         read_spec_text("name: [unclosed")
     with pytest.raises(SpecError, match="mapping"):
         read_spec_text("- just\n- a list\n")
+
+
+def test_loss_on_a_senders_own_link() -> None:
+    text = ("name: per-flow-loss\ntopology: ucl-slac\ntopology_args: {scale: 0.03, sender_links: own}\n"
+            "duration_s: 10\nflows:\n  - {src: ucl, dst: slac, cc: reno}\n")
+    spec = read_spec_text(text, ["links.ucl-link.loss={model: every_nth, n: 999}"])
+    validate(spec, Registry())
+    with pytest.raises(SpecError, match="links.ucl-link"):
+        validate(read_spec_text(text.replace("sender_links: own", "sender_links: shared"),
+                                ["links.ucl-link.loss={model: every_nth, n: 999}"]), Registry())
