@@ -2,11 +2,16 @@
 
     left hosts -- s1 -- r1 ==[link]== r2 -- s2 -- right hosts
 
+A research path can also give each left (sending) host its own unlimited, delay-free link
+`<host>-link`, so that a spec sets loss per sending host rather than on the shared wire.
+
 All delay sits on the wire (half the RTT each way), inside its link node: never on a sending
 host, where delay interacts with TCP Small Queues and throttles the sender.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field
 
@@ -22,16 +27,21 @@ ACCESS_BUFFER_PKTS = 100_000
 
 def two_site(name: str, left: list[str], right: list[str], *, rate_mbps: float, rtt_ms: float,
              buffer_bdp: float, link_id: str = "bottleneck", sites: tuple[str, str] = ("left", "right"),
-             right_extra_rtt_ms: list[float] | None = None, **metadata: object) -> TopologyPlan:
+             right_extra_rtt_ms: list[float] | None = None, left_links: bool = False,
+             **metadata: object) -> TopologyPlan:
     """`right_extra_rtt_ms[k]` adds RTT to right host k on its own access link (a link node, so
-    the delay is never on a host), giving flows different base RTTs through one bottleneck."""
+    the delay is never on a host), giving flows different base RTTs through one bottleneck.
+    `left_links` gives every left host its own link `<host>-link` (no delay, no rate limit)."""
     b = PlanBuilder(name)
     b.router("r1", sites[0])
     b.router("r2", sites[1])
     b.lan("r1", "s1", LEFT_LAN)
     b.lan("r2", "s2", RIGHT_LAN)
+    unlimited = LinkSpec(rate_mbps=ACCESS_RATE_MBPS, delay_ms=0.0, jitter_ms=0.0,
+                         buffer=Buffer(ACCESS_BUFFER_PKTS, "packets"))
     for index, host in enumerate(left, start=1):
-        b.host(host, "s1", LEFT_LAN, index, site=sites[0])
+        own = (f"{host}-link", unlimited, rtt_ms) if left_links else None
+        b.host(host, "s1", LEFT_LAN, index, site=sites[0], access=own)
     extra = right_extra_rtt_ms or [0.0] * len(right)
     for index, (host, more) in enumerate(zip(right, extra, strict=True), start=1):
         access = None
@@ -55,6 +65,9 @@ class PathArgs(Strict):
     scale: float = Field(1.0, gt=0, le=1, description="divides capacities, keeps delays")
     hosts: int = Field(2, ge=1, le=16, description="hosts per site (e.g. ucl, ucl2, ...)")
     buffer_bdp: float = Field(1.0, gt=0, le=1000, description="bottleneck buffer in BDP multiples (assumption)")
+    sender_links: Literal["shared", "own"] = Field(
+        "shared", description="own: each sending host (ucl, ucl2, ...) gets its own link <host>-link, no delay or "
+                              "rate limit, so loss can be set per flow (links: {ucl-link: {loss: ...}})")
 
 
 def research_path(name: str, args: PathArgs, sites: tuple[str, str], rate_mbps: float, rtt_ms: float) -> TopologyPlan:
@@ -62,6 +75,8 @@ def research_path(name: str, args: PathArgs, sites: tuple[str, str], rate_mbps: 
     def names(site: str) -> list[str]:
         return [site] + [f"{site}{k}" for k in range(2, args.hosts + 1)]
 
-    left, right = (s.lower() for s in sites)
-    return two_site(name, names(left), names(right), rate_mbps=rate_mbps * args.scale, rtt_ms=rtt_ms,
-                    buffer_bdp=args.buffer_bdp, sites=sites, scale=args.scale, original_capacity_mbps=rate_mbps)
+    left, right = (names(s.lower()) for s in sites)
+    own = args.sender_links == "own"
+    originals = {"bottleneck": rate_mbps} | ({f"{host}-link": ACCESS_RATE_MBPS for host in left} if own else {})
+    return two_site(name, left, right, rate_mbps=rate_mbps * args.scale, rtt_ms=rtt_ms, buffer_bdp=args.buffer_bdp,
+                    left_links=own, sites=sites, scale=args.scale, original_capacities_mbps=originals)

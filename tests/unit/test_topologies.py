@@ -78,3 +78,18 @@ def test_unknown_topology_and_arguments() -> None:
     with pytest.raises(TopologyError, match="topology_args.scale"):
         build_plan("sc2002", {"scale": 2})
     assert {row["name"] for row in catalogue()} == set(TOPOLOGY_MODULES)
+
+
+def test_research_path_sender_links_carry_per_flow_loss_without_changing_the_path() -> None:
+    shared = build_plan("ucl-slac", {"scale": 0.03})
+    own = build_plan("ucl-slac", {"scale": 0.03, "sender_links": "own"})
+    assert set(own.shaped) == {"bottleneck", "ucl-link", "ucl2-link"} and set(shared.shaped) == {"bottleneck"}
+    link = own.shaped["ucl-link"]
+    assert (link.a, link.b) == ("ucl", "s1")  # forward = the sender's data direction, where loss applies
+    assert link.profile.delay_ms == 0 and link.profile.rate_mbps > 100 * shared.metadata["capacity_mbps"]
+    for plan in (shared, own):
+        fig = routing.figures(plan, resolved(plan), "ucl", "slac")
+        assert (fig.rtt_ms, fig.bottleneck_link) == (135, "bottleneck")
+    assert "ucl2-link" not in own.pruned({"ucl", "slac"}).shaped
+    with pytest.raises(TopologyError, match="sender_links"):
+        build_plan("ucl-slac", {"sender_links": "mine"})
