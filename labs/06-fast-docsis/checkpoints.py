@@ -79,8 +79,9 @@ def alpha_for_full_utilization(run: StepRun, lo: int, hi: int, threshold: float 
     measured = float(needed) if needed is not None else float("inf")
     result = within(f"smallest alpha with utilization >= {threshold:.0%}", measured, lo, hi,
                     "floored FAST settles with alpha-2..alpha packets queued per flow, so one flow keeps the link "
-                    "busy from alpha = 3 (two flows possibly from 2); delay variation FAST reads as queueing (the "
-                    "DOCSIS MAC's, within half a packet time here) could cost one more step")
+                    "busy from alpha = 3; two flows' errors fill each other's gaps (1 or 2 each may do); delay "
+                    "variation FAST reads as queueing (the DOCSIS MAC's, within half a packet time here) could cost "
+                    "one more step")
     result.note = "utilization by alpha: " + ", ".join(f"{a}: {u:.2f}" for a, u in zip(table["alpha"],
                                                                                         table["utilization"],
                                                                                         strict=True))
