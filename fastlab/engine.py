@@ -66,6 +66,37 @@ class Prepared:
     registry: Registry
     cc_hosts: list[HostParams]
     cc_globals: dict[str, dict[str, Any]]
+    offloads: tuple[bool, str] = (False, "")  # the fast path, and why it is on or off
+    unused_links: tuple[str, ...] = ()  # shaped links no flow crosses: built as plain links
+    upstream: dict[tuple[str, bool], int] = field(default_factory=dict)  # routing.upstream_rates
+
+
+def flow_routes(plan: TopologyPlan, spec: ExperimentSpec) -> list[tuple[str, str, str | None]]:
+    """(src, dst, path) of every way a flow's packets or ACKs may go, on any path of an OpenFlow core."""
+    design = plan.metadata.get("openflow")
+    paths: list[str | None] = sorted(design["paths"]) if design else [None]
+    pairs = dict.fromkeys((a, b) for f in spec.flows for a, b in ((f.src, f.dst), (f.dst, f.src)))
+    return [(a, b, path) for a, b in pairs for path in paths]
+
+
+def crossed_links(plan: TopologyPlan, spec: ExperimentSpec) -> set[str]:
+    """Shaped links some flow's packets or ACKs cross."""
+    return {h.link.shaped for a, b, path in flow_routes(plan, spec)
+            for h in routing.hops(plan, a, b, path) if h.link.shaped}
+
+
+def fast_path_choice(spec: ExperimentSpec, backends: dict[str, tuple[str, str]], switch: str,
+                     openflow_switch: str | None) -> tuple[bool, str]:
+    """Offloads on (TSO/GSO super-frames end to end) only where every hop keeps per-segment semantics."""
+    if spec.fast_path == "off":
+        return False, "the spec asks for fast_path: off (one frame per MTU packet)"
+    tc_links = sorted(k for k, (b, _) in backends.items() if b != "emulator")
+    if tc_links:
+        return False, f"links shaped by tc ({', '.join(tc_links)}) must see MTU frames: offloads off"
+    if "ovs-user" in (switch, openflow_switch):
+        return False, "the OVS userspace datapath needs offloads off"
+    return True, ("every shaped link is emulated: TSO/GSO super-frames cross each hop whole; linkemu "
+                  "decides loss, queue and rate per MTU segment and cuts a super-frame where needed")
 
 
 def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabilities | None = None) -> Prepared:
@@ -74,6 +105,9 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
     registry = registry or default_registry("bpf" if caps.has("bpf_struct_ops") else "module")
     # Hosts no flow uses carry nothing: they are not built (nor their access links).
     plan = validate(spec, registry).pruned({e for f in spec.flows for e in (f.src, f.dst)})
+    # Links no flow crosses are built as plain links: no link node, no emulator process.
+    unused = tuple(sorted(set(plan.shaped) - crossed_links(plan, spec)))
+    plan = plan.unshaped(set(unused))
     cc_hosts, cc_globals = plan_parameters(spec, registry)
     links = {}
     backends = {}
@@ -108,8 +142,10 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
             path_bytes = max(path_bytes, fig.bottleneck_mbps * 1e6 / 8 * fig.rtt_ms / 1000
                              + (queue.limit_bytes or (queue.limit_pkts or 0) * 1500))
     sockbuf = min(SOCKBUF_MAX_BYTES, max(SOCKBUF_MIN_BYTES, int(4 * path_bytes)))
+    offloads = fast_path_choice(spec, backends, switch[0], openflow_switch[0] if openflow_switch else None)
+    upstream = routing.upstream_rates(plan, links, flow_routes(plan, spec)) if offloads[0] else {}
     return Prepared(spec, plan, caps, expand_flows(spec, plan), links, backends, switch, openflow_switch, sockbuf,
-                    registry, cc_hosts, cc_globals)
+                    registry, cc_hosts, cc_globals, offloads, unused, upstream)
 
 
 @dataclass
@@ -230,7 +266,8 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     if on_sample:
         bus.subscribe(on_sample)
     net = Network(prep.plan, prefix, prep.switch[0], state,
-                  openflow_kind=prep.openflow_switch[0] if prep.openflow_switch else "ovs-user")
+                  openflow_kind=prep.openflow_switch[0] if prep.openflow_switch else "ovs-user",
+                  offloads=prep.offloads[0])
     design = prep.plan.metadata.get("openflow")
     control = OpenFlowControl(net, design, prep.flows, spec.controller, bus.emit,
                               directory / "controller.log") if design else None
@@ -253,7 +290,9 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
             plan = plan_link(link, Devices(e.a, e.a_dev, e.b, e.b_dev, e.node, e.dev_a, e.dev_b),
                              seed=spec.seed, stats_interval_ms=max(1, int(1000 / spec.sample_hz)),
                              has_netem=prep.caps.has("netem"), has_emulator=prep.caps.has("linkemu"),
-                             drops_log=str(directory / f"loss_drops_{link_id}.txt"))
+                             drops_log=str(directory / f"loss_drops_{link_id}.txt"), gso=prep.offloads[0],
+                             upstream_bps=(prep.upstream.get((link_id, True), 0),
+                                           prep.upstream.get((link_id, False), 0)))
             shaper.apply(plan, 1.0 / spec.sample_hz)
         stop_if_cancelled()
         if control is not None:
@@ -295,7 +334,9 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         "kernel": platform.release(),
         "capabilities": prep.caps.as_dict()["probes"],
         "backends": {job: {"backend": b, "why": w} for job, (b, w) in prep.caps.backends().items()}
-        | {"switch": {"backend": prep.switch[0], "why": prep.switch[1]}},
+        | {"switch": {"backend": prep.switch[0], "why": prep.switch[1]},
+           "fast path": {"backend": "on" if prep.offloads[0] else "off", "why": prep.offloads[1]}},
+        "links_not_emulated": {link: "no flow crosses it: built as a plain link" for link in prep.unused_links},
         "shaping": shaper.applied,
         "network_commands": net.applied,
         "socket_buffer_max_bytes": prep.sockbuf_bytes,

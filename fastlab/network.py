@@ -7,8 +7,14 @@ namespace with two interfaces, `<x>-a` toward a and `<x>-b` toward b) in which t
 executor puts the emulator or a bridge. Switches of an OpenFlow core (`NodePlan.openflow`) are
 always Open vSwitch bridges in secure fail mode speaking OpenFlow 1.3: they forward nothing until
 a controller or static flows program them; their ports are recorded by what they lead to (a
-shaped link's id or a neighbour node's name) for the rule planner. Offloads are turned off on every interface: segmented
-64 KB frames would distort queueing and break the userspace datapaths.
+shaped link's id or a neighbour node's name) for the rule planner.
+
+Offloads: with `offloads=True` (the fast path: every shaped link is emulated by linkemu, which
+takes TSO/GSO super-frames whole and decides per MTU segment) checksum, scatter-gather and
+segmentation offloads are on along every interface, so a 64 KB super-frame crosses each hop in
+one piece; GRO/LRO stay off (GRO on a veth switches it to NAPI mode and its own batching). With
+`offloads=False` they are all off: tc/netem queues and the OVS userspace datapath must see MTU
+frames (netem would drop or delay a super-frame as one packet; OVS userspace stalls TCP).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from fastlab.runstate import RunState
 from fastlab.topology import TopologyPlan
 
 OFFLOADS = ("tx", "rx", "tso", "gso", "gro", "lro", "sg")
+FAST_PATH_ON = ("tx", "rx", "sg", "tso", "gso")  # the rest of OFFLOADS stays off
 SOCKBUF_MIN_BYTES = 8 * 1024 * 1024
 SOCKBUF_MAX_BYTES = 2**31 - 1  # the tcp_rmem/tcp_wmem sysctls take an int
 # OVS's userspace datapath receives each port through an AF_PACKET socket sized by the root
@@ -56,6 +63,7 @@ class Network:
     switch_kind: str
     state: RunState
     openflow_kind: str = "ovs-user"  # OVS datapath of the OpenFlow switches
+    offloads: bool = False  # the fast path: segmentation and checksum offloads on (see module doc)
     mn: Any = None
     nodes: dict[str, Any] = field(default_factory=dict)
     link_ends: dict[str, LinkEnds] = field(default_factory=dict)
@@ -145,7 +153,7 @@ class Network:
         for node in self.nodes.values():
             for intf in node.intfList():
                 if intf.name != "lo":
-                    self._offloads_off(node, intf.name)
+                    self._set_offloads(node, intf.name)
 
     def _add_switch(self, name: str, index: int, openflow: bool) -> Any:
         from mininet.node import OVSSwitch
@@ -199,20 +207,22 @@ class Network:
                    "net.ipv4.tcp_wmem": f"4096 16384 {sockbuf_bytes}"}
         self.run(name, ["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in sysctls.items())])
 
-    def _offloads_off(self, node: Any, dev: str) -> None:
+    def _set_offloads(self, node: Any, dev: str) -> None:
         argv = ["ethtool", "-K", dev]
         for feature in OFFLOADS:
-            argv += [feature, "off"]
+            argv += [feature, "on" if self.offloads and feature in FAST_PATH_ON else "off"]
         proc = node.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         _out, err = proc.communicate(timeout=10)
         # ethtool exits non-zero when one feature is fixed on a device (e.g. lro on veth) but
-        # still changes the others; what matters is that checksum and segmentation are off.
+        # still changes the others; what matters is checksum, segmentation and GRO as asked.
         check = node.popen(["ethtool", "-k", dev], stdout=subprocess.PIPE, text=True)
         state, _ = check.communicate(timeout=10)
-        for key in ("tx-checksumming", "tcp-segmentation-offload", "generic-segmentation-offload",
-                    "generic-receive-offload"):
-            if f"{key}: on" in state:
-                raise NetworkError(f"cannot turn off {key} on {dev}: {err.strip()}")
+        want = "on" if self.offloads else "off"
+        for key in ("tx-checksumming", "tcp-segmentation-offload", "generic-segmentation-offload"):
+            if f"{key}: {want}" not in state:
+                raise NetworkError(f"cannot turn {want} {key} on {dev}: {err.strip()}")
+        if "generic-receive-offload: on" in state:
+            raise NetworkError(f"cannot turn off generic-receive-offload on {dev}: {err.strip()}")
         self.applied.append([node.name, *argv])
 
     def openflow_switches(self) -> list[str]:

@@ -122,3 +122,28 @@ def figures(plan: TopologyPlan, links: dict[str, ResolvedLink], src: str, dst: s
     return PathFigures(src, dst, rtt_ms, bottleneck[0] if bottleneck else None, bottleneck[1] if bottleneck else None,
                        round(bdp, 1) if bdp is not None else None,
                        [h.link.shaped for h in there if h.link.shaped])
+
+
+def upstream_rates(plan: TopologyPlan, links: dict[str, ResolvedLink],
+                   routes: list[tuple[str, str, str | None]]) -> dict[tuple[str, bool], int]:
+    """For each shaped link direction (link id, forward?) that a route crosses: the rate of the
+    slowest shaped hop every frame crossed before it, in bit/s; 0 where some route reaches it
+    straight from a host (whose bursts arrive unspaced).
+
+    On the emulated path a super-frame's segments stay spaced by the slowest hop so far, so the
+    emulator may pipeline a run instead of serializing it again from its arrival (linkemu's
+    --XX-upstream-bps). Over several routes the fastest such rate is kept: it back-dates least.
+    """
+    seen: dict[tuple[str, bool], int] = {}
+    for src, dst, path in routes:
+        so_far = 0  # 0: no shaped hop yet, frames come from a host
+        for hop in hops(plan, src, dst, path):
+            if hop.link.shaped is None:
+                continue
+            link = links[hop.link.shaped]
+            rate = (link.forward if hop.forward else link.reverse).rate_bps
+            key = (hop.link.shaped, hop.forward)
+            seen[key] = 0 if so_far == 0 or seen.get(key) == 0 else max(so_far, seen.get(key, so_far))
+            if rate:
+                so_far = rate if so_far == 0 else min(so_far, rate)
+    return seen

@@ -197,10 +197,12 @@ def choose_backend(link: ResolvedLink, has_netem: bool, has_emulator: bool) -> t
         if delayed and not has_netem:
             raise ShapingError(f"links.{link.id}.backend: tc cannot delay this link: sch_netem is missing")
         return "tc", "the spec asks for tc" + (" (netem loss is not seeded)" if lossy else "")
-    if has_emulator and (lossy or scheduled or (delayed and not has_netem)):
+    if has_emulator and (lossy or scheduled or not has_netem):
         return "emulator", ("the link runs a link-layer policy (token bucket / DOCSIS MAC)" if scheduled else
                             "loss must be seeded and repeatable" if lossy else
-                            "sch_netem is missing, so delay comes from the userspace emulator")
+                            "sch_netem is missing, so delay comes from the userspace emulator" if delayed else
+                            "sch_netem is missing: the emulator shapes every link, so all of them count "
+                            "and carry TSO super-frames the same way")
     if has_netem or not delayed:
         return "tc", "sch_netem present: kernel shaping (HTB + netem)" if has_netem else \
             "no delay asked: HTB rate and FIFO suffice"
@@ -262,7 +264,11 @@ def _tc_wire(node: str, dev: str, d: Direction) -> list[Command]:
 
 
 def plan_link(link: ResolvedLink, devs: Devices, *, seed: int, stats_interval_ms: int,
-              has_netem: bool, has_emulator: bool, drops_log: str) -> LinkPlanResult:
+              has_netem: bool, has_emulator: bool, drops_log: str, gso: bool = True,
+              upstream_bps: tuple[int, int] = (0, 0)) -> LinkPlanResult:
+    """One link's plan. `gso`: the emulator takes TSO/GSO super-frames whole (the network's
+    offloads are on); without it, one frame per MTU packet (offloads off). `upstream_bps`:
+    forward and reverse rate of the slowest hop before this link (routing.upstream_rates)."""
     backend, why = choose_backend(link, has_netem, has_emulator)
     resolved = {"forward": asdict(link.forward), "reverse": asdict(link.reverse), "rtt_ms": link.rtt_ms}
     for direction in ("forward", "reverse"):
@@ -272,9 +278,10 @@ def plan_link(link: ResolvedLink, devs: Devices, *, seed: int, stats_interval_ms
     if backend == "emulator":
         argv = [str(paths.linkemu_binary()), "--if-a", devs.dev_a, "--if-b", devs.dev_b,
                 "--seed", str(link_seed(seed, link.id)), "--stats-interval-ms", str(stats_interval_ms),
-                "--drops-log", drops_log]
-        for tag, d in (("ab", link.forward), ("ba", link.reverse)):
-            argv += [f"--{tag}-rate-bps", str(d.rate_bps), f"--{tag}-delay-us", str(d.delay_us),
+                "--drops-log", drops_log, "--gso", "1" if gso else "0"]
+        for tag, d, up in (("ab", link.forward, upstream_bps[0]), ("ba", link.reverse, upstream_bps[1])):
+            argv += [f"--{tag}-rate-bps", str(d.rate_bps), f"--{tag}-upstream-bps", str(up),
+                     f"--{tag}-delay-us", str(d.delay_us),
                      f"--{tag}-jitter-us", str(d.jitter_us), f"--{tag}-limit-pkts", str(d.limit_pkts or 0),
                      f"--{tag}-limit-bytes", str(d.limit_bytes or 0), f"--{tag}-loss", loss_arg(d.loss)]
             argv += policy_args(tag, d.policy)

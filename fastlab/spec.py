@@ -219,7 +219,12 @@ class ExperimentSpec(Strict):
     controller: ControllerSpec | None = None
     reroutes: list[Reroute] = Field(default_factory=list, max_length=1000)
     switch: Literal["auto", "ovs", "bridge"] = Field(
-        "auto", description="switch implementation: auto = OVS (kernel, else userspace datapath), else Linux bridge")
+        "auto", description="switch implementation: auto = OVS kernel datapath, else Linux bridge; "
+                            "ovs = OVS (kernel, else userspace datapath); bridge = Linux bridge")
+    fast_path: Literal["auto", "off"] = Field(
+        "auto", description="auto: TSO/GSO super-frames cross the network whole (offloads on) where every shaped "
+                            "link is emulated and no switch needs offloads off; off: one frame per MTU packet, "
+                            "offloads off everywhere (slower; for comparison)")
 
     @model_validator(mode="after")
     def _flows_within_run(self) -> ExperimentSpec:

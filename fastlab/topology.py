@@ -89,6 +89,14 @@ class TopologyPlan:
         nodes = {k: v for k, v in self.nodes.items() if k not in drop}
         return TopologyPlan(self.name, nodes, links, shaped, self.metadata)
 
+    def unshaped(self, ids: set[str]) -> TopologyPlan:
+        """The plan with the shaped links `ids` built as plain links: no flow crosses them, so
+        they get no link node and no emulator (addresses and routes stay as they were)."""
+        links = [LinkPlan(link.a, link.b, link.a_ip, link.b_ip) if link.shaped in ids else link
+                 for link in self.links]
+        shaped = {k: v for k, v in self.shaped.items() if k not in ids}
+        return TopologyPlan(self.name, dict(self.nodes), links, shaped, self.metadata)
+
 
 class PlanBuilder:
     """Builds a TopologyPlan: sites as LANs (router + switch), hosts, shaped wires between nodes."""

@@ -11,7 +11,19 @@
  * The loop is single-threaded: ppoll() sleeps until a socket is readable or
  * the next packet's release time (nanosecond timeout on CLOCK_MONOTONIC,
  * timer slack 1 ns), then receives in recvmmsg() batches, hands frames to the
- * core and sends due frames with sendmmsg().  All timing decisions live in
+ * core and sends due frames with sendmmsg().
+ *
+ * Fast path (--gso 1, the default): both sockets use PACKET_VNET_HDR, so a
+ * TSO/GSO super-frame (up to 64 KB) crosses linkemu in one receive and one
+ * send, with its virtio_net_hdr; the kernel segments it later only if a next
+ * hop cannot carry it.  The core still decides loss, drop-tail and rate per
+ * MTU segment and cuts a super-frame where a decision falls inside it.
+ * Each frame's arrival time is the kernel's receive timestamp
+ * (SO_TIMESTAMPNS), so time spent waiting in the socket is part of the
+ * link's delay instead of being added to it; how late each departure
+ * actually left (sent - scheduled) is recorded per direction and reported.
+ *
+ * All timing decisions live in
  * the core and its departure policies (rate, token bucket, DOCSIS upstream
  * MAC: policy_*.c), chosen per direction here; this file only moves bytes,
  * keeps the clock, and reports.
@@ -41,17 +53,37 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gso.h"
 #include "loss.h"
 #include "policy_docsis.h"
 #include "policy_tbf.h"
 #include "sched.h"
 
 #define BATCH			64	/* frames per recvmmsg/sendmmsg call */
-#define RX_BUDGET		8	/* batches per socket before servicing tx */
+#define RX_BUDGET		8	/* batches per socket before polling again */
+/*
+ * Frames per receive on the fast path: 64 super-frames are 4 MB, whose
+ * copying would delay due departures by milliseconds; 8 keep one receive
+ * well under 0.1 ms, and due frames are sent between receives.
+ */
+#define GSO_BATCH		8
 #define SOCK_BUF_BYTES		(16 << 20)
 #define TX_RETRY_NS		20000ULL	/* back-off after ENOBUFS */
 #define VLAN_ETH_OVERHEAD	18	/* Ethernet header + one 802.1Q tag */
 #define DROPS_LOG_BUF		(1 << 20)
+#define CMSG_BUF		64	/* room for one SCM_TIMESTAMPNS */
+/*
+ * Default --max-burst-us.  A run of segments kept in one frame leaves the
+ * link whole when its last segment is serialized: its other segments are
+ * held back by up to the run's serialization time.  1 ms is what TCP itself
+ * puts in one TSO burst (tcp_tso_autosize: ~1 ms of its pacing rate, at most
+ * 64 KB), so at 1 Gb/s and above a sender's super-frames pass uncut, and a
+ * TCP sender's RTT samples, taken from the newest segment an ACK covers,
+ * stay exact.  Measured here (1 Gb/s x 80 ms, CUBIC): 0.2 emulator cores
+ * per Gb/s uncut, 0.6 with 100 us runs, 0.9 one frame per segment.  Later
+ * hops do not add the run's time again: see --XX-upstream-bps.
+ */
+#define DEF_MAX_BURST_US	1000
 
 #define EXIT_USAGE 2
 
@@ -61,7 +93,7 @@ static const char *prog = "linkemu";
 
 enum dir_field {
 	F_RATE, F_DELAY, F_JITTER, F_LIMIT_PKTS, F_LIMIT_BYTES, F_LOSS,
-	F_POLICY, F_TBF_BURST, F_TBF_PEAK,
+	F_POLICY, F_TBF_BURST, F_TBF_PEAK, F_UPSTREAM,
 	F_NFIELDS
 };
 
@@ -80,7 +112,7 @@ static const char *const policy_names[] = {
 
 enum {
 	OPT_IF_A = 256, OPT_IF_B, OPT_SEED, OPT_STATS, OPT_DROPS_LOG, OPT_CPU,
-	OPT_MAX_FRAME, OPT_SPIN, OPT_HELP,
+	OPT_MAX_FRAME, OPT_SPIN, OPT_HELP, OPT_GSO, OPT_MAX_BURST,
 	OPT_DOCSIS_MAP, OPT_DOCSIS_LOOKAHEAD, OPT_DOCSIS_TRANSIT,
 	OPT_DOCSIS_PHY, OPT_DOCSIS_BURST, OPT_DOCSIS_CONCAT,
 	OPT_DOCSIS_PIGGYBACK,
@@ -99,6 +131,8 @@ static const struct option long_opts[] = {
 	{ "max-frame",		required_argument, NULL, OPT_MAX_FRAME },
 	{ "spin-us",		required_argument, NULL, OPT_SPIN },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
+	{ "gso",		required_argument, NULL, OPT_GSO },
+	{ "max-burst-us",	required_argument, NULL, OPT_MAX_BURST },
 	{ "docsis-map-interval-us", required_argument, NULL, OPT_DOCSIS_MAP },
 	{ "docsis-lookahead-us", required_argument, NULL, OPT_DOCSIS_LOOKAHEAD },
 	{ "docsis-request-transit-us", required_argument, NULL,
@@ -116,6 +150,7 @@ static const struct option long_opts[] = {
 	{ "ab-policy",		required_argument, NULL, DIR_OPT(0, F_POLICY) },
 	{ "ab-tbf-burst-bytes",	required_argument, NULL, DIR_OPT(0, F_TBF_BURST) },
 	{ "ab-tbf-peak-bps",	required_argument, NULL, DIR_OPT(0, F_TBF_PEAK) },
+	{ "ab-upstream-bps",	required_argument, NULL, DIR_OPT(0, F_UPSTREAM) },
 	{ "ba-rate-bps",	required_argument, NULL, DIR_OPT(1, F_RATE) },
 	{ "ba-delay-us",	required_argument, NULL, DIR_OPT(1, F_DELAY) },
 	{ "ba-jitter-us",	required_argument, NULL, DIR_OPT(1, F_JITTER) },
@@ -125,6 +160,7 @@ static const struct option long_opts[] = {
 	{ "ba-policy",		required_argument, NULL, DIR_OPT(1, F_POLICY) },
 	{ "ba-tbf-burst-bytes",	required_argument, NULL, DIR_OPT(1, F_TBF_BURST) },
 	{ "ba-tbf-peak-bps",	required_argument, NULL, DIR_OPT(1, F_TBF_PEAK) },
+	{ "ba-upstream-bps",	required_argument, NULL, DIR_OPT(1, F_UPSTREAM) },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -137,6 +173,7 @@ static const uint64_t field_max[F_NFIELDS] = {
 	[F_LIMIT_BYTES] = 1ULL << 40,
 	[F_TBF_BURST] = EMU_TB_MAX_DEPTH_BYTES,
 	[F_TBF_PEAK] = EMU_TB_MAX_RATE_BPS,
+	[F_UPSTREAM] = 1000000000000ULL,
 };
 
 #define US_MAX_DOCSIS_MAP	(EMU_DOCSIS_MAX_MAP_INTERVAL_NS / 1000)
@@ -156,6 +193,8 @@ struct opts {
 	long cpu;		/* -1 = no pinning */
 	uint64_t max_frame;	/* 0 = from MTU */
 	uint64_t spin_us;
+	uint64_t gso;		/* 1 = PACKET_VNET_HDR fast path */
+	uint64_t max_burst_us;
 	struct dir_opts dir[2];
 	struct emu_docsis_cfg docsis;	/* for every direction with docsis */
 };
@@ -220,6 +259,7 @@ static void print_usage(FILE *f)
 	fprintf(f,
 "usage: %s --if-a IF --if-b IF [--seed N] [--stats-interval-ms 50]\n"
 "       [--drops-log FILE] [--cpu N] [--max-frame BYTES] [--spin-us N]\n"
+"       [--gso 1|0] [--max-burst-us 1000] [--ab-upstream-bps N] [--ba-upstream-bps N]\n"
 "       [--ab-rate-bps N] [--ab-delay-us N] [--ab-jitter-us N]\n"
 "       [--ab-limit-pkts N] [--ab-limit-bytes N] [--ab-loss MODEL]\n"
 "       [--ba-rate-bps N] [--ba-delay-us N] [--ba-jitter-us N]\n"
@@ -286,6 +326,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->seed = 1;
 	o->stats_ms = 50;
 	o->cpu = -1;
+	o->gso = 1;
+	o->max_burst_us = DEF_MAX_BURST_US;
 	for (d = 0; d < 2; d++)
 		o->dir[d].v[F_TBF_BURST] = TBF_DEF_BURST_BYTES;
 	emu_docsis_default_cfg(&o->docsis);
@@ -320,6 +362,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_SPIN:
 			o->spin_us = opt_u64(c, optarg, 10000);
+			break;
+		case OPT_GSO:
+			o->gso = opt_u64(c, optarg, 1);
+			break;
+		case OPT_MAX_BURST:
+			o->max_burst_us = opt_u64(c, optarg, 1000000);
 			break;
 		case OPT_DOCSIS_MAP:
 			o->docsis.map_interval_ns =
@@ -447,7 +495,7 @@ static void out_line(const char *s, size_t n, bool may_skip)
 static void __attribute__((format(printf, 2, 3)))
 out_printf(bool may_skip, const char *fmt, ...)
 {
-	char line[4096];
+	char line[8192];
 	va_list ap;
 	int n;
 
@@ -459,6 +507,80 @@ out_printf(bool may_skip, const char *fmt, ...)
 	if ((size_t)n >= sizeof(line))
 		n = sizeof(line) - 1;
 	out_line(line, (size_t)n, may_skip);
+}
+
+/* ---- latency histograms ------------------------------------------------- */
+
+/*
+ * Microsecond histogram, log-linear: 1 us buckets below 256 us, then 16
+ * buckets per power of two (<= 6.25 % relative error) up to 2^40 us.
+ * Fixed size, no allocation, O(1) per sample: cheap enough per frame.
+ */
+#define HIST_LINEAR	256
+#define HIST_SUB	16
+#define HIST_BUCKETS	(HIST_LINEAR + (40 - 8) * HIST_SUB)
+
+struct hist {
+	uint64_t n;
+	uint64_t max_us;
+	uint64_t bucket[HIST_BUCKETS];
+};
+
+static unsigned int hist_index(uint64_t us)
+{
+	unsigned int e;
+
+	if (us < HIST_LINEAR)
+		return (unsigned int)us;
+	e = 63u - (unsigned int)__builtin_clzll(us);	/* >= 8 */
+	if (e >= 40)
+		return HIST_BUCKETS - 1;
+	return HIST_LINEAR + (e - 8) * HIST_SUB +
+	       (unsigned int)((us >> (e - 4)) & (HIST_SUB - 1));
+}
+
+static uint64_t hist_lower(unsigned int idx)
+{
+	unsigned int e;
+
+	if (idx < HIST_LINEAR)
+		return idx;
+	e = 8 + (idx - HIST_LINEAR) / HIST_SUB;
+	return (uint64_t)(HIST_SUB + (idx - HIST_LINEAR) % HIST_SUB) << (e - 4);
+}
+
+static void hist_add(struct hist *h, uint64_t ns, uint64_t weight)
+{
+	uint64_t us = ns / 1000;
+
+	h->n += weight;
+	h->bucket[hist_index(us)] += weight;
+	if (us > h->max_us)
+		h->max_us = us;
+}
+
+/* Smallest bucket value with at least q (per mille) of the samples at or below it. */
+static uint64_t hist_quantile(const struct hist *h, unsigned int permille)
+{
+	uint64_t want, seen = 0;
+	unsigned int i;
+
+	if (!h->n)
+		return 0;
+	want = (h->n * permille + 999) / 1000;
+	for (i = 0; i < HIST_BUCKETS; i++) {
+		seen += h->bucket[i];
+		if (seen >= want)
+			return hist_lower(i) < h->max_us ? hist_lower(i) : h->max_us;
+	}
+	return h->max_us;
+}
+
+static int fmt_hist(char *b, size_t n, const char *key, const struct hist *h)
+{
+	return snprintf(b, n, ",\"%s\":{\"n\":%" PRIu64 ",\"p50\":%" PRIu64
+			",\"p99\":%" PRIu64 ",\"max\":%" PRIu64 "}", key, h->n,
+			hist_quantile(h, 500), hist_quantile(h, 990), h->max_us);
 }
 
 /* ---- I/O state ---------------------------------------------------------- */
@@ -475,6 +597,11 @@ struct dir_io {
 	uint64_t sock_drops;	/* PACKET_STATISTICS tp_drops on rx socket */
 	uint64_t oversize;	/* frames longer than the slot size */
 	uint64_t tx_retries;	/* sendmmsg ENOBUFS/EAGAIN back-offs */
+	uint64_t tx_frames;	/* sends (a super-frame or a cut run is one) */
+	uint64_t rx_frames;	/* receives */
+	struct hist late;	/* sent - scheduled release, per segment */
+	struct hist rx_wait;	/* read by us - kernel receive time, per frame */
+	FILE *drops;		/* --drops-log, shared by both directions */
 	bool blocked;		/* waiting to retry a send */
 	bool wait_pollout;	/* ... and POLLOUT will tell us when */
 	uint64_t retry_at;
@@ -487,12 +614,14 @@ struct app {
 	int fd[2];		/* socket on A, socket on B */
 	int ifindex[2];
 	uint32_t max_frame;
+	uint32_t vnet_len;	/* GSO_VNET_HDR_LEN on the fast path, else 0 */
 	uint64_t spin_ns;
 	struct dir_io dir[2];
 	FILE *drops;
 	uint8_t *rxbuf;
 	struct mmsghdr rx_msgs[BATCH];
 	struct iovec rx_iov[BATCH];
+	uint8_t rx_cmsg[BATCH][CMSG_BUF];
 };
 
 static volatile sig_atomic_t stop_flag;
@@ -554,7 +683,7 @@ static void set_buf(int fd, int force_opt, int opt, const char *what,
 			ifname, strerror(errno));
 }
 
-static int open_side(const char *ifname, int ifindex)
+static int open_side(const char *ifname, int ifindex, bool *vnet)
 {
 	struct sockaddr_ll sll;
 	struct packet_mreq mr;
@@ -574,6 +703,19 @@ static int open_side(const char *ifname, int ifindex)
 		       sizeof(one)))
 		fatal("PACKET_IGNORE_OUTGOING on '%s': %s", ifname,
 		      strerror(errno));
+	/* Kernel receive times: the wait in this socket is part of the link. */
+	if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)))
+		fprintf(stderr, "%s: warning: SO_TIMESTAMPNS on '%s': %s "
+			"(arrival times taken when read)\n", prog, ifname,
+			strerror(errno));
+	/* Super-frames whole, with their virtio_net_hdr (before bind). */
+	if (*vnet && setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one,
+				sizeof(one))) {
+		fprintf(stderr, "%s: warning: PACKET_VNET_HDR on '%s': %s "
+			"(one frame per MTU packet)\n", prog, ifname,
+			strerror(errno));
+		*vnet = false;
+	}
 	set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF, "SO_RCVBUF", ifname);
 	set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, "SO_SNDBUF", ifname);
 
@@ -596,15 +738,54 @@ static int open_side(const char *ifname, int ifindex)
 
 /* ---- data path ---------------------------------------------------------- */
 
-static void rx_dir(struct app *a, struct dir_io *d)
+/* Every loss-model drop goes to --drops-log as "<direction> <index>". */
+static void log_drop(void *ctx, uint64_t idx)
 {
-	int round;
+	const struct dir_io *d = ctx;
 
-	for (round = 0; round < RX_BUDGET; round++) {
-		uint64_t now;
+	if (d->drops)
+		fprintf(d->drops, "%s %" PRIu64 "\n", d->name, idx);
+}
+
+/* The kernel's receive time of a message (CLOCK_REALTIME), or 0. */
+static uint64_t rx_stamp_ns(struct msghdr *mh)
+{
+	struct cmsghdr *c;
+
+	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		struct timespec ts;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS)
+			continue;
+		memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+		return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	}
+	return 0;
+}
+
+static inline uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* One receive batch; returns true if the socket may hold more. */
+static bool rx_dir(struct app *a, struct dir_io *d)
+{
+	unsigned int batch = a->vnet_len ? GSO_BATCH : BATCH;
+
+	for (;;) {
+		uint64_t now, real;
+		int64_t mono_minus_real;
 		int i, n;
 
-		n = recvmmsg(d->rx_fd, a->rx_msgs, BATCH,
+		for (i = 0; i < BATCH; i++) {
+			a->rx_msgs[i].msg_hdr.msg_control = a->rx_cmsg[i];
+			a->rx_msgs[i].msg_hdr.msg_controllen = CMSG_BUF;
+		}
+		n = recvmmsg(d->rx_fd, a->rx_msgs, batch,
 			     MSG_DONTWAIT | MSG_TRUNC, NULL);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -616,31 +797,47 @@ static void rx_dir(struct app *a, struct dir_io *d)
 					d->name, strerror(errno));
 				d->rx_err_reported = true;
 			}
-			return;
+			return false;
 		}
-		/* One timestamp per batch: frames in a batch arrived together. */
+		/*
+		 * Kernel timestamps are CLOCK_REALTIME; the loop runs on
+		 * CLOCK_MONOTONIC.  The offset is read once per batch, right
+		 * after the receive, so a clock step moves at most one batch.
+		 */
+		real = real_ns();
 		now = mono_ns();
+		mono_minus_real = (int64_t)(now - real);
 		for (i = 0; i < n; i++) {
+			struct msghdr *mh = &a->rx_msgs[i].msg_hdr;
 			uint32_t len = a->rx_msgs[i].msg_len;
-			uint64_t idx;
+			const uint8_t *buf = a->rx_iov[i].iov_base;
+			struct gso_vnet_hdr vh = { 0 };
+			struct gso_layout lay;
+			uint64_t stamp = rx_stamp_ns(mh), arrival = now;
 
-			if (len > a->max_frame ||
-			    (a->rx_msgs[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+			if (len > a->max_frame + a->vnet_len ||
+			    (mh->msg_flags & MSG_TRUNC) || len <= a->vnet_len) {
 				d->oversize++;
 				continue;
 			}
-			if (emu_dir_enqueue(&d->q, now, a->rx_iov[i].iov_base,
-					    len, &idx) == EMU_DROP_LOSS &&
-			    a->drops)
-				fprintf(a->drops, "%s %" PRIu64 "\n", d->name,
-					idx);
+			if (stamp) {
+				arrival = (uint64_t)((int64_t)stamp + mono_minus_real);
+				if (arrival > now)
+					arrival = now;	/* clock noise */
+			}
+			hist_add(&d->rx_wait, now - arrival, 1);
+			if (a->vnet_len)
+				gso_vnet_read(&vh, buf);
+			gso_parse(&lay, &vh, buf + a->vnet_len, len - a->vnet_len);
+			d->rx_frames++;
+			emu_dir_enqueue_frame(&d->q, arrival, &lay,
+					      buf + a->vnet_len, log_drop, d);
 		}
-		if (n < BATCH)
-			return;
+		return (unsigned int)n == batch;
 	}
 }
 
-static void tx_dir(struct dir_io *d, uint64_t now)
+static void tx_dir(struct app *a, struct dir_io *d, uint64_t now)
 {
 	struct emu_pkt *pkts[BATCH];
 	struct mmsghdr msgs[BATCH];
@@ -653,20 +850,32 @@ static void tx_dir(struct dir_io *d, uint64_t now)
 
 	for (;;) {
 		size_t i, n = emu_dir_peek_due(&d->q, now, pkts, BATCH);
+		uint64_t sent;
 		int r;
 
 		if (!n)
 			return;
 		memset(msgs, 0, n * sizeof(msgs[0]));
 		for (i = 0; i < n; i++) {
-			iov[i].iov_base = pkts[i]->data;
-			iov[i].iov_len = pkts[i]->len;
+			/* The vnet header, if any, is stored right before. */
+			iov[i].iov_base = pkts[i]->data - a->vnet_len;
+			iov[i].iov_len = pkts[i]->len + a->vnet_len;
 			msgs[i].msg_hdr.msg_iov = &iov[i];
 			msgs[i].msg_hdr.msg_iovlen = 1;
 		}
+		/*
+		 * Lateness is taken when the frames are handed to the kernel:
+		 * the call itself also runs the next hops' (and the receiving
+		 * TCP's) processing in this context, which is not the link's.
+		 */
+		sent = mono_ns();
 		/* No address: the socket's bound interface is used. */
 		r = sendmmsg(d->tx_fd, msgs, (unsigned int)n, MSG_DONTWAIT);
 		if (r > 0) {
+			for (i = 0; i < (size_t)r; i++)
+				hist_add(&d->late, sent - pkts[i]->release_ns,
+					 pkts[i]->segs);
+			d->tx_frames += (uint64_t)r;
 			emu_dir_consume(&d->q, (size_t)r);
 			continue;	/* a short count retries the rest */
 		}
@@ -753,9 +962,16 @@ static int fmt_policy(char *b, size_t n, const struct dir_io *d,
 static int fmt_dir(char *b, size_t n, const struct dir_io *d, uint64_t now)
 {
 	const struct emu_counters *c = &d->q.c;
-	char extra[512] = "";
+	char extra[1024] = "";
+	int k;
 
-	fmt_policy(extra, sizeof(extra), d, now);
+	k = fmt_policy(extra, sizeof(extra), d, now);
+	k += fmt_hist(extra + k, sizeof(extra) - (size_t)k, "late_us", &d->late);
+	k += fmt_hist(extra + k, sizeof(extra) - (size_t)k, "rx_wait_us", &d->rx_wait);
+	snprintf(extra + k, sizeof(extra) - (size_t)k,
+		 ",\"rx_frames\":%" PRIu64 ",\"tx_frames\":%" PRIu64
+		 ",\"arena_grows\":%" PRIu64,
+		 d->rx_frames, d->tx_frames, d->q.arena.grows);
 	return snprintf(b, n,
 		"{\"rx_pkts\":%" PRIu64 ",\"rx_bytes\":%" PRIu64
 		",\"tx_pkts\":%" PRIu64 ",\"tx_bytes\":%" PRIu64
@@ -772,7 +988,7 @@ static int fmt_dir(char *b, size_t n, const struct dir_io *d, uint64_t now)
 
 static void emit_stats(struct app *a, uint64_t now, bool final)
 {
-	char ab[1024], ba[1024];
+	char ab[2048], ba[2048];
 
 	read_sock_stats(a);
 	emu_dir_advance(&a->dir[0].q, now);
@@ -798,7 +1014,8 @@ static void run(struct app *a, const sigset_t *waitmask)
 	uint64_t now = mono_ns();
 	uint64_t next_stats = interval ? now + interval : EMU_TIME_NEVER;
 	struct pollfd pfd[2];
-	int i;
+	bool more[2];
+	int i, round;
 
 	while (!stop_flag) {
 		uint64_t wake = next_stats, release = EMU_TIME_NEVER;
@@ -807,7 +1024,7 @@ static void run(struct app *a, const sigset_t *waitmask)
 
 		now = mono_ns();
 		for (i = 0; i < 2; i++)
-			tx_dir(&a->dir[i], now);
+			tx_dir(a, &a->dir[i], now);
 
 		if (now >= next_stats) {
 			emit_stats(a, now, false);
@@ -871,14 +1088,62 @@ static void run(struct app *a, const sigset_t *waitmask)
 			continue;
 		/* fd[0] (A) is rx for ab and tx for ba; fd[1] the reverse. */
 		for (i = 0; i < 2; i++) {
-			struct dir_io *txd = &a->dir[i ? 0 : 1];
-
 			if (pfd[i].revents & POLLOUT)
-				txd->blocked = false;
-			if (pfd[i].revents & (POLLIN | POLLERR))
-				rx_dir(a, &a->dir[i]);
+				a->dir[i ? 0 : 1].blocked = false;
+			more[i] = pfd[i].revents & (POLLIN | POLLERR);
+		}
+		/* Receive in batches, sending whatever fell due in between. */
+		for (round = 0; round < RX_BUDGET && (more[0] || more[1]); round++) {
+			for (i = 0; i < 2; i++)
+				if (more[i])
+					more[i] = rx_dir(a, &a->dir[i]);
+			now = mono_ns();
+			for (i = 0; i < 2; i++)
+				tx_dir(a, &a->dir[i], now);
 		}
 	}
+}
+
+/*
+ * Segments one stored frame may carry in a direction: as many as the link
+ * serializes in --max-burst-us (at least 1); every super-frame is cut into
+ * single segments under a token bucket or the DOCSIS MAC, whose decisions
+ * are per frame; no limit without a rate (nothing is serialized).
+ */
+static uint32_t max_run_segs(const struct opts *o, const struct dir_opts *dopt,
+			     unsigned int mtu)
+{
+	uint64_t segs;
+
+	if (dopt->policy != POL_RATE || !o->max_burst_us)
+		return 1;
+	if (!dopt->v[F_RATE])
+		return 0;
+	segs = o->max_burst_us * dopt->v[F_RATE] / (8000000ULL * mtu);
+	return segs < 1 ? 1 : segs > 65535 ? 65535 : (uint32_t)segs;
+}
+
+/*
+ * Initial arena size: twice what the delay line holds at full rate, plus
+ * ARENA_HINT_QUEUE_BYTES of queue.  Growing copies the live bytes (20 MB
+ * take milliseconds, during which departures are late), so the usual case
+ * should never grow; a deep queue still may, and the stats count it.
+ */
+#define ARENA_HINT_QUEUE_BYTES	(8ULL << 20)
+#define ARENA_HINT_MAX		(256ULL << 20)
+
+static uint64_t arena_hint(const struct dir_opts *dopt, unsigned int mtu)
+{
+	uint64_t ns = (dopt->v[F_DELAY] + dopt->v[F_JITTER]) * 1000ULL;
+	uint64_t line = dopt->v[F_RATE] / 8 * ns / 1000000000ULL;
+	uint64_t queue = dopt->v[F_LIMIT_BYTES] ? dopt->v[F_LIMIT_BYTES] :
+			 dopt->v[F_LIMIT_PKTS] * (mtu + EMU_L2_HEADER_BYTES);
+	uint64_t want;
+
+	if (!queue || queue > ARENA_HINT_QUEUE_BYTES)
+		queue = ARENA_HINT_QUEUE_BYTES;
+	want = 2 * (line + queue);
+	return want > ARENA_HINT_MAX ? ARENA_HINT_MAX : want;
 }
 
 int main(int argc, char **argv)
@@ -888,7 +1153,8 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	sigset_t block, waitmask;
 	unsigned int mtu[2], mtu_max;
-	bool up[2];
+	bool up[2], vnet;
+	size_t slot;
 	int i;
 
 	parse_args(argc, argv, &a->o);
@@ -919,8 +1185,18 @@ int main(int argc, char **argv)
 	}
 	a->spin_ns = a->o.spin_us * 1000ULL;
 	mtu_max = mtu[0] > mtu[1] ? mtu[0] : mtu[1];
+
+	/* Sockets first: whether the fast path is on decides the slot size. */
+	vnet = a->o.gso;
+	for (i = 0; i < 2; i++)
+		a->fd[i] = open_side(a->o.if_name[i], a->ifindex[i], &vnet);
+	if (a->o.gso && !vnet) {	/* B refused it after A took it */
+		close(a->fd[0]);
+		a->fd[0] = open_side(a->o.if_name[0], a->ifindex[0], &vnet);
+	}
+	a->vnet_len = vnet ? GSO_VNET_HDR_LEN : 0;
 	a->max_frame = a->o.max_frame ? (uint32_t)a->o.max_frame :
-		mtu_max + VLAN_ETH_OVERHEAD;
+		vnet ? GSO_MAX_FRAME : mtu_max + VLAN_ETH_OVERHEAD;
 
 	/* Precise wake-ups: the default 50 us slack would dwarf serialization. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
@@ -933,12 +1209,16 @@ int main(int argc, char **argv)
 		dio->name = i ? "ba" : "ab";
 		memset(&cfg, 0, sizeof(cfg));
 		cfg.rate_bps = dopt->v[F_RATE];
+		cfg.upstream_rate_bps = dopt->v[F_UPSTREAM];
 		cfg.uncharged_bytes = EMU_L2_HEADER_BYTES;
 		cfg.delay_ns = dopt->v[F_DELAY] * 1000ULL;
 		cfg.jitter_ns = dopt->v[F_JITTER] * 1000ULL;
 		cfg.limit_pkts = dopt->v[F_LIMIT_PKTS];
 		cfg.limit_bytes = dopt->v[F_LIMIT_BYTES];
 		cfg.max_frame = a->max_frame;
+		cfg.vnet = vnet;
+		cfg.max_run_segs = max_run_segs(&a->o, dopt, mtu_max);
+		cfg.init_arena = arena_hint(dopt, mtu_max);
 		cfg.seed = a->o.seed;
 		cfg.dir = (unsigned int)i;
 		cfg.loss = &dopt->loss;
@@ -977,12 +1257,13 @@ int main(int argc, char **argv)
 			fatal("out of memory");
 	}
 
-	a->rxbuf = malloc((size_t)BATCH * a->max_frame);
+	slot = (size_t)a->max_frame + a->vnet_len;
+	a->rxbuf = malloc((size_t)BATCH * slot);
 	if (!a->rxbuf)
 		fatal("out of memory");
 	for (i = 0; i < BATCH; i++) {
-		a->rx_iov[i].iov_base = a->rxbuf + (size_t)i * a->max_frame;
-		a->rx_iov[i].iov_len = a->max_frame;
+		a->rx_iov[i].iov_base = a->rxbuf + (size_t)i * slot;
+		a->rx_iov[i].iov_len = slot;
 		a->rx_msgs[i].msg_hdr.msg_iov = &a->rx_iov[i];
 		a->rx_msgs[i].msg_hdr.msg_iovlen = 1;
 	}
@@ -1004,16 +1285,17 @@ int main(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	for (i = 0; i < 2; i++)
-		a->fd[i] = open_side(a->o.if_name[i], a->ifindex[i]);
+	a->dir[0].drops = a->dir[1].drops = a->drops;
 	a->dir[0].rx_fd = a->fd[0];
 	a->dir[0].tx_fd = a->fd[1];
 	a->dir[1].rx_fd = a->fd[1];
 	a->dir[1].tx_fd = a->fd[0];
 
 	out_printf(false,
-		   "{\"event\":\"ready\",\"pid\":%d,\"max_frame\":%u,\"seed\":%" PRIu64 "}\n",
-		   (int)getpid(), a->max_frame, a->o.seed);
+		   "{\"event\":\"ready\",\"pid\":%d,\"max_frame\":%u,\"seed\":%" PRIu64
+		   ",\"gso\":%s,\"max_run_segs\":[%u,%u]}\n",
+		   (int)getpid(), a->max_frame, a->o.seed, vnet ? "true" : "false",
+		   a->dir[0].q.max_run_segs, a->dir[1].q.max_run_segs);
 
 	run(a, &waitmask);
 

@@ -73,8 +73,7 @@ int emu_docsis_init(struct emu_docsis *m, const struct emu_docsis_cfg *cfg)
 static uint32_t charged_len(const struct emu_docsis *m,
 			    const struct emu_pkt *p)
 {
-	return p->len > m->cfg.uncharged_bytes ?
-	       p->len - m->cfg.uncharged_bytes : p->len;
+	return (uint32_t)emu_pkt_charged(p, m->cfg.uncharged_bytes);
 }
 
 /* First MAP start at or after t. */

@@ -99,8 +99,7 @@ static uint64_t tbf_enqueue(void *ctx, const struct emu_pkt *pkt,
 	struct emu_tbf *t = ctx;
 	uint64_t charged, cost, start, num, ser;
 
-	charged = pkt->len > t->uncharged_bytes ?
-		  pkt->len - t->uncharged_bytes : pkt->len;
+	charged = emu_pkt_charged(pkt, t->uncharged_bytes);
 	/* A frame bigger than the bucket needs (and empties) a full bucket. */
 	cost = charged * EMU_TB_UNITS_PER_BYTE;
 	if (cost > t->tb.depth)

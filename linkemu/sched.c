@@ -3,9 +3,10 @@
  *
  * Everything here is integer arithmetic on caller-supplied timestamps, so it
  * can run under a fake clock in the unit tests and cannot block the
- * forwarding loop.  Per packet the work is: one loss decision, one memcpy
- * into a preallocated slot, one division for the serialization time, and
- * (with jitter) one PRNG draw.
+ * forwarding loop.  Per segment the work is one loss decision and one
+ * drop-tail check; per stored frame, one memcpy into the arena (a cut for a
+ * partial run of a super-frame), one division for the serialization time,
+ * and (with jitter) one PRNG draw.
  */
 #include "sched.h"
 
@@ -23,6 +24,22 @@ static uint64_t rate_enqueue(void *ctx, const struct emu_pkt *pkt,
 	if (!rp->rate_bps)
 		return now_ns;		/* infinite rate: no serialization */
 
+	charged = emu_pkt_charged(pkt, rp->uncharged_bytes);
+	if (rp->upstream_bps && pkt->segs > 1) {
+		/*
+		 * Pipelining (emu_dir_cfg.upstream_rate_bps): segment j came
+		 * (segs-1-j) upstream spacings before the whole frame, so on
+		 * an idle link the last one leaves at
+		 *   max(arrival + s_here, arrival - (segs-1) s_up + segs s_here)
+		 * = start (segs-1) min(s_up, s_here) early, then serialize all.
+		 */
+		uint64_t seg_bits = charged * 8 / pkt->segs;
+		uint64_t faster = rp->upstream_bps > rp->rate_bps ?
+				  rp->upstream_bps : rp->rate_bps;
+		uint64_t back = (pkt->segs - 1) * (seg_bits * 1000000000ULL / faster);
+
+		now_ns = now_ns > back ? now_ns - back : 0;
+	}
 	if (rp->last_departure_ns < now_ns) {
 		/* Link was idle: start now and forget the sub-ns remainder. */
 		start = now_ns;
@@ -34,11 +51,10 @@ static uint64_t rate_enqueue(void *ctx, const struct emu_pkt *pkt,
 	 * len * 8e9 / rate in integer ns.  The remainder is carried to the next
 	 * back-to-back packet, so a long busy period has no cumulative rounding
 	 * error (rates that do not divide 8e9 evenly stay exact on average).
-	 * Overflow: len <= 2^18 and rate <= 1e12 keep num well below 2^64.
+	 * Overflow: a frame's wire bytes stay below 2^20 (a 64 KB super-frame
+	 * of 64-byte segments) and rate <= 1e12, so num stays below 2^64.
 	 */
-	charged = pkt->len > rp->uncharged_bytes ?
-		  pkt->len - rp->uncharged_bytes : pkt->len;
-	num = (uint64_t)charged * 8000000000ULL + rp->rem;
+	num = charged * 8000000000ULL + rp->rem;
 	ser = num / rp->rate_bps;
 	rp->rem = num % rp->rate_bps;
 	rp->last_departure_ns = start + ser;
@@ -50,7 +66,7 @@ const struct emu_departure_ops emu_rate_policy_ops = {
 	.enqueue = rate_enqueue,
 };
 
-/* ---- ring --------------------------------------------------------------- */
+/* ---- ring and arena ------------------------------------------------------ */
 
 static size_t roundup_pow2(size_t v)
 {
@@ -66,44 +82,92 @@ static inline struct emu_pkt *slot(const struct emu_dir *d, uint64_t pos)
 	return &d->ring[pos & d->mask];
 }
 
-/*
- * Double the ring when it is full.  Packet descriptors are moved (so their
- * addresses change), but frame buffers are not: the existing buffers travel
- * with their packets and one new chunk provides buffers for the new free
- * slots.  Growth is therefore O(slots) pointer copies, no frame copies.
- */
+/* Double the descriptor ring when it is full (frame bytes stay put). */
 static int ring_grow(struct emu_dir *d)
 {
-	size_t ncap = d->cap * 2, nmask = ncap - 1, k = 0;
+	size_t ncap = d->cap * 2, nmask = ncap - 1;
 	struct emu_pkt *nr;
-	uint8_t *chunk;
 	uint64_t pos;
 
-	if (ncap > d->max_slots || d->nchunks == EMU_MAX_CHUNKS)
+	if (ncap > d->max_slots)
 		return -1;
 	nr = calloc(ncap, sizeof(*nr));
-	chunk = malloc(d->cap * d->stride);
-	if (!nr || !chunk) {
-		free(nr);
-		free(chunk);
+	if (!nr)
 		return -1;
-	}
 	for (pos = d->head; pos != d->tail; pos++)
 		nr[pos & nmask] = *slot(d, pos);
-	for (pos = d->tail; pos != d->head + ncap; pos++)
-		nr[pos & nmask].data = chunk + (k++) * d->stride;
 	free(d->ring);
 	d->ring = nr;
 	d->cap = ncap;
 	d->mask = nmask;
-	d->chunks[d->nchunks++] = chunk;
 	return 0;
+}
+
+#define ARENA_ALIGN 64	/* cache-line aligned frames */
+
+/*
+ * Grow the arena to hold `need` more bytes: a buffer of twice the size (or
+ * more) into which the live frames are packed from offset 0, in order.
+ * O(live bytes), and rare: sizes only double.
+ */
+static int arena_grow(struct emu_dir *d, uint64_t need)
+{
+	struct emu_arena *a = &d->arena;
+	uint64_t live = a->tail - a->head, nsize = a->size * 2, p = 0;
+	uint64_t pos;
+	uint8_t *nb;
+
+	while (nsize < live + need)
+		nsize *= 2;
+	if (nsize > a->max)
+		return -1;
+	nb = malloc(nsize);
+	if (!nb)
+		return -1;
+	for (pos = d->head; pos != d->tail; pos++) {
+		struct emu_pkt *q = slot(d, pos);
+		size_t pre = d->vnet ? GSO_VNET_HDR_LEN : 0;
+
+		memcpy(nb + p, q->data - pre, pre + q->len);
+		q->data = nb + p + pre;
+		p += q->alloc;
+		q->arena_end = p;
+	}
+	free(a->buf);
+	a->buf = nb;
+	a->size = nsize;
+	a->head = 0;
+	a->tail = p;
+	a->grows++;
+	return 0;
+}
+
+/* Room for `bytes` contiguous bytes at the arena's tail, or NULL. */
+static uint8_t *arena_alloc(struct emu_dir *d, uint32_t bytes, uint32_t *alloc,
+			    uint64_t *end)
+{
+	struct emu_arena *a = &d->arena;
+	uint64_t need = ((uint64_t)bytes + ARENA_ALIGN - 1) & ~(uint64_t)(ARENA_ALIGN - 1);
+	uint64_t off, pad;
+
+	for (;;) {
+		off = a->tail & (a->size - 1);
+		/* A frame never wraps: skip the arena's end instead. */
+		pad = off + need > a->size ? a->size - off : 0;
+		if (a->tail + pad + need - a->head <= a->size)
+			break;
+		if (arena_grow(d, need + pad))
+			return NULL;
+	}
+	a->tail += pad + need;
+	*alloc = (uint32_t)(pad + need);
+	*end = a->tail;
+	return a->buf + (off + pad) % a->size;
 }
 
 int emu_dir_init(struct emu_dir *d, const struct emu_dir_cfg *cfg)
 {
 	size_t init = cfg->init_slots ? cfg->init_slots : EMU_DEFAULT_INIT_SLOTS;
-	size_t i;
 
 	memset(d, 0, sizeof(*d));
 	if (!cfg->max_frame)
@@ -113,8 +177,8 @@ int emu_dir_init(struct emu_dir *d, const struct emu_dir_cfg *cfg)
 	d->limit_pkts = cfg->limit_pkts;
 	d->limit_bytes = cfg->limit_bytes;
 	d->max_frame = cfg->max_frame;
-	/* Cache-line aligned slots: frames are copied in and DMA'd out whole. */
-	d->stride = ((size_t)cfg->max_frame + 63) & ~(size_t)63;
+	d->max_run_segs = cfg->max_run_segs;
+	d->vnet = cfg->vnet;
 	d->cap = roundup_pow2(init);
 	d->max_slots = roundup_pow2(cfg->max_slots ? cfg->max_slots :
 						     EMU_DEFAULT_MAX_SLOTS);
@@ -136,34 +200,36 @@ int emu_dir_init(struct emu_dir *d, const struct emu_dir_cfg *cfg)
 		d->ops_ctx = cfg->policy_ctx;
 	} else {
 		d->rate.rate_bps = cfg->rate_bps;
+		d->rate.upstream_bps = cfg->upstream_rate_bps;
 		d->rate.uncharged_bytes = cfg->uncharged_bytes;
 		d->ops = &emu_rate_policy_ops;
 		d->ops_ctx = &d->rate;
 	}
 
+	d->arena.max = cfg->max_arena ? cfg->max_arena : EMU_DEFAULT_MAX_ARENA;
+	d->arena.size = roundup_pow2(cfg->init_arena ? cfg->init_arena :
+						  EMU_DEFAULT_INIT_ARENA);
+	while (d->arena.size < 4ULL * (d->max_frame + GSO_VNET_HDR_LEN + ARENA_ALIGN))
+		d->arena.size *= 2;
+	if (d->arena.max < d->arena.size)
+		d->arena.max = d->arena.size;
 	d->ring = calloc(d->cap, sizeof(*d->ring));
-	d->chunks[0] = malloc(d->cap * d->stride);
-	if (!d->ring || !d->chunks[0]) {
+	d->arena.buf = malloc(d->arena.size);
+	if (!d->ring || !d->arena.buf) {
 		free(d->ring);
-		free(d->chunks[0]);
+		free(d->arena.buf);
 		d->ring = NULL;
-		d->chunks[0] = NULL;
+		d->arena.buf = NULL;
 		return -1;
 	}
-	d->nchunks = 1;
-	for (i = 0; i < d->cap; i++)
-		d->ring[i].data = d->chunks[0] + i * d->stride;
 	return 0;
 }
 
 void emu_dir_destroy(struct emu_dir *d)
 {
-	size_t i;
-
 	if (d->ops && d->ops->destroy)
 		d->ops->destroy(d->ops_ctx);
-	for (i = 0; i < d->nchunks; i++)
-		free(d->chunks[i]);
+	free(d->arena.buf);
 	free(d->ring);
 	memset(d, 0, sizeof(*d));
 }
@@ -240,9 +306,9 @@ static void advance_ser(struct emu_dir *d)
 
 		if (p->departure_ns > d->now_ns)
 			break;
-		d->c.backlog_pkts--;
-		d->c.backlog_bytes -= p->len;
-		d->c.delay_line_pkts++;
+		d->c.backlog_pkts -= p->segs;
+		d->c.backlog_bytes -= p->wire_len;
+		d->c.delay_line_pkts += p->segs;
 		d->ser++;
 	}
 }
@@ -259,57 +325,151 @@ void emu_dir_advance(struct emu_dir *d, uint64_t now_ns)
 
 /* ---- data path ---------------------------------------------------------- */
 
+/*
+ * Store segments [first, first + n) of a frame as one frame of the queue
+ * and ask the departure policy about it.  Returns -1 when memory is out.
+ */
+static int queue_run(struct emu_dir *d, uint64_t arrival_ns,
+		     const struct gso_layout *lay, const uint8_t *frame,
+		     uint32_t first, uint32_t n, uint64_t first_index)
+{
+	uint32_t pre = d->vnet ? GSO_VNET_HDR_LEN : 0;
+	uint32_t len = gso_run_len(lay, first, n), alloc;
+	struct gso_vnet_hdr vh;
+	struct emu_pkt *p;
+	uint64_t dep, end;
+	uint8_t *mem;
+
+	if (d->tail - d->head == d->cap && ring_grow(d))
+		return -1;
+	mem = arena_alloc(d, pre + len, &alloc, &end);
+	if (!mem)
+		return -1;
+	p = slot(d, d->tail);
+	p->data = mem + pre;
+	p->len = gso_cut(lay, frame, first, n, p->data, &vh);
+	if (pre)
+		gso_vnet_write(mem, &vh);
+	p->segs = n;
+	p->wire_len = (uint32_t)gso_wire_bytes(lay, first, n);
+	p->alloc = alloc;
+	p->arena_end = end;
+	p->index = first_index;
+	p->arrival_ns = arrival_ns;
+	p->departure_ns = EMU_TIME_NEVER;
+	p->release_ns = EMU_TIME_NEVER;
+	d->tail++;
+	d->c.backlog_pkts += n;
+	d->c.backlog_bytes += p->wire_len;
+
+	dep = d->ops->enqueue(d->ops_ctx, p, arrival_ns);
+	/* A known departure is only taken if nothing before it is deferred. */
+	if (dep != EMU_TIME_NEVER && d->assign == d->tail - 1)
+		set_departure(d, dep);
+	return 0;
+}
+
+uint32_t emu_dir_enqueue_frame(struct emu_dir *d, uint64_t arrival_ns,
+			       const struct gso_layout *lay,
+			       const uint8_t *frame, emu_loss_cb on_loss,
+			       void *cb_ctx)
+{
+	uint32_t i, run_first = 0, run_n = 0, kept = 0;
+	uint64_t run_bytes = 0, run_index = 0;
+	uint32_t max_run = d->max_run_segs ? d->max_run_segs : UINT32_MAX;
+
+	if (!lay->len || lay->len > d->max_frame)
+		return 0;
+	/*
+	 * A kernel timestamp may predate the core's clock (the frame waited in
+	 * the socket while the loop was sending): the rate policy schedules
+	 * from the true arrival; policies with a clock of their own cannot
+	 * look back and get the present.
+	 */
+	if (d->ops != &emu_rate_policy_ops && arrival_ns < d->now_ns)
+		arrival_ns = d->now_ns;
+	if (arrival_ns < d->last_arrival_ns)
+		arrival_ns = d->last_arrival_ns;
+	if (arrival_ns > d->last_arrival_ns)
+		d->last_arrival_ns = arrival_ns;
+	emu_dir_advance(d, arrival_ns);
+
+	for (i = 0; i < lay->segs; i++) {
+		uint64_t idx = d->next_index++;
+		uint32_t seg = gso_seg_len(lay, i);
+		bool drop = false;
+
+		d->c.rx_pkts++;
+		d->c.rx_bytes += seg;
+		/* Loss first: asked for every index, so its stream stays aligned. */
+		if (loss_drop(&d->loss, idx)) {
+			d->c.loss_drops++;
+			if (on_loss)
+				on_loss(cb_ctx, idx);
+			drop = true;
+		} else if ((d->limit_pkts &&
+			    d->c.backlog_pkts + run_n + 1 > d->limit_pkts) ||
+			   (d->limit_bytes &&
+			    d->c.backlog_bytes + run_bytes + seg > d->limit_bytes)) {
+			/* Drop-tail against what has not finished serialization. */
+			d->c.queue_drops++;
+			drop = true;
+		}
+		if (!drop) {
+			if (!run_n) {
+				run_first = i;
+				run_index = idx;
+			}
+			run_n++;
+			run_bytes += seg;
+		}
+		if (run_n && (drop || run_n == max_run || i + 1 == lay->segs)) {
+			if (queue_run(d, arrival_ns, lay, frame, run_first,
+				      run_n, run_index)) {
+				/* Out of ring or arena memory: a full buffer too. */
+				d->c.queue_drops += run_n;
+			} else {
+				kept += run_n;
+			}
+			run_n = 0;
+			run_bytes = 0;
+		}
+	}
+	advance_ser(d);
+	return kept;
+}
+
+struct loss_note {
+	uint64_t index;
+	bool lost;
+};
+
+static void note_loss(void *ctx, uint64_t index)
+{
+	struct loss_note *n = ctx;
+
+	n->index = index;
+	n->lost = true;
+}
+
 enum emu_verdict emu_dir_enqueue(struct emu_dir *d, uint64_t now_ns,
 				 const void *frame, uint32_t len,
 				 uint64_t *index_out)
 {
-	struct emu_pkt *p;
-	uint64_t idx, dep;
+	struct gso_vnet_hdr vh = { 0 };
+	struct gso_layout lay;
+	struct loss_note note = { 0, false };
+	uint64_t idx = d->next_index;
 
 	if (!len || len > d->max_frame)
 		return EMU_DROP_INVALID;
-
+	gso_parse(&lay, &vh, frame, len);	/* no GSO type: one segment */
 	emu_dir_advance(d, now_ns);
-	idx = d->next_index++;
 	if (index_out)
 		*index_out = idx;
-	d->c.rx_pkts++;
-	d->c.rx_bytes += len;
-
-	/* Loss first: it is asked for every index, so its stream stays aligned. */
-	if (loss_drop(&d->loss, idx)) {
-		d->c.loss_drops++;
-		return EMU_DROP_LOSS;
-	}
-
-	/* Drop-tail against what has not finished serialization yet. */
-	if ((d->limit_pkts && d->c.backlog_pkts + 1 > d->limit_pkts) ||
-	    (d->limit_bytes && d->c.backlog_bytes + len > d->limit_bytes)) {
-		d->c.queue_drops++;
-		return EMU_DROP_QUEUE;
-	}
-	if (d->tail - d->head == d->cap && ring_grow(d)) {
-		d->c.queue_drops++;	/* out of ring memory: also a full buffer */
-		return EMU_DROP_QUEUE;
-	}
-
-	p = slot(d, d->tail);
-	memcpy(p->data, frame, len);
-	p->len = len;
-	p->index = idx;
-	p->arrival_ns = d->now_ns;
-	p->departure_ns = EMU_TIME_NEVER;
-	p->release_ns = EMU_TIME_NEVER;
-	d->tail++;
-	d->c.backlog_pkts++;
-	d->c.backlog_bytes += len;
-
-	dep = d->ops->enqueue(d->ops_ctx, p, d->now_ns);
-	/* A known departure is only taken if nothing before it is deferred. */
-	if (dep != EMU_TIME_NEVER && d->assign == d->tail - 1)
-		set_departure(d, dep);
-	advance_ser(d);
-	return EMU_QUEUED;
+	if (emu_dir_enqueue_frame(d, d->now_ns, &lay, frame, note_loss, &note))
+		return EMU_QUEUED;
+	return note.lost ? EMU_DROP_LOSS : EMU_DROP_QUEUE;
 }
 
 uint64_t emu_dir_next_release_ns(const struct emu_dir *d)
@@ -351,12 +511,13 @@ static void remove_head(struct emu_dir *d, size_t n, bool sent)
 		const struct emu_pkt *p = slot(d, d->head);
 
 		if (sent) {
-			d->c.tx_pkts++;
-			d->c.tx_bytes += p->len;
+			d->c.tx_pkts += p->segs;
+			d->c.tx_bytes += p->wire_len;
 		} else {
-			d->c.tx_errors++;
+			d->c.tx_errors += p->segs;
 		}
-		d->c.delay_line_pkts--;
+		d->c.delay_line_pkts -= p->segs;
+		d->arena.head = p->arena_end;
 		d->head++;
 	}
 }

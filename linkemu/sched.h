@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gso.h"
 #include "loss.h"
 #include "prng.h"
 
@@ -46,11 +47,29 @@
 /* Ring sizing defaults (slots); the ring doubles on demand up to max. */
 #define EMU_DEFAULT_INIT_SLOTS	1024
 #define EMU_DEFAULT_MAX_SLOTS	(1u << 20)
+/*
+ * Frame bytes live in one FIFO byte arena per direction (frames leave in the
+ * order they came), which doubles on demand up to max: a 64 KB super-frame
+ * and a 66-byte ACK each take what they need.  1 GiB holds a 10 Gb/s x
+ * 200 ms delay line plus a BDP of queue with room to spare.
+ */
+#define EMU_DEFAULT_INIT_ARENA	(1u << 20)
+#define EMU_DEFAULT_MAX_ARENA	(1ULL << 30)
 
+/*
+ * One stored frame.  Every count the core keeps is per MTU segment: a
+ * super-frame (segs > 1) stands for segs packets on the emulated wire, with
+ * wire_len bytes in all (its headers counted once per segment), and got segs
+ * consecutive arrival indices starting at index.
+ */
 struct emu_pkt {
-	uint8_t *data;		/* slot buffer owned by the ring (max_frame) */
-	uint32_t len;
-	uint64_t index;		/* arrival index in this direction, from 0 */
+	uint8_t *data;		/* the frame, in the arena (after the vnet header, if any) */
+	uint32_t len;		/* frame bytes stored and sent */
+	uint32_t segs;		/* MTU segments it carries, >= 1 */
+	uint32_t wire_len;	/* bytes of those segments on the wire */
+	uint32_t alloc;		/* arena bytes it occupies */
+	uint64_t arena_end;	/* arena position just after it */
+	uint64_t index;		/* arrival index of its first segment, from 0 */
 	uint64_t arrival_ns;
 	uint64_t departure_ns;	/* end of serialization; NEVER = undecided */
 	uint64_t release_ns;	/* time it may be transmitted; NEVER = undecided */
@@ -92,6 +111,7 @@ struct emu_departure_ops {
 
 struct emu_rate_policy {
 	uint64_t rate_bps;	/* 0 = infinite */
+	uint64_t upstream_bps;	/* see emu_dir_cfg.upstream_rate_bps; 0 = none */
 	uint32_t uncharged_bytes; /* per frame, not counted against the rate */
 	uint64_t last_departure_ns;
 	uint64_t rem;		/* remainder of len*8e9 / rate, carried while busy */
@@ -99,8 +119,19 @@ struct emu_rate_policy {
 
 extern const struct emu_departure_ops emu_rate_policy_ops;
 
+/* Bytes a policy charges for pkt: its segments' bytes less `uncharged` each. */
+static inline uint64_t emu_pkt_charged(const struct emu_pkt *pkt,
+				       uint32_t uncharged)
+{
+	uint64_t free_bytes = (uint64_t)pkt->segs * uncharged;
+
+	return pkt->wire_len > free_bytes ? pkt->wire_len - free_bytes :
+					    pkt->wire_len;
+}
+
+/* Counters are in MTU segments and their wire bytes. */
 struct emu_counters {
-	uint64_t rx_pkts;	/* every frame handed to enqueue (valid length) */
+	uint64_t rx_pkts;	/* every segment handed to enqueue (valid length) */
 	uint64_t rx_bytes;
 	uint64_t tx_pkts;
 	uint64_t tx_bytes;
@@ -122,6 +153,28 @@ struct emu_dir_cfg {
 	uint32_t max_frame;	/* slot size; longer frames are refused */
 	size_t init_slots;	/* 0 = EMU_DEFAULT_INIT_SLOTS */
 	size_t max_slots;	/* 0 = EMU_DEFAULT_MAX_SLOTS */
+	uint64_t init_arena;	/* bytes, 0 = EMU_DEFAULT_INIT_ARENA */
+	uint64_t max_arena;	/* bytes, 0 = EMU_DEFAULT_MAX_ARENA */
+	bool vnet;		/* frames carry a virtio_net_hdr (stored before data) */
+	/*
+	 * Longest run of segments kept in one stored frame (0 = no limit).
+	 * A stored frame leaves the link whole, at the departure of its last
+	 * segment, so its first segment is held back by the run's
+	 * serialization time: linkemu sets this from the rate to bound that.
+	 * 1 = segment every super-frame in software.
+	 */
+	uint32_t max_run_segs;
+	/*
+	 * Rate of the slowest hop every frame of this direction crossed before
+	 * it (0 = unknown or none: frames may come straight from a host, in
+	 * bursts).  A super-frame arrives whole, but on the emulated path its
+	 * segments were spaced by that bottleneck: with the rate policy a run
+	 * that finds the link idle starts (segs - 1) segment times before its
+	 * arrival, at the slower of the two spacings, never before the previous
+	 * departure -- cut-through, as a chain of real links pipelines packets,
+	 * instead of each hop adding the whole run's serialization again.
+	 */
+	uint64_t upstream_rate_bps;
 	uint64_t seed;
 	unsigned int dir;	/* 0 = ab, 1 = ba: selects the PRNG streams */
 	const struct loss_model *loss;	/* copied; NULL = none */
@@ -129,7 +182,13 @@ struct emu_dir_cfg {
 	void *policy_ctx;
 };
 
-#define EMU_MAX_CHUNKS 64
+struct emu_arena {
+	uint8_t *buf;
+	uint64_t size;		/* power of two */
+	uint64_t max;
+	uint64_t head, tail;	/* absolute positions, offset = pos & (size - 1) */
+	uint64_t grows;		/* times it doubled (each copies the live bytes) */
+};
 
 struct emu_dir {
 	/* configuration */
@@ -138,7 +197,19 @@ struct emu_dir {
 	uint64_t limit_pkts;
 	uint64_t limit_bytes;
 	uint32_t max_frame;
-	size_t stride;
+	uint32_t max_run_segs;
+	/*
+	 * Rate of the slowest hop every frame of this direction crossed before
+	 * it (0 = unknown or none: frames may come straight from a host, in
+	 * bursts).  A super-frame arrives whole, but on the emulated path its
+	 * segments were spaced by that bottleneck: with the rate policy a run
+	 * that finds the link idle starts (segs - 1) segment times before its
+	 * arrival, at the slower of the two spacings, never before the previous
+	 * departure -- cut-through, as a chain of real links pipelines packets,
+	 * instead of each hop adding the whole run's serialization again.
+	 */
+	uint64_t upstream_rate_bps;
+	bool vnet;
 	size_t max_slots;
 	const struct emu_departure_ops *ops;
 	void *ops_ctx;
@@ -157,10 +228,10 @@ struct emu_dir {
 	size_t cap;
 	size_t mask;
 	uint64_t head, ser, assign, tail;
-	uint8_t *chunks[EMU_MAX_CHUNKS];
-	size_t nchunks;
+	struct emu_arena arena;
 
 	uint64_t now_ns;		/* latest time seen (clock is clamped) */
+	uint64_t last_arrival_ns;
 	uint64_t last_departure_ns;
 	uint64_t last_release_ns;
 	uint64_t next_index;
@@ -177,10 +248,34 @@ enum emu_verdict {
 int emu_dir_init(struct emu_dir *d, const struct emu_dir_cfg *cfg);
 void emu_dir_destroy(struct emu_dir *d);
 
-/* Offer a frame that arrived at now_ns; the frame is copied. */
+/* Offer a plain frame (one segment) that arrived at now_ns; it is copied. */
 enum emu_verdict emu_dir_enqueue(struct emu_dir *d, uint64_t now_ns,
 				 const void *frame, uint32_t len,
 				 uint64_t *index_out);
+
+/* Called for each segment the loss model drops, with its arrival index. */
+typedef void (*emu_loss_cb)(void *ctx, uint64_t index);
+
+/*
+ * Offer a frame described by lay (gso_parse) that arrived at arrival_ns.
+ * Each of its lay->segs segments gets the next arrival index, then the loss
+ * model and drop-tail decide per segment, exactly as if the segments had
+ * arrived one by one (so a seed drops the same indices whether or not the
+ * sender used TSO).  Runs of kept segments (at most max_run_segs each) are
+ * cut out of the frame (gso_cut) and queued as frames of their own.
+ *
+ * arrival_ns may lie before the last time seen by the core -- a kernel
+ * receive timestamp of a frame that waited in the socket -- so that the
+ * wait becomes part of the link's own delay rather than added to it.  With
+ * the built-in rate policy it is honoured (kept >= the previous arrival);
+ * other policies run a clock of their own and get max(arrival, now).
+ *
+ * Returns the number of segments queued.
+ */
+uint32_t emu_dir_enqueue_frame(struct emu_dir *d, uint64_t arrival_ns,
+			       const struct gso_layout *lay,
+			       const uint8_t *frame, emu_loss_cb on_loss,
+			       void *cb_ctx);
 
 /* Bring the direction up to now_ns (policy hook, backlog accounting). */
 void emu_dir_advance(struct emu_dir *d, uint64_t now_ns);
