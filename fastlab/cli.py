@@ -14,6 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from fastlab import fidelity
+
 EXIT_USAGE = 2
 
 
@@ -66,6 +68,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for link in result.summary["links"]:
         print(f"{link['id']}: utilization {link['utilization']:.3f}, mean backlog "
               f"{link['mean_backlog_pkts']:.1f} pkts, drops {link['drops']}", file=sys.stderr)
+    print(fidelity.headline(result.summary.get("fidelity")), file=sys.stderr)
     print(result.directory)
     return 0
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from fastlab import analysis, paths, report, routing
+from fastlab import analysis, fidelity, paths, report, routing
 from fastlab.capabilities import Capabilities, probe
 from fastlab.cc import Registry, default_registry
 from fastlab.ccruntime import CCRuntime, HostParams, plan_parameters
@@ -148,6 +148,19 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
                     registry, cc_hosts, cc_globals, offloads, unused, upstream)
 
 
+def _fidelity(prep: Prepared, shaper: Shaper, cpu: dict[str, Any], flows_df: Any,
+              spec: ExperimentSpec) -> dict[str, Any]:
+    (busy0, cores0, t0), (busy1, cores1, t1) = cpu["start"], cpu["end"]
+    span = max(t1 - t0, 1e-9)
+    times = {str(flow): list(rows["t"]) for flow, rows in flows_df.groupby("flow")} if not flows_df.empty else {}
+    return fidelity.assess(fidelity.Inputs(
+        emulators=dict(shaper.final), paths=fidelity_paths(prep),
+        emulator_cores={link: (cores1[link] - cores0.get(link, 0.0)) / span for link in cores1},
+        machine_busy=fidelity.busy_fraction(busy0, busy1),
+        sample_gaps_s=fidelity.sample_gaps(times), sample_interval_s=1.0 / spec.sample_hz,
+        tc_links=tuple(k for k, (b, _) in prep.backends.items() if b != "emulator")))
+
+
 @dataclass
 class RunResult:
     directory: Path
@@ -233,6 +246,25 @@ def _idle_rtt(net: Network, flow: Flow, count: int, rng: random.Random) -> dict[
             "max_ms": ordered[-1], "samples_ms": samples}
 
 
+PROC_STAT = Path("/proc/stat")
+
+
+def fidelity_paths(prep: Prepared) -> list[fidelity.PathInfo]:
+    """Each flow's emulated crossings (data and ACKs) and the basis of its delay budget."""
+    out = []
+    for f in prep.flows:
+        crossings = tuple((h.link.shaped, "forward" if h.forward else "reverse")
+                          for a, b in ((f.src, f.dst), (f.dst, f.src))
+                          for h in routing.hops(prep.plan, a, b, f.path) if h.link.shaped)
+        fig = routing.figures(prep.plan, prep.links, f.src, f.dst, f.path)
+        target = None
+        if f.cc == "fast" and fig.bottleneck_mbps:
+            alpha = f.cc_args.get("alpha", prep.registry.lookup("fast").param("alpha").default)
+            target = fidelity.fast_target_ms(float(alpha), fig.bottleneck_mbps)
+        out.append(fidelity.PathInfo(f.id, crossings, fig.rtt_ms, target))
+    return out
+
+
 def _run_all(steps: list[Callable[[], Any]]) -> None:
     """Teardown: call every step even when some fail, then raise the first failure as a RunError
     (a run state that still lists a registered algorithm is kept for `fastlab cleanup`)."""
@@ -275,6 +307,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     traffic = Traffic(net, prep.flows, bus.emit, 1.0 / spec.sample_hz)
     ccs = CCRuntime(prep.registry, state, bus.emit, prep.cc_hosts, prep.cc_globals)
     idle: list[dict[str, Any]] = []
+    cpu: dict[str, Any] = {}  # machine and emulator CPU at the start and end of the flows
 
     def stop_if_cancelled() -> None:
         if cancel is not None and cancel.is_set():
@@ -305,6 +338,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
             idle.append(_idle_rtt(net, flow, spec.idle_pings, random.Random(spec.seed)))
             stop_if_cancelled()
         log(f"run {prefix}: {len(prep.flows)} flow(s) for {spec.duration_s:g} s")
+        cpu["start"] = (fidelity.cpu_times(PROC_STAT.read_text()), shaper.cpu_seconds(), time.monotonic())
         bus.start(time.monotonic())
         traffic.start(bus.t0)
         ccs.schedule(spec, bus.t0, state.hosts)
@@ -316,6 +350,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
                 raise RunError("; ".join(traffic.errors + (control.errors if control else [])))
             stop_if_cancelled()
             time.sleep(min(0.2, max(0.0, end - time.monotonic())))
+        cpu["end"] = (fidelity.cpu_times(PROC_STAT.read_text()), shaper.cpu_seconds(), time.monotonic())
         traffic.wait(SENDER_GRACE_S)
         if traffic.errors:
             raise RunError("; ".join(traffic.errors))
@@ -329,6 +364,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     summary = analysis.summarize(infos, flows_df, traffic.finished, links_df,
                                  {k: link.forward.rate_bps / 1e6 for k, link in prep.links.items()})
     summary["idle_rtt"] = idle
+    summary["fidelity"] = _fidelity(prep, shaper, cpu, flows_df, spec)
     environment = {
         "run": {"name": spec.name, "prefix": prefix, "started": started, "host": platform.node()},
         "kernel": platform.release(),

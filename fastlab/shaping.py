@@ -332,7 +332,8 @@ def emulator_samples(link: str, msg: dict[str, Any]) -> list[dict[str, Any]]:
                     "backlog_bytes": c["backlog_bytes"] - ETH_HEADER_BYTES * c["backlog_pkts"],
                     "queue_drops": c["queue_drops"], "loss_drops": c["loss_drops"],
                     "tx_bytes": c["tx_bytes"] - ETH_HEADER_BYTES * c["tx_pkts"], "tx_pkts": c["tx_pkts"],
-                    "rx_pkts": c["rx_pkts"], "sock_drops": c.get("sock_drops", 0)})
+                    "rx_pkts": c["rx_pkts"], "sock_drops": c.get("sock_drops", 0),
+                    "late_p99_us": (c.get("late_us") or {}).get("p99")})
         if "mac" in c:
             out[-1] |= {"mac_grants": c["mac"]["grants"], "mac_requests": c["mac"]["requests"],
                         "mac_piggybacked": c["mac"]["piggybacked_requests"],
@@ -420,6 +421,11 @@ class Shaper:
         thread = threading.Thread(target=poll, name=f"tcstats-{plan.link}", daemon=True)
         thread.start()
         self._threads.append(thread)
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time each running emulator has used so far, by link."""
+        used = {link: process_cpu_seconds(proc.pid) for link, proc in self._emulators.items()}
+        return {link: s for link, s in used.items() if s is not None}
 
     def stop(self) -> None:
         self._stop.set()
