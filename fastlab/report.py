@@ -1,4 +1,9 @@
-"""report.html: one self-contained page per run (plotly.js inlined, works offline)."""
+"""report.html: one self-contained page per run (plotly.js inlined, works offline).
+
+Near the top, the run's fidelity verdict (`fastlab.fidelity_view`): a warning box with the
+reasons and what to do when the emulation was not faithful, a short note otherwise, "not
+assessed" for runs made before verdicts; then the measurements behind it.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
+
+from fastlab import fidelity_view
 
 PANELS = (("goodput_mbps", "Goodput (Mb/s)"), ("cwnd_pkts", "cwnd (packets)"), ("srtt_ms", "smoothed RTT (ms)"))
 
@@ -63,6 +70,13 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def fidelity_section(summary: dict[str, Any]) -> str:
+    """The verdict's banner and, for an assessed run, its measurements under a heading."""
+    verdict = fidelity_view.verdict_of(summary)
+    details = fidelity_view.details_html(verdict)
+    return fidelity_view.banner_html(verdict) + (f"\n<h2>Emulation fidelity</h2>{details}" if details else "")
+
+
 def render(spec_yaml: str, summary: dict[str, Any], environment: dict[str, Any],
            flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame) -> str:
     plot = pio.to_html(figure(flows, links, events), include_plotlyjs=True, full_html=False)
@@ -71,11 +85,14 @@ def render(spec_yaml: str, summary: dict[str, Any], environment: dict[str, Any],
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>fastlab run {html.escape(environment['run']['name'])}</title>
 <style>body{{font-family:sans-serif;margin:2em;font-size:16px}} table{{border-collapse:collapse;margin:1em 0}}
-td,th{{border:1px solid #bbb;padding:4px 8px;text-align:right}} pre{{background:#f4f4f4;padding:1em}}</style>
+td,th{{border:1px solid #bbb;padding:4px 8px;text-align:right}} pre{{background:#f4f4f4;padding:1em}}
+.note{{color:#555}}
+{fidelity_view.CSS}</style>
 </head><body>
 <h1>fastlab run: {html.escape(environment['run']['name'])}</h1>
 <p>run {html.escape(environment['run']['prefix'])}, started {html.escape(environment['run']['started'])},
 kernel {html.escape(environment['kernel'])}; Jain index {summary['jain_index']}</p>
+{fidelity_section(summary)}
 <h2>Flows</h2>{_table(summary['flows'])}
 <h2>Links</h2>{_table(summary['links'])}
 <h2>Backends</h2>{_table(backends)}{_table(shaping)}

@@ -1,0 +1,160 @@
+"""The fidelity verdict (`fastlab.fidelity`) and how it is shown (`fastlab.fidelity_view`, report.html).
+
+Pure: the inputs are the figures the engine gathers (emulators' final stats lines, paths, CPU,
+sample times), made up here. Each threshold crossed alone must give exactly its one reason.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from fastlab import fidelity, fidelity_view, report
+
+# A dumbbell: flow f1 crosses the bottleneck forward (data) and reverse (ACKs), 40 ms base RTT.
+LOSS_PATH = fidelity.PathInfo("f1", (("bottleneck", "forward"), ("bottleneck", "reverse")), 40.0)
+# FAST at alpha 200 on 1 Gb/s: it aims at 2.4 ms of queue, so its budget is 0.6 ms.
+FAST_PATH = fidelity.PathInfo("f1", (("bottleneck", "forward"), ("bottleneck", "reverse")), 40.0,
+                              fidelity.fast_target_ms(200, 1000))
+
+
+def stats(p50: int = 20, p99: int = 80, drops_ab: int = 0, drops_ba: int = 0) -> dict[str, Any]:
+    """An emulator's final stats line: lateness in µs per direction (ab = forward, ba = reverse)."""
+    late = {"p50": p50, "p99": p99, "max": p99 * 2, "n": 10_000}
+    return {"ab": {"late_us": late, "sock_drops": drops_ab}, "ba": {"late_us": dict(late), "sock_drops": drops_ba}}
+
+
+def quiet(**changes: Any) -> fidelity.Inputs:
+    """A run the emulation carried easily; `changes` replace fields."""
+    inp = fidelity.Inputs(emulators={"bottleneck": stats()}, paths=[LOSS_PATH],
+                          emulator_cores={"bottleneck": 0.3}, machine_busy=0.4,
+                          sample_gaps_s={"f1": 0.06}, sample_interval_s=0.05)
+    for key, value in changes.items():
+        setattr(inp, key, value)
+    return inp
+
+
+def test_a_quiet_run_is_faithful() -> None:
+    verdict = fidelity.assess(quiet())
+    assert verdict["faithful"] is True and verdict["reasons"] == [] and verdict["advice"] is None
+    # 20 + 20 µs median over two crossings + the largest p99 (80 µs) = 0.12 ms, budget max(0.5, 1% of 40 ms)
+    assert verdict["paths"] == [{"flow": "f1", "emulation_delay_ms": 0.12, "budget_ms": 0.5, "basis": "base RTT"}]
+    assert verdict["links"]["bottleneck"]["forward"]["late_p99_us"] == 80
+
+
+@pytest.mark.parametrize("changes, pattern", [
+    ({"emulators": {"bottleneck": stats(drops_ab=7)}},
+     r"^bottleneck \(forward\): the emulator's socket dropped 7 frames"),
+    ({"emulators": {"bottleneck": stats(p50=100, p99=500)}, "paths": [FAST_PATH]},  # 0.7 ms > 0.6 ms
+     r"^flow f1: the emulators added 0\.70 ms .* above 0\.60 ms = 0\.25 of the 2\.40 ms queue FAST aims at"),
+    ({"emulators": {"bottleneck": stats(p50=100, p99=500)}},  # 0.7 ms > max(0.5 ms, 1% of 40 ms)
+     r"^flow f1: the emulators added 0\.70 ms .* above 0\.50 ms = max\(0\.5 ms, 1% of the 40 ms RTT\)"),
+    ({"emulator_cores": {"bottleneck": 0.95}}, r"^bottleneck: its emulator used 0\.95 of a core \(limit 0\.9\)"),
+    ({"machine_busy": 0.97}, r"^the machine was 97% busy while the flows ran \(limit 95%\)"),
+    ({"sample_gaps_s": {"f1": 1.5}}, r"^flow f1: its trace has a 1\.50 s gap \(limit 1 s\)"),
+])
+def test_each_threshold_crossed_alone_gives_exactly_its_reason(changes: dict[str, Any], pattern: str) -> None:
+    verdict = fidelity.assess(quiet(**changes))
+    assert verdict["faithful"] is False and verdict["advice"] == fidelity.ADVICE
+    assert len(verdict["reasons"]) == 1, verdict["reasons"]
+    assert re.search(pattern, verdict["reasons"][0]), verdict["reasons"][0]
+
+
+def test_the_budget_is_fasts_alpha_queue_or_a_share_of_the_rtt() -> None:
+    slight = stats(p50=100, p99=350)  # 0.55 ms added
+    assert not fidelity.assess(quiet(emulators={"bottleneck": slight}))["faithful"]  # loss-based: 0.5 ms
+    assert fidelity.assess(quiet(emulators={"bottleneck": slight}, paths=[FAST_PATH]))["faithful"]  # 0.6 ms
+    heavier = stats(p50=150, p99=350)  # 0.65 ms added
+    assert not fidelity.assess(quiet(emulators={"bottleneck": heavier}, paths=[FAST_PATH]))["faithful"]
+    long_rtt = fidelity.PathInfo("f1", LOSS_PATH.crossings, 180.0)  # 1% of 180 ms = 1.8 ms
+    assert fidelity.assess(quiet(emulators={"bottleneck": heavier}, paths=[long_rtt]))["faithful"]
+
+
+def test_a_gap_limit_grows_with_a_slow_sample_rate_and_links_not_crossed_are_not_counted() -> None:
+    assert fidelity.assess(quiet(sample_gaps_s={"f1": 1.5}, sample_interval_s=0.2))["faithful"]  # limit 2 s
+    spare = quiet(emulators={"bottleneck": stats(), "spare": stats(drops_ab=99)})
+    assert fidelity.assess(spare)["faithful"]
+
+
+def test_headline_for_faithful_unfaithful_and_not_assessed() -> None:
+    assert fidelity.headline(fidelity.assess(quiet())) == \
+        "fidelity: faithful (emulation delay ≤ 0.12 ms on every path, no socket drops)"
+    line = fidelity.headline(fidelity.assess(quiet(machine_busy=0.99, emulator_cores={"bottleneck": 0.95})))
+    assert line.startswith("fidelity: NOT FAITHFUL — ") and "0.95 of a core" in line and "99% busy" in line
+    assert line.endswith(f"To fix: {fidelity.ADVICE}.")
+    assert fidelity.headline(None) == fidelity.headline({}) == \
+        "fidelity: not assessed (run made before fidelity verdicts)"
+
+
+def test_cpu_times_busy_fraction_and_sample_gaps() -> None:
+    # user nice system idle iowait irq softirq steal guest guest_nice
+    before = fidelity.cpu_times("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
+    after = fidelity.cpu_times("cpu  250 0 100 950 100 0 0 0 0 0\n")
+    assert before == (150, 1000) and after == (350, 1400)
+    assert fidelity.busy_fraction(before, after) == 0.5
+    assert fidelity.busy_fraction(after, after) is None
+    gaps = fidelity.sample_gaps({"f1": [0.3, 0.0, 0.1, 1.5], "f2": [2.0], "f3": []})
+    assert gaps == {"f1": pytest.approx(1.2), "f2": 0.0, "f3": 0.0}
+
+
+# --- how the verdict is shown ----------------------------------------------------------------------
+
+UNFAITHFUL = fidelity.assess(quiet(emulators={"bottleneck": stats(drops_ab=12)}, machine_busy=0.99))
+
+
+def test_view_states_flags_and_first_reason() -> None:
+    faithful = fidelity.assess(quiet())
+    assert fidelity_view.state(faithful) == "faithful" and fidelity_view.state(UNFAITHFUL) == "unfaithful"
+    assert fidelity_view.state(None) == fidelity_view.state({}) == "unassessed"
+    assert fidelity_view.faithful_flag({"fidelity": faithful}) == 1
+    assert fidelity_view.faithful_flag({"fidelity": UNFAITHFUL}) == 0
+    assert fidelity_view.faithful_flag({"flows": []}) is None and fidelity_view.faithful_flag(None) is None
+    assert fidelity_view.first_reason(UNFAITHFUL) == UNFAITHFUL["reasons"][0]
+    assert fidelity_view.first_reason(faithful) is None
+    rows = fidelity_view.link_rows(UNFAITHFUL)
+    assert [(r.link, r.direction, r.sock_drops, r.drops_over) for r in rows] == [
+        ("bottleneck", "forward", 12, True), ("bottleneck", "reverse", 0, False)]
+
+
+def test_banner_escapes_the_reasons() -> None:
+    hostile = copy.deepcopy(UNFAITHFUL)
+    hostile["reasons"] = ["<script>alert(1)</script> & more"]
+    page = fidelity_view.banner_html(hostile)
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in page
+
+
+ENVIRONMENT = {"run": {"name": "demo", "prefix": "flabcd", "started": "2026-11-24T03:00:00+00:00"},
+               "kernel": "6.18", "backends": {}, "shaping": [], "tools": {}}
+
+
+def render(fid: dict[str, Any] | None) -> str:
+    summary: dict[str, Any] = {"flows": [], "links": [], "jain_index": 1.0}
+    if fid is not None:
+        summary["fidelity"] = fid
+    empty = pd.DataFrame()
+    return report.render("name: demo\n", summary, ENVIRONMENT, empty, empty, empty)
+
+
+def test_report_warns_with_the_reasons_and_advice_when_not_faithful() -> None:
+    page = render(UNFAITHFUL)
+    top = page[:page.index("<h2>Flows</h2>")]
+    assert 'data-fidelity="unfaithful"' in top and "Not faithful" in top
+    for reason in UNFAITHFUL["reasons"]:
+        assert fidelity_view.html.escape(reason) in top, reason
+    assert "socket dropped 12 frames" in top and "99% busy" in top
+    assert "What to do:" in top and "fastlab doctor --self-test" in top
+    # the measurements: the path's delay against its budget, the link's lateness and drops (marked over)
+    assert "Emulation fidelity" in top and "<td class=\"num over\">12</td>" in top and "0.12" in top
+    assert "<script src=" not in page and "<link " not in page  # offline: nothing fetched from elsewhere
+
+
+def test_report_notes_a_faithful_run_and_an_old_one() -> None:
+    page = render(fidelity.assess(quiet()))
+    assert 'data-fidelity="faithful"' in page and "Faithful emulation" in page and "Not faithful" not in page
+    assert "0.12 ms" in page
+    old = render(None)
+    assert 'data-fidelity="unassessed"' in old and "not assessed" in old and "Emulation fidelity" not in old
