@@ -14,6 +14,11 @@ the engine's validation (which never uses a shell).
 Guided labs (`webapp.guided` over `fastlab.labs`): /labs lists the labs, /labs/<n> shows a handout
 with its steps; running a step queues an ordinary run that remembers its lab, step and form, and
 its checkpoints are evaluated on the finished run directory (/api/runs/<id>/checkpoints).
+
+Fidelity: a finished run's page opens with its fidelity verdict (`fastlab.fidelity_view`: a
+warning box with the reasons when the emulation was not faithful, a short note otherwise) and the
+runs list says it in one word; templates reach it through the globals `fidelity_banner`,
+`fidelity_details` and `fidelity_state`.
 """
 
 from __future__ import annotations
@@ -46,9 +51,10 @@ from flask import (
     send_file,
     stream_with_context,
 )
+from markupsafe import Markup
 from werkzeug.exceptions import BadRequest
 
-from fastlab import paths
+from fastlab import fidelity_view, paths
 from fastlab.labs import LABS_DIR, LabError
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
 from webapp import guided
@@ -568,4 +574,9 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
                         "short": row["lab_short"], **result})
 
     app.jinja_env.globals["app_env"] = os.environ.get("FASTLAB_ENV", "")
+    # fidelity_view escapes every text it puts in its HTML: safe to mark as Markup
+    app.jinja_env.globals.update(
+        fidelity_banner=lambda summary: Markup(fidelity_view.banner_html(fidelity_view.verdict_of(summary))),
+        fidelity_details=lambda summary: Markup(fidelity_view.details_html(fidelity_view.verdict_of(summary))),
+        fidelity_state=lambda summary: fidelity_view.state(fidelity_view.verdict_of(summary)))
     return app

@@ -5,14 +5,27 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from webapp import create_app
 
+UNFAITHFUL = {
+    "faithful": False,
+    "reasons": ["bottleneck (forward): the emulator's socket dropped 1114 frames (losses no link model decided)",
+                "bottleneck: its emulator used 0.96 of a core (limit 0.9): it cannot absorb bursts"],
+    "advice": "lower the capacities (topology_args.scale), run fewer flows, or stop other programs on this machine",
+    "paths": [{"flow": "f1", "emulation_delay_ms": 92.03, "budget_ms": 0.8, "basis": "base RTT"}],
+    "links": {"bottleneck": {"forward": {"late_p50_us": 1344, "late_p99_us": 90112, "late_max_us": 106014,
+                                         "segments": 2448563, "sock_drops": 1114}}},
+    "emulator_cores": {"bottleneck": 0.958}, "machine_busy": 0.696, "sample_gaps_s": {"f1": 0.054},
+    "unmeasured": [], "thresholds": {"sock_drops_max": 0, "emulator_core_max": 0.9, "machine_busy_max": 0.95,
+                                     "sample_gap_max_s": 1.0}}
 
-def fake_run(root: Path, run_id: str, utilization: float) -> None:
-    """A run directory in the engine's format (the files a finished run writes)."""
+
+def fake_run(root: Path, run_id: str, utilization: float, fidelity: dict[str, Any] | None = None) -> None:
+    """A run directory in the engine's format (the files a finished run writes); no `fidelity`: an old run."""
     run = root / run_id
     run.mkdir(parents=True)
     (run / "spec.yaml").write_text("name: demo\ntopology: dumbbell\nduration_s: 5\nflows: [{src: h1, dst: h2}]\n")
@@ -23,7 +36,7 @@ def fake_run(root: Path, run_id: str, utilization: float) -> None:
         "flows": [{"id": "f1", "src": "h1", "dst": "h2", "cc": "cubic", "throughput_mbps": 47.5, "mean_rtt_ms": 60,
                    "min_rtt_ms": 40.8, "retransmits": 3}],
         "links": [{"id": "bottleneck", "capacity_mbps": 50, "utilization": utilization, "mean_backlog_pkts": 100,
-                   "drops": 3}], "jain_index": 1.0}))
+                   "drops": 3}], "jain_index": 1.0} | ({"fidelity": fidelity} if fidelity is not None else {})))
     (run / "report.html").write_text("<html>report</html>")
 
 
@@ -45,7 +58,26 @@ def test_history_lists_runs_and_survives_a_restart(client, tmp_path: Path) -> No
 def test_run_page_and_report(client) -> None:
     page = client.get("/runs/20261122-050000-demo-flabcd")
     assert page.status_code == 200 and b"47.50" in page.data and b"emulator" in page.data
+    assert b'data-fidelity="unassessed"' in page.data and b"Not faithful" not in page.data  # an old run
     assert client.get("/runs/20261122-050000-demo-flabcd/report").data == b"<html>report</html>"
+
+
+def test_run_page_warns_when_the_emulation_was_not_faithful(tmp_path: Path) -> None:
+    fake_run(tmp_path, "20261124-030000-busy-flabcd", 0.7, UNFAITHFUL)
+    fake_run(tmp_path, "20261124-040000-calm-flabcd", 0.9, {**UNFAITHFUL, "faithful": True, "reasons": [],
+                                                             "advice": None, "paths": []})
+    client = create_app(results_root=tmp_path).test_client()
+    text = client.get("/runs/20261124-030000-busy-flabcd").get_data(as_text=True)
+    banner = text[text.index('id="fidelity"'):]
+    # above the results (the flows table), with the reasons (escaped) and what to do, in plain words
+    assert banner.index("Not faithful") < banner.index('id="summary-flows"')
+    assert "socket dropped 1114 frames" in banner and "0.96 of a core" in banner
+    assert "What to do:" in banner and "Lower the capacities" in banner
+    assert 'id="fidelity-details"' in text and "92.03" in text
+    calm = client.get("/runs/20261124-040000-calm-flabcd").get_data(as_text=True)
+    assert 'data-fidelity="faithful"' in calm and "Faithful emulation" in calm and "Not faithful" not in calm
+    runs = client.get("/").get_data(as_text=True)
+    assert "NOT faithful" in runs and ">faithful<" in runs
 
 
 @pytest.mark.parametrize("hostile", ["..%2F..%2Fetc%2Fpasswd", "nosuchrun", "%00", "a;rm -rf ~"])
