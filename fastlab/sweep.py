@@ -19,9 +19,12 @@ directory:
     sweep.yaml            the sweep file as run (after --set)
     sweep.json            the definition and every point's status (written atomically after each change)
     points/<id>/          a run directory per point (`point.json` is written last: the point is finished)
-    aggregate.csv         one row per point (parameter combination x repetition): parameters + metrics
-    aggregate_mean.csv    per combination: mean, std, min, max of every metric and n (repetitions)
-    sweep.html            mean with spread (std bars, min-max band) against each swept parameter
+    aggregate.csv         one row per point (parameter combination x repetition): parameters + metrics,
+                          and `faithful` (1/0, empty: not assessed) from the run's fidelity verdict
+    aggregate_mean.csv    per combination: mean, std, min, max of every metric, n (repetitions),
+                          faithful_n (faithful repetitions) and assessed_n (repetitions with a verdict)
+    sweep.html            how many points were faithful (the unfaithful ones with their first reason),
+                          mean with spread (std bars, min-max band) against each swept parameter
 
 Rerunning the same command resumes: finished points are kept as they are, unfinished ones are
 removed and run again. On a cluster every point needs a whole machine: tasks ask for the worker
@@ -57,7 +60,7 @@ import yaml
 from plotly.subplots import make_subplots
 from pydantic import Field, ValidationError, model_validator
 
-from fastlab import bundle, paths
+from fastlab import bundle, fidelity_view, paths
 from fastlab.spec import (
     ExperimentSpec,
     SpecError,
@@ -76,6 +79,8 @@ RESERVED_PARAMS = {"seed": "seeds come from `repeat` (repetition r runs with see
                    "name": "a sweep's points share its name", "sweep": "a sweep cannot sweep itself"}
 # Metrics shown in sweep.html, in this order; links add their own rows (utilization, backlog).
 PLOTTED = ("throughput_mbps", "mean_rtt_ms", "retransmits", "jain_index")
+# A point's fidelity verdict as a column: 1 faithful, 0 not, empty not assessed (a run made before verdicts).
+FAITHFUL = "faithful"
 
 
 class SweepError(ValueError):
@@ -271,14 +276,16 @@ def check_points(plan: SweepPlan, check: Callable[[ExperimentSpec], object] = la
 # --- aggregation -------------------------------------------------------------------------------
 
 def summary_metrics(summary: dict[str, Any]) -> dict[str, float | int | None]:
-    """A run's summary.json as flat metrics: totals first, then per link and per flow."""
+    """A run's summary.json as flat metrics: totals first (with `faithful`: 1/0/None for a summary
+    without a fidelity verdict), then per link and per flow."""
     flows, links = summary.get("flows", []), summary.get("links", [])
     rtts = [f["mean_rtt_ms"] for f in flows if f.get("mean_rtt_ms") is not None]
     metrics: dict[str, float | int | None] = {
         "throughput_mbps": round(sum(f["throughput_mbps"] for f in flows), 4),
         "mean_rtt_ms": round(sum(rtts) / len(rtts), 4) if rtts else None,
         "retransmits": sum(f["retransmits"] for f in flows),
-        "jain_index": summary.get("jain_index")}
+        "jain_index": summary.get("jain_index"),
+        FAITHFUL: fidelity_view.faithful_flag(summary)}
     for link in links:
         for key in ("utilization", "mean_backlog_pkts", "max_backlog_pkts", "queue_drops", "loss_drops"):
             metrics[f"{link['id']}_{key}"] = link.get(key)
@@ -299,14 +306,19 @@ def point_row(point: Point, summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def aggregate(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
-    """Per parameter combination: n (repetitions) and mean, std, min, max of every metric."""
+    """Per parameter combination: n (repetitions), faithful_n and assessed_n (repetitions whose
+    emulation was faithful / had a verdict), and mean, std, min, max of every metric."""
     if rows.empty:
         return pd.DataFrame(columns=["combo", *params, "n"])
-    metrics = [c for c in rows.columns if c not in {"point", "combo", "rep", "seed", *params}
+    metrics = [c for c in rows.columns if c not in {"point", "combo", "rep", "seed", FAITHFUL, *params}
                and pd.api.types.is_numeric_dtype(rows[c])]
     grouped = rows.sort_values(["combo", "rep"]).groupby("combo", sort=True)
     table = grouped[params].first()
     table["n"] = grouped.size()
+    if FAITHFUL in rows:
+        flags = pd.to_numeric(rows[FAITHFUL], errors="coerce").astype(float).groupby(rows["combo"])
+        table["faithful_n"] = flags.sum().astype(int)
+        table["assessed_n"] = flags.count()
     stats = grouped[metrics].agg(["mean", "std", "min", "max"])
     stats.columns = [f"{metric}_{stat}" for metric, stat in stats.columns]
     return table.join(stats).reset_index()
@@ -353,17 +365,62 @@ def figure(means: pd.DataFrame, params: list[str]) -> go.Figure:
     return fig
 
 
-def render(name: str, means: pd.DataFrame, params: list[str], finished: int, total: int) -> str:
+@dataclass(frozen=True)
+class PointFidelity:
+    """A finished point's fidelity verdict for sweep.html: faithful (None: not assessed), first reason."""
+
+    point: str
+    label: str
+    faithful: bool | None
+    first_reason: str | None = None
+
+    @classmethod
+    def of(cls, point: Point, summary: dict[str, Any]) -> PointFidelity:
+        verdict = fidelity_view.verdict_of(summary)
+        flag = fidelity_view.faithful_flag(summary)
+        return cls(point.id, point.label(), None if flag is None else bool(flag), fidelity_view.first_reason(verdict))
+
+
+def fidelity_html(points: list[PointFidelity]) -> str:
+    """How many finished points were faithful; the unfaithful ones, each with its first reason."""
+    if not points:
+        return ""
+    if all(p.faithful is None for p in points):
+        return '<p id="fidelity-count">Emulation fidelity: not assessed (the points ran before fidelity verdicts).</p>'
+    good = sum(p.faithful is True for p in points)
+    bad = [p for p in points if p.faithful is False]
+    unknown = sum(p.faithful is None for p in points)
+    counts = [f"{good} of {len(points)} finished points faithful"]
+    counts += [f"{len(bad)} not faithful"] if bad else []
+    counts += [f"{unknown} not assessed (run before fidelity verdicts)"] if unknown else []
+    text = f'<p id="fidelity-count">Emulation fidelity: {"; ".join(counts)}.</p>'
+    if not bad:
+        return text
+    items = "".join(f"<li><strong>{html.escape(p.point)}</strong> ({html.escape(p.label)}): "
+                    f"{html.escape(p.first_reason or 'no reason recorded')}</li>" for p in bad)
+    return (text + '<div id="fidelity" class="fidelity fidelity-unfaithful" data-fidelity="unfaithful">'
+            '<p><strong class="fidelity-title">⚠ Not faithful: do not trust these points as they stand</strong></p>'
+            "<p>This machine could not keep up with the network in the spec during these runs: their figures partly "
+            "measure the machine (each point's report.html says why and what to do). First reason of each:</p>"
+            f'<ul class="fidelity-reasons">{items}</ul></div>')
+
+
+def render(name: str, means: pd.DataFrame, params: list[str], finished: int, total: int,
+           fidelity: list[PointFidelity] | None = None) -> str:
+    """sweep.html: fidelity of the points, the mean table and the plots."""
     plot = pio.to_html(figure(means, params), include_plotlyjs=True, full_html=False) if not means.empty else ""
-    shown = ["combo", *params, "n"] + [f"{m}_mean" for m, _ in plotted_metrics(means)]
+    shown = ["combo", *params, "n", "faithful_n", "assessed_n"] + [f"{m}_mean" for m, _ in plotted_metrics(means)]
     table = means[[c for c in shown if c in means.columns]].to_html(index=False, float_format=lambda v: f"{v:.4g}")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>fastlab sweep {html.escape(name)}</title>
 <style>body{{font-family:sans-serif;margin:2em;font-size:16px}} table{{border-collapse:collapse;margin:1em 0}}
-td,th{{border:1px solid #bbb;padding:4px 8px;text-align:right}}</style></head><body>
+td,th{{border:1px solid #bbb;padding:4px 8px;text-align:right}}
+{fidelity_view.CSS}</style></head><body>
 <h1>fastlab sweep: {html.escape(name)}</h1>
 <p>{finished} of {total} points finished. Lines: mean over repetitions with &plusmn;1 std bars; shaded: min to max.
-Full tables: aggregate.csv (every point), aggregate_mean.csv (per combination).</p>
+Full tables: aggregate.csv (every point, with faithful: 1, 0 or empty for not assessed), aggregate_mean.csv
+(per combination; faithful_n of assessed_n repetitions were faithful).</p>
+{fidelity_html(fidelity or [])}
 {table}
 {plot}
 </body></html>
@@ -477,17 +534,21 @@ def prepare_directory(plan: SweepPlan, directory: Path, log: Callable[[str], Non
 
 def write_aggregates(plan: SweepPlan, directory: Path) -> pd.DataFrame:
     """aggregate.csv, aggregate_mean.csv and sweep.html from the finished points; returns the per-point table."""
-    rows = []
+    rows, verdicts = [], []
     for point in plan.points:
         point_dir = directory / "points" / point.id
         if is_finished(point_dir):
-            rows.append(point_row(point, json.loads((point_dir / "summary.json").read_text())))
+            summary = json.loads((point_dir / "summary.json").read_text())
+            rows.append(point_row(point, summary))
+            verdicts.append(PointFidelity.of(point, summary))
     table = pd.DataFrame(rows)
+    if FAITHFUL in table:
+        table[FAITHFUL] = table[FAITHFUL].astype("Int64")  # 1, 0 or empty in the CSV
     params = list(plan.sweep.params)
     means = aggregate(table, params)
     table.to_csv(directory / "aggregate.csv", index=False)
     means.to_csv(directory / "aggregate_mean.csv", index=False)
-    (directory / "sweep.html").write_text(render(plan.name, means, params, len(rows), len(plan.points)))
+    (directory / "sweep.html").write_text(render(plan.name, means, params, len(rows), len(plan.points), verdicts))
     return table
 
 
@@ -501,9 +562,12 @@ def _eta(seconds_per_point: float, remaining: int) -> str:
 
 
 def _brief(summary: dict[str, Any]) -> str:
+    """A finished point in one line for the log: throughput, utilizations, and a warning if not faithful."""
     m = summary_metrics(summary)
     links = [f"{k.removesuffix('_utilization')} utilization {v}" for k, v in m.items() if k.endswith("_utilization")]
-    return ", ".join([f"{m['throughput_mbps']} Mb/s", *links])
+    warning = ([f"NOT FAITHFUL: {fidelity_view.first_reason(fidelity_view.verdict_of(summary))}"]
+               if m[FAITHFUL] == 0 else [])
+    return ", ".join([f"{m['throughput_mbps']} Mb/s", *links, *warning])
 
 
 def _finish_point(directory: Path, state: SweepState, point: Point, host: str, seconds: float) -> None:

@@ -200,3 +200,51 @@ def test_cluster_workers_are_those_offering_a_machine() -> None:
     info = {"workers": {"tcp://a:1": {"resources": {"machine": 1}}, "tcp://b:1": {"resources": {}},
                         "tcp://c:1": {}}}
     assert sweep.machine_workers(info) == ["tcp://a:1"]
+
+
+def verdict(faithful: bool) -> dict[str, object]:
+    reasons = [] if faithful else ["the machine was 99% busy while the flows ran (limit 95%): no CPU headroom",
+                                   "flow f1: its trace has a 1.50 s gap (limit 1 s): the samplers were starved"]
+    return {"faithful": faithful, "reasons": reasons, "advice": None if faithful else "run fewer flows",
+            "paths": [], "links": {}}
+
+
+def test_summary_metrics_carry_the_fidelity_verdict_and_old_summaries_have_none() -> None:
+    assert sweep.summary_metrics(summary(10.0, 30.0, 0.9, 4))["faithful"] is None  # made before verdicts
+    assert sweep.summary_metrics(summary(10.0, 30.0, 0.9, 4) | {"fidelity": verdict(True)})["faithful"] == 1
+    assert sweep.summary_metrics(summary(10.0, 30.0, 0.9, 4) | {"fidelity": verdict(False)})["faithful"] == 0
+    assert sweep.summary_metrics({})["faithful"] is None and sweep.summary_metrics({})["throughput_mbps"] == 0
+
+
+def test_sweep_rows_and_page_count_faithful_points_and_name_the_unfaithful_ones(tmp_path: Path) -> None:
+    plan = sweep.plan_sweep(doc(params={"topology_args.rtt_ms": [10, 20]}, repeat=2))
+    sweep.prepare_directory(plan, tmp_path, lambda _m: None)
+    verdicts = {"p00-r0": verdict(True), "p00-r1": verdict(False), "p01-r0": None, "p01-r1": verdict(True)}
+    for point in plan.points:
+        run = fake_point_dir(tmp_path, point, finished=True)
+        if verdicts[point.id] is not None:
+            (run / "summary.json").write_text(json.dumps(summary(10.0, 30, 0.9, 1) | {"fidelity": verdicts[point.id]}))
+    table = sweep.write_aggregates(plan, tmp_path)
+    assert table["faithful"].tolist() == [1, 0, pd.NA, 1]
+    csv = (tmp_path / "aggregate.csv").read_text().splitlines()
+    column = csv[0].split(",").index("faithful")
+    assert [line.split(",")[column] for line in csv[1:]] == ["1", "0", "", "1"]
+    means = pd.read_csv(tmp_path / "aggregate_mean.csv")
+    assert means["faithful_n"].tolist() == [1, 1] and means["assessed_n"].tolist() == [2, 1]
+    assert not any(c.startswith("faithful_mean") for c in means.columns)
+    page = (tmp_path / "sweep.html").read_text()
+    assert "2 of 4 finished points faithful; 1 not faithful; 1 not assessed" in page
+    assert "<strong>p00-r1</strong> (topology_args.rtt_ms=10 seed=11): the machine was 99% busy" in page
+    assert "its trace has a 1.50 s gap" not in page  # the first reason only
+    assert "NOT FAITHFUL: the machine was 99% busy" in sweep._brief(summary(1, 1, 1, 1) | {"fidelity": verdict(False)})
+
+
+def test_a_sweep_of_old_runs_has_an_empty_faithful_column(tmp_path: Path) -> None:
+    plan = sweep.plan_sweep(doc(params={"topology_args.rtt_ms": [10, 20]}))
+    sweep.prepare_directory(plan, tmp_path, lambda _m: None)
+    for point in plan.points:
+        fake_point_dir(tmp_path, point, finished=True)
+    sweep.write_aggregates(plan, tmp_path)
+    assert pd.read_csv(tmp_path / "aggregate.csv")["faithful"].isna().all()
+    assert pd.read_csv(tmp_path / "aggregate_mean.csv")["assessed_n"].tolist() == [0, 0]
+    assert "Emulation fidelity: not assessed" in (tmp_path / "sweep.html").read_text()
