@@ -14,13 +14,11 @@ from fastlab.shaping import (
     link_seed,
     loss_arg,
     parse_emulator_line,
-    parse_tc_stats,
     plan_link,
     resolve,
 )
 from fastlab.spec import BernoulliLoss, EveryNthLoss, GilbertElliottLoss, LinkDirection, LinkSpec
 from fastlab.topology import build_plan
-from tests.conftest import FIXTURES
 
 DEVS = Devices("r1", "r1-eth1", "r2", "r2-eth1", "x2", "x2-a", "x2-b")
 
@@ -111,16 +109,6 @@ def test_loss_arguments() -> None:
 def test_link_seed_is_stable_and_per_link() -> None:
     assert link_seed(1, "bottleneck") == link_seed(1, "bottleneck")
     assert link_seed(1, "bottleneck") != link_seed(2, "bottleneck") != link_seed(1, "uplink")
-
-
-def test_tc_stats_parser_on_captured_output() -> None:
-    idle = parse_tc_stats((FIXTURES / "tc_stats_htb_pfifo.json").read_text())
-    assert idle == {"backlog_pkts": 0, "backlog_bytes": 0, "queue_drops": 0, "loss_drops": 0,
-                    "tx_bytes": 57120, "tx_pkts": 40}
-    busy = parse_tc_stats((FIXTURES / "tc_stats_backlogged.json").read_text())
-    assert busy["backlog_pkts"] == 6 and busy["backlog_bytes"] == 6 * 1428  # IP bytes (stab overhead -14)
-    with pytest.raises(ShapingError):
-        parse_tc_stats("[]")
 
 
 def test_emulator_stats_line_becomes_two_samples_in_ip_bytes() -> None:
