@@ -7,7 +7,9 @@ directory with all its points) under one top-level folder named after it, a gene
 `verify(zip_path)` returns the problems it finds: files missing, added or altered against the
 manifest, unsafe member names, an unreadable archive; an empty list means the bundle is intact.
 `extract(zip_path, dest)` verifies first and writes only regular files inside `dest`.
-These touch only the paths they are given. Replaying a bundle is `fastlab.replay`.
+`fidelity_lines(zip_path)` reads the bundled run's fidelity verdict (each point's, of a sweep)
+for `fastlab bundle verify`; REPRODUCE.md states it too. These touch only the paths they are
+given. Replaying a bundle is `fastlab.replay`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
+
+from fastlab import fidelity, fidelity_view
 
 MANIFEST = "MANIFEST.sha256"
 REPRODUCE = "REPRODUCE.md"
@@ -79,6 +83,7 @@ def _run_facts(run_dir: Path) -> list[str]:
     for link in summary.get("links", []):
         lines.append(f"| link {link['id']} | utilization {link['utilization']}, mean backlog "
                      f"{link['mean_backlog_pkts']} pkts, drops {link['drops']} (loss model {link['loss_drops']}) |")
+    lines.append(f"| emulation | {fidelity.headline(fidelity_view.verdict_of(summary)).removeprefix('fidelity: ')} |")
     return lines
 
 
@@ -207,6 +212,33 @@ def verify(zip_path: Path | str) -> list[str]:
             if digest != expected[rel]:
                 problems.append(f"{rel}: SHA-256 mismatch (altered)")
     return problems
+
+
+def fidelity_lines(zip_path: Path | str) -> list[str]:
+    """The bundled run's fidelity headline; of a sweep bundle, how many finished points were
+    faithful and the first reason of each one that was not. Reads summary.json from the zip
+    (verify first: an altered summary says what it likes); BundleError if it cannot."""
+    try:
+        with zipfile.ZipFile(zip_path) as zf:
+            names = [n for n in zf.namelist() if not n.endswith("/")]
+            top = names[0].split("/")[0] if names else ""
+            if f"{top}/{SWEEP_STATE}" not in names:
+                return [fidelity.headline(fidelity_view.verdict_of(json.loads(zf.read(f"{top}/summary.json"))))]
+            points = sorted(n.split("/")[2] for n in names
+                            if n.count("/") == 3 and n.startswith(f"{top}/points/") and n.endswith("/point.json"))
+            summaries = {p: json.loads(zf.read(f"{top}/points/{p}/summary.json")) for p in points}
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, zlib.error) as exc:
+        raise BundleError(f"{zip_path}: cannot read the run's summary.json: {exc}") from None
+    states = {p: fidelity_view.state(fidelity_view.verdict_of(s)) for p, s in summaries.items()}
+    bad = [p for p, st in states.items() if st == "unfaithful"]
+    unknown = sum(st == "unassessed" for st in states.values())
+    if unknown == len(states):
+        return [f"fidelity: not assessed ({len(states)} point(s), made before fidelity verdicts)"]
+    counts = [f"{len(states) - len(bad) - unknown} of {len(states)} points faithful"]
+    counts += [f"{len(bad)} NOT FAITHFUL"] if bad else []
+    counts += [f"{unknown} not assessed"] if unknown else []
+    return [f"fidelity: {', '.join(counts)}"] + [
+        f"  {p}: NOT FAITHFUL — {fidelity_view.first_reason(fidelity_view.verdict_of(summaries[p]))}" for p in bad]
 
 
 def extract(zip_path: Path | str, dest: Path | str, *, bundle_files: bool = True) -> Path:

@@ -256,7 +256,8 @@ def cmd_bundle_export(args: argparse.Namespace) -> int:
 
 
 def cmd_bundle_verify(args: argparse.Namespace) -> int:
-    from fastlab.bundle import verify
+    """Check a bundle against its manifest; if intact, say whether the bundled run's emulation was faithful."""
+    from fastlab.bundle import BundleError, fidelity_lines, verify
 
     if not Path(args.bundle).is_file():
         raise CliError(f"{args.bundle}: no such file")
@@ -264,6 +265,12 @@ def cmd_bundle_verify(args: argparse.Namespace) -> int:
     for problem in problems:
         print(f"{args.bundle}: {problem}")
     print(f"{args.bundle}: {'intact' if not problems else f'NOT intact, {len(problems)} problem(s)'}")
+    if not problems:
+        try:
+            for line in fidelity_lines(args.bundle):
+                print(line)
+        except BundleError as exc:
+            print(f"fidelity: unknown ({exc})")
     return 1 if problems else 0
 
 
@@ -301,6 +308,8 @@ def cmd_bundle_replay(args: argparse.Namespace) -> int:
         print(table(outcome.rows))
         for warning in outcome.warnings:
             print(f"warning: this machine differs from the original: {warning}")
+        for line in outcome.fidelity:
+            print(line)
         print(f"verdict: {'consistent' if outcome.consistent else 'differs'}")
     consistent = all(o.consistent for o in outcomes)
     if len(outcomes) > 1:
