@@ -7,6 +7,10 @@ with the reason for it. Seeded loss is compared exactly: the link emulator decid
 from (seed, direction, packet index) alone, so over the packet indices both runs saw the very
 same packets are dropped; total counts differ only by the drops beyond the shorter run's last
 packet.
+
+Each run's fidelity verdict is reported side by side (`compare` adds a row that never fails,
+`fidelity_notes` says it in words): a replay whose emulation was faithful when the original's
+was not (or the reverse) is worth knowing when reading the comparison, but is no inconsistency.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastlab import bundle, paths
+from fastlab import bundle, fidelity, fidelity_view, paths
 from fastlab.spec import load_spec
 
 DIRECTIONS = {"ab": "forward", "ba": "reverse"}  # linkemu's drops log -> the summary's link directions
@@ -106,11 +110,14 @@ class RunFacts:
 
 @dataclass(frozen=True)
 class Comparison:
+    """One compared figure; `informational` rows (the fidelity verdicts) are shown, never fail."""
+
     metric: str
     original: float | None
     replay: float | None
     tolerance: str
     ok: bool
+    informational: bool = False
 
     @property
     def diff(self) -> float | None:
@@ -128,8 +135,30 @@ def _median_idle(summary: dict[str, Any]) -> dict[str, float]:
     return {f"{p['src']}->{p['dst']}": p["median_ms"] for p in summary.get("idle_rtt", [])}
 
 
+FIDELITY_METRIC = "emulation faithful (1 yes, 0 no, - not assessed)"
+
+
+def fidelity_row(original: RunFacts, replay: RunFacts) -> Comparison:
+    """The two runs' fidelity verdicts side by side: shown, not compared (ok whatever they are)."""
+    flags = [fidelity_view.faithful_flag(run.summary) for run in (original, replay)]
+    return Comparison(FIDELITY_METRIC, flags[0], flags[1], "reported, not compared", True, informational=True)
+
+
+def fidelity_notes(original: RunFacts, replay: RunFacts) -> list[str]:
+    """Each run's fidelity headline and, when the verdicts differ, one line saying what that means."""
+    verdicts = [fidelity_view.verdict_of(run.summary) for run in (original, replay)]
+    lines = [f"original {fidelity.headline(verdicts[0])}", f"replay   {fidelity.headline(verdicts[1])}"]
+    states = [fidelity_view.state(v) for v in verdicts]
+    if "unassessed" not in states and states[0] != states[1]:
+        which = "the original" if states[0] == "unfaithful" else "this replay"
+        lines.append(f"the fidelity verdicts differ: the emulation of {which} was not faithful, so differences "
+                     "in the figures may come from the machine rather than the experiment")
+    return lines
+
+
 def compare(original: RunFacts, replay: RunFacts) -> list[Comparison]:
-    """Every compared figure of two runs of one spec, each against its tolerance; pure."""
+    """Every compared figure of two runs of one spec, each against its tolerance, then the two
+    fidelity verdicts side by side (informational); pure."""
     rows: list[Comparison] = []
     o_flows = {f["id"]: f for f in original.summary.get("flows", [])}
     r_flows = {f["id"]: f for f in replay.summary.get("flows", [])}
@@ -166,6 +195,7 @@ def compare(original: RunFacts, replay: RunFacts) -> list[Comparison]:
     o_jain, r_jain = original.summary.get("jain_index"), replay.summary.get("jain_index")
     if len(o_flows) > 1:
         rows.append(_row("jain_index", "jain_index", o_jain, r_jain))
+    rows.append(fidelity_row(original, replay))
     return rows
 
 
@@ -197,8 +227,13 @@ def table(rows: list[Comparison]) -> str:
         return "-" if v is None else f"{v:.6g}"
 
     cells = [["metric", "original", "replay", "diff", "tolerance", "ok"]]
-    cells += [[r.metric, num(r.original), num(r.replay), "-" if r.diff is None else f"{r.diff:+.4g}", r.tolerance,
-               "ok" if r.ok else "DIFFERS"] for r in rows]
+    def verdict(r: Comparison) -> str:
+        if r.informational:
+            return "-" if r.original == r.replay else "(differs)"
+        return "ok" if r.ok else "DIFFERS"
+
+    cells += [[r.metric, num(r.original), num(r.replay),
+               "-" if r.diff is None or r.informational else f"{r.diff:+.4g}", r.tolerance, verdict(r)] for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(cells[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in cells)
 
@@ -210,6 +245,7 @@ class ReplayOutcome:
     replay_dir: Path
     rows: list[Comparison]
     warnings: list[str]
+    fidelity: list[str] = field(default_factory=list)  # both runs' fidelity verdicts (`fidelity_notes`)
 
     @property
     def consistent(self) -> bool:
@@ -249,12 +285,14 @@ def replay_bundle(bundle_path: Path, out: Path, *, point: str | None = None,
         result = run_experiment(load_spec(str(run_dir / "spec.yaml")), out=replay_dir, log=log, cancel=cancel)
         before, after = RunFacts.from_dir(run_dir), RunFacts.from_dir(result.directory)
         outcomes.append(ReplayOutcome(point_id, run_dir, result.directory, compare(before, after),
-                                      environment_differences(before.environment, after.environment)))
+                                      environment_differences(before.environment, after.environment),
+                                      fidelity_notes(before, after)))
     verdict = "consistent" if all(o.consistent for o in outcomes) else "differs"
     (out / "replay.json").write_text(json.dumps({
         "bundle": str(bundle_path), "verdict": verdict,
         "tolerances": {k: asdict(t) | {"as_stated": t.describe()} for k, t in TOLERANCES.items()},
         "runs": [{"point": o.point, "original": str(o.original_dir), "replay": str(o.replay_dir),
                   "verdict": "consistent" if o.consistent else "differs", "warnings": o.warnings,
+                  "fidelity": o.fidelity,
                   "comparisons": [asdict(r) | {"diff": r.diff} for r in o.rows]} for o in outcomes]}, indent=1))
     return outcomes

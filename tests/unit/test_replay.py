@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from fastlab.replay import TOLERANCES, RunFacts, compare, environment_differences, table
+from fastlab.replay import TOLERANCES, RunFacts, compare, environment_differences, fidelity_notes, table
 
 ENVIRONMENT = {
     "kernel": "6.18.0", "tools": {"fastlab": "d96cc2d", "iperf3": "iperf 3.12"},
@@ -145,3 +145,31 @@ def test_facts_read_from_a_run_directory(tmp_path: Path) -> None:
     run = RunFacts.from_dir(tmp_path)
     assert run.loss_drops == {"bottleneck": {"forward": [17, 42], "reverse": [3]}}
     assert run.seeded_loss("bottleneck") and not run.seeded_loss("other")
+
+
+def with_verdict(run: RunFacts, faithful: bool | None) -> RunFacts:
+    if faithful is not None:
+        run.summary["fidelity"] = {"faithful": faithful, "paths": [], "links": {},
+                                   "reasons": [] if faithful else ["the machine was 99% busy while the flows ran"],
+                                   "advice": None if faithful else "run fewer flows"}
+    return run
+
+
+def test_fidelity_verdicts_are_reported_side_by_side_and_never_fail() -> None:
+    rows = compare(with_verdict(facts(), True), with_verdict(facts(), False))
+    verdict = row(rows, "emulation faithful")
+    assert (verdict.original, verdict.replay, verdict.ok, verdict.informational) == (1, 0, True, True)
+    assert all(r.ok for r in rows)  # a different verdict is worth a line, not a failure
+    line = next(x for x in table(rows).splitlines() if x.startswith("emulation faithful"))
+    assert line.split()[-1] == "(differs)" and "reported, not compared" in line
+    notes = fidelity_notes(with_verdict(facts(), True), with_verdict(facts(), False))
+    assert notes[0].startswith("original fidelity: faithful") and notes[1].startswith("replay   fidelity: NOT FAITH")
+    assert "the fidelity verdicts differ: the emulation of this replay was not faithful" in notes[2]
+    assert len(fidelity_notes(with_verdict(facts(), True), with_verdict(facts(), True))) == 2
+
+
+def test_runs_without_a_verdict_are_not_assessed() -> None:
+    old = row(compare(facts(), with_verdict(facts(), False)), "emulation faithful")
+    assert (old.original, old.replay, old.ok) == (None, 0, True)
+    notes = fidelity_notes(facts(), with_verdict(facts(), False))
+    assert "not assessed" in notes[0] and len(notes) == 2  # no "differ" line against an old run
