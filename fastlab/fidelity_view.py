@@ -16,6 +16,7 @@ page styles them (report.html with `CSS`, the web app with its style.css).
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -27,13 +28,15 @@ BASIS_WORDS = {"FAST alpha queue": "¼ of the queue FAST aims at (α packets)",
 
 CSS = """\
 .fidelity{border:2px solid #bbb;border-radius:6px;padding:0.5em 1em;margin:0.8em 0;max-width:70em}
-.fidelity p{margin:0.35em 0} .fidelity ul{margin:0.3em 0 0.4em 0;padding-left:1.4em}
+.fidelity code{white-space:nowrap;background:#fff;padding:0 0.2em} .fidelity p{margin:0.35em 0}
+.fidelity ul{margin:0.3em 0 0.4em 0;padding-left:1.4em}
 .fidelity-unfaithful{border-color:#b00020;background:#fff1f1}
 .fidelity-unfaithful .fidelity-title{color:#b00020;font-size:1.15em}
 .fidelity-faithful{border-color:#9ac59e;background:#f3faf3;padding:0.3em 1em}
 .fidelity-faithful .fidelity-title{color:#176b1e}
 .fidelity-unassessed{border-color:#ccc;border-style:dashed;color:#444;padding:0.3em 1em}
 .fidelity-details td.over{color:#b00020;font-weight:700} .fidelity-details caption{text-align:left;font-weight:600}
+.fidelity-details th,.fidelity-details td{text-align:left} .fidelity-details td.num{text-align:right}
 """
 
 
@@ -57,6 +60,14 @@ def faithful_flag(summary: dict[str, Any] | None) -> int | None:
 def first_reason(verdict: dict[str, Any] | None) -> str | None:
     reasons = (verdict or {}).get("reasons") or []
     return str(reasons[0]) if reasons else None
+
+
+_CODE_RE = re.compile(r"`([^`]+)`")
+
+
+def inline_html(text: str) -> str:
+    """Escaped text with `backticked` spans (commands in assess()'s advice) as <code>."""
+    return _CODE_RE.sub(r"<code>\1</code>", html.escape(text))
 
 
 def _num(value: Any, fmt: str = "{:.2f}") -> str:
@@ -125,9 +136,9 @@ def banner_html(verdict: dict[str, Any] | None) -> str:
         parts.append(f'<p>{title}: <span class="fidelity-lead">{esc(b.lead)}</span></p>')
     if b.reasons:
         parts.append('<p><strong>Why:</strong></p><ul class="fidelity-reasons">'
-                     + "".join(f"<li>{esc(r)}</li>" for r in b.reasons) + "</ul>")
+                     + "".join(f"<li>{inline_html(r)}</li>" for r in b.reasons) + "</ul>")
     if b.advice:
-        parts.append(f'<p class="fidelity-advice"><strong>What to do:</strong> {esc(b.advice)}</p>')
+        parts.append(f'<p class="fidelity-advice"><strong>What to do:</strong> {inline_html(b.advice)}</p>')
     parts.append("</div>")
     return "".join(parts)
 
@@ -210,9 +221,14 @@ def details_html(verdict: dict[str, Any] | None) -> str:
                    "(departure lateness)</caption><tr><th>link</th><th>direction</th><th>p50 (µs)</th>"
                    "<th>p99 (µs)</th><th>max (µs)</th><th>segments</th><th>socket drops</th>"
                    "<th>emulator CPU (cores)</th></tr>")
-        out += [f"<tr><td>{esc(r.link)}</td><td>{esc(r.direction)}</td>{_cell(_num(r.p50_us, '{:.0f}'))}"
-                f"{_cell(_num(r.p99_us, '{:.0f}'))}{_cell(_num(r.max_us, '{:.0f}'))}{_cell(str(r.segments))}"
-                f"{_cell(str(r.sock_drops), r.drops_over)}{_cell(_num(r.cores), r.cores_over)}</tr>" for r in links]
+        span = {link: sum(r.link == link for r in links) for link in {r.link for r in links}}
+        for i, r in enumerate(links):
+            first = i == 0 or links[i - 1].link != r.link  # one CPU cell per link: its emulator serves both ways
+            cores = (f'<td rowspan="{span[r.link]}" class="num{" over" if r.cores_over else ""}">'
+                     f"{esc(_num(r.cores))}</td>") if first else ""
+            out.append(f"<tr><td>{esc(r.link)}</td><td>{esc(r.direction)}</td>{_cell(_num(r.p50_us, '{:.0f}'))}"
+                       f"{_cell(_num(r.p99_us, '{:.0f}'))}{_cell(_num(r.max_us, '{:.0f}'))}{_cell(str(r.segments))}"
+                       f"{_cell(str(r.sock_drops), r.drops_over)}{cores}</tr>")
         out.append("</table>")
     limits = verdict.get("thresholds") or {}
     facts = []
