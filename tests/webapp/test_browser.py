@@ -80,3 +80,26 @@ def test_form_live_charts_results_and_bundle(tmp_path: Path, live_server_factory
     report = page.request.get(f"{server.url}/runs/{run_id}/report")
     assert report.status == 200 and b"plotly" in report.body().lower()
     assert not errors, errors
+
+
+@pytest.mark.timeout(60)
+def test_an_unfaithful_run_warns_above_the_fold(tmp_path: Path, live_server_factory, browser) -> None:
+    """A finished run whose emulation was not faithful: the warning, its reasons and the advice are on
+    screen without scrolling at 1440x900 (a run folder written here: no experiment runs)."""
+    from tests.unit.test_webapp import UNFAITHFUL, fake_run
+
+    run_id = "20261124-030000-busy-flabcd"
+    fake_run(tmp_path, run_id, 0.7, UNFAITHFUL)
+    server = live_server_factory(create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False))
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{server.url}/runs/{run_id}")
+    banner = page.locator("#fidelity[data-fidelity='unfaithful']")
+    box = banner.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= 900, box
+    text = banner.inner_text()
+    assert "Not faithful" in text and "socket dropped 1114 frames" in text and "Lower the capacities" in text
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "webapp-4-unfaithful.png"))
+    assert not errors, errors
