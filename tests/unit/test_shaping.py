@@ -1,13 +1,19 @@
-"""The shaping planner (pure) and the statistics parsers, against captured tool output."""
+"""The shaping planner (pure), the statistics parsers against captured tool output, and the tc poller."""
 
 from __future__ import annotations
 
 import json
+import time
+from types import SimpleNamespace
 
 import pytest
 
+from fastlab import shaping
+from fastlab.qdisc_stats import TC_H_ROOT, Qdisc, QdiscStatsError
 from fastlab.shaping import (
     Devices,
+    LinkPlanResult,
+    Shaper,
     ShapingError,
     choose_backend,
     emulator_samples,
@@ -124,3 +130,90 @@ def test_emulator_stats_line_becomes_two_samples_in_ip_bytes() -> None:
 
 def test_reverse_only_link_direction_model() -> None:
     assert LinkDirection(rate_mbps=1).delay_ms is None
+
+
+# --- the tc statistics poller, with the rtnetlink reader replaced ------------------------------
+
+class FakeReader:
+    """Stands in for `QdiscReader`: a link node whose HTB + FIFO sent `tx` bytes so far."""
+
+    opened: list[FakeReader] = []
+    fail_open: str | None = None
+    fail_dump_after: int | None = None
+
+    def __init__(self, name: str) -> None:
+        self.name, self.dumps, self.closed = name, 0, False
+
+    @classmethod
+    def of_pid(cls, pid: int, name: str = "") -> FakeReader:
+        if cls.fail_open:
+            raise QdiscStatsError(cls.fail_open)
+        reader = cls(name)
+        cls.opened.append(reader)
+        return reader
+
+    def ifindex(self, dev: str) -> int:
+        return {"x2-b": 2, "x2-a": 3}[dev]
+
+    def dump(self) -> list[Qdisc]:
+        self.dumps += 1
+        if self.fail_dump_after is not None and self.dumps > self.fail_dump_after:
+            raise QdiscStatsError("qdisc dump failed: the namespace is gone")
+        return [q for i in (2, 3) for q in (Qdisc(i, 0x10000, TC_H_ROOT, "htb", bytes=1000 * self.dumps),
+                                            Qdisc(i, 0x100000, 0x10001, "pfifo", qlen=1))]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def fake_reader(monkeypatch: pytest.MonkeyPatch) -> type[FakeReader]:
+    monkeypatch.setattr(shaping, "QdiscReader", FakeReader)
+    FakeReader.opened, FakeReader.fail_open, FakeReader.fail_dump_after = [], None, None
+    return FakeReader
+
+
+def tc_plan() -> LinkPlanResult:
+    return LinkPlanResult("bottleneck", "tc", "test", stats_devs={"forward": ("x2", "x2-b"), "reverse": ("x2", "x2-a")})
+
+
+def fake_net() -> SimpleNamespace:
+    return SimpleNamespace(node=lambda name: SimpleNamespace(pid=4242), run=None)
+
+
+def test_tc_poller_samples_both_directions_from_one_reader_per_node(fake_reader: type[FakeReader]) -> None:
+    samples: list[dict] = []
+    shaper = Shaper(fake_net(), samples.append)
+    shaper.apply(tc_plan(), 0.01)
+    time.sleep(0.2)
+    shaper.stop()
+    assert len(fake_reader.opened) == 1 and fake_reader.opened[0].closed
+    forward = [s for s in samples if s["direction"] == "forward"]
+    assert 5 <= len(forward) <= 21 and len(samples) == 2 * len(forward)  # 20 ticks, fewer on a busy machine
+    assert [s["tx_bytes"] for s in forward] == sorted({s["tx_bytes"] for s in forward})  # one dump per tick
+    assert forward[0] | {"t": 0} == {"t": 0, "link": "bottleneck", "direction": "forward", "rx_pkts": None,
+                                      "backlog_pkts": 1, "backlog_bytes": 0, "queue_drops": 0, "loss_drops": 0,
+                                      "tx_bytes": forward[0]["tx_bytes"], "tx_pkts": 0}
+
+
+def test_tc_poller_stops_quietly_when_the_network_goes_down(fake_reader: type[FakeReader]) -> None:
+    fake_reader.fail_dump_after = 3
+    samples: list[dict] = []
+    shaper = Shaper(fake_net(), samples.append)
+    shaper.apply(tc_plan(), 0.01)
+    shaper._threads[0].join(timeout=5)
+    assert not shaper._threads[0].is_alive() and fake_reader.opened[0].closed
+    assert len(samples) == 2 * 2  # the check at start took one dump, then two ticks
+    shaper.stop()
+
+
+def test_tc_poller_start_errors_raise_one_line(fake_reader: type[FakeReader]) -> None:
+    fake_reader.fail_open = "cannot open rtnetlink in x2 (/proc/4242/ns/net): FileNotFoundError"
+    with pytest.raises(ShapingError) as raised:
+        Shaper(fake_net(), lambda sample: None).apply(tc_plan(), 0.01)
+    assert str(raised.value) == ("links.bottleneck: cannot read tc queue statistics over rtnetlink: "
+                                 "cannot open rtnetlink in x2 (/proc/4242/ns/net): FileNotFoundError")
+    fake_reader.fail_open, fake_reader.fail_dump_after = None, 0  # opens, but the first dump fails
+    with pytest.raises(ShapingError, match="qdisc dump failed"):
+        Shaper(fake_net(), lambda sample: None).apply(tc_plan(), 0.01)
+    assert fake_reader.opened[-1].closed

@@ -1,0 +1,70 @@
+"""tc-shaped links' statistics come over rtnetlink: samples at the sample rate, no tc process per sample.
+
+A `tc` wrapper first on PATH logs every tc the run starts (Mininet's node commands and the
+capability probes find tc through PATH), so a statistics poller that ran tc per sample (as it
+once did: `tc -s -j qdisc show dev X` per link, direction and sample) shows up in the log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import EXAMPLE, fastlab
+
+pytestmark = pytest.mark.usefixtures("as_root")
+
+DURATION_S = 3
+SAMPLE_HZ = 20  # the spec's default
+
+
+def tc_spy(directory: Path) -> Path:
+    """A `tc` that appends its arguments to a log, then runs the real tc."""
+    real = shutil.which("tc")
+    assert real, "tc is not installed"
+    log = directory / "tc_calls.log"
+    spy = directory / "bin" / "tc"
+    spy.parent.mkdir()
+    spy.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {real} "$@"\n')
+    spy.chmod(0o755)
+    return log
+
+
+def test_tc_link_samples_at_the_sample_rate_without_a_tc_process_per_sample(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tc_spy(tmp_path)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    out = tmp_path / "run"
+    proc = fastlab("run", str(EXAMPLE), "--out", str(out), "--set", "topology_args.rtt_ms=0",
+                   "--set", "links.bottleneck.backend=tc", "--set", "links.bottleneck.buffer=100",
+                   "--set", f"duration_s={DURATION_S}")
+    assert proc.returncode == 0, proc.stderr
+
+    env = json.loads((out / "environment.json").read_text())
+    shaping = next(r for r in env["shaping"] if r["link"] == "bottleneck")
+    assert shaping["backend"] == "tc"
+    setup = [" ".join(cmd[2:]) for cmd in shaping["commands"] if cmd[1] == "tc"]
+    calls = log.read_text().splitlines()
+    # tc ran for the link's setup (each command once), the capability probes and `tc -V`: nothing else
+    assert sorted(c for c in calls if c in setup) == sorted(setup)
+    assert [c for c in calls if c not in setup and "dev lo" not in c and c != "-V"] == []
+
+    links = pd.read_csv(out / "links.csv")
+    for direction in ("forward", "reverse"):
+        rows = links[(links["link"] == "bottleneck") & (links["direction"] == direction)].sort_values("t")
+        during = rows[(rows["t"] >= 0) & (rows["t"] <= DURATION_S)]
+        assert len(during) >= 0.9 * SAMPLE_HZ * DURATION_S, (direction, len(during))
+        spacing = during["t"].diff().dropna()
+        assert abs(spacing.median() - 1 / SAMPLE_HZ) <= 0.1 / SAMPLE_HZ, (direction, spacing.describe())
+        assert (rows["tx_bytes"].diff().dropna() >= 0).all(), direction  # a counter never goes back
+        # while the flow runs it keeps both directions busy (data forward, ACKs back): every
+        # interval sends bytes
+        busy = during[(during["t"] >= 0.5) & (during["t"] <= DURATION_S - 0.5)]
+        assert (busy["tx_bytes"].diff().dropna() > 0).all(), (direction, busy["tx_bytes"].tolist())
+    forward = links[(links["link"] == "bottleneck") & (links["direction"] == "forward")]
+    assert forward["backlog_pkts"].max() > 0  # the FIFO's counters arrive too, not only the root's
