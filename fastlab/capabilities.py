@@ -56,7 +56,8 @@ class Capabilities:
             ("kernel built-ins only", "neither BPF struct_ops nor module loading"))
         chosen["flow tracing"] = ("tcp_info", "per-socket getsockopt(TCP_INFO) in each sender")
         chosen["link tracing"] = (("emulator counters", "the emulator reports its own queue")
-                                  if chosen["delay"][0] == "emulator" else ("tc -s qdisc", "qdisc statistics"))
+                                  if chosen["delay"][0] == "emulator"
+                                  else ("rtnetlink qdisc dump", "tc queue counters over netlink"))
         return chosen
 
     def switch_choice(self, wanted: str) -> tuple[str, str]:

@@ -74,11 +74,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from fastlab import selftest
     from fastlab.capabilities import probe
 
+    if args.self_test:
+        _need_root("doctor --self-test")
+        selftest.run(log=lambda msg: print(msg, file=sys.stderr))
     caps = probe()
     if args.json:
-        print(json.dumps(caps.as_dict(), indent=1))
+        print(json.dumps(caps.as_dict() | {"capacity": selftest.load()}, indent=1))
         return 0
     print(f"kernel {caps.kernel}\n")
     rows = [{"capability": k, "present": "yes" if p.present else "no", "detail": p.detail}
@@ -87,6 +91,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print()
     rows = [{"job": job, "backend": b, "why": w} for job, (b, w) in caps.backends().items()]
     print(_table(rows, ["job", "backend", "why"]))
+    print()
+    print(selftest.describe(selftest.load()))
     return 0
 
 
@@ -109,7 +115,7 @@ def cmd_topo_list(args: argparse.Namespace) -> int:
 
 
 def cmd_topo_show(args: argparse.Namespace) -> int:
-    from fastlab import routing
+    from fastlab import routing, selftest
     from fastlab.shaping import resolve
     from fastlab.spec import SpecError, parse_override
     from fastlab.topology import TopologyError, build_plan
@@ -147,19 +153,25 @@ def cmd_topo_show(args: argparse.Namespace) -> int:
                      "buffer pkts": fwd.limit_pkts or f"{fwd.limit_bytes} B", "about": shaped.description})
     print()
     print(_table(rows, ["link", "between", "capacity Mb/s", "original Mb/s", "one-way ms", "buffer pkts", "about"]))
+    capacity = selftest.load()
     design = plan.metadata.get("openflow")
     rows = []
     for end in plan.metadata.get("endpoints", []):
         for core_path in sorted(design["paths"]) if design else [None]:
             fig = routing.figures(plan, links, end["src"], end["dst"], core_path)
+            over = selftest.over_capacity(fig.bottleneck_mbps or 0, capacity)
             rows.append({"path": f"{fig.src} -> {fig.dst}", "via": core_path or "", "RTT ms": f"{fig.rtt_ms:g}",
                          "documented RTT ms": f"{end['rtt_ms']:g}", "bottleneck": fig.bottleneck_link,
-                         "bottleneck Mb/s": f"{fig.bottleneck_mbps:g}", "BDP pkts": fig.bdp_pkts,
-                         "shaped links": " ".join(fig.shaped_links)})
+                         "bottleneck Mb/s": f"{fig.bottleneck_mbps:g}" + (" (!)" if over else ""),
+                         "BDP pkts": fig.bdp_pkts, "shaped links": " ".join(fig.shaped_links)})
     if rows:
         print()
         print(_table(rows, ["path", *(["via"] if design else []), "RTT ms", "documented RTT ms", "bottleneck",
                             "bottleneck Mb/s", "BDP pkts", "shaped links"]))
+    print()
+    print(selftest.describe(capacity))
+    if any(r.get("bottleneck Mb/s", "").endswith("(!)") for r in rows):
+        print("(!) a flow on this path needs more than this machine carries faithfully: lower --scale")
     if design:
         print(f"\nOpenFlow core: switches {', '.join(design['switches'])}; paths (per flow `path:`, "
               f"default {design['default_path']}):")
@@ -482,6 +494,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
     doctor = sub.add_parser("doctor", help="what this machine can do, and the backend for each job")
     doctor.add_argument("--json", action="store_true")
+    doctor.add_argument("--self-test", action="store_true",
+                        help="first measure the highest rate and flow count this machine emulates faithfully "
+                             "(runs experiments, ~2 minutes, root)")
     doctor.set_defaults(func=cmd_doctor)
     sub.add_parser("cleanup", help="remove leftovers of fastlab runs (only)").set_defaults(func=cmd_cleanup)
     topo = sub.add_parser("topo", help="topologies")

@@ -166,8 +166,10 @@ def headline(verdict: dict[str, Any] | None) -> str:
     if not verdict:
         return "fidelity: not assessed (run made before fidelity verdicts)"
     if verdict["faithful"]:
-        worst = max((p["emulation_delay_ms"] or 0 for p in verdict["paths"]), default=0)
-        return f"fidelity: faithful (emulation delay ≤ {worst:.2f} ms on every path, no socket drops)"
+        delays = [p["emulation_delay_ms"] for p in verdict["paths"] if p["emulation_delay_ms"] is not None]
+        if not delays:
+            return "fidelity: faithful as far as measured (no emulated link: tc shaping's timing is not measured)"
+        return f"fidelity: faithful (emulation delay ≤ {max(delays):.2f} ms on every path, no socket drops)"
     return "fidelity: NOT FAITHFUL — " + "; ".join(verdict["reasons"]) + f". To fix: {verdict['advice']}."
 
 
