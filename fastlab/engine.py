@@ -42,6 +42,7 @@ from fastlab.tracing import SampleBus
 from fastlab.traffic import Flow, Traffic, expand_flows
 
 SENDER_GRACE_S = 10.0
+PROGRESS_EVERY_S = 10.0  # runs longer than this report elapsed / total time at this period
 IDLE_PING_MAX_GAP_S = 0.05
 ROOT_SYSCTLS = ("net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
                 "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_available_congestion_control",
@@ -67,15 +68,20 @@ class Prepared:
     cc_hosts: list[HostParams]
     cc_globals: dict[str, dict[str, Any]]
     offloads: tuple[bool, str] = (False, "")  # the fast path, and why it is on or off
-    unused_links: tuple[str, ...] = ()  # shaped links no flow crosses: built as plain links
+    unused_links: dict[str, str] = field(default_factory=dict)  # shaped links built plain, and why
     upstream: dict[tuple[str, bool], int] = field(default_factory=dict)  # routing.upstream_rates
 
 
-def flow_routes(plan: TopologyPlan, spec: ExperimentSpec) -> list[tuple[str, str, str | None]]:
-    """(src, dst, path) of every way a flow's packets or ACKs may go, on any path of an OpenFlow core."""
+def flow_routes(plan: TopologyPlan, spec: ExperimentSpec,
+                data: bool | None = None) -> list[tuple[str, str, str | None]]:
+    """(src, dst, path) of every way a flow's packets (data=True), its ACKs (data=False) or both
+    may go, on any path of an OpenFlow core. A flow's route appears once per flow (repeats count)."""
     design = plan.metadata.get("openflow")
     paths: list[str | None] = sorted(design["paths"]) if design else [None]
-    pairs = dict.fromkeys((a, b) for f in spec.flows for a, b in ((f.src, f.dst), (f.dst, f.src)))
+    ends = [(f.src, f.dst) for f in spec.flows for _ in range(f.count)]
+    pairs = (ends if data is not False else []) + ([(b, a) for a, b in ends] if data is not True else [])
+    if data is None:
+        pairs = list(dict.fromkeys(pairs))
     return [(a, b, path) for a, b in pairs for path in paths]
 
 
@@ -106,15 +112,25 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
     # Hosts no flow uses carry nothing: they are not built (nor their access links).
     plan = validate(spec, registry).pruned({e for f in spec.flows for e in (f.src, f.dst)})
     # Links no flow crosses are built as plain links: no link node, no emulator process.
-    unused = tuple(sorted(set(plan.shaped) - crossed_links(plan, spec)))
+    unused = {link: "no flow crosses it" for link in sorted(set(plan.shaped) - crossed_links(plan, spec))}
     plan = plan.unshaped(set(unused))
     cc_hosts, cc_globals = plan_parameters(spec, registry)
     links = {}
-    backends = {}
     for link_id, shaped in plan.shaped.items():
         try:
             links[link_id] = resolve(shaped, spec.links.get(link_id))
-            backends[link_id] = choose_backend(links[link_id], caps.has("netem"), caps.has("linkemu"))
+        except RuntimeError as exc:
+            raise SpecError(str(exc)) from None
+    # ... and so are links that can never hold a packet (routing.idle_links).
+    data, acks = flow_routes(plan, spec, data=True), flow_routes(plan, spec, data=False)
+    idle = routing.idle_links(plan, links, data, acks)
+    plan = plan.unshaped(set(idle))
+    links = {k: v for k, v in links.items() if k not in idle}
+    unused |= idle
+    backends = {}
+    for link_id, link in links.items():
+        try:
+            backends[link_id] = choose_backend(link, caps.has("netem"), caps.has("linkemu"))
         except RuntimeError as exc:
             raise SpecError(str(exc)) from None
     switch = caps.switch_choice(spec.switch)
@@ -345,10 +361,15 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         if control is not None:
             control.schedule(spec.reroutes, bus.t0)
         end = bus.t0 + spec.duration_s
+        next_progress = bus.t0 + PROGRESS_EVERY_S
         while time.monotonic() < end:
             if traffic.errors or (control is not None and control.errors):
                 raise RunError("; ".join(traffic.errors + (control.errors if control else [])))
             stop_if_cancelled()
+            if spec.duration_s > PROGRESS_EVERY_S and time.monotonic() >= next_progress:
+                elapsed = time.monotonic() - bus.t0
+                log(f"run {prefix}: {elapsed:.0f} / {spec.duration_s:g} s ({elapsed / spec.duration_s:.0%})")
+                next_progress += PROGRESS_EVERY_S
             time.sleep(min(0.2, max(0.0, end - time.monotonic())))
         cpu["end"] = (fidelity.cpu_times(PROC_STAT.read_text()), shaper.cpu_seconds(), time.monotonic())
         traffic.wait(SENDER_GRACE_S)
@@ -372,7 +393,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         "backends": {job: {"backend": b, "why": w} for job, (b, w) in prep.caps.backends().items()}
         | {"switch": {"backend": prep.switch[0], "why": prep.switch[1]},
            "fast path": {"backend": "on" if prep.offloads[0] else "off", "why": prep.offloads[1]}},
-        "links_not_emulated": {link: "no flow crosses it: built as a plain link" for link in prep.unused_links},
+        "links_not_emulated": {link: f"{why}: built as a plain link" for link, why in prep.unused_links.items()},
         "shaping": shaper.applied,
         "network_commands": net.applied,
         "socket_buffer_max_bytes": prep.sockbuf_bytes,

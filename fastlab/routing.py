@@ -147,3 +147,43 @@ def upstream_rates(plan: TopologyPlan, links: dict[str, ResolvedLink],
             if rate:
                 so_far = rate if so_far == 0 else min(so_far, rate)
     return seen
+
+
+def idle_links(plan: TopologyPlan, links: dict[str, ResolvedLink], data_routes: list[tuple[str, str, str | None]],
+               ack_routes: list[tuple[str, str, str | None]]) -> dict[str, str]:
+    """Shaped links that can never hold a packet, with the reason: no delay, jitter, loss or
+    link-layer policy in either direction, and in each direction the data that crosses it was
+    already spaced by upstream bottlenecks whose rates add up to no more than its own (a host's
+    burst would queue, so a direction that data enters straight from a host does not qualify).
+    Directions only ACKs cross qualify: ACKs are ~3 % of the data they acknowledge.
+
+    Such a link adds one segment's serialization per packet and nothing else; building it as a
+    plain link drops that constant (12 us at 1 Gb/s) and saves an emulator process.
+    """
+    arriving: dict[tuple[str, bool], list[int]] = {}
+    for src, dst, path in data_routes:
+        so_far = 0
+        for hop in hops(plan, src, dst, path):
+            if hop.link.shaped is None:
+                continue
+            arriving.setdefault((hop.link.shaped, hop.forward), []).append(so_far)
+            rate = (links[hop.link.shaped].forward if hop.forward else links[hop.link.shaped].reverse).rate_bps
+            if rate:
+                so_far = rate if so_far == 0 else min(so_far, rate)
+    crossed = {h.link.shaped for src, dst, path in data_routes + ack_routes
+               for h in hops(plan, src, dst, path) if h.link.shaped}
+    idle = {}
+    for link_id in sorted(crossed):
+        link = links[link_id]
+        if link.backend != "auto" or any(d.delay_us or d.jitter_us or d.loss or d.policy
+                                         for d in (link.forward, link.reverse)):
+            continue
+        ok = True
+        for forward, d in ((True, link.forward), (False, link.reverse)):
+            rates = arriving.get((link_id, forward), [])
+            if any(r == 0 for r in rates) or (d.rate_bps and sum(rates) > d.rate_bps):
+                ok = False
+        if ok:
+            idle[link_id] = ("cannot queue: no delay or loss, and the data crossing it comes through upstream "
+                             "bottlenecks no faster than it (or only ACKs cross it)")
+    return idle
