@@ -7,10 +7,12 @@ the engine measures the emulators' and the machine's CPU use and the gaps in the
 module turns those figures into `{faithful, reasons, ...}` with the thresholds below, each a
 named constant with its reason. It is pure: the engine gathers the figures.
 
-A path's emulation delay is the sum of the median lateness over every link direction its data
-and ACKs cross plus the largest p99 among them: the delay the emulator adds that a
-delay-based algorithm cannot tell from queueing (a constant part cancels in FAST's
-avgRTT - baseRTT, so this errs on the strict side).
+A path's emulation delay is the sum of the mean lateness over every link direction its data and
+ACKs cross: what the emulation adds to a delay-based algorithm's average RTT while its minimum
+(baseRTT) stays near the true one, i.e. what FAST would read as queueing. The mean is the right
+statistic: FAST compares an average with a minimum, and a stall of the whole machine delays
+every packet in flight at once. (Runs before the mean was reported fall back to the sum of the
+medians plus the largest p99.)
 """
 
 from __future__ import annotations
@@ -89,23 +91,22 @@ def link_figures(stats: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for direction, tag in DIRECTION_TAGS.items():
         d = stats.get(tag, {})
         late = d.get("late_us") or {}
-        out[direction] = {"late_p50_us": late.get("p50"), "late_p99_us": late.get("p99"),
+        out[direction] = {"late_mean_us": late.get("mean"), "late_p50_us": late.get("p50"),
+                          "late_p99_us": late.get("p99"),
                           "late_max_us": late.get("max"), "segments": late.get("n", 0),
                           "sock_drops": int(d.get("sock_drops", 0))}
     return out
 
 
 def path_delay_ms(path: PathInfo, links: dict[str, dict[str, dict[str, Any]]]) -> float | None:
-    """Σ median lateness + max p99 lateness over the path's emulated crossings, ms (None: none measured)."""
-    p50s, p99s = [], []
-    for link, direction in path.crossings:
-        fig = links.get(link, {}).get(direction)
-        if fig and fig["segments"]:
-            p50s.append(fig["late_p50_us"])
-            p99s.append(fig["late_p99_us"])
-    if not p50s:
+    """Σ mean lateness over the path's emulated crossings, ms (None: none measured)."""
+    figs = [fig for link, direction in path.crossings
+            if (fig := links.get(link, {}).get(direction)) and fig["segments"]]
+    if not figs:
         return None
-    return round((sum(p50s) + max(p99s)) / 1000, 3)
+    if all(fig.get("late_mean_us") is not None for fig in figs):
+        return round(sum(float(fig["late_mean_us"]) for fig in figs) / 1000, 3)
+    return round((sum(fig["late_p50_us"] for fig in figs) + max(fig["late_p99_us"] for fig in figs)) / 1000, 3)
 
 
 def assess(inp: Inputs) -> dict[str, Any]:

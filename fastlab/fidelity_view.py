@@ -165,6 +165,7 @@ class LinkRow:
 
     link: str
     direction: str
+    mean_us: float | None
     p50_us: float | None
     p99_us: float | None
     max_us: float | None
@@ -191,7 +192,8 @@ def link_rows(verdict: dict[str, Any] | None) -> list[LinkRow]:
         c = cores.get(link)
         for direction, fig in (directions or {}).items():
             drops = int(fig.get("sock_drops") or 0)
-            rows.append(LinkRow(link, direction, fig.get("late_p50_us"), fig.get("late_p99_us"),
+            rows.append(LinkRow(link, direction, fig.get("late_mean_us"), fig.get("late_p50_us"),
+                                fig.get("late_p99_us"),
                                 fig.get("late_max_us"), int(fig.get("segments") or 0), drops, c,
                                 drops > drops_max, c is not None and cores_max is not None and c > cores_max))
     return rows
@@ -218,7 +220,8 @@ def details_html(verdict: dict[str, Any] | None) -> str:
     links = link_rows(verdict)
     if links:
         out.append("<table class=\"fidelity-links\"><caption>How late the link emulators sent packets "
-                   "(departure lateness)</caption><tr><th>link</th><th>direction</th><th>p50 (µs)</th>"
+                   "(departure lateness; a path's emulation delay is the sum of its means)</caption><tr><th>link</th>"
+                   "<th>direction</th><th>mean (µs)</th><th>p50 (µs)</th>"
                    "<th>p99 (µs)</th><th>max (µs)</th><th>segments</th><th>socket drops</th>"
                    "<th>emulator CPU (cores)</th></tr>")
         span = {link: sum(r.link == link for r in links) for link in {r.link for r in links}}
@@ -226,7 +229,8 @@ def details_html(verdict: dict[str, Any] | None) -> str:
             first = i == 0 or links[i - 1].link != r.link  # one CPU cell per link: its emulator serves both ways
             cores = (f'<td rowspan="{span[r.link]}" class="num{" over" if r.cores_over else ""}">'
                      f"{esc(_num(r.cores))}</td>") if first else ""
-            out.append(f"<tr><td>{esc(r.link)}</td><td>{esc(r.direction)}</td>{_cell(_num(r.p50_us, '{:.0f}'))}"
+            out.append(f"<tr><td>{esc(r.link)}</td><td>{esc(r.direction)}</td>{_cell(_num(r.mean_us, '{:.0f}'))}"
+                       f"{_cell(_num(r.p50_us, '{:.0f}'))}"
                        f"{_cell(_num(r.p99_us, '{:.0f}'))}{_cell(_num(r.max_us, '{:.0f}'))}{_cell(str(r.segments))}"
                        f"{_cell(str(r.sock_drops), r.drops_over)}{cores}</tr>")
         out.append("</table>")

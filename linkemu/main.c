@@ -528,6 +528,7 @@ out_printf(bool may_skip, const char *fmt, ...)
 
 struct hist {
 	uint64_t n;
+	uint64_t sum_ns;	/* weighted: the mean is what an averaging receiver sees */
 	uint64_t max_us;
 	uint64_t bucket[HIST_BUCKETS];
 };
@@ -560,6 +561,7 @@ static void hist_add(struct hist *h, uint64_t ns, uint64_t weight)
 	uint64_t us = ns / 1000;
 
 	h->n += weight;
+	h->sum_ns += ns * weight;
 	h->bucket[hist_index(us)] += weight;
 	if (us > h->max_us)
 		h->max_us = us;
@@ -584,8 +586,11 @@ static uint64_t hist_quantile(const struct hist *h, unsigned int permille)
 
 static int fmt_hist(char *b, size_t n, const char *key, const struct hist *h)
 {
-	return snprintf(b, n, ",\"%s\":{\"n\":%" PRIu64 ",\"p50\":%" PRIu64
-			",\"p99\":%" PRIu64 ",\"max\":%" PRIu64 "}", key, h->n,
+	uint64_t mean_ns = h->n ? h->sum_ns / h->n : 0;
+
+	return snprintf(b, n, ",\"%s\":{\"n\":%" PRIu64 ",\"mean\":%" PRIu64 ".%03" PRIu64
+			",\"p50\":%" PRIu64 ",\"p99\":%" PRIu64 ",\"max\":%" PRIu64 "}",
+			key, h->n, mean_ns / 1000, mean_ns % 1000,
 			hist_quantile(h, 500), hist_quantile(h, 990), h->max_us);
 }
 
