@@ -41,6 +41,11 @@ MAX_MINUTES = 10
 FOLDER_RE = re.compile(r"^(\d\d)-([a-z0-9][a-z0-9-]*)$")
 CHECKPOINT_MARK = "__fastlab_checkpoint__"
 TCPIP_HEADER_BYTES = 52  # IPv4 20 + TCP 20 + timestamps 12
+# SC2002's utilization: goodput over the port's capacity less 40 bytes of TCP/IP headers per
+# 1500-byte packet (925 Mb/s on a GbE port = 0.95). With TCP timestamps a packet carries 1448
+# payload bytes, so a saturated port reads 1448/1460 = 0.992 at most.
+SC2002_PAYLOAD_SHARE = 1460 / 1500
+SC2002_CEILING = 1448 / 1460
 
 
 class LabError(ValueError):
@@ -89,6 +94,20 @@ def within(name: str, measured: float, lo: float, hi: float, tolerance: str, uni
     unit = f" {unit}" if unit else ""
     return CheckResult(name, bool(lo <= measured <= hi), round(float(measured), 4),
                        f"{lo:.4g}..{hi:.4g}{unit}", tolerance)
+
+
+def emulation_faithful(run: StepRun) -> CheckResult:
+    """The run's fidelity verdict (summary.json): a lab result counts only if the emulation kept
+    time. Labs expose it as a checkpoint: `faithful = checkpoint(emulation_faithful)`."""
+    verdict = run.summary.get("fidelity")
+    if verdict is None:
+        raise MissingData("summary.json has no fidelity verdict (a run made before verdicts existed)")
+    delays = [p["emulation_delay_ms"] for p in verdict["paths"] if p["emulation_delay_ms"] is not None]
+    return CheckResult("emulation faithful", bool(verdict["faithful"]),
+                       "faithful" if verdict["faithful"] else "NOT faithful", "faithful",
+                       "the emulators' departure lateness, socket drops, CPU and trace gaps within the limits "
+                       "of fastlab.fidelity: " + ("; ".join(verdict["reasons"]) if verdict["reasons"] else
+                                                  f"worst path delay {max(delays, default=0):.2f} ms"))
 
 
 class StepRun:
@@ -173,6 +192,12 @@ class StepRun:
         mss = float(self.flow(flow_id)["mss_bytes"].dropna().median())
         ip_mbps = self.goodput_mbps(flow_id, t0, t1) * (mss + TCPIP_HEADER_BYTES) / mss
         return ip_mbps / float(self.link_summary(link_id)["capacity_mbps"])
+
+    def sc2002_utilization(self, flow_id: str, link_id: str, t0: float, t1: float) -> float:
+        """Utilization in the SC2002 papers' sense: goodput over the link's capacity less 40 header
+        bytes per 1500-byte packet (see SC2002_PAYLOAD_SHARE)."""
+        capacity = float(self.link_summary(link_id)["capacity_mbps"])
+        return self.goodput_mbps(flow_id, t0, t1) / (capacity * SC2002_PAYLOAD_SHARE)
 
     def flow_summary(self, flow_id: str) -> dict[str, Any]:
         for flow in self.summary["flows"]:

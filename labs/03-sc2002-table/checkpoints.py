@@ -1,46 +1,80 @@
-"""Checkpoints of lab 03 (the SC2002 table at scale): FAST's utilization per row against the
-published figures, FAST at its equilibrium, and FAST against the others under random loss.
+"""Checkpoints of lab 03 (the SC2002 table): each row's utilization in the paper's sense, at full
+scale for rows 1 and 2, Linux TCP on the same path, FAST at its equilibrium, FAST against the
+others under random loss, and the fidelity of every run.
 
-Utilization is a flow's goodput plus headers over its host's GbE capacity, measured over the
-second half of the run: the SC2002 figures are hour-long averages in which the start-up is
-negligible, and FAST converges within the first half of even the short form.
+Utilization is SC2002's: goodput over the flow's GbE port less 40 bytes of TCP/IP headers per
+1500-byte packet, so a saturated port reads 1448/1460 = 0.992 (TCP timestamps take 12 of the 40).
+It is measured from 40 s to the end of the 120 s full-scale runs (the paper's figures are
+hour-long averages in which FAST's start-up is negligible; at full scale paced FAST fills its
+port in ~30 s on a quiet machine and ~35-40 s when the host stalls now and then), or over the
+second half of shorter runs such as the 1/100-scale rows and the short forms.
 """
 
 from __future__ import annotations
 
-from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, within
+from fastlab.labs import (
+    SC2002_CEILING,
+    CheckResult,
+    MissingData,
+    StepRun,
+    checkpoint,
+    emulation_faithful,
+    within,
+)
+
+FROM_S = 40.0  # after FAST's start-up at full scale (see the module docstring)
+
+faithful = checkpoint(emulation_faithful)
 
 
 def _window(run: StepRun) -> tuple[float, float]:
     duration = float(run.spec["duration_s"])
-    return duration / 2, duration
+    return min(FROM_S, duration / 2), duration
 
 
-def _access_utilization(run: StepRun, flow_id: str) -> float:
-    """The flow's utilization of its sender's GbE access link (`<host>-gbe`), its bottleneck."""
-    return run.utilization(flow_id, f"{run.flow_summary(flow_id)['src']}-gbe", *_window(run))
+def _utilization(run: StepRun, flow_id: str) -> float:
+    """The flow's SC2002 utilization of its sender's GbE port (`<host>-gbe`), its bottleneck."""
+    return run.sc2002_utilization(flow_id, f"{run.flow_summary(flow_id)['src']}-gbe", *_window(run))
+
+
+def _ceiling() -> float:
+    return SC2002_CEILING + 0.005  # +0.005: goodput is sampled at the window's ends (10 Hz)
 
 
 @checkpoint
-def row_utilization(run: StepRun, flows: list[str], published: float, margin: float = 0.05) -> CheckResult:
-    """Mean utilization of the row's flows, each of its own GbE, at least the published figure less a margin."""
-    values = [_access_utilization(run, f) for f in flows]
+def row_utilization(run: StepRun, flows: list[str], published: float, margin: float = 0.0) -> CheckResult:
+    """Mean SC2002 utilization of the row's FAST flows, each over its own GbE port.
+
+    Model: converged FAST keeps alpha packets queued at its port, so the port never idles and the
+    row reads the payload ceiling 0.992 less whatever start-up falls inside the window. The lab
+    asks for the published figure (less `margin` where a step runs off its paper conditions, e.g.
+    the short forms' smaller scale), and no more than the ceiling (above it the shaping leaks)."""
     for f in flows:
         if run.flow_summary(f)["cc"] != "fast":
             raise MissingData(f"flow {f} runs {run.flow_summary(f)['cc']}, not fast: this row is FAST's")
+    values = [_utilization(run, f) for f in flows]
     mean = sum(values) / len(values)
-    result = within(f"{len(flows)}-flow row utilization", mean, published - margin, 1.02,
-                    f"SC2002 published {published:.0%} (hour-long averages on real hosts); the emulated GbE "
-                    f"links carry no other load, so converged FAST should reach it within {margin:.0%}: "
-                    "flows sharing a core link may lose a little to its queue; "
-                    "above 1.02 would mean the shaping leaks")
+    t0, t1 = _window(run)
+    result = within(f"{len(flows)}-flow row utilization ({t0:g}-{t1:g} s)", mean, published - margin, _ceiling(),
+                    f"SC2002 published {published:.0%} (goodput over GbE less 40 header bytes); converged FAST "
+                    f"keeps its port busy, so the emulated row should reach it; the ceiling {SC2002_CEILING:.3f} "
+                    "is a saturated port with TCP timestamps")
     result.note = "per flow: " + ", ".join(f"{v:.3f}" for v in values)
     return result
 
 
 @checkpoint
-def fast_equilibrium(run: StepRun, flows: list[str]) -> CheckResult:
-    """FAST's own backlog estimate w(1 - baseRTT/avgRTT), averaged over the second half, is alpha."""
+def clean_path_utilization(run: StepRun, flow: str, lo: float) -> CheckResult:
+    """A loss-based flow alone on a clean path (no loss but its own queue's overflow)."""
+    return within(f"{run.flow_summary(flow)['cc']} ({flow}) utilization", _utilization(run, flow), lo, _ceiling(),
+                  "on a clean path a loss-based flow's window after its slow-start loss is about half of what "
+                  "overflowed the one-BDP queue, i.e. about one BDP: the port stays busy while the window "
+                  "regrows by one packet per RTT; lower only if recovery fell back to a timeout")
+
+
+@checkpoint
+def fast_equilibrium(run: StepRun, flows: list[str], spread: float = 0.1) -> CheckResult:
+    """FAST's own backlog estimate w(1 - baseRTT/avgRTT), averaged over the window, is alpha."""
     t0, t1 = _window(run)
     backlogs: dict[str, float] = {}
     alpha = 0
@@ -52,24 +86,27 @@ def fast_equilibrium(run: StepRun, flows: list[str]) -> CheckResult:
         alpha = int(updates["alpha"].iloc[-1])
         backlogs[f] = float(updates["backlog"].mean())
     worst = max(backlogs.values(), key=lambda b: abs(b - alpha))
-    result = within("FAST backlog per flow (worst flow)", worst, alpha - 3, alpha + 2,
-                  f"at equilibrium each FAST flow keeps alpha = {alpha} packets queued; the floor mode's band is "
-                  "alpha-2..alpha, plus one packet of sampling noise each side", "packets")
+    lo, hi = min(alpha - 3, alpha * (1 - spread)), max(alpha + 2, alpha * (1 + spread))
+    result = within("FAST backlog per flow (worst flow)", worst, lo, hi,
+                    f"at equilibrium each FAST flow keeps alpha = {alpha} packets queued; the floor mode's band is "
+                    f"alpha-2..alpha; at Gb/s the per-RTT estimate also carries the emulators' delay noise "
+                    f"(fidelity budget: a quarter of alpha's queueing delay), so +-{spread:.0%} of alpha at "
+                    "large alpha", "packets")
     result.note = ", ".join(f"{f}: {b:.1f}" for f, b in backlogs.items())
     return result
 
 
 @checkpoint
-def utilization(run: StepRun, flow: str, lo: float, hi: float = 1.02, why: str = "") -> CheckResult:
-    """One flow's utilization of its own GbE over the second half of the run."""
-    return within(f"{run.flow_summary(flow)['cc']} ({flow}) utilization", _access_utilization(run, flow), lo, hi,
-                  why or "above 1.02 the shaping would leak")
+def utilization(run: StepRun, flow: str, lo: float, hi: float | None = None, why: str = "") -> CheckResult:
+    """One flow's SC2002 utilization of its own GbE over the window."""
+    return within(f"{run.flow_summary(flow)['cc']} ({flow}) utilization", _utilization(run, flow), lo,
+                  hi if hi is not None else _ceiling(), why or "above the ceiling the shaping would leak")
 
 
 @checkpoint
 def utilization_gap(run: StepRun, better: str, worse: str, min_gap: float, max_gap: float = 1.0) -> CheckResult:
     """How much more of its GbE flow `better` uses than flow `worse` does (same path, same loss rate)."""
-    a, b = _access_utilization(run, better), _access_utilization(run, worse)
+    a, b = _utilization(run, better), _utilization(run, worse)
     names = f"{run.flow_summary(better)['cc']} - {run.flow_summary(worse)['cc']}"
     result = within(f"utilization gap {names}", a - b, min_gap, max_gap,
                     "under random loss p a loss-based window averages 1.22/sqrt(p) packets: where that is well "
