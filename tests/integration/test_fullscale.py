@@ -83,7 +83,8 @@ def test_quiet_run_is_faithful_and_overloaded_run_is_not(tmp_path: Path) -> None
 
 
 def test_fast_path_carries_a_full_scale_gbe_flow(tmp_path: Path) -> None:
-    """One CUBIC flow CERN -> Sunnyvale at scale 1.0 (1 Gb/s, 180 ms, four emulated links).
+    """One CUBIC flow CERN -> Sunnyvale at scale 1.0 (1 Gb/s, 180 ms, three emulated links: the
+    receiver's GbE port cannot queue and is built plain).
 
     CUBIC's slow start reaches the 15,000-packet BDP in ~2.5 s; over 15 s the mean is well above
     half the link even with the start. The per-packet path carried 0.23 of it (FAST, 40 s)."""
