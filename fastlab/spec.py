@@ -226,6 +226,14 @@ class ExperimentSpec(Strict):
                             "link is emulated and no switch needs offloads off; off: one frame per MTU packet, "
                             "offloads off everywhere (slower; for comparison)")
 
+    @field_validator("fast_path", mode="before")
+    @classmethod
+    def _fast_path_yaml_words(cls, value: Any) -> Any:
+        """YAML 1.1 reads `off` (and `no`, `false`) as false: `--set fast_path=off` must mean off."""
+        if value is False:
+            return "off"
+        return value
+
     @model_validator(mode="after")
     def _flows_within_run(self) -> ExperimentSpec:
         for i, flow in enumerate(self.flows):
