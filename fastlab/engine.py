@@ -44,6 +44,7 @@ from fastlab.traffic import Flow, Traffic, expand_flows
 SENDER_GRACE_S = 10.0
 PROGRESS_EVERY_S = 10.0  # runs longer than this report elapsed / total time at this period
 IDLE_PING_MAX_GAP_S = 0.05
+PROC_STAT = Path("/proc/stat")  # machine CPU around the flows, for the fidelity verdict
 ROOT_SYSCTLS = ("net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
                 "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_available_congestion_control",
                 "net.core.default_qdisc")
@@ -260,9 +261,6 @@ def _idle_rtt(net: Network, flow: Flow, count: int, rng: random.Random) -> dict[
     return {"src": flow.src, "dst": flow.dst, "pings": count, "min_ms": ordered[0],
             "median_ms": ordered[len(ordered) // 2], "mean_ms": round(sum(samples) / count, 3),
             "max_ms": ordered[-1], "samples_ms": samples}
-
-
-PROC_STAT = Path("/proc/stat")
 
 
 def fidelity_paths(prep: Prepared) -> list[fidelity.PathInfo]:

@@ -283,6 +283,11 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
             abort(404)
         return send_file(path, mimetype="text/html")
 
+    @app.get("/static/fidelity.css")
+    def fidelity_css() -> Any:
+        """The fidelity banner's styles: one source (fastlab.fidelity_view.CSS) for this app and report.html."""
+        return Response(fidelity_view.CSS, mimetype="text/css", headers={"Cache-Control": "max-age=3600"})
+
     @app.get("/static/plotly.min.js")
     def plotly_js() -> Any:
         import plotly
