@@ -159,7 +159,7 @@ def cmd_topo_show(args: argparse.Namespace) -> int:
     for end in plan.metadata.get("endpoints", []):
         for core_path in sorted(design["paths"]) if design else [None]:
             fig = routing.figures(plan, links, end["src"], end["dst"], core_path)
-            over = selftest.over_capacity(fig.bottleneck_mbps or 0, capacity)
+            over = selftest.over_capacity(fig.bottleneck_mbps or 0, capacity, len(fig.shaped_links))
             rows.append({"path": f"{fig.src} -> {fig.dst}", "via": core_path or "", "RTT ms": f"{fig.rtt_ms:g}",
                          "documented RTT ms": f"{end['rtt_ms']:g}", "bottleneck": fig.bottleneck_link,
                          "bottleneck Mb/s": f"{fig.bottleneck_mbps:g}" + (" (!)" if over else ""),

@@ -126,9 +126,12 @@ def describe(result: dict[str, Any] | None) -> str:
     if not result["max_rate_mbps"]:
         return head + f"not even one flow at {RATE_LADDER_MBPS[0] / 1000:g} Gb/s"
     return head + (f"one flow up to {result['max_rate_mbps'] / 1000:g} Gb/s, "
-                   f"up to {result['max_flows']} flows at 1 Gb/s each")
+                   f"up to {result['max_flows']} flows at 1 Gb/s each, through one emulated link; a path "
+                   "through k emulated links needs about k times the work, and slow flows cost more per bit "
+                   "(small TSO bursts)")
 
 
-def over_capacity(rate_mbps: float, result: dict[str, Any] | None) -> bool:
-    """Whether a flow path or link of this rate is above what the machine carries faithfully."""
-    return result is not None and rate_mbps > result["max_rate_mbps"]
+def over_capacity(rate_mbps: float, result: dict[str, Any] | None, emulated_links: int = 1) -> bool:
+    """Whether a flow of this rate through this many emulated links is above what the machine
+    carries faithfully (the emulators' work is per frame and per link crossed)."""
+    return result is not None and rate_mbps * max(1, emulated_links) > result["max_rate_mbps"]
