@@ -124,29 +124,33 @@ def figures(plan: TopologyPlan, links: dict[str, ResolvedLink], src: str, dst: s
                        [h.link.shaped for h in there if h.link.shaped])
 
 
-def upstream_rates(plan: TopologyPlan, links: dict[str, ResolvedLink],
-                   routes: list[tuple[str, str, str | None]]) -> dict[tuple[str, bool], int]:
-    """For each shaped link direction (link id, forward?) that a route crosses: the rate of the
-    slowest shaped hop every frame crossed before it, in bit/s; 0 where some route reaches it
-    straight from a host (whose bursts arrive unspaced).
-
-    On the emulated path a super-frame's segments stay spaced by the slowest hop so far, so the
-    emulator may pipeline a run instead of serializing it again from its arrival (linkemu's
-    --XX-upstream-bps). Over several routes the fastest such rate is kept: it back-dates least.
-    """
-    seen: dict[tuple[str, bool], int] = {}
+def upstream_per_crossing(plan: TopologyPlan, links: dict[str, ResolvedLink],
+                          routes: list[tuple[str, str, str | None]]) -> dict[tuple[str, bool], list[int]]:
+    """For each shaped link direction (link id, forward?): per route that crosses it, the rate of
+    the slowest shaped hop the route crossed before it, bit/s (0: none yet, frames straight from a
+    host, whose bursts arrive unspaced). On the emulated path a super-frame's segments stay spaced
+    by the slowest hop so far."""
+    arriving: dict[tuple[str, bool], list[int]] = {}
     for src, dst, path in routes:
-        so_far = 0  # 0: no shaped hop yet, frames come from a host
+        so_far = 0
         for hop in hops(plan, src, dst, path):
             if hop.link.shaped is None:
                 continue
+            arriving.setdefault((hop.link.shaped, hop.forward), []).append(so_far)
             link = links[hop.link.shaped]
             rate = (link.forward if hop.forward else link.reverse).rate_bps
-            key = (hop.link.shaped, hop.forward)
-            seen[key] = 0 if so_far == 0 or seen.get(key) == 0 else max(so_far, seen.get(key, so_far))
             if rate:
                 so_far = rate if so_far == 0 else min(so_far, rate)
-    return seen
+    return arriving
+
+
+def upstream_rates(plan: TopologyPlan, links: dict[str, ResolvedLink],
+                   routes: list[tuple[str, str, str | None]]) -> dict[tuple[str, bool], int]:
+    """Per shaped link direction, the upstream rate linkemu may pipeline runs with
+    (--XX-upstream-bps): 0 where some route reaches it straight from a host; over several routes
+    the fastest upstream rate, which back-dates least."""
+    return {key: 0 if 0 in rates else max(rates)
+            for key, rates in upstream_per_crossing(plan, links, routes).items()}
 
 
 def idle_links(plan: TopologyPlan, links: dict[str, ResolvedLink], data_routes: list[tuple[str, str, str | None]],
@@ -160,16 +164,7 @@ def idle_links(plan: TopologyPlan, links: dict[str, ResolvedLink], data_routes: 
     Such a link adds one segment's serialization per packet and nothing else; building it as a
     plain link drops that constant (12 us at 1 Gb/s) and saves an emulator process.
     """
-    arriving: dict[tuple[str, bool], list[int]] = {}
-    for src, dst, path in data_routes:
-        so_far = 0
-        for hop in hops(plan, src, dst, path):
-            if hop.link.shaped is None:
-                continue
-            arriving.setdefault((hop.link.shaped, hop.forward), []).append(so_far)
-            rate = (links[hop.link.shaped].forward if hop.forward else links[hop.link.shaped].reverse).rate_bps
-            if rate:
-                so_far = rate if so_far == 0 else min(so_far, rate)
+    arriving = upstream_per_crossing(plan, links, data_routes)
     crossed = {h.link.shaped for src, dst, path in data_routes + ack_routes
                for h in hops(plan, src, dst, path) if h.link.shaped}
     idle = {}
@@ -178,12 +173,9 @@ def idle_links(plan: TopologyPlan, links: dict[str, ResolvedLink], data_routes: 
         if link.backend != "auto" or any(d.delay_us or d.jitter_us or d.loss or d.policy
                                          for d in (link.forward, link.reverse)):
             continue
-        ok = True
-        for forward, d in ((True, link.forward), (False, link.reverse)):
-            rates = arriving.get((link_id, forward), [])
-            if any(r == 0 for r in rates) or (d.rate_bps and sum(rates) > d.rate_bps):
-                ok = False
-        if ok:
+        if all(0 not in (rates := arriving.get((link_id, forward), [])) and
+               not (d.rate_bps and sum(rates) > d.rate_bps)
+               for forward, d in ((True, link.forward), (False, link.reverse))):
             idle[link_id] = ("cannot queue: no delay or loss, and the data crossing it comes through upstream "
                              "bottlenecks no faster than it (or only ACKs cross it)")
     return idle
