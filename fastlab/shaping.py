@@ -41,6 +41,7 @@ from fastlab.spec import (
     GilbertElliottLoss,
     LinkDirection,
     LinkSpec,
+    PlannedLoss,
     TokenBucketPolicy,
 )
 from fastlab.topology import MTU_BYTES, ShapedLinkPlan
@@ -68,7 +69,7 @@ class Direction:
     jitter_us: int
     limit_pkts: int | None
     limit_bytes: int | None
-    loss: BernoulliLoss | EveryNthLoss | GilbertElliottLoss | None
+    loss: BernoulliLoss | EveryNthLoss | PlannedLoss | GilbertElliottLoss | None
     policy: TokenBucketPolicy | DocsisUpstreamPolicy | None = None
 
 
@@ -161,13 +162,15 @@ def link_seed(seed: int, link_id: str) -> int:
     return (seed * 1_000_003 + zlib.crc32(link_id.encode())) & 0xFFFFFFFF
 
 
-def loss_arg(loss: BernoulliLoss | EveryNthLoss | GilbertElliottLoss | None) -> str:
+def loss_arg(loss: BernoulliLoss | EveryNthLoss | PlannedLoss | GilbertElliottLoss | None) -> str:
     if loss is None:
         return "none"
     if isinstance(loss, BernoulliLoss):
         return f"bernoulli:{loss.rate:.12g}"
     if isinstance(loss, EveryNthLoss):
         return f"every_nth:{loss.n}"
+    if isinstance(loss, PlannedLoss):
+        return "at:" + ",".join(str(i) for i in loss.at)
     return f"ge:{loss.p:.12g}:{loss.r:.12g}:{1 - loss.loss_bad:.12g}:{1 - loss.loss_good:.12g}"
 
 
@@ -265,8 +268,8 @@ def _tc_wire(node: str, dev: str, d: Direction) -> list[Command]:
     elif isinstance(d.loss, GilbertElliottLoss):
         argv += ["loss", "gemodel", f"{d.loss.p * 100:.10g}%", f"{d.loss.r * 100:.10g}%",
                  f"{d.loss.loss_bad * 100:.10g}%", f"{(1 - d.loss.loss_good) * 100:.10g}%"]
-    elif isinstance(d.loss, EveryNthLoss):
-        raise ShapingError("every_nth loss needs the emulator backend")
+    elif isinstance(d.loss, EveryNthLoss | PlannedLoss):
+        raise ShapingError(f"{d.loss.model} loss needs the emulator backend")
     return [Command(node, tuple(argv))]
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
 from fastlab.cc import CCError, Registry
 
@@ -89,6 +89,28 @@ class EveryNthLoss(Strict):
     n: int = Field(ge=1, le=1_000_000_000, description="drop each packet whose index is a multiple of n")
 
 
+LOSS_AT_MAX = 16  # linkemu's LOSS_AT_MAX: a handful of planned losses is what an experiment can read
+
+
+class PlannedLoss(Strict):
+    """Drop exactly the packets with these 1-based arrival indices on the link (no randomness).
+
+    One planned loss shows a single recovery, the experiment of Reno's regrowth after one loss,
+    with the same packet lost on every run and with or without the fast path.
+    """
+
+    model: Literal["packets"]
+    at: list[Annotated[StrictInt, Field(ge=1, le=2**63)]] = Field(min_length=1, max_length=LOSS_AT_MAX,
+                                                             description="1-based indices, strictly increasing")
+
+    @field_validator("at")
+    @classmethod
+    def _increasing(cls, at: list[int]) -> list[int]:
+        if any(b <= a for a, b in zip(at, at[1:], strict=False)):
+            raise ValueError("indices must be strictly increasing")
+        return at
+
+
 class GilbertElliottLoss(Strict):
     model: Literal["gilbert_elliott"]
     p: float = Field(ge=0.0, le=1.0, description="P(good -> bad) per packet")
@@ -97,7 +119,7 @@ class GilbertElliottLoss(Strict):
     loss_good: float = Field(0.0, ge=0.0, le=1.0, description="drop probability in the good state")
 
 
-LossSpec = Annotated[BernoulliLoss | EveryNthLoss | GilbertElliottLoss, Field(discriminator="model")]
+LossSpec = Annotated[BernoulliLoss | EveryNthLoss | PlannedLoss | GilbertElliottLoss, Field(discriminator="model")]
 
 
 # --- link-layer schedulers (emulator departure policies) ----------------------------------------
@@ -272,7 +294,7 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     for item in loc:
         if isinstance(item, int):
             parts[-1:] = [f"{parts[-1] if parts else ''}[{item}]"]
-        elif item in ("bernoulli", "every_nth", "gilbert_elliott", "token_bucket", "docsis_upstream",
+        elif item in ("bernoulli", "every_nth", "packets", "gilbert_elliott", "token_bucket", "docsis_upstream",
                       "function-after[_window()]",
                       "function-after[_flows_within_run()]"):
             continue

@@ -66,7 +66,7 @@ int loss_parse(struct loss_model *m, const char *spec, char *err,
 	       size_t errlen)
 {
 	static const char usage[] =
-		"expected none, bernoulli:P, every_nth:N or ge:p:r[:h[:k]]";
+		"expected none, bernoulli:P, every_nth:N, at:I1[,I2...] or ge:p:r[:h[:k]]";
 
 	memset(m, 0, sizeof(*m));
 	m->type = LOSS_NONE;
@@ -95,6 +95,42 @@ int loss_parse(struct loss_model *m, const char *spec, char *err,
 			return -1;
 		}
 		m->type = LOSS_EVERY_NTH;
+		return 0;
+	}
+
+	if (!strncmp(spec, "at:", 3)) {
+		const char *s = spec + 3;
+
+		for (;;) {
+			const char *comma = strchr(s, ',');
+			size_t len = comma ? (size_t)(comma - s) : strlen(s);
+			char num[24];
+			uint64_t v;
+
+			if (m->n_at == LOSS_AT_MAX || len == 0 ||
+			    len >= sizeof(num)) {
+				m->n_at = 0;
+				break;
+			}
+			memcpy(num, s, len);
+			num[len] = '\0';
+			if (parse_count(num, &v) || v == 0 ||
+			    (m->n_at && v <= m->at[m->n_at - 1])) {
+				m->n_at = 0;
+				break;
+			}
+			m->at[m->n_at++] = v;
+			if (!comma)
+				break;
+			s = comma + 1;
+		}
+		if (!m->n_at) {
+			snprintf(err, errlen,
+				 "invalid loss model '%s': expected at:I1[,I2...] with 1 to %d strictly increasing integers >= 1",
+				 spec, LOSS_AT_MAX);
+			return -1;
+		}
+		m->type = LOSS_AT;
 		return 0;
 	}
 
@@ -156,6 +192,14 @@ static bool loss_step(struct loss_model *m, uint64_t index)
 		return prng_chance(d1, m->thr_loss);
 	case LOSS_EVERY_NTH:
 		return (index + 1) % m->nth == 0;
+	case LOSS_AT: {
+		unsigned int i;
+
+		for (i = 0; i < m->n_at; i++)
+			if (m->at[i] == index + 1)
+				return true;
+		return false;
+	}
 	case LOSS_GE:
 		/* Transition first, then lose according to the new state. */
 		if (!m->bad) {
@@ -194,6 +238,15 @@ int loss_describe(const struct loss_model *m, char *buf, size_t len)
 	case LOSS_EVERY_NTH:
 		return snprintf(buf, len, "every_nth:%llu",
 				(unsigned long long)m->nth);
+	case LOSS_AT: {
+		unsigned int i;
+		int k = snprintf(buf, len, "at:");
+
+		for (i = 0; i < m->n_at && k >= 0 && (size_t)k < len; i++)
+			k += snprintf(buf + k, len - (size_t)k, "%s%llu",
+				      i ? "," : "", (unsigned long long)m->at[i]);
+		return k;
+	}
 	case LOSS_GE:
 		return snprintf(buf, len, "ge:%.10g:%.10g:%.10g:%.10g", m->p,
 				m->r, m->h, m->k);

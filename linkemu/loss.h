@@ -13,6 +13,9 @@
  *   none
  *   bernoulli:P          independent loss with probability P, 0 <= P <= 1
  *   every_nth:N          drop packets whose 1-based index is a multiple of N
+ *   at:I1[,I2...]        drop exactly the packets with these 1-based indices
+ *                        (strictly increasing, at most LOSS_AT_MAX): one
+ *                        planned loss, e.g. to watch a single recovery
  *   ge:p:r[:h[:k]]       Gilbert-Elliott, netem's conventions:
  *                        p = P(good->bad), r = P(bad->good),
  *                        1-h = loss probability in the bad state,
@@ -39,13 +42,19 @@ enum loss_type {
 	LOSS_BERNOULLI,
 	LOSS_EVERY_NTH,
 	LOSS_GE,
+	LOSS_AT,
 };
+
+/* Planned losses per direction: a handful is what an experiment can read. */
+#define LOSS_AT_MAX 16
 
 struct loss_model {
 	enum loss_type type;
 	/* Parameters as parsed, kept for describing the model. */
 	double p, r, h, k;
 	uint64_t nth;
+	uint64_t at[LOSS_AT_MAX];	/* at: 1-based indices, increasing */
+	unsigned int n_at;
 	/* Integer thresholds (probability * 2^63) used per packet. */
 	uint64_t thr_loss;	/* bernoulli: P */
 	uint64_t thr_p;		/* ge: good -> bad */

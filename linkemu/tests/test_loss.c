@@ -49,6 +49,27 @@ static void test_every_nth_exact(void)
 	CHECK(count_drops("every_nth:1000", 9, 999) == 0, "none before 1000");
 }
 
+/* at: drops exactly the listed packets, whatever the seed, skips included. */
+static void test_at_exact(void)
+{
+	struct loss_model m = model("at:3,20000,20001", 5, 0);
+	char desc[64];
+	uint64_t i, drops = 0;
+
+	for (i = 0; i < 30000; i += (i < 10 ? 1 : 7))
+		if (loss_drop(&m, i))
+			drops++;
+	/* a stride of 7 from index 10 steps over indices 19999 and 20000 */
+	CHECK(drops == 1, "%lu drops with a stride of 7", (unsigned long)drops);
+	CHECK(count_drops("at:3,20000,20001", 1, 30000) == 3, "three planned");
+	CHECK(count_drops("at:20000", 9, 19999) == 0, "none before 20000");
+	m = model("at:3,20000,20001", 1, 0);
+	CHECK(!loss_drop(&m, 19998) && loss_drop(&m, 19999) && loss_drop(&m, 20000) &&
+	      !loss_drop(&m, 20001), "the 20000th and 20001st");
+	loss_describe(&m, desc, sizeof(desc));
+	CHECK(!strcmp(desc, "at:3,20000,20001"), "describe: %s", desc);
+}
+
 static void test_bernoulli_rate(void)
 {
 	const uint64_t n = 1000000;
@@ -110,6 +131,7 @@ static void test_fixed_draws(void)
 {
 	static const char *const specs[] = {
 		"none", "bernoulli:0.5", "every_nth:3", "ge:0.3:0.3:0.2:0.9",
+		"at:1,5,9",
 	};
 	size_t s;
 
@@ -191,6 +213,8 @@ static void test_parse(void)
 		"none", "bernoulli:0", "bernoulli:1", "bernoulli:0.01",
 		"bernoulli:1e-3", "every_nth:1", "every_nth:100", "ge:0.1:0.2",
 		"ge:0.1:0.2:0.3", "ge:0.1:0.2:0.3:0.4", "ge:0:1:0:1",
+		"at:1", "at:1,2,3", "at:18446744073709551615",
+		"at:1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16",
 	};
 	static const char *const bad[] = {
 		"", "bogus", "bernoulli", "bernoulli:", "bernoulli:1.5",
@@ -199,7 +223,9 @@ static void test_parse(void)
 		"bernoulli:0x1p-3", "every_nth:0", "every_nth:-3",
 		"every_nth:2.5", "every_nth:", "ge:0.1", "ge:0.1:2",
 		"ge:0.1:0.2:0.3:0.4:0.5", "ge:", "ge:0.1::0.2", "gilbert:0.1:0.2",
-		"Bernoulli:0.1",
+		"Bernoulli:0.1", "at:", "at:0", "at:2,2", "at:3,2", "at:1,,2",
+		"at:1,", "at:,1", "at:-1", "at:1.5", "at:18446744073709551616",
+		"at:1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", "at:nan",
 	};
 	struct loss_model m;
 	char err[256], desc[128];
@@ -223,6 +249,7 @@ static void test_parse(void)
 int main(void)
 {
 	RUN(test_every_nth_exact);
+	RUN(test_at_exact);
 	RUN(test_bernoulli_rate);
 	RUN(test_seed_determinism);
 	RUN(test_fixed_draws);

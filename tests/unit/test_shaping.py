@@ -23,7 +23,7 @@ from fastlab.shaping import (
     plan_link,
     resolve,
 )
-from fastlab.spec import BernoulliLoss, EveryNthLoss, GilbertElliottLoss, LinkDirection, LinkSpec
+from fastlab.spec import BernoulliLoss, EveryNthLoss, GilbertElliottLoss, LinkDirection, LinkSpec, PlannedLoss
 from fastlab.topology import build_plan
 
 DEVS = Devices("r1", "r1-eth1", "r2", "r2-eth1", "x2", "x2-a", "x2-b")
@@ -109,6 +109,7 @@ def test_loss_arguments() -> None:
     assert loss_arg(None) == "none"
     assert loss_arg(BernoulliLoss(model="bernoulli", rate=0.01)) == "bernoulli:0.01"
     assert loss_arg(EveryNthLoss(model="every_nth", n=100)) == "every_nth:100"
+    assert loss_arg(PlannedLoss(model="packets", at=[20_000, 20_001])) == "at:20000,20001"
     assert loss_arg(GilbertElliottLoss(model="gilbert_elliott", p=0.1, r=0.2)) == "ge:0.1:0.2:0:1"
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from fastlab.cc import Registry
@@ -67,6 +69,26 @@ def test_buffer_units(raw: object, expected: Buffer) -> None:
 def test_bad_buffers_are_refused(raw: object) -> None:
     with pytest.raises(ValueError):
         parse_buffer(raw)
+
+
+@pytest.mark.parametrize("at", [[], [0], [5, 5], [9, 3], list(range(1, 18)), [2**64], [1.5], ["x"], [float("nan")],
+                                [float("inf")], [[1]], {"a": 1}, "12", None, [True]])
+def test_bad_planned_losses_name_the_field(at: object) -> None:
+    text = ("name: planned\ntopology: dumbbell\nduration_s: 5\nflows:\n  - {src: h1, dst: h2}\n"
+            "links:\n  bottleneck: {loss: {model: packets}}\n")
+    with pytest.raises(SpecError, match=r"links\.bottleneck\.loss\.at") as err:
+        read_spec_text(text.replace("{model: packets}", "{model: packets, at: AT}").replace("AT", _yaml(at)))
+    assert "\n" not in str(err.value)
+
+
+def _yaml(value: object) -> str:
+    return json.dumps(value) if not isinstance(value, float) else str(value)
+
+
+def test_planned_loss_is_kept_in_order() -> None:
+    text = ("name: planned\ntopology: dumbbell\nduration_s: 5\nflows:\n  - {src: h1, dst: h2}\n"
+            "links:\n  bottleneck: {loss: {model: packets, at: [3, 20000]}}\n")
+    assert read_spec_text(text).links["bottleneck"].loss.at == [3, 20000]
 
 
 def test_overrides_reach_any_field() -> None:
