@@ -18,58 +18,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
-import pandas as pd
-
+from fastlab import hstcp_theory
+from fastlab.hstcp_theory import RENO_C, params_of
 from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, within
-
-RENO_C = math.sqrt(1.5)  # standard TCP's mean window 1.22/sqrt(p)
-
-
-@dataclass(frozen=True)
-class HstcpParams:
-    low_window: float = 38
-    high_window: float = 83_000
-    high_p: float = 1e-7
-    high_decrease: float = 0.1
-
-    @property
-    def low_p(self) -> float:
-        return 1.5 / self.low_window ** 2
-
-    @property
-    def slope(self) -> float:
-        return math.log(self.high_window / self.low_window) / math.log(self.high_p / self.low_p)
-
-    def window(self, p: float) -> float:
-        """Mean window w(p) of the response function."""
-        if p >= self.low_p:
-            return RENO_C / math.sqrt(p)
-        return self.low_window * (p / self.low_p) ** self.slope
-
-    def loss_rate(self, w: float) -> float:
-        return self.low_p * (w / self.low_window) ** (1 / self.slope)
-
-    def decrease(self, w: float) -> float:
-        if w <= self.low_window:
-            return 0.5
-        x = (math.log(w) - math.log(self.low_window)) / (math.log(self.high_window) - math.log(self.low_window))
-        return (self.high_decrease - 0.5) * min(x, 1.0) + 0.5
-
-    def increase(self, w: float) -> float:
-        if w <= self.low_window:
-            return 1.0
-        b = self.decrease(w)
-        return w * w * self.loss_rate(w) * 2 * b / (2 - b)
-
-
-def _params(run: StepRun) -> HstcpParams:
-    args: dict[str, Any] = {}
-    for spec_flow in run.spec["flows"]:
-        if spec_flow.get("cc") == "hstcp":
-            args = spec_flow.get("cc_args", {})
-    return HstcpParams(**{k: float(v) for k, v in args.items() if k in HstcpParams.__dataclass_fields__})
 
 
 def _loss_rate(run: StepRun, flow: str) -> float:
@@ -113,7 +65,7 @@ def _sawtooth(run: StepRun, flow: str) -> Sawtooth:
 def _window_over_theory(run: StepRun, cc: str) -> tuple[float, Sawtooth, float]:
     """The `cc` flow's mean window over its response function's at the loss rate it saw."""
     saw = _sawtooth(run, run.flow_running(cc))
-    theory = _params(run).window(saw.loss_rate) if cc == "hstcp" else RENO_C / math.sqrt(saw.loss_rate)
+    theory = params_of(run).window(saw.loss_rate) if cc == "hstcp" else RENO_C / math.sqrt(saw.loss_rate)
     return saw.mean_cwnd / theory, saw, theory
 
 
@@ -135,50 +87,12 @@ def hstcp_over_reno(run: StepRun, lo: float, hi: float) -> CheckResult:
     """HSTCP's window over Reno's at one loss rate (the one set for HSTCP): each flow's mean window
     carried there along its own response function, against the ratio of the response functions."""
     p = _loss_rate(run, run.flow_running("hstcp"))
-    theory = _params(run).window(p) / (RENO_C / math.sqrt(p))
+    theory = params_of(run).window(p) / (RENO_C / math.sqrt(p))
     hstcp, _, _ = _window_over_theory(run, "hstcp")
     reno, _, _ = _window_over_theory(run, "reno")
     return within(f"HSTCP / Reno window at p={p:.2g}", theory * hstcp / reno, lo * theory, hi * theory,
                   f"theory {theory:.2f}; each flow's mean window follows its response function within a few "
                   "percent at the loss rate it saw")
-
-
-def _ca_events(run: StepRun, event: str, above: float, minimum: int) -> tuple[HstcpParams, pd.DataFrame]:
-    """The HSTCP flow's `event` rows (loss or rtt) in congestion avoidance with cwnd above `above`."""
-    flow = run.flow_running("hstcp")
-    events = run.events(flow)
-    rows = events[(events["event"] == event) & (events["mode"] == "ca") & (events["cwnd"] > above)]
-    if len(rows) < minimum:
-        raise MissingData(f"cc_events.csv has fewer than {minimum} congestion-avoidance {event} rows of flow {flow} "
-                          f"above {above:g} packets")
-    return _params(run), rows
-
-
-@checkpoint
-def decrease_factor(run: StepRun, tolerance: float = 0.02) -> CheckResult:
-    """b = 1 - ssthresh/cwnd at every HSTCP loss in congestion avoidance, against b(w) for the spec's parameters."""
-    params, losses = _ca_events(run, "loss", 0, 1)
-    errors = [abs((1 - row.ssthresh / row.cwnd) - params.decrease(row.cwnd)) for row in losses.itertuples()]
-    worst = max(errors)
-    result = within("worst |b measured - b(w)|", worst, 0.0, tolerance,
-                    "the table holds b(w) at its rows' windows (RFC 3649 appendix spacing, b changes ~0.01 per row) "
-                    "and ssthresh is a whole number of packets")
-    result.note = f"{len(losses)} losses, High_Decrease {params.high_decrease:g}"
-    return result
-
-
-@checkpoint
-def increase_factor(run: StepRun, tolerance: float = 0.15) -> CheckResult:
-    """a(w) the algorithm used at each RTT in congestion avoidance above Low_Window, against the formula."""
-    params = _params(run)
-    _, rtts = _ca_events(run, "rtt", params.low_window, 10)
-    errors = sorted(abs(row.a / params.increase(row.cwnd) - 1) for row in rtts.itertuples())
-    median = errors[len(errors) // 2]
-    result = within("median |a measured / a(w) - 1|", median, 0.0, tolerance,
-                    "a(w) is tabulated at the rows' windows (a window between two rows uses the lower row's a) "
-                    "in 1/256 steps")
-    result.note = f"{len(rtts)} RTTs"
-    return result
 
 
 @checkpoint
@@ -191,21 +105,6 @@ def link_utilization(run: StepRun, lo: float, hi: float = 1.02) -> CheckResult:
                   "and the link stays busy; where it is far below, the link idles")
 
 
-@checkpoint
-def limited_slow_start(run: StepRun) -> CheckResult:
-    """Per-RTT growth while in Limited Slow-Start above max_ssthresh is at most max_ssthresh/2 segments."""
-    flow = run.flow_running("hstcp")
-    per_rtt = run.events(flow)
-    per_rtt = per_rtt[per_rtt["event"].isin(["rtt", "mode"])]
-    max_ssthresh = int(per_rtt["max_ssthresh"].max())
-    if max_ssthresh <= 0:
-        raise MissingData("the HSTCP flow runs without Limited Slow-Start (max_ssthresh 0)")
-    growth = per_rtt["cwnd"].diff()
-    limited = growth[(per_rtt["mode"] == "lss") & (per_rtt["cwnd"].shift() > max_ssthresh)]
-    if len(limited) < 3:
-        raise MissingData(f"fewer than 3 RTTs of Limited Slow-Start above {max_ssthresh} packets")
-    result = within("largest growth per RTT in Limited Slow-Start", float(limited.max()), 1, max_ssthresh / 2 * 1.1,
-                    f"RFC 3742 allows at most max_ssthresh/2 = {max_ssthresh / 2:g} segments per RTT (standard slow "
-                    "start would double); RTT boundaries are sampled by ACK arrivals, hence 10% slack", "packets")
-    result.note = f"{len(limited)} RTTs"
-    return result
+decrease_factor = checkpoint(hstcp_theory.decrease_factor)
+increase_factor = checkpoint(hstcp_theory.increase_factor)
+limited_slow_start = checkpoint(hstcp_theory.limited_slow_start)
