@@ -13,7 +13,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, within
+from fastlab import hstcp_theory
+from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, emulation_faithful, within
 
 PACKET_BITS = 1500 * 8
 LOSS_STATES = ("recovery", "loss")
@@ -81,29 +82,94 @@ def slow_start_time(run: StepRun, flow: str = "f1", link: str = "cern-gbe") -> C
                   "and cwnd is sampled every 50 ms", "s")
 
 
+def _rtts_elapsed(span: pd.DataFrame) -> np.ndarray:
+    """Round trips elapsed at each sample, each interval counted in its own smoothed RTT."""
+    dt = np.diff(span["t"].to_numpy(), prepend=span["t"].iloc[0])
+    return np.cumsum(dt / (span["srtt_ms"].to_numpy() / 1e3))
+
+
+def _loss_free_spans(rows: pd.DataFrame, settle_s: float) -> list[tuple[dict[str, float], pd.DataFrame]]:
+    """After each loss event, the samples in congestion avoidance until the next one."""
+    events = _loss_events(rows)
+    ends = [e["t"] for e in events[1:]] + [float(rows["t"].iloc[-1])]
+    return [(event, rows[(rows["t"] > event["t"] + settle_s) & (rows["t"] < end) & (rows["ca_state"] == "open")])
+            for event, end in zip(events, ends, strict=True)]
+
+
 @checkpoint
 def regrowth_per_rtt(run: StepRun, flow: str = "f1", settle_s: float = 1.0, tolerance: float = 0.2) -> CheckResult:
-    """Between losses Reno adds one packet per RTT: the slope of cwnd(t) times the RTT is 1."""
+    """Between losses Reno adds one packet per RTT: the slope of cwnd against elapsed round trips is 1."""
     rows = run.flow(flow)
-    events = _loss_events(rows)
-    if not events:
+    if not _loss_events(rows):
         raise MissingData("the flow never lost a packet: there is no regrowth to measure")
-    ends = [e["t"] for e in events[1:]] + [float(rows["t"].iloc[-1])]
     best: tuple[float, float] | None = None  # (span length, packets per RTT) of the longest loss-free span
-    for event, end in zip(events, ends, strict=True):
-        span = rows[(rows["t"] > event["t"] + settle_s) & (rows["t"] < end) & (rows["ca_state"] == "open")]
+    for _event, span in _loss_free_spans(rows, settle_s):
         if len(span) < 40:
             continue
-        slope = float(np.polyfit(span["t"], span["cwnd_pkts"], 1)[0])
-        per_rtt = slope * float(span["srtt_ms"].mean()) / 1e3
-        if best is None or end - event["t"] > best[0]:
-            best = (end - event["t"], per_rtt)
+        per_rtt = float(np.polyfit(_rtts_elapsed(span), span["cwnd_pkts"], 1)[0])
+        length = float(span["t"].iloc[-1] - span["t"].iloc[0])
+        if best is None or length > best[0]:
+            best = (length, per_rtt)
     if best is None:
         raise MissingData("no loss-free span of 2 s or more after a loss")
     return within("cwnd growth per RTT in congestion avoidance", best[1], 1 - tolerance, 1 + tolerance,
                   f"Reno adds one segment per window of ACKed data (RFC 5681), counted per ACKed segment by Linux "
-                  f"so delayed ACKs do not slow it; +-{tolerance:.0%}: the RTT grows with the queue inside the span",
-                  "pkts/RTT")
+                  f"so delayed ACKs do not slow it; fitted over {best[0]:.0f} s against round trips counted in each "
+                  f"sample's own RTT, so a growing queue does not bias it; +-{tolerance:.0%}: cwnd is an integer "
+                  "sampled every 50 ms", "pkts/RTT")
+
+
+@checkpoint
+def time_to_refill(run: StepRun, flow: str = "f1", link: str = "cern-gbe", settle_s: float = 1.0,
+                   tolerance: float = 0.1) -> CheckResult:
+    """After a loss that leaves the window below the BDP, Reno needs (BDP - ssthresh) RTTs to fill the pipe again.
+
+    Measured: the missing packets divided by the regrowth rate fitted over the run (packets per second);
+    expected: the same count of base RTTs, since with the pipe not full there is no queue. At full
+    scale this is tens of minutes, far longer than any run: the time is extrapolated, not waited for.
+    """
+    rows = run.flow(flow)
+    bdp = _bdp_pkts(run, flow, link)
+    rtt_s = run.flow_summary(flow)["min_rtt_ms"] / 1e3
+    for event, span in _loss_free_spans(rows, settle_s):
+        if len(span) < 40 or event["ssthresh"] >= bdp:
+            continue
+        per_s = float(np.polyfit(span["t"], span["cwnd_pkts"], 1)[0])
+        if per_s <= 0:
+            continue
+        missing = bdp - event["ssthresh"]
+        measured, theory = missing / per_s, missing * rtt_s
+        buffer_bdp = float(run.spec.get("topology_args", {}).get("access_buffer_bdp", 1.0))
+        next_loss = (bdp * (1 + buffer_bdp) - event["ssthresh"]) * rtt_s
+        return within("time for the window to fill the pipe again after the loss", measured,
+                      theory * (1 - tolerance), theory * (1 + tolerance),
+                      f"(BDP {bdp:.0f} - ssthresh {event['ssthresh']:.0f}) x base RTT {rtt_s * 1e3:.0f} ms = "
+                      f"{theory:.0f} s ({theory / 60:.1f} min); the next loss would come only when the window "
+                      f"reaches BDP + buffer, about {next_loss / 60:.0f} min after this one; +-{tolerance:.0%}: the "
+                      "regrowth rate is fitted over the run and extrapolated", "s")
+    raise MissingData("no loss left the window below the BDP with a loss-free span after it")
+
+
+@checkpoint
+def rate_is_window_over_rtt(run: StepRun, flow: str = "f1", link: str = "cern-gbe", settle_s: float = 1.0,
+                            tolerance: float = 0.1) -> CheckResult:
+    """With the window below the BDP the link idles: the flow carries one window per RTT, window / BDP of the link."""
+    rows = run.flow(flow)
+    bdp = _bdp_pkts(run, flow, link)
+    spans = [(e, s) for e, s in _loss_free_spans(rows, settle_s) if len(s) >= 40 and s["cwnd_pkts"].max() < bdp]
+    if not spans:
+        raise MissingData("the window never stayed below the BDP after a loss: the pipe was full")
+    _event, span = max(spans, key=lambda es: len(es[1]))
+    t0, t1 = float(span["t"].iloc[0]), float(span["t"].iloc[-1])
+    measured = run.goodput_mbps(flow, t0, t1)
+    mss_bits = float(rows["mss_bytes"].iloc[-1]) * 8
+    expected = float((span["cwnd_pkts"] * mss_bits / (span["srtt_ms"] / 1e3)).mean()) / 1e6
+    capacity = run.link_summary(link)["capacity_mbps"]
+    return within("goodput while the window is below the BDP", measured, expected * (1 - tolerance),
+                  expected * (1 + tolerance),
+                  f"one window of {span['cwnd_pkts'].mean():.0f} segments per RTT = {expected:.0f} Mb/s, "
+                  f"{expected / capacity:.0%} of the {capacity:.0f} Mb/s link for all {t1 - t0:.0f} s; "
+                  f"+-{tolerance:.0%}: ACK timing and 50 ms sampling", "Mb/s")
 
 
 @checkpoint
@@ -138,3 +204,99 @@ def recovery_time(run: StepRun, flow: str = "f1", tolerance: float = 0.15) -> Ch
                   1 + tolerance,
                   f"last: {measured:.1f} s measured, {theory:.1f} s = (W/2)*RTT with the mean RTT of the regrowth; "
                   f"+-{tolerance:.0%}: the window is regained 2 packets early and sampled every 50 ms")
+
+
+REGAINED = 0.98  # "regained": back within 2 % of the pre-loss window (FAST settles to its equilibrium)
+
+
+def _planned_loss(rows: pd.DataFrame, settle_s: float = 0.5) -> tuple[dict[str, float], float]:
+    """The first loss event after slow start (the planned one) and the window held just before it.
+
+    The pre-loss window is the largest sampled in the half second before the loss was detected: a
+    window still growing (slow start, Limited Slow-Start) is largest just before, and FAST's few
+    packets of wobble around its equilibrium are within the 2 % of "regained".
+    """
+    events = _loss_events(rows)
+    if not events:
+        raise MissingData("the flow lost no packet: the planned loss did not fall inside the run")
+    event = events[0]
+    before = rows[(rows["t"] > event["t"] - settle_s) & (rows["t"] < event["t"])]
+    if before.empty:
+        raise MissingData("no sample in the second before the loss")
+    return event, float(before["cwnd_pkts"].max())
+
+
+def _regained_at(rows: pd.DataFrame, event: dict[str, float], goal: float) -> float:
+    after = rows[(rows["t"] > event["t"]) & (rows["ca_state"] == "open")]
+    back = after[after["cwnd_pkts"] >= goal]
+    if back.empty:
+        raise MissingData(f"the window did not regain {goal:.0f} packets before the run ended")
+    return float(back["t"].iloc[0])
+
+
+def _hstcp_model_s(run: StepRun, start: float, goal: float, rtt_s: float) -> float:
+    """RFC 3649: a(w) packets per RTT from `start` until `goal`."""
+    params, w, rtts = hstcp_theory.params_of(run), start, 0
+    while w < goal:
+        w += params.increase(w)
+        rtts += 1
+    return rtts * rtt_s
+
+
+def _fast_model_s(run: StepRun, flow: str, t0: float, start: float, goal: float) -> float:
+    """FAST's law w <- min(2w, (1 - gamma) w + gamma (base/avg w + alpha)) replayed from `start` on the
+    baseRTT and avgRTT the flow itself measured at each of its updates (the avgRTT average still holds
+    the pre-loss queue for a while, which slows the regrowth below gamma * alpha per update); where the
+    update found the queue empty (its `mi` flag) the multiplicative-increase phase doubles instead."""
+    updates = run.events(flow)
+    updates = updates[(updates["event"] == "update") & (updates["t"] > t0)]
+    w = start
+    for row in updates.itertuples():
+        gamma, alpha = float(row.gamma), float(row.alpha)
+        law = (1 - gamma) * w + gamma * (row.base_rtt_us / row.avg_rtt_us * w + alpha)
+        w = 2 * w if str(row.mi) == "True" else min(2 * w, law)
+        if w >= goal:
+            return float(row.t) - t0
+    raise MissingData("FAST's law does not regain the window within the run's updates")
+
+
+@checkpoint
+def regain_after_one_loss(run: StepRun, flow: str = "f1", link: str = "cern-gbe",
+                          tolerance: float = 0.2) -> CheckResult:
+    """After the one planned loss: the time to regain the pre-loss window, against the algorithm's own law.
+
+    Reno (1 packet per RTT) would need (W - ssthresh) RTTs; HSTCP adds a(w) per RTT (RFC 3649) from
+    its reduced window; FAST moves towards its equilibrium by its update law. The measured time is from
+    the loss's detection to the first open-state sample at 98 % of the window before the loss, or of
+    what the path holds (BDP + buffer) if a growing window had overshot that when the loss came.
+    """
+    rows = run.flow(flow)
+    cc = run.flow_summary(flow)["cc"]
+    event, window = _planned_loss(rows)
+    rtt_s = float(rows[rows["t"] > event["t"]]["srtt_ms"].median()) / 1e3
+    buffer_bdp = float(run.spec.get("topology_args", {}).get("access_buffer_bdp", 1.0))
+    goal = REGAINED * min(window, _bdp_pkts(run, flow, link) * (1 + buffer_bdp))
+    start = event["ssthresh"]
+    if start >= goal:
+        raise MissingData(f"the first loss (at {event['t']:.1f} s) left the window at {start:.0f} packets, not below "
+                          f"{goal:.0f}: it came in slow start, where cwnd had overshot the window the path holds")
+    measured = _regained_at(rows, event, goal) - event["t"]
+    if cc == "hstcp":
+        theory, law = _hstcp_model_s(run, start, goal, rtt_s), "RFC 3649's a(w) per RTT"
+    elif cc == "fast":
+        theory, law = _fast_model_s(run, flow, event["t"], start, goal), "FAST's update law on its own RTT averages"
+    else:
+        theory, law = (goal - start) * rtt_s, "one packet per RTT"
+    reno = (goal - start) * rtt_s
+    slack = max(tolerance * theory, 2 * rtt_s)
+    result = within(f"time for {cc} to regain its window after one loss", measured, theory - slack, theory + slack,
+                    f"{law} from ssthresh {start:.0f} to {goal:.0f} packets: {theory:.1f} s (Reno at one packet per "
+                    f"RTT: {reno:.0f} s = {reno / 60:.1f} min); +-{tolerance:.0%} or 2 RTTs if more: windows are "
+                    "sampled every 50-100 ms and recovery itself takes an RTT or two", "s")
+    result.note = f"window {window:.0f} -> {start:.0f} at {event['t']:.1f} s"
+    return result
+
+
+faithful = checkpoint(emulation_faithful)
+decrease_factor = checkpoint(hstcp_theory.decrease_factor)
+limited_slow_start = checkpoint(hstcp_theory.limited_slow_start)
