@@ -92,7 +92,8 @@ def checkpoint(fn: Checkpoint) -> Checkpoint:
 def within(name: str, measured: float, lo: float, hi: float, tolerance: str, unit: str = "") -> CheckResult:
     """The common checkpoint shape: a measured figure inside [lo, hi]."""
     unit = f" {unit}" if unit else ""
-    return CheckResult(name, bool(lo <= measured <= hi), round(float(measured), 4),
+    # six significant digits, not decimal places: a loss rate of 1e-6 must not print as 0
+    return CheckResult(name, bool(lo <= measured <= hi), float(f"{float(measured):.6g}"),
                        f"{lo:.4g}..{hi:.4g}{unit}", tolerance)
 
 
@@ -222,6 +223,8 @@ class CheckpointCall(_Strict):
     check: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="a function in checkpoints.py")
     name: str | None = Field(None, max_length=80, description="label when a step calls one check twice")
     args: dict[str, Any] = Field(default_factory=dict)
+    full_only: str | None = Field(None, min_length=10, max_length=300,
+                                  description="why a short run cannot show this: the short form skips it")
 
     @property
     def label(self) -> str:
@@ -287,8 +290,9 @@ class Lab:
         return {"number": self.number, "slug": self.slug, "name": self.name, "title": self.title,
                 "summary": self.summary, "minutes": self.minutes,
                 "steps": [{"id": s.id, "title": s.title, "spec": s.spec, "set": s.set, "short": s.short,
-                           "checkpoints": [{"check": c.check, "name": c.label, "args": c.args}
-                                          for c in s.checkpoints]} for s in self.steps]}
+                           "checkpoints": [{"check": c.check, "name": c.label, "args": c.args,
+                                            "full_only": c.full_only} for c in s.checkpoints]}
+                          for s in self.steps]}
 
 
 def _import_checkpoints(folder: Path) -> dict[str, Checkpoint]:
@@ -377,12 +381,18 @@ def load_lab(ref: str | int, root: Path = LABS_DIR) -> Lab:
 
 # --- evaluation --------------------------------------------------------------------------------
 
-def evaluate_step(lab: Lab, step_id: str, directory: Path | str) -> list[CheckResult]:
-    """Run a step's checkpoints on a run directory; a checkpoint that cannot read what it needs fails."""
+def evaluate_step(lab: Lab, step_id: str, directory: Path | str, short: bool = False) -> list[CheckResult]:
+    """Run a step's checkpoints on a run directory; a checkpoint that cannot read what it needs fails.
+
+    A run of the short form skips the checkpoints marked `full_only` (a property only a full-length
+    run can show, the reason stated in lab.yaml); every other checkpoint applies to both forms.
+    """
     step = lab.step(step_id)
     run = StepRun(directory)
     results = []
     for call in step.checkpoints:
+        if short and call.full_only:
+            continue
         try:
             result = lab.checks[call.check](run, **call.args)
             result.name = call.label if call.name else (result.name or call.label)
@@ -475,14 +485,14 @@ def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids:
     directory.mkdir(parents=True, exist_ok=True)
     run = LabRun(lab, directory, short, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     run.save()
-    for step in steps:
-        log(f"step {step.id}: {step.title}")
+    for number, step in enumerate(steps, start=1):
+        log(f"step {step.id} ({number} of {len(steps)}, {specs[step.id].duration_s:g} s of flows): {step.title}")
         step_dir = directory / step.id
         t0 = time.monotonic()
         try:
             run_experiment(specs[step.id], out=step_dir, on_sample=on_sample, log=log, cancel=cancel)
             outcome = StepOutcome(step.id, step.title, str(step_dir), time.monotonic() - t0,
-                                  evaluate_step(lab, step.id, step_dir))
+                                  evaluate_step(lab, step.id, step_dir, short))
         except RunError as exc:
             outcome = StepOutcome(step.id, step.title, str(step_dir), time.monotonic() - t0, [], f"run failed: {exc}")
         run.steps.append(outcome)
@@ -507,7 +517,7 @@ def check_lab_run(directory: Path) -> LabRun:
         step_dir = directory / step.id
         if step_dir.is_dir():
             run.steps.append(StepOutcome(step.id, step.title, str(step_dir), entry.get("duration_s", 0.0),
-                                         evaluate_step(lab, step.id, step_dir)))
+                                         evaluate_step(lab, step.id, step_dir, run.short)))
         else:
             run.steps.append(StepOutcome(step.id, step.title, str(step_dir), 0.0, [], "no run directory"))
     if not run.steps:

@@ -571,7 +571,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
             return api_error(409, f"run is {row['status']}: checkpoints are evaluated {when}")
         lab = lab_or_error(row["lab"], row["lab_step"])
         try:
-            result = guided.evaluate(lab, row["lab_step"], root / run_id)
+            result = guided.evaluate(lab, row["lab_step"], root / run_id, short=bool(row["lab_short"]))
         except Exception as exc:  # noqa: BLE001 - the lab author's checkpoint code: report, keep serving
             return api_error(500, f"{lab.name} step {row['lab_step']}: checkpoint code failed: "
                                   f"{exc.__class__.__name__}: {exc}")

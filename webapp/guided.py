@@ -116,9 +116,10 @@ def _measured(value: Any) -> float | str | None:
     return str(value)
 
 
-def evaluate(lab: Lab, step_id: str, run_dir: Path) -> dict[str, Any]:
-    """The step's checkpoints on a finished run directory: each verdict with what was measured and why."""
+def evaluate(lab: Lab, step_id: str, run_dir: Path, short: bool = False) -> dict[str, Any]:
+    """The step's checkpoints on a finished run directory: each verdict with what was measured and why
+    (a short-form run without the checkpoints only a full-length run can show)."""
     checks = [{"name": str(r.name), "passed": bool(r.passed), "measured": _measured(r.measured),
                "expected": str(r.expected), "tolerance": str(r.tolerance), "note": str(r.note)}
-              for r in evaluate_step(lab, step_id, run_dir)]
+              for r in evaluate_step(lab, step_id, run_dir, short)]
     return {"passed": bool(checks) and all(c["passed"] for c in checks), "checks": checks}

@@ -62,6 +62,7 @@ def test_throwaway_lab_loads(tmp_path: Path) -> None:
     (("specs/simple.yaml", "../outside.yaml"), "steps[0].spec"),
     (("specs/simple.yaml", "specs/missing.yaml"), "steps[0].spec"),
     (("set: [duration_s=5]", "set: [duration_s=5]\n    steps: 3"), "steps[0].steps"),
+    (("{minimum: 2}}", "{minimum: 2}, full_only: short}"), "steps[0].checkpoints[0].full_only"),
 ])
 def test_malformed_lab_yaml_names_the_place(tmp_path: Path, change: tuple[str, str], place: str) -> None:
     (tmp_path / "outside.yaml").write_text(EXAMPLE.read_text())  # a real spec, but not the lab's
@@ -69,6 +70,19 @@ def test_malformed_lab_yaml_names_the_place(tmp_path: Path, change: tuple[str, s
     with pytest.raises(LabError, match="09-throwaway") as err:
         load_lab_folder(folder)
     assert place in str(err.value)
+
+
+def test_full_only_checkpoints_are_skipped_in_the_short_form(tmp_path: Path) -> None:
+    twice = LAB_YAML.replace("      - {check: throughput, args: {minimum: 2}}",
+                             "      - {check: throughput, args: {minimum: 2}}\n"
+                             "      - {check: throughput, name: needs a long run, args: {minimum: 1000000},\n"
+                             "         full_only: a short run never reaches this rate}")
+    lab = load_lab_folder(make_lab(tmp_path, lab_yaml=twice))
+    recorded = Path(__file__).resolve().parents[2] / "labs" / "01-long-fat-pipes" / "recorded" / "reno"
+    full = evaluate_step(lab, "one", recorded)
+    short = evaluate_step(lab, "one", recorded, short=True)
+    assert [r.passed for r in full] == [True, False] and full[1].name == "needs a long run"
+    assert [(r.name, r.passed) for r in short] == [("throughput", True)]
 
 
 def test_duplicate_step_id(tmp_path: Path) -> None:
