@@ -57,6 +57,10 @@ def test_form_live_charts_results_and_bundle(tmp_path: Path, live_server_factory
     page.screenshot(path=str(ARTIFACTS / "webapp-2-live.png"), full_page=True)
     assert second > first, (first, second)
     assert status == "running"
+    # progress: elapsed of the 6 s the flows run, advancing with the samples
+    done, total = page.evaluate("[document.getElementById('progress').value, document.getElementById('progress').max]")
+    assert total == 6 and 0 < done <= 6, (done, total)
+    assert page.inner_text("#progress-text").endswith("%)") and "/ 6 s" in page.inner_text("#progress-text")
     assert page.evaluate("document.getElementById('chart-queue').data.length") >= 1
     assert page.evaluate("document.getElementById('chart-goodput').layout.yaxis.title.text") == "goodput (Mb/s)"
 

@@ -49,10 +49,21 @@ function extend(id, points) {
     keys.map((k) => c.traces[k]));
 }
 
+// Elapsed / total of a live run, from the newest sample's time since the flows started.
+const progress = document.getElementById('progress');
+const progressText = document.getElementById('progress-text');
+function showProgress(t) {
+  if (!progress || !(t > progress.value)) return;
+  const total = Number(progress.max);
+  progress.value = Math.min(t, total);
+  progressText.textContent = `${progress.value.toFixed(1)} / ${total} s of the run's flows (${Math.floor(100 * progress.value / total)}%)`;
+}
+
 const lastTx = {};  // link/direction -> [t, tx_bytes]
 function onSamples(samples) {
   const pts = {'chart-goodput': [], 'chart-cwnd': [], 'chart-rtt': [], 'chart-queue': [], 'chart-fast': []};
   for (const s of samples) {
+    if (typeof s.t === 'number') showProgress(s.t);
     if (s.kind === 'flow') {
       pts['chart-goodput'].push([s.flow, s.flow, s.t, s.goodput_mbps]);
       pts['chart-cwnd'].push([s.flow, s.flow, s.t, s.cwnd_pkts]);
