@@ -9,6 +9,10 @@ super-frames whole through linkemu), alternating, and prints per run:
   bytes, so the ceiling of that ratio is 1448/1460 = 0.992; of plain goodput/rate, 0.965);
 - emulator cores per Gb/s carried while the flow ran (CPU time of the emulator process, which
   also pays for the kernel work its send calls trigger downstream);
+- with `--perf` (perf(1) installed), the share of that CPU time spent in network softirq work run in
+  the emulator's context (the bridges, the next veth and the receiving host's TCP stack processing
+  what the emulator sent; without IRQ-time accounting the kernel bills it to the sending task), from
+  10 s of call-graph samples after the warm-up, and the emulator's own cores per Gb/s without it;
 - departure lateness p50/p99 (sent - scheduled, per segment, both directions' worst);
 - the run's fidelity verdict.
 Then the ratio fast/per-packet of each figure. Targets (issue 11): SC2002 utilization >= 0.97 at
@@ -23,8 +27,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,14 +62,73 @@ CASES = (Case("1 Gb/s x 80 ms", 1000, 80, 0.97),
 MODES = ("off", "auto")  # fast_path
 
 
-def measure(case: Case, mode: str, duration_s: float, out: Path) -> dict[str, Any]:
+PERF_SECONDS = 10.0
+PERF_HZ = 499  # not a multiple of the 250 Hz tick or of the emulator's 1 kHz-ish wake-ups
+SOFTIRQ_FRAMES = ("net_rx_action", "process_backlog", "__netif_receive_skb")
+
+
+def _emulator_pid(drops_log: str) -> int | None:
+    """The linkemu process of this run: the one whose argv names this run's drops log (unique)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if drops_log.encode() in argv and argv[0].endswith(b"linkemu"):
+            return int(entry.name)
+    return None
+
+
+def softirq_share(perf_script: str) -> tuple[float, int]:
+    """Share of call-graph samples with a network softirq frame in their stack (pure, on `perf script`)."""
+    samples = [block for block in perf_script.split("\n\n") if block.strip()]
+    hits = sum(1 for block in samples if any(frame in block for frame in SOFTIRQ_FRAMES))
+    return (hits / len(samples) if samples else float("nan")), len(samples)
+
+
+class PerfSplit:
+    """Samples the run's emulator with perf for PERF_SECONDS once the warm-up is over (a thread)."""
+
+    def __init__(self, drops_log: Path, workdir: Path) -> None:
+        self.drops_log, self.data = str(drops_log), workdir / "perf.data"
+        self.share, self.samples = float("nan"), 0
+        self._thread: threading.Thread | None = None
+
+    def on_sample(self, sample: dict[str, Any]) -> None:
+        if self._thread is None and sample.get("t", 0) >= WARMUP_S:
+            self._thread = threading.Thread(target=self._record, daemon=True)
+            self._thread.start()
+
+    def _record(self) -> None:
+        pid = _emulator_pid(self.drops_log)
+        if pid is None:
+            return
+        subprocess.run(["perf", "record", "-q", "-F", str(PERF_HZ), "-g", "-p", str(pid), "-o", str(self.data),
+                        "--", "sleep", str(PERF_SECONDS)], capture_output=True, timeout=PERF_SECONDS + 30,
+                       check=False)
+        script = subprocess.run(["perf", "script", "-i", str(self.data)], capture_output=True,
+                                text=True, timeout=120, check=False, env={**os.environ, "LC_ALL": "C"})
+        self.share, self.samples = softirq_share(script.stdout)
+        self.data.unlink(missing_ok=True)
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout=PERF_SECONDS + 180)
+
+
+def measure(case: Case, mode: str, duration_s: float, out: Path, perf: bool = False) -> dict[str, Any]:
     spec = parse_spec({
         "name": f"bench-{int(case.rate_mbps)}m-{int(case.rtt_ms)}ms-{mode}", "topology": "dumbbell",
         "topology_args": {"rate_mbps": case.rate_mbps, "rtt_ms": case.rtt_ms, "buffer_bdp": 1.0},
         "duration_s": duration_s, "seed": 1, "switch": "bridge", "fast_path": mode,
         "flows": [{"src": "h1", "dst": "h2", "cc": "cubic"}],
         "links": {"bottleneck": {"backend": "emulator"}}})
-    result = run_experiment(spec, out=out)
+    split = PerfSplit(out / "loss_drops_bottleneck.txt", out.parent) if perf else None
+    result = run_experiment(spec, out=out, on_sample=split.on_sample if split else None)
+    if split:
+        split.join()
     flow = result.summary["flows"][0]
     fid = result.summary["fidelity"]
     flows = pd.read_csv(out / "flows.csv")
@@ -78,10 +145,14 @@ def measure(case: Case, mode: str, duration_s: float, out: Path) -> dict[str, An
             "late_p99_us": max(d["late_p99_us"] or 0 for d in late.values()),
             "sock_drops": sum(d["sock_drops"] for d in late.values()),
             "machine_busy": fid["machine_busy"], "faithful": fid["faithful"],
+            "softirq_share": split.share if split else float("nan"),
+            "own_cores_per_gbps": (cores * (1 - split.share) / (steady_mbps / 1000)
+                                   if split and steady_mbps else float("nan")),
             "retransmits": flow["retransmits"], "target": case.target, "run": str(out)}
 
 
-FIGURES = ("goodput_rate", "sc2002_util", "cores_per_gbps", "late_p50_us", "late_p99_us", "machine_busy")
+FIGURES = ("goodput_rate", "sc2002_util", "cores_per_gbps", "own_cores_per_gbps", "softirq_share", "late_p50_us",
+           "late_p99_us", "machine_busy")
 
 
 def main() -> int:
@@ -90,14 +161,18 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs of each (path, mode); medians are printed")
     parser.add_argument("--keep", action="store_true", help="keep the run directories")
     parser.add_argument("--only", help="run only the case whose label contains this text")
+    parser.add_argument("--perf", action="store_true",
+                        help="also split the emulator's CPU into its own work and downstream softirq work (perf)")
     args = parser.parse_args()
+    if args.perf and shutil.which("perf") is None:
+        parser.error("--perf needs perf(1) (Debian: linux-perf)")
     root = Path(tempfile.mkdtemp(prefix="fastlab-bench-"))
     rows = []
     cases = [c for c in CASES if not args.only or args.only in c.label]
     for rep in range(args.repeat):
         for i, case in enumerate(cases):
             for mode in MODES:  # side by side: the two modes alternate
-                rows.append(measure(case, mode, args.duration, root / f"r{rep}-c{i}-{mode}"))
+                rows.append(measure(case, mode, args.duration, root / f"r{rep}-c{i}-{mode}", args.perf))
     table = pd.DataFrame(rows)
     med = table.groupby(["path", "fast_path"], sort=False)[list(FIGURES)].median().reset_index()
     with pd.option_context("display.width", 220, "display.max_columns", 30, "display.float_format", "{:.3f}".format):
@@ -112,7 +187,8 @@ def main() -> int:
               f"({'meets' if fast['sc2002_util'] >= case.target else 'BELOW'} {case.target:.2f}; per-packet path "
               f"{off['sc2002_util']:.3f}, ratio {fast['sc2002_util'] / off['sc2002_util']:.2f}); "
               f"{fast['cores_per_gbps']:.3f} emulator cores per Gb/s (per-packet {off['cores_per_gbps']:.3f}, "
-              f"ratio {fast['cores_per_gbps'] / off['cores_per_gbps']:.2f}); lateness p99 "
+              f"ratio {fast['cores_per_gbps'] / off['cores_per_gbps']:.2f}; own work without the downstream "
+              f"softirq share {fast['softirq_share']:.2f}: {fast['own_cores_per_gbps']:.3f}); lateness p99 "
               f"{fast['late_p99_us']:.0f} us (per-packet {off['late_p99_us']:.0f}); faithful: {verdicts}")
     print(json.dumps({"warmup_s": WARMUP_S, "duration_s": args.duration, "repeat": args.repeat}))
     return 0
