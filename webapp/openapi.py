@@ -127,7 +127,8 @@ def document() -> dict[str, Any]:
                 "lab_short": {"type": "boolean", "nullable": True}}},
             "LabRunRequest": {"type": "object", "additionalProperties": False, "properties": {
                 "short": {"type": "boolean", "default": False,
-                          "description": "run the step's short form (shorter durations or scale, same checkpoints)"}}},
+                          "description": "run the step's short form (shorter durations or scale, the same "
+                                         "checkpoints but those with full_only set)"}}},
             "LabStep": {"type": "object", "properties": {
                 "id": {"type": "string"}, "title": {"type": "string"},
                 "spec": {"type": "string", "description": "spec file, relative to the lab folder"},

@@ -40,7 +40,7 @@ def test_catalogue_lists_labs_and_a_broken_one_with_its_error(lab_app, lab_clien
     assert (tiny["title"], tiny["minutes"], len(tiny["steps"]), tiny["url"]) == \
         ("Tiny lab of the web app tests", 0.5, 2, "/labs/01-tiny")
     assert tiny["steps"][0]["checkpoints"][1] == {"check": "utilization", "name": "impossible utilization",
-                                                 "args": {"lo": 1.5, "hi": 2.0}}
+                                                 "args": {"lo": 1.5, "hi": 2.0}, "full_only": None}
     assert bad["name"] == "02-broken" and "steps" in bad["error"] and "title" not in bad
     resp = lab_client.get("/api/labs/2")
     assert resp.status_code == 500 and resp.get_json()["error"].startswith("02-broken/lab.yaml: steps")
