@@ -97,6 +97,15 @@ def within(name: str, measured: float, lo: float, hi: float, tolerance: str, uni
                        f"{lo:.4g}..{hi:.4g}{unit}", tolerance)
 
 
+LOSS_STATES = ("recovery", "loss")  # tcp_info ca_state values of loss recovery
+
+
+def loss_starts(rows: pd.DataFrame) -> list[int]:
+    """Positions of the samples at which a flow's trace enters loss recovery: one per loss event."""
+    in_loss = rows["ca_state"].isin(LOSS_STATES).to_numpy()
+    return [i for i in range(1, len(in_loss)) if in_loss[i] and not in_loss[i - 1]]
+
+
 def emulation_faithful(run: StepRun) -> CheckResult:
     """The run's fidelity verdict (summary.json): a lab result counts only if the emulation kept
     time. Labs expose it as a checkpoint: `faithful = checkpoint(emulation_faithful)`."""

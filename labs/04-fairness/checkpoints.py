@@ -18,7 +18,16 @@ import math
 import numpy as np
 import pandas as pd
 
-from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, emulation_faithful, within
+from fastlab.labs import (
+    LOSS_STATES,
+    CheckResult,
+    MissingData,
+    StepRun,
+    checkpoint,
+    emulation_faithful,
+    loss_starts,
+    within,
+)
 
 
 def _after(frame: pd.DataFrame, t0: float) -> pd.DataFrame:
@@ -77,7 +86,6 @@ def utilization(run: StepRun, link: str = "cern-gbe", t0: float = 10.0, minimum:
 
 # --- the SC2002 arrangement: own GbE ports, shared DataTAG, background loss ----------------------------
 
-LOSS_STATES = ("recovery", "loss")
 SC2002_PAYLOAD = 1448 / 1500  # a saturated GbE port carries this share as TCP payload (timestamps on)
 
 
@@ -100,10 +108,10 @@ def background_loss_rate(run: StepRun, link: str = "datatag", sigmas: float = 4.
                   "binomial sigmas", "per million packets")
 
 
-def _linux_flows(run: StepRun) -> list[str]:
-    flows = [f["id"] for f in run.summary["flows"] if f["cc"] in ("reno", "cubic")]
+def _flows_running(run: StepRun, ccs: tuple[str, ...]) -> list[str]:
+    flows = [f["id"] for f in run.summary["flows"] if f["cc"] in ccs]
     if not flows:
-        raise MissingData("no flow of this run uses Linux TCP (reno or cubic)")
+        raise MissingData(f"no flow of this run uses {' or '.join(ccs)}")
     return flows
 
 
@@ -117,15 +125,15 @@ def _aimd_prediction(rows: pd.DataFrame, cap_mbps: float) -> tuple[float, float,
     in between it grows one packet per RTT (each sample interval in its own srtt); one window per RTT,
     at most the port's payload rate. Returns (t0, t1, predicted mean Mb/s, losses)."""
     in_loss = rows["ca_state"].isin(LOSS_STATES).to_numpy()
-    starts = np.flatnonzero(in_loss[1:] & ~in_loss[:-1]) + 1
-    if len(starts) == 0:
+    starts = loss_starts(rows)
+    if not starts:
         raise MissingData("the Linux flow lost no packet: its average is not set by regrowth")
-    first = int(starts[0])
+    first = starts[0]
     t = rows["t"].to_numpy()
     srtt_s = rows["srtt_ms"].to_numpy() / 1e3
     mss_bits = float(rows["mss_bytes"].iloc[-1]) * 8
     ssthresh = rows["ssthresh_pkts"].to_numpy()
-    w, rate_sum, loss_set = float(ssthresh[first]), 0.0, set(starts.tolist())
+    w, rate_sum, loss_set = float(ssthresh[first]), 0.0, set(starts)
     for i in range(first + 1, len(rows)):
         if i in loss_set:
             w = float(ssthresh[i])
@@ -137,19 +145,20 @@ def _aimd_prediction(rows: pd.DataFrame, cap_mbps: float) -> tuple[float, float,
 
 @checkpoint
 def linux_set_by_regrowth(run: StepRun, tolerance: float = 0.15) -> CheckResult:
-    """Each Linux flow's average after its first loss is what one-packet-per-RTT regrowth from its losses gives.
+    """Each Reno flow's average after its first loss is what one-packet-per-RTT regrowth from its losses gives.
 
     The prediction never looks at the flow's cwnd: only at when it lost packets and the ssthresh each
-    loss set. The worst flow's measured / predicted is reported.
+    loss set. The worst flow's measured / predicted is reported. The replay is Reno's law (RFC 5681):
+    a CUBIC flow is not held to it.
     """
     worst, notes = 1.0, []
-    for flow in _linux_flows(run):
+    for flow in _flows_running(run, ("reno",)):
         t0, t1, predicted, losses = _aimd_prediction(run.flow(flow), _port_mbps(run, flow))
         measured = run.goodput_mbps(flow, t0, t1)
         notes.append(f"{flow}: {measured:.0f} Mb/s measured, {predicted:.0f} predicted, {losses} losses")
         if abs(math.log(measured / predicted)) > abs(math.log(worst)):
             worst = measured / predicted
-    result = within("Linux flows' average / AIMD replay of their own losses (worst flow)", worst, 1 - tolerance,
+    result = within("Reno flows' average / AIMD replay of their own losses (worst flow)", worst, 1 - tolerance,
                     1 + tolerance,
                     f"Reno: each loss sets the window to ssthresh, then one packet per RTT; +-{tolerance:.0%}: "
                     "losses inside one recovery are one event, and the replay ignores the queue's share of the window")
@@ -164,7 +173,7 @@ def fast_outlasts_linux(run: StepRun, t0: float = 10.0) -> CheckResult:
     From the models: after a loss FAST regains its window in seconds (its update law, lab 01), Reno in
     (W/2) RTTs, minutes at these windows; with losses every 12-15 s per flow Reno never gets back.
     """
-    linux = _linux_flows(run)
+    linux = _flows_running(run, ("reno", "cubic"))
     fast = [f["id"] for f in run.summary["flows"] if f["cc"] == "fast"]
     if not fast:
         raise MissingData("no flow of this run uses fast")
