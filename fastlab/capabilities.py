@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fastlab import paths
+from fastlab.cwndclamp import cgroup2_root
 
 TRACEFS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 
@@ -161,6 +162,11 @@ def probe() -> Capabilities:
         add("mininet", Probe("mininet", True, f"Mininet {VERSION}"))
     except ImportError as exc:
         add("mininet", Probe("mininet", False, f"cannot import mininet: {exc}"))
+    cg_root, clamp = cgroup2_root(), paths.clamp_binary()
+    add("cwnd_clamp", Probe("cwnd_clamp", cg_root is not None and clamp.exists(),
+                            f"cgroup v2 at {cg_root}, {clamp}" if cg_root is not None and clamp.exists()
+                            else "no cgroup v2 hierarchy mounted" if cg_root is None
+                            else f"{clamp} not built (run `make setup`)"))
     emu = paths.linkemu_binary()
     add("linkemu", Probe("linkemu", emu.exists(), str(emu) if emu.exists()
                          else f"{emu} not built (run `make setup`)"))

@@ -33,6 +33,7 @@ from fastlab.cc import Registry, default_registry
 from fastlab.ccruntime import CCRuntime, HostParams, plan_parameters
 from fastlab.ccset import KERNEL_MODULES
 from fastlab.controller import OpenFlowControl, app_available
+from fastlab.cwndclamp import ClampError, CwndClamp
 from fastlab.network import SOCKBUF_MAX_BYTES, SOCKBUF_MIN_BYTES, Network
 from fastlab.runstate import RunState, new_prefix
 from fastlab.shaping import Devices, ResolvedLink, Shaper, choose_backend, plan_link, resolve
@@ -134,6 +135,10 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
             backends[link_id] = choose_backend(link, caps.has("netem"), caps.has("linkemu"))
         except RuntimeError as exc:
             raise SpecError(str(exc)) from None
+    for i, f in enumerate(spec.flows):
+        if f.max_cwnd_pkts is not None and not caps.has("cwnd_clamp"):
+            raise SpecError(f"flows[{i}].max_cwnd_pkts: cannot clamp windows here: "
+                            f"{caps.probes['cwnd_clamp'].detail}")
     switch = caps.switch_choice(spec.switch)
     if switch[0] == "unavailable":
         raise SpecError(f"switch: {switch[1]}")
@@ -319,6 +324,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
                               directory / "controller.log") if design else None
     shaper = Shaper(net, lambda sample: bus.emit("link", sample))
     traffic = Traffic(net, prep.flows, bus.emit, 1.0 / spec.sample_hz)
+    clamp = CwndClamp(state, {f.port: f.max_cwnd_pkts for f in prep.flows if f.max_cwnd_pkts})
     ccs = CCRuntime(prep.registry, state, bus.emit, prep.cc_hosts, prep.cc_globals)
     idle: list[dict[str, Any]] = []
     cpu: dict[str, Any] = {}  # machine and emulator CPU at the start and end of the flows
@@ -351,6 +357,11 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         for flow in {(f.src, f.dst): f for f in prep.flows}.values():
             idle.append(_idle_rtt(net, flow, spec.idle_pings, random.Random(spec.seed)))
             stop_if_cancelled()
+        try:
+            clamp.start()
+        except ClampError as exc:
+            raise RunError(str(exc)) from None
+        traffic.cgroup = clamp.cgroup
         log(f"run {prefix}: {len(prep.flows)} flow(s) for {spec.duration_s:g} s")
         cpu["start"] = (fidelity.cpu_times(PROC_STAT.read_text()), shaper.cpu_seconds(), time.monotonic())
         bus.start(time.monotonic())
@@ -374,7 +385,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         if traffic.errors:
             raise RunError("; ".join(traffic.errors))
     finally:
-        _run_all([traffic.stop, *([control.stop] if control is not None else []), ccs.stop, shaper.stop,
+        _run_all([traffic.stop, clamp.stop, *([control.stop] if control is not None else []), ccs.stop, shaper.stop,
                   net.stop, bus.close, lambda: None if state.cc_loaded else state.release()])
     flows_df = bus.frame("flow")
     links_df = analysis.add_rates(bus.frame("link"))
@@ -397,7 +408,9 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         "socket_buffer_max_bytes": prep.sockbuf_bytes,
         "sysctls": _read_sysctls(),
         "tools": _tool_versions(),
-        "flows": {f.id: {"cc": f.cc, "cc_args": f.cc_args, "port": f.port, "path": f.path} for f in prep.flows},
+        "flows": {f.id: {"cc": f.cc, "cc_args": f.cc_args, "port": f.port, "path": f.path}
+                  | ({"max_cwnd_pkts": f.max_cwnd_pkts} if f.max_cwnd_pkts else {}) for f in prep.flows},
+        **({"cwnd_clamp": clamp.attached} if clamp.attached else {}),
         "congestion_control": {"applied": ccs.applied, "builds": cc_build_hashes(ccs.ours())},
     }
     if control is not None:

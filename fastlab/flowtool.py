@@ -3,7 +3,9 @@
 The sender sets the flow's congestion control on its own socket (TCP_CONGESTION), sends as
 fast as TCP lets it for the flow's duration, and samples its socket's tcp_info every interval,
 printing one JSON line per sample (CLOCK_MONOTONIC time). The receiver drains and reports the
-byte count. Exit status 2 with one line on stderr for a setup error (e.g. unknown CC).
+byte count. A sender given `--cgroup` waits until the traffic layer has moved it into that cgroup
+before it opens its socket, so the run's window clamp (fastlab.cwndclamp) applies to it.
+Exit status 2 with one line on stderr for a setup error (e.g. unknown CC).
 """
 
 from __future__ import annotations
@@ -26,7 +28,32 @@ def emit(obj: dict) -> None:
     sys.stdout.flush()
 
 
+CGROUP_WAIT_S = 5.0
+
+
+def in_cgroup(proc_self_cgroup: str, name: str) -> bool:
+    """Whether /proc/self/cgroup's text puts this process in the cgroup v2 directory /NAME (pure)."""
+    return f"0::/{name}" in proc_self_cgroup.splitlines()
+
+
+def wait_for_cgroup(name: str, timeout_s: float = CGROUP_WAIT_S) -> str | None:
+    """Wait until the traffic layer has moved this process into cgroup /NAME; None, or why not.
+
+    Mininet hosts mount their own /sys, so the cgroup tree is not visible from here: the parent,
+    which sees it, writes this PID into the cgroup, and no socket may exist before that."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with open("/proc/self/cgroup") as f:
+            if in_cgroup(f.read(), name):
+                return None
+        time.sleep(0.01)
+    return f"not moved into cgroup {name} within {timeout_s:g} s"
+
+
 def send(args: argparse.Namespace) -> int:
+    if args.cgroup and (why := wait_for_cgroup(args.cgroup)):
+        print(why, file=sys.stderr)
+        return 2
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, args.cc.encode())
@@ -119,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--duration-s", type=float, required=True)
     s.add_argument("--interval-s", type=float, default=0.05)
     s.add_argument("--flow", required=True)
+    s.add_argument("--cgroup", help="name of the cgroup v2 directory (under the hierarchy's root) to be in "
+                                    "before the socket is opened: its sock_ops program clamps the window")
     r = sub.add_parser("recv")
     r.add_argument("--bind", required=True)
     r.add_argument("--port", type=int, required=True)

@@ -13,6 +13,10 @@ def linkemu_binary() -> Path:
     return REPO / "linkemu" / "linkemu"
 
 
+def clamp_binary() -> Path:
+    return REPO / "kernel-modules" / "fastlab-clamp"
+
+
 def results_root() -> Path:
     return Path(os.environ.get("FASTLAB_RESULTS", REPO / "results"))
 

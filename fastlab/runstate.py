@@ -58,6 +58,7 @@ class RunState:
     intfs: list[str] = field(default_factory=list)
     cc_loaded: list[str] = field(default_factory=list)  # "name:impl" registered by this run
     hosts: dict[str, int] = field(default_factory=dict)  # host -> PID in its namespace
+    cgroups: list[str] = field(default_factory=list)  # cgroup v2 directories made by this run
 
     def __post_init__(self) -> None:
         if self.engine_start is None:
@@ -166,6 +167,24 @@ def unload_ccs(entries: list[str]) -> tuple[list[str], list[str]]:
     return removed, kept
 
 
+RMDIR_WAIT_S = 5.0  # processes leave a cgroup as they exit; the kernel frees them a moment later
+
+
+def remove_cgroup(path: Path, wait_s: float = RMDIR_WAIT_S) -> str | None:
+    """rmdir a run's cgroup, waiting for its last processes to leave; None when gone, else why not."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            path.rmdir()
+            return None
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                return f"cannot remove cgroup {path}: {exc.strerror}"
+            time.sleep(0.1)
+
+
 def cleanup(include_live: bool = False) -> list[str]:
     """Remove what dead fastlab runs left behind; returns what was removed."""
     removed: list[str] = []
@@ -184,9 +203,18 @@ def cleanup(include_live: bool = False) -> list[str]:
             removed += kill_tracked(state.pids)
             removed += remove_root_objects(state.intfs, [b["name"] for b in state.bridges
                                                          if b["kind"].startswith("ovs")])
+            kept_cgroups = []
+            for cg in state.cgroups:
+                if Path(cg).name != f"fastlab-{state.prefix}":  # only the name this run gives its cgroup
+                    continue
+                if remove_cgroup(Path(cg), wait_s=1.0) is None:
+                    removed.append(f"cgroup {cg}")
+                else:
+                    kept_cgroups.append(cg)
+            state.cgroups = kept_cgroups
             unloaded, state.cc_loaded = unload_ccs(state.cc_loaded)
             removed += unloaded
-            if state.cc_loaded:
+            if state.cc_loaded or state.cgroups:
                 state.pids, state.intfs, state.bridges = [], [], []
                 state.save()
                 continue

@@ -192,6 +192,10 @@ class FlowSpec(Strict):
     cc_args: dict[str, Any] = Field(default_factory=dict)
     path: str | None = Field(None, pattern=r"^[a-z0-9_-]{1,32}$",
                              description="routed path through the topology's OpenFlow core (e.g. level3, abilene)")
+    max_cwnd_pkts: int | None = Field(
+        None, ge=1, le=1_000_000, strict=True,
+        description="ceiling on each of these flows' congestion windows, packets, whatever the CC: "
+                    "fixed-window experiments (a window below the path's BDP + buffer stays at it)")
 
     @model_validator(mode="after")
     def _window(self) -> FlowSpec:

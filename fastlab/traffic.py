@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fastlab import paths
@@ -38,6 +39,7 @@ class Flow:
     dst_ip: str
     src_ip: str
     path: str | None = None  # path through the topology's OpenFlow core, when it has one
+    max_cwnd_pkts: int | None = None  # ceiling on the window (fastlab.cwndclamp), None: the CC's own
 
 
 def expand_flows(spec: ExperimentSpec, plan: TopologyPlan) -> list[Flow]:
@@ -49,7 +51,8 @@ def expand_flows(spec: ExperimentSpec, plan: TopologyPlan) -> list[Flow]:
             flows.append(Flow(f"f{n}", entry.src, entry.dst, entry.cc, dict(entry.cc_args), entry.start_s,
                               entry.stop_s if entry.stop_s is not None else spec.duration_s,
                               BASE_PORT + n - 1, plan.address_of(entry.dst), plan.address_of(entry.src),
-                              entry.path or (design["default_path"] if design else None)))
+                              entry.path or (design["default_path"] if design else None),
+                              entry.max_cwnd_pkts))
     return flows
 
 
@@ -59,6 +62,7 @@ class Traffic:
     flows: list[Flow]
     emit: Callable[[str, dict[str, Any]], None]
     interval_s: float
+    cgroup: Path | None = None  # the run's clamp cgroup, which senders of clamped flows are put in
     errors: list[str] = field(default_factory=list)
     started: dict[str, dict[str, Any]] = field(default_factory=dict)
     finished: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -67,12 +71,18 @@ class Traffic:
     _threads: list[threading.Thread] = field(default_factory=list)
     _cancel: threading.Event = field(default_factory=threading.Event)
 
-    def _spawn(self, host: str, argv: list[str], on_line: Callable[[dict[str, Any]], None], what: str) -> None:
+    def _spawn(self, host: str, argv: list[str], on_line: Callable[[dict[str, Any]], None], what: str,
+               cgroup: Path | None = None) -> None:
         proc = self.net.node(host).popen([paths.python(), "-m", "fastlab.flowtool", *argv],
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                          bufsize=1, cwd=str(paths.REPO))
         self.net.state.add_pid(proc.pid, what)
         self._procs.append((what, proc))
+        if cgroup is not None:  # the sender waits for this before it opens its socket
+            try:
+                (cgroup / "cgroup.procs").write_text(str(proc.pid))
+            except OSError as exc:
+                self.errors.append(f"{what}: cannot move it into cgroup {cgroup}: {exc.strerror}")
 
         def reader() -> None:
             for line in proc.stdout:
@@ -111,6 +121,8 @@ class Traffic:
             if self._cancel.wait(max(0.0, t0 + flow.start_s - time.monotonic())):
                 return
 
+            clamped = bool(flow.max_cwnd_pkts and self.cgroup)
+
             def on_send(msg: dict[str, Any], flow: Flow = flow) -> None:
                 event = msg.pop("event")
                 if event == "sample":
@@ -122,8 +134,9 @@ class Traffic:
 
             self._spawn(flow.src, ["send", "--dst", flow.dst_ip, "--port", str(flow.port), "--cc", flow.cc,
                                    "--duration-s", str(flow.stop_s - flow.start_s),
-                                   "--interval-s", str(self.interval_s), "--flow", flow.id],
-                        on_send, f"sender {flow.id}")
+                                   "--interval-s", str(self.interval_s), "--flow", flow.id,
+                                   *(["--cgroup", self.cgroup.name] if clamped else [])],
+                        on_send, f"sender {flow.id}", self.cgroup if clamped else None)
 
     def wait(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s

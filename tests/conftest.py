@@ -25,11 +25,14 @@ def fastlab(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str
 def machine_leftovers() -> dict[str, list[str]]:
     """What fastlab objects exist on the machine right now (namespaces are unnamed: count shells)."""
     from fastlab import paths
+    from fastlab.cwndclamp import cgroup2_root
     from fastlab.runstate import prefixed_root_objects
 
     intfs, bridges = prefixed_root_objects()
     states = sorted(p.name for p in paths.STATE_DIR.glob("fl*.json")) if paths.STATE_DIR.is_dir() else []
-    return {"interfaces": intfs, "bridges": bridges, "state_files": states}
+    root = cgroup2_root()
+    cgroups = sorted(p.name for p in root.glob("fastlab-fl*")) if root is not None else []
+    return {"interfaces": intfs, "bridges": bridges, "state_files": states, "cgroups": cgroups}
 
 
 @pytest.fixture

@@ -187,3 +187,29 @@ def test_scheduled_flows_and_live_stream(tmp_path: Path) -> None:
     assert flow_arrivals and flow_arrivals[-1] - flow_arrivals[0] >= 6
     assert started < flow_arrivals[0] < flow_arrivals[-1] - 5
     assert {s["kind"] for _, s in arrivals} == {"flow", "link"}
+
+
+def test_max_cwnd_pkts_holds_the_window_of_any_cc(tmp_path: Path) -> None:
+    """A clamped Reno flow below the path's BDP keeps its window at the ceiling, and its rate is the
+    window over the RTT (no queue, no loss: nothing else can limit it); the run's cgroup is gone after.
+
+    20 Mb/s x 40 ms is 66 packets of BDP, so 8 packets can never fill the link or the buffer."""
+    spec = tmp_path / "clamp.yaml"
+    spec.write_text("name: clamp\ntopology: dumbbell\n"
+                    "topology_args: {rate_mbps: 20, rtt_ms: 40, buffer_bdp: 1.0}\n"
+                    "duration_s: 12\nswitch: bridge\n"
+                    "flows: [{src: h1, dst: h2, cc: reno, max_cwnd_pkts: 8}]\n")
+    out = tmp_path / "run"
+    proc = fastlab("run", str(spec), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    flows = pd.read_csv(out / "flows.csv")
+    assert flows["cwnd_pkts"].max() == 8, flows["cwnd_pkts"].describe()
+    steady = flows[flows["t"] >= 2]
+    assert (steady["cwnd_pkts"] == 8).all() and steady["retransmits"].iloc[-1] == 0
+    rate = (steady["bytes_acked"].iloc[-1] - steady["bytes_acked"].iloc[0]) * 8 / 1e6 / (
+        steady["t"].iloc[-1] - steady["t"].iloc[0])
+    expected = 8 * steady["mss_bytes"].median() * 8 / 1e6 / (steady["srtt_ms"].mean() / 1000)
+    assert abs(rate / expected - 1) <= 0.10, (rate, expected)
+    env = json.loads((out / "environment.json").read_text())
+    assert env["flows"]["f1"]["max_cwnd_pkts"] == 8 and env["cwnd_clamp"]["attached"] is True
+    assert not Path(env["cwnd_clamp"]["cgroup"]).exists()

@@ -147,3 +147,17 @@ def test_loss_on_a_senders_own_link() -> None:
     with pytest.raises(SpecError, match="links.ucl-link"):
         validate(read_spec_text(text.replace("sender_links: own", "sender_links: shared"),
                                 ["links.ucl-link.loss={model: every_nth, n: 999}"]), Registry())
+
+
+def test_window_ceiling_is_kept() -> None:
+    spec = read_spec_text(ISSUE_SPEC.replace("cc: cubic}", "cc: cubic, max_cwnd_pkts: 25}"))
+    assert spec.flows[0].max_cwnd_pkts == 25
+    assert read_spec_text(ISSUE_SPEC).flows[0].max_cwnd_pkts is None
+
+
+@pytest.mark.parametrize("value", [0, -3, 1_000_001, 2**64, 2.5, float("nan"), float("inf"), "x", True, [8],
+                                   {"pkts": 8}])
+def test_bad_window_ceilings_name_the_field(value: object) -> None:
+    with pytest.raises(SpecError, match=r"flows\[0\]\.max_cwnd_pkts") as err:
+        read_spec_text(ISSUE_SPEC.replace("cc: cubic}", f"cc: cubic, max_cwnd_pkts: {_yaml(value)}}}"))
+    assert "\n" not in str(err.value)

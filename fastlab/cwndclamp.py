@@ -1,0 +1,89 @@
+"""Per-flow ceilings on the congestion window (`flows[].max_cwnd_pkts`), for any congestion control.
+
+Role: fixed-window experiments (throughput, mean and minimum RTT against a window held constant, as
+in the DOCSIS study). The kernel's snd_cwnd_clamp does the holding; a BPF sock_ops program sets it
+per flow (kernel-modules/bpf/cwnd_clamp.bpf.c says why there is no simpler way). `CwndClamp` owns
+the run's one cgroup v2 directory, named after the run's prefix and recorded in the run state before
+it is made: the program is attached to it by `fastlab-clamp`, the clamped senders join it before they
+open their sockets, and removing it (after the senders exit) ends the attachment. Nothing else on the
+machine is touched: other processes' sockets are not in that cgroup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fastlab import paths
+from fastlab.runstate import RunState, remove_cgroup
+
+ATTACH_TIMEOUT_S = 20.0
+MOUNTS = Path("/proc/self/mounts")
+
+
+class ClampError(RuntimeError):
+    """The clamp could not be put in place (one line, names the cause)."""
+
+
+def cgroup2_root(mounts: str | None = None) -> Path | None:
+    """Where the cgroup v2 hierarchy is mounted (pure on `mounts`, the text of /proc/self/mounts)."""
+    if mounts is None:
+        try:
+            mounts = MOUNTS.read_text()
+        except OSError:
+            return None
+    for line in mounts.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[2] == "cgroup2":
+            return Path(parts[1].replace("\\040", " "))
+    return None
+
+
+def attach_argv(cgroup: Path, clamps: dict[int, int]) -> list[str]:
+    """fastlab-clamp's command line: one PORT=PKTS per clamped flow (pure)."""
+    return [str(paths.clamp_binary()), "attach", str(cgroup),
+            *(f"{port}={pkts}" for port, pkts in sorted(clamps.items()))]
+
+
+@dataclass
+class CwndClamp:
+    """The run's clamped flows: port -> packets. Empty: nothing is created."""
+
+    state: RunState
+    clamps: dict[int, int]
+    cgroup: Path | None = None
+    attached: dict[str, object] = field(default_factory=dict)
+
+    def start(self) -> None:
+        if not self.clamps:
+            return
+        root = cgroup2_root()
+        if root is None:
+            raise ClampError("max_cwnd_pkts: no cgroup v2 hierarchy is mounted")
+        self.cgroup = root / f"fastlab-{self.state.prefix}"
+        self.state.cgroups.append(str(self.cgroup))
+        self.state.save()
+        self.cgroup.mkdir()
+        try:
+            proc = subprocess.run(attach_argv(self.cgroup, self.clamps), capture_output=True, text=True,
+                                  timeout=ATTACH_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ClampError(f"max_cwnd_pkts: fastlab-clamp: {exc}") from None
+        if proc.returncode != 0:
+            raise ClampError(f"max_cwnd_pkts: {proc.stderr.strip() or f'fastlab-clamp exit {proc.returncode}'}")
+        with contextlib.suppress(ValueError):
+            self.attached = json.loads(proc.stdout)
+
+    def stop(self) -> None:
+        """Remove the cgroup (the senders have exited by now); raises if it stays."""
+        if self.cgroup is None:
+            return
+        why = remove_cgroup(self.cgroup)
+        if why:
+            raise ClampError(why)
+        self.state.cgroups.remove(str(self.cgroup))
+        self.state.save()
+        self.cgroup = None

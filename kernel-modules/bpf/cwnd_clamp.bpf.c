@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cwnd_clamp.bpf.c - a per-flow ceiling on the congestion window, for any
+ * congestion control ("max_cwnd_pkts" in a fastlab spec).
+ *
+ * Why: fixed-window experiments (Atov, Andrew, Kennedy, Wydrowski, "FAST
+ * TCP over low-speed DOCSIS access": throughput, mean and minimum RTT
+ * against a window held constant) need the sender's window held at w
+ * packets whatever the algorithm would do.  User space has no socket
+ * option for that: TCP_WINDOW_CLAMP caps the *receive* window and kernel
+ * 6.18's receive-buffer tuning raises it again (measured here: 28,960 B ->
+ * 744,156 B within 1.5 s, tcp_moderate_rcvbuf=0 and SO_RCVBUF locked), and
+ * a route's "cwnd lock" only applies through an existing tcp_metrics
+ * entry.  The kernel's own clamp, tp->snd_cwnd_clamp, is honoured by every
+ * congestion control (tcp_cong_avoid_ai, tcp_slow_start, CUBIC, BBR, and
+ * fastlab's FAST and HSTCP cores) and by the initial window
+ * (tcp_init_cwnd); BPF sock_ops may set it (TCP_BPF_SNDCWND_CLAMP).
+ *
+ * How: attached to a run-scoped cgroup v2 that only the run's clamped
+ * senders join, this program looks the connection's destination port up in
+ * cwnd_clamp_ports (filled by fastlab-clamp from the spec: every flow has
+ * its own receiver port) and sets the clamp when the connection starts
+ * (TCP_CONNECT_CB, before the initial window is chosen) and again when it
+ * is established (after tcp_init_metrics, which may lower ssthresh from a
+ * cached metric but never raises the clamp).
+ *
+ * Deviation from a pure "fixed window": TCP_BPF_SNDCWND_CLAMP also sets
+ * ssthresh to the clamp, so slow start ends there; a loss still lowers the
+ * window as the algorithm decides (a ceiling, not a floor).  Below the
+ * path's BDP + buffer no loss occurs and the window stays at the clamp.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+char _license[] SEC("license") = "GPL";
+
+/* From include/uapi/linux/tcp.h (macros are not in vmlinux.h). */
+#define SOL_TCP_LEVEL		6
+#define BPF_SNDCWND_CLAMP	1002	/* TCP_BPF_SNDCWND_CLAMP */
+
+/* Flows one run may clamp: a spec holds at most 64 flow entries of 64 each. */
+#define CWND_CLAMP_MAX_FLOWS	4096
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CWND_CLAMP_MAX_FLOWS);
+	__type(key, u16);	/* destination port, host byte order */
+	__type(value, u32);	/* ceiling on snd_cwnd, packets */
+} cwnd_clamp_ports SEC(".maps");
+
+SEC("sockops")
+int cwnd_clamp(struct bpf_sock_ops *skops)
+{
+	u16 port;
+	u32 *pkts;
+	int val;
+
+	if (skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB &&
+	    skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB)
+		return 1;
+	/*
+	 * remote_port is the be16 port shifted into the high half of a be32
+	 * (samples/bpf/tcp_bufs_kern.c compares bpf_ntohl() of it).
+	 */
+	port = (u16)bpf_ntohl(skops->remote_port);
+	pkts = bpf_map_lookup_elem(&cwnd_clamp_ports, &port);
+	if (!pkts)
+		return 1;
+	val = (int)*pkts;
+	bpf_setsockopt(skops, SOL_TCP_LEVEL, BPF_SNDCWND_CLAMP, &val,
+		       sizeof(val));
+	return 1;
+}
