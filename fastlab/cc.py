@@ -9,6 +9,7 @@ installed.
 
 from __future__ import annotations
 
+import math
 import platform
 import re
 from collections.abc import Callable
@@ -43,6 +44,8 @@ class Param:
             return value
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise CCError(f"{self.name} must be a number, got {value!r}")
+        if not math.isfinite(value):
+            raise CCError(f"{self.name} must be a finite number, got {value!r}")
         if self.kind is int and float(value) != int(value):
             raise CCError(f"{self.name} must be a whole number, got {value!r}")
         if not self.minimum <= value <= self.maximum:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastlab.cc import CongestionControl, Registry
+from fastlab.cc import CCError, CongestionControl, Registry
 from fastlab.ccset import GLOBAL_ONLY, ToolError
 from fastlab.runstate import RunState
 from fastlab.spec import ExperimentSpec, SpecError
@@ -60,7 +60,10 @@ def plan_parameters(spec: ExperimentSpec, registry: Registry) -> tuple[list[Host
             raise SpecError(f"cc_changes[{i}].cc: {change.cc} has no run-time parameters")
         if (change.host, change.cc) not in per_host:
             raise SpecError(f"cc_changes[{i}].host: no flow from {change.host} uses {change.cc}")
-        args = cc.validate_args(change.args)
+        try:
+            args = cc.validate_args(change.args)
+        except CCError as exc:
+            raise SpecError(f"cc_changes[{i}].args: {exc}") from None
         if set(args) & GLOBAL_ONLY[cc.name]:
             raise SpecError(f"cc_changes[{i}].args: {', '.join(set(args) & GLOBAL_ONLY[cc.name])} "
                             f"cannot change mid-run (global table)")

@@ -7,6 +7,10 @@ the run's one cgroup v2 directory, named after the run's prefix and recorded in 
 it is made: the program is attached to it by `fastlab-clamp`, the clamped senders join it before they
 open their sockets, and removing it (after the senders exit) ends the attachment. Nothing else on the
 machine is touched: other processes' sockets are not in that cgroup.
+
+The program also keeps every RTT sample of the clamped flows as per-second statistics (the study plots
+the *minimum* RTT against the window; tcp_info has only the smoothed RTT); `rtt_samples` reads them
+before the cgroup goes, and the run folder gets them as `rtt_samples.csv`.
 """
 
 from __future__ import annotations
@@ -40,6 +44,27 @@ def cgroup2_root(mounts: str | None = None) -> Path | None:
         if len(parts) >= 3 and parts[2] == "cgroup2":
             return Path(parts[1].replace("\\040", " "))
     return None
+
+
+RTT_COLUMNS = ("flow", "t", "min_rtt_ms", "mean_rtt_ms", "max_rtt_ms", "samples")
+
+
+def rtt_rows(dump: str, t0_monotonic: float, flow_of_port: dict[int, str]) -> list[dict[str, object]]:
+    """fastlab-clamp dump's JSON lines as rows of rtt_samples.csv (pure): one per flow and second,
+    `t` the second's start relative to the run's t0 (both CLOCK_MONOTONIC), sorted by flow and t."""
+    rows = []
+    for line in dump.splitlines():
+        try:
+            rec = json.loads(line)
+            port, second, n = int(rec["port"]), int(rec["second"]), int(rec["n"])
+            lo, hi, total = int(rec["min_us"]), int(rec["max_us"]), int(rec["sum_us"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if port not in flow_of_port or n <= 0:
+            continue
+        rows.append({"flow": flow_of_port[port], "t": round(second - t0_monotonic, 6), "min_rtt_ms": lo / 1000,
+                     "mean_rtt_ms": round(total / n / 1000, 3), "max_rtt_ms": hi / 1000, "samples": n})
+    return sorted(rows, key=lambda r: (str(r["flow"]), float(r["t"])))  # type: ignore[arg-type]
 
 
 def attach_argv(cgroup: Path, clamps: dict[int, int]) -> list[str]:
@@ -76,6 +101,20 @@ class CwndClamp:
             raise ClampError(f"max_cwnd_pkts: {proc.stderr.strip() or f'fastlab-clamp exit {proc.returncode}'}")
         with contextlib.suppress(ValueError):
             self.attached = json.loads(proc.stdout)
+
+    def rtt_samples(self, t0_monotonic: float, flow_of_port: dict[int, str]) -> list[dict[str, object]]:
+        """The clamped flows' per-second RTT statistics so far (empty if there is no program)."""
+        prog_id = self.attached.get("prog_id")
+        if not isinstance(prog_id, int):
+            return []
+        try:
+            proc = subprocess.run([str(paths.clamp_binary()), "dump", str(prog_id)], capture_output=True,
+                                  text=True, timeout=ATTACH_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ClampError(f"max_cwnd_pkts: fastlab-clamp dump: {exc}") from None
+        if proc.returncode != 0:
+            raise ClampError(f"max_cwnd_pkts: {proc.stderr.strip() or f'fastlab-clamp exit {proc.returncode}'}")
+        return rtt_rows(proc.stdout, t0_monotonic, flow_of_port)
 
     def stop(self) -> None:
         """Remove the cgroup (the senders have exited by now); raises if it stays."""

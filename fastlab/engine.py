@@ -3,11 +3,13 @@
 `prepare` does everything that can fail without touching the machine (validation, backend
 choice, shaping plans that need no device names); `run_experiment` then owns a run prefix,
 builds, runs, tears down exactly what it made, and writes the run directory:
-spec.yaml, environment.json, flows.csv, links.csv, summary.json, report.html.
+spec.yaml, environment.json, flows.csv, links.csv, summary.json, report.html (and rtt_samples.csv
+when flows are clamped: every RTT sample as per-second statistics).
 """
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import hashlib
 import json
@@ -33,7 +35,7 @@ from fastlab.cc import Registry, default_registry
 from fastlab.ccruntime import CCRuntime, HostParams, plan_parameters
 from fastlab.ccset import KERNEL_MODULES
 from fastlab.controller import OpenFlowControl, app_available
-from fastlab.cwndclamp import ClampError, CwndClamp
+from fastlab.cwndclamp import RTT_COLUMNS, ClampError, CwndClamp
 from fastlab.network import SOCKBUF_MAX_BYTES, SOCKBUF_MIN_BYTES, Network
 from fastlab.runstate import RunState, new_prefix
 from fastlab.shaping import Devices, ResolvedLink, Shaper, choose_backend, plan_link, resolve
@@ -328,6 +330,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     ccs = CCRuntime(prep.registry, state, bus.emit, prep.cc_hosts, prep.cc_globals)
     idle: list[dict[str, Any]] = []
     cpu: dict[str, Any] = {}  # machine and emulator CPU at the start and end of the flows
+    rtt_samples: list[dict[str, object]] = []  # clamped flows' per-second RTT statistics
 
     def stop_if_cancelled() -> None:
         if cancel is not None and cancel.is_set():
@@ -384,6 +387,10 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         traffic.wait(SENDER_GRACE_S)
         if traffic.errors:
             raise RunError("; ".join(traffic.errors))
+        try:
+            rtt_samples = clamp.rtt_samples(bus.t0, {f.port: f.id for f in prep.flows})
+        except ClampError as exc:
+            raise RunError(str(exc)) from None
     finally:
         _run_all([traffic.stop, clamp.stop, *([control.stop] if control is not None else []), ccs.stop, shaper.stop,
                   net.stop, bus.close, lambda: None if state.cc_loaded else state.release()])
@@ -420,6 +427,11 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     (directory / "environment.json").write_text(json.dumps(environment, indent=1, default=str))
     flows_df.to_csv(directory / "flows.csv", index=False)
     links_df.to_csv(directory / "links.csv", index=False)
+    if rtt_samples:
+        with (directory / "rtt_samples.csv").open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(RTT_COLUMNS))
+            writer.writeheader()
+            writer.writerows(rtt_samples)
     if not events_df.empty:
         events_df.to_csv(directory / "cc_events.csv", index=False)
     (directory / "summary.json").write_text(json.dumps(summary, indent=1))

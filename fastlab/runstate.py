@@ -23,7 +23,8 @@ from pathlib import Path
 
 from fastlab import paths
 
-PREFIX_RE = re.compile(r"^fl[0-9a-z]{4}")
+PREFIX_RE = re.compile(r"^fl[0-9a-z]{4}")  # finds candidates only: cleanup deletes by a dead run's own prefix
+PREFIX_FULL_RE = re.compile(r"fl[0-9a-z]{4}")
 ALPHABET = string.digits + string.ascii_lowercase
 
 
@@ -186,23 +187,29 @@ def remove_cgroup(path: Path, wait_s: float = RMDIR_WAIT_S) -> str | None:
 
 
 def cleanup(include_live: bool = False) -> list[str]:
-    """Remove what dead fastlab runs left behind; returns what was removed."""
+    """Remove what dead fastlab runs left behind; returns what was removed.
+
+    Only what a dead run's state file recorded, or what carries that run's own prefix, is touched:
+    never everything that merely looks like a fastlab name (e.g. Kubernetes' `flannel.1`)."""
     removed: list[str] = []
-    live_prefixes = set()
+    dead_prefixes = set()
     if paths.STATE_DIR.is_dir():
         for path in sorted(paths.STATE_DIR.glob("fl*.json")):
             try:
                 state = RunState.load(path)
+                if not PREFIX_FULL_RE.fullmatch(state.prefix) or path.stem != state.prefix:
+                    raise ValueError(f"prefix {state.prefix!r}")
             except (OSError, ValueError, TypeError):
                 path.unlink(missing_ok=True)
                 removed.append(f"unreadable state file {path.name}")
                 continue
             if state.engine_alive() and not include_live:
-                live_prefixes.add(state.prefix)
                 continue
+            dead_prefixes.add(state.prefix)
             removed += kill_tracked(state.pids)
-            removed += remove_root_objects(state.intfs, [b["name"] for b in state.bridges
-                                                         if b["kind"].startswith("ovs")])
+            removed += remove_root_objects([i for i in state.intfs if i.startswith(state.prefix)],
+                                           [b["name"] for b in state.bridges
+                                            if b["kind"].startswith("ovs") and b["name"].startswith(state.prefix)])
             kept_cgroups = []
             for cg in state.cgroups:
                 if Path(cg).name != f"fastlab-{state.prefix}":  # only the name this run gives its cgroup
@@ -220,8 +227,8 @@ def cleanup(include_live: bool = False) -> list[str]:
                 continue
             state.release()
             removed.append(f"state of run {state.prefix}")
-    intfs, bridges = prefixed_root_objects()
-    intfs = [i for i in intfs if i[:6] not in live_prefixes]
-    bridges = [b for b in bridges if b[:6] not in live_prefixes]
-    removed += remove_root_objects(intfs, bridges)
+    if dead_prefixes:  # what a dead run made but had not recorded yet carries its prefix
+        intfs, bridges = prefixed_root_objects()
+        removed += remove_root_objects([i for i in intfs if i[:6] in dead_prefixes],
+                                       [b for b in bridges if b[:6] in dead_prefixes])
     return removed

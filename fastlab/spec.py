@@ -233,6 +233,14 @@ class Reroute(Strict):
 class ExperimentSpec(Strict):
     name: str = Field(pattern=NAME_RE)
     description: str = Field("", max_length=2000)
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_one_path_segment(cls, name: str) -> str:
+        # A run folder and URL segment: '..' would be refused by every later lookup (run page, bundle).
+        if ".." in name:
+            raise ValueError("may not contain '..'")
+        return name
     topology: str = Field(pattern=r"^[a-z0-9_-]{1,32}$")
     topology_args: dict[str, Any] = Field(default_factory=dict)
     duration_s: float = Field(gt=0, le=3600)
@@ -332,7 +340,10 @@ def parse_override(item: str) -> tuple[list[str | int], Any]:
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError as exc:
-        raise SpecError(f"--set {key}: cannot read value {raw!r}: {exc.__class__.__name__}") from None
+        raise SpecError(f"--set {key}: cannot read value {raw[:80]!r}: {exc.__class__.__name__}") from None
+    except RecursionError:
+        raise SpecError(f"--set {key}: value nested deeper than Python can read") from None
+    check_nesting(value, f"--set {key}")
     return [int(p) if p.isdigit() else p for p in key.split(".")], value
 
 
@@ -365,9 +376,25 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return data
 
 
+MAX_SPEC_CHARS = 1_000_000  # a spec file, or an API body's spec: far more than any experiment needs
+MAX_NESTING = 32  # levels of mappings/lists in a spec (the schema itself uses 5)
+
+
+def check_nesting(data: object, where: str = "spec") -> None:
+    """Refuse documents nested deeper than MAX_NESTING (iterative: no recursion to exhaust)."""
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            if depth > MAX_NESTING:
+                raise SpecError(f"{where}: nested deeper than {MAX_NESTING} levels")
+            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+
+
 def parse_spec(data: object) -> ExperimentSpec:
     if not isinstance(data, dict):
         raise SpecError("spec: the document must be a mapping of fields")
+    check_nesting(data)
     try:
         return ExperimentSpec.model_validate(data)
     except ValidationError as err:
@@ -375,12 +402,16 @@ def parse_spec(data: object) -> ExperimentSpec:
 
 
 def read_spec_text(text: str, overrides: list[str] | None = None) -> ExperimentSpec:
+    if len(text) > MAX_SPEC_CHARS:
+        raise SpecError(f"spec: larger than {MAX_SPEC_CHARS:,} characters (the limit of a spec)")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise SpecError(f"spec: not valid YAML{where}") from None
+    except RecursionError:
+        raise SpecError(f"spec: nested deeper than {MAX_NESTING} levels") from None
     if isinstance(data, dict) and overrides:
         data = apply_overrides(data, overrides)
     return parse_spec(data)
@@ -389,9 +420,11 @@ def read_spec_text(text: str, overrides: list[str] | None = None) -> ExperimentS
 def load_spec(path: str, overrides: list[str] | None = None) -> ExperimentSpec:
     try:
         with open(path, encoding="utf-8") as fh:
-            text = fh.read(1_000_000)
+            text = fh.read(MAX_SPEC_CHARS + 1)  # one more: a longer file is refused, not cut
     except OSError as exc:
         raise SpecError(f"spec: cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"spec: {path} is not UTF-8 text") from None
     return read_spec_text(text, overrides)
 
 

@@ -6,8 +6,10 @@ one worker thread, live traces over Server-Sent Events, run history in SQLite (r
 results folder and surviving restarts), result bundles, and a JSON API described by an OpenAPI 3
 document at /api/openapi.json. The UI uses the same API.
 
-Security: loopback only unless an access token is given; every state-changing request needs the
-per-app CSRF token in `X-CSRF-Token` and a JSON body; run ids are checked against a strict
+Security: loopback only unless an access token is given; a Host header that is not a loopback
+name or the served host is refused (DNS rebinding), and so is a state-changing request from a
+foreign Origin; every state-changing request needs the per-app CSRF token in `X-CSRF-Token` and a
+JSON body; pages carry a Content-Security-Policy (scripts only from the app); run ids are checked against a strict
 pattern and looked up in SQLite before any file is touched; specs go through the spec schema and
 the engine's validation (which never uses a shell).
 
@@ -63,6 +65,30 @@ from webapp.openapi import document
 
 RUN_ID_RE = re.compile(r"^[0-9]{8}-[0-9]{6}-[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+WILDCARD = ("0.0.0.0", "::", "")
+# Pages of the app: every script and style sheet is a file it serves; plotly sets inline styles.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+       "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+# report.html inlines plotly and its data: allowed to run its own inline code, in a sandbox (an
+# opaque origin: it can reach neither this app's API nor its cookies).
+REPORT_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
+              "sandbox allow-scripts")
+
+
+def host_name(header: str) -> str:
+    """The name part of a Host header or an Origin's authority (pure): '[::1]:8080' -> '::1'."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def origin_host(origin: str) -> str | None:
+    """The host of an Origin header (pure); None for 'null' or anything that is not http(s)://."""
+    for scheme in ("http://", "https://"):
+        if origin.lower().startswith(scheme):
+            return host_name(origin[len(scheme):].split("/", 1)[0])
+    return None
 MAX_DURATION_S = 600.0
 SSE_BATCH_S = 0.1  # one SSE message per 100 ms at most: >= 5 updates/s, < 1 s latency
 SSE_HEARTBEAT_S = 5.0
@@ -102,6 +128,11 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     labs_dir: the folder of the guided labs (default the repository's labs/; config LABS_DIR).
     """
     token = token or None
+    # DNS rebinding: a page from another site whose name now points at 127.0.0.1 sends its own
+    # name as Host. Loopback names always pass; the served host too; with a token on a wildcard
+    # address any name passes (the token, which such a page cannot have, is then the guard).
+    allowed_hosts = set(LOOPBACK) | ({host.lower()} if host not in WILDCARD else set())
+    any_host = host in WILDCARD and bool(token)
     if host not in LOOPBACK and not token:
         raise ValueError(f"binding to {host} (beyond loopback) needs an access token (--token or FASTLAB_TOKEN)")
     app = Flask(__name__)
@@ -150,6 +181,13 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
 
     @app.before_request
     def guard() -> Any:
+        if not any_host and host_name(request.host or "") not in allowed_hosts:
+            return api_error(421, f"Host {request.host!r} is not served here (DNS rebinding guard): "
+                                  f"use {sorted(allowed_hosts)[0]}")
+        origin = request.headers.get("Origin")
+        if origin is not None and request.method not in ("GET", "HEAD", "OPTIONS") and not any_host \
+                and origin_host(origin) not in allowed_hosts:
+            return api_error(403, f"Origin {origin[:100]!r} may not change anything here")
         if token:
             given = request.headers.get("X-Fastlab-Token") or request.cookies.get("fastlab_token") or ""
             via_query = request.args.get("token", "")
@@ -172,6 +210,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         resp.headers.setdefault("X-Content-Type-Options", "nosniff")
         resp.headers.setdefault("X-Frame-Options", "DENY")
         resp.headers.setdefault("Referrer-Policy", "no-referrer")
+        resp.headers.setdefault("Content-Security-Policy", CSP)
         return resp
 
     @app.errorhandler(404)
@@ -257,7 +296,10 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     def body_spec() -> Any:
         if not request.is_json:
             abort(api_error(415, "send the spec as JSON (Content-Type: application/json)"))
-        data = request.get_json(silent=True)
+        try:
+            data = request.get_json(silent=True)
+        except RecursionError:
+            abort(api_error(400, "the body is nested too deeply"))
         if data is None:
             abort(api_error(400, "the body is not valid JSON"))
         return data
@@ -281,7 +323,9 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         path = root / run_id / "report.html"
         if not path.is_file():
             abort(404)
-        return send_file(path, mimetype="text/html")
+        resp = send_file(path, mimetype="text/html")
+        resp.headers["Content-Security-Policy"] = REPORT_CSP
+        return resp
 
     @app.get("/static/fidelity.css")
     def fidelity_css() -> Any:
@@ -551,8 +595,8 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         lab = lab_or_error(ref, step_id)
         try:
             options = guided.run_request(request.get_json() if request.content_length else {})
-        except BadRequest:
-            return api_error(400, "body: not valid JSON")
+        except (BadRequest, RecursionError):
+            return api_error(400, "body: not valid JSON (or nested too deeply)")
         except ValueError as exc:
             return api_error(400, str(exc))
         try:

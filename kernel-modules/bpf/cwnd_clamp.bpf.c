@@ -24,6 +24,14 @@
  * is established (after tcp_init_metrics, which may lower ssthresh from a
  * cached metric but never raises the clamp).
  *
+ * It also records every RTT sample the kernel feeds its estimator (the
+ * RTT_CB callback's mrtt: one per ACK that newly acknowledges data, taken
+ * from the oldest segment it covers) as per-second minimum, maximum, sum
+ * and count per flow, in rtt_per_second, which fastlab-clamp dumps at the
+ * end of the run: the study plots the *minimum* RTT against the window,
+ * and tcp_info has only the smoothed RTT (an EWMA, gain 1/8) and the
+ * connection's minimum (which includes the handshake's small packets).
+ *
  * Deviation from a pure "fixed window": TCP_BPF_SNDCWND_CLAMP also sets
  * ssthresh to the clamp, so slow start ends there; a loss still lowers the
  * window as the algorithm decides (a ceiling, not a floor).  Below the
@@ -32,6 +40,8 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+
+#include "cwnd_clamp.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -49,6 +59,40 @@ struct {
 	__type(value, u32);	/* ceiling on snd_cwnd, packets */
 } cwnd_clamp_ports SEC(".maps");
 
+#define NSEC_PER_SEC		1000000000ULL
+/* Seconds x flows of RTT statistics one run may hold: 64 flows x 1 hour. */
+#define RTT_MAX_BUCKETS		(64 * 3600)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RTT_MAX_BUCKETS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);	/* memory only for seconds used */
+	__type(key, struct rtt_key);
+	__type(value, struct rtt_stats);
+} rtt_per_second SEC(".maps");
+
+static void record_rtt(u16 port, u32 mrtt_us)
+{
+	struct rtt_key key = { .port = port,
+			       .second = (u32)(bpf_ktime_get_ns() / NSEC_PER_SEC) };
+	struct rtt_stats *st, fresh = { .min_us = mrtt_us, .max_us = mrtt_us,
+					.n = 1, .sum_us = mrtt_us };
+
+	st = bpf_map_lookup_elem(&rtt_per_second, &key);
+	if (!st) {
+		/* Full map: the sample is lost, the flow is not disturbed. */
+		bpf_map_update_elem(&rtt_per_second, &key, &fresh, BPF_NOEXIST);
+		return;
+	}
+	/* Callbacks of one socket run under its lock: no lost updates. */
+	if (mrtt_us < st->min_us)
+		st->min_us = mrtt_us;
+	if (mrtt_us > st->max_us)
+		st->max_us = mrtt_us;
+	st->n++;
+	st->sum_us += mrtt_us;
+}
+
 SEC("sockops")
 int cwnd_clamp(struct bpf_sock_ops *skops)
 {
@@ -57,7 +101,8 @@ int cwnd_clamp(struct bpf_sock_ops *skops)
 	int val;
 
 	if (skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB &&
-	    skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB)
+	    skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB &&
+	    skops->op != BPF_SOCK_OPS_RTT_CB)
 		return 1;
 	/*
 	 * remote_port is the be16 port shifted into the high half of a be32
@@ -67,8 +112,17 @@ int cwnd_clamp(struct bpf_sock_ops *skops)
 	pkts = bpf_map_lookup_elem(&cwnd_clamp_ports, &port);
 	if (!pkts)
 		return 1;
+	if (skops->op == BPF_SOCK_OPS_RTT_CB) {
+		/* args[0]: the sample (older kernels pass no argument: 0, skipped). */
+		if (skops->args[0])
+			record_rtt(port, skops->args[0]);
+		return 1;
+	}
 	val = (int)*pkts;
 	bpf_setsockopt(skops, SOL_TCP_LEVEL, BPF_SNDCWND_CLAMP, &val,
 		       sizeof(val));
+	if (skops->op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB)
+		bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags |
+					  BPF_SOCK_OPS_RTT_CB_FLAG);
 	return 1;
 }

@@ -4,6 +4,7 @@
  * (bpf/cwnd_clamp.bpf.c says why and how).
  *
  *   fastlab-clamp attach CGROUP_DIR PORT=PKTS...
+ *   fastlab-clamp dump   PROG_ID
  *
  * Loads the sock_ops program, fills its port -> packets map and attaches
  * it to the cgroup v2 directory CGROUP_DIR (which the caller created for
@@ -11,8 +12,12 @@
  * process and ends when the caller removes the directory, so there is
  * nothing to detach and nothing pinned.
  *
- * Prints one JSON object on stdout; diagnostics on stderr.  Exit codes:
- * 0 attached, 1 system or BPF error, 2 usage or out-of-range value
+ * dump prints the program's per-second RTT statistics, one JSON object per
+ * flow and second (port, CLOCK_MONOTONIC second, min/max/sum in us, n), in
+ * no particular order; run it before the cgroup is removed.
+ *
+ * attach prints one JSON object on stdout; diagnostics on stderr.  Exit
+ * codes: 0 done, 1 system or BPF error, 2 usage or out-of-range value
  * (nothing attached).
  */
 #include <errno.h>
@@ -26,6 +31,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "../bpf/cwnd_clamp.h"
 #include "cwnd_clamp.skel.h"
 
 #define EXIT_ERR	1
@@ -43,7 +49,8 @@ struct entry {
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: fastlab-clamp attach CGROUP_DIR PORT=PKTS...\n");
+	fprintf(stderr, "usage: fastlab-clamp attach CGROUP_DIR PORT=PKTS...\n"
+			"       fastlab-clamp dump PROG_ID\n");
 	return EXIT_USAGE;
 }
 
@@ -67,6 +74,68 @@ static int parse_entry(const char *arg, struct entry *e)
 	return 0;
 }
 
+/* The fd of the program's map named `name`, or -1. */
+static int prog_map_fd(int prog_fd, const char *name)
+{
+	struct bpf_prog_info info = { 0 };
+	__u32 ids[8], len = sizeof(info), i;
+
+	info.nr_map_ids = sizeof(ids) / sizeof(ids[0]);
+	info.map_ids = (__u64)(unsigned long)ids;
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
+		return -1;
+	for (i = 0; i < info.nr_map_ids && i < sizeof(ids) / sizeof(ids[0]); i++) {
+		struct bpf_map_info minfo = { 0 };
+		__u32 mlen = sizeof(minfo);
+		int fd = bpf_map_get_fd_by_id(ids[i]);
+
+		if (fd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(fd, &minfo, &mlen) &&
+		    !strcmp(minfo.name, name))
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
+static int dump(const char *id_arg)
+{
+	struct rtt_key key, next, *prev = NULL;
+	struct rtt_stats st;
+	unsigned long id;
+	int prog_fd, map_fd;
+	char *end;
+
+	errno = 0;
+	id = strtoul(id_arg, &end, 10);
+	if (errno || end == id_arg || *end || !id || id > UINT_MAX)
+		return usage();
+	prog_fd = bpf_prog_get_fd_by_id((__u32)id);
+	if (prog_fd < 0) {
+		fprintf(stderr, "fastlab-clamp: program %lu: %s\n", id, strerror(errno));
+		return EXIT_ERR;
+	}
+	map_fd = prog_map_fd(prog_fd, CWND_CLAMP_RTT_MAP);
+	close(prog_fd);
+	if (map_fd < 0) {
+		fprintf(stderr, "fastlab-clamp: program %lu has no map %s\n", id,
+			CWND_CLAMP_RTT_MAP);
+		return EXIT_ERR;
+	}
+	while (!bpf_map_get_next_key(map_fd, prev, &next)) {
+		if (!bpf_map_lookup_elem(map_fd, &next, &st))
+			printf("{\"port\":%u,\"second\":%u,\"min_us\":%u,"
+			       "\"max_us\":%u,\"sum_us\":%llu,\"n\":%u}\n",
+			       next.port, next.second, st.min_us, st.max_us,
+			       (unsigned long long)st.sum_us, st.n);
+		key = next;
+		prev = &key;
+	}
+	close(map_fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct entry *entries;
@@ -75,6 +144,8 @@ int main(int argc, char **argv)
 	struct bpf_prog_info info = { 0 };
 	__u32 info_len = sizeof(info);
 
+	if (argc == 3 && !strcmp(argv[1], "dump"))
+		return dump(argv[2]);
 	if (argc < 4 || strcmp(argv[1], "attach"))
 		return usage();
 	n = argc - 3;

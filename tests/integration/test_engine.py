@@ -213,3 +213,38 @@ def test_max_cwnd_pkts_holds_the_window_of_any_cc(tmp_path: Path) -> None:
     env = json.loads((out / "environment.json").read_text())
     assert env["flows"]["f1"]["max_cwnd_pkts"] == 8 and env["cwnd_clamp"]["attached"] is True
     assert not Path(env["cwnd_clamp"]["cgroup"]).exists()
+
+
+def test_cleanup_and_app_start_leave_other_softwares_interfaces(tmp_path: Path) -> None:
+    """`fastlab cleanup` and the web app's start-up cleanup delete only what a dead run recorded or
+    what carries a dead run's own prefix: Kubernetes' `flannel.1`, and even a name shaped like a
+    fastlab prefix that no state file owns, survive. Run in a scratch network namespace, so nothing
+    on the machine is at risk; a dead run's state (its engine PID long gone) owns `flq7x2-s1`."""
+    from fastlab.runstate import RunState
+
+    dead = RunState("flq7x2", engine_pid=2**22 + 7, engine_start=1, intfs=["flq7x2-s1", "eth0"])
+    dead.save()
+    script = f"""
+import json, subprocess
+for name in ("flannel.1", "flzz99-eth0", "flq7x2-s1", "flq7x2-h1"):
+    subprocess.run(["ip", "link", "add", name, "type", "dummy"], check=True)
+from fastlab.runstate import cleanup
+removed = cleanup()
+subprocess.run(["ip", "link", "add", "flq7x2-h2", "type", "dummy"], check=True)
+from webapp import create_app
+app = create_app(results_root={str(tmp_path / 'results')!r}, start_worker=False, cleanup_on_start=True)
+links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+print(json.dumps({{"removed": removed, "at_start": app.config["CLEANED_AT_START"],
+                  "links": [line.split(":")[1].strip() for line in links.splitlines()]}}))
+"""
+    try:
+        proc = subprocess.run(["unshare", "-n", sys.executable, "-c", script], capture_output=True, text=True,
+                              timeout=120, cwd=str(REPO), check=False)
+    finally:
+        dead.release()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert {"flannel.1", "flzz99-eth0", "flq7x2-h2"} <= set(out["links"]), out
+    assert not {"flq7x2-s1", "flq7x2-h1"} & set(out["links"]), out
+    assert "interface flq7x2-s1" in out["removed"] and "interface flq7x2-h1" in out["removed"]
+    assert not any("flannel" in item or "flzz99" in item or "eth0" in item for item in out["removed"] + out["at_start"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fastlab import paths
-from fastlab.cwndclamp import attach_argv, cgroup2_root
+from fastlab.cwndclamp import attach_argv, cgroup2_root, rtt_rows
 from fastlab.flowtool import in_cgroup
 
 HYBRID_MOUNTS = """tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0
@@ -32,3 +32,16 @@ def test_membership_reads_only_the_v2_line() -> None:
 def test_attach_argv_lists_each_port_once_in_order() -> None:
     argv = attach_argv(Path("/sys/fs/cgroup/fastlab-flab12"), {5003: 38, 5001: 20})
     assert argv == [str(paths.clamp_binary()), "attach", "/sys/fs/cgroup/fastlab-flab12", "5001=20", "5003=38"]
+
+
+def test_rtt_rows_from_a_dump() -> None:
+    dump = "\n".join([
+        '{"port":5001,"second":1002,"min_us":104500,"max_us":150000,"sum_us":1200000,"n":10}',
+        '{"port":5001,"second":1001,"min_us":104000,"max_us":109000,"sum_us":530000,"n":5}',
+        '{"port":5002,"second":1001,"min_us":1,"max_us":1,"sum_us":1,"n":1}',  # not a flow of this run
+        '{"port":5001,"second":1003,"min_us":1,"max_us":1,"sum_us":0,"n":0}',  # no samples
+        'not json', '{"port":"x"}', "[]", ""])
+    rows = rtt_rows(dump, 1000.25, {5001: "f1"})
+    assert rows == [
+        {"flow": "f1", "t": 0.75, "min_rtt_ms": 104.0, "mean_rtt_ms": 106.0, "max_rtt_ms": 109.0, "samples": 5},
+        {"flow": "f1", "t": 1.75, "min_rtt_ms": 104.5, "mean_rtt_ms": 120.0, "max_rtt_ms": 150.0, "samples": 10}]

@@ -123,6 +123,7 @@ def test_malformed_overrides(override: str) -> None:
     ("links.core.rate_mbps=5", "links.core"),
     ("duration_s=0", "duration_s"),
     ("name=../../etc", "name"),
+    ("name=a..b", "name"),
     ("flows.0.src=$(reboot)", "flows[0].src"),
 ])
 def test_invalid_specs_name_the_field(override: str, field: str) -> None:
@@ -161,3 +162,45 @@ def test_bad_window_ceilings_name_the_field(value: object) -> None:
     with pytest.raises(SpecError, match=r"flows\[0\]\.max_cwnd_pkts") as err:
         read_spec_text(ISSUE_SPEC.replace("cc: cubic}", f"cc: cubic, max_cwnd_pkts: {_yaml(value)}}}"))
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf", "1e400"])
+@pytest.mark.parametrize("where", ["cc_args", "cc_changes"])
+def test_non_finite_cc_parameters_are_one_line_errors(value: str, where: str) -> None:
+    """NaN and infinity in FAST's parameters, in a flow or a scheduled change, are refused naming the
+    field (they used to end in a ValueError/OverflowError traceback)."""
+    from fastlab.ccruntime import plan_parameters
+    from fastlab.ccset import register_ours
+
+    registry = register_ours(Registry(kernel_listing=lambda: {"reno", "cubic"}, module_listing=set), "bpf")
+    flows = ("flows:\n  - {src: h1, dst: h2, cc: fast, cc_args: {alpha: VALUE}}\n" if where == "cc_args" else
+             "flows:\n  - {src: h1, dst: h2, cc: fast}\n"
+             "cc_changes: [{at_s: 1, host: h1, cc: fast, args: {alpha: VALUE}}]\n")
+    text = "name: x\ntopology: dumbbell\nduration_s: 5\n" + flows.replace("VALUE", value)
+    with pytest.raises(SpecError, match=r"flows\[0\]\.cc_args|cc_changes\[0\]\.args") as err:
+        spec = read_spec_text(text)
+        validate(spec, registry)
+        plan_parameters(spec, registry)
+    assert "\n" not in str(err.value) and where.replace("cc_changes", "cc_changes[0].args") in str(err.value)
+
+
+def test_deep_nesting_and_oversize_files_are_one_line_errors(tmp_path) -> None:
+    """YAML nested 50,000 deep (a RecursionError traceback before), --set with deep brackets, a spec
+    file over the limit (it used to be cut silently at 1,000,000 characters and the rest never read),
+    and a file that is not UTF-8."""
+    cases = [
+        (lambda: read_spec_text("a: " + "[" * 50_000 + "]" * 50_000), "nested deeper than 32 levels"),
+        (lambda: read_spec_text(ISSUE_SPEC + "topology_args: " + "{a: " * 40 + "1" + "}" * 40), "nested deeper"),
+        (lambda: apply_overrides({}, ["topology_args.x=" + "[" * 50_000 + "]" * 50_000]), "--set topology_args.x"),
+        (lambda: apply_overrides({}, ["topology_args.x=" + "[" * 40 + "]" * 40]), "nested deeper than 32"),
+    ]
+    big = tmp_path / "big.yaml"
+    big.write_text(ISSUE_SPEC + "#" * 1_000_000 + "\nduration_s: 0\n")  # the bad field is past the old cut
+    cases.append((lambda: load_spec(str(big)), "larger than 1,000,000 characters"))
+    binary = tmp_path / "bin.yaml"
+    binary.write_bytes(b"name: \xff\xfe\n")
+    cases.append((lambda: load_spec(str(binary)), "not UTF-8"))
+    for call, expected in cases:
+        with pytest.raises(SpecError, match=expected) as err:
+            call()
+        assert "\n" not in str(err.value)

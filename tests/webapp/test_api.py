@@ -109,6 +109,49 @@ def test_off_loopback_needs_a_token(tmp_path: Path) -> None:
     assert create_app(results_root=tmp_path, start_worker=False).test_client().get("/api/runs").status_code == 200
 
 
+@pytest.mark.parametrize("foreign", ["rebind.evil.example:8091", "rebind.evil.example", "127.0.0.1.evil.example",
+                                     "localhost.evil.example:8080", "[::2]:8080", ""])
+def test_dns_rebinding_foreign_host_is_refused(app, client, csrf, foreign: str) -> None:
+    """A page whose name was re-pointed at 127.0.0.1 sends its own name as Host: it gets neither
+    the pages (with their CSRF token) nor the API, and queues nothing."""
+    page = client.get("/", headers={"Host": foreign})
+    assert page.status_code == 421 and app.config["CSRF_TOKEN"].encode() not in page.data
+    assert "DNS rebinding" in page.get_json()["error"]
+    assert client.post("/api/runs", json=good_spec(), headers={**csrf, "Host": foreign}).status_code == 421
+    assert queued_count(app) == 0
+
+
+@pytest.mark.parametrize("served", ["127.0.0.1:8080", "localhost:8080", "[::1]:8080", "localhost", "LOCALHOST:80"])
+def test_loopback_hosts_are_served(client, served: str) -> None:
+    assert client.get("/api/runs", headers={"Host": served}).status_code == 200
+
+
+@pytest.mark.parametrize("origin", ["http://rebind.evil.example:8091", "https://evil.example", "null",
+                                    "file://", "http://127.0.0.1.evil.example"])
+def test_foreign_origin_may_not_change_anything(app, client, csrf, origin: str) -> None:
+    resp = client.post("/api/runs", json=good_spec(), headers={**csrf, "Origin": origin})
+    assert resp.status_code == 403 and "Origin" in resp.get_json()["error"]
+    assert queued_count(app) == 0
+    ok = client.post("/api/runs", json=good_spec(), headers={**csrf, "Origin": "http://127.0.0.1:8080"})
+    assert ok.status_code == 201  # the app's own pages send their own origin
+
+
+def test_served_network_host_and_token_mode_still_work(tmp_path: Path) -> None:
+    app = create_app(results_root=tmp_path, host="10.0.0.5", token="s3cret-token-long", start_worker=False)
+    client = app.test_client()
+    auth = {"X-Fastlab-Token": "s3cret-token-long"}
+    assert client.get("/api/runs", headers={**auth, "Host": "10.0.0.5:8080"}).status_code == 200
+    assert client.get("/api/runs", headers={**auth, "Host": "evil.example:8080"}).status_code == 421
+    wildcard = create_app(results_root=tmp_path, host="0.0.0.0", token="s3cret-token-long", start_worker=False)
+    assert wildcard.test_client().get("/api/runs", headers={**auth, "Host": "lab-server.example"}).status_code == 200
+
+
+def test_pages_carry_a_content_security_policy(client) -> None:
+    policy = client.get("/").headers["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy.split("script-src", 1)[1].split(";")[0]
+    assert "frame-ancestors 'none'" in policy
+
+
 @pytest.mark.parametrize("hostile", ["..%2F..%2Fetc%2Fpasswd", "20261122-050000-..", "nosuchrun",
                                      "20261122-050000-x%3Brm%20-rf%20~", "20261122-050000-nosuch"])
 def test_hostile_run_ids_are_404_everywhere(client, csrf, hostile) -> None:
@@ -152,3 +195,22 @@ def test_catalogues_form_schema_and_local_plotly(client) -> None:
     from pathlib import Path
     templates = Path(__file__).resolve().parents[2] / "webapp" / "templates"
     assert not any("cdn" in p.read_text().lower() for p in templates.glob("*.html"))
+
+
+def test_deeply_nested_json_is_a_400_not_a_500(app, client, csrf) -> None:
+    body = '{"name": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    for path in ("/api/validate", "/api/runs"):
+        resp = client.post(path, data=body, headers=csrf, content_type="application/json")
+        assert resp.status_code in (400, 413), (path, resp.status_code)
+        assert resp.is_json and resp.get_json()["error"]
+    nested = '{"name": "x", "topology_args": ' + '{"a": ' * 40 + "1" + "}" * 40 + "}"
+    resp = client.post("/api/validate", data=nested, headers=csrf, content_type="application/json")
+    assert resp.status_code == 422 and "nested deeper" in resp.get_json()["error"]  # a spec error, named
+    assert queued_count(app) == 0
+
+
+def test_a_name_with_two_dots_is_refused_before_it_is_queued(app, client, csrf) -> None:
+    """'a..b' used to pass the schema, be queued and run, while every page of it answered 404."""
+    resp = client.post("/api/runs", json=good_spec(name="a..b"), headers=csrf)
+    assert resp.status_code == 422 and "name" in resp.get_json()["error"] and ".." in resp.get_json()["error"]
+    assert queued_count(app) == 0
