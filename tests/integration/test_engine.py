@@ -210,6 +210,13 @@ def test_max_cwnd_pkts_holds_the_window_of_any_cc(tmp_path: Path) -> None:
         steady["t"].iloc[-1] - steady["t"].iloc[0])
     expected = 8 * steady["mss_bytes"].median() * 8 / 1e6 / (steady["srtt_ms"].mean() / 1000)
     assert abs(rate / expected - 1) <= 0.10, (rate, expected)
+    # every RTT sample of the flow, per second: never below the 40 ms path, averaging what srtt says
+    rtts = pd.read_csv(out / "rtt_samples.csv")
+    assert set(rtts["flow"]) == {"f1"} and len(rtts) >= 10 and (rtts["samples"] > 0).all()
+    assert rtts["min_rtt_ms"].min() >= 40 and (rtts["min_rtt_ms"] <= rtts["mean_rtt_ms"]).all()
+    late = rtts[rtts["t"] >= 2]
+    mean = (late["mean_rtt_ms"] * late["samples"]).sum() / late["samples"].sum()
+    assert abs(mean / steady["srtt_ms"].mean() - 1) <= 0.05, (mean, steady["srtt_ms"].mean())
     env = json.loads((out / "environment.json").read_text())
     assert env["flows"]["f1"]["max_cwnd_pkts"] == 8 and env["cwnd_clamp"]["attached"] is True
     assert not Path(env["cwnd_clamp"]["cgroup"]).exists()
@@ -227,10 +234,10 @@ def test_cleanup_and_app_start_leave_other_softwares_interfaces(tmp_path: Path) 
     script = f"""
 import json, subprocess
 for name in ("flannel.1", "flzz99-eth0", "flq7x2-s1", "flq7x2-h1"):
-    subprocess.run(["ip", "link", "add", name, "type", "dummy"], check=True)
+    subprocess.run(["ip", "link", "add", name, "type", "bridge"], check=True)  # no dummy driver here
 from fastlab.runstate import cleanup
 removed = cleanup()
-subprocess.run(["ip", "link", "add", "flq7x2-h2", "type", "dummy"], check=True)
+subprocess.run(["ip", "link", "add", "flq7x2-h2", "type", "bridge"], check=True)
 from webapp import create_app
 app = create_app(results_root={str(tmp_path / 'results')!r}, start_worker=False, cleanup_on_start=True)
 links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
