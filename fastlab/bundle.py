@@ -17,9 +17,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 import stat
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -31,6 +33,12 @@ MANIFEST = "MANIFEST.sha256"
 REPRODUCE = "REPRODUCE.md"
 SWEEP_STATE = "sweep.json"
 MAX_EXTRACT_BYTES = 4 * 1024**3  # far above any run's traces; refuses zip bombs
+MAX_MANIFEST_BYTES = 16 * 1024**2  # ~200,000 lines of 80 bytes: far above any bundle's file count
+# Deflate of real traces (CSV, JSON) packs 3-20x; zeros pack ~1000x. Above this ratio a large member
+# is a bomb, refused before a byte of it is inflated.
+MAX_RATIO = 200
+RATIO_FLOOR_BYTES = 1024**2  # small members may pack as they like
+CHUNK = 1024**2
 _LINE_RE = re.compile(r"^([0-9a-f]{64})  (.+)$")
 
 
@@ -40,6 +48,39 @@ class BundleError(ValueError):
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _member_problem(info: zipfile.ZipInfo) -> str | None:
+    """Why a member may not be read or unpacked, judged from its header alone (pure)."""
+    file_type = stat.S_IFMT(info.external_attr >> 16)  # 0: no Unix type recorded (plain writestr)
+    if file_type == stat.S_IFLNK:
+        return f"{info.filename}: a symbolic link (unzip would recreate it)"
+    if file_type and file_type != stat.S_IFREG:
+        return f"{info.filename}: not a regular file"
+    if info.file_size > MAX_EXTRACT_BYTES:
+        return f"{info.filename}: unpacks to {info.file_size:,} bytes, more than {MAX_EXTRACT_BYTES:,}"
+    if info.file_size > RATIO_FLOOR_BYTES and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+        return (f"{info.filename}: packed {info.file_size // max(info.compress_size, 1):,} to 1 "
+                f"(more than {MAX_RATIO}: a zip bomb)")
+    return None
+
+
+def _stream(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[bytes]:
+    """A member's bytes in chunks, never more than its header declares (a lying header stops)."""
+    total = 0
+    with zf.open(info) as member:
+        while chunk := member.read(CHUNK):
+            total += len(chunk)
+            if total > info.file_size:
+                raise BundleError(f"{info.filename}: longer than its header says")
+            yield chunk
+
+
+def _stream_sha256(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> str:
+    digest = hashlib.sha256()
+    for chunk in _stream(zf, info):
+        digest.update(chunk)
+    return digest.hexdigest()
 
 
 def kind_of(directory: Path) -> str:
@@ -169,24 +210,33 @@ def _safe(name: str) -> bool:
 
 
 def verify(zip_path: Path | str) -> list[str]:
-    """Problems found in a bundle (empty = intact)."""
+    """Problems found in a bundle (empty = intact). Members are hashed as streams, so memory stays
+    small whatever they hold; sizes, packing ratios and file types are judged from the headers
+    before anything is inflated."""
     problems: list[str] = []
     try:
         zf = zipfile.ZipFile(zip_path)
-    except (OSError, zipfile.BadZipFile) as exc:
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
         return [f"cannot open bundle: {exc}"]
     with zf:
-        names = [i.filename for i in zf.infolist() if not i.is_dir()]
+        infos = {i.filename: i for i in zf.infolist() if not i.is_dir()}
+        names = list(infos)
         for name in names:
             if not _safe(name):
                 problems.append(f"unsafe member name {name!r}")
+        refused = {name for name, info in infos.items() if _member_problem(info)}
+        problems += [p for p in (_member_problem(infos[n]) for n in sorted(refused)) if p]
+        if sum(i.file_size for i in infos.values()) > MAX_EXTRACT_BYTES:
+            problems.append(f"unpacks to more than {MAX_EXTRACT_BYTES:,} bytes")
         manifests = [n for n in names if n.endswith("/" + MANIFEST) and n.count("/") == 1]
         if len(manifests) != 1:
             return problems + [f"expected one {MANIFEST} in the bundle's top folder, found {len(manifests)}"]
         top = manifests[0].split("/")[0]
+        if infos[manifests[0]].file_size > MAX_MANIFEST_BYTES or manifests[0] in refused:
+            return problems + [f"{MANIFEST}: larger than {MAX_MANIFEST_BYTES:,} bytes or refused"]
         try:
-            manifest = zf.read(manifests[0]).decode("utf-8")
-        except (zipfile.BadZipFile, UnicodeDecodeError, OSError, EOFError, zlib.error) as exc:
+            manifest = b"".join(_stream(zf, infos[manifests[0]])).decode("utf-8")
+        except (zipfile.BadZipFile, UnicodeDecodeError, OSError, EOFError, zlib.error, BundleError) as exc:
             return problems + [f"cannot read {MANIFEST}: {exc}"]
         expected: dict[str, str] = {}
         for n, line in enumerate(manifest.splitlines(), 1):
@@ -204,8 +254,10 @@ def verify(zip_path: Path | str) -> list[str]:
         for rel in sorted(present - set(expected)):
             problems.append(f"{rel}: not listed in the manifest")
         for rel in sorted(set(expected) & present):
+            if f"{top}/{rel}" in refused:
+                continue
             try:
-                digest = _sha256(zf.read(f"{top}/{rel}"))
+                digest = _stream_sha256(zf, infos[f"{top}/{rel}"])
             except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error) as exc:  # CRC/inflate errors
                 problems.append(f"{rel}: unreadable ({exc})")
                 continue
@@ -256,21 +308,24 @@ def extract(zip_path: Path | str, dest: Path | str, *, bundle_files: bool = True
         raise BundleError(f"{dest}: exists and is not empty")
     with zipfile.ZipFile(zip_path) as zf:
         infos = [i for i in zf.infolist() if not i.is_dir()]
-        for info in infos:
-            file_type = stat.S_IFMT(info.external_attr >> 16)  # 0: no Unix type recorded (plain writestr)
-            if file_type and file_type != stat.S_IFREG:
-                raise BundleError(f"{zip_path}: member {info.filename!r} is not a regular file")
-        if sum(i.file_size for i in infos) > MAX_EXTRACT_BYTES:
-            raise BundleError(f"{zip_path}: unpacks to more than {MAX_EXTRACT_BYTES} bytes")
         top = infos[0].filename.split("/")[0]
         root = (dest / top).resolve()
-        for info in infos:
-            rel = info.filename[len(top) + 1:]
-            if not bundle_files and rel in (MANIFEST, REPRODUCE):
-                continue
-            target = (root / rel).resolve()
-            if not target.is_relative_to(root):  # verify() already refuses these; belt and braces
-                raise BundleError(f"{zip_path}: member {info.filename!r} points outside the bundle")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(zf.read(info))
+        made_dest = not dest.exists()
+        try:
+            for info in infos:
+                rel = info.filename[len(top) + 1:]
+                if not bundle_files and rel in (MANIFEST, REPRODUCE):
+                    continue
+                target = (root / rel).resolve()
+                if not target.is_relative_to(root):  # verify() already refuses these; belt and braces
+                    raise BundleError(f"{zip_path}: member {info.filename!r} points outside the bundle")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with target.open("wb") as out:
+                    for chunk in _stream(zf, info):
+                        out.write(chunk)
+        except (OSError, BundleError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
+            shutil.rmtree(root, ignore_errors=True)  # nothing half-written is left behind
+            if made_dest:
+                shutil.rmtree(dest, ignore_errors=True)
+            raise BundleError(f"{zip_path}: cannot unpack into {dest}: {exc}") from None
     return root

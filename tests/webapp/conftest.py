@@ -242,3 +242,15 @@ def write_tiny_lab(root: Path) -> Path:
 @pytest.fixture
 def tiny_labs(tmp_path: Path) -> Path:
     return write_tiny_lab(tmp_path / "labs")
+
+
+def wait_until(page: Any, expression: str, timeout: float = 30_000) -> None:
+    """Poll a JS expression until it is truthy, from Python through page.evaluate (CDP, which the
+    app's Content-Security-Policy does not govern): Playwright's own wait_for_function evaluates
+    its predicate with eval() inside the page, which that policy rightly forbids."""
+    deadline = time.monotonic() + timeout / 1000
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true within {timeout / 1000:g} s: {expression}")
+        time.sleep(0.1)
+

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fastlab.bundle import verify
-from tests.webapp.conftest import ARTIFACTS, FLOW_POINTS
+from tests.webapp.conftest import ARTIFACTS, FLOW_POINTS, wait_until
 from webapp import create_app
 
 
@@ -24,12 +24,14 @@ def test_form_live_charts_results_and_bundle(tmp_path: Path, live_server_factory
     page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    # the app's pages work under their own Content-Security-Policy: no refused script, style or fetch
+    page.on("console", lambda msg: "Content Security Policy" in msg.text and errors.append(msg.text))
 
     page.goto(server.url + "/new")
     page.wait_for_selector("body[data-ready='1']", timeout=20_000)
     page.select_option("#preset", "fast-alpha30-loss1")
     page.click("#load-preset")
-    page.wait_for_function("document.querySelector('[name=\"fast-alpha\"]') !== null")
+    wait_until(page, "document.querySelector('[name=\"fast-alpha\"]') !== null")
     assert page.input_value("[name='fast-alpha']") == "30"
     assert page.input_value("[name='bottleneck-loss-model']") == "bernoulli"
     assert page.input_value("[name='bottleneck-loss-rate']") == "0.01"
@@ -39,17 +41,17 @@ def test_form_live_charts_results_and_bundle(tmp_path: Path, live_server_factory
 
     # inline validation shows the engine's message, then clears
     page.fill("[name='bottleneck-loss-rate']", "1.5")
-    page.wait_for_function("document.getElementById('validation').className === 'invalid'", timeout=10_000)
+    wait_until(page, "document.getElementById('validation').className === 'invalid'", timeout=10_000)
     assert "links.bottleneck.loss.rate" in page.inner_text("#validation")
     page.fill("[name='bottleneck-loss-rate']", "0.01")
-    page.wait_for_function("document.getElementById('validation').className === 'valid'", timeout=10_000)
+    wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
     page.screenshot(path=str(ARTIFACTS / "webapp-1-form.png"), full_page=True)
 
     page.click("#start")
     page.wait_for_url("**/runs/*", timeout=10_000)
     run_id = page.url.rsplit("/", 1)[1]
     # live: the throughput chart gains points while the run goes
-    page.wait_for_function(f"({FLOW_POINTS})() > 0", timeout=90_000)
+    wait_until(page, f"({FLOW_POINTS})() > 0", timeout=90_000)
     first = page.evaluate(FLOW_POINTS)
     time.sleep(1.5)
     second = page.evaluate(FLOW_POINTS)
@@ -68,7 +70,7 @@ def test_form_live_charts_results_and_bundle(tmp_path: Path, live_server_factory
     page.wait_for_selector("#bundle", timeout=120_000)
     assert app.test_client().get(f"/api/runs/{run_id}").get_json()["status"] == "done"
     assert "fast" in page.inner_text("#summary-flows")
-    page.wait_for_function(f"({FLOW_POINTS})() > 20", timeout=20_000)  # replayed traces on the results page
+    wait_until(page, f"({FLOW_POINTS})() > 20", timeout=20_000)  # replayed traces on the results page
     page.click("#font-toggle")
     assert page.evaluate("document.body.classList.contains('large')")
     page.screenshot(path=str(ARTIFACTS / "webapp-3-results-large.png"), full_page=True)
@@ -98,6 +100,8 @@ def test_an_unfaithful_run_warns_above_the_fold(tmp_path: Path, live_server_fact
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    # the app's pages work under their own Content-Security-Policy: no refused script, style or fetch
+    page.on("console", lambda msg: "Content Security Policy" in msg.text and errors.append(msg.text))
     page.goto(f"{server.url}/runs/{run_id}")
     banner = page.locator("#fidelity[data-fidelity='unfaithful']")
     box = banner.bounding_box()

@@ -129,3 +129,110 @@ def test_not_a_zip_is_a_problem_not_an_exception(tmp_path: Path) -> None:
     path = tmp_path / "junk.zip"
     path.write_bytes(b"PK\x03\x04 definitely not a zip")
     assert verify(path) and verify(tmp_path / "absent.zip")
+
+
+def _bomb(tmp_path: Path, member_bytes: int) -> Path:
+    """A bundle whose manifest correctly lists a member of `member_bytes` zeros (~1000:1 packed)."""
+    run = make_run(tmp_path)
+    zip_path = export(run, tmp_path / "bomb.zip")
+    top = run.name
+    digest = hashlib.sha256()
+    zero = bytes(1024**2)
+    for _ in range(member_bytes // len(zero)):
+        digest.update(zero)
+    with zipfile.ZipFile(zip_path) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    manifest = members.pop(f"{top}/{MANIFEST}").decode() + f"{digest.hexdigest()}  zeros.bin\n"
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+        with zf.open(f"{top}/zeros.bin", "w", force_zip64=True) as out:
+            for _ in range(member_bytes // len(zero)):
+                out.write(zero)
+        zf.writestr(f"{top}/{MANIFEST}", manifest)
+    return zip_path
+
+
+def test_a_zip_bomb_is_refused_from_its_header_in_little_memory(tmp_path: Path) -> None:
+    """1 GiB of zeros with a correct manifest hash (it used to be read whole: 4 GB of memory for
+    2 GiB): `fastlab bundle verify` exits 1 naming the member, under 300 MB resident."""
+    import subprocess
+    import sys
+
+    zip_path = _bomb(tmp_path, 1024**3)
+    assert zip_path.stat().st_size < 10 * 1024**2
+    script = ("import resource, sys\nfrom fastlab.cli import main\nrc = main(['bundle', 'verify', sys.argv[1]])\n"
+              "print('MAXRSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\nsys.exit(rc)")
+    proc = subprocess.run([sys.executable, "-c", script, str(zip_path)], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=str(Path(__file__).resolve().parents[2]))
+    assert proc.returncode == 1, proc.stderr[-1000:]
+    assert "zeros.bin" in proc.stdout + proc.stderr and "zip bomb" in proc.stdout + proc.stderr
+    rss_kb = int(proc.stdout.split("MAXRSS_KB")[1].split()[0])
+    assert rss_kb < 300 * 1024, rss_kb
+    with pytest.raises(BundleError, match="zip bomb"):
+        extract(zip_path, tmp_path / "never")
+    assert not (tmp_path / "never").exists()
+
+
+def test_large_members_are_hashed_as_streams(tmp_path: Path) -> None:
+    """An honest ~40 MB member (packed far less than the bomb ratio) verifies without being read whole."""
+    run = make_run(tmp_path)
+    lines = (f"{i},{i * 7919 % 100_003},{(i * 31) % 977}.{i % 10}\n" for i in range(2_000_000))
+    (run / "big.csv").write_text("".join(lines))  # ~40 MB of trace-like CSV: deflate packs it a few times
+    zip_path = export(run, tmp_path / "b.zip")
+    assert verify(zip_path) == []
+    root = extract(zip_path, tmp_path / "out")
+    assert (root / "big.csv").read_bytes() == (run / "big.csv").read_bytes()
+
+
+def test_symlink_members_and_a_huge_manifest_are_reported(tmp_path: Path) -> None:
+    run = make_run(tmp_path)
+    zip_path = export(run, tmp_path / "link.zip")
+    link = zipfile.ZipInfo(f"{run.name}/escape")
+    link.external_attr = (0o120777 << 16)  # S_IFLNK: unzip would recreate a link to /etc/passwd
+    with zipfile.ZipFile(zip_path, "a") as zf:
+        zf.writestr(link, "/etc/passwd")
+    assert any("symbolic link" in p and "escape" in p for p in verify(zip_path)), verify(zip_path)
+    with pytest.raises(BundleError):
+        extract(zip_path, tmp_path / "never")
+    assert not (tmp_path / "never").exists()
+    huge = tmp_path / "manifest.zip"
+    with zipfile.ZipFile(huge, "w", compression=zipfile.ZIP_DEFLATED) as zf, \
+            zf.open(f"{run.name}/{MANIFEST}", "w", force_zip64=True) as out:
+        for _ in range(20):
+            out.write(b"a" * 1024**2)
+    problems = verify(huge)
+    assert any(MANIFEST in p and ("larger than" in p or "zip bomb" in p) for p in problems), problems
+
+
+@pytest.mark.parametrize("hostile", ["nan_spec", "file_and_folder"])
+def test_replay_of_a_hostile_bundle_is_one_line_and_leaves_nothing(tmp_path: Path, capsys, hostile: str) -> None:
+    """A bundle whose spec has alpha .nan, or that holds both `spec.yaml` and `spec.yaml/x` (each with
+    a correct manifest): `bundle replay` says why in one line, exit 2, and --out is not left behind.
+    Nothing is run: both fail before the network is built (root only for the CLI's own check)."""
+    import os
+
+    from fastlab.cli import main
+
+    if os.geteuid() != 0:
+        pytest.skip("bundle replay insists on root before it reads the bundle")
+    run = make_run(tmp_path)
+    if hostile == "nan_spec":
+        (run / "spec.yaml").write_text(SPEC.replace("cc: fast}", "cc: fast, cc_args: {alpha: .nan}}"))
+        zip_path = export(run, tmp_path / "b.zip")
+    else:
+        zip_path = export(run, tmp_path / "b.zip")
+        with zipfile.ZipFile(zip_path) as zf:
+            members = {n: zf.read(n) for n in zf.namelist()}
+        manifest = members.pop(f"{run.name}/{MANIFEST}").decode()
+        manifest += f"{hashlib.sha256(b'x').hexdigest()}  spec.yaml/x\n"
+        with zipfile.ZipFile(zip_path, "w") as zf:
+            for name, data in members.items():
+                zf.writestr(name, data)
+            zf.writestr(f"{run.name}/spec.yaml/x", b"x")
+            zf.writestr(f"{run.name}/{MANIFEST}", manifest)
+    out = tmp_path / "replay-out"
+    assert main(["bundle", "replay", str(zip_path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("fastlab: ") and "Traceback" not in "\n".join(err), err  # after its progress line
+    assert not out.exists()

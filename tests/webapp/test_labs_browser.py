@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.webapp.conftest import ARTIFACTS, FLOW_POINTS
+from tests.webapp.conftest import ARTIFACTS, FLOW_POINTS, wait_until
 from webapp import create_app
 
 
@@ -25,6 +25,8 @@ def test_run_a_lab_step_and_see_live_traces_and_checkpoints(tmp_path: Path, tiny
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    # the app's pages work under their own Content-Security-Policy: no refused script, style or fetch
+    page.on("console", lambda msg: "Content Security Policy" in msg.text and errors.append(msg.text))
 
     page.goto(server.url + "/")
     page.click("nav a[href='/labs']")
@@ -46,9 +48,9 @@ def test_run_a_lab_step_and_see_live_traces_and_checkpoints(tmp_path: Path, tiny
     run_id = page.url.rsplit("/", 1)[1]
     assert "short form" in page.inner_text("h2:has(#lab-step)")
     # live: the run goes, the throughput chart gains points; checkpoints wait for the end
-    page.wait_for_function("document.getElementById('status').textContent.startsWith('running')", timeout=60_000)
+    wait_until(page, "document.getElementById('status').textContent.startsWith('running')", timeout=60_000)
     assert page.inner_text("#checkpoints") == "evaluated when the run has finished"
-    page.wait_for_function(f"({FLOW_POINTS})() > 5", timeout=30_000)
+    wait_until(page, f"({FLOW_POINTS})() > 5", timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "labs-2-live.png"), full_page=True)
 
     # the page reloads itself when the run ends and shows the checkpoint results
