@@ -1,8 +1,16 @@
-# fastlab: the two README commands are `sudo make run` and `sudo make test`.
+# fastlab: the two README commands are `make run` and `make test`, as root or as a sudo user.
 PY := .venv/bin/python
 export PYTHONPATH := $(CURDIR)
 
 .PHONY: setup run test unit lint bench clean
+
+# Everything below needs root (packages, namespaces, tc, BPF): a sudo user's `make X` becomes
+# `sudo make X`; root (e.g. a fresh Debian root shell, which has no sudo) runs it directly.
+ifneq ($(shell id -u),0)
+setup run test unit bench:
+	@command -v sudo >/dev/null || { echo "make $@ needs root: run it as root (no sudo here)" >&2; exit 1; }
+	exec sudo $(MAKE) $@
+else
 
 setup:
 	@bash scripts/setup.sh
@@ -21,12 +29,14 @@ test: setup lint
 unit: setup
 	$(PY) -m pytest -p no:cacheprovider tests/unit
 
-lint:
-	$(PY) -m ruff check fastlab topologies tests bench webapp labs controllers
-
 bench: setup
 	$(PY) bench/emulator.py
 	$(PY) bench/cc.py
+
+endif
+
+lint:
+	$(PY) -m ruff check fastlab topologies tests bench webapp labs controllers
 
 clean:
 	$(MAKE) -s -C linkemu clean

@@ -9,7 +9,7 @@ STAMP="$VENV/.fastlab-setup"
 log() { printf 'setup: %s\n' "$*"; }
 
 if [ "$(id -u)" -ne 0 ]; then
-    echo "setup: needs root (apt, network namespaces): run 'sudo make setup'" >&2
+    echo "setup: needs root (apt, network namespaces): run 'make setup' (it asks sudo itself for a sudo user)" >&2
     exit 2
 fi
 

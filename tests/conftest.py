@@ -38,7 +38,7 @@ def machine_leftovers() -> dict[str, list[str]]:
 @pytest.fixture
 def as_root() -> None:
     if os.geteuid() != 0:
-        pytest.fail("integration tests need root: run them with `sudo make test`")
+        pytest.fail("integration tests need root: run them with `make test` (as root or a sudo user)")
 
 
 @pytest.fixture(scope="session", autouse=True)
