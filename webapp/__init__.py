@@ -54,13 +54,14 @@ from flask import (
     stream_with_context,
 )
 from markupsafe import Markup
-from werkzeug.exceptions import BadRequest
+from werkzeug.exceptions import BadRequest, HTTPException
 
 from fastlab import fidelity_view, paths
 from fastlab.labs import LABS_DIR, LabError
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
 from webapp import guided
 from webapp import runner as q
+from webapp.events import SSE_BATCH_S, EventStream
 from webapp.openapi import document
 
 RUN_ID_RE = re.compile(r"^[0-9]{8}-[0-9]{6}-[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
@@ -90,18 +91,6 @@ def origin_host(origin: str) -> str | None:
             return host_name(origin[len(scheme):].split("/", 1)[0])
     return None
 MAX_DURATION_S = 600.0
-SSE_BATCH_S = 0.1  # one SSE message per 100 ms at most: >= 5 updates/s, < 1 s latency
-SSE_HEARTBEAT_S = 5.0
-KEEP_KEYS = {
-    "flow": ("t", "kind", "flow", "cwnd_pkts", "srtt_ms", "goodput_mbps"),
-    "link": ("t", "kind", "link", "direction", "backlog_pkts", "tx_bytes"),
-    "event": ("t", "kind", "flow", "event", "base_rtt_us", "avg_rtt_us", "target", "cwnd"),
-}
-
-
-def slim(sample: dict[str, Any]) -> dict[str, Any]:
-    keys = KEEP_KEYS.get(sample.get("kind", ""))
-    return {k: sample.get(k) for k in keys} if keys else sample
 
 
 def presets() -> list[dict[str, Any]]:
@@ -479,73 +468,56 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         return send_file(zip_path, mimetype="application/zip", as_attachment=True,
                          download_name=f"{run_id}.zip")
 
+    def status_row(run_id: str) -> dict[str, Any]:
+        with q.connect(database) as conn:
+            r = conn.execute("SELECT status, error FROM runs WHERE id = ?", (run_id,)).fetchone()
+        st = r["status"] or "done"
+        return {"status": st, "error": r["error"], "position": manager.position(run_id) if st == "queued" else None}
+
+    def event_stream(run_id: str) -> EventStream:
+        """A viewer's stream of a run the history knows (404 otherwise: no path from the URL)."""
+        run_row(run_id)
+        return EventStream(manager, run_id, lambda: status_row(run_id), lambda: q.read_partial(root / run_id), q.END)
+
+    def stream_headers(resp: Response) -> Response:
+        resp.headers["Cache-Control"] = "no-cache"
+        resp.headers["X-Accel-Buffering"] = "no"
+        return resp
+
     @app.get("/api/runs/<run_id>/events")
     def api_events(run_id: str) -> Any:
-        run_row(run_id)
-
-        def status_of() -> dict[str, Any]:
-            with q.connect(database) as conn:
-                r = conn.execute("SELECT status, error FROM runs WHERE id = ?", (run_id,)).fetchone()
-            st = r["status"] or "done"
-            return {"status": st, "error": r["error"], "position": manager.position(run_id) if st == "queued" else None}
-
-        def message(event: str, data: Any) -> str:
-            return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'), default=str)}\n\n"
-
-        def replay(samples: list[dict[str, Any]]) -> Iterator[str]:
-            chosen = [slim(s) for s in samples if s.get("kind") in KEEP_KEYS]
-            for i in range(0, len(chosen), 2000):
-                yield message("samples", chosen[i:i + 2000])
+        """The live stream for a thread-per-request server (the ASGI front serves it as a coroutine)."""
+        stream = event_stream(run_id)
 
         def gen() -> Iterator[str]:
-            yield "retry: 3000\n\n"
-            channel = None
-            while True:  # queued: report the position until the run starts (or is cancelled)
-                channel = manager.channels.get(run_id)
-                st = status_of()
-                if channel is not None or st["status"] != "queued" or manager.current == run_id:
-                    channel = channel or manager.channels.get(run_id)
-                    break
-                yield message("status", st)
-                time.sleep(1.0)
-            if channel is None:
-                yield message("status", status_of())
-                yield from replay(q.read_partial(root / run_id))
-                yield message("end", status_of())
-                return
-            history, sub = channel.subscribe()
             try:
-                yield message("status", status_of())
-                yield from replay(history)
-                done = False
-                last_sent = time.monotonic()
-                while not done:
-                    batch: list[dict[str, Any]] = []
-                    deadline = time.monotonic() + SSE_BATCH_S
-                    while True:
-                        try:
-                            item = sub.get(timeout=max(0.0, deadline - time.monotonic()))
-                        except q.queue.Empty:
-                            break
-                        if item is q.END:
-                            done = True
-                            break
-                        if item.get("kind") in KEEP_KEYS:
-                            batch.append(slim(item))
-                        elif item.get("kind") == "log":
-                            yield message("log", item)
-                    if batch:
-                        yield message("samples", batch)
-                        last_sent = time.monotonic()
-                    elif time.monotonic() - last_sent > SSE_HEARTBEAT_S:
-                        yield ": keepalive\n\n"
-                        last_sent = time.monotonic()
+                while True:
+                    messages, finished = stream.poll(time.monotonic())
+                    yield from messages
+                    if finished:
+                        return
+                    time.sleep(SSE_BATCH_S)
             finally:
-                channel.unsubscribe(sub)
-            yield message("end", status_of())
+                stream.close()
 
-        return Response(stream_with_context(gen()), mimetype="text/event-stream",
-                        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return stream_headers(Response(stream_with_context(gen()), mimetype="text/event-stream"))
+
+    def open_events(environ: dict[str, Any], run_id: str) -> tuple[Response, EventStream | None]:
+        """For webapp.asgi: the same guards, 404 and headers as any request to the events URL, and the
+        viewer's stream if it may watch (run in a worker thread: it reads the database)."""
+        with app.request_context(environ):
+            stream = None
+            try:
+                rv = app.preprocess_request()
+                if rv is None:
+                    stream = event_stream(run_id)
+                    rv = stream_headers(Response(mimetype="text/event-stream"))
+                resp = app.make_response(rv)
+            except HTTPException as exc:
+                resp = app.make_response(app.handle_user_exception(exc))
+            return app.process_response(resp), stream
+
+    app.extensions["fastlab_open_events"] = open_events
 
     # --- guided labs -------------------------------------------------------------------------------
     def lab_or_error(ref: str, step_id: str | None = None, *, api: bool = True) -> Any:

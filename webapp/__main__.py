@@ -1,4 +1,5 @@
-"""Serve the web app with a production WSGI server on 127.0.0.1:8080 (override with --host/--port).
+"""Serve the web app on 127.0.0.1:8080 (override with --host/--port): uvicorn with webapp.asgi in
+front (live streams as coroutines, so a class can watch a run; other requests through Flask).
 
 Binding beyond loopback needs an access token (--token or FASTLAB_TOKEN); open
 http://HOST:PORT/?token=TOKEN once in the browser to set the cookie.
@@ -9,11 +10,13 @@ import os
 import signal
 import sys
 
-from waitress import serve
+import uvicorn
 
 from webapp import LOOPBACK, create_app
+from webapp.asgi import make_asgi
 
 SHUTDOWN_WAIT_S = 60  # a run's teardown takes seconds; the next start cleans up whatever is left
+STREAMS_CLOSE_S = 3  # on a signal, open event streams get this long before the server stops serving
 
 parser = argparse.ArgumentParser(prog="python -m webapp")
 parser.add_argument("--host", default="127.0.0.1")
@@ -27,7 +30,8 @@ app = create_app(host=args.host, token=args.token)
 
 
 def stop(signum: int, _frame: object) -> None:
-    """Ctrl-C / SIGTERM: the running experiment is stopped and cleaned up before the server exits."""
+    """Ctrl-C / SIGTERM: the running experiment is stopped and cleaned up before the process exits.
+    uvicorn takes the signal first (it stops serving), then hands it on to this handler."""
     print(f"fastlab web app: signal {signum}: stopping the running experiment, then exiting", flush=True)
     clean = app.extensions["fastlab_runs"].shutdown(SHUTDOWN_WAIT_S)
     sys.exit(0 if clean else 1)
@@ -36,5 +40,6 @@ def stop(signum: int, _frame: object) -> None:
 signal.signal(signal.SIGTERM, stop)
 signal.signal(signal.SIGINT, stop)
 print(f"fastlab web app on http://{args.host}:{args.port}", flush=True)
-# SSE clients hold a thread each while they watch: leave room for several browsers.
-serve(app, host=args.host, port=args.port, threads=16)
+uvicorn.Server(uvicorn.Config(make_asgi(app), host=args.host, port=args.port, log_level="warning", lifespan="off",
+                              timeout_graceful_shutdown=STREAMS_CLOSE_S, access_log=False)).run()
+stop(signal.SIGTERM, None)  # served until a signal uvicorn did not hand on: still stop cleanly

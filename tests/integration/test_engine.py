@@ -67,7 +67,7 @@ def test_issue_spec_end_to_end(tmp_path: Path) -> None:
     html = (out / "report.html").read_text()
     # plotly.js is inlined: no script is loaded from anywhere (the library's own map defaults mention CDNs)
     assert "Plotly.newPlot" in html and not re.search(r"<script[^>]+src=", html)
-    assert machine_leftovers() == {"interfaces": [], "bridges": [], "state_files": []}
+    assert machine_leftovers() == {"interfaces": [], "bridges": [], "state_files": [], "cgroups": []}
 
 
 def drop_indices(path: Path) -> list[int]:
@@ -129,7 +129,7 @@ def test_sigkill_leftovers_are_cleaned_and_next_run_works(tmp_path: Path) -> Non
     cleaned = fastlab("cleanup")
     assert cleaned.returncode == 0, cleaned.stderr
     assert "removed" in cleaned.stdout
-    assert machine_leftovers() == {"interfaces": [], "bridges": [], "state_files": []}
+    assert machine_leftovers() == {"interfaces": [], "bridges": [], "state_files": [], "cgroups": []}
     from fastlab.runstate import process_start_time
     assert not [p for p in state["pids"] if process_start_time(p["pid"]) == p["start"]]
     run_ok(tmp_path, "duration_s=3", name="after")
@@ -162,7 +162,7 @@ def test_ctrl_c_or_sigterm_stops_the_run_after_a_full_cleanup(tmp_path: Path, ph
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130 and "stopping after cleanup" in err, err
-    assert machine_leftovers() == {"interfaces": [], "bridges": [], "state_files": []}
+    assert machine_leftovers() == {"interfaces": [], "bridges": [], "state_files": [], "cgroups": []}
     assert ("fast" in kernel_available()) == fast_before
 
 

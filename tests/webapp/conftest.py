@@ -99,21 +99,32 @@ def free_port() -> int:
 
 
 class LiveServer:
-    """The app served by waitress (as `python -m webapp` does) in a thread on a free loopback port."""
+    """The app served as `python -m webapp` serves it (uvicorn, webapp.asgi in front) in a thread on a
+    free loopback port."""
 
     def __init__(self, app: Any) -> None:
-        from waitress.server import create_server
+        import uvicorn
+
+        from webapp.asgi import make_asgi
 
         self.app = app
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = create_server(app, host="127.0.0.1", port=self.port, threads=16)
+        self.server = uvicorn.Server(uvicorn.Config(make_asgi(app), host="127.0.0.1", port=self.port,
+                                                    log_level="warning", lifespan="off", access_log=False,
+                                                    timeout_graceful_shutdown=2))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.02)
 
     def close(self) -> None:
         self.app.extensions["fastlab_runs"].stop()
-        self.server.close()
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
 
 
 @pytest.fixture

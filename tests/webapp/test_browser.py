@@ -1,4 +1,4 @@
-"""Browser test: Playwright + Debian chromium against a real waitress server and the real engine.
+"""Browser test: Playwright + Debian chromium against the real server stack (uvicorn + webapp.asgi) and the real engine.
 
 Form -> FAST alpha 30 with 1% loss on the dumbbell (6 s, 20 Mb/s) -> live charts grow while the
 run goes -> results page -> bundle download verified. Screenshots go to test-artifacts/.

@@ -34,5 +34,5 @@ def test_cancel_a_running_run(tmp_path: Path) -> None:
     assert wait_status(client, run_id, {"cancelled", "done", "failed"}, 40) == "cancelled"
     assert time.monotonic() - started < 30  # well before the 60 s duration
     assert (tmp_path / "results" / run_id / "partial.jsonl").stat().st_size > 0
-    assert machine_leftovers() == {"interfaces": [], "bridges": [], "state_files": []}
+    assert machine_leftovers() == {"interfaces": [], "bridges": [], "state_files": [], "cgroups": []}
     assert client.post(f"/api/runs/{run_id}/cancel", headers=csrf).status_code == 409

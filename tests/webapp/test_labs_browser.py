@@ -1,4 +1,5 @@
-"""Browser test of the guided mode: Playwright + Debian chromium, a real waitress server, the real engine.
+"""Browser test of the guided mode: Playwright + Debian chromium, the real server stack (uvicorn +
+webapp.asgi), the real engine.
 
 /labs -> the tiny lab (conftest) -> its handout (HTML in it stays inert) -> "Run short" on its 4 s
 dumbbell step -> the run's live page (status running, the throughput chart grows) -> when the run

@@ -1,4 +1,5 @@
-"""Live stream over SSE from a real waitress server: fan-out to several clients, batching rate, latency, replay."""
+"""Live stream over SSE from the real server stack (uvicorn + webapp.asgi): fan-out to several clients,
+batching rate, latency, replay."""
 
 from __future__ import annotations
 
@@ -85,3 +86,40 @@ def test_two_clients_get_the_live_stream_batched_and_a_late_one_gets_the_replay(
     replayed = [s for _, ev, d in after["events"] if ev == "samples" for s in d if s["kind"] == "flow"]
     assert len(replayed) == total_flow_samples
     assert (tmp_path / run_id / "partial.jsonl").is_file()
+
+
+def test_a_class_of_200_viewers_does_not_freeze_the_server(tmp_path: Path, live_server_factory) -> None:
+    """200 viewers of one live run (the FakeEngine stands in for the network: the server is what is
+    tested): every viewer receives samples and the end, `GET /api/runs` answers within 1 s all along,
+    and the run finishes with every sample. With a thread per viewer, 20 viewers froze the app."""
+    import urllib.request
+
+    engine = FakeEngine(seconds=8.0)
+    app = create_app(results_root=tmp_path, runner=engine, cleanup_on_start=False)
+    server = live_server_factory(app)
+    csrf = {"X-CSRF-Token": app.config["CSRF_TOKEN"]}
+    run_id = app.test_client().post("/api/runs", json=good_spec(), headers=csrf).get_json()["id"]
+    results: list[dict[str, Any]] = [{} for _ in range(200)]
+    viewers = [threading.Thread(target=watch, args=(server.port, run_id, results[i]), daemon=True)
+               for i in range(200)]
+    for v in viewers:
+        v.start()
+    slowest, answers = 0.0, 0
+    deadline = time.monotonic() + 60
+    while any(v.is_alive() for v in viewers) and time.monotonic() < deadline:
+        t0 = time.monotonic()
+        with urllib.request.urlopen(f"{server.url}/api/runs", timeout=5) as resp:
+            assert resp.status == 200 and any(r["id"] == run_id for r in json.loads(resp.read()))
+        slowest, answers = max(slowest, time.monotonic() - t0), answers + 1
+        time.sleep(0.2)
+    for v in viewers:
+        v.join(timeout=10)
+    assert answers >= 20 and slowest < 1.0, (answers, slowest)
+    assert wait_status(app, run_id, ("done",), 10) == "done"
+    counts = []
+    for res in results:
+        assert res.get("events"), "a viewer got nothing"
+        flow = [s for _, ev, d in res["events"] if ev == "samples" for s in d if s["kind"] == "flow"]
+        assert res["events"][-1][1] == "end" and res["events"][-1][2]["status"] == "done"
+        counts.append(len(flow))
+    assert min(counts) == max(counts) >= 120, (min(counts), max(counts))  # 8 s at 20 Hz: every viewer, every sample

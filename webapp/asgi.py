@@ -1,0 +1,82 @@
+"""The web app as an ASGI application: live streams as coroutines, everything else through Flask.
+
+Why: a thread-per-request server gives every viewer of a live run's event stream a thread for the
+whole run; a class of 30 watching one 600 s run held the server's 16 threads and froze every other
+page (issue: classroom). Here `GET /api/runs/<id>/events` is served by one coroutine per viewer that
+polls its `EventStream` every SSE_BATCH_S (a queue drain: no thread, no database) and every other
+request goes to the Flask app in a bounded thread pool (a2wsgi). The events request still passes
+the Flask app's own guards (Host, token), 404 and response headers: `open_events` runs them in the
+pool before the stream starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import re
+import time
+from typing import Any
+
+from a2wsgi import WSGIMiddleware
+from a2wsgi.wsgi import build_environ
+from flask import Flask
+
+from webapp.events import SSE_BATCH_S
+
+EVENTS_PATH = re.compile(r"^/api/runs/([^/]+)/events$")
+WSGI_WORKERS = 16  # Flask requests served at once (pages, API, bundle downloads); streams need none
+
+
+def make_asgi(app: Flask, workers: int = WSGI_WORKERS) -> Any:
+    """The ASGI callable that serves `app` (a webapp.create_app Flask app)."""
+    wsgi = WSGIMiddleware(app, workers=workers)
+    open_events = app.extensions["fastlab_open_events"]
+
+    async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            match = EVENTS_PATH.match(scope["path"])
+            if match:
+                await serve_events(open_events, scope, receive, send, match.group(1))
+                return
+        await wsgi(scope, receive, send)
+
+    return application
+
+
+async def serve_events(open_events: Any, scope: dict[str, Any], receive: Any, send: Any, run_id: str) -> None:
+    environ = build_environ(scope, io.BytesIO(b""))  # a GET: no body (receive stays ours)
+    resp, stream = await asyncio.to_thread(open_events, environ, run_id)
+    await send({"type": "http.response.start", "status": resp.status_code,
+                "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers.items()]})
+    if stream is None:  # refused (Host, token, unknown run): the Flask app's own answer
+        await send({"type": "http.response.body", "body": resp.get_data(), "more_body": False})
+        return
+    gone = asyncio.Event()
+
+    async def watch_disconnect() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        gone.set()
+
+    watcher = asyncio.create_task(watch_disconnect())
+    try:
+        while not gone.is_set():
+            # Outside the live phase a poll reads the database or the run's files: not on the loop.
+            if stream.live:
+                messages, finished = stream.poll(time.monotonic())
+            else:
+                messages, finished = await asyncio.to_thread(stream.poll, time.monotonic())
+            if messages:
+                await send({"type": "http.response.body", "body": "".join(messages).encode(), "more_body": True})
+            if finished:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(gone.wait(), SSE_BATCH_S)
+        if not gone.is_set():
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+    except OSError:
+        pass  # the viewer left while we wrote
+    finally:
+        stream.close()
+        watcher.cancel()
