@@ -56,7 +56,7 @@ from flask import (
 from markupsafe import Markup
 from werkzeug.exceptions import BadRequest, HTTPException
 
-from fastlab import fidelity_view, paths
+from fastlab import fast_theory, fidelity_view, paths
 from fastlab.labs import LABS_DIR, LabError
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
 from webapp import guided
@@ -302,9 +302,18 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     def new() -> str:
         return render_template("new.html")
 
+    def chart_references(spec: Any) -> list[dict[str, Any]]:
+        """The theory's lines for the run's charts (fastlab.fast_theory); none for a spec that no
+        longer parses or a topology that changed since the run."""
+        try:
+            return fast_theory.references(parse_spec(spec))
+        except (SpecError, ValueError, KeyError, TypeError, RuntimeError):
+            return []
+
     @app.get("/runs/<run_id>")
     def run_page(run_id: str) -> str:
-        return render_template("run.html", run=run_row(run_id))
+        run = run_row(run_id)
+        return render_template("run.html", run=run, refs=chart_references(run.get("spec")))
 
     @app.get("/runs/<run_id>/report")
     def report(run_id: str) -> Any:

@@ -58,3 +58,22 @@ def test_ping_summary_parser() -> None:
            "rtt min/avg/max/mdev = 180.512/180.601/180.734/0.081 ms\n")
     assert parse_ping(out) == {"min_ms": 180.512, "mean_ms": 180.601, "max_ms": 180.734, "mdev_ms": 0.081}
     assert parse_ping("1 packets transmitted, 0 received, 100% packet loss") is None
+
+
+def test_fast_equilibrium_lines_follow_the_theory() -> None:
+    """fastlab.fast_theory on lab 02's first spec: one FAST flow, alpha 20, 20 Mb/s x 40 ms: q = 20 /
+    1666.7 per s = 12 ms, D = 52 ms, w = 20 * 52 / 12 = 86.7 (lab 02 recorded 87-88); two flows of
+    alpha 30 share it: q = 36 ms each at 10 Mb/s; a Reno flow beside FAST leaves only the capacity."""
+    from fastlab.fast_theory import references
+    from fastlab.spec import read_spec_text
+
+    base = ("name: x\ntopology: dumbbell\ntopology_args: {rate_mbps: 20, rtt_ms: 40, buffer_bdp: 4}\n"
+            "duration_s: 5\nflows:\n")
+    one = references(read_spec_text(base + "  - {src: h1, dst: h2, cc: fast, cc_args: {alpha: 20}}\n"))
+    assert one[0]["fast_queue_pkts"] == 20 and one[0]["fast_rtt_ms"] == 52.0 and one[0]["fast_window_pkts"] == 86.7
+    assert one[0]["capacity_mbps"] == 20 and one[0]["base_rtt_ms"] == 40
+    two = references(read_spec_text(base + "  - {src: h1, dst: h2, cc: fast, cc_args: {alpha: 30}, count: 2}\n"))
+    assert [r["flow"] for r in two] == ["f1", "f2"] and all(r["fast_rate_mbps"] == 10.0 for r in two)
+    assert all(r["fast_queue_pkts"] == 60 and r["fast_rtt_ms"] == 76.0 for r in two)
+    mixed = references(read_spec_text(base + "  - {src: h1, dst: h2, cc: fast}\n  - {src: h1, dst: h2, cc: reno}\n"))
+    assert mixed[0]["alpha"] == 100 and mixed[0]["fast_window_pkts"] is None and mixed[1]["capacity_mbps"] == 20

@@ -74,6 +74,17 @@ def test_form_live_charts_results_and_bundle(tmp_path: Path, live_server_factory
     page.click("#font-toggle")
     assert page.evaluate("document.body.classList.contains('large')")
     page.screenshot(path=str(ARTIFACTS / "webapp-3-results-large.png"), full_page=True)
+    # the theory on the charts: 20 Mb/s capacity; FAST alpha 30 alone: a queue of 30 packets, window
+    # 30 * D / q with q = 30 / 1667 per s = 18 ms and D = 40 + 18 ms -> 96.7 packets
+    shapes = page.evaluate("Object.fromEntries(['chart-goodput', 'chart-queue', 'chart-cwnd', 'chart-rtt'].map("
+                           "id => [id, document.getElementById(id).layout.shapes.map(s => s.y0)]))")
+    assert 20 in shapes["chart-goodput"] and 30 in shapes["chart-queue"], shapes
+    assert any(abs(y - 96.7) < 0.1 for y in shapes["chart-cwnd"]) and 40 in shapes["chart-rtt"], shapes
+    colours = page.evaluate("['chart-goodput', 'chart-cwnd', 'chart-rtt'].map(id => document.getElementById(id)"
+                            ".data.find(t => t.name === 'f1').line.color)")
+    assert len(set(colours)) == 1, colours  # one colour for f1 on every chart
+    assert not page.evaluate("document.getElementById('chart-goodput').data.some(t => t.name.includes('reverse'))")
+    assert "Dashed lines" in page.inner_text("#theory-note")
 
     with page.expect_download(timeout=60_000) as info:
         page.click("#bundle")
@@ -85,6 +96,9 @@ def test_form_live_charts_results_and_bundle(tmp_path: Path, live_server_factory
     assert {"summary.json", "spec.yaml", "flows.csv", "partial.jsonl", "report.html", "MANIFEST.sha256"} <= names
     report = page.request.get(f"{server.url}/runs/{run_id}/report")
     assert report.status == 200 and b"plotly" in report.body().lower()
+    assert "sandbox" in report.headers["content-security-policy"]  # its inline code runs in an opaque origin
+    page.goto(f"{server.url}/runs/{run_id}/report")  # ... and still draws its plots
+    wait_until(page, "document.querySelectorAll('.plotly-graph-div .main-svg').length > 0", timeout=20_000)
     assert not errors, errors
 
 

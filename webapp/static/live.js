@@ -4,6 +4,16 @@ import {api, largeFonts} from '/static/common.js';
 const root = document.getElementById('run');
 const runId = root.dataset.runId;
 const initialStatus = root.dataset.status;
+// The theory's lines (fastlab.fast_theory, per flow): capacity, base RTT, FAST's equilibrium.
+const refs = JSON.parse(root.dataset.refs || '[]');
+
+// One colour per flow on every chart (f1 the first of plotly's palette, ...); links in greys.
+const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#bcbd22', '#17becf'];
+const GREYS = ['#555555', '#999999', '#333333', '#bbbbbb'];
+function flowColour(flow) {
+  const n = Number(String(flow).replace(/^f/, ''));
+  return Number.isInteger(n) && n > 0 ? PALETTE[(n - 1) % PALETTE.length] : '#000000';
+}
 
 // chart id -> {title, y axis label, traces: key -> index}
 const charts = {
@@ -14,30 +24,64 @@ const charts = {
   'chart-fast': {title: "FAST internal state", y: 'RTT (ms) / window (packets)'},
 };
 
-function layout(c) {
+// Horizontal reference lines per chart: [y, colour, label].
+function referenceLines(id) {
+  const lines = [];
+  const seen = new Set();
+  for (const r of refs) {
+    if (id === 'chart-goodput' && r.capacity_mbps && !seen.has(r.bottleneck)) {
+      seen.add(r.bottleneck);
+      lines.push([r.capacity_mbps, '#444444', `${r.bottleneck} capacity ${r.capacity_mbps} Mb/s`]);
+    }
+    if (id === 'chart-goodput' && r.fast_rate_mbps && Math.abs(r.fast_rate_mbps - r.capacity_mbps) > 1e-6) {
+      lines.push([r.fast_rate_mbps, flowColour(r.flow), `${r.flow} FAST rate α/q ${r.fast_rate_mbps.toFixed(2)} Mb/s`]);
+    }
+    if (id === 'chart-cwnd' && r.fast_window_pkts) {
+      lines.push([r.fast_window_pkts, flowColour(r.flow), `${r.flow} FAST window αD/(D−d) ${r.fast_window_pkts}`]);
+    }
+    if (id === 'chart-rtt') {
+      lines.push([r.base_rtt_ms, flowColour(r.flow), `${r.flow} base RTT ${r.base_rtt_ms} ms`]);
+      if (r.fast_rtt_ms) lines.push([r.fast_rtt_ms, flowColour(r.flow), `${r.flow} FAST RTT d+Σα/C ${r.fast_rtt_ms.toFixed(1)} ms`]);
+    }
+    if (id === 'chart-queue' && r.fast_queue_pkts && !seen.has(`q ${r.bottleneck}`)) {
+      seen.add(`q ${r.bottleneck}`);
+      lines.push([r.fast_queue_pkts, '#444444', `${r.bottleneck}: FAST equilibrium Σα = ${r.fast_queue_pkts} pkts`]);
+    }
+  }
+  return lines;
+}
+
+function layout(c, id) {
   const size = largeFonts() ? 22 : 13;
+  const lines = referenceLines(id);
   return {title: {text: c.title}, font: {size}, margin: {t: 50, r: 20, b: largeFonts() ? 150 : 100, l: 80},
     xaxis: {title: {text: 'time since flows started (s)'}}, yaxis: {title: {text: c.y}, rangemode: 'tozero'},
-    legend: {orientation: 'h', y: largeFonts() ? -0.45 : -0.3}, uirevision: 'keep'};
+    legend: {orientation: 'h', y: largeFonts() ? -0.45 : -0.3}, uirevision: 'keep',
+    shapes: lines.map(([y, colour]) => ({type: 'line', xref: 'paper', x0: 0, x1: 1, y0: y, y1: y,
+      line: {color: colour, width: 1.5, dash: 'dash'}})),
+    annotations: lines.map(([y, colour, label]) => ({xref: 'paper', x: 1, xanchor: 'right', y, yanchor: 'bottom',
+      text: label, showarrow: false, font: {color: colour, size: Math.round(size * 0.85)}}))};
 }
 
 for (const [id, c] of Object.entries(charts)) {
   c.traces = {};
-  Plotly.newPlot(id, [], layout(c), {responsive: true, displaylogo: false});
+  c.links = 0;
+  Plotly.newPlot(id, [], layout(c, id), {responsive: true, displaylogo: false});
 }
 document.addEventListener('fontschanged', () => {
-  for (const [id, c] of Object.entries(charts)) Plotly.relayout(id, layout(c)).then(() => Plotly.Plots.resize(id));
+  for (const [id, c] of Object.entries(charts)) Plotly.relayout(id, layout(c, id)).then(() => Plotly.Plots.resize(id));
 });
 
 // Append points (grouped per trace) to a chart, creating traces as new keys appear.
 function extend(id, points) {
   const c = charts[id];
   const groups = new Map();
-  for (const [key, name, x, y] of points) {
+  for (const [key, name, x, y, flow, dash] of points) {
     if (y === null || y === undefined || Number.isNaN(y)) continue;
     if (!(key in c.traces)) {
       c.traces[key] = Object.keys(c.traces).length;
-      Plotly.addTraces(id, {x: [], y: [], name, mode: 'lines', type: 'scatter'});
+      const colour = flow ? flowColour(flow) : GREYS[c.links++ % GREYS.length];
+      Plotly.addTraces(id, {x: [], y: [], name, mode: 'lines', type: 'scatter', line: {color: colour, dash: dash || 'solid'}});
     }
     if (!groups.has(key)) groups.set(key, {x: [], y: []});
     groups.get(key).x.push(x);
@@ -65,24 +109,25 @@ function onSamples(samples) {
   for (const s of samples) {
     if (typeof s.t === 'number') showProgress(s.t);
     if (s.kind === 'flow') {
-      pts['chart-goodput'].push([s.flow, s.flow, s.t, s.goodput_mbps]);
-      pts['chart-cwnd'].push([s.flow, s.flow, s.t, s.cwnd_pkts]);
-      pts['chart-rtt'].push([s.flow, s.flow, s.t, s.srtt_ms]);
+      pts['chart-goodput'].push([s.flow, s.flow, s.t, s.goodput_mbps, s.flow]);
+      pts['chart-cwnd'].push([s.flow, s.flow, s.t, s.cwnd_pkts, s.flow]);
+      pts['chart-rtt'].push([s.flow, s.flow, s.t, s.srtt_ms, s.flow]);
     } else if (s.kind === 'link') {
       const key = `${s.link} ${s.direction}`;
       if (s.backlog_pkts != null) pts['chart-queue'].push([key, `${key} backlog`, s.t, s.backlog_pkts]);
       const prev = lastTx[key];
-      if (prev && s.tx_bytes != null && s.t > prev[0]) {
-        pts['chart-goodput'].push([`${key} tx`, `${key} link rate`, s.t, (s.tx_bytes - prev[1]) * 8 / 1e6 / (s.t - prev[0])]);
+      // Only the data direction's rate: the reverse carries ACKs, whose rate says nothing here.
+      if (prev && s.tx_bytes != null && s.t > prev[0] && s.direction === 'forward') {
+        pts['chart-goodput'].push([`${key} tx`, `${s.link} link rate`, s.t, (s.tx_bytes - prev[1]) * 8 / 1e6 / (s.t - prev[0])]);
       }
       if (s.tx_bytes != null) lastTx[key] = [s.t, s.tx_bytes];
     } else if (s.kind === 'event' && s.event === 'reroute') {
       document.getElementById('log').textContent = `${s.t.toFixed(2)} s: ${s.flow} rerouted onto ${s.path}`;
     } else if (s.kind === 'event' && s.event === 'update') {
-      pts['chart-fast'].push([`${s.flow} base`, `${s.flow} baseRTT (ms)`, s.t, s.base_rtt_us / 1000]);
-      pts['chart-fast'].push([`${s.flow} avg`, `${s.flow} avgRTT (ms)`, s.t, s.avg_rtt_us / 1000]);
-      pts['chart-fast'].push([`${s.flow} target`, `${s.flow} target window (pkts)`, s.t, s.target]);
-      pts['chart-fast'].push([`${s.flow} cwnd`, `${s.flow} cwnd (pkts)`, s.t, s.cwnd]);
+      pts['chart-fast'].push([`${s.flow} base`, `${s.flow} baseRTT (ms)`, s.t, s.base_rtt_us / 1000, s.flow, 'dot']);
+      pts['chart-fast'].push([`${s.flow} avg`, `${s.flow} avgRTT (ms)`, s.t, s.avg_rtt_us / 1000, s.flow, 'dashdot']);
+      pts['chart-fast'].push([`${s.flow} target`, `${s.flow} target window (pkts)`, s.t, s.target, s.flow, 'dash']);
+      pts['chart-fast'].push([`${s.flow} cwnd`, `${s.flow} cwnd (pkts)`, s.t, s.cwnd, s.flow, 'solid']);
     }
   }
   for (const [id, p] of Object.entries(pts)) extend(id, p);
