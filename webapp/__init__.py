@@ -271,6 +271,10 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         """Schema + the engine's own prepare(); raises SpecError with the engine's message."""
         from fastlab.engine import prepare
 
+        duration = data.get("duration_s") if isinstance(data, dict) else None
+        if isinstance(duration, int | float) and not isinstance(duration, bool) \
+                and duration > app.config["MAX_DURATION_S"]:  # the web app's limit, before the schema's 3600
+            raise SpecError(f"duration_s: at most {app.config['MAX_DURATION_S']:g} s in the web app")
         spec = parse_spec(data)
         if spec.duration_s > app.config["MAX_DURATION_S"]:
             raise SpecError(f"duration_s: at most {app.config['MAX_DURATION_S']:g} s in the web app")
@@ -324,6 +328,10 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         resp = send_file(path, mimetype="text/html")
         resp.headers["Content-Security-Policy"] = REPORT_CSP
         return resp
+
+    @app.get("/favicon.ico")
+    def favicon() -> Any:
+        return redirect("/static/favicon.svg", code=301)
 
     @app.get("/static/fidelity.css")
     def fidelity_css() -> Any:

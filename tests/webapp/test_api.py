@@ -214,3 +214,12 @@ def test_a_name_with_two_dots_is_refused_before_it_is_queued(app, client, csrf) 
     resp = client.post("/api/runs", json=good_spec(name="a..b"), headers=csrf)
     assert resp.status_code == 422 and "name" in resp.get_json()["error"] and ".." in resp.get_json()["error"]
     assert queued_count(app) == 0
+
+
+def test_a_long_duration_gets_the_web_apps_limit_and_the_favicon_exists(app, client, csrf) -> None:
+    """duration 100000 was refused as '<= 3600' (the schema) while the form said 600 (the app)."""
+    resp = client.post("/api/validate", json=good_spec(duration_s=100000), headers=csrf)
+    assert resp.status_code == 422 and "at most 600 s in the web app" in resp.get_json()["error"]
+    assert client.get("/favicon.ico").status_code == 301
+    icon = client.get("/static/favicon.svg")
+    assert icon.status_code == 200 and icon.data.startswith(b"<svg")

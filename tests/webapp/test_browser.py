@@ -25,7 +25,8 @@ def test_form_live_charts_results_and_bundle(tmp_path: Path, live_server_factory
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     # the app's pages work under their own Content-Security-Policy: no refused script, style or fetch
-    page.on("console", lambda msg: "Content Security Policy" in msg.text and errors.append(msg.text))
+    page.on("console", lambda msg: ("Content Security Policy" in msg.text or "Pattern attribute" in msg.text
+                                    or "favicon" in msg.text) and errors.append(msg.text))
 
     page.goto(server.url + "/new")
     page.wait_for_selector("body[data-ready='1']", timeout=20_000)
@@ -37,7 +38,10 @@ def test_form_live_charts_results_and_bundle(tmp_path: Path, live_server_factory
     assert page.input_value("[name='bottleneck-loss-rate']") == "0.01"
     page.fill("#topology-args [name='rate_mbps']", "20")
     page.fill("#f-duration_s", "6")
+    page.fill("#f-name", "bad name!")  # the schema's name pattern works in the browser (v-flag syntax)
+    assert page.evaluate("document.getElementById('f-name').validity.patternMismatch")
     page.fill("#f-name", "browser-fast-a30")
+    assert not page.evaluate("document.getElementById('f-name').validity.patternMismatch")
 
     # inline validation shows the engine's message, then clears
     page.fill("[name='bottleneck-loss-rate']", "1.5")

@@ -188,7 +188,7 @@ function renderLoss(row) {
   if (!m) return;
   for (const [key, prop] of Object.entries(m.schema.properties)) {
     if (key === 'model') continue;
-    const f = field(key, prop, `${key}${key === 'rate' ? ' (0–1)' : ''}`);
+    const f = field(key, prop, `${key}${key === 'rate' ? ' (a fraction: 0.01 = 1 %)' : ''}`);
     f.querySelector('input').name = `${row.dataset.link}-loss-${key}`;
     box.append(f);
   }
@@ -277,7 +277,9 @@ async function init() {
   for (const p of S.presets) $('preset').append(el('option', {value: p.id, text: p.label}));
   $('f-duration_s').max = S.limits.max_duration_s;
   for (const key of ['seed', 'sample_hz']) $(`f-${key}`).placeholder = S.spec_schema.properties[key].default;
-  $('f-name').pattern = S.spec_schema.properties.name.pattern;
+  // HTML patterns are compiled with the `v` flag, where a '-' inside [...] must be escaped.
+  $('f-name').pattern = S.spec_schema.properties.name.pattern.replace(/^\^/, '').replace(/\$$/, '')
+    .replace(/-\]/g, '\\-]');
   $('f-topology').addEventListener('change', async () => { renderTopologyArgs(); await refreshPlan(); changed(); });
   $('topology-args').addEventListener('change', async () => { await refreshPlan(); changed(); });
   $('experiment').addEventListener('input', changed);
