@@ -186,9 +186,9 @@ class FlowSpec(Strict):
     src: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
     dst: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
     cc: str = Field("cubic", pattern=r"^[a-z0-9_]{1,15}$")
-    count: int = Field(1, ge=1, le=64)
-    start_s: float = Field(0.0, ge=0)
-    stop_s: float | None = Field(None, gt=0)
+    count: int = Field(1, ge=1, le=64, strict=True)
+    start_s: float = Field(0.0, ge=0, strict=True)
+    stop_s: float | None = Field(None, gt=0, strict=True)
     cc_args: dict[str, Any] = Field(default_factory=dict)
     path: str | None = Field(None, pattern=r"^[a-z0-9_-]{1,32}$",
                              description="routed path through the topology's OpenFlow core (e.g. level3, abilene)")
@@ -243,10 +243,10 @@ class ExperimentSpec(Strict):
         return name
     topology: str = Field(pattern=r"^[a-z0-9_-]{1,32}$")
     topology_args: dict[str, Any] = Field(default_factory=dict)
-    duration_s: float = Field(gt=0, le=3600)
-    seed: int = Field(1, ge=0, le=2**32 - 1)
-    sample_hz: float = Field(20.0, ge=1, le=200, description="trace samples per second per flow and link")
-    idle_pings: int = Field(10, ge=1, le=1000, description="pings per flow path before the flows start")
+    duration_s: float = Field(gt=0, le=3600, strict=True)  # strict: not true, not '5'
+    seed: int = Field(1, ge=0, le=2**32 - 1, strict=True)
+    sample_hz: float = Field(20.0, ge=1, le=200, strict=True, description="trace samples per second per flow and link")
+    idle_pings: int = Field(10, ge=1, le=1000, strict=True, description="pings per flow path before the flows start")
     cc_changes: list[CcChange] = Field(default_factory=list, max_length=1000)
     flows: list[FlowSpec] = Field(min_length=1, max_length=64)
     links: dict[str, LinkSpec] = Field(default_factory=dict)

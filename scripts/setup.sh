@@ -25,7 +25,7 @@ headers_package() {
         echo "linux-headers-$(uname -r)"
     fi
 }
-if ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then
+if ! compgen -G "/var/lib/apt/lists/*_Packages*" >/dev/null; then  # lists may be stored compressed (.lz4)
     apt-get update -q   # a fresh machine has no package lists: look-ups need them
 fi
 hdr="$(headers_package)"

@@ -66,6 +66,8 @@ from webapp.openapi import document
 
 RUN_ID_RE = re.compile(r"^[0-9]{8}-[0-9]{6}-[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+MAX_QUEUED = 40  # runs waiting at once: a class's worth; more is a runaway script, not a lesson
+MIN_TOKEN_CHARS = 16  # guessing it must not be practical: 16 url-safe characters are ~96 bits
 WILDCARD = ("0.0.0.0", "::", "")
 # Pages of the app: every script and style sheet is a file it serves; plotly sets inline styles.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
@@ -117,6 +119,9 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     labs_dir: the folder of the guided labs (default the repository's labs/; config LABS_DIR).
     """
     token = token or None
+    if token is not None and (len(token) < MIN_TOKEN_CHARS or not token.isprintable() or token != token.strip()):
+        raise ValueError(f"the access token must be at least {MIN_TOKEN_CHARS} printable characters without "
+                         f"surrounding spaces (e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(24))')")
     # DNS rebinding: a page from another site whose name now points at 127.0.0.1 sends its own
     # name as Host. Loopback names always pass; the served host too; with a token on a wildcard
     # address any name passes (the token, which such a page cannot have, is then the guard).
@@ -129,6 +134,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     database = Path(db_path or root / "history.sqlite3")
     app.config.update(RESULTS_ROOT=root, DATABASE=database, MAX_CONTENT_LENGTH=256 * 1024,
                       ACCESS_TOKEN=token, CSRF_TOKEN=secrets.token_urlsafe(32), MAX_DURATION_S=max_duration_s,
+                      MAX_QUEUED=MAX_QUEUED,
                       LABS_DIR=Path(labs_dir or LABS_DIR))
     manager = q.RunManager(root, database, runner)
     app.extensions["fastlab_runs"] = manager
@@ -434,6 +440,10 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         run_id = f"{stamp}-{spec.name}-w{secrets.token_hex(3)}"
         plain = to_plain(spec)
         conn = db()
+        queued = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued'").fetchone()[0]
+        if queued >= app.config["MAX_QUEUED"]:
+            return api_error(429, f"the queue already holds {queued} runs (at most {app.config['MAX_QUEUED']}): "
+                                  "wait for some to finish or cancel some")
         conn.execute("INSERT INTO runs (id, name, topology, status, spec, created, lab, lab_step, lab_short) "
                      "VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
                      (run_id, spec.name, spec.topology, json.dumps(plain), q.now(), lab, step,

@@ -1,7 +1,8 @@
 """Serve the web app on 127.0.0.1:8080 (override with --host/--port): uvicorn with webapp.asgi in
 front (live streams as coroutines, so a class can watch a run; other requests through Flask).
 
-Binding beyond loopback needs an access token (--token or FASTLAB_TOKEN); open
+Binding beyond loopback needs an access token of at least 16 characters (FASTLAB_TOKEN,
+--token-file, or --token, which `ps` shows to every user); open
 http://HOST:PORT/?token=TOKEN once in the browser to set the cookie.
 """
 
@@ -22,11 +23,22 @@ parser = argparse.ArgumentParser(prog="python -m webapp")
 parser.add_argument("--host", default="127.0.0.1")
 parser.add_argument("--port", type=int, default=8080)
 parser.add_argument("--token", default=os.environ.get("FASTLAB_TOKEN"),
-                    help="access token, required off loopback (default: $FASTLAB_TOKEN)")
+                    help="access token, required off loopback (default: $FASTLAB_TOKEN; visible in ps: "
+                         "prefer --token-file or the environment)")
+parser.add_argument("--token-file", help="read the access token from this file (first line)")
 args = parser.parse_args()
+if args.token_file:
+    try:
+        with open(args.token_file, encoding="utf-8") as fh:
+            args.token = fh.readline(4096).strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        parser.error(f"--token-file {args.token_file}: {exc}")
 if args.host not in LOOPBACK and not args.token:
     parser.error("binding beyond loopback needs an access token: --token or FASTLAB_TOKEN")
-app = create_app(host=args.host, token=args.token)
+try:
+    app = create_app(host=args.host, token=args.token)
+except ValueError as exc:
+    parser.error(str(exc))
 
 
 def stop(signum: int, _frame: object) -> None:

@@ -93,15 +93,15 @@ def test_only_json_bodies_and_size_limit(app, client, csrf) -> None:
 def test_off_loopback_needs_a_token(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="access token"):
         create_app(results_root=tmp_path, host="0.0.0.0", start_worker=False)
-    app = create_app(results_root=tmp_path, host="0.0.0.0", token="s3cret-token", start_worker=False)
+    app = create_app(results_root=tmp_path, host="0.0.0.0", token="s3cret-token-16chars", start_worker=False)
     client = app.test_client()
     assert client.get("/").status_code == 401
     assert client.get("/api/runs").status_code == 401
     assert client.get("/api/runs", headers={"X-Fastlab-Token": "wrong"}).status_code == 401
-    assert client.get("/api/runs", headers={"X-Fastlab-Token": "s3cret-token"}).status_code == 200
+    assert client.get("/api/runs", headers={"X-Fastlab-Token": "s3cret-token-16chars"}).status_code == 200
     # ?token= once sets the cookie, which then authenticates
-    resp = client.get("/?token=s3cret-token")
-    assert resp.status_code == 302 and "fastlab_token=s3cret-token" in resp.headers["Set-Cookie"]
+    resp = client.get("/?token=s3cret-token-16chars")
+    assert resp.status_code == 302 and "fastlab_token=s3cret-token-16chars" in resp.headers["Set-Cookie"]
     assert client.get("/api/runs").status_code == 200
     # the token does not replace CSRF
     assert client.post("/api/validate", json=good_spec()).status_code == 403
@@ -137,12 +137,12 @@ def test_foreign_origin_may_not_change_anything(app, client, csrf, origin: str) 
 
 
 def test_served_network_host_and_token_mode_still_work(tmp_path: Path) -> None:
-    app = create_app(results_root=tmp_path, host="10.0.0.5", token="s3cret-token-long", start_worker=False)
+    app = create_app(results_root=tmp_path, host="10.0.0.5", token="s3cret-token-long-enough", start_worker=False)
     client = app.test_client()
-    auth = {"X-Fastlab-Token": "s3cret-token-long"}
+    auth = {"X-Fastlab-Token": "s3cret-token-long-enough"}
     assert client.get("/api/runs", headers={**auth, "Host": "10.0.0.5:8080"}).status_code == 200
     assert client.get("/api/runs", headers={**auth, "Host": "evil.example:8080"}).status_code == 421
-    wildcard = create_app(results_root=tmp_path, host="0.0.0.0", token="s3cret-token-long", start_worker=False)
+    wildcard = create_app(results_root=tmp_path, host="0.0.0.0", token="s3cret-token-long-enough", start_worker=False)
     assert wildcard.test_client().get("/api/runs", headers={**auth, "Host": "lab-server.example"}).status_code == 200
 
 
@@ -223,3 +223,37 @@ def test_a_long_duration_gets_the_web_apps_limit_and_the_favicon_exists(app, cli
     assert client.get("/favicon.ico").status_code == 301
     icon = client.get("/static/favicon.svg")
     assert icon.status_code == 200 and icon.data.startswith(b"<svg")
+
+
+@pytest.mark.parametrize("token", ["x", "short-token", " " * 20, "sixteen-chars-ok\n", "tab\tinside-token-xx"])
+def test_weak_or_malformed_tokens_are_refused(tmp_path: Path, token: str) -> None:
+    with pytest.raises(ValueError, match="at least 16 printable characters"):
+        create_app(results_root=tmp_path, host="0.0.0.0", token=token, start_worker=False)
+
+
+def test_the_queue_is_bounded(app, client, csrf) -> None:
+    app.config["MAX_QUEUED"] = 3
+    for _ in range(3):
+        assert client.post("/api/runs", json=good_spec(), headers=csrf).status_code == 201
+    resp = client.post("/api/runs", json=good_spec(), headers=csrf)
+    assert resp.status_code == 429 and "at most 3" in resp.get_json()["error"]
+    assert queued_count(app) == 3
+
+
+@pytest.mark.parametrize("value", [True, "5", [5], {"s": 5}])
+def test_duration_must_be_a_number_not_a_bool_or_a_string(client, csrf, value: object) -> None:
+    resp = client.post("/api/validate", json=good_spec(duration_s=value), headers=csrf)
+    assert resp.status_code == 422 and "duration_s" in resp.get_json()["error"]
+
+
+def test_the_server_takes_its_token_from_a_file_not_the_command_line(tmp_path: Path) -> None:
+    """`--token` is visible to every user in ps: --token-file keeps it out; a short one is refused."""
+    import subprocess
+    import sys
+
+    short = tmp_path / "short"
+    short.write_text("abc\n")
+    proc = subprocess.run([sys.executable, "-m", "webapp", "--host", "0.0.0.0", "--token-file", str(short)],
+                          capture_output=True, text=True, timeout=60, cwd=str(Path(__file__).resolve().parents[2]),
+                          env={**__import__("os").environ, "FASTLAB_RESULTS": str(tmp_path / "r")})
+    assert proc.returncode == 2 and "at least 16" in proc.stderr, proc.stderr[-500:]
