@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from fastlab import fidelity
+from fastlab import fidelity, paths
 
 EXIT_USAGE = 2
 
@@ -330,6 +330,37 @@ def cmd_bundle_replay(args: argparse.Namespace) -> int:
     return 0 if consistent else 1
 
 
+def cluster_argv(role: str, args: argparse.Namespace) -> list[str]:
+    """The `dask scheduler` / `dask worker` command a cluster host runs (pure): a worker offers one
+    `machine` (every point needs a whole host) and one thread."""
+    argv = [sys.executable, "-m", "dask", role]
+    if role == "worker":
+        argv += [args.address, "--nthreads", "1", "--resources", "machine=1"]
+    if args.host:
+        argv += ["--host", args.host]
+    if role == "scheduler":
+        argv += ["--port", str(args.port)]
+        if args.scheduler_file:
+            argv += ["--scheduler-file", args.scheduler_file]
+    elif args.local_directory:
+        argv += ["--local-directory", args.local_directory]
+    return argv + ["--no-dashboard"]
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    """Start a Dask scheduler or worker for `sweep run --cluster` that cannot be started wrong: with
+    this checkout on its Python path (a scheduler without fastlab importable fails every point with
+    "Error during deserialization of the task graph") and a worker's machine resource."""
+    if args.role == "worker":
+        _need_root("fastlab cluster worker")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(paths.REPO), os.environ.get("PYTHONPATH", "")) if p)}
+    argv = cluster_argv(args.role, args)
+    print("fastlab: " + " ".join(argv[1:]), file=sys.stderr, flush=True)
+    os.execve(sys.executable, argv, env)
+    return 1  # not reached
+
+
 class OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line and exit 2 (subcommand parsers inherit this class)."""
 
@@ -552,6 +583,18 @@ def build_parser() -> argparse.ArgumentParser:
     sweep_status = sweep_sub.add_parser("status", help="points of a sweep directory and their status")
     sweep_status.add_argument("directory")
     sweep_status.set_defaults(func=cmd_sweep_status)
+    cluster = sub.add_parser("cluster", help="a Dask scheduler or worker for sweep run --cluster")
+    cluster_sub = cluster.add_subparsers(dest="role", required=True)
+    scheduler = cluster_sub.add_parser("scheduler", help="the cluster's scheduler (any one host)")
+    scheduler.add_argument("--host", help="address to listen on, e.g. 10.0.0.5")
+    scheduler.add_argument("--port", type=int, default=8786)
+    scheduler.add_argument("--scheduler-file", help="write the scheduler's address to this JSON file")
+    scheduler.set_defaults(func=cmd_cluster)
+    worker = cluster_sub.add_parser("worker", help="a worker: one per lab host, as root")
+    worker.add_argument("address", help="the scheduler, e.g. tcp://10.0.0.5:8786")
+    worker.add_argument("--host", help="this host's address on the lab network")
+    worker.add_argument("--local-directory", help="Dask's scratch directory")
+    worker.set_defaults(func=cmd_cluster)
     bundle = sub.add_parser("bundle", help="result bundles: export, verify, replay")
     bundle_sub = bundle.add_subparsers(dest="command_bundle", required=True)
     bundle_export = bundle_sub.add_parser("export", help="a run or sweep directory as a zip with a SHA-256 manifest")

@@ -157,12 +157,17 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 @pytest.mark.timeout(200)
 def test_a_sweep_runs_its_points_on_a_dask_cluster(tmp_path: Path) -> None:
-    """A real scheduler and one worker (as on each cluster host: --resources machine=1), on 127.0.0.1."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    """A real scheduler and one worker, started as the README says (`fastlab cluster scheduler|worker`),
+    on 127.0.0.1, from a directory outside the checkout and with no PYTHONPATH: the commands must set
+    up the environment themselves (the old recipe's scheduler could not deserialize the points)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     info, log = tmp_path / "scheduler.json", (tmp_path / "dask.log").open("w")
     common = {"cwd": tmp_path, "env": env, "stdout": subprocess.DEVNULL, "stderr": log}
-    scheduler = subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
-                                  "--no-dashboard", "--scheduler-file", str(info)], **common)
+    # as the installed `fastlab` wrapper runs the CLI, but without leaving PYTHONPATH to the child
+    cli = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); from fastlab.cli import main; "
+           "sys.exit(main())", "cluster"]
+    scheduler = subprocess.Popen([*cli, "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                  "--scheduler-file", str(info)], **common)
     worker = None
     try:
         deadline = time.monotonic() + 60
@@ -170,8 +175,7 @@ def test_a_sweep_runs_its_points_on_a_dask_cluster(tmp_path: Path) -> None:
             time.sleep(0.2)
         address = json.loads(info.read_text())["address"]
         assert address.startswith("tcp://127.0.0.1:")
-        worker = subprocess.Popen([sys.executable, "-m", "dask", "worker", address, "--host", "127.0.0.1",
-                                   "--nthreads", "1", "--resources", "machine=1", "--no-dashboard",
+        worker = subprocess.Popen([*cli, "worker", address, "--host", "127.0.0.1",
                                    "--local-directory", str(tmp_path / "worker")], **common)
         document = {**SWEEP, "sweep": {"params": {"flows.0.cc_args.alpha": [5, 40]}}}
         out = tmp_path / "sweep"

@@ -248,3 +248,18 @@ def test_a_sweep_of_old_runs_has_an_empty_faithful_column(tmp_path: Path) -> Non
     assert pd.read_csv(tmp_path / "aggregate.csv")["faithful"].isna().all()
     assert pd.read_csv(tmp_path / "aggregate_mean.csv")["assessed_n"].tolist() == [0, 0]
     assert "Emulation fidelity: not assessed" in (tmp_path / "sweep.html").read_text()
+
+
+def test_cluster_commands_offer_one_machine_per_worker() -> None:
+    import argparse
+    import sys
+
+    from fastlab.cli import cluster_argv
+
+    worker = cluster_argv("worker", argparse.Namespace(address="tcp://10.0.0.5:8786", host="10.0.0.7",
+                                                       local_directory=None))
+    assert worker[:4] == [sys.executable, "-m", "dask", "worker"] and "tcp://10.0.0.5:8786" in worker
+    assert worker[worker.index("--resources") + 1] == "machine=1" and worker[worker.index("--nthreads") + 1] == "1"
+    scheduler = cluster_argv("scheduler", argparse.Namespace(host="10.0.0.5", port=8786, scheduler_file=None))
+    assert scheduler[3] == "scheduler" and scheduler[scheduler.index("--port") + 1] == "8786"
+    assert "--resources" not in scheduler
