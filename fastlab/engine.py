@@ -9,6 +9,7 @@ when flows are clamped: every RTT sample as per-second statistics).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import hashlib
@@ -192,6 +193,36 @@ class RunResult:
     environment: dict[str, Any] = field(default_factory=dict)
 
 
+REPORT_BYTES = 6 * 1024**2  # report.html inlines plotly (~4.6 MB)
+ROW_BYTES = 400  # a sample in flows/links.csv and the web app's partial.jsonl, generously
+
+
+def results_bytes(spec: ExperimentSpec, flows: int, links: int) -> int:
+    """What a run's folder will take, generously (pure): its traces at sample_hz plus the report."""
+    rows = spec.sample_hz * spec.duration_s * (flows + 2 * links)
+    return int(REPORT_BYTES + rows * ROW_BYTES)
+
+
+def results_room(directory: Path, need_bytes: int) -> str | None:
+    """Why the results cannot be written there (read-only, not a folder, not enough free space), or None.
+    Checked on the nearest existing ancestor before the run builds anything."""
+    probe = directory
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"cannot write the results in {directory}: {probe} is not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"cannot write the results in {directory}: {probe} is not writable (read-only file system?)"
+    try:
+        free = shutil.disk_usage(probe).free
+    except OSError as exc:
+        return f"cannot write the results in {directory}: {exc.strerror}"
+    if free < need_bytes:
+        return (f"not enough free space for the results in {probe}: {free / 1e6:.1f} MB free, the run needs "
+                f"about {need_bytes / 1e6:.1f} MB (its traces at sample_hz and the report)")
+    return None
+
+
 def _results_dir(spec: ExperimentSpec, prefix: str, out: Path | None) -> Path:
     if out is not None:
         return out
@@ -311,7 +342,13 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     prep = prepare(spec, registry, caps)
     prefix = new_prefix()
     directory = _results_dir(spec, prefix, out)
-    directory.mkdir(parents=True, exist_ok=True)
+    why = results_room(directory, results_bytes(spec, len(prep.flows), len(prep.links)))
+    if why:
+        raise RunError(why)  # before anything exists: no network, no folder, no state
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunError(f"cannot create the results folder {directory}: {exc.strerror}") from None
     state = RunState(prefix, results_dir=str(directory))
     state.save()
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
@@ -422,20 +459,27 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     }
     if control is not None:
         environment["openflow"] = control.applied
-    spec_yaml = yaml.safe_dump(to_plain(spec), sort_keys=False)
-    (directory / "spec.yaml").write_text(spec_yaml)
-    (directory / "environment.json").write_text(json.dumps(environment, indent=1, default=str))
-    flows_df.to_csv(directory / "flows.csv", index=False)
-    links_df.to_csv(directory / "links.csv", index=False)
-    if rtt_samples:
-        with (directory / "rtt_samples.csv").open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(RTT_COLUMNS))
-            writer.writeheader()
-            writer.writerows(rtt_samples)
-    if not events_df.empty:
-        events_df.to_csv(directory / "cc_events.csv", index=False)
-    (directory / "summary.json").write_text(json.dumps(summary, indent=1))
-    page = report.render(spec_yaml, summary, environment, flows_df, links_df, events_df)
-    (directory / "report.html").write_text(page)
+    try:
+        spec_yaml = yaml.safe_dump(to_plain(spec), sort_keys=False)
+        (directory / "spec.yaml").write_text(spec_yaml)
+        (directory / "environment.json").write_text(json.dumps(environment, indent=1, default=str))
+        flows_df.to_csv(directory / "flows.csv", index=False)
+        links_df.to_csv(directory / "links.csv", index=False)
+        if rtt_samples:
+            with (directory / "rtt_samples.csv").open("w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=list(RTT_COLUMNS))
+                writer.writeheader()
+                writer.writerows(rtt_samples)
+        if not events_df.empty:
+            events_df.to_csv(directory / "cc_events.csv", index=False)
+        (directory / "summary.json").write_text(json.dumps(summary, indent=1))
+        page = report.render(spec_yaml, summary, environment, flows_df, links_df, events_df)
+        (directory / "report.html").write_text(page)
+    except OSError as exc:  # e.g. the disk filled up during the run: say so, and mark what is there
+        incomplete = directory.with_name(directory.name + ".incomplete")
+        with contextlib.suppress(OSError):
+            directory.rename(incomplete)
+        raise RunError(f"cannot write the results in {directory}: {exc.strerror}; what was written is in "
+                       f"{incomplete}") from None
     os.chmod(directory, 0o755)
     return RunResult(directory, summary, environment)

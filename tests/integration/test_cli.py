@@ -66,3 +66,25 @@ def test_cleanup_keeps_the_state_of_an_algorithm_it_could_not_unregister() -> No
     finally:
         state.release()
     assert machine_leftovers()["state_files"] == []
+
+
+@pytest.mark.parametrize("mount, expected", [("ro,size=8m", "not writable (read-only file system?)"),
+                                             ("size=1m", "not enough free space")])
+def test_results_that_cannot_be_written_fail_before_anything_is_built(tmp_path: Path, mount: str,
+                                                                      expected: str) -> None:
+    """--out on a read-only file system, or on one too small for the run's traces and report: one
+    line, exit 1, nothing created (they used to end in a traceback, or a half-written folder)."""
+    import subprocess
+
+    target = tmp_path / "mnt"
+    target.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", mount, "fastlab-test", str(target)], check=True)
+    try:
+        before = machine_leftovers()
+        proc = fastlab("run", str(EXAMPLE), "--out", str(target / "run"))
+        assert proc.returncode == 1, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and expected in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+        assert not (target / "run").exists() and machine_leftovers() == before
+    finally:
+        subprocess.run(["umount", str(target)], check=True)

@@ -158,3 +158,24 @@ def test_report_notes_a_faithful_run_and_an_old_one() -> None:
     assert "0.12 ms" in page
     old = render(None)
     assert 'data-fidelity="unassessed"' in old and "not assessed" in old and "Emulation fidelity" not in old
+
+
+def test_results_room_names_what_is_wrong(tmp_path, monkeypatch) -> None:
+    """The engine's check before a run: a path under a file, too little free space, and enough."""
+    import shutil
+    from collections import namedtuple
+
+    from fastlab.engine import results_bytes, results_room
+    from fastlab.spec import read_spec_text
+
+    spec = read_spec_text("name: x\ntopology: dumbbell\nduration_s: 600\nsample_hz: 200\n"
+                          "flows: [{src: h1, dst: h2, count: 10}]\n")
+    need = results_bytes(spec, 10, 1)
+    assert need == 6 * 1024**2 + 200 * 600 * 12 * 400  # 10 flows + 2 link directions, 400 B a row
+    (tmp_path / "file").write_text("x")
+    assert "is not a folder" in results_room(tmp_path / "file" / "run", need)
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda _p: usage(10**9, 10**9 - 10**6, 10**6))
+    assert "1.0 MB free" in results_room(tmp_path / "new" / "run", need)
+    monkeypatch.setattr(shutil, "disk_usage", lambda _p: usage(10**12, 0, 10**11))
+    assert results_room(tmp_path / "new" / "run", need) is None
