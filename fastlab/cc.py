@@ -44,12 +44,13 @@ class Param:
             return value
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise CCError(f"{self.name} must be a number, got {value!r}")
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):
             raise CCError(f"{self.name} must be a finite number, got {value!r}")
-        if self.kind is int and float(value) != int(value):
+        if self.kind is int and isinstance(value, float) and not value.is_integer():
             raise CCError(f"{self.name} must be a whole number, got {value!r}")
         if not self.minimum <= value <= self.maximum:
-            raise CCError(f"{self.name}={value} is out of range [{self.minimum}, {self.maximum}]"
+            shown = value if abs(value) < 10**15 else ("a number of" f" {len(str(abs(int(value))))} digits")
+            raise CCError(f"{self.name}={shown} is out of range [{self.minimum}, {self.maximum}]"
                           + (f" {self.unit}" if self.unit else ""))
         return self.kind(value)
 

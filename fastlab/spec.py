@@ -47,6 +47,13 @@ class Buffer:
 
 def parse_buffer(raw: object) -> Buffer:
     """Accept 100, "100 packets", "150KB", "1.5MB", "50ms", "1.5bdp" or {"bdp": 1.5}."""
+    try:
+        return _parse_buffer(raw)
+    except OverflowError:  # an integer too large for a float
+        raise ValueError("buffer must be positive and sane, got a number too large") from None
+
+
+def _parse_buffer(raw: object) -> Buffer:
     if isinstance(raw, Buffer):
         return raw
     if isinstance(raw, bool):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fastlab.cc import Registry
 from fastlab.spec import Buffer, SpecError, apply_overrides, load_spec, parse_buffer, read_spec_text, validate
@@ -204,3 +206,62 @@ def test_deep_nesting_and_oversize_files_are_one_line_errors(tmp_path) -> None:
         with pytest.raises(SpecError, match=expected) as err:
             call()
         assert "\n" not in str(err.value)
+
+
+def _leaves(node: object, prefix: tuple = ()) -> list[tuple]:
+    if isinstance(node, dict):
+        return [p for k, v in node.items() for p in _leaves(v, prefix + (k,))]
+    if isinstance(node, list):
+        return [p for i, v in enumerate(node) for p in _leaves(v, prefix + (i,))]
+    return [prefix]
+
+
+FUZZ_BASE = {"name": "fuzz", "topology": "dumbbell", "topology_args": {"rate_mbps": 20, "rtt_ms": 40},
+             "duration_s": 10, "seed": 3, "sample_hz": 20,
+             "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 20, "gamma": 0.5},
+                        "count": 2, "start_s": 0, "stop_s": 8, "max_cwnd_pkts": 30}],
+             "cc_changes": [{"at_s": 5, "host": "h1", "cc": "fast", "args": {"alpha": 40}}],
+             "links": {"bottleneck": {"rate_mbps": 10, "delay_ms": 5, "buffer": "1bdp",
+                                      "loss": {"model": "bernoulli", "rate": 0.001}}}}
+
+
+def _deep(depth: int) -> object:
+    node: object = 1
+    for _ in range(depth):
+        node = [node]
+    return node
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=st.sampled_from(_leaves(FUZZ_BASE)),
+       value=st.one_of(st.sampled_from([float("nan"), float("inf"), float("-inf"), 10**400, -10**30, 2**64, 1e308,
+                                        True, None, "", "x" * 10_000, "$(reboot)", [], {}]),
+                       st.integers(min_value=40, max_value=5000).map(_deep),
+                       st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=30)))
+def test_fuzzed_spec_values_end_in_one_line_errors(path: tuple, value: object) -> None:
+    """A spec file as `fastlab run` reads it (YAML text, then schema, topology, CC parameters): any
+    value anywhere is accepted or refused with a one-line SpecError naming a field, never another
+    exception (NaN/inf, huge, deep nesting, wrong types)."""
+    import copy
+
+    import yaml
+
+    from fastlab.ccruntime import plan_parameters
+    from fastlab.ccset import register_ours
+
+    registry = register_ours(Registry(kernel_listing=lambda: {"reno", "cubic"}, module_listing=set), "bpf")
+    data = copy.deepcopy(FUZZ_BASE)
+    node = data
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    try:
+        text = yaml.safe_dump(data)
+    except RecursionError:
+        return  # not a file anyone can write: the YAML library cannot emit it either
+    try:
+        spec = read_spec_text(text)
+        validate(spec, registry)
+        plan_parameters(spec, registry)
+    except SpecError as exc:
+        assert "\n" not in str(exc) and str(exc)
