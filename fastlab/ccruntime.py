@@ -55,7 +55,10 @@ def plan_parameters(spec: ExperimentSpec, registry: Registry) -> tuple[list[Host
         if glob:
             global_args.setdefault(flow.cc, (i, glob))
     for i, change in enumerate(spec.cc_changes):
-        cc = registry.lookup(change.cc)
+        try:
+            cc = registry.lookup(change.cc)
+        except CCError as exc:
+            raise SpecError(f"cc_changes[{i}].cc: {exc}") from None
         if cc.origin != "fastlab":
             raise SpecError(f"cc_changes[{i}].cc: {change.cc} has no run-time parameters")
         if (change.host, change.cc) not in per_host:
