@@ -7,7 +7,7 @@ export PYTHONPATH := $(CURDIR)
 # Everything below needs root (packages, namespaces, tc, BPF): a sudo user's `make X` becomes
 # `sudo make X`; root (e.g. a fresh Debian root shell, which has no sudo) runs it directly.
 ifneq ($(shell id -u),0)
-setup run test unit bench:
+setup run test bench:
 	@command -v sudo >/dev/null || { echo "make $@ needs root: run it as root (no sudo here)" >&2; exit 1; }
 	exec sudo $(MAKE) $@
 else
@@ -26,14 +26,16 @@ test: setup lint
 	$(PY) -m fastlab cleanup
 	$(PY) -m pytest -p no:cacheprovider tests
 
-unit: setup
-	$(PY) -m pytest -p no:cacheprovider tests/unit
-
 bench: setup
 	$(PY) bench/emulator.py
 	$(PY) bench/cc.py
 
 endif
+
+# The fast loop (~15 s): unit tests need no root and no network, only a set-up checkout.
+unit:
+	@test -x $(PY) || { echo "make unit: run 'make setup' once first (it creates .venv)" >&2; exit 1; }
+	$(PY) -m pytest -p no:cacheprovider -q tests/unit
 
 lint:
 	$(PY) -m ruff check fastlab topologies tests bench webapp labs controllers

@@ -114,6 +114,14 @@ def _tool_version(name: str, argv: list[str]) -> Probe:
     return Probe(name, proc.returncode == 0, text[0] if text else path)
 
 
+def _exists(path: Path, directory: bool = False) -> bool:
+    """Whether a path exists, False where this user may not look (tracefs is root-only)."""
+    try:
+        return path.is_dir() if directory else path.exists()
+    except PermissionError:
+        return False
+
+
 def probe() -> Capabilities:
     caps = Capabilities(kernel=platform.release())
     p = caps.probes
@@ -143,8 +151,8 @@ def probe() -> Capabilities:
                              "ovs-vswitchd answers" if ovs and ovs.returncode == 0
                              else "ovs-vsctl missing or ovsdb/vswitchd not running"))
     events = [t / "events/tcp/tcp_probe" for t in TRACEFS]
-    tp = any(e.exists() for e in events)
-    mounted = any((t / "events").is_dir() for t in TRACEFS)
+    tp = any(_exists(e) for e in events)
+    mounted = any(_exists(t / "events", directory=True) for t in TRACEFS)
     add("tcp_probe", Probe("tcp_probe", tp, "tcp:tcp_probe tracepoint" if tp else
                            "tracepoint absent" if mounted else "tracefs not mounted (make setup mounts it)"))
     tun = Path("/dev/net/tun").exists()

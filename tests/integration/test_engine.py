@@ -255,3 +255,37 @@ print(json.dumps({{"removed": removed, "at_start": app.config["CLEANED_AT_START"
     assert not {"flq7x2-s1", "flq7x2-h1"} & set(out["links"]), out
     assert "interface flq7x2-s1" in out["removed"] and "interface flq7x2-h1" in out["removed"]
     assert not any("flannel" in item or "flzz99" in item or "eth0" in item for item in out["removed"] + out["at_start"])
+
+
+KILL_SEED = 20261124  # the moments are random but the same in every run of this test
+
+
+@pytest.mark.timeout(420)
+def test_kill_9_at_ten_random_moments_then_cleanup_leaves_nothing(tmp_path: Path) -> None:
+    """`kill -9` of `fastlab run` at 10 random moments spread over the build, the flows and the
+    teardown of a FAST run with a clamped flow (so BPF registrations and a cgroup are at stake too),
+    each followed by `fastlab cleanup`: nothing of fastlab is left, the kernel's CC list is as before,
+    and the next run (the next moment's) starts; a last run completes. Moments are drawn between 0 s
+    and the run's whole length (~4 s of build, 4 s of flows, ~2 s of teardown), seeded."""
+    import random
+
+    from fastlab.cc import kernel_available
+
+    ccs_before = sorted(kernel_available())
+    baseline = machine_leftovers()
+    moments = sorted(random.Random(KILL_SEED).uniform(0.3, 11.0) for _ in range(10))
+    sets = ["duration_s=4", "flows.0.cc=fast", "flows.0.cc_args={alpha: 20}", "flows.0.max_cwnd_pkts=40"]
+    argv = [sys.executable, "-m", "fastlab", "run", str(EXAMPLE)] + [a for s in sets for a in ("--set", s)]
+    for i, moment in enumerate(moments):
+        proc = subprocess.Popen([*argv, "--out", str(tmp_path / f"k{i}")], cwd=REPO,
+                                env={**os.environ, "PYTHONPATH": str(REPO)},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(moment)
+        proc.send_signal(signal.SIGKILL)  # this test's own child
+        proc.wait()
+        cleaned = fastlab("cleanup")
+        assert cleaned.returncode == 0, (moment, cleaned.stderr)
+        assert machine_leftovers() == baseline, (moment, machine_leftovers())
+        assert sorted(kernel_available()) == ccs_before, (moment, kernel_available())
+    run_ok(tmp_path, *sets, name="after")
+    assert machine_leftovers() == baseline and sorted(kernel_available()) == ccs_before
