@@ -224,8 +224,8 @@ def verify(zip_path: Path | str) -> list[str]:
         for name in names:
             if not _safe(name):
                 problems.append(f"unsafe member name {name!r}")
-        refused = {name for name, info in infos.items() if _member_problem(info)}
-        problems += [p for p in (_member_problem(infos[n]) for n in sorted(refused)) if p]
+        refused = {name: why for name, info in infos.items() if (why := _member_problem(info))}
+        problems += [refused[name] for name in sorted(refused)]
         if sum(i.file_size for i in infos.values()) > MAX_EXTRACT_BYTES:
             problems.append(f"unpacks to more than {MAX_EXTRACT_BYTES:,} bytes")
         manifests = [n for n in names if n.endswith("/" + MANIFEST) and n.count("/") == 1]

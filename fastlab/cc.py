@@ -49,7 +49,7 @@ class Param:
         if self.kind is int and isinstance(value, float) and not value.is_integer():
             raise CCError(f"{self.name} must be a whole number, got {value!r}")
         if not self.minimum <= value <= self.maximum:
-            shown = value if abs(value) < 10**15 else ("a number of" f" {len(str(abs(int(value))))} digits")
+            shown = value if abs(value) < 10**15 else f"a {len(str(abs(int(value))))}-digit number"
             raise CCError(f"{self.name}={shown} is out of range [{self.minimum}, {self.maximum}]"
                           + (f" {self.unit}" if self.unit else ""))
         return self.kind(value)

@@ -24,7 +24,7 @@ from pathlib import Path
 from fastlab import paths
 from fastlab.runstate import RunState, remove_cgroup
 
-ATTACH_TIMEOUT_S = 20.0
+TOOL_TIMEOUT_S = 20.0
 MOUNTS = Path("/proc/self/mounts")
 
 
@@ -67,10 +67,21 @@ def rtt_rows(dump: str, t0_monotonic: float, flow_of_port: dict[int, str]) -> li
     return sorted(rows, key=lambda r: (str(r["flow"]), float(r["t"])))  # type: ignore[arg-type]
 
 
-def attach_argv(cgroup: Path, clamps: dict[int, int]) -> list[str]:
-    """fastlab-clamp's command line: one PORT=PKTS per clamped flow (pure)."""
-    return [str(paths.clamp_binary()), "attach", str(cgroup),
-            *(f"{port}={pkts}" for port, pkts in sorted(clamps.items()))]
+def attach_args(cgroup: Path, clamps: dict[int, int]) -> list[str]:
+    """fastlab-clamp's arguments: one PORT=PKTS per clamped flow (pure)."""
+    return ["attach", str(cgroup), *(f"{port}={pkts}" for port, pkts in sorted(clamps.items()))]
+
+
+def run_tool(*args: str) -> str:
+    """fastlab-clamp's stdout; ClampError with its one-line diagnostic if it fails."""
+    try:
+        proc = subprocess.run([str(paths.clamp_binary()), *args], capture_output=True, text=True,
+                              timeout=TOOL_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ClampError(f"max_cwnd_pkts: fastlab-clamp {args[0]}: {exc}") from None
+    if proc.returncode != 0:
+        raise ClampError(f"max_cwnd_pkts: {proc.stderr.strip() or f'fastlab-clamp {args[0]}: exit {proc.returncode}'}")
+    return proc.stdout
 
 
 @dataclass
@@ -92,29 +103,16 @@ class CwndClamp:
         self.state.cgroups.append(str(self.cgroup))
         self.state.save()
         self.cgroup.mkdir()
-        try:
-            proc = subprocess.run(attach_argv(self.cgroup, self.clamps), capture_output=True, text=True,
-                                  timeout=ATTACH_TIMEOUT_S, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise ClampError(f"max_cwnd_pkts: fastlab-clamp: {exc}") from None
-        if proc.returncode != 0:
-            raise ClampError(f"max_cwnd_pkts: {proc.stderr.strip() or f'fastlab-clamp exit {proc.returncode}'}")
+        out = run_tool(*attach_args(self.cgroup, self.clamps))
         with contextlib.suppress(ValueError):
-            self.attached = json.loads(proc.stdout)
+            self.attached = json.loads(out)
 
     def rtt_samples(self, t0_monotonic: float, flow_of_port: dict[int, str]) -> list[dict[str, object]]:
         """The clamped flows' per-second RTT statistics so far (empty if there is no program)."""
         prog_id = self.attached.get("prog_id")
         if not isinstance(prog_id, int):
             return []
-        try:
-            proc = subprocess.run([str(paths.clamp_binary()), "dump", str(prog_id)], capture_output=True,
-                                  text=True, timeout=ATTACH_TIMEOUT_S, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise ClampError(f"max_cwnd_pkts: fastlab-clamp dump: {exc}") from None
-        if proc.returncode != 0:
-            raise ClampError(f"max_cwnd_pkts: {proc.stderr.strip() or f'fastlab-clamp exit {proc.returncode}'}")
-        return rtt_rows(proc.stdout, t0_monotonic, flow_of_port)
+        return rtt_rows(run_tool("dump", str(prog_id)), t0_monotonic, flow_of_port)
 
     def stop(self) -> None:
         """Remove the cgroup (the senders have exited by now); raises if it stays."""

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -103,7 +104,7 @@ LOSS_STATES = ("recovery", "loss")  # tcp_info ca_state values of loss recovery
 def loss_starts(rows: pd.DataFrame) -> list[int]:
     """Positions of the samples at which a flow's trace enters loss recovery: one per loss event."""
     in_loss = rows["ca_state"].isin(LOSS_STATES).to_numpy()
-    return [i for i in range(1, len(in_loss)) if in_loss[i] and not in_loss[i - 1]]
+    return (np.flatnonzero(in_loss[1:] & ~in_loss[:-1]) + 1).tolist()
 
 
 def emulation_faithful(run: StepRun) -> CheckResult:

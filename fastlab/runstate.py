@@ -23,8 +23,8 @@ from pathlib import Path
 
 from fastlab import paths
 
-PREFIX_RE = re.compile(r"^fl[0-9a-z]{4}")  # finds candidates only: cleanup deletes by a dead run's own prefix
-PREFIX_FULL_RE = re.compile(r"fl[0-9a-z]{4}")
+PREFIX_RE = re.compile(r"fl[0-9a-z]{4}")  # new_prefix()'s names; match() finds candidates, cleanup
+# deletes only by a dead run's own prefix
 ALPHABET = string.digits + string.ascii_lowercase
 
 
@@ -197,7 +197,7 @@ def cleanup(include_live: bool = False) -> list[str]:
         for path in sorted(paths.STATE_DIR.glob("fl*.json")):
             try:
                 state = RunState.load(path)
-                if not PREFIX_FULL_RE.fullmatch(state.prefix) or path.stem != state.prefix:
+                if not PREFIX_RE.fullmatch(state.prefix) or path.stem != state.prefix:
                     raise ValueError(f"prefix {state.prefix!r}")
             except (OSError, ValueError, TypeError):
                 path.unlink(missing_ok=True)

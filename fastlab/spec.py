@@ -241,13 +241,6 @@ class ExperimentSpec(Strict):
     name: str = Field(pattern=NAME_RE)
     description: str = Field("", max_length=2000)
 
-    @field_validator("name")
-    @classmethod
-    def _name_is_one_path_segment(cls, name: str) -> str:
-        # A run folder and URL segment: '..' would be refused by every later lookup (run page, bundle).
-        if ".." in name:
-            raise ValueError("may not contain '..'")
-        return name
     topology: str = Field(pattern=r"^[a-z0-9_-]{1,32}$")
     topology_args: dict[str, Any] = Field(default_factory=dict)
     duration_s: float = Field(gt=0, le=3600, strict=True)  # strict: not true, not '5'
@@ -266,6 +259,14 @@ class ExperimentSpec(Strict):
         "auto", description="auto: TSO/GSO super-frames cross the network whole (offloads on) where every shaped "
                             "link is emulated and no switch needs offloads off; off: one frame per MTU packet, "
                             "offloads off everywhere (slower; for comparison)")
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_one_path_segment(cls, name: str) -> str:
+        # A run folder and URL segment: '..' would be refused by every later lookup (run page, bundle).
+        if ".." in name:
+            raise ValueError("may not contain '..'")
+        return name
 
     @field_validator("fast_path", mode="before")
     @classmethod

@@ -9,9 +9,9 @@ document at /api/openapi.json. The UI uses the same API.
 Security: loopback only unless an access token is given; a Host header that is not a loopback
 name or the served host is refused (DNS rebinding), and so is a state-changing request from a
 foreign Origin; every state-changing request needs the per-app CSRF token in `X-CSRF-Token` and a
-JSON body; pages carry a Content-Security-Policy (scripts only from the app); run ids are checked against a strict
-pattern and looked up in SQLite before any file is touched; specs go through the spec schema and
-the engine's validation (which never uses a shell).
+JSON body; pages carry a Content-Security-Policy (scripts only from the app); run ids are
+checked against a strict pattern and looked up in SQLite before any file is touched; specs go
+through the spec schema and the engine's validation (which never uses a shell).
 
 Guided labs (`webapp.guided` over `fastlab.labs`): /labs lists the labs, /labs/<n> shows a handout
 with its steps; running a step queues an ordinary run that remembers its lab, step and form, and
@@ -66,6 +66,7 @@ from webapp.openapi import document
 
 RUN_ID_RE = re.compile(r"^[0-9]{8}-[0-9]{6}-[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+MAX_DURATION_S = 600.0
 MAX_QUEUED = 40  # runs waiting at once: a class's worth; more is a runaway script, not a lesson
 MIN_TOKEN_CHARS = 16  # guessing it must not be practical: 16 url-safe characters are ~96 bits
 WILDCARD = ("0.0.0.0", "::", "")
@@ -92,7 +93,6 @@ def origin_host(origin: str) -> str | None:
         if origin.lower().startswith(scheme):
             return host_name(origin[len(scheme):].split("/", 1)[0])
     return None
-MAX_DURATION_S = 600.0
 
 
 def presets() -> list[dict[str, Any]]:
@@ -281,9 +281,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         if isinstance(duration, int | float) and not isinstance(duration, bool) \
                 and duration > app.config["MAX_DURATION_S"]:  # the web app's limit, before the schema's 3600
             raise SpecError(f"duration_s: at most {app.config['MAX_DURATION_S']:g} s in the web app")
-        spec = parse_spec(data)
-        if spec.duration_s > app.config["MAX_DURATION_S"]:
-            raise SpecError(f"duration_s: at most {app.config['MAX_DURATION_S']:g} s in the web app")
+        spec = parse_spec(data)  # duration_s is strict: the number checked above is the spec's
         try:
             prepared = prepare(spec, caps=caps())
         except SpecError:

@@ -90,17 +90,18 @@ class EventStream:
             out.append(message("status", self.status_of()))
             out += replay(history)
             self.phase, self.last_sent = "live", now
-        if self.phase == "live":
+        if self.phase == "live" and self.sub is not None:
             batch: list[dict[str, Any]] = []
-            ended = False
-            assert self.sub is not None
             while True:
                 try:
                     item = self.sub.get_nowait()
                 except queue.Empty:
                     break
                 if item is self.end_marker:
-                    ended = True
+                    # The end's status is read from the database on the next poll, which is no
+                    # longer live: a front that keeps live polls on its event loop runs that one aside.
+                    self.close()
+                    self.phase = "ending"
                     break
                 if isinstance(item, dict) and item.get("kind") in KEEP_KEYS:
                     batch.append(slim(item))
@@ -109,14 +110,13 @@ class EventStream:
             if batch:
                 out.append(message("samples", batch))
                 self.last_sent = now
-            elif now - self.last_sent > SSE_HEARTBEAT_S:
+            elif now - self.last_sent > SSE_HEARTBEAT_S and self.phase == "live":
                 out.append(KEEPALIVE)
                 self.last_sent = now
-            if ended:
-                self.close()
-                out.append(message("end", self.status_of()))
-                self.phase = "done"
-                return out, True
+            return out, False
+        if self.phase == "ending":
+            out.append(message("end", self.status_of()))
+            self.phase = "done"
         return out, self.phase == "done"
 
     def close(self) -> None:

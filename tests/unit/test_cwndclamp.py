@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastlab import paths
-from fastlab.cwndclamp import attach_argv, cgroup2_root, rtt_rows
+from fastlab.cwndclamp import attach_args, cgroup2_root, rtt_rows
 from fastlab.flowtool import in_cgroup
 
 HYBRID_MOUNTS = """tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0
@@ -29,9 +28,9 @@ def test_membership_reads_only_the_v2_line() -> None:
     assert not in_cgroup("0::/fastlab-flab12/child\n", "fastlab-flab12")
 
 
-def test_attach_argv_lists_each_port_once_in_order() -> None:
-    argv = attach_argv(Path("/sys/fs/cgroup/fastlab-flab12"), {5003: 38, 5001: 20})
-    assert argv == [str(paths.clamp_binary()), "attach", "/sys/fs/cgroup/fastlab-flab12", "5001=20", "5003=38"]
+def test_attach_args_list_each_port_once_in_order() -> None:
+    args = attach_args(Path("/sys/fs/cgroup/fastlab-flab12"), {5003: 38, 5001: 20})
+    assert args == ["attach", "/sys/fs/cgroup/fastlab-flab12", "5001=20", "5003=38"]
 
 
 def test_rtt_rows_from_a_dump() -> None:
