@@ -69,6 +69,18 @@
 #define GSO_BATCH		8
 #define SOCK_BUF_BYTES		(16 << 20)
 #define TX_RETRY_NS		20000ULL	/* back-off after ENOBUFS */
+/*
+ * Read deferral ceiling (--rx-defer-us auto).  Frames carry the kernel's
+ * receive time, so reading them later changes nothing as long as each is
+ * read before it could be due: the loop stops waking for arrivals and reads
+ * them on the wake-ups departures need anyway, or at the latest this long
+ * after the previous read (and never later than half the smallest one-way
+ * latency).  Measured at 1 Gb/s x 80 ms: 4,670 -> 3,430 wake-ups a second,
+ * 0.217 -> 0.193 emulator cores per Gb/s.
+ * The cap bounds how much the socket holds (1 Gb/s: 62 KB per 500 us).
+ */
+#define RX_DEFER_MAX_US		500ULL
+#define RX_DEFER_AUTO		UINT64_MAX
 #define VLAN_ETH_OVERHEAD	18	/* Ethernet header + one 802.1Q tag */
 #define DROPS_LOG_BUF		(1 << 20)
 #define CMSG_BUF		64	/* room for one SCM_TIMESTAMPNS */
@@ -112,7 +124,7 @@ static const char *const policy_names[] = {
 
 enum {
 	OPT_IF_A = 256, OPT_IF_B, OPT_SEED, OPT_STATS, OPT_DROPS_LOG, OPT_CPU,
-	OPT_MAX_FRAME, OPT_SPIN, OPT_HELP, OPT_GSO, OPT_MAX_BURST, OPT_RT_PRIO,
+	OPT_MAX_FRAME, OPT_SPIN, OPT_RX_DEFER, OPT_HELP, OPT_GSO, OPT_MAX_BURST, OPT_RT_PRIO,
 	OPT_DOCSIS_MAP, OPT_DOCSIS_LOOKAHEAD, OPT_DOCSIS_TRANSIT,
 	OPT_DOCSIS_PHY, OPT_DOCSIS_BURST, OPT_DOCSIS_CONCAT,
 	OPT_DOCSIS_PIGGYBACK,
@@ -130,6 +142,7 @@ static const struct option long_opts[] = {
 	{ "cpu",		required_argument, NULL, OPT_CPU },
 	{ "max-frame",		required_argument, NULL, OPT_MAX_FRAME },
 	{ "spin-us",		required_argument, NULL, OPT_SPIN },
+	{ "rx-defer-us",	required_argument, NULL, OPT_RX_DEFER },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
 	{ "gso",		required_argument, NULL, OPT_GSO },
 	{ "max-burst-us",	required_argument, NULL, OPT_MAX_BURST },
@@ -194,6 +207,7 @@ struct opts {
 	long cpu;		/* -1 = no pinning */
 	uint64_t max_frame;	/* 0 = from MTU */
 	uint64_t spin_us;
+	uint64_t rx_defer_us;	/* RX_DEFER_AUTO = from the latencies */
 	uint64_t gso;		/* 1 = PACKET_VNET_HDR fast path */
 	uint64_t max_burst_us;
 	uint64_t rt_priority;	/* SCHED_FIFO priority, 0 = normal scheduling */
@@ -261,7 +275,7 @@ static void print_usage(FILE *f)
 	fprintf(f,
 "usage: %s --if-a IF --if-b IF [--seed N] [--stats-interval-ms 50]\n"
 "       [--drops-log FILE] [--cpu N] [--max-frame BYTES] [--spin-us N]\n"
-"       [--gso 1|0] [--max-burst-us 1000] [--rt-priority 0..99]\n"
+"       [--rx-defer-us N] [--gso 1|0] [--max-burst-us 1000] [--rt-priority 0..99]\n"
 "       [--ab-upstream-bps N] [--ba-upstream-bps N]\n"
 "       [--ab-rate-bps N] [--ab-delay-us N] [--ab-jitter-us N]\n"
 "       [--ab-limit-pkts N] [--ab-limit-bytes N] [--ab-loss MODEL]\n"
@@ -327,6 +341,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->seed = 1;
+	o->rx_defer_us = RX_DEFER_AUTO;
 	o->stats_ms = 50;
 	o->cpu = -1;
 	o->gso = 1;
@@ -365,6 +380,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_SPIN:
 			o->spin_us = opt_u64(c, optarg, 10000);
+			break;
+		case OPT_RX_DEFER:
+			o->rx_defer_us = opt_u64(c, optarg, 1000000);
 			break;
 		case OPT_GSO:
 			o->gso = opt_u64(c, optarg, 1);
@@ -627,6 +645,7 @@ struct app {
 	uint32_t max_frame;
 	uint32_t vnet_len;	/* GSO_VNET_HDR_LEN on the fast path, else 0 */
 	uint64_t spin_ns;
+	uint64_t rx_defer_ns;	/* 0 = wake for every arrival */
 	struct dir_io dir[2];
 	FILE *drops;
 	uint8_t *rxbuf;
@@ -1024,8 +1043,9 @@ static void run(struct app *a, const sigset_t *waitmask)
 	uint64_t interval = a->o.stats_ms * 1000000ULL;
 	uint64_t now = mono_ns();
 	uint64_t next_stats = interval ? now + interval : EMU_TIME_NEVER;
+	uint64_t last_read = now;
 	struct pollfd pfd[2];
-	bool more[2];
+	bool more[2], deferring;
 	int i, round;
 
 	while (!stop_flag) {
@@ -1045,9 +1065,16 @@ static void run(struct app *a, const sigset_t *waitmask)
 			wake = next_stats;
 		}
 
+		/*
+		 * Arrivals wait in their sockets (stamped by the kernel) until
+		 * the next wake-up a departure needs, or the deferral's end.
+		 */
+		deferring = a->rx_defer_ns && now < last_read + a->rx_defer_ns;
+		if (deferring && last_read + a->rx_defer_ns < wake)
+			wake = last_read + a->rx_defer_ns;
 		for (i = 0; i < 2; i++) {
 			pfd[i].fd = a->fd[i];
-			pfd[i].events = POLLIN;
+			pfd[i].events = deferring ? 0 : POLLIN;
 			pfd[i].revents = 0;
 		}
 		for (i = 0; i < 2; i++) {
@@ -1095,14 +1122,18 @@ static void run(struct app *a, const sigset_t *waitmask)
 				continue;
 			fatal("ppoll: %s", strerror(errno));
 		}
-		if (r == 0)
+		if (r == 0 && !a->rx_defer_ns)
 			continue;
 		/* fd[0] (A) is rx for ab and tx for ba; fd[1] the reverse. */
 		for (i = 0; i < 2; i++) {
 			if (pfd[i].revents & POLLOUT)
 				a->dir[i ? 0 : 1].blocked = false;
-			more[i] = pfd[i].revents & (POLLIN | POLLERR);
+			/* Deferred reads look at both sockets on every wake-up. */
+			more[i] = a->rx_defer_ns ||
+				  (pfd[i].revents & (POLLIN | POLLERR));
 		}
+		if (a->rx_defer_ns)
+			last_read = mono_ns();
 		/* Receive in batches, sending whatever fell due in between. */
 		for (round = 0; round < RX_BUDGET && (more[0] || more[1]); round++) {
 			for (i = 0; i < 2; i++)
@@ -1113,6 +1144,37 @@ static void run(struct app *a, const sigset_t *waitmask)
 				tx_dir(a, &a->dir[i], now);
 		}
 	}
+}
+
+/*
+ * How long an arrival may wait in its socket before the loop reads it.  Only
+ * the rate policy schedules from the kernel's receive time; the token bucket
+ * and the DOCSIS MAC keep a clock of their own and take a late frame as
+ * arriving now, so they get every arrival at once.  A frame read d after it
+ * arrived still leaves on time while d stays below the smallest one-way
+ * latency (delay - jitter); half of it leaves room for the loop's own work.
+ */
+static uint64_t rx_defer_ns(const struct opts *o)
+{
+	uint64_t us = RX_DEFER_MAX_US;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		const struct dir_opts *d = &o->dir[i];
+		uint64_t lat = d->v[F_DELAY] > d->v[F_JITTER] ?
+			       d->v[F_DELAY] - d->v[F_JITTER] : 0;
+
+		if (d->policy != POL_RATE)
+			return 0;
+		if (lat / 2 < us)
+			us = lat / 2;
+	}
+	if (o->rx_defer_us != RX_DEFER_AUTO) {
+		/* An explicit value may be smaller, never unsafe. */
+		if (o->rx_defer_us < us)
+			us = o->rx_defer_us;
+	}
+	return us * 1000ULL;
 }
 
 /*
@@ -1213,6 +1275,7 @@ int main(int argc, char **argv)
 				prog, a->o.if_name[i]);
 	}
 	a->spin_ns = a->o.spin_us * 1000ULL;
+	a->rx_defer_ns = rx_defer_ns(&a->o);
 	mtu_max = mtu[0] > mtu[1] ? mtu[0] : mtu[1];
 
 	/* Sockets first: whether the fast path is on decides the slot size. */

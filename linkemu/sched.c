@@ -369,6 +369,32 @@ static int queue_run(struct emu_dir *d, uint64_t arrival_ns,
 	return 0;
 }
 
+/*
+ * What had not finished serialization at time t < now, beyond what the
+ * counters (taken at now) hold: packets in the delay line whose departure
+ * fell after t.  Departures are non-decreasing in queue order, so the scan
+ * stops at the first one at or before t; it only ever walks what the link
+ * serialized since t.  Packets already released are gone, but each left at
+ * departure + latency, after t whenever the caller reads within the
+ * latency (the I/O loop's read deferral is bounded by it).
+ */
+static void backlog_since(const struct emu_dir *d, uint64_t t,
+			  uint64_t *pkts, uint64_t *bytes)
+{
+	uint64_t pos = d->ser;
+
+	*pkts = 0;
+	*bytes = 0;
+	while (pos != d->head) {
+		const struct emu_pkt *p = slot(d, --pos);
+
+		if (p->departure_ns <= t)
+			break;
+		*pkts += p->segs;
+		*bytes += p->wire_len;
+	}
+}
+
 uint32_t emu_dir_enqueue_frame(struct emu_dir *d, uint64_t arrival_ns,
 			       const struct gso_layout *lay,
 			       const uint8_t *frame, emu_loss_cb on_loss,
@@ -377,6 +403,7 @@ uint32_t emu_dir_enqueue_frame(struct emu_dir *d, uint64_t arrival_ns,
 	uint32_t i, run_first = 0, run_n = 0, kept = 0;
 	uint64_t run_bytes = 0, run_index = 0;
 	uint32_t max_run = d->max_run_segs ? d->max_run_segs : UINT32_MAX;
+	uint64_t late_pkts = 0, late_bytes = 0;
 
 	if (!lay->len || lay->len > d->max_frame)
 		return 0;
@@ -393,6 +420,10 @@ uint32_t emu_dir_enqueue_frame(struct emu_dir *d, uint64_t arrival_ns,
 	if (arrival_ns > d->last_arrival_ns)
 		d->last_arrival_ns = arrival_ns;
 	emu_dir_advance(d, arrival_ns);
+	/* Read late (the kernel stamp predates the clock): judge the buffer
+	 * as it stood at the arrival, not as it stands now. */
+	if (arrival_ns < d->now_ns)
+		backlog_since(d, arrival_ns, &late_pkts, &late_bytes);
 
 	for (i = 0; i < lay->segs; i++) {
 		uint64_t idx = d->next_index++;
@@ -408,9 +439,11 @@ uint32_t emu_dir_enqueue_frame(struct emu_dir *d, uint64_t arrival_ns,
 				on_loss(cb_ctx, idx);
 			drop = true;
 		} else if ((d->limit_pkts &&
-			    d->c.backlog_pkts + run_n + 1 > d->limit_pkts) ||
+			    d->c.backlog_pkts + late_pkts + run_n + 1 >
+			    d->limit_pkts) ||
 			   (d->limit_bytes &&
-			    d->c.backlog_bytes + run_bytes + seg > d->limit_bytes)) {
+			    d->c.backlog_bytes + late_bytes + run_bytes + seg >
+			    d->limit_bytes)) {
 			/* Drop-tail against what has not finished serialization. */
 			d->c.queue_drops++;
 			drop = true;

@@ -5,9 +5,11 @@
  * accounting, ring growth, and the departure-policy interface a MAC model
  * will use.  No sockets, no real time: every expectation is exact.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../gso.h"
 #include "../loss.h"
 #include "../sched.h"
 #include "check.h"
@@ -609,6 +611,45 @@ static void test_departure_policy(void)
 	CHECK(mac.destroyed, "policy destroyed with the direction");
 }
 
+/*
+ * A frame read late (its kernel stamp predates the core's clock) meets the
+ * buffer as it stood when it arrived: the I/O loop defers reads, and packets
+ * whose serialization ended in between must still count against the limit.
+ */
+static bool enq_stamped(struct emu_dir *d, uint64_t stamp, uint32_t len)
+{
+	struct gso_vnet_hdr vh = { 0 };
+	struct gso_layout lay;
+
+	fill(frame, len, d->next_index);
+	gso_parse(&lay, &vh, frame, len);
+	return emu_dir_enqueue_frame(d, stamp, &lay, frame, NULL, NULL) == 1;
+}
+
+static void test_late_read_droptail(void)
+{
+	struct emu_dir_cfg cfg = base_cfg();
+	struct emu_dir d;
+
+	cfg.rate_bps = 8000000;		/* 1000 bytes = 1 ms */
+	cfg.delay_ns = 10 * MS;
+	cfg.limit_pkts = 3;
+	CHECK(!emu_dir_init(&d, &cfg), "init");
+	CHECK(enq(&d, 0, 1000) == EMU_QUEUED, "q0");
+	CHECK(enq(&d, 0, 1000) == EMU_QUEUED, "q1");
+	CHECK(enq(&d, 0, 1000) == EMU_QUEUED, "q2");
+	emu_dir_advance(&d, 2500 * US);	/* two have left the buffer by now */
+	CHECK(d.c.backlog_pkts == 1, "backlog now %lu",
+	      (unsigned long)d.c.backlog_pkts);
+	/* Stamped at 0.5 ms, when all three still waited: the buffer was full. */
+	CHECK(!enq_stamped(&d, 500 * US, 1000), "late frame dropped");
+	/* Stamped at 2.2 ms: one waited, so there was room. */
+	CHECK(enq_stamped(&d, 2200 * US, 1000), "late frame queued");
+	CHECK(d.c.queue_drops == 1, "one drop-tail");
+	CHECK(invariant_ok(&d), "invariant");
+	emu_dir_destroy(&d);
+}
+
 int main(void)
 {
 	RUN(test_serialization_and_delay);
@@ -626,5 +667,6 @@ int main(void)
 	RUN(test_loss_in_core);
 	RUN(test_clock_clamp_and_batches);
 	RUN(test_departure_policy);
+	RUN(test_late_read_droptail);
 	CHECK_DONE();
 }
