@@ -273,7 +273,8 @@ def test_kill_9_at_ten_random_moments_then_cleanup_leaves_nothing(tmp_path: Path
 
     ccs_before = sorted(kernel_available())
     baseline = machine_leftovers()
-    moments = sorted(random.Random(KILL_SEED).uniform(0.3, 11.0) for _ in range(10))
+    rng = random.Random(KILL_SEED)  # one generator: ten different moments (a fresh one per draw gave one)
+    moments = sorted(rng.uniform(0.3, 11.0) for _ in range(10))
     sets = ["duration_s=4", "flows.0.cc=fast", "flows.0.cc_args={alpha: 20}", "flows.0.max_cwnd_pkts=40"]
     argv = [sys.executable, "-m", "fastlab", "run", str(EXAMPLE)] + [a for s in sets for a in ("--set", s)]
     for i, moment in enumerate(moments):

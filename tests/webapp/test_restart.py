@@ -21,7 +21,7 @@ import pytest
 
 from fastlab import paths
 from fastlab.cc import kernel_available
-from fastlab.runstate import RunState, prefixed_root_objects
+from fastlab.runstate import RunState, TrackedPid, prefixed_root_objects, process_start_time
 from tests.webapp.conftest import REPO, free_port, good_spec, wait_status
 from webapp import create_app
 
@@ -169,3 +169,94 @@ def test_sigterm_stops_the_running_experiment_cleanly_before_the_server_exits(tm
     assert row["status"] == "interrupted" and "partial traces kept" in row["error"], row
     assert flow_samples(results / run["id"]) >= 10 and app.config["INTERRUPTED_AT_START"] == []
 
+
+
+KILL_SEED = 20261125  # the moments are random but the same in every run of this test
+
+
+@pytest.mark.timeout(600)
+def test_server_kill_9_at_ten_random_moments_then_restart_leaves_nothing(tmp_path: Path) -> None:
+    """`kill -9` of the real web server at 10 seeded moments after a run was submitted, spread over
+    the run's whole life (queue, build, flows, teardown, done: a FAST run with a clamped flow, so BPF
+    registrations and a cgroup are at stake), each followed by a restart on the same history: the run
+    is `interrupted` if it was running (partial traces kept, byte for byte) and its leftovers are
+    removed (nothing of fastlab on the machine, the kernel's CC list as before, the processes it
+    tracked gone); a last server then completes a run."""
+    import random
+
+    from tests.conftest import machine_leftovers
+
+    if os.geteuid() != 0:
+        pytest.fail("the restart test runs real experiments: run it as root")
+    ccs_before = sorted(kernel_available())
+    baseline = machine_leftovers()
+    spec = good_spec(name="killed", duration_s=4, links={},
+                     flows=[{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 20},
+                             "max_cwnd_pkts": 40}])
+    rng = random.Random(KILL_SEED)  # one generator: ten different moments
+    moments = sorted(rng.uniform(0.2, 7.0) for _ in range(10))  # the run is done ~6.5 s after its submission
+    seen: dict[str, int] = {}
+    for i, moment in enumerate(moments):
+        results = tmp_path / f"r{i}"
+        server, base = start_server(tmp_path, results)
+        tracked: dict[int, TrackedPid] = {}
+        try:
+            csrf = csrf_of(base)
+            status, run = http("POST", base + "/api/runs", spec, csrf)
+            assert status == 201, run
+            deadline = time.monotonic() + moment
+            while time.monotonic() < deadline:  # note what the run tracks while it lives
+                for path in paths.STATE_DIR.glob("fl*.json") if paths.STATE_DIR.is_dir() else []:
+                    try:
+                        state = RunState.load(path)
+                    except (OSError, ValueError):
+                        continue  # being written
+                    if state.engine_pid == server.pid:
+                        tracked.update((p.pid, p) for p in state.pids)
+                time.sleep(0.05)
+        finally:
+            server.send_signal(signal.SIGKILL)  # this test's own child
+            server.wait(timeout=10)
+        run_dir = results / run["id"]
+        partial = (run_dir / "partial.jsonl").read_bytes() if (run_dir / "partial.jsonl").is_file() else None
+
+        app = create_app(results_root=results, start_worker=False, cleanup_on_start=True)  # the restart
+        try:
+            row = app.test_client().get(f"/api/runs/{run['id']}").get_json()
+        finally:
+            app.extensions["fastlab_runs"].stop()
+        seen[row["status"]] = seen.get(row["status"], 0) + 1
+        assert row["status"] in ("queued", "interrupted", "done"), (moment, row)
+        if row["status"] == "interrupted":
+            assert "partial traces kept" in row["error"], row
+            assert run["id"] in app.config["INTERRUPTED_AT_START"]
+        if partial is not None:
+            assert (run_dir / "partial.jsonl").read_bytes() == partial, moment
+        assert machine_leftovers() == baseline, (moment, row["status"], machine_leftovers())
+        assert sorted(kernel_available()) == ccs_before, (moment, kernel_available())
+        for proc in tracked.values():  # gone (a pid taken by another process since is not it)
+            assert process_start_time(proc.pid) != proc.start or _zombie(proc.pid), (moment, proc)
+    assert seen.get("interrupted", 0) >= 5, seen  # most moments fall inside the run, as intended
+
+    results = tmp_path / "last"
+    server, base = start_server(tmp_path, results)
+    try:
+        csrf = csrf_of(base)
+        status, run = http("POST", base + "/api/runs", spec | {"name": "after"}, csrf)
+        assert status == 201, run
+        wait_for(lambda: http("GET", f"{base}/api/runs/{run['id']}")[1].get("status") in ("done", "failed"),
+                 120, "the last run")
+        assert http("GET", f"{base}/api/runs/{run['id']}")[1]["status"] == "done"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+    assert machine_leftovers() == baseline and sorted(kernel_available()) == ccs_before
+
+
+def _zombie(pid: int) -> bool:
+    """Dead but not yet reaped by whoever inherited it: nothing of it runs any more."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
