@@ -68,6 +68,10 @@ RUN_ID_RE = re.compile(r"^[0-9]{8}-[0-9]{6}-[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_DURATION_S = 600.0
 MAX_QUEUED = 40  # runs waiting at once: a class's worth; more is a runaway script, not a lesson
+# Runs one client (address) may have waiting: a student's few tries, so that one runaway script
+# or impatient double-clicker cannot take the class's queue. On a loopback server every user is
+# 127.0.0.1, so there it is one user's limit; behind a reverse proxy the proxy is one client.
+MAX_QUEUED_PER_CLIENT = 10
 MIN_TOKEN_CHARS = 16  # guessing it must not be practical: 16 url-safe characters are ~96 bits
 WILDCARD = ("0.0.0.0", "::", "")
 # Pages of the app: every script and style sheet is a file it serves; plotly sets inline styles.
@@ -134,7 +138,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     database = Path(db_path or root / "history.sqlite3")
     app.config.update(RESULTS_ROOT=root, DATABASE=database, MAX_CONTENT_LENGTH=256 * 1024,
                       ACCESS_TOKEN=token, CSRF_TOKEN=secrets.token_urlsafe(32), MAX_DURATION_S=max_duration_s,
-                      MAX_QUEUED=MAX_QUEUED,
+                      MAX_QUEUED=MAX_QUEUED, MAX_QUEUED_PER_CLIENT=MAX_QUEUED_PER_CLIENT,
                       LABS_DIR=Path(labs_dir or LABS_DIR))
     manager = q.RunManager(root, database, runner)
     app.extensions["fastlab_runs"] = manager
@@ -442,10 +446,17 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         if queued >= app.config["MAX_QUEUED"]:
             return api_error(429, f"the queue already holds {queued} runs (at most {app.config['MAX_QUEUED']}): "
                                   "wait for some to finish or cancel some")
-        conn.execute("INSERT INTO runs (id, name, topology, status, spec, created, lab, lab_step, lab_short) "
-                     "VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
+        client = request.remote_addr or "unknown"
+        mine = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued' AND client = ?",
+                            (client,)).fetchone()[0]
+        if mine >= app.config["MAX_QUEUED_PER_CLIENT"]:
+            return api_error(429, f"you already have {mine} runs waiting (at most "
+                                  f"{app.config['MAX_QUEUED_PER_CLIENT']} per client): wait for one to start "
+                                  "or cancel one")
+        conn.execute("INSERT INTO runs (id, name, topology, status, spec, created, lab, lab_step, lab_short, "
+                     "client) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
                      (run_id, spec.name, spec.topology, json.dumps(plain), q.now(), lab, step,
-                      None if short is None else int(short)))
+                      None if short is None else int(short), client))
         conn.commit()
         manager.wake()
         resp = jsonify(run_row(run_id) | {"url": f"/runs/{run_id}"})

@@ -32,7 +32,8 @@ ACTIVE = ("queued", "running")
 # Added to older databases by `connect` (ALTER TABLE ... ADD COLUMN keeps their rows). A lab step
 # run names its lab folder, step id and form (1 = short) so its checkpoints can be evaluated later.
 COLUMNS = {"status": "TEXT DEFAULT 'done'", "spec": "TEXT", "error": "TEXT", "created": "TEXT",
-           "finished": "TEXT", "lab": "TEXT", "lab_step": "TEXT", "lab_short": "INTEGER"}
+           "finished": "TEXT", "lab": "TEXT", "lab_step": "TEXT", "lab_short": "INTEGER",
+           "client": "TEXT"}  # the submitting client's address (per-client queue limit)
 
 
 def now() -> str:

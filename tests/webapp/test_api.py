@@ -240,6 +240,20 @@ def test_the_queue_is_bounded(app, client, csrf) -> None:
     assert queued_count(app) == 3
 
 
+def test_one_client_cannot_take_the_whole_queue(app, client, csrf) -> None:
+    """A student's runaway script fills its own share, not the class's queue: others still submit."""
+    app.config["MAX_QUEUED_PER_CLIENT"] = 2
+    student = {"REMOTE_ADDR": "10.0.0.7"}
+    for _ in range(2):
+        assert client.post("/api/runs", json=good_spec(), headers=csrf, environ_base=student).status_code == 201
+    resp = client.post("/api/runs", json=good_spec(), headers=csrf, environ_base=student)
+    assert resp.status_code == 429 and "at most 2 per client" in resp.get_json()["error"]
+    assert queued_count(app) == 2
+    other = client.post("/api/runs", json=good_spec(), headers=csrf, environ_base={"REMOTE_ADDR": "10.0.0.8"})
+    assert other.status_code == 201
+    assert queued_count(app) == 3
+
+
 @pytest.mark.parametrize("value", [True, "5", [5], {"s": 5}])
 def test_duration_must_be_a_number_not_a_bool_or_a_string(client, csrf, value: object) -> None:
     resp = client.post("/api/validate", json=good_spec(duration_s=value), headers=csrf)
