@@ -9,6 +9,7 @@ parameters, for kernels with module support). Loaders say what they did; a failu
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -21,23 +22,55 @@ from fastlab.cc import CCError, CongestionControl, Param, Registry, kernel_avail
 KERNEL_MODULES = paths.REPO / "kernel-modules"
 TOOL = KERNEL_MODULES / "fastlab-cc"
 PERIOD_PATTERN = r"^(rtt|2rtt|[0-9]+(us|ms))$"
+_DEFINE = re.compile(r"^#define\s+([A-Z][A-Z0-9_]*)\s+([0-9]+)U?(?:LL|L)?U?\b", re.MULTILINE)
+
+
+def header_constants(text: str) -> dict[str, int]:
+    """The integer `#define NAME 123U` constants of a C header (pure: parsed from its text)."""
+    return {name: int(value) for name, value in _DEFINE.findall(text)}
+
+
+# One source of the algorithms' ranges and defaults: the cores' C headers, which fastlab-cc, the
+# BPF programs and the modules are built from. Python reads them, so a value refused by the tool
+# after the network is built cannot pass the spec check before it (e.g. a FAST period of 5 us).
+FAST_C = header_constants((KERNEL_MODULES / "core" / "fast_core.h").read_text())
+HSTCP_C = header_constants((KERNEL_MODULES / "core" / "hstcp_core.h").read_text())
 
 FAST_PARAMS = (
-    Param("alpha", int, 1, 10_000, 100, "packets", "packets each flow keeps queued at equilibrium"),
-    Param("gamma", float, 0.001, 1.0, 0.5, "", "step toward the target window per update"),
+    Param("alpha", int, FAST_C["FAST_ALPHA_MIN"], FAST_C["FAST_ALPHA_MAX"], FAST_C["FAST_DEF_ALPHA"], "packets",
+          "packets each flow keeps queued at equilibrium"),
+    Param("gamma", float, 1 / FAST_C["FAST_GAMMA_DEN_MAX"], 1.0,
+          FAST_C["FAST_DEF_GAMMA_NUM"] / FAST_C["FAST_DEF_GAMMA_DEN"], "", "step toward the target window per update"),
     Param("period", str, 0, 0, 0, "", "update period: rtt, 2rtt, <N>us or <N>ms", pattern=PERIOD_PATTERN),
     Param("ewma_cap", float, 0.0001, 1.0, 0.125, "", "cap of the avgRTT sample weight min(3/cwnd, cap)"),
     Param("mode", str, 0, 0, 0, "", "floor (faithful) or carry (remainder-carrying)", pattern=r"^(floor|carry)$"),
-    Param("mi_threshold_us", int, 0, 1_000_000, 200, "us", "multiplicative increase below this queueing delay"),
-    Param("pacing_pct", int, 0, 1000, 0, "%", "pacing rate = cwnd*mss/avgRTT*pct/100; 0 = off"),
+    Param("mi_threshold_us", int, 0, FAST_C["FAST_MI_THRESH_US_MAX"], FAST_C["FAST_DEF_MI_THRESH_US"], "us",
+          "multiplicative increase below this queueing delay"),
+    Param("pacing_pct", int, 0, FAST_C["FAST_PACING_PCT_MAX"], FAST_C["FAST_DEF_PACING_PCT"], "%",
+          "pacing rate = cwnd*mss/avgRTT*pct/100; 0 = off"),
 )
 HSTCP_PARAMS = (
-    Param("low_window", int, 4, 100_000, 38, "packets", "standard TCP up to this window (global)"),
-    Param("high_window", int, 5, 100_000_000, 83_000, "packets", "window reached at loss rate high_p (global)"),
-    Param("high_p", float, 1e-12, 0.09, 1e-7, "", "loss rate at high_window (global)"),
-    Param("high_decrease", float, 0.001, 0.5, 0.1, "", "b(w) at high_window (global)"),
-    Param("max_ssthresh", int, 0, 1_000_000, 0, "packets", "RFC 3742 Limited Slow-Start; 0 = off"),
+    Param("low_window", int, HSTCP_C["HSTCP_LOW_WINDOW_MIN"], HSTCP_C["HSTCP_LOW_WINDOW_MAX"],
+          HSTCP_C["HSTCP_DEF_LOW_WINDOW"], "packets", "standard TCP up to this window (global)"),
+    Param("high_window", int, HSTCP_C["HSTCP_LOW_WINDOW_MIN"] + 1, HSTCP_C["HSTCP_HIGH_WINDOW_MAX"],
+          HSTCP_C["HSTCP_DEF_HIGH_WINDOW"], "packets", "window reached at loss rate high_p (global)"),
+    Param("high_p", float, 1e-12, 0.09, HSTCP_C["HSTCP_DEF_HIGH_P_FEMTO"] / 1e15, "",
+          "loss rate at high_window (global)"),
+    Param("high_decrease", float, 0.001, 0.5, HSTCP_C["HSTCP_DEF_HIGH_DEC_PPM"] / 1e6, "",
+          "b(w) at high_window (global)"),
+    Param("max_ssthresh", int, 0, HSTCP_C["HSTCP_MAX_SSTHRESH_MAX"], HSTCP_C["HSTCP_DEF_MAX_SSTHRESH"], "packets",
+          "RFC 3742 Limited Slow-Start; 0 = off"),
 )
+
+
+def check_fast(args: dict[str, Any]) -> None:
+    """FAST's timed update period within the core's range (the tool checks it again)."""
+    period = args.get("period")
+    if isinstance(period, str) and period[-2:] in ("us", "ms"):
+        us = int(period[:-2]) * (1000 if period.endswith("ms") else 1)
+        lo, hi = FAST_C["FAST_PERIOD_US_MIN"], FAST_C["FAST_PERIOD_US_MAX"]
+        if not lo <= us <= hi:
+            raise CCError(f"period={period} is out of range [{lo}us, {hi // 1_000_000} s]")
 GLOBAL_ONLY = {"hstcp": {"low_window", "high_window", "high_p", "high_decrease"}, "fast": set()}
 
 
@@ -174,7 +207,7 @@ LOADERS = {"bpf": BpfLoader, "module": ModuleLoader}
 def register_ours(registry: Registry, impl: str = "bpf") -> Registry:
     registry.register(CongestionControl(
         "fast", "fastlab", "FAST TCP (Jin, Wei, Low 2004): delay-based, alpha packets queued per flow",
-        FAST_PARAMS, LOADERS[impl]("fast")))
+        FAST_PARAMS, LOADERS[impl]("fast"), check=check_fast))
     registry.register(CongestionControl(
         "hstcp", "fastlab", "HighSpeed TCP (RFC 3649) with Limited Slow-Start (RFC 3742), tunable table",
         HSTCP_PARAMS, LOADERS[impl]("hstcp"), check=check_hstcp))
