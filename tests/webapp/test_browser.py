@@ -129,3 +129,39 @@ def test_an_unfaithful_run_warns_above_the_fold(tmp_path: Path, live_server_fact
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "webapp-4-unfaithful.png"))
     assert not errors, errors
+
+
+@pytest.mark.timeout(120)
+def test_a_bad_value_is_marked_at_its_field_with_the_reason_beside_it(tmp_path: Path, live_server_factory,
+                                                                      browser) -> None:
+    """The engine's one-line error names a field: the form outlines that input and says why right next
+    to it (a flow's CC parameter, a link's loss rate, a topology argument), and clears it when fixed.
+    Only validation runs: no experiment starts."""
+    server = live_server_factory(create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False))
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: "Content Security Policy" in msg.text and errors.append(msg.text))
+    page.goto(server.url + "/new")
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    page.select_option("#preset", "fast-alpha30-loss1")
+    page.click("#load-preset")
+    wait_until(page, "document.querySelector('[name=\"fast-alpha\"]') !== null")
+    marked = "[...document.querySelectorAll('[aria-invalid=\"true\"]')].map((e) => e.name)"
+    beside = "[...document.querySelectorAll('.field-error')].map((e) => e.textContent)"
+
+    page.fill("[name='fast-alpha']", "0")
+    wait_until(page, f"{marked}.join() === 'fast-alpha'", timeout=10_000)
+    assert page.evaluate(beside) == ["alpha=0 is out of range [1, 10000] packets"]
+    page.screenshot(path=str(ARTIFACTS / "webapp-5-field-error.png"))
+    page.fill("[name='fast-alpha']", "30")
+    page.fill("[name='bottleneck-loss-rate']", "1.5")
+    wait_until(page, f"{marked}.join() === 'bottleneck-loss-rate'", timeout=10_000)
+    assert "less than or equal to 1" in page.evaluate(beside)[0]
+    page.fill("[name='bottleneck-loss-rate']", "0.01")
+    page.fill("#topology-args [name='rate_mbps']", "-3")
+    wait_until(page, f"{marked}.join() === 'rate_mbps'", timeout=10_000)
+    page.fill("#topology-args [name='rate_mbps']", "20")
+    wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
+    assert page.evaluate(marked) == [] and page.evaluate(beside) == []
+    assert not errors, errors

@@ -234,18 +234,70 @@ function changed() {
   timer = setTimeout(validate, 250);
 }
 
+// --- errors at the field -------------------------------------------------------------------------
+// The engine's errors start with the field's path ("flows[0].cc_args: alpha=0 is out of range ...",
+// "links.bottleneck.loss.rate: ..."): find the input it names, mark it and say why beside it.
+function fieldFor(path, message) {
+  const top = {name: 'f-name', duration_s: 'f-duration_s', seed: 'f-seed', sample_hz: 'f-sample_hz', topology: 'f-topology'};
+  if (top[path]) return $(top[path]);
+  let m = path.match(/^topology_args\.(\w+)/);
+  if (m) return $('topology-args').querySelector(`[data-key="${CSS.escape(m[1])}"]`) || $('f-topology');
+  m = path.match(/^flows(?:\[(\d+)\]|\.(\d+))(?:\.(\w+))?/);
+  if (m) {
+    const row = document.querySelectorAll('.flow')[Number(m[1] ?? m[2])];
+    if (!row) return null;
+    if (m[3] === 'cc_args') {  // "alpha=0 is out of range": the parameter's own input
+      const param = (message.match(/^(\w+)(?:=| must)/) || [])[1];
+      return (param && row.querySelector(`.params [data-key="${CSS.escape(param)}"]`)) || row.querySelector('[data-flow="cc"]');
+    }
+    return row.querySelector(`[data-flow="${CSS.escape(m[3] || 'src')}"]`) || row.querySelector('[data-flow="cc"]');
+  }
+  m = path.match(/^links\.([^.]+)(?:\.(\w+))?(?:\.(\w+))?/);
+  if (m) {
+    const row = document.querySelector(`.link[data-link="${CSS.escape(m[1])}"]`);
+    if (!row) return null;
+    if (m[2] === 'loss') return row.querySelector(m[3] && m[3] !== 'model' ? `.loss-params [data-key="${CSS.escape(m[3])}"]` : '[data-loss="model"]');
+    if (m[2] === 'buffer') return row.querySelector('[data-link-key="buffer"]');
+    return m[2] ? row.querySelector(`[data-key="${CSS.escape(m[2])}"]`) : null;
+  }
+  return null;
+}
+
+function clearFieldErrors() {
+  for (const input of document.querySelectorAll('[aria-invalid="true"]')) input.removeAttribute('aria-invalid');
+  for (const note of document.querySelectorAll('.field-error')) note.remove();
+}
+
+function showFieldError(error) {
+  clearFieldErrors();
+  const m = (error || '').match(/^([\w.[\]-]+): (.*)$/s);
+  const input = m && fieldFor(m[1], m[2]);
+  if (!input) return null;
+  input.setAttribute('aria-invalid', 'true');
+  const note = el('span', {class: 'field-error', role: 'alert', text: m[2]});
+  (input.closest('label') || input).after(note);
+  return input;
+}
+
+function showResult(r) {
+  const box = $('validation');
+  if (r.ok) {
+    clearFieldErrors();
+    box.className = 'valid';
+    box.textContent = 'valid — ' + Object.entries(r.data.links).map(([k, v]) => `${k}: ${v.backend}`).join(', ');
+  } else {
+    const error = (r.data && r.data.error) || `error ${r.status}`;
+    box.className = 'invalid';
+    box.textContent = error;
+    showFieldError(error);
+  }
+}
+
 async function validate() {
   const mine = ++seq;
   const r = await api('POST', '/api/validate', buildSpec());
   if (mine !== seq) return r;
-  const box = $('validation');
-  if (r.ok) {
-    box.className = 'valid';
-    box.textContent = 'valid — ' + Object.entries(r.data.links).map(([k, v]) => `${k}: ${v.backend}`).join(', ');
-  } else {
-    box.className = 'invalid';
-    box.textContent = (r.data && r.data.error) || `error ${r.status}`;
-  }
+  showResult(r);
   return r;
 }
 
@@ -290,8 +342,7 @@ async function init() {
     ev.preventDefault();
     const r = await api('POST', '/api/runs', buildSpec());
     if (r.status === 201) { window.location = r.data.url; return; }
-    $('validation').className = 'invalid';
-    $('validation').textContent = (r.data && r.data.error) || `error ${r.status}`;
+    showResult(r);
   });
   await fillForm(S.presets[0].spec);
   document.body.dataset.ready = '1';
