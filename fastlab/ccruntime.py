@@ -89,6 +89,7 @@ class CCRuntime:
     _cancel: threading.Event = field(default_factory=threading.Event)
     _owned: list[CongestionControl] = field(default_factory=list)
     _configured: list[tuple[HostParams, int]] = field(default_factory=list)
+    _apply_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def ours(self) -> list[CongestionControl]:
         return [self.registry.lookup(n) for n in sorted({h.cc for h in self.hosts})]
@@ -147,17 +148,23 @@ class CCRuntime:
         if self._streams:
             time.sleep(EVENTS_READY_S)  # the ring buffers are being read before the first socket opens
 
+    def apply(self, host: str, cc: str, args: dict[str, Any], pid: int, at_s: float, live: bool = False) -> None:
+        """Set `cc`'s parameters of one host now (a scheduled change, or one asked for while the run
+        goes), record it for the environment and clearing, and put a `cc_set` event on the bus."""
+        with self._apply_lock:
+            self.registry.lookup(cc).loader.set(args, netns_pid=pid)
+            self._configured.append((HostParams(host, cc, args), pid))
+            self.emit("event", {"t": time.monotonic(), "flow": None, "host": host, "algo": cc,
+                                "event": "cc_set", **args})
+            self.applied.append({"cc": cc, "scope": "host", "host": host, "at_s": round(at_s, 3), "args": args,
+                                 **({"live": True} if live else {})})
+
     def schedule(self, spec: ExperimentSpec, t0: float, pids: dict[str, int]) -> None:
         def run() -> None:
             for change in sorted(spec.cc_changes, key=lambda c: c.at_s):
                 if self._cancel.wait(max(0.0, t0 + change.at_s - time.monotonic())):
                     return
-                self.registry.lookup(change.cc).loader.set(change.args, netns_pid=pids[change.host])
-                self._configured.append((HostParams(change.host, change.cc, change.args), pids[change.host]))
-                self.emit("event", {"t": time.monotonic(), "flow": None, "host": change.host, "algo": change.cc,
-                                    "event": "cc_set", **change.args})
-                self.applied.append({"cc": change.cc, "scope": "host", "host": change.host, "at_s": change.at_s,
-                                     "args": change.args})
+                self.apply(change.host, change.cc, change.args, pids[change.host], change.at_s)
 
         if spec.cc_changes:
             thread = threading.Thread(target=run, name="cc-changes", daemon=True)
@@ -199,3 +206,66 @@ class CCRuntime:
         if errors:
             self.applied.append({"errors": errors})
             raise ToolError("; ".join(errors))
+
+
+class LiveControlError(RuntimeError):
+    """A live change the run cannot take, said in one line (nothing was changed)."""
+
+
+class LiveControl:
+    """What a front end holds to change a running run's algorithm parameters now (the web app's
+    live page): the engine binds it to the run's CCRuntime while the flows run and unbinds it before
+    teardown; outside that window, and for a host or key the run cannot take, `set` refuses. A
+    change is validated like a spec's cc_args, applied per host (namespace) and recorded exactly as a
+    scheduled `cc_changes` entry is (a `cc_set` event, the environment's applied list, marked live)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runtime: CCRuntime | None = None
+        self._pids: dict[str, int] = {}
+        self._t0 = 0.0
+
+    def bind(self, runtime: CCRuntime, pids: dict[str, int], t0: float) -> None:
+        with self._lock:
+            self._runtime, self._pids, self._t0 = runtime, dict(pids), t0
+
+    def unbind(self) -> None:
+        with self._lock:
+            self._runtime = None
+
+    def hosts(self) -> dict[str, list[str]]:
+        """Host -> the fastlab algorithms its flows run (what `set` accepts), empty when not bound."""
+        with self._lock:
+            if self._runtime is None:
+                return {}
+            out: dict[str, list[str]] = {}
+            for hp in self._runtime.hosts:
+                out.setdefault(hp.host, []).append(hp.cc)
+            return out
+
+    def set(self, host: str, cc: str, args: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            runtime = self._runtime
+            if runtime is None:
+                raise LiveControlError("the run is not sending (it starts, ends or has ended): nothing to change")
+            offered = {hp.cc for hp in runtime.hosts if hp.host == host}
+            if not offered:
+                names = ", ".join(sorted({hp.host for hp in runtime.hosts})) or "none"
+                raise LiveControlError(f"host: {host!r} runs none of fastlab's algorithms in this run (hosts: {names})")
+            if cc not in offered:
+                raise LiveControlError(f"cc: {host} runs {', '.join(sorted(offered))}, not {cc!r}")
+            if not isinstance(args, dict) or not args:
+                raise LiveControlError("args: give at least one parameter, e.g. {\"alpha\": 60}")
+            try:
+                checked = runtime.registry.lookup(cc).validate_args(args)
+            except CCError as exc:
+                raise LiveControlError(f"args: {exc}") from None
+            glob = set(checked) & GLOBAL_ONLY[cc]
+            if glob:
+                raise LiveControlError(f"args: {', '.join(sorted(glob))} of {cc} are global for the run, not per host")
+            at_s = time.monotonic() - self._t0
+            try:
+                runtime.apply(host, cc, checked, self._pids[host], at_s, live=True)
+            except ToolError as exc:
+                raise LiveControlError(f"{cc}: {exc}") from None
+            return {"host": host, "cc": cc, "args": checked, "at_s": round(at_s, 3)}

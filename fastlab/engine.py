@@ -33,7 +33,7 @@ import yaml
 from fastlab import analysis, fidelity, paths, report, routing
 from fastlab.capabilities import Capabilities, probe
 from fastlab.cc import Registry, default_registry
-from fastlab.ccruntime import CCRuntime, HostParams, plan_parameters
+from fastlab.ccruntime import CCRuntime, HostParams, LiveControl, plan_parameters
 from fastlab.ccset import KERNEL_MODULES
 from fastlab.controller import OpenFlowControl, app_available
 from fastlab.cwndclamp import RTT_COLUMNS, ClampError, CwndClamp
@@ -334,8 +334,9 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
                    caps: Capabilities | None = None,
                    on_sample: Callable[[dict[str, Any]], None] | None = None,
                    log: Callable[[str], None] = lambda _msg: None,
-                   cancel: threading.Event | None = None) -> RunResult:
-    """Run a spec; setting `cancel` stops it early (RunError "cancelled") after a full cleanup.
+                   cancel: threading.Event | None = None, live: LiveControl | None = None) -> RunResult:
+    """Run a spec; setting `cancel` stops it early (RunError "cancelled") after a full cleanup;
+    `live` is bound while the flows run, so a front end can change CC parameters then.
 
     Stopping is cooperative (checked between phases and every 0.2 s while flows run) so that no
     step, such as registering an algorithm and recording it, is cut in half."""
@@ -407,6 +408,8 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         bus.start(time.monotonic())
         traffic.start(bus.t0)
         ccs.schedule(spec, bus.t0, state.hosts)
+        if live is not None:
+            live.bind(ccs, state.hosts, bus.t0)
         if control is not None:
             control.schedule(spec.reroutes, bus.t0)
         end = bus.t0 + spec.duration_s
@@ -429,7 +432,8 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         except ClampError as exc:
             raise RunError(str(exc)) from None
     finally:
-        _run_all([traffic.stop, clamp.stop, *([control.stop] if control is not None else []), ccs.stop, shaper.stop,
+        _run_all([*([live.unbind] if live is not None else []), traffic.stop, clamp.stop,
+                  *([control.stop] if control is not None else []), ccs.stop, shaper.stop,
                   net.stop, bus.close, lambda: None if state.cc_loaded else state.release()])
     flows_df = bus.frame("flow")
     links_df = analysis.add_rates(bus.frame("link"))

@@ -57,6 +57,7 @@ from markupsafe import Markup
 from werkzeug.exceptions import BadRequest, HTTPException
 
 from fastlab import fast_theory, fidelity_view, paths
+from fastlab.ccruntime import LiveControlError
 from fastlab.labs import LABS_DIR, LabError
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
 from webapp import guided
@@ -470,6 +471,24 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         except SpecError as exc:
             return api_error(422, str(exc))
         return enqueue(spec)
+
+    @app.post("/api/runs/<run_id>/cc")
+    def api_live_cc(run_id: str) -> Any:
+        """Change a running run's algorithm parameters now, per host (FAST's alpha while it runs)."""
+        row = run_row(run_id)
+        live = manager.live
+        if row["status"] != "running" or manager.current != run_id or live is None:
+            return api_error(409, f"run is {row['status']}: only a running run's parameters can change")
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict) or set(body) - {"host", "cc", "args"}:
+            return api_error(422, 'send {"host": "h1", "cc": "fast", "args": {"alpha": 60}} (and nothing else)')
+        host, cc, args = body.get("host"), body.get("cc", "fast"), body.get("args")
+        if not isinstance(host, str) or not isinstance(cc, str) or not isinstance(args, dict):
+            return api_error(422, "host and cc must be strings, args an object of parameters")
+        try:
+            return jsonify(live.set(host, cc, args))
+        except LiveControlError as exc:
+            return api_error(422, str(exc))
 
     @app.post("/api/runs/<run_id>/cancel")
     def api_cancel(run_id: str) -> Any:

@@ -54,6 +54,15 @@ def document() -> dict[str, Any]:
                          "operationId": "cancelRun", "parameters": [run_id, csrf],
                          "responses": {"200": {"description": "cancelled"}, "403": error, "404": error,
                                        "409": error}}},
+            "/api/runs/{run_id}/cc": {
+                "post": {"summary": "change a running run's algorithm parameters now, for one host (e.g. FAST's "
+                                    "alpha); recorded as a cc_set event and in environment.json",
+                         "operationId": "setRunCC", "parameters": [run_id, csrf],
+                         "requestBody": {"required": True, "content": {"application/json": {
+                             "schema": {"$ref": "#/components/schemas/LiveChange"}}}},
+                         "responses": {"200": returns("applied: host, cc, the checked args and the run time",
+                                                      "LiveChange"),
+                                       "403": error, "404": error, "409": error, "422": error}}},
             "/api/runs/{run_id}/events": {
                 "get": {"summary": "live samples as Server-Sent Events (history first, then live)",
                         "operationId": "streamRun", "parameters": [run_id],
@@ -125,6 +134,11 @@ def document() -> dict[str, Any]:
                 "lab": {"type": "string", "nullable": True, "description": "lab folder of a lab step run"},
                 "lab_step": {"type": "string", "nullable": True},
                 "lab_short": {"type": "boolean", "nullable": True}}},
+            "LiveChange": {"type": "object", "additionalProperties": False, "required": ["host", "args"],
+                           "properties": {"host": {"type": "string", "description": "a sending host of the run"},
+                                          "cc": {"type": "string", "default": "fast"},
+                                          "args": {"type": "object", "description": "parameters, e.g. alpha"},
+                                          "at_s": {"type": "number", "readOnly": True}}},
             "LabRunRequest": {"type": "object", "additionalProperties": False, "properties": {
                 "short": {"type": "boolean", "default": False,
                           "description": "run the step's short form (shorter durations or scale, the same "

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fastlab.ccruntime import LiveControl
 from fastlab.spec import parse_spec
 
 END = object()
@@ -154,6 +155,7 @@ class RunManager:
         self.runner = runner
         self.channels: dict[str, Channel] = {}
         self.current: str | None = None
+        self.live: LiveControl | None = None  # the running run's live parameter control
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._cancel_running = threading.Event()
@@ -251,7 +253,9 @@ class RunManager:
             self._cancel_running.clear()
             if self.runner is None:
                 from fastlab.engine import run_experiment
-                result = run_experiment(spec, out=run_dir, on_sample=on_sample, log=log, cancel=self._cancel_running)
+                self.live = LiveControl()
+                result = run_experiment(spec, out=run_dir, on_sample=on_sample, log=log, cancel=self._cancel_running,
+                                        live=self.live)
             else:
                 result = self.runner(spec, out=run_dir, on_sample=on_sample, log=log)
             status = "done"
@@ -268,6 +272,7 @@ class RunManager:
             else:
                 traceback.print_exc()
         finally:
+            self.live = None
             writer.close()
             with connect(self.database) as conn:
                 conn.execute("UPDATE runs SET status = ?, error = ?, summary = COALESCE(?, summary), "

@@ -165,3 +165,51 @@ def test_a_bad_value_is_marked_at_its_field_with_the_reason_beside_it(tmp_path: 
     wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
     assert page.evaluate(marked) == [] and page.evaluate(beside) == []
     assert not errors, errors
+
+
+@pytest.mark.timeout(180)
+def test_alpha_changed_from_the_live_page_reaches_the_running_flow(tmp_path: Path, live_server_factory,
+                                                                    browser) -> None:
+    """A real FAST run (alpha 20, 12 s): from its live page a student first asks for alpha 0 (refused
+    beside the field, nothing changes), then sets 60; the run's cc_events.csv has the cc_set event, and
+    FAST's own updates carry alpha 60 within 1 s of it. After the run the control is gone."""
+    import pandas as pd
+
+    from tests.webapp.conftest import good_spec, wait_status
+
+    app = create_app(results_root=tmp_path / "results", cleanup_on_start=False)
+    server = live_server_factory(app)
+    csrf = {"X-CSRF-Token": app.config["CSRF_TOKEN"]}
+    run = app.test_client().post("/api/runs", json=good_spec(name="live-alpha", duration_s=12, links={},
+                                                             flows=[{"src": "h1", "dst": "h2", "cc": "fast",
+                                                                     "cc_args": {"alpha": 20}}]),
+                                 headers=csrf).get_json()
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: "Content Security Policy" in msg.text and errors.append(msg.text))
+    page.goto(f"{server.url}/runs/{run['id']}")
+    wait_until(page, f"({FLOW_POINTS})() > 20", timeout=90_000)  # the flow runs (20 Hz samples: > 1 s)
+    form = "form.live-cc[data-host='h1']"
+    page.fill(f"{form} [name='alpha']", "0")
+    page.evaluate(f"document.querySelector(\"{form} [name='alpha']\").removeAttribute('min')")  # past the browser
+    page.click(f"{form} button")
+    wait_until(page, f"document.querySelector(\"{form} .live-result\").textContent !== ''", timeout=10_000)
+    assert "alpha=0 is out of range" in page.inner_text(f"{form} .live-result")
+    page.fill(f"{form} [name='alpha']", "60")
+    page.click(f"{form} button")
+    wait_until(page, f"document.querySelector(\"{form} .live-result\").textContent.startsWith('α 60')",
+               timeout=10_000)
+    page.screenshot(path=str(ARTIFACTS / "webapp-6-live-alpha.png"))
+    assert wait_status(app, run["id"], ("done", "failed"), 120) == "done"
+    events = pd.read_csv(tmp_path / "results" / run["id"] / "cc_events.csv")
+    sets = events[events["event"] == "cc_set"]
+    assert len(sets) == 1 and int(sets["alpha"].iloc[0]) == 60, sets  # the refused 0 changed nothing
+    at = float(sets["t"].iloc[0])
+    after = events[(events["event"] == "update") & (events["t"] > at)]
+    assert not after.empty and float(after[after["alpha"] == 60]["t"].iloc[0]) - at < 1.0
+    env = (tmp_path / "results" / run["id"] / "environment.json").read_text()
+    assert '"live": true' in env
+    page.goto(f"{server.url}/runs/{run['id']}")
+    assert page.locator("#live-control").count() == 0
+    assert not errors, errors

@@ -151,6 +151,22 @@ source.addEventListener('end', (ev) => {
   if (initialStatus === 'queued' || initialStatus === 'running') window.location.reload();
 });
 
+// Live control: FAST's alpha of one host, now (POST /api/runs/<id>/cc); the engine records a cc_set event.
+for (const form of document.querySelectorAll('form.live-cc')) {
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const input = form.querySelector('[name="alpha"]');
+    const out = form.querySelector('.live-result');
+    const r = await api('POST', `/api/runs/${encodeURIComponent(runId)}/cc`,
+      {host: form.dataset.host, cc: 'fast', args: {alpha: Number(input.value)}});
+    out.className = r.ok ? 'live-result valid' : 'live-result invalid';
+    out.textContent = r.ok ? `α ${r.data.args.alpha} from ${r.data.at_s.toFixed(1)} s` : (r.data && r.data.error) || `error ${r.status}`;
+  });
+}
+source.addEventListener('end', () => {
+  for (const b of document.querySelectorAll('form.live-cc button')) b.disabled = true;
+});
+
 document.getElementById('cancel')?.addEventListener('click', async () => {
   const r = await api('POST', `/api/runs/${encodeURIComponent(runId)}/cancel`);
   statusEl.textContent = r.ok ? r.data.status : (r.data && r.data.error) || `error ${r.status}`;
