@@ -153,6 +153,7 @@ def test_a_bad_value_is_marked_at_its_field_with_the_reason_beside_it(tmp_path: 
     page.fill("[name='fast-alpha']", "0")
     wait_until(page, f"{marked}.join() === 'fast-alpha'", timeout=10_000)
     assert page.evaluate(beside) == ["alpha=0 is out of range [1, 10000] packets"]
+    assert page.is_disabled("#start")  # Start stays disabled while the spec is invalid
     page.screenshot(path=str(ARTIFACTS / "webapp-5-field-error.png"))
     page.fill("[name='fast-alpha']", "30")
     page.fill("[name='bottleneck-loss-rate']", "1.5")
@@ -164,6 +165,7 @@ def test_a_bad_value_is_marked_at_its_field_with_the_reason_beside_it(tmp_path: 
     page.fill("#topology-args [name='rate_mbps']", "20")
     wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
     assert page.evaluate(marked) == [] and page.evaluate(beside) == []
+    assert not page.is_disabled("#start")
     assert not errors, errors
 
 

@@ -281,6 +281,7 @@ function showFieldError(error) {
 
 function showResult(r) {
   const box = $('validation');
+  $('start').disabled = !r.ok && r.status === 422;  // invalid: fix the named field first
   if (r.ok) {
     clearFieldErrors();
     box.className = 'valid';
