@@ -233,16 +233,6 @@ class LiveControl:
         with self._lock:
             self._runtime = None
 
-    def hosts(self) -> dict[str, list[str]]:
-        """Host -> the fastlab algorithms its flows run (what `set` accepts), empty when not bound."""
-        with self._lock:
-            if self._runtime is None:
-                return {}
-            out: dict[str, list[str]] = {}
-            for hp in self._runtime.hosts:
-                out.setdefault(hp.host, []).append(hp.cc)
-            return out
-
     def set(self, host: str, cc: str, args: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             runtime = self._runtime

@@ -271,3 +271,12 @@ def test_the_server_takes_its_token_from_a_file_not_the_command_line(tmp_path: P
                           capture_output=True, text=True, timeout=60, cwd=str(Path(__file__).resolve().parents[2]),
                           env={**__import__("os").environ, "FASTLAB_RESULTS": str(tmp_path / "r")})
     assert proc.returncode == 2 and "at least 16" in proc.stderr, proc.stderr[-500:]
+
+
+def test_live_change_needs_a_running_run(client, csrf) -> None:
+    run = client.post("/api/runs", json=good_spec(), headers=csrf).get_json()
+    body = {"host": "h1", "cc": "fast", "args": {"alpha": 60}}
+    resp = client.post(f"/api/runs/{run['id']}/cc", json=body, headers=csrf)
+    assert resp.status_code == 409 and "run is queued" in resp.get_json()["error"]
+    assert client.post("/api/runs/20991231-000000-nosuch-w000000/cc", json=body, headers=csrf).status_code == 404
+    assert client.post(f"/api/runs/{run['id']}/cc", json=body).status_code == 403  # no CSRF token
