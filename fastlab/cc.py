@@ -178,9 +178,3 @@ class Registry:
                          "how": f"{why}; {state}" if ok else why, "description": cc.description})
         return rows
 
-
-def default_registry(impl: str = "bpf") -> Registry:
-    """Kernel algorithms plus fastlab's FAST and HSTCP (BPF build unless `impl` says module)."""
-    from fastlab.ccset import register_ours
-
-    return register_ours(Registry(), impl)

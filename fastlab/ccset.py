@@ -212,3 +212,8 @@ def register_ours(registry: Registry, impl: str = "bpf") -> Registry:
         "hstcp", "fastlab", "HighSpeed TCP (RFC 3649) with Limited Slow-Start (RFC 3742), tunable table",
         HSTCP_PARAMS, LOADERS[impl]("hstcp"), check=check_hstcp))
     return registry
+
+
+def default_registry(impl: str = "bpf") -> Registry:
+    """Kernel algorithms plus fastlab's FAST and HSTCP (BPF build unless `impl` says module)."""
+    return register_ours(Registry(), impl)

@@ -370,7 +370,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def _cc(name: str, impl: str) -> Any:
-    from fastlab.cc import CCError, default_registry
+    from fastlab.cc import CCError
+    from fastlab.ccset import default_registry
 
     try:
         cc = default_registry(impl).lookup(name)
@@ -382,7 +383,7 @@ def _cc(name: str, impl: str) -> Any:
 
 
 def cmd_cc_list(args: argparse.Namespace) -> int:
-    from fastlab.cc import default_registry
+    from fastlab.ccset import default_registry
 
     print(_table(default_registry(args.impl).listing(), ["name", "origin", "usable", "how", "description"]))
     return 0

@@ -32,9 +32,9 @@ import yaml
 
 from fastlab import analysis, fidelity, paths, report, routing
 from fastlab.capabilities import Capabilities, probe
-from fastlab.cc import Registry, default_registry
+from fastlab.cc import Registry
 from fastlab.ccruntime import CCRuntime, HostParams, LiveControl, plan_parameters
-from fastlab.ccset import KERNEL_MODULES
+from fastlab.ccset import KERNEL_MODULES, default_registry
 from fastlab.controller import OpenFlowControl, app_available
 from fastlab.cwndclamp import RTT_COLUMNS, ClampError, CwndClamp
 from fastlab.network import SOCKBUF_MAX_BYTES, SOCKBUF_MIN_BYTES, Network

@@ -372,7 +372,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         return rows
 
     def ccs() -> list[dict[str, Any]]:
-        from fastlab.cc import default_registry
+        from fastlab.ccset import default_registry
 
         registry = default_registry("bpf" if caps().has("bpf_struct_ops") else "module")
         out = []

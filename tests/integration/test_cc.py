@@ -19,7 +19,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fastlab.cc import default_registry, kernel_available
+from fastlab.cc import kernel_available
+from fastlab.ccset import default_registry
 from fastlab.engine import run_experiment
 from fastlab.spec import parse_spec, read_spec_text
 from tests.conftest import EXAMPLE, fastlab

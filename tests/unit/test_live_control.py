@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from fastlab.cc import default_registry
 from fastlab.ccruntime import CCRuntime, HostParams, LiveControl, LiveControlError
+from fastlab.ccset import default_registry
 from fastlab.runstate import RunState
 
 
