@@ -28,10 +28,10 @@ from typing import Any
 import yaml
 
 from fastlab import fidelity, fidelity_view
+from fastlab.rundir import SWEEP_STATE, finished_points
 
 MANIFEST = "MANIFEST.sha256"
 REPRODUCE = "REPRODUCE.md"
-SWEEP_STATE = "sweep.json"
 MAX_EXTRACT_BYTES = 4 * 1024**3  # far above any run's traces; refuses zip bombs
 MAX_MANIFEST_BYTES = 16 * 1024**2  # ~200,000 lines of 80 bytes: far above any bundle's file count
 # Deflate of real traces (CSV, JSON) packs 3-20x; zeros pack ~1000x. Above this ratio a large member
@@ -143,7 +143,6 @@ def reproduce_md(directory: Path, bundle_name: str) -> str:
             "", "## Rerun by hand", "", "```sh", f"unzip {bundle_name}",
             f"sudo fastlab run {top}/spec.yaml --out rerun-{top}", "```"]
     else:
-        from fastlab.sweep import finished_points  # sweep.py uses this module: import when needed
 
         state = _read_json(directory / SWEEP_STATE)
         done = finished_points(directory)
@@ -176,7 +175,6 @@ def _member_files(directory: Path, exclude: set[Path]) -> list[Path]:
     files = [p for p in directory.rglob("*") if p.is_file() and not p.is_symlink() and p.resolve() not in excluded
              and not any(part.startswith(".") for part in p.relative_to(directory).parts)]
     if kind_of(directory) == "sweep":
-        from fastlab.sweep import finished_points
 
         done = set(finished_points(directory))
         files = [p for p in files if (rel := p.relative_to(directory).parts)[0] != "points" or rel[1] in done]

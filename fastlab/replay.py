@@ -266,7 +266,7 @@ def replay_bundle(bundle_path: Path, out: Path, *, point: str | None = None,
     Writes out/replay.json with every comparison, the warnings and the verdict.
     """
     from fastlab.engine import run_experiment
-    from fastlab.sweep import finished_points
+    from fastlab.rundir import finished_points
 
     original = bundle.extract(bundle_path, out / "original")
     if bundle.kind_of(original) == "run":

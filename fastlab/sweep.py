@@ -60,7 +60,8 @@ import yaml
 from plotly.subplots import make_subplots
 from pydantic import Field, ValidationError, model_validator
 
-from fastlab import bundle, fidelity_view, paths
+from fastlab import bundle, fidelity_view, paths, rundir
+from fastlab.rundir import finished_points, is_finished
 from fastlab.spec import (
     ExperimentSpec,
     SpecError,
@@ -73,8 +74,8 @@ from fastlab.spec import (
 
 MAX_POINTS = 10_000
 SWEEP_FILE = "sweep.yaml"
-STATE_FILE = bundle.SWEEP_STATE
-POINT_FILE = "point.json"
+STATE_FILE = rundir.SWEEP_STATE
+POINT_FILE = rundir.POINT_FILE
 RESERVED_PARAMS = {"seed": "seeds come from `repeat` (repetition r runs with seed + r)",
                    "name": "a sweep's points share its name", "sweep": "a sweep cannot sweep itself"}
 # Metrics shown in sweep.html, in this order; links add their own rows (utilization, backlog).
@@ -471,16 +472,6 @@ class SweepState:
 
     def point(self, point_id: str) -> PointState:
         return next(p for p in self.points if p.id == point_id)
-
-
-def is_finished(point_dir: Path) -> bool:
-    """A point is finished when its run directory is complete and point.json (written last) is there."""
-    return (point_dir / POINT_FILE).is_file() and (point_dir / "summary.json").is_file()
-
-
-def finished_points(sweep_dir: Path) -> list[str]:
-    points = sweep_dir / "points"
-    return sorted(p.name for p in points.iterdir() if is_finished(p)) if points.is_dir() else []
 
 
 def default_directory(plan: SweepPlan) -> Path:

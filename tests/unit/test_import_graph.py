@@ -1,6 +1,6 @@
 """The package's import graph (every `import fastlab.x` / `from fastlab.x import`, also inside
-functions): no import circle beyond the two still listed here, which issue 13's rundir and plan
-layers are to remove. A new circle fails this test; removing a listed one fails it too, so the list
+functions): no import circle beyond the one still listed here, which issue 13's plan layer is to
+remove. A new circle fails this test; removing a listed one fails it too, so the list
 shrinks with the code."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "fastlab"
 KNOWN_CIRCLES = {
-    frozenset({"bundle", "sweep"}),  # the sweep folder's state: rundir.py is to own it
     frozenset({"spec", "topology"}),  # the semantic validation in spec.py: the plan layer is to own it
 }
 
