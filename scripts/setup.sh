@@ -61,8 +61,19 @@ log "building the link emulator and the congestion-control set"
 make -s -C "$REPO/linkemu"
 make -s -C "$REPO/kernel-modules"
 
-# Open vSwitch: systemd where it runs, otherwise its own control script.
-if ! ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
+# Open vSwitch: systemd where it runs, otherwise its own control script. Only from the machine's
+# own network namespace: a daemon started from another one (e.g. `make run` inside `unshare --net`)
+# would stay in it and could not see the namespaces fastlab builds. Where init's namespace cannot be
+# read (some sandboxes), a namespace holding nothing but loopback is taken as such another one.
+other_netns() {
+    local init
+    init=$(readlink /proc/1/ns/net 2>/dev/null) && [ "$init" != "$(readlink /proc/self/ns/net)" ] && return 0
+    [ -z "$(ip -o link show 2>/dev/null | awk -F': ' '$2 != "lo"')" ]
+}
+if other_netns; then
+    ovs-vsctl --timeout=3 show >/dev/null 2>&1 \
+        || log "warning: Open vSwitch is not running, and it is not started from this network namespace; Linux bridges will be used"
+elif ! ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
     log "starting Open vSwitch"
     if [ -d /run/systemd/system ]; then
         systemctl start openvswitch-switch || true

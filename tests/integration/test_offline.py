@@ -40,6 +40,7 @@ print(resp.status, "fastlab" in body.lower())
 @pytest.mark.timeout(300)
 def test_make_run_serves_with_no_network(tmp_path: Path) -> None:
     before = machine_leftovers()
+    ovs_before = _ovs_namespaces()
     env = {**os.environ, "FASTLAB_RESULTS": str(tmp_path / "results")}
     log = (tmp_path / "make-run.log").open("w")
     # `exec`: the namespace's first process becomes make, so its pid names the namespace
@@ -47,6 +48,14 @@ def test_make_run_serves_with_no_network(tmp_path: Path) -> None:
                               cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
+        ours = os.readlink("/proc/self/ns/net")
+        while time.monotonic() < deadline and server.poll() is None:  # until unshare has made its namespace
+            try:
+                if os.readlink(f"/proc/{server.pid}/ns/net") != ours:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.05)
         answer = ""
         while time.monotonic() < deadline and server.poll() is None:
             probe = subprocess.run(["nsenter", "-t", str(server.pid), "-n", sys.executable, "-c", PROBE],
@@ -66,3 +75,16 @@ def test_make_run_serves_with_no_network(tmp_path: Path) -> None:
             server.wait(timeout=10)
         log.close()
     assert machine_leftovers() == before
+    assert _ovs_namespaces() == ovs_before  # set-up started no daemon inside the test's namespace
+
+
+def _ovs_namespaces() -> list[str]:
+    """The network namespaces of the running ovs-vswitchd processes (the machine's own, normally)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "comm").read_text().strip() == "ovs-vswitchd":
+                out.append(os.readlink(entry / "ns" / "net"))
+        except OSError:
+            continue
+    return sorted(out)
