@@ -70,14 +70,14 @@
 #define SOCK_BUF_BYTES		(16 << 20)
 #define TX_RETRY_NS		20000ULL	/* back-off after ENOBUFS */
 /*
- * Read deferral ceiling (--rx-defer-us auto).  Frames carry the kernel's
- * receive time, so reading them later changes nothing as long as each is
- * read before it could be due: the loop stops waking for arrivals and reads
- * them on the wake-ups departures need anyway, or at the latest this long
- * after the previous read (and never later than half the smallest one-way
- * latency).  Measured at 1 Gb/s x 80 ms: 4,670 -> 3,430 wake-ups a second,
- * 0.217 -> 0.193 emulator cores per Gb/s.
- * The cap bounds how much the socket holds (1 Gb/s: 62 KB per 500 us).
+ * Read deferral (--rx-defer-us, auto = this, never more than half the
+ * smallest one-way latency).  Frames carry the kernel's receive time, so
+ * reading them later changes nothing as long as each is read before it could
+ * be due.  While a departure will wake the loop within this long anyway, the
+ * loop does not wake for arrivals and reads them then; with no departure that
+ * close (an idle or sparse link) it wakes for them as before, so deferring
+ * never adds a wake-up.  The bound also caps what waits in a socket (1 Gb/s:
+ * 62 KB per 500 us).  Measured at 1 Gb/s x 80 ms: see README (Deferred reads).
  */
 #define RX_DEFER_MAX_US		500ULL
 #define RX_DEFER_AUTO		UINT64_MAX
@@ -1043,7 +1043,6 @@ static void run(struct app *a, const sigset_t *waitmask)
 	uint64_t interval = a->o.stats_ms * 1000000ULL;
 	uint64_t now = mono_ns();
 	uint64_t next_stats = interval ? now + interval : EMU_TIME_NEVER;
-	uint64_t last_read = now;
 	struct pollfd pfd[2];
 	bool more[2], deferring;
 	int i, round;
@@ -1065,31 +1064,32 @@ static void run(struct app *a, const sigset_t *waitmask)
 			wake = next_stats;
 		}
 
+		for (i = 0; i < 2; i++) {
+			struct dir_io *d = &a->dir[i];
+			uint64_t t = d->blocked ? d->retry_at :
+				     emu_dir_next_release_ns(&d->q);
+
+			if (t < release)
+				release = t;
+		}
 		/*
-		 * Arrivals wait in their sockets (stamped by the kernel) until
-		 * the next wake-up a departure needs, or the deferral's end.
+		 * Arrivals wait in their sockets (stamped by the kernel) when
+		 * a departure wakes the loop within the deferral anyway: they
+		 * are read then.  Otherwise (an idle or sparse link) the loop
+		 * wakes for them as before, so deferring never adds a wake-up.
 		 */
-		deferring = a->rx_defer_ns && now < last_read + a->rx_defer_ns;
-		if (deferring && last_read + a->rx_defer_ns < wake)
-			wake = last_read + a->rx_defer_ns;
+		deferring = a->rx_defer_ns && release != EMU_TIME_NEVER &&
+			    release <= now + a->rx_defer_ns;
 		for (i = 0; i < 2; i++) {
 			pfd[i].fd = a->fd[i];
 			pfd[i].events = deferring ? 0 : POLLIN;
 			pfd[i].revents = 0;
 		}
 		for (i = 0; i < 2; i++) {
-			struct dir_io *d = &a->dir[i];
-			uint64_t t;
+			const struct dir_io *d = &a->dir[i];
 
-			if (d->blocked) {
-				t = d->retry_at;
-				if (d->wait_pollout)
-					pfd[i ? 0 : 1].events |= POLLOUT;
-			} else {
-				t = emu_dir_next_release_ns(&d->q);
-			}
-			if (t < release)
-				release = t;
+			if (d->blocked && d->wait_pollout)
+				pfd[i ? 0 : 1].events |= POLLOUT;
 		}
 		/*
 		 * --spin-us: wake up that much before a release and poll with a
@@ -1132,8 +1132,7 @@ static void run(struct app *a, const sigset_t *waitmask)
 			more[i] = a->rx_defer_ns ||
 				  (pfd[i].revents & (POLLIN | POLLERR));
 		}
-		if (a->rx_defer_ns)
-			last_read = mono_ns();
+
 		/* Receive in batches, sending whatever fell due in between. */
 		for (round = 0; round < RX_BUDGET && (more[0] || more[1]); round++) {
 			for (i = 0; i < 2; i++)
