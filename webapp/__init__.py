@@ -25,6 +25,7 @@ runs list says it in one word; templates reach it through the globals `fidelity_
 
 from __future__ import annotations
 
+import datetime as dt
 import hmac
 import json
 import os
@@ -110,6 +111,19 @@ def presets() -> list[dict[str, Any]]:
             {"id": "fast-alpha30-loss1", "label": "FAST alpha 30 + 1% loss on the dumbbell", "spec": fast}]
 
 
+def human_time(stamp: str | None) -> str:
+    """'2026-11-24T14:02:52.351+00:00' -> '24 Nov 2026, 14:02:52 UTC' (the history's times are UTC);
+    anything that is not such a time is shown as it is."""
+    if not stamp:
+        return ""
+    try:
+        when = dt.datetime.fromisoformat(stamp)
+    except (TypeError, ValueError):
+        return str(stamp)
+    when = when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
+    return f"{when.day} {when:%b %Y, %H:%M:%S} UTC"
+
+
 def create_app(results_root: Path | None = None, db_path: Path | None = None, *, host: str = "127.0.0.1",
                token: str | None = None, start_worker: bool = True, cleanup_on_start: bool | None = None,
                runner: q.Runner | None = None, max_duration_s: float = MAX_DURATION_S,
@@ -135,6 +149,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     if host not in LOOPBACK and not token:
         raise ValueError(f"binding to {host} (beyond loopback) needs an access token (--token or FASTLAB_TOKEN)")
     app = Flask(__name__)
+    app.jinja_env.filters["when"] = human_time
     root = Path(results_root or paths.results_root())
     database = Path(db_path or root / "history.sqlite3")
     app.config.update(RESULTS_ROOT=root, DATABASE=database, MAX_CONTENT_LENGTH=256 * 1024,

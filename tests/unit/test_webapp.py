@@ -84,3 +84,14 @@ def test_run_page_warns_when_the_emulation_was_not_faithful(tmp_path: Path) -> N
 def test_unknown_or_hostile_run_ids_are_404(client, hostile: str) -> None:
     assert client.get(f"/runs/{hostile}").status_code == 404
     assert client.get(f"/runs/{hostile}/report").status_code == 404
+
+
+@pytest.mark.parametrize("stamp, shown", [
+    ("2026-11-24T14:02:52.351+00:00", "24 Nov 2026, 14:02:52 UTC"),
+    ("2026-11-24T15:02:52+01:00", "24 Nov 2026, 14:02:52 UTC"),
+    ("2026-01-01T12:00:00", "1 Jan 2026, 12:00:00 UTC"),  # the history's old rows: UTC without offset
+    (None, ""), ("", ""), ("not a time", "not a time"),
+])
+def test_times_are_shown_for_people(stamp: str | None, shown: str) -> None:
+    from webapp import human_time
+    assert human_time(stamp) == shown
