@@ -147,6 +147,11 @@ def test_a_bad_value_is_marked_at_its_field_with_the_reason_beside_it(tmp_path: 
     page.select_option("#preset", "fast-alpha30-loss1")
     page.click("#load-preset")
     wait_until(page, "document.querySelector('[name=\"fast-alpha\"]') !== null")
+    # enumerations are dropdowns, free forms suggest their named choices
+    assert page.eval_on_selector("select[name='fast-mode']", "s => [...s.options].map(o => o.value)") == \
+        ["", "floor", "carry"]
+    assert page.eval_on_selector("[name='fast-period']", "i => [...i.list.options].map(o => o.value)") == \
+        ["rtt", "2rtt"]
     marked = "[...document.querySelectorAll('[aria-invalid=\"true\"]')].map((e) => e.name)"
     beside = "[...document.querySelectorAll('.field-error')].map((e) => e.textContent)"
 

@@ -94,7 +94,23 @@ function renderParams(row) {
   for (const p of (cc ? cc.params : [])) {
     const attrs = {'data-key': p.name, placeholder: p.kind === 'str' ? 'default' : p.default, title: p.help};
     if (p.kind !== 'str') Object.assign(attrs, {type: 'number', step: p.kind === 'int' ? '1' : 'any', min: p.minimum, max: p.maximum});
-    const input = el('input', attrs);
+    // An enumeration (pattern ^(a|b)$) is a dropdown; a free form keeps its named choices as suggestions.
+    const choices = (p.pattern.match(/^\^\(((?:[a-z0-9]+\|)*[a-z0-9]+)\)\$$/) || [])[1];
+    const named = (p.pattern.match(/^\^\(((?:[a-z0-9]+\|)+)/) || [])[1];
+    let input;
+    if (choices) {
+      input = el('select', {'data-key': p.name, title: p.help});
+      input.append(el('option', {value: '', text: '(default)'}));
+      for (const c of choices.split('|')) input.append(el('option', {value: c, text: c}));
+    } else {
+      input = el('input', attrs);
+      if (named) {
+        const list = el('datalist', {id: `${cc.name}-${p.name}-choices`});
+        for (const c of named.split('|').filter(Boolean)) list.append(el('option', {value: c}));
+        input.setAttribute('list', list.id);
+        box.append(list);
+      }
+    }
     input.dataset.kind = p.kind;
     input.name = `${cc.name}-${p.name}`;
     box.append(el('label', {title: p.help}, `${cc.name} ${p.name}${p.unit ? ` (${p.unit})` : ''} `, input));
