@@ -96,10 +96,22 @@ class CCRuntime:
 
     def load(self) -> None:
         for cc in self.ours():
+            entry = f"{cc.name}:{cc.loader.impl}"
+            # Recorded before it is registered: a kill between the two (measured: the web server's
+            # kill -9 test at 0.26 s) must not leave it registered with no run owning it. Cleanup
+            # of an entry whose registration never happened finds nothing registered and passes.
+            claim = not cc.loader.registered()
+            if claim:
+                self.state.cc_loaded.append(entry)
+                self.state.save()
             loaded = cc.loader.load()
             if loaded:
                 self._owned.append(cc)
-                self.state.cc_loaded.append(f"{cc.name}:{cc.loader.impl}")
+                if not claim:  # registered by someone else a moment ago, and gone again
+                    self.state.cc_loaded.append(entry)
+                self.state.save()
+            elif claim:  # another run registered it between our look and our call: theirs
+                self.state.cc_loaded.remove(entry)
                 self.state.save()
             self.applied.append({"cc": cc.name, "impl": cc.loader.impl, "loaded_by_run": loaded,
                                  "available": cc.loader.available()[1]})

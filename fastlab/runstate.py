@@ -159,8 +159,12 @@ def unload_ccs(entries: list[str]) -> tuple[list[str], list[str]]:
     removed, kept = [], []
     for entry in entries:
         name, impl = entry.split(":")
+        loader = LOADERS[impl](name)
+        if not loader.registered():  # recorded, then killed before it was registered: nothing to undo
+            removed.append(f"congestion control {name} (was not registered)")
+            continue
         try:
-            removed.append(f"congestion control {name} ({LOADERS[impl](name).unload()})")
+            removed.append(f"congestion control {name} ({loader.unload()})")
         except ToolError as exc:
             removed.append(f"{KEPT}congestion control {name} stays registered, the run state keeps it for the "
                            f"next cleanup: {exc}")
