@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from fastlab.cc import kernel_available
 from tests.conftest import EXAMPLE, fastlab, machine_leftovers
 
 pytestmark = pytest.mark.usefixtures("as_root")
@@ -52,19 +53,39 @@ def test_unreadable_spec_file(tmp_path: Path) -> None:
 
 
 def test_cleanup_keeps_the_state_of_an_algorithm_it_could_not_unregister() -> None:
-    """A dead run's state names an algorithm whose unload fails (a module name no kernel has):
-    cleanup says so, and keeps the state for the next cleanup instead of forgetting it."""
+    """A dead run's state names a registered algorithm whose unload fails (the kernel's own bbr, which
+    fastlab-cc refuses to touch): cleanup says so, and keeps the state for the next cleanup instead
+    of forgetting it."""
     from fastlab.runstate import RunState, new_prefix
 
-    state = RunState(new_prefix(), engine_pid=4_194_304, cc_loaded=["fastlabnever:module"])  # > pid_max
+    state = RunState(new_prefix(), engine_pid=4_194_304, cc_loaded=["bbr:bpf"])  # > pid_max: dead
     state.save()
     try:
         proc = fastlab("cleanup")
         assert proc.returncode == 0, proc.stderr
-        assert "kept: congestion control fastlabnever stays registered" in proc.stdout, proc.stdout
-        assert RunState.load(state.path).cc_loaded == ["fastlabnever:module"]
+        assert "kept: congestion control bbr stays registered" in proc.stdout, proc.stdout
+        assert RunState.load(state.path).cc_loaded == ["bbr:bpf"]
+        assert "bbr" in kernel_available()
     finally:
         state.release()
+    assert machine_leftovers()["state_files"] == []
+
+
+def test_cleanup_passes_over_an_algorithm_recorded_but_never_registered() -> None:
+    """A run records an algorithm before registering it; killed in between, its state names one that
+    is not registered: cleanup has nothing to undo and removes the state."""
+    from fastlab.runstate import RunState, new_prefix
+
+    state = RunState(new_prefix(), engine_pid=4_194_304, cc_loaded=["fastlabnever:module"])
+    state.save()
+    try:
+        proc = fastlab("cleanup")
+        assert proc.returncode == 0, proc.stderr
+        assert "congestion control fastlabnever (was not registered)" in proc.stdout, proc.stdout
+        assert not state.path.exists()
+    finally:
+        if state.path.exists():
+            state.release()
     assert machine_leftovers()["state_files"] == []
 
 
