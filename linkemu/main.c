@@ -1122,14 +1122,14 @@ static void run(struct app *a, const sigset_t *waitmask)
 				continue;
 			fatal("ppoll: %s", strerror(errno));
 		}
-		if (r == 0 && !a->rx_defer_ns)
+		if (r == 0 && !deferring)
 			continue;
 		/* fd[0] (A) is rx for ab and tx for ba; fd[1] the reverse. */
 		for (i = 0; i < 2; i++) {
 			if (pfd[i].revents & POLLOUT)
 				a->dir[i ? 0 : 1].blocked = false;
-			/* Deferred reads look at both sockets on every wake-up. */
-			more[i] = a->rx_defer_ns ||
+			/* After a deferring sleep both sockets are read. */
+			more[i] = deferring ||
 				  (pfd[i].revents & (POLLIN | POLLERR));
 		}
 
