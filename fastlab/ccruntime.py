@@ -220,6 +220,16 @@ class CCRuntime:
             raise ToolError("; ".join(errors))
 
 
+def per_host_args(cc: CongestionControl, args: dict[str, Any]) -> dict[str, Any]:
+    """`args` checked as a spec's cc_args, and settable for one host (namespace): keys the algorithm
+    only has globally (HSTCP's table) are refused. Used by `fastlab cc set --host` and LiveControl."""
+    checked = cc.validate_args(args)
+    glob = set(checked) & GLOBAL_ONLY[cc.name]
+    if glob:
+        raise CCError(f"{', '.join(sorted(glob))} of {cc.name} are global for the run, not per host")
+    return checked
+
+
 class LiveControlError(RuntimeError):
     """A live change the run cannot take, said in one line (nothing was changed)."""
 
@@ -259,12 +269,9 @@ class LiveControl:
             if not isinstance(args, dict) or not args:
                 raise LiveControlError("args: give at least one parameter, e.g. {\"alpha\": 60}")
             try:
-                checked = runtime.registry.lookup(cc).validate_args(args)
+                checked = per_host_args(runtime.registry.lookup(cc), args)
             except CCError as exc:
                 raise LiveControlError(f"args: {exc}") from None
-            glob = set(checked) & GLOBAL_ONLY[cc]
-            if glob:
-                raise LiveControlError(f"args: {', '.join(sorted(glob))} of {cc} are global for the run, not per host")
             at_s = time.monotonic() - self._t0
             try:
                 runtime.apply(host, cc, checked, self._pids[host], at_s, live=True)

@@ -421,7 +421,8 @@ def live_host_pid(host: str, run: str | None) -> int:
 
 def cmd_cc_set(args: argparse.Namespace) -> int:
     from fastlab.cc import CCError
-    from fastlab.ccset import GLOBAL_ONLY, ToolError
+    from fastlab.ccruntime import per_host_args
+    from fastlab.ccset import ToolError
     from fastlab.spec import SpecError, parse_override
 
     _need_root("fastlab cc set")
@@ -431,11 +432,9 @@ def cmd_cc_set(args: argparse.Namespace) -> int:
         for item in args.values:
             path, value = parse_override(item)
             values[".".join(map(str, path))] = value
-        checked = cc.validate_args(values)
+        checked = per_host_args(cc, values) if args.host else cc.validate_args(values)
     except (SpecError, CCError) as exc:
         raise CliError(str(exc).replace("--set ", "")) from None
-    if args.host and set(checked) & GLOBAL_ONLY[cc.name]:
-        raise CliError(f"{', '.join(sorted(set(checked) & GLOBAL_ONLY[cc.name]))} of {cc.name} are global: drop --host")
     pid = live_host_pid(args.host, args.run) if args.host else None
     try:
         print(json.dumps(cc.loader.set(checked, netns_pid=pid)))
