@@ -14,6 +14,7 @@ import csv
 import datetime as dt
 import hashlib
 import json
+import logging
 import os
 import platform
 import random
@@ -230,17 +231,29 @@ def _results_dir(spec: ExperimentSpec, prefix: str, out: Path | None) -> Path:
     return paths.results_root() / f"{stamp}-{spec.name}-{prefix}"
 
 
+def _first_line(argv: list[str]) -> str | None:
+    """First line a version command prints, or None when it fails or takes over 10 s (a slow file
+    system: `git describe --dirty` stats every file, which over a VM's 9p root takes longer)."""
+    if not shutil.which(argv[0]):
+        return None
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+    except subprocess.TimeoutExpired:
+        logging.getLogger(__name__).warning("%s took over 10 s: its version is not recorded", argv[0])
+        return None
+    if out.returncode != 0 and argv[0] == "git":
+        return None
+    return ((out.stdout or out.stderr).strip().splitlines() or [""])[0]
+
+
 def _tool_versions() -> dict[str, str]:
     versions = {"python": sys.version.split()[0]}
-    git = subprocess.run(["git", "-C", str(paths.REPO), "describe", "--always", "--dirty"], capture_output=True,
-                         text=True, timeout=10, check=False) if shutil.which("git") else None
-    if git is not None and git.returncode == 0:
-        versions["fastlab"] = git.stdout.strip()
-    for name, argv in (("iperf3", ["iperf3", "--version"]), ("tc", ["tc", "-V"]),
+    for name, argv in (("fastlab", ["git", "-C", str(paths.REPO), "describe", "--always", "--dirty"]),
+                       ("iperf3", ["iperf3", "--version"]), ("tc", ["tc", "-V"]),
                        ("ovs-vsctl", ["ovs-vsctl", "--version"]), ("ethtool", ["ethtool", "--version"])):
-        if shutil.which(argv[0]):
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
-            versions[name] = ((out.stdout or out.stderr).strip().splitlines() or [""])[0]
+        line = _first_line(argv)
+        if line is not None:
+            versions[name] = line
     try:
         from mininet.net import VERSION
         versions["mininet"] = VERSION
