@@ -628,13 +628,13 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     def api_labs() -> Any:
         return jsonify(guided.catalogue(Path(app.config["LABS_DIR"])))
 
-    @app.get("/api/labs/<ref>")
-    def api_lab(ref: str) -> Any:
-        return jsonify(guided.detail(lab_or_error(ref)))
+    @app.get("/api/labs/<lab>")  # parameter names as in the OpenAPI document (test)
+    def api_lab(lab: str) -> Any:
+        return jsonify(guided.detail(lab_or_error(lab)))
 
-    @app.post("/api/labs/<ref>/steps/<step_id>/run")
-    def api_lab_run(ref: str, step_id: str) -> Any:
-        lab = lab_or_error(ref, step_id)
+    @app.post("/api/labs/<lab>/steps/<step>/run")
+    def api_lab_run(lab: str, step: str) -> Any:
+        found = lab_or_error(lab, step)
         try:
             options = guided.run_request(request.get_json() if request.content_length else {})
         except (BadRequest, RecursionError):
@@ -642,10 +642,10 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         except ValueError as exc:
             return api_error(400, str(exc))
         try:
-            spec, _ = check_spec(to_plain(lab.build_spec(step_id, options.short)))
+            spec, _ = check_spec(to_plain(found.build_spec(step, options.short)))
         except (LabError, SpecError) as exc:
             return api_error(422, str(exc))
-        return enqueue(spec, lab.name, step_id, options.short)
+        return enqueue(spec, found.name, step, options.short)
 
     @app.get("/api/runs/<run_id>/checkpoints")
     def api_checkpoints(run_id: str) -> Any:

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from markdown_it import MarkdownIt
 from markupsafe import Markup
-from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from fastlab.labs import FOLDER_RE, Lab, LabError, evaluate_step, find_lab_folder, lab_folders, load_lab_folder
 from fastlab.spec import format_validation_error, to_plain
@@ -35,7 +35,8 @@ class RunRequest(BaseModel):
     """Body of POST /api/labs/<lab>/steps/<step>/run."""
 
     model_config = ConfigDict(extra="forbid")
-    short: StrictBool = False  # the step's short form (CI's shortened durations/scale)
+    short: StrictBool = Field(False, description="run the step's short form (shorter durations or scale, the "
+                                                 "same checkpoints but those with full_only set)")
 
 
 def run_request(data: Any) -> RunRequest:

@@ -1,4 +1,11 @@
-"""The OpenAPI 3 document of the web app's JSON API (hand-written; the spec schema is the engine's)."""
+"""The OpenAPI 3.1 document of the web app's JSON API.
+
+The request bodies' schemas are the models that validate them (the engine's ExperimentSpec, the lab
+step's RunRequest), emitted by pydantic as JSON Schema 2020-12, which is OpenAPI 3.1's dialect (its
+`const`, `anyOf [.., {"type": "null"}]` and `$defs` are not OpenAPI 3.0): the document says 3.1.0
+and passes openapi-spec-validator (test). A nullable field is `"type": [T, "null"]`, not 3.0's
+`nullable`. Every route under /api/ is documented and every documented operation exists (test).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,9 @@ from fastlab.spec import ExperimentSpec
 
 
 def document() -> dict[str, Any]:
+    from webapp.guided import RunRequest
+
+    lab_run_request = RunRequest.model_json_schema()  # the model that validates the body
     spec_schema = ExperimentSpec.model_json_schema(ref_template="#/components/schemas/{model}")
     defs = spec_schema.pop("$defs", {})
     run_id = {"name": "run_id", "in": "path", "required": True,
@@ -29,7 +39,7 @@ def document() -> dict[str, Any]:
             "schema": {"type": "array", "items": item} if array else item}}}
 
     return {
-        "openapi": "3.0.3",
+        "openapi": "3.1.0",
         "info": {"title": "fastlab web app API", "version": "1.0",
                  "description": "Run TCP congestion-control experiments, watch live traces, download bundles. "
                                 "State-changing requests need the X-CSRF-Token header and a JSON body; off "
@@ -114,6 +124,10 @@ def document() -> dict[str, Any]:
                                        {"name": "args", "in": "query", "required": False,
                                         "schema": {"type": "string"}, "description": "topology_args as JSON"}],
                         "responses": {"200": {"description": "hosts, shaped links"}, "404": error, "422": error}}},
+            "/api/openapi.json": {
+                "get": {"summary": "this document (OpenAPI 3.1)", "operationId": "openapiDocument",
+                        "responses": {"200": {"description": "the OpenAPI document", "content": {
+                            "application/json": {"schema": {"type": "object"}}}}}}},
             "/api/ccs": {
                 "get": {"summary": "usable congestion controls with their parameters", "operationId": "listCCs",
                         "responses": {"200": {"description": "algorithms"}}}},
@@ -127,31 +141,28 @@ def document() -> dict[str, Any]:
                                                                                 "enum": ["queued", "running", "done",
                                                                                          "failed", "interrupted",
                                                                                          "cancelled"]},
-                "position": {"type": "integer", "nullable": True}, "error": {"type": "string", "nullable": True},
-                "topology": {"type": "string"}, "created": {"type": "string", "nullable": True},
-                "started": {"type": "string", "nullable": True}, "summary": {"type": "object", "nullable": True},
-                "spec": {"type": "object", "nullable": True},
-                "lab": {"type": "string", "nullable": True, "description": "lab folder of a lab step run"},
-                "lab_step": {"type": "string", "nullable": True},
-                "lab_short": {"type": "boolean", "nullable": True}}},
+                "position": {"type": ["integer", "null"]}, "error": {"type": ["string", "null"]},
+                "topology": {"type": "string"}, "created": {"type": ["string", "null"]},
+                "started": {"type": ["string", "null"]}, "summary": {"type": ["object", "null"]},
+                "spec": {"type": ["object", "null"]},
+                "lab": {"type": ["string", "null"], "description": "lab folder of a lab step run"},
+                "lab_step": {"type": ["string", "null"]},
+                "lab_short": {"type": ["boolean", "null"]}}},
             "LiveChange": {"type": "object", "additionalProperties": False, "required": ["host", "args"],
                            "properties": {"host": {"type": "string", "description": "a sending host of the run"},
                                           "cc": {"type": "string", "default": "fast"},
                                           "args": {"type": "object", "description": "parameters, e.g. alpha"},
                                           "at_s": {"type": "number", "readOnly": True}}},
-            "LabRunRequest": {"type": "object", "additionalProperties": False, "properties": {
-                "short": {"type": "boolean", "default": False,
-                          "description": "run the step's short form (shorter durations or scale, the same "
-                                         "checkpoints but those with full_only set)"}}},
+            "LabRunRequest": lab_run_request,
             "LabStep": {"type": "object", "properties": {
                 "id": {"type": "string"}, "title": {"type": "string"},
                 "spec": {"type": "string", "description": "spec file, relative to the lab folder"},
                 "set": {"type": "array", "items": {"type": "string"}},
                 "short": {"type": "array", "items": {"type": "string"}},
                 "checkpoints": {"type": "array", "items": {"type": "object"}},
-                "experiment": {"type": "object", "nullable": True, "description": "resolved spec (one lab)"},
-                "experiment_short": {"type": "object", "nullable": True},
-                "error": {"type": "string", "nullable": True}}},
+                "experiment": {"type": ["object", "null"], "description": "resolved spec (one lab)"},
+                "experiment_short": {"type": ["object", "null"]},
+                "error": {"type": ["string", "null"]}}},
             "Lab": {"type": "object", "required": ["number", "name", "url"], "properties": {
                 "number": {"type": "integer"}, "name": {"type": "string"}, "slug": {"type": "string"},
                 "title": {"type": "string"}, "summary": {"type": "string"}, "minutes": {"type": "number"},
@@ -160,7 +171,7 @@ def document() -> dict[str, Any]:
                 "steps": {"type": "array", "items": {"$ref": "#/components/schemas/LabStep"}}}},
             "CheckResult": {"type": "object", "properties": {
                 "name": {"type": "string"}, "passed": {"type": "boolean"},
-                "measured": {"oneOf": [{"type": "number"}, {"type": "string"}], "nullable": True},
+                "measured": {"type": ["number", "string", "null"]},
                 "expected": {"type": "string", "description": "the accepted range"},
                 "tolerance": {"type": "string", "description": "why the range is what it is"},
                 "note": {"type": "string"}}},
