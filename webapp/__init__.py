@@ -61,7 +61,7 @@ from fastlab import fast_theory, fidelity_view, paths
 from fastlab.ccruntime import LiveControlError
 from fastlab.labs import LABS_DIR, LabError
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
-from webapp import guided
+from webapp import compare, guided
 from webapp import runner as q
 from webapp.events import SSE_BATCH_S, EventStream
 from webapp.openapi import document
@@ -663,6 +663,15 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
                                   f"{exc.__class__.__name__}: {exc}")
         return jsonify({"run": run_id, "lab": lab.number, "lab_name": lab.name, "step": row["lab_step"],
                         "short": row["lab_short"], **result})
+
+    # --- history and compare (webapp.compare) -----------------------------------------------------
+    def forget(run_id: str) -> None:
+        conn = db()
+        conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+        conn.commit()
+
+    app.extensions["fastlab_history"] = compare.History(run_row, root, q.ACTIVE, forget)
+    app.register_blueprint(compare.bp)
 
     app.jinja_env.globals["app_env"] = os.environ.get("FASTLAB_ENV", "")
     # fidelity_view escapes every text it puts in its HTML: safe to mark as Markup

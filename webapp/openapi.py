@@ -58,7 +58,21 @@ def document() -> dict[str, Any]:
             "/api/runs/{run_id}": {
                 "get": {"summary": "one run", "operationId": "getRun", "parameters": [run_id],
                         "responses": {"200": {"description": "the run", "content": {"application/json": {
-                            "schema": {"$ref": "#/components/schemas/Run"}}}}, "404": error}}},
+                            "schema": {"$ref": "#/components/schemas/Run"}}}}, "404": error}},
+                "delete": {"summary": "delete a run that is not queued or running: its folder and history row",
+                           "operationId": "deleteRun", "parameters": [run_id, csrf],
+                           "responses": {"200": {"description": "deleted", "content": {"application/json": {
+                               "schema": {"type": "object", "properties": {"deleted": {"type": "string"}}}}}},
+                               "403": error, "404": error, "409": error}}},
+            "/api/compare": {
+                "get": {"summary": "finished runs side by side: traces to overlay, the spec fields that differ, "
+                                   "results per run (the page /compare?runs=... draws it)",
+                        "operationId": "compareRuns",
+                        "parameters": [{"name": "runs", "in": "query", "required": True,
+                                        "schema": {"type": "string", "maxLength": 2000},
+                                        "description": "2 to 8 run ids separated by commas"}],
+                        "responses": {"200": returns("the comparison", "Comparison"), "404": error, "409": error,
+                                      "422": error}}},
             "/api/runs/{run_id}/cancel": {
                 "post": {"summary": "cancel a queued run, or stop a running one (partial traces kept)",
                          "operationId": "cancelRun", "parameters": [run_id, csrf],
@@ -148,6 +162,17 @@ def document() -> dict[str, Any]:
                 "lab": {"type": ["string", "null"], "description": "lab folder of a lab step run"},
                 "lab_step": {"type": ["string", "null"]},
                 "lab_short": {"type": ["boolean", "null"]}}},
+            "Comparison": {"type": "object", "required": ["runs", "differences", "metrics", "series"], "properties": {
+                "runs": {"type": "array", "items": {"type": "object"},
+                         "description": "id, name, topology, started, url"},
+                "differences": {"type": "array", "items": {"type": "object", "properties": {
+                    "field": {"type": "string", "description": "spec field path, e.g. flows[0].cc_args.alpha"},
+                    "values": {"type": "array", "description": "one per run, null where absent"}}}},
+                "metrics": {"type": "array", "items": {"type": "object", "properties": {
+                    "quantity": {"type": "string"}, "unit": {"type": "string"}, "values": {"type": "array"}}}},
+                "series": {"type": "array", "description": "per run: flows (t, goodput_mbps, cwnd_pkts, srtt_ms) "
+                                                            "and links (t, backlog_pkts), thinned",
+                           "items": {"type": "object"}}}},
             "LiveChange": {"type": "object", "additionalProperties": False, "required": ["host", "args"],
                            "properties": {"host": {"type": "string", "description": "a sending host of the run"},
                                           "cc": {"type": "string", "default": "fast"},

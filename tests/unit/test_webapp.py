@@ -49,7 +49,7 @@ def client(tmp_path: Path):
 
 def test_history_lists_runs_and_survives_a_restart(client, tmp_path: Path) -> None:
     page = client.get("/")
-    assert page.status_code == 200 and b"demo" in page.data and b"0.980" in page.data
+    assert page.status_code == 200 and b"demo" in page.data and b"98.0 %" in page.data  # utilization in per cent
     shutil.rmtree(tmp_path / "20261122-050000-demo-flabcd" / "report.html", ignore_errors=True)
     again = create_app(results_root=tmp_path).test_client().get("/api/runs").get_json()
     assert [r["id"] for r in again] == ["20261122-050000-demo-flabcd"]

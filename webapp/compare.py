@@ -1,0 +1,240 @@
+"""History and compare (issue 14 item 2): finished runs side by side, and deleting runs.
+
+`/compare?runs=A,B,...` is a page whose address is the comparison (a link to share); it draws what
+`/api/compare` returns: each run's traces (flows.csv and links.csv of its folder, thinned to at most
+MAX_POINTS per trace) to overlay, the spec fields whose values differ between the runs and the
+results side by side. `DELETE /api/runs/<id>` removes a finished run's folder and history row.
+
+The pure parts (`parse_ids`, `flatten`, `differences`, `metrics`, `thin`) are unit-tested; the
+routes reach the history through `current_app.extensions["fastlab_history"]` (a `History`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from flask import Blueprint, Response, current_app, jsonify, render_template, request
+
+from fastlab import fidelity_view
+
+bp = Blueprint("compare", __name__)
+
+MAX_RUNS = 8  # overlays beyond this are unreadable
+MIN_RUNS = 2
+MAX_IDS_CHARS = 2000  # MAX_RUNS ids of at most ~120 characters, and commas
+MAX_POINTS = 600  # per trace: a chart's width in pixels, about
+RUN_ID_RE = re.compile(r"^[0-9]{8}-[0-9]{6}-[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
+
+
+class CompareError(ValueError):
+    """A bad compare request: one line naming what is wrong (422)."""
+
+
+class NotComparable(Exception):
+    """A named run has no results to compare (queued, running, failed...): 409."""
+
+
+@dataclass
+class History:
+    """What the blueprint needs of the app: a run's history row (404 for anything unknown, before any
+    file is touched), where run folders are, and the statuses a run can still change in."""
+
+    run_row: Callable[[str], dict[str, Any]]
+    root: Path
+    active: tuple[str, ...]
+    forget: Callable[[str], None]
+
+
+def history() -> History:
+    return current_app.extensions["fastlab_history"]
+
+
+def api_error(status: int, message: str) -> Response:
+    resp = jsonify({"error": message})
+    resp.status_code = status
+    return resp
+
+
+# --- pure parts -----------------------------------------------------------------------------------
+
+def parse_ids(raw: Any) -> list[str]:
+    """'A,B' -> ['A', 'B']: 2..MAX_RUNS distinct run ids, or CompareError."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise CompareError(f"runs: give {MIN_RUNS} to {MAX_RUNS} run ids separated by commas (?runs=A,B)")
+    if len(raw) > MAX_IDS_CHARS:
+        raise CompareError(f"runs: at most {MAX_IDS_CHARS} characters ({MAX_RUNS} run ids)")
+    ids = [part.strip() for part in raw.split(",") if part.strip()]
+    for run_id in ids:
+        if not RUN_ID_RE.match(run_id) or ".." in run_id:
+            raise CompareError(f"runs: {run_id[:60]!r} is not a run id")
+    if len(set(ids)) != len(ids):
+        raise CompareError("runs: a run is named twice")
+    if not MIN_RUNS <= len(ids) <= MAX_RUNS:
+        raise CompareError(f"runs: give {MIN_RUNS} to {MAX_RUNS} run ids, not {len(ids)}")
+    return ids
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A spec as dotted field paths, lists by index as in the engine's messages: flows[0].cc_args.alpha."""
+    out: dict[str, Any] = {}
+    if isinstance(value, dict):  # an empty mapping or list has no fields: the same as absent
+        for key, item in value.items():
+            out |= flatten(item, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            out |= flatten(item, f"{prefix}[{i}]")
+    else:
+        out[prefix] = value
+    return out
+
+
+def differences(specs: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
+    """The spec fields whose values are not the same in every run (absent: None), in field order."""
+    flat = [flatten(spec or {}) for spec in specs]
+    fields: list[str] = []
+    for f in flat:
+        fields += [k for k in f if k not in fields]
+    return [{"field": k, "values": [f.get(k) for f in flat]} for k in fields
+            if len({repr(f.get(k)) for f in flat}) > 1]
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        and math.isfinite(value) else None
+
+
+def metrics(summaries: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
+    """Results side by side: per flow (by id) throughput, RTTs, retransmits; per link utilization (%),
+    backlog, queue drops and loss drops; Jain's index; the emulation verdict. A row per quantity,
+    one value per run (None where a run lacks it)."""
+    rows: list[dict[str, Any]] = []
+
+    def add(label: str, unit: str, pick: Callable[[dict[str, Any]], Any]) -> None:
+        values = []
+        for s in summaries:
+            try:
+                values.append(pick(s or {}))
+            except (KeyError, TypeError, StopIteration):
+                values.append(None)
+        if any(v is not None for v in values):
+            rows.append({"quantity": label, "unit": unit, "values": values})
+
+    def item(s: dict[str, Any], kind: str, key: str) -> dict[str, Any]:
+        return next(x for x in s[kind] if x["id"] == key)
+
+    flow_ids: list[str] = []
+    link_ids: list[str] = []
+    for s in summaries:
+        flow_ids += [f["id"] for f in (s or {}).get("flows", []) if f.get("id") not in flow_ids]
+        link_ids += [link["id"] for link in (s or {}).get("links", []) if link.get("id") not in link_ids]
+    for fid in flow_ids:
+        add(f"{fid} algorithm", "", lambda s, fid=fid: item(s, "flows", fid)["cc"])
+        add(f"{fid} throughput", "Mb/s", lambda s, fid=fid: _num(item(s, "flows", fid)["throughput_mbps"]))
+        add(f"{fid} mean RTT", "ms", lambda s, fid=fid: _num(item(s, "flows", fid)["mean_rtt_ms"]))
+        add(f"{fid} retransmits", "packets", lambda s, fid=fid: _num(item(s, "flows", fid)["retransmits"]))
+    for lid in link_ids:
+        add(f"{lid} utilization", "%", lambda s, lid=lid: None if _num(item(s, "links", lid)["utilization"]) is None
+            else round(100 * item(s, "links", lid)["utilization"], 1))
+        add(f"{lid} mean backlog", "packets", lambda s, lid=lid: _num(item(s, "links", lid)["mean_backlog_pkts"]))
+        add(f"{lid} queue drops", "packets", lambda s, lid=lid: _num(item(s, "links", lid).get("queue_drops")))
+        add(f"{lid} random-loss drops", "packets", lambda s, lid=lid: _num(item(s, "links", lid).get("loss_drops")))
+    add("Jain's fairness index", "", lambda s: _num(s["jain_index"]))
+    add("emulation", "", lambda s: {"faithful": "faithful", "unfaithful": "NOT faithful"}.get(
+        fidelity_view.state(fidelity_view.verdict_of(s))) if s else None)
+    return rows
+
+
+def thin(t: list[float], y: list[float], points: int = MAX_POINTS) -> tuple[list[float], list[float | None]]:
+    """At most `points` samples: means over equal runs of consecutive samples (non-finite ones left out)."""
+    if len(t) <= points:
+        return t, [v if math.isfinite(v) else None for v in y]
+    step = math.ceil(len(t) / points)
+    xs, ys = [], []
+    for i in range(0, len(t), step):
+        chunk = [v for v in y[i:i + step] if math.isfinite(v)]
+        xs.append(sum(t[i:i + step]) / len(t[i:i + step]))
+        ys.append(sum(chunk) / len(chunk) if chunk else None)
+    return xs, ys
+
+
+def series(run_dir: Path) -> dict[str, Any]:
+    """A finished run's traces to overlay: per flow goodput, cwnd and RTT; per link the forward backlog."""
+    out: dict[str, Any] = {"flows": {}, "links": {}}
+    try:
+        flows = pd.read_csv(run_dir / "flows.csv")
+        for fid, rows in flows.groupby("flow", sort=True):
+            t = rows["t"].astype(float).tolist()
+            out["flows"][str(fid)] = {"t": thin(t, t)[0], **{
+                key: thin(t, pd.to_numeric(rows[key], errors="coerce").astype(float).tolist())[1]
+                for key in ("goodput_mbps", "cwnd_pkts", "srtt_ms") if key in rows}}
+    except (OSError, ValueError, KeyError, pd.errors.ParserError):
+        pass
+    try:
+        links = pd.read_csv(run_dir / "links.csv")
+        links = links[(links["direction"] == "forward") & (links["t"] >= 0)]
+        for lid, rows in links.groupby("link", sort=True):
+            t = rows["t"].astype(float).tolist()
+            x, y = thin(t, pd.to_numeric(rows["backlog_pkts"], errors="coerce").astype(float).tolist())
+            out["links"][str(lid)] = {"t": x, "backlog_pkts": y}
+    except (OSError, ValueError, KeyError, pd.errors.ParserError):
+        pass
+    return out
+
+
+# --- routes ---------------------------------------------------------------------------------------
+
+def compared(raw: Any) -> dict[str, Any]:
+    """The comparison of the runs named in `raw`; CompareError (422), NotComparable (409)."""
+    h = history()
+    rows = [h.run_row(run_id) for run_id in parse_ids(raw)]  # 404 for an unknown run
+    for row in rows:
+        if row["status"] != "done" or not row.get("summary"):
+            raise NotComparable(f"run {row['id']} is {row['status']}: only finished runs can be compared")
+    return {"runs": [{"id": r["id"], "name": r["name"], "topology": r["topology"], "started": r.get("started"),
+                      "url": f"/runs/{r['id']}", "lab": r.get("lab"), "lab_step": r.get("lab_step")} for r in rows],
+            "differences": differences([r.get("spec") for r in rows]),
+            "metrics": metrics([r.get("summary") for r in rows]),
+            "series": [series(h.root / r["id"]) for r in rows]}
+
+
+@bp.get("/api/compare")
+def api_compare() -> Any:
+    try:
+        return jsonify(compared(request.args.get("runs")))
+    except CompareError as exc:
+        return api_error(422, str(exc))
+    except NotComparable as exc:
+        return api_error(409, str(exc))
+
+
+@bp.get("/compare")
+def compare_page() -> Any:
+    try:
+        data = compared(request.args.get("runs"))
+        error = None
+    except (CompareError, NotComparable) as exc:
+        data, error = None, str(exc)
+    return render_template("compare.html", data=data, error=error), 200 if error is None else 422
+
+
+@bp.delete("/api/runs/<run_id>")
+def api_delete(run_id: str) -> Any:
+    """Delete a run that is no longer queued or running: its folder, then its history row."""
+    h = history()
+    row = h.run_row(run_id)  # 404 before any file is touched
+    if row["status"] in h.active:
+        return api_error(409, f"run is {row['status']}: cancel it first, then delete it")
+    folder = h.root / run_id
+    if folder.is_symlink():
+        folder.unlink()
+    elif folder.is_dir():
+        shutil.rmtree(folder)
+    h.forget(run_id)
+    return jsonify({"deleted": run_id})
