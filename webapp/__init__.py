@@ -61,7 +61,7 @@ from fastlab import fast_theory, fidelity_view, paths
 from fastlab.ccruntime import LiveControlError
 from fastlab.labs import LABS_DIR, LabError
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
-from webapp import compare, guided
+from webapp import compare, guided, sweeps
 from webapp import runner as q
 from webapp.events import SSE_BATCH_S, EventStream
 from webapp.openapi import document
@@ -672,6 +672,18 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
 
     app.extensions["fastlab_history"] = compare.History(run_row, root, q.ACTIVE, forget)
     app.register_blueprint(compare.bp)
+
+    # --- sweeps (webapp.sweeps): points queued as ordinary runs ------------------------------------
+    def room() -> int:
+        """Runs this client may still queue (the queue's and the per-client limit)."""
+        conn = db()
+        queued = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued'").fetchone()[0]
+        mine = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued' AND client = ?",
+                            (request.remote_addr or "unknown",)).fetchone()[0]
+        return min(app.config["MAX_QUEUED"] - queued, app.config["MAX_QUEUED_PER_CLIENT"] - mine)
+
+    app.extensions["fastlab_queue"] = sweeps.Queue(check_spec, enqueue, room, run_row, database)
+    app.register_blueprint(sweeps.bp)
 
     app.jinja_env.globals["app_env"] = os.environ.get("FASTLAB_ENV", "")
     # fidelity_view escapes every text it puts in its HTML: safe to mark as Markup

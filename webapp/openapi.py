@@ -15,9 +15,11 @@ from fastlab.spec import ExperimentSpec
 
 
 def document() -> dict[str, Any]:
+    from webapp import sweeps
     from webapp.guided import RunRequest
 
-    lab_run_request = RunRequest.model_json_schema()  # the model that validates the body
+    lab_run_request = RunRequest.model_json_schema()  # the models that validate the bodies
+    sweep_request = sweeps.SweepRequest.model_json_schema()
     spec_schema = ExperimentSpec.model_json_schema(ref_template="#/components/schemas/{model}")
     defs = spec_schema.pop("$defs", {})
     run_id = {"name": "run_id", "in": "path", "required": True,
@@ -64,6 +66,24 @@ def document() -> dict[str, Any]:
                            "responses": {"200": {"description": "deleted", "content": {"application/json": {
                                "schema": {"type": "object", "properties": {"deleted": {"type": "string"}}}}}},
                                "403": error, "404": error, "409": error}}},
+            "/api/sweeps": {
+                "get": {"summary": "the latest sweeps", "operationId": "listSweeps",
+                        "responses": {"200": {"description": "sweeps, newest first (id, name, param, values, "
+                                                             "repeat, created, url)",
+                                              "content": {"application/json": {"schema": {
+                                                  "type": "array", "items": {"type": "object"}}}}}}},
+                "post": {"summary": "sweep one field of a spec over values: every point checked, then each queued "
+                                    "as a run", "operationId": "submitSweep", "parameters": [csrf],
+                         "requestBody": {"required": True, "content": {"application/json": {
+                             "schema": {"$ref": "#/components/schemas/SweepRequest"}}}},
+                         "responses": {"201": returns("queued; `url` is its page", "Sweep"), "400": error,
+                                       "403": error, "413": error, "415": error, "422": error, "429": error}}},
+            "/api/sweeps/{sweep_id}": {
+                "get": {"summary": "a sweep: its runs' statuses and the aggregate per value (mean, min, max, theory)",
+                        "operationId": "getSweep",
+                        "parameters": [{"name": "sweep_id", "in": "path", "required": True,
+                                        "schema": {"type": "string", "pattern": sweeps.SWEEP_ID_RE.pattern}}],
+                        "responses": {"200": returns("the sweep", "Sweep"), "404": error}}},
             "/api/compare": {
                 "get": {"summary": "finished runs side by side: traces to overlay, the spec fields that differ, "
                                    "results per run (the page /compare?runs=... draws it)",
@@ -162,6 +182,14 @@ def document() -> dict[str, Any]:
                 "lab": {"type": ["string", "null"], "description": "lab folder of a lab step run"},
                 "lab_step": {"type": ["string", "null"]},
                 "lab_short": {"type": ["boolean", "null"]}}},
+            "SweepRequest": sweep_request,
+            "Sweep": {"type": "object", "properties": {
+                "id": {"type": "string"}, "name": {"type": "string"}, "param": {"type": "string"},
+                "values": {"type": "array"}, "repeat": {"type": "integer"}, "total": {"type": "integer"},
+                "finished": {"type": "integer"}, "done": {"type": "integer"},
+                "points": {"type": "array", "items": {"type": "object"}},
+                "aggregate": {"type": "array", "items": {"type": "object"},
+                              "description": "per value: runs, done, metrics -> {mean, min, max, theory}"}}},
             "Comparison": {"type": "object", "required": ["runs", "differences", "metrics", "series"], "properties": {
                 "runs": {"type": "array", "items": {"type": "object"},
                          "description": "id, name, topology, started, url"},

@@ -340,6 +340,16 @@ async function fillForm(spec) {
   changed();
 }
 
+// A sweep: the form's spec, one field path and its values (numbers where they read as numbers).
+async function startSweep() {
+  const values = $('sweep-values').value.split(',').map((v) => v.trim()).filter((v) => v !== '')
+    .map((v) => (/^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(v) ? Number(v) : v));
+  const r = await api('POST', '/api/sweeps', {spec: buildSpec(), param: $('sweep-param').value.trim(), values,
+    repeat: Number($('sweep-repeat').value)});
+  if (r.status === 201) { window.location = r.data.url; return; }
+  $('sweep-error').textContent = (r.data && r.data.error) || `error ${r.status}`;
+}
+
 async function init() {
   S = (await api('GET', '/api/schema')).data;
   for (const t of S.topologies) $('f-topology').append(el('option', {value: t.name, text: t.name}));
@@ -361,6 +371,7 @@ async function init() {
     if (r.status === 201) { window.location = r.data.url; return; }
     showResult(r);
   });
+  $('start-sweep').addEventListener('click', startSweep);
   await fillForm(S.presets[0].spec);
   document.body.dataset.ready = '1';
 }

@@ -1,0 +1,179 @@
+"""Sweeps in the browser (issue 14 item 3): a parameter and its values on the form, each point a
+queued run, progress followed on the sweep's page, the aggregate plot (mean with min..max against
+the parameter) beside the theory's line. Bad requests are one line and queue nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.webapp.conftest import ARTIFACTS, good_spec, queued_count, wait_until
+from webapp import create_app, sweeps
+
+ALPHA = "flows.0.cc_args.alpha"
+
+
+def body(**changes: Any) -> dict[str, Any]:
+    return {"spec": good_spec(links={}), "param": ALPHA, "values": [10, 20, 40], "repeat": 1} | changes
+
+
+def deep(n: int) -> Any:
+    out: Any = 1
+    for _ in range(n):
+        out = [out]
+    return out
+
+
+@pytest.mark.parametrize("data, words", [
+    ([1, 2], "body: must be a JSON object"), ("x", "body: must be a JSON object"),
+    (body(values=[10, float("nan")]), "values[1]: must be a finite number, not nan"),
+    (body(values=[10, float("inf")]), "values[1]: must be a finite number, not inf"),
+    (body(values=[10]), "values: List should have at least 2 items"), (body(values=list(range(11))), "values"),
+    (body(values=[10, 10]), "a value is given twice"),
+    (body(values=[10, [1]]), "values[1]: must be a number or a word"),
+    (body(values=[10, {"a": 1}]), "values[1]"), (body(values=[10, True]), "values[1]: must be a number or a word"),
+    (body(values=[10, "x" * 101]), "values[1]: a word of 1 to 100"), (body(values=[10, None]), "values[1]"),
+    (body(values="10,20"), "values"),
+    (body(repeat=0), "repeat"), (body(repeat=6), "repeat"), (body(repeat=True), "repeat"), (body(repeat="2"), "repeat"),
+    (body(repeat=4), "more than 10 runs"), (body(param="../x"), "param"), (body(param="a..b"), "param"),
+    (body(param=f"{ALPHA}=3"), "param"), (body(param=7), "param"), (body(param="x" * 300), "param"),
+    (body(spec=[1]), "spec"), (body(spec=None), "spec"), (body(extra=1), "extra"),
+    ({"param": ALPHA, "values": [1, 2]}, "spec: required field is missing"),
+])
+def test_bad_sweep_requests_are_one_line(data: Any, words: str) -> None:
+    with pytest.raises(sweeps.SweepError) as err:
+        sweeps.parse_request(data)
+    assert words in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+def test_points_set_the_field_name_and_seed() -> None:
+    req = sweeps.parse_request(body(values=[10, 40], repeat=2))
+    points = sweeps.point_specs(req)
+    assert [(i, r, p["flows"][0]["cc_args"]["alpha"], p["seed"], p["name"]) for i, r, p in points] == [
+        (0, 0, 10, 1, "webtest-p1r1"), (0, 1, 10, 2, "webtest-p1r2"), (1, 0, 40, 1, "webtest-p2r1"),
+        (1, 1, 40, 2, "webtest-p2r2")]
+    assert req.spec["flows"][0]["cc_args"]["alpha"] == 30  # the form's spec itself is untouched
+
+
+def test_aggregate_means_spread_and_theory() -> None:
+    theory = {"utilization": 100.0, "throughput": 20.0, "backlog": 10, "rtt": 46.0, "retransmits": None}
+
+    def summary(util: float, backlog: float) -> dict[str, Any]:
+        return {"flows": [{"throughput_mbps": 20 * util, "mean_rtt_ms": 46, "retransmits": 1}],
+                "links": [{"utilization": util, "mean_backlog_pkts": backlog}]}
+
+    points = [{"value_index": 0, "status": "done", "summary": summary(0.9, 8), "theory": theory},
+              {"value_index": 0, "status": "done", "summary": summary(1.0, 10), "theory": theory},
+              {"value_index": 0, "status": "failed", "summary": None, "theory": theory},
+              {"value_index": 1, "status": "queued", "summary": None, "theory": theory | {"backlog": 20}}]
+    rows = sweeps.aggregate([10, 20], points)
+    assert rows[0]["runs"] == 3 and rows[0]["done"] == 2
+    assert rows[0]["metrics"]["backlog"] == {"mean": 9.0, "min": 8, "max": 10, "theory": 10}
+    assert rows[0]["metrics"]["utilization"]["mean"] == pytest.approx(95.0)
+    assert rows[1]["metrics"]["backlog"] == {"mean": None, "min": None, "max": None, "theory": 20}
+
+
+@pytest.fixture
+def sweep_app(tmp_path: Path) -> Any:
+    return create_app(results_root=tmp_path / "results", start_worker=False, cleanup_on_start=False)
+
+
+def test_a_sweep_queues_its_points_and_reports_the_theory(sweep_app) -> None:
+    client = sweep_app.test_client()
+    csrf = {"X-CSRF-Token": sweep_app.config["CSRF_TOKEN"]}
+    resp = client.post("/api/sweeps", json=body(), headers=csrf)
+    assert resp.status_code == 201, resp.get_json()
+    sweep = resp.get_json()
+    assert sweep["url"] == f"/sweeps/{sweep['id']}" and sweep["total"] == 3 and sweep["finished"] == 0
+    assert queued_count(sweep_app) == 3
+    assert [a["metrics"]["backlog"]["theory"] for a in sweep["aggregate"]] == [10, 20, 40]  # FAST: Σα queued
+    assert [a["metrics"]["throughput"]["theory"] for a in sweep["aggregate"]] == [20, 20, 20]
+    runs = {r["id"]: r for r in client.get("/api/runs").get_json()}
+    assert sorted(r["spec"]["flows"][0]["cc_args"]["alpha"] for r in runs.values()) == [10, 20, 40]
+    assert client.get(f"/api/sweeps/{sweep['id']}").get_json()["points"][2]["value"] == 40
+    assert client.get("/api/sweeps").get_json()[0]["id"] == sweep["id"]
+    page = client.get(sweep["url"])
+    assert page.status_code == 200 and b"flows.0.cc_args.alpha" in page.data
+    assert sweep["name"].encode() in client.get("/").data  # listed on the runs page
+
+
+@pytest.mark.parametrize("changes, status, words", [
+    ({"values": [10, 0]}, 422, "flows.0.cc_args.alpha=0: "), ({"param": "flows.3.cc"}, 422, "param: --set"),
+    ({"values": [10, 10 ** 400]}, 422, "flows.0.cc_args.alpha="), ({"spec": good_spec(duration_s=10 ** 6)}, 422,
+                                                                    "duration_s"),
+    ({"spec": good_spec(name=deep(200))}, 422, "name"), ({"values": ["fast", "nosuchcc"], "param": "flows.0.cc"},
+                                                          422, "unknown congestion control"),
+])
+def test_a_bad_point_queues_nothing(sweep_app, changes: dict[str, Any], status: int, words: str) -> None:
+    client = sweep_app.test_client()
+    csrf = {"X-CSRF-Token": sweep_app.config["CSRF_TOKEN"]}
+    resp = client.post("/api/sweeps", json=body(**changes), headers=csrf)
+    assert resp.status_code == status and words in resp.get_json()["error"], resp.get_json()
+    assert "\n" not in resp.get_json()["error"]
+    assert queued_count(sweep_app) == 0 and client.get("/api/sweeps").get_json() == []
+
+
+def test_hostile_bodies_and_ids(sweep_app) -> None:
+    client = sweep_app.test_client()
+    csrf = {"X-CSRF-Token": sweep_app.config["CSRF_TOKEN"]}
+    for raw in ('{"spec": ' + "[" * 100_000 + "]" * 100_000 + "}", "NaN", '{"values": [NaN, Infinity]}', "{"):
+        resp = client.post("/api/sweeps", data=raw, headers=csrf, content_type="application/json")
+        assert resp.status_code in (400, 413, 422) and resp.get_json()["error"], (raw[:20], resp.status_code)
+    assert client.post("/api/sweeps", json=body()).status_code == 403  # no CSRF token
+    for _ in range(3):  # 9 of the client's 10 places
+        assert client.post("/api/sweeps", json=body(), headers=csrf).status_code == 201
+    resp = client.post("/api/sweeps", json=body(), headers=csrf)
+    assert resp.status_code == 429 and "needs 3 places" in resp.get_json()["error"]
+    assert queued_count(sweep_app) == 9
+    for hostile in ("..%2F..%2Fetc", "x", "20261124-100000-a-s00000g", "20261124-100000-a-s000000"):
+        assert client.get(f"/api/sweeps/{hostile}").status_code == 404
+        assert client.get(f"/sweeps/{hostile}").status_code == 404
+
+
+@pytest.mark.timeout(300)
+def test_a_three_point_alpha_sweep_from_the_form_ends_with_its_plot(tmp_path: Path, live_server_factory,
+                                                                    browser) -> None:
+    """From the form: FAST on the 20 Mb/s dumbbell, alpha 10, 20, 40 (4 s each, real runs); the sweep's
+    page follows the three runs and ends with the aggregate: the measured mean backlog per alpha and
+    the theory's line at alpha (FAST keeps alpha packets queued)."""
+    app = create_app(results_root=tmp_path / "results", cleanup_on_start=False)
+    server = live_server_factory(app)
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    # Chromium logs every 4xx answer to fetch; the 422s of the deliberately bad values are expected
+    page.on("console", lambda msg: msg.type == "error" and "status of 422" not in msg.text and errors.append(msg.text))
+    page.goto(server.url + "/new")
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    page.select_option("#preset", "fast-alpha30-loss1")
+    page.click("#load-preset")
+    wait_until(page, "document.querySelector('[name=\"fast-alpha\"]') !== null")
+    page.select_option("[name='bottleneck-loss-model']", "")
+    page.fill("#f-duration_s", "4")
+    page.fill("#f-name", "alpha-sweep")
+    page.fill("#sweep-param", ALPHA)
+    page.fill("#sweep-values", "10, 0")
+    page.click("#start-sweep")  # a bad value: said beside the sweep's fields, nothing queued
+    wait_until(page, "document.getElementById('sweep-error').textContent !== ''", timeout=10_000)
+    assert "flows.0.cc_args.alpha=0" in page.inner_text("#sweep-error") and queued_count(app) == 0
+    page.fill("#sweep-values", "10, 20, 40")
+    page.screenshot(path=str(ARTIFACTS / "webapp-9-sweep-form.png"))
+    page.click("#start-sweep")
+    page.wait_for_url("**/sweeps/*", timeout=10_000)
+    wait_until(page, "document.getElementById('sweep-chart').data !== undefined", timeout=20_000)
+    page.select_option("#sweep-metric", "backlog")
+    wait_until(page, "document.body.dataset.sweepFinished === '1'", timeout=240_000)
+    assert page.inner_text("#sweep-progress-text").startswith("3 of 3 runs finished")
+    data = page.evaluate("document.getElementById('sweep-chart').data.map(t => ({name: t.name, x: t.x, y: t.y}))")
+    measured, theory = data
+    assert measured["x"] == [10, 20, 40] and theory["name"] == "theory" and theory["y"] == [10, 20, 40], data
+    assert all(y is not None and y > 0 for y in measured["y"]), measured
+    assert measured["y"][2] > measured["y"][0]  # more alpha, more queued
+    assert [c.inner_text() for c in page.locator(".point-status").all()] == ["done"] * 3
+    page.screenshot(path=str(ARTIFACTS / "webapp-10-sweep.png"), full_page=True)
+    state = json.loads(page.evaluate(f"fetch('{page.url.replace('/sweeps/', '/api/sweeps/')}').then(r => r.text())"))
+    assert state["done"] == 3
+    assert not errors, errors

@@ -1,0 +1,288 @@
+"""Sweeps in the browser (issue 14 item 3): one parameter over a few values, repeated, as ordinary runs.
+
+`POST /api/sweeps` takes the form's spec, a field path (as for `--set`: flows.0.cc_args.alpha), its
+values and the repetitions; every point's spec is checked exactly as a run's before any is queued,
+then each point is queued as a run (repetition r with seed + r) and the sweep is recorded in the
+history's database (table `sweeps`). `/sweeps/<id>` follows the points and draws the aggregate:
+per value the mean of a result with its min..max spread, and what the theory predicts for that
+value (fastlab.fast_theory: the bottleneck's capacity, FAST's equilibrium queue and RTT).
+
+The pure parts (`SweepRequest`, `point_specs`, `aggregate`) are unit-tested; the routes reach the
+queue through `current_app.extensions["fastlab_queue"]` (a `Queue`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flask import Blueprint, Response, abort, current_app, jsonify, render_template, request
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from werkzeug.exceptions import BadRequest
+
+from fastlab import fast_theory
+from fastlab.spec import SpecError, apply_overrides, format_validation_error, parse_spec
+from webapp import runner as q
+
+bp = Blueprint("sweeps", __name__)
+
+SWEEP_ID_RE = re.compile(r"^[0-9]{8}-[0-9]{6}-[A-Za-z0-9][A-Za-z0-9_.-]{0,64}-s[0-9a-f]{6}$")
+PARAM_RE = r"^[A-Za-z_][A-Za-z0-9_]*(\.([A-Za-z_][A-Za-z0-9_-]*|[0-9]+)){0,7}$"
+MAX_POINTS = 10  # runs of one sweep: one client's queue allowance (webapp.MAX_QUEUED_PER_CLIENT)
+# What the aggregate plot can show: key -> (label, unit)
+METRICS = {"utilization": ("bottleneck utilization", "%"), "throughput": ("total goodput", "Mb/s"),
+           "backlog": ("mean bottleneck backlog", "packets"), "rtt": ("f1 mean RTT", "ms"),
+           "retransmits": ("retransmits, all flows", "packets")}
+
+
+class SweepError(ValueError):
+    """A bad sweep request: one line naming the field (422)."""
+
+
+class SweepRequest(BaseModel):
+    """Body of POST /api/sweeps."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    spec: dict[str, Any] = Field(description="the experiment (as POST /api/runs takes it)")
+    param: StrictStr = Field(pattern=PARAM_RE, max_length=200,
+                             description="the swept field, as for --set: flows.0.cc_args.alpha")
+    values: list[Any] = Field(min_length=2, max_length=MAX_POINTS,
+                              description="the values it takes, in order: numbers, or words such as cubic")
+    repeat: StrictInt = Field(1, ge=1, le=5, description="runs per value (repetition r runs with seed + r)")
+
+
+@dataclass
+class Queue:
+    """What the blueprint needs of the app: the spec check of a run, and queueing one (a 201 Response
+    with the run, or the refusal as a Response); how many runs wait now, in all and for this client."""
+
+    check: Callable[[Any], Any]
+    enqueue: Callable[[Any], Response]
+    room: Callable[[], int]
+    run_row: Callable[[str], dict[str, Any]]
+    database: Path
+
+
+def queue() -> Queue:
+    return current_app.extensions["fastlab_queue"]
+
+
+def api_error(status: int, message: str) -> Response:
+    resp = jsonify({"error": message})
+    resp.status_code = status
+    return resp
+
+
+@contextmanager
+def connect(database: Path) -> Iterator[sqlite3.Connection]:
+    """The history's database with the sweeps table; committed and closed at the end of the block."""
+    conn = q.connect(database)
+    try:
+        conn.execute("""CREATE TABLE IF NOT EXISTS sweeps (id TEXT PRIMARY KEY, name TEXT, param TEXT,
+                        "values" TEXT, repeat INTEGER, runs TEXT, created TEXT)""")
+        yield conn
+        conn.commit()
+    finally:
+        conn.close()
+
+
+# --- pure parts -------------------------------------------------------------------------------------
+
+def parse_request(data: Any) -> SweepRequest:
+    if not isinstance(data, dict):
+        raise SweepError('body: must be a JSON object {"spec": {...}, "param": "...", "values": [...], "repeat": 1}')
+    try:
+        req = SweepRequest.model_validate(data)
+    except ValidationError as err:
+        raise SweepError(format_validation_error(err)) from None
+    if len(req.values) * req.repeat > MAX_POINTS:
+        raise SweepError(f"values: {len(req.values)} values x {req.repeat} repetitions is more than "
+                         f"{MAX_POINTS} runs")
+    for i, v in enumerate(req.values):
+        if isinstance(v, bool) or not isinstance(v, int | float | str):
+            raise SweepError(f"values[{i}]: must be a number or a word, not {type(v).__name__}")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise SweepError(f"values[{i}]: must be a finite number, not {v}")
+        if isinstance(v, str) and not 0 < len(v) <= 100:
+            raise SweepError(f"values[{i}]: a word of 1 to 100 characters")
+    if len({json.dumps(v) for v in req.values}) != len(req.values):
+        raise SweepError("values: a value is given twice")
+    return req
+
+
+def point_specs(req: SweepRequest) -> list[tuple[int, int, dict[str, Any]]]:
+    """(value index, repetition, spec) per point; SpecError naming the point for a path that does not fit."""
+    base = req.spec
+    name = str(base.get("name") or "sweep")[:40]
+    seed = base.get("seed", 1)
+    out = []
+    for i, value in enumerate(req.values):
+        for r in range(req.repeat):
+            data = copy.deepcopy(base)
+            try:
+                apply_overrides(data, [f"{req.param}={json.dumps(value)}"])
+            except SpecError as exc:
+                raise SpecError(f"param: {exc}") from None
+            data["name"] = f"{name}-p{i + 1}r{r + 1}"
+            if isinstance(seed, int) and not isinstance(seed, bool):
+                data["seed"] = seed + r
+            out.append((i, r, data))
+    return out
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        and math.isfinite(value) else None
+
+
+def results(summary: dict[str, Any]) -> dict[str, float | None]:
+    """A finished run's numbers for the aggregate plot (None where the summary lacks one)."""
+    flows = summary.get("flows") or []
+    links = summary.get("links") or []
+    first = links[0] if links else {}
+    util = _number(first.get("utilization"))
+    return {"utilization": None if util is None else 100 * util,
+            "throughput": sum(_number(f.get("throughput_mbps")) or 0 for f in flows) if flows else None,
+            "backlog": _number(first.get("mean_backlog_pkts")),
+            "rtt": _number(flows[0].get("mean_rtt_ms")) if flows else None,
+            "retransmits": sum(_number(f.get("retransmits")) or 0 for f in flows) if flows else None}
+
+
+def theory(spec: dict[str, Any]) -> dict[str, float | None]:
+    """What the theory says for a point (fastlab.fast_theory): the capacity bounds the goodput; when
+    every flow is FAST, the queue holds the sum of the alphas and the first flow's RTT is d + Σα/C."""
+    try:
+        refs = fast_theory.references(parse_spec(spec))
+    except (SpecError, ValueError, KeyError, TypeError, RuntimeError):
+        return dict.fromkeys(METRICS)
+    first = refs[0] if refs else {}
+    fast = first.get("fast_queue_pkts") is not None
+    return {"utilization": 100.0 if fast else None, "throughput": first.get("capacity_mbps"),
+            "backlog": first.get("fast_queue_pkts"), "rtt": first.get("fast_rtt_ms") if fast else None,
+            "retransmits": None}
+
+
+def aggregate(values: list[Any], points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per value: runs finished (done) and per metric mean, min, max over them and the theory's value.
+    `points`: {"value_index", "status", "summary", "theory"} per run."""
+    rows = []
+    for i, value in enumerate(values):
+        mine = [p for p in points if p["value_index"] == i]
+        done = [results(p["summary"]) for p in mine if p["status"] == "done" and p.get("summary")]
+        row: dict[str, Any] = {"value": value, "runs": len(mine), "done": len(done), "metrics": {}}
+        for key in METRICS:
+            got = [d[key] for d in done if d[key] is not None]
+            row["metrics"][key] = {"mean": sum(got) / len(got) if got else None, "min": min(got, default=None),
+                                   "max": max(got, default=None),
+                                   "theory": next((p["theory"][key] for p in mine), None)}
+        rows.append(row)
+    return rows
+
+
+# --- routes ---------------------------------------------------------------------------------------
+
+@bp.post("/api/sweeps")
+def api_submit_sweep() -> Any:
+    qu = queue()
+    try:
+        req = parse_request(request.get_json())
+    except (BadRequest, RecursionError):
+        return api_error(400, "body: not valid JSON (or nested too deeply)")
+    except SweepError as exc:
+        return api_error(422, str(exc))
+    try:
+        points = point_specs(req)
+        checked = []
+        for i, r, data in points:
+            try:
+                checked.append((i, r, qu.check(data)[0]))
+            except SpecError as exc:
+                raise SpecError(f"{req.param}={req.values[i]!r}: {exc}") from None
+    except SpecError as exc:
+        return api_error(422, str(exc))
+    if qu.room() < len(checked):
+        return api_error(429, f"the sweep needs {len(checked)} places in the queue and {max(qu.room(), 0)} are "
+                              "free for you: wait for runs to finish or cancel some")
+    runs = []
+    for i, r, spec in checked:
+        resp = qu.enqueue(spec)
+        if resp.status_code != 201:
+            return resp  # the queue filled meanwhile: the points queued so far stay queued as runs
+        runs.append([i, r, resp.get_json()["id"]])
+    name = str(req.spec.get("name") or "sweep")[:40]
+    sweep_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{name}-s{secrets.token_hex(3)}"
+    with connect(qu.database) as conn:
+        conn.execute('INSERT INTO sweeps (id, name, param, "values", repeat, runs, created) '
+                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     (sweep_id, name, req.param, json.dumps(req.values), req.repeat, json.dumps(runs), q.now()))
+    resp = jsonify(sweep_state(sweep_id) | {"url": f"/sweeps/{sweep_id}"})
+    resp.status_code = 201
+    return resp
+
+
+def sweep_state(sweep_id: str) -> dict[str, Any]:
+    """A sweep with its points' statuses and the aggregate; 404 for anything the history does not know."""
+    if not SWEEP_ID_RE.match(sweep_id) or ".." in sweep_id:
+        abort(api_error(404, f"no sweep {sweep_id[:80]!r}"))
+    qu = queue()
+    with connect(qu.database) as conn:
+        row = conn.execute("SELECT * FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
+    if row is None:
+        abort(api_error(404, f"no sweep {sweep_id[:80]!r}"))
+    values = json.loads(row["values"])
+    points = []
+    for i, r, run_id in json.loads(row["runs"]):
+        try:
+            run = qu.run_row(run_id)
+        except Exception:  # noqa: BLE001 - a point's run was deleted from the history: show it as gone
+            run = {"status": "deleted", "summary": None, "spec": None}
+        points.append({"value_index": i, "value": values[i], "repetition": r + 1, "run": run_id,
+                       "status": run["status"], "summary": run.get("summary"),
+                       "theory": theory(run["spec"]) if run.get("spec") else dict.fromkeys(METRICS)})
+    finished = sum(p["status"] not in q.ACTIVE for p in points)
+    return {"id": sweep_id, "name": row["name"], "param": row["param"], "values": values, "repeat": row["repeat"],
+            "created": row["created"], "total": len(points), "finished": finished,
+            "done": sum(p["status"] == "done" for p in points),
+            "points": [{k: v for k, v in p.items() if k not in ("summary", "theory")} for p in points],
+            "metrics": {k: {"label": label, "unit": unit} for k, (label, unit) in METRICS.items()},
+            "aggregate": aggregate(values, points)}
+
+
+@bp.get("/api/sweeps/<sweep_id>")
+def api_sweep(sweep_id: str) -> Any:
+    return jsonify(sweep_state(sweep_id))
+
+
+@bp.get("/api/sweeps")
+def api_sweeps() -> Any:
+    with connect(queue().database) as conn:
+        rows = conn.execute('SELECT id, name, param, "values", repeat, created FROM sweeps ORDER BY created DESC '
+                            "LIMIT 50").fetchall()
+    return jsonify([dict(r) | {"values": json.loads(r["values"]), "url": f"/sweeps/{r['id']}"} for r in rows])
+
+
+@bp.get("/sweeps/<sweep_id>")
+def sweep_page(sweep_id: str) -> Any:
+    if not SWEEP_ID_RE.match(sweep_id):
+        abort(404)
+    state = sweep_state(sweep_id)
+    return render_template("sweep.html", sweep=state)
+
+
+@bp.app_context_processor
+def recent_sweeps() -> dict[str, Any]:
+    def recent(limit: int = 5) -> list[dict[str, Any]]:
+        with connect(queue().database) as conn:
+            return [dict(r) for r in conn.execute("SELECT id, name, param, created FROM sweeps "
+                                                  "ORDER BY created DESC LIMIT ?", (limit,))]
+    return {"recent_sweeps": recent}
