@@ -1,4 +1,4 @@
-"""Every page of the app in Chromium: no console error or warning, no uncaught exception, no failed
+"""Every page of the app (a queued sweep too) in Chromium: no console error or warning, no uncaught exception, no failed
 or refused request (CSP, 404 of an asset, favicon), at 1440x900 (issue 14 acceptance: no console
 errors on any page). Runs are folders written by the test; the labs are the repository's."""
 
@@ -27,12 +27,14 @@ def test_no_page_logs_an_error(tmp_path: Path, live_server_factory, browser) -> 
     write_run(tmp_path, A, "fast-a10", "fast", 10, 18.0)
     write_run(tmp_path, B, "fast-a40", "fast", 40, 19.5)
     app = create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False)
-    queued = app.test_client().post("/api/runs", json=good_spec(),
-                                    headers={"X-CSRF-Token": app.config["CSRF_TOKEN"]}).get_json()["id"]
+    csrf = {"X-CSRF-Token": app.config["CSRF_TOKEN"]}
+    queued = app.test_client().post("/api/runs", json=good_spec(), headers=csrf).get_json()["id"]
+    sweep = app.test_client().post("/api/sweeps", headers=csrf, json={
+        "spec": good_spec(links={}), "param": "flows.0.cc_args.alpha", "values": [10, 20]}).get_json()["url"]
     server = live_server_factory(app)
     labs = [f"/labs/{n}" for n in range(1, len(lab_folders(LABS_DIR)) + 1)]
     pages = ["/", "/new", "/labs", *labs, "/doctor", f"/runs/{A}", f"/runs/{queued}", f"/compare?runs={A},{B}",
-             "/api/openapi.json"]
+             sweep, "/api/openapi.json"]
     found: dict[str, list[str]] = {}
     for url in pages:
         page = browser.new_page(viewport={"width": 1440, "height": 900})
@@ -47,4 +49,4 @@ def test_no_page_logs_an_error(tmp_path: Path, live_server_factory, browser) -> 
             found[url] = problems
         page.close()
     assert found == {}, found
-    assert len(pages) >= 13
+    assert len(pages) >= 14
