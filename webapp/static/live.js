@@ -15,21 +15,49 @@ function flowColour(flow) {
   return Number.isInteger(n) && n > 0 ? PALETTE[(n - 1) % PALETTE.length] : '#000000';
 }
 
-// chart id -> {title, y axis label, traces: key -> index}
+// chart id -> {title, y axis label, traces: key -> index}. Flows and links on separate charts, one
+// unit per axis: FAST's RTT estimates (ms) apart from its windows (packets).
 const charts = {
-  'chart-goodput': {title: 'Throughput (goodput) per flow', y: 'goodput (Mb/s)'},
+  'chart-goodput': {title: 'Goodput per flow', y: 'goodput (Mb/s)'},
+  'chart-links': {title: 'Link rate, data direction', y: 'rate (Mb/s)'},
   'chart-cwnd': {title: 'Congestion window per flow', y: 'cwnd (packets)'},
   'chart-rtt': {title: 'Smoothed RTT per flow', y: 'RTT (ms)'},
   'chart-queue': {title: 'Bottleneck queue', y: 'backlog (packets)'},
-  'chart-fast': {title: "FAST internal state", y: 'RTT (ms) / window (packets)'},
+  'chart-fast-rtt': {title: "FAST's RTT estimates", y: 'RTT (ms)'},
+  'chart-fast-window': {title: "FAST's window and target", y: 'window (packets)'},
 };
+for (const id of Object.keys(charts)) if (!document.getElementById(id)) delete charts[id];
+
+// The x axis spans the run from the start: 0 .. duration_s (further only if samples come later).
+const sampleHz = Number(root.dataset.sampleHz) || 20;
+let xMax = Number(root.dataset.duration) || 0;
+
+// Goodput smoothing: a trailing moving average over N samples (1 = the raw samples), said in the title.
+const smoothSel = document.getElementById('smooth');
+let smoothN = smoothSel ? Math.max(1, Number(smoothSel.value) || 1) : 1;
+function goodputTitle() {
+  return smoothN > 1
+    ? `Goodput per flow — moving average of ${smoothN} samples (${(smoothN / sampleHz).toFixed(2)} s)`
+    : `Goodput per flow — raw ${sampleHz} Hz samples`;
+}
+charts['chart-goodput'].title = goodputTitle();
+function smoothed(ys, n) {
+  const out = new Array(ys.length);
+  let sum = 0;
+  for (let i = 0; i < ys.length; i++) {
+    sum += ys[i];
+    if (i >= n) sum -= ys[i - n];
+    out[i] = sum / Math.min(i + 1, n);
+  }
+  return out;
+}
 
 // Horizontal reference lines per chart: [y, colour, label].
 function referenceLines(id) {
   const lines = [];
   const seen = new Set();
   for (const r of refs) {
-    if (id === 'chart-goodput' && r.capacity_mbps && !seen.has(r.bottleneck)) {
+    if ((id === 'chart-goodput' || id === 'chart-links') && r.capacity_mbps && !seen.has(r.bottleneck)) {
       seen.add(r.bottleneck);
       lines.push([r.capacity_mbps, '#444444', `${r.bottleneck} capacity ${r.capacity_mbps} Mb/s`]);
     }
@@ -38,6 +66,13 @@ function referenceLines(id) {
     }
     if (id === 'chart-cwnd' && r.fast_window_pkts) {
       lines.push([r.fast_window_pkts, flowColour(r.flow), `${r.flow} FAST window αD/(D−d) ${r.fast_window_pkts}`]);
+    }
+    if (id === 'chart-cwnd' && r.mathis_window_pkts) {
+      lines.push([r.mathis_window_pkts, flowColour(r.flow),
+        `${r.flow} Mathis 1.22/√p = ${r.mathis_window_pkts} at p = ${(100 * r.loss_rate).toPrecision(2)} %`]);
+    }
+    if (id === 'chart-cwnd' && r.hstcp_window_pkts) {
+      lines.push([r.hstcp_window_pkts, flowColour(r.flow), `${r.flow} HSTCP w(p) = ${r.hstcp_window_pkts}`]);
     }
     if (id === 'chart-rtt') {
       lines.push([r.base_rtt_ms, flowColour(r.flow), `${r.flow} base RTT ${r.base_rtt_ms} ms`]);
@@ -54,8 +89,10 @@ function referenceLines(id) {
 function layout(c, id) {
   const size = largeFonts() ? 22 : 13;
   const lines = referenceLines(id);
+  const xaxis = {title: {text: 'time since flows started (s)'}};
+  if (xMax > 0) Object.assign(xaxis, {range: [0, xMax], autorange: false});
   return {title: {text: c.title}, font: {size}, margin: {t: 50, r: 20, b: largeFonts() ? 150 : 100, l: 80},
-    xaxis: {title: {text: 'time since flows started (s)'}}, yaxis: {title: {text: c.y}, rangemode: 'tozero'},
+    xaxis, yaxis: {title: {text: c.y}, rangemode: 'tozero'},
     legend: {orientation: 'h', y: largeFonts() ? -0.45 : -0.3}, uirevision: 'keep',
     shapes: lines.map(([y, colour]) => ({type: 'line', xref: 'paper', x0: 0, x1: 1, y0: y, y1: y,
       line: {color: colour, width: 1.5, dash: 'dash'}})),
@@ -65,27 +102,57 @@ function layout(c, id) {
 
 for (const [id, c] of Object.entries(charts)) {
   c.traces = {};
+  c.raw = {};
   c.links = 0;
   Plotly.newPlot(id, [], layout(c, id), {responsive: true, displaylogo: false});
 }
 document.addEventListener('fontschanged', () => {
   for (const [id, c] of Object.entries(charts)) Plotly.relayout(id, layout(c, id)).then(() => Plotly.Plots.resize(id));
 });
+function widenTo(t) {
+  if (!(xMax > 0) || !(t > xMax)) return;  // no duration known: plotly's autorange
+  xMax = Math.ceil(t);
+  for (const id of Object.keys(charts)) Plotly.relayout(id, {'xaxis.range': [0, xMax], 'xaxis.autorange': false});
+}
 
-// Append points (grouped per trace) to a chart, creating traces as new keys appear.
+smoothSel?.addEventListener('change', () => {
+  smoothN = Math.max(1, Number(smoothSel.value) || 1);
+  const c = charts['chart-goodput'];
+  c.title = goodputTitle();
+  const keys = Object.keys(c.traces);
+  if (keys.length) {
+    Plotly.restyle('chart-goodput', {y: keys.map((k) => smoothed(c.raw[k], smoothN))}, keys.map((k) => c.traces[k]));
+  }
+  Plotly.relayout('chart-goodput', {'title.text': c.title});
+});
+
+// Append points (grouped per trace) to a chart, creating traces as new keys appear. The goodput
+// chart keeps each flow's raw samples and plots their moving average.
 function extend(id, points) {
   const c = charts[id];
+  if (!c) return;
   const groups = new Map();
   for (const [key, name, x, y, flow, dash] of points) {
     if (y === null || y === undefined || Number.isNaN(y)) continue;
     if (!(key in c.traces)) {
       c.traces[key] = Object.keys(c.traces).length;
+      c.raw[key] = [];
       const colour = flow ? flowColour(flow) : GREYS[c.links++ % GREYS.length];
       Plotly.addTraces(id, {x: [], y: [], name, mode: 'lines', type: 'scatter', line: {color: colour, dash: dash || 'solid'}});
     }
     if (!groups.has(key)) groups.set(key, {x: [], y: []});
-    groups.get(key).x.push(x);
-    groups.get(key).y.push(y);
+    const g = groups.get(key);
+    g.x.push(x);
+    if (id === 'chart-goodput') {
+      const raw = c.raw[key];
+      raw.push(y);
+      const from = Math.max(0, raw.length - smoothN);
+      let sum = 0;
+      for (let i = from; i < raw.length; i++) sum += raw[i];
+      g.y.push(sum / (raw.length - from));
+    } else {
+      g.y.push(y);
+    }
   }
   if (!groups.size) return;
   const keys = [...groups.keys()];
@@ -103,33 +170,40 @@ function showProgress(t) {
   progressText.textContent = `${progress.value.toFixed(1)} / ${total} s of the run's flows (${Math.floor(100 * progress.value / total)}%)`;
 }
 
+const queuedReverse = new Set();
 const lastTx = {};  // link/direction -> [t, tx_bytes]
 function onSamples(samples) {
-  const pts = {'chart-goodput': [], 'chart-cwnd': [], 'chart-rtt': [], 'chart-queue': [], 'chart-fast': []};
+  const pts = Object.fromEntries(Object.keys(charts).map((id) => [id, []]));
+  let latest = -Infinity;
   for (const s of samples) {
-    if (typeof s.t === 'number') showProgress(s.t);
+    if (typeof s.t === 'number') { showProgress(s.t); latest = Math.max(latest, s.t); }
     if (s.kind === 'flow') {
       pts['chart-goodput'].push([s.flow, s.flow, s.t, s.goodput_mbps, s.flow]);
       pts['chart-cwnd'].push([s.flow, s.flow, s.t, s.cwnd_pkts, s.flow]);
       pts['chart-rtt'].push([s.flow, s.flow, s.t, s.srtt_ms, s.flow]);
     } else if (s.kind === 'link') {
       const key = `${s.link} ${s.direction}`;
-      if (s.backlog_pkts != null) pts['chart-queue'].push([key, `${key} backlog`, s.t, s.backlog_pkts]);
+      // The reverse direction carries ACKs: its queue is drawn only once it holds something.
+      if (s.backlog_pkts > 0 && s.direction === 'reverse') queuedReverse.add(key);
+      if (s.backlog_pkts != null && (s.direction !== 'reverse' || queuedReverse.has(key))) {
+        pts['chart-queue'].push([key, `${key} backlog`, s.t, s.backlog_pkts]);
+      }
       const prev = lastTx[key];
       // Only the data direction's rate: the reverse carries ACKs, whose rate says nothing here.
       if (prev && s.tx_bytes != null && s.t > prev[0] && s.direction === 'forward') {
-        pts['chart-goodput'].push([`${key} tx`, `${s.link} link rate`, s.t, (s.tx_bytes - prev[1]) * 8 / 1e6 / (s.t - prev[0])]);
+        pts['chart-links'].push([`${key} tx`, `${s.link} link rate`, s.t, (s.tx_bytes - prev[1]) * 8 / 1e6 / (s.t - prev[0])]);
       }
       if (s.tx_bytes != null) lastTx[key] = [s.t, s.tx_bytes];
     } else if (s.kind === 'event' && s.event === 'reroute') {
       document.getElementById('log').textContent = `${s.t.toFixed(2)} s: ${s.flow} rerouted onto ${s.path}`;
     } else if (s.kind === 'event' && s.event === 'update') {
-      pts['chart-fast'].push([`${s.flow} base`, `${s.flow} baseRTT (ms)`, s.t, s.base_rtt_us / 1000, s.flow, 'dot']);
-      pts['chart-fast'].push([`${s.flow} avg`, `${s.flow} avgRTT (ms)`, s.t, s.avg_rtt_us / 1000, s.flow, 'dashdot']);
-      pts['chart-fast'].push([`${s.flow} target`, `${s.flow} target window (pkts)`, s.t, s.target, s.flow, 'dash']);
-      pts['chart-fast'].push([`${s.flow} cwnd`, `${s.flow} cwnd (pkts)`, s.t, s.cwnd, s.flow, 'solid']);
+      pts['chart-fast-rtt']?.push([`${s.flow} base`, `${s.flow} baseRTT`, s.t, s.base_rtt_us / 1000, s.flow, 'dot']);
+      pts['chart-fast-rtt']?.push([`${s.flow} avg`, `${s.flow} avgRTT`, s.t, s.avg_rtt_us / 1000, s.flow, 'solid']);
+      pts['chart-fast-window']?.push([`${s.flow} target`, `${s.flow} target window`, s.t, s.target, s.flow, 'dash']);
+      pts['chart-fast-window']?.push([`${s.flow} cwnd`, `${s.flow} cwnd`, s.t, s.cwnd, s.flow, 'solid']);
     }
   }
+  widenTo(latest);
   for (const [id, p] of Object.entries(pts)) extend(id, p);
   window.fastlabUpdates = (window.fastlabUpdates || 0) + 1;
 }
@@ -142,8 +216,13 @@ source.addEventListener('status', (ev) => {
   const s = JSON.parse(ev.data);
   statusEl.textContent = s.status + (s.position ? ` — position ${s.position} in the queue` : '');
 });
+// After `end` the server closes the stream: close ours when it has (the `error` that follows), so that
+// the response completes instead of being aborted, and before EventSource would reconnect (retry 3 s).
+let ended = false;
+source.addEventListener('error', () => { if (ended) source.close(); });
 source.addEventListener('end', (ev) => {
-  source.close();
+  ended = true;
+  setTimeout(() => source.close(), 2500);
   const s = JSON.parse(ev.data);
   statusEl.textContent = s.status;
   document.body.dataset.streamEnded = s.status;

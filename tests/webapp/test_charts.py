@@ -1,0 +1,120 @@
+"""Readable run charts (issue 14 item 5): flows and links on separate charts, one unit per axis,
+goodput smoothing stated on its chart, an x axis spanning the run from the start. The run is a
+folder written here (a FAST alpha 30 flow under 1 % random loss, 10 s at 20 Hz, noisy goodput):
+no experiment runs."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.webapp.conftest import ARTIFACTS, wait_until
+from webapp import create_app
+
+RUN = "20261124-110000-fast-loss-wcha001"
+DURATION = 10
+HZ = 20
+
+
+def raw_goodput(i: int) -> float:
+    """20 Hz goodput that swings 0..40 Mb/s around 5 (as a lossy FAST flow's does)."""
+    return 40.0 if i % 8 == 0 else (0.0 if i % 8 == 4 else 5.0)
+
+
+def write_lossy_fast_run(root: Path, run_id: str = RUN, backlog: float = 2.6, utilization: float = 0.27,
+                         loss_drops: int = 40, arrivals: int = 4000) -> Path:
+    """A finished run's folder with partial traces (as the live stream replays them)."""
+    run = root / run_id
+    run.mkdir(parents=True)
+    spec = {"name": "fast-loss", "topology": "dumbbell", "topology_args": {"rate_mbps": 20, "rtt_ms": 40},
+            "duration_s": DURATION, "seed": 1, "sample_hz": HZ,
+            "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 30}}],
+            "links": {"bottleneck": {"loss": {"model": "bernoulli", "rate": 0.01}}}}
+    (run / "spec.yaml").write_text(json.dumps(spec))
+    (run / "environment.json").write_text(json.dumps({
+        "run": {"name": "fast-loss", "prefix": "fcha", "started": "2026-11-24T11:00:00+00:00"},
+        "kernel": "6.18", "backends": {}}))
+    (run / "summary.json").write_text(json.dumps({
+        "flows": [{"id": "f1", "src": "h1", "dst": "h2", "cc": "fast", "throughput_mbps": 20 * utilization,
+                   "mean_rtt_ms": 41.5, "min_rtt_ms": 40.0, "mean_cwnd_pkts": 20.0, "retransmits": loss_drops}],
+        "links": [{"id": "bottleneck", "capacity_mbps": 20, "utilization": utilization,
+                   "mean_backlog_pkts": backlog, "queue_drops": 0, "loss_drops": loss_drops, "drops": loss_drops,
+                   "arrivals_pkts": arrivals}],
+        "jain_index": 1.0}))
+    rnd = random.Random(1)
+    lines = []
+    tx = 0
+    for i in range(DURATION * HZ):
+        t = round(i / HZ, 3)
+        lines.append({"kind": "flow", "t": t, "flow": "f1", "cwnd_pkts": 20 + 10 * math.sin(i / 9),
+                      "srtt_ms": 41 + rnd.random(), "goodput_mbps": raw_goodput(i)})
+        tx += 25_000
+        for direction, rate in (("forward", tx), ("reverse", tx // 40)):
+            lines.append({"kind": "link", "t": t, "link": "bottleneck", "direction": direction,
+                          "backlog_pkts": backlog if direction == "forward" else 0, "tx_bytes": rate})
+        if i % 2 == 0:
+            lines.append({"kind": "event", "t": t, "flow": "f1", "event": "update", "base_rtt_us": 40_000,
+                          "avg_rtt_us": 41_000 + 500 * math.sin(i / 7), "target": 25, "cwnd": 22})
+    (run / "partial.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return run
+
+
+def watch(page: Any) -> list[str]:
+    problems: list[str] = []
+    page.on("console", lambda m: m.type in ("error", "warning") and problems.append(f"console {m.type}: {m.text}"))
+    page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
+    return problems
+
+
+TRACES = "id => (document.getElementById(id).data || []).map(t => t.name)"
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("width,height", [(1440, 900), (1024, 768)])
+def test_flows_links_units_smoothing_and_the_whole_run_on_the_x_axis(tmp_path: Path, live_server_factory, browser,
+                                                                    width: int, height: int) -> None:
+    write_lossy_fast_run(tmp_path)
+    server = live_server_factory(create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False))
+    page = browser.new_page(viewport={"width": width, "height": height})
+    problems = watch(page)
+    page.goto(f"{server.url}/runs/{RUN}")
+    # the x axis spans the run from the start, before and after the traces arrive
+    assert page.evaluate("document.getElementById('chart-goodput').layout.xaxis.range") == [0, DURATION]
+    wait_until(page, "document.body.dataset.streamEnded === 'done'", timeout=20_000)
+    wait_until(page, "(document.getElementById('chart-goodput').data[0] || {x: []}).x.length === 200")
+    for chart in ("chart-goodput", "chart-links", "chart-cwnd", "chart-queue", "chart-fast-rtt", "chart-fast-window"):
+        assert page.evaluate(f"document.getElementById('{chart}').layout.xaxis.range") == [0, DURATION], chart
+    # flows and links apart: goodput only of flows, the link's data direction on its own chart
+    assert page.evaluate(f"({TRACES})('chart-goodput')") == ["f1"]
+    assert page.evaluate(f"({TRACES})('chart-links')") == ["bottleneck link rate"]
+    link_rate = page.evaluate("document.getElementById('chart-links').data[0].y")
+    assert abs(sorted(link_rate)[len(link_rate) // 2] - 25_000 * 8 * HZ / 1e6) < 0.01  # 4 Mb/s
+    # one unit per axis: FAST's RTT estimates (ms) apart from its windows (packets)
+    assert page.evaluate("document.getElementById('chart-fast-rtt').layout.yaxis.title.text") == "RTT (ms)"
+    assert page.evaluate(f"({TRACES})('chart-fast-rtt')") == ["f1 baseRTT", "f1 avgRTT"]
+    assert page.evaluate("document.getElementById('chart-fast-window').layout.yaxis.title.text") == "window (packets)"
+    assert page.evaluate(f"({TRACES})('chart-fast-window')") == ["f1 target window", "f1 cwnd"]
+    assert page.locator("#chart-fast").count() == 0
+    assert page.evaluate(f"({TRACES})('chart-queue')") == ["bottleneck forward backlog"]  # ACKs' queue: empty
+    # smoothing: a modest default, stated on the chart; off shows the raw 0..40 Mb/s swings
+    title = "document.getElementById('chart-goodput').layout.title.text"
+    ys = "document.getElementById('chart-goodput').data[0].y"
+    assert page.evaluate(title) == "Goodput per flow — moving average of 5 samples (0.25 s)"
+    smooth = page.evaluate(ys)
+    assert max(smooth[8:]) < 15 and min(smooth[8:]) > 3, (max(smooth[8:]), min(smooth[8:]))
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("#chart-controls").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / f"webapp-11-charts-{width}.png"))
+    page.select_option("#smooth", "1")
+    wait_until(page, f"{title}.startsWith('Goodput per flow — raw 20 Hz')")
+    assert page.evaluate(ys) == [raw_goodput(i) for i in range(200)]
+    page.select_option("#smooth", "20")
+    wait_until(page, f"{title}.includes('20 samples (1.00 s)')")
+    assert max(page.evaluate(ys)[20:]) < 11
+    page.screenshot(path=str(ARTIFACTS / f"webapp-11-charts-{width}-full.png"), full_page=True)
+    assert problems == [], problems
