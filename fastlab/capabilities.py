@@ -50,11 +50,8 @@ class Capabilities:
                           else ("netem", "emulator not built: loss is random, not seeded") if self.has("netem")
                           else ("none", "neither the link emulator nor sch_netem is available"))
         chosen["switch"] = self.switch_choice("auto")
-        chosen["congestion control"] = (
-            ("bpf struct_ops", "BTF and struct_ops tcp_congestion_ops present")
-            if self.has("bpf_struct_ops") else
-            ("kernel module", "no BPF struct_ops; modules loadable") if self.has("modules") else
-            ("kernel built-ins only", "neither BPF struct_ops nor module loading"))
+        impl, why = self.cc_impl_choice("auto")
+        chosen["congestion control"] = ({"bpf": "bpf struct_ops", "module": "kernel module"}.get(impl, impl), why)
         chosen["flow tracing"] = ("tcp_info", "per-socket getsockopt(TCP_INFO) in each sender")
         chosen["link tracing"] = (("emulator counters", "the emulator reports its own queue")
                                   if chosen["delay"][0] == "emulator"
@@ -80,6 +77,28 @@ class Capabilities:
                               "userspace datapath needs offloads off and ~0.8 core at 8 kpps)" if ovs_up else
                               "ovs-vswitchd is not running: Linux bridge")
         return "bridge", "spec asks for a Linux bridge"
+
+    def cc_impl_choice(self, wanted: str) -> tuple[str, str]:
+        """Pick the build of fastlab's own algorithms (FAST, HSTCP): (impl, why), impl being a key
+        of `ccset.LOADERS` or "unavailable".
+
+        auto: BPF struct_ops where the kernel has them (per-namespace parameters, state events),
+        else the loadable modules; bpf / module: that build, or "unavailable" and why not."""
+        bpf = self.has("bpf_struct_ops")
+        modules = self.has("modules")
+        if wanted == "auto":
+            if bpf:
+                return "bpf", "BTF and struct_ops tcp_congestion_ops present"
+            if modules:
+                return "module", "no BPF struct_ops here; loadable kernel modules (global parameters)"
+            return "unavailable", "neither BPF struct_ops nor module loading: kernel built-ins only"
+        if wanted == "bpf":
+            return ("bpf", "the spec asks for the BPF struct_ops build") if bpf else (
+                "unavailable", "this kernel has no BPF struct_ops for TCP congestion control")
+        if wanted == "module":
+            return ("module", "the spec asks for the loadable-module build") if modules else (
+                "unavailable", "this kernel cannot load modules (CONFIG_MODULES off)")
+        return "unavailable", f"unknown build {wanted!r} (auto, bpf or module)"
 
     def as_dict(self) -> dict[str, object]:
         return {"kernel": self.kernel,

@@ -42,17 +42,22 @@ def plan_parameters(spec: ExperimentSpec, registry: Registry) -> tuple[list[Host
         if cc.origin != "fastlab":
             continue
         args = cc.validate_args(flow.cc_args)
-        glob = {k: v for k, v in args.items() if k in GLOBAL_ONLY[cc.name]}
-        local = {k: v for k, v in args.items() if k not in GLOBAL_ONLY[cc.name]}
+        everything_global = cc.loader.impl == "module"  # module parameters: one value per kernel
+        glob = {k: v for k, v in args.items() if everything_global or k in GLOBAL_ONLY[cc.name]}
+        local = {k: v for k, v in args.items() if k not in glob}
         key = (flow.src, flow.cc)
         if key in per_host and per_host[key][1] != local:
             raise SpecError(f"flows[{i}].cc_args: {flow.src} already runs {flow.cc} with {per_host[key][1]} "
                             f"(flows[{per_host[key][0]}]); flows from one host share its parameters")
         per_host.setdefault(key, (i, local))
+        if everything_global and flow.cc in global_args and global_args[flow.cc][1] != glob:
+            raise SpecError(f"flows[{i}].cc_args: the module build of {flow.cc} has global parameters only, "
+                            f"and flows[{global_args[flow.cc][0]}] asks for {global_args[flow.cc][1]} "
+                            f"(cc_impl: bpf sets them per host)")
         if glob and flow.cc in global_args and global_args[flow.cc][1] != glob:
             raise SpecError(f"flows[{i}].cc_args: {', '.join(glob)} of {flow.cc} are global for the run and "
                             f"differ from flows[{global_args[flow.cc][0]}]")
-        if glob:
+        if glob or everything_global:
             global_args.setdefault(flow.cc, (i, glob))
     for i, change in enumerate(spec.cc_changes):
         try:
@@ -70,6 +75,10 @@ def plan_parameters(spec: ExperimentSpec, registry: Registry) -> tuple[list[Host
         if set(args) & GLOBAL_ONLY[cc.name]:
             raise SpecError(f"cc_changes[{i}].args: {', '.join(set(args) & GLOBAL_ONLY[cc.name])} "
                             f"cannot change mid-run (global table)")
+        sharing = sorted({host for host, name in per_host if name == change.cc})
+        if cc.loader.impl == "module" and len(sharing) > 1:
+            raise SpecError(f"cc_changes[{i}].host: the module build's parameters are global and "
+                            f"{', '.join(sharing)} all run {change.cc} (cc_impl: bpf changes one host)")
         if change.at_s >= spec.duration_s:
             raise SpecError(f"cc_changes[{i}].at_s: after the run ends ({spec.duration_s:g} s)")
     hosts = [HostParams(host, cc, args) for (host, cc), (_i, args) in per_host.items()]
@@ -90,6 +99,9 @@ class CCRuntime:
     _owned: list[CongestionControl] = field(default_factory=list)
     _configured: list[tuple[HostParams, int]] = field(default_factory=list)
     _apply_lock: threading.Lock = field(default_factory=threading.Lock)
+    # Module parameters found before this run set them, put back at the end when the module stays
+    # loaded (an unload resets them anyway): the next user of the module gets what it had.
+    _restore: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def ours(self) -> list[CongestionControl]:
         return [self.registry.lookup(n) for n in sorted({h.cc for h in self.hosts})]
@@ -116,6 +128,7 @@ class CCRuntime:
             self.applied.append({"cc": cc.name, "impl": cc.loader.impl, "loaded_by_run": loaded,
                                  "available": cc.loader.available()[1]})
             if self.global_args.get(cc.name):
+                self._remember(cc, self.global_args[cc.name])
                 cc.loader.set(self.global_args[cc.name])
                 self.applied.append({"cc": cc.name, "scope": "global", "args": self.global_args[cc.name]})
 
@@ -123,6 +136,10 @@ class CCRuntime:
         owned = {cc.name for cc in self._owned}
         for hp in self.hosts:
             cc = self.registry.lookup(hp.cc)
+            if cc.loader.impl == "module":  # its parameters were set globally in load()
+                self.applied.append({"cc": hp.cc, "scope": "host", "host": hp.host, "args": {},
+                                     "note": "module build: the run's global values apply"})
+                continue
             if hp.cc not in owned:  # registered before this run: its map may hold a dead run's
                 # overrides on a reused namespace inode; every host starts from the global values
                 cc.loader.clear(pids[hp.host])
@@ -164,12 +181,30 @@ class CCRuntime:
         """Set `cc`'s parameters of one host now (a scheduled change, or one asked for while the run
         goes), record it for the environment and clearing, and put a `cc_set` event on the bus."""
         with self._apply_lock:
-            self.registry.lookup(cc).loader.set(args, netns_pid=pid)
-            self._configured.append((HostParams(host, cc, args), pid))
+            algo = self.registry.lookup(cc)
+            if algo.loader.impl == "module":  # one value for the whole kernel: only when one host uses it
+                sharing = sorted({hp.host for hp in self.hosts if hp.cc == cc})
+                if sharing != [host]:
+                    raise ToolError(f"the module build's parameters are global and {', '.join(sharing)} "
+                                    f"all run {cc}")
+                self._remember(algo, args)
+                algo.loader.set(args)
+            else:
+                algo.loader.set(args, netns_pid=pid)
+                self._configured.append((HostParams(host, cc, args), pid))
             self.emit("event", {"t": time.monotonic(), "flow": None, "host": host, "algo": cc,
                                 "event": "cc_set", **args})
-            self.applied.append({"cc": cc, "scope": "host", "host": host, "at_s": round(at_s, 3), "args": args,
+            self.applied.append({"cc": cc, "scope": "global" if algo.loader.impl == "module" else "host",
+                                 "host": host, "at_s": round(at_s, 3), "args": args,
                                  **({"live": True} if live else {})})
+
+    def _remember(self, cc: CongestionControl, args: dict[str, Any]) -> None:
+        """Note a module's parameter values before the run first changes them (module build only)."""
+        if cc.loader.impl != "module" or cc in self._owned:
+            return
+        kept = self._restore.setdefault(cc.name, {})
+        for key, value in cc.loader.get(list(args)).items():
+            kept.setdefault(key, value)
 
     def schedule(self, spec: ExperimentSpec, t0: float, pids: dict[str, int]) -> None:
         def run() -> None:
@@ -206,6 +241,13 @@ class CCRuntime:
                 except ToolError as exc:
                     errors.append(f"{hp.cc}: clearing {hp.host}'s parameters: {exc}")
         self._configured.clear()
+        for name, values in self._restore.items():
+            try:
+                self.registry.lookup(name).loader.set(values)
+                self.applied.append({"cc": name, "scope": "global", "restored": values})
+            except ToolError as exc:
+                errors.append(f"{name}: restoring its module parameters {values}: {exc}")
+        self._restore.clear()
         for cc in self._owned:
             try:
                 self.applied.append({"cc": cc.name, "unload": cc.loader.unload()})

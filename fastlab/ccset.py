@@ -151,7 +151,7 @@ class ModuleLoader:
     def available(self) -> tuple[bool, str]:
         if not Path("/proc/modules").exists():
             return False, "kernel without module support (CONFIG_MODULES off)"
-        ko = KERNEL_MODULES / "modules" / f"{self.module}.ko"
+        ko = paths.modules_dir() / f"{self.module}.ko"
         if not ko.exists():
             return False, f"{ko} not built (make -C kernel-modules modules)"
         return True, f"loadable module {ko.name}"
@@ -165,7 +165,7 @@ class ModuleLoader:
             raise ToolError(why)
         if self.registered():
             return False
-        _checked(["insmod", str(KERNEL_MODULES / "modules" / f"{self.module}.ko")])
+        _checked(["insmod", str(paths.modules_dir() / f"{self.module}.ko")])
         return True
 
     def unload(self) -> str:
@@ -181,6 +181,16 @@ class ModuleLoader:
                 raise ToolError(f"module {self.module} has no parameter {key}")
             path.write_text(format_value(value))
         return dict(args)
+
+    def get(self, keys: list[str]) -> dict[str, str]:
+        """Current values of module parameters, as sysfs shows them (what `set` would write back)."""
+        values = {}
+        for key in keys:
+            path = Path("/sys/module", self.module, "parameters", key)
+            if not path.exists():
+                raise ToolError(f"module {self.module} has no parameter {key}")
+            values[key] = path.read_text().strip()
+        return values
 
     def clear(self, netns_pid: int) -> None:
         """Module parameters are global: nothing is kept per namespace."""

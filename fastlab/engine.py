@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import datetime as dt
+import functools
 import hashlib
 import json
 import logging
@@ -76,6 +77,7 @@ class Prepared:
     offloads: tuple[bool, str] = (False, "")  # the fast path, and why it is on or off
     unused_links: dict[str, str] = field(default_factory=dict)  # shaped links built plain, and why
     upstream: dict[tuple[str, bool], int] = field(default_factory=dict)  # routing.upstream_rates
+    cc_impl: tuple[str, str] = ("bpf", "")  # build of fastlab's own algorithms, and why
 
 
 def flow_routes(plan: TopologyPlan, spec: ExperimentSpec,
@@ -114,7 +116,10 @@ def fast_path_choice(spec: ExperimentSpec, backends: dict[str, tuple[str, str]],
 def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabilities | None = None) -> Prepared:
     """All checks that need no network: raises SpecError naming the field."""
     caps = caps or probe()
-    registry = registry or default_registry("bpf" if caps.has("bpf_struct_ops") else "module")
+    cc_impl = caps.cc_impl_choice(spec.cc_impl)
+    if cc_impl[0] == "unavailable" and spec.cc_impl != "auto":
+        raise SpecError(f"cc_impl: {cc_impl[1]}")
+    registry = registry or default_registry(cc_impl[0] if cc_impl[0] != "unavailable" else "bpf")
     # Hosts no flow uses carry nothing: they are not built (nor their access links).
     plan = validate(spec, registry).pruned({e for f in spec.flows for e in (f.src, f.dst)})
     # Links no flow crosses are built as plain links: no link node, no emulator process.
@@ -171,7 +176,7 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
     offloads = fast_path_choice(spec, backends, switch[0], openflow_switch[0] if openflow_switch else None)
     upstream = routing.upstream_rates(plan, links, flow_routes(plan, spec)) if offloads[0] else {}
     return Prepared(spec, plan, caps, expand_flows(spec, plan), links, backends, switch, openflow_switch, sockbuf,
-                    registry, cc_hosts, cc_globals, offloads, unused, upstream)
+                    registry, cc_hosts, cc_globals, offloads, unused, upstream, cc_impl)
 
 
 def _fidelity(prep: Prepared, shaper: Shaper, cpu: dict[str, Any], flows_df: Any,
@@ -246,7 +251,11 @@ def _first_line(argv: list[str]) -> str | None:
     return ((out.stdout or out.stderr).strip().splitlines() or [""])[0]
 
 
+@functools.cache
 def _tool_versions() -> dict[str, str]:
+    """Versions of what a run uses, once per process: they cannot change under a running engine
+    (whose own code is the checkout as it was imported), and `git describe --dirty` stats every
+    file of the checkout, which takes seconds on a slow file system."""
     versions = {"python": sys.version.split()[0]}
     for name, argv in (("fastlab", ["git", "-C", str(paths.REPO), "describe", "--always", "--dirty"]),
                        ("iperf3", ["iperf3", "--version"]), ("tc", ["tc", "-V"]),
@@ -462,13 +471,15 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         "capabilities": prep.caps.as_dict()["probes"],
         "backends": {job: {"backend": b, "why": w} for job, (b, w) in prep.caps.backends().items()}
         | {"switch": {"backend": prep.switch[0], "why": prep.switch[1]},
+           "congestion control": {"backend": {"bpf": "bpf struct_ops", "module": "kernel module"}.get(
+               prep.cc_impl[0], prep.cc_impl[0]), "why": prep.cc_impl[1]},
            "fast path": {"backend": "on" if prep.offloads[0] else "off", "why": prep.offloads[1]}},
         "links_not_emulated": {link: f"{why}: built as a plain link" for link, why in prep.unused_links.items()},
         "shaping": shaper.applied,
         "network_commands": net.applied,
         "socket_buffer_max_bytes": prep.sockbuf_bytes,
         "sysctls": _read_sysctls(),
-        "tools": _tool_versions(),
+        "tools": dict(_tool_versions()),
         "flows": {f.id: {"cc": f.cc, "cc_args": f.cc_args, "port": f.port, "path": f.path}
                   | ({"max_cwnd_pkts": f.max_cwnd_pkts} if f.max_cwnd_pkts else {}) for f in prep.flows},
         **({"cwnd_clamp": clamp.attached} if clamp.attached else {}),

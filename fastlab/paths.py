@@ -17,6 +17,13 @@ def clamp_binary() -> Path:
     return REPO / "kernel-modules" / "fastlab-clamp"
 
 
+def modules_dir() -> Path:
+    """Where the loadable-module build of FAST and HSTCP is (tcp_fast.ko, tcp_hstcp.ko): the checkout's
+    Kbuild output, or FASTLAB_MODULES_DIR (the stock-kernel lane builds them for the VM's kernel
+    elsewhere, so the host's own build is left alone)."""
+    return Path(os.environ.get("FASTLAB_MODULES_DIR", REPO / "kernel-modules" / "modules"))
+
+
 def results_root() -> Path:
     return Path(os.environ.get("FASTLAB_RESULTS", REPO / "results"))
 

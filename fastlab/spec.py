@@ -255,6 +255,10 @@ class ExperimentSpec(Strict):
     switch: Literal["auto", "ovs", "bridge"] = Field(
         "auto", description="switch implementation: auto = OVS kernel datapath, else Linux bridge; "
                             "ovs = OVS (kernel, else userspace datapath); bridge = Linux bridge")
+    cc_impl: Literal["auto", "bpf", "module"] = Field(
+        "auto", description="build of fastlab's FAST and HSTCP: auto = BPF struct_ops where the kernel has them "
+                            "(per-host parameters, state events), else the loadable modules; bpf; module (global "
+                            "parameters through /sys/module/tcp_*/parameters)")
     fast_path: Literal["auto", "off"] = Field(
         "auto", description="auto: TSO/GSO super-frames cross the network whole (offloads on) where every shaped "
                             "link is emulated and no switch needs offloads off; off: one frame per MTU packet, "

@@ -389,7 +389,8 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     def ccs() -> list[dict[str, Any]]:
         from fastlab.ccset import default_registry
 
-        registry = default_registry("bpf" if caps().has("bpf_struct_ops") else "module")
+        impl = caps().cc_impl_choice("auto")[0]
+        registry = default_registry(impl if impl != "unavailable" else "bpf")
         out = []
         for name in sorted(registry.usable()):
             cc = registry.lookup(name)
