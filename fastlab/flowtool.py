@@ -96,6 +96,9 @@ def send(args: argparse.Namespace) -> int:
         next_t += args.interval_s
         info = tcpinfo.parse(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 512))
         s = tcpinfo.sample(info)
+        if chosen in tcpinfo.VEGAS_FORMAT_CCS:
+            s.update(tcpinfo.cc_info_sample(chosen, sock.getsockopt(socket.IPPROTO_TCP, tcpinfo.TCP_CC_INFO,
+                                                                    tcpinfo.CC_INFO_BYTES)))
         t = time.monotonic()
         s["goodput_mbps"] = (s["bytes_acked"] - last_acked) * 8 / 1e6 / max(t - last_t, 1e-6)
         last_t, last_acked = t, s["bytes_acked"]

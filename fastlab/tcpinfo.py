@@ -61,3 +61,31 @@ def sample(info: dict[str, int]) -> dict[str, float | int | str | None]:
         "mss_bytes": info["snd_mss"],
         "ca_state": CA_STATES[info["ca_state"]] if info["ca_state"] < len(CA_STATES) else str(info["ca_state"]),
     }
+
+
+# getsockopt(TCP_CC_INFO) (include/uapi/linux/tcp.h; not in Python's socket module): the algorithm's
+# own state through its get_info(). Two answer in the Vegas format (struct tcpvegas_info: enabled,
+# rttcnt, rtt, minrtt; u32 each, microseconds) but fill it differently:
+# - Linux Vegas (net/ipv4/tcp_vegas.c): rtt = its baseRTT, minrtt = the smallest RTT of the last
+#   round (its current estimate), 0x7fffffff while it has none;
+# - fastlab's FAST module (kernel-modules/modules/tcp_fast.c): rtt = avgRTT, minrtt = baseRTT, 0
+#   while it has none -- the module build's counterpart of the BPF build's state events.
+TCP_CC_INFO = 26
+CC_INFO_BYTES = 16
+VEGAS_FORMAT_CCS = frozenset({"vegas", "fast"})
+_NO_RTT = (0, 0x7FFFFFFF, 0xFFFFFFFF)
+
+
+def cc_info_sample(cc: str, raw: bytes) -> dict[str, float | None]:
+    """The algorithm's own RTT view from TCP_CC_INFO: `cc_rtt_ms` (its current estimate: FAST's
+    avgRTT, Vegas's minimum of the last round) and `cc_base_rtt_ms` (its baseRTT); None where it
+    has none (yet), or answers in no Vegas format (the BPF build has no get_info: 0 bytes)."""
+    none: dict[str, float | None] = {"cc_rtt_ms": None, "cc_base_rtt_ms": None}
+    if cc not in VEGAS_FORMAT_CCS or len(raw) < CC_INFO_BYTES:
+        return none
+    # `enabled` is not a validity flag: Vegas clears it for rounds with too few RTT samples to steer
+    # by (it then behaves like Reno) while its baseRTT stays valid; the sentinels say "none".
+    _enabled, _rttcnt, rtt_us, minrtt_us = struct.unpack_from("<4I", raw)
+    current_us, base_us = (rtt_us, minrtt_us) if cc == "fast" else (minrtt_us, rtt_us)
+    return {"cc_rtt_ms": None if current_us in _NO_RTT else current_us / 1000,
+            "cc_base_rtt_ms": None if base_us in _NO_RTT else base_us / 1000}

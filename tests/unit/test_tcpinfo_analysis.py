@@ -77,3 +77,23 @@ def test_fast_equilibrium_lines_follow_the_theory() -> None:
     assert all(r["fast_queue_pkts"] == 60 and r["fast_rtt_ms"] == 76.0 for r in two)
     mixed = references(read_spec_text(base + "  - {src: h1, dst: h2, cc: fast}\n  - {src: h1, dst: h2, cc: reno}\n"))
     assert mixed[0]["alpha"] == 100 and mixed[0]["fast_window_pkts"] is None and mixed[1]["capacity_mbps"] == 20
+
+
+def test_cc_info_in_the_vegas_format() -> None:
+    import struct
+
+    from fastlab.tcpinfo import cc_info_sample
+
+    # FAST's module: rtt = avgRTT, minrtt = baseRTT (µs)
+    raw = struct.pack("<4I", 1, 12, 52_400, 40_100)
+    assert cc_info_sample("fast", raw) == {"cc_rtt_ms": 52.4, "cc_base_rtt_ms": 40.1}
+    # Linux Vegas: rtt = baseRTT, minrtt = the last round's minimum; 0x7fffffff = none this round
+    assert cc_info_sample("vegas", raw) == {"cc_rtt_ms": 40.1, "cc_base_rtt_ms": 52.4}
+    assert cc_info_sample("vegas", struct.pack("<4I", 1, 0, 40_684, 0x7FFFFFFF)) == {
+        "cc_rtt_ms": None, "cc_base_rtt_ms": 40.684}
+    empty = {"cc_rtt_ms": None, "cc_base_rtt_ms": None}
+    assert cc_info_sample("fast", b"") == empty  # the BPF build has no get_info: 0 bytes
+    assert cc_info_sample("cubic", raw) == empty  # another format (or none): not read as Vegas
+    assert cc_info_sample("fast", struct.pack("<4I", 1, 0, 0, 0)) == empty  # no RTT sample yet
+    # Vegas steering off for a round (too few samples): its baseRTT is still valid
+    assert cc_info_sample("vegas", struct.pack("<4I", 0, 2, 40_500, 0x7FFFFFFF))["cc_base_rtt_ms"] == 40.5
