@@ -38,9 +38,11 @@ HSTCP_C = header_constants((KERNEL_MODULES / "core" / "hstcp_core.h").read_text(
 
 FAST_PARAMS = (
     Param("alpha", int, FAST_C["FAST_ALPHA_MIN"], FAST_C["FAST_ALPHA_MAX"], FAST_C["FAST_DEF_ALPHA"], "packets",
-          "packets each flow keeps queued at equilibrium"),
+          "packets each flow keeps queued at equilibrium: the bottleneck queue settles at the sum of the alphas "
+          "(queueing delay Σα/C); larger α fills an empty link sooner but queues more"),
     Param("gamma", float, 1 / FAST_C["FAST_GAMMA_DEN_MAX"], 1.0,
-          FAST_C["FAST_DEF_GAMMA_NUM"] / FAST_C["FAST_DEF_GAMMA_DEN"], "", "step toward the target window per update"),
+          FAST_C["FAST_DEF_GAMMA_NUM"] / FAST_C["FAST_DEF_GAMMA_DEN"], "",
+          "step toward the target window per update: 1 jumps at once (may ring), small values converge slowly"),
     Param("period", str, 0, 0, 0, "", "update period: rtt, 2rtt, <N>us or <N>ms", pattern=PERIOD_PATTERN),
     Param("ewma_cap", float, 0.0001, 1.0, 0.125, "", "cap of the avgRTT sample weight min(3/cwnd, cap)"),
     Param("mode", str, 0, 0, 0, "", "floor (faithful) or carry (remainder-carrying)", pattern=r"^(floor|carry)$"),

@@ -88,7 +88,8 @@ BufferField = Annotated[Buffer, Field(json_schema_extra={"type": "string"})]
 
 class BernoulliLoss(Strict):
     model: Literal["bernoulli"]
-    rate: float = Field(ge=0.0, le=1.0, description="drop probability per packet")
+    rate: float = Field(ge=0.0, le=1.0, title="Loss rate (fraction)",
+                        description="drop probability per packet, a fraction: 0.01 = 1 % of packets lost at random")
 
 
 class EveryNthLoss(Strict):
@@ -160,9 +161,11 @@ PolicySpec = Annotated[TokenBucketPolicy | DocsisUpstreamPolicy, Field(discrimin
 class LinkDirection(Strict):
     """Impairments of one direction of a shaped link; unset fields inherit."""
 
-    rate_mbps: float | None = Field(None, gt=0, le=400_000)
-    delay_ms: float | None = Field(None, ge=0, le=10_000, description="one-way propagation delay")
-    jitter_ms: float | None = Field(None, ge=0, le=10_000)
+    rate_mbps: float | None = Field(None, gt=0, le=400_000, title="Capacity (Mb/s)",
+                                    description="this link's rate; empty = the topology's")
+    delay_ms: float | None = Field(None, ge=0, le=10_000, title="Delay (ms)", description="one-way propagation delay")
+    jitter_ms: float | None = Field(None, ge=0, le=10_000, title="Jitter (ms)",
+                                    description="random variation of the delay")
     buffer: BufferField | None = None
     loss: LossSpec | None = None
     policy: PolicySpec | None = Field(None, description="link-layer scheduler (needs the emulator)")
@@ -216,10 +219,12 @@ class FlowSpec(Strict):
 class CcChange(Strict):
     """A scheduled change of a host's congestion-control parameters, e.g. alpha 20 -> 60 at 30 s."""
 
-    at_s: float = Field(ge=0)
-    host: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
-    cc: str = Field(pattern=r"^[a-z0-9_]{1,15}$")
-    args: dict[str, Any] = Field(min_length=1)
+    at_s: float = Field(ge=0, strict=True, title="At (s)", description="seconds after the flows start")
+    host: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$", title="Host",
+                      description="the sending host whose flows change")
+    cc: str = Field(pattern=r"^[a-z0-9_]{1,15}$", title="Algorithm", description="the algorithm its flows run")
+    args: dict[str, Any] = Field(min_length=1, title="New parameters",
+                                 description="the parameters to set, e.g. alpha for FAST")
 
 
 class ControllerSpec(Strict):
@@ -243,9 +248,12 @@ class ExperimentSpec(Strict):
 
     topology: str = Field(pattern=r"^[a-z0-9_-]{1,32}$")
     topology_args: dict[str, Any] = Field(default_factory=dict)
-    duration_s: float = Field(gt=0, le=3600, strict=True)  # strict: not true, not '5'
-    seed: int = Field(1, ge=0, le=2**32 - 1, strict=True)
-    sample_hz: float = Field(20.0, ge=1, le=200, strict=True, description="trace samples per second per flow and link")
+    duration_s: float = Field(gt=0, le=3600, strict=True, title="Duration (s)",  # strict: not true, not '5'
+                              description="how long the flows run")
+    seed: int = Field(1, ge=0, le=2**32 - 1, strict=True, title="Seed",
+                      description="random loss and start jitter repeat with the same seed")
+    sample_hz: float = Field(20.0, ge=1, le=200, strict=True, title="Samples per second",
+                             description="trace samples per second per flow and link")
     idle_pings: int = Field(10, ge=1, le=1000, strict=True, description="pings per flow path before the flows start")
     cc_changes: list[CcChange] = Field(default_factory=list, max_length=1000)
     flows: list[FlowSpec] = Field(min_length=1, max_length=64)

@@ -19,10 +19,13 @@ DESCRIPTION = "n sender/receiver pairs through one shaped bottleneck (h1->h2, h3
 
 
 class Args(Strict):
-    pairs: int = Field(1, ge=1, le=32, description="sender/receiver pairs")
-    rate_mbps: float = Field(100.0, gt=0, le=400_000, description="bottleneck capacity, both ways")
-    rtt_ms: float = Field(40.0, ge=0, le=10_000, description="base round-trip time")
-    buffer_bdp: float = Field(1.0, gt=0, le=1000, description="bottleneck buffer in BDP multiples")
+    pairs: int = Field(1, ge=1, le=32, title="Pairs", description="sender/receiver pairs (h1->h2, h3->h4, ...)")
+    rate_mbps: float = Field(100.0, gt=0, le=400_000, title="Capacity (Mb/s)",
+                             description="bottleneck capacity, both ways")
+    rtt_ms: float = Field(40.0, ge=0, le=10_000, title="Base RTT (ms)",
+                          description="round-trip time with empty queues")
+    buffer_bdp: float = Field(1.0, gt=0, le=1000, title="Buffer (× BDP)",
+                              description="bottleneck buffer in multiples of capacity × base RTT; 1 = one BDP")
     pair_rtt_ms: list[float] | None = Field(
         None, description="base RTT of each pair (>= rtt_ms); the excess sits on the receiver's access link")
 

@@ -61,7 +61,7 @@ from fastlab import fast_theory, fidelity_view, paths
 from fastlab.ccruntime import LiveControlError
 from fastlab.labs import LABS_DIR, LabError
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
-from webapp import compare, guided, sweeps
+from webapp import cli_text, compare, guided, sweeps
 from webapp import runner as q
 from webapp.events import SSE_BATCH_S, EventStream
 from webapp.openapi import document
@@ -450,7 +450,8 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
             return api_error(422, str(exc))
         return jsonify({"ok": True, "spec": to_plain(spec),
                         "links": {k: {"backend": b[0], "why": b[1]} for k, b in prepared.backends.items()},
-                        "flows": [f.id for f in prepared.flows]})
+                        "flows": [f.id for f in prepared.flows],
+                        "yaml": cli_text.spec_yaml(spec), "command": cli_text.run_command(spec)})
 
     def enqueue(spec: ExperimentSpec, lab: str | None = None, step: str | None = None,
                 short: bool | None = None) -> Response:

@@ -142,7 +142,8 @@ def document() -> dict[str, Any]:
             "/api/validate": {
                 "post": {"summary": "validate a spec exactly as a submit would (nothing is queued)",
                          "operationId": "validateSpec", "parameters": [csrf], "requestBody": json_spec,
-                         "responses": {"200": {"description": "valid; the resolved spec and backends"},
+                         "responses": {"200": {"description": "valid; the resolved spec and backends, the spec as YAML "
+                                                              "and as a `fastlab run` command"},
                                        "400": error, "403": error, "413": error, "415": error, "422": error}}},
             "/api/schema": {
                 "get": {"summary": "everything the experiment form is generated from", "operationId": "formSchema",

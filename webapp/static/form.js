@@ -14,13 +14,27 @@ const el = (tag, attrs = {}, ...kids) => {
   return e;
 };
 
+// Labels and one-line explanations come from the server's models (pydantic Field title/description,
+// the CC registry's Param unit/help): a title pydantic made up from the key ("Rate Mbps") gives way
+// to the key with its unit suffix spelled out.
+const UNITS = [['_mbps', ' (Mb/s)'], ['_ms', ' (ms)'], ['_s', ' (s)'], ['_bdp', ' (× BDP)'], ['_pct', ' (%)'], ['_us', ' (µs)']];
+const madeUp = (key) => key.split('_').map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join(' ');
+function labelOf(key, prop) {
+  if (prop.title && prop.title !== madeUp(key)) return prop.title;
+  for (const [suffix, unit] of UNITS) if (key.endsWith(suffix)) return key.slice(0, -suffix.length).replaceAll('_', ' ') + unit;
+  return prop.title || key.replaceAll('_', ' ');
+}
+function helpLine(text) {
+  return el('small', {class: 'help', text: text || ''});
+}
+
 // A scalar JSON-schema property -> an input (or a select for enums), named by data-key.
 function numberSchema(prop) {
   if (prop.anyOf) return prop.anyOf.find((p) => p.type === 'number' || p.type === 'integer') || null;
   return (prop.type === 'number' || prop.type === 'integer') ? prop : null;
 }
-function field(key, prop, label) {
-  const wrap = el('label', {title: prop.description || ''}, label + ' ');
+function field(key, prop, label = labelOf(key, prop)) {
+  const wrap = el('label', {class: 'field'}, el('span', {class: 'label', text: label}), ' ');
   let input;
   if (prop.enum) {
     input = el('select', {'data-key': key});
@@ -35,6 +49,7 @@ function field(key, prop, label) {
   }
   input.name = key;
   wrap.append(input);
+  if (prop.description) wrap.append(helpLine(prop.description));
   return wrap;
 }
 function readFields(container) {
@@ -63,7 +78,7 @@ function renderTopologyArgs() {
   box.replaceChildren();
   box.dataset.scope = 'topology';
   for (const [key, prop] of Object.entries(t.args_schema.properties)) {
-    const f = field(key, prop, `${key.replaceAll('_', ' ')}`);
+    const f = field(key, prop);
     if (f) box.append(f);
   }
 }
@@ -73,6 +88,7 @@ async function refreshPlan() {
   const r = await api('GET', `/api/topologies/${encodeURIComponent($('f-topology').value)}?args=${encodeURIComponent(JSON.stringify(args))}`);
   if (r.ok) { hosts = r.data.hosts; shaped = r.data.shaped_links; }
   for (const row of document.querySelectorAll('.flow')) fillHosts(row);
+  for (const row of document.querySelectorAll('.cc-change')) fillChangeHosts(row);
   renderLinks();
 }
 
@@ -87,8 +103,12 @@ function fillHosts(row) {
   }
 }
 
-function renderParams(row) {
-  const cc = S.ccs.find((c) => c.name === row.querySelector('[data-flow="cc"]').value);
+// 'mi_threshold_us' with unit 'us' -> 'fast mi threshold (us)'
+const paramLabel = (cc, p) => `${cc.name} ${(p.unit && p.name.endsWith(`_${p.unit}`) ? p.name.slice(0, -p.unit.length - 1) : p.name)
+  .replaceAll('_', ' ')}${p.unit ? ` (${p.unit})` : ''}`;
+
+function renderParams(row, selector = '[data-flow="cc"]') {
+  const cc = S.ccs.find((c) => c.name === row.querySelector(selector).value);
   const box = row.querySelector('.params');
   box.replaceChildren();
   for (const p of (cc ? cc.params : [])) {
@@ -113,7 +133,8 @@ function renderParams(row) {
     }
     input.dataset.kind = p.kind;
     input.name = `${cc.name}-${p.name}`;
-    box.append(el('label', {title: p.help}, `${cc.name} ${p.name}${p.unit ? ` (${p.unit})` : ''} `, input));
+    box.append(el('label', {class: 'field'}, el('span', {class: 'label', text: paramLabel(cc, p)}), ' ', input,
+      helpLine(p.help)));
   }
 }
 
@@ -126,8 +147,8 @@ function addFlow(values = {}) {
   for (const c of S.ccs) cc.append(el('option', {value: c.name, text: `${c.name} — ${c.description}`}));
   const start = el('input', {type: 'number', min: 0, step: 'any', 'data-flow': 'start_s', placeholder: 0, name: 'start_s'});
   const remove = el('button', {type: 'button', text: 'remove'});
-  row.append(el('label', {}, 'count ', count), el('label', {}, 'from ', src), el('label', {}, 'to ', dst),
-    el('label', {}, 'algorithm ', cc), el('label', {}, 'start (s) ', start), remove, el('div', {class: 'params'}));
+  row.append(el('label', {}, 'Count ', count), el('label', {}, 'From ', src), el('label', {}, 'To ', dst),
+    el('label', {}, 'Algorithm ', cc), el('label', {}, 'Start (s) ', start), remove, el('div', {class: 'params'}));
   $('flows').append(row);
   fillHosts(row);
   if (values.cc) cc.value = values.cc; else if (S.ccs.some((c) => c.name === 'cubic')) cc.value = 'cubic';
@@ -180,7 +201,7 @@ function renderLinks() {
     row.append(el('strong', {text: `${id}: `}), el('label', {}, 'loss model ', model), lossBox,
       el('label', {}, 'buffer ', buffer));
     for (const key of ['rate_mbps', 'delay_ms', 'jitter_ms']) {
-      const f = field(key, props[key], key.replace('_mbps', ' (Mb/s)').replace('_ms', ' (ms)'));
+      const f = field(key, props[key]);
       f.querySelector('input').placeholder = 'topology';
       f.querySelector('input').name = `${id}-${key}`;
       row.append(f);
@@ -204,7 +225,7 @@ function renderLoss(row) {
   if (!m) return;
   for (const [key, prop] of Object.entries(m.schema.properties)) {
     if (key === 'model') continue;
-    const f = field(key, prop, `${key}${key === 'rate' ? ' (a fraction: 0.01 = 1 %)' : ''}`);
+    const f = field(key, prop);
     f.querySelector('input').name = `${row.dataset.link}-loss-${key}`;
     box.append(f);
   }
@@ -227,6 +248,50 @@ function readLinks() {
   return out;
 }
 
+// --- scheduled changes (cc_changes): at a time, a host's algorithm gets new parameters -------------
+function changeSchema() { return S.spec_schema.$defs.CcChange.properties; }
+
+function addChange(values = {}) {
+  const props = changeSchema();
+  const row = el('div', {class: 'cc-change', 'data-scope': 'change'});
+  const at = el('input', {type: 'number', min: 0, step: 'any', 'data-change': 'at_s', name: 'change-at_s', required: ''});
+  const host = el('select', {'data-change': 'host', name: 'change-host'});
+  const cc = el('select', {'data-change': 'cc', name: 'change-cc'});
+  for (const c of S.ccs.filter((x) => x.params.length)) cc.append(el('option', {value: c.name, text: c.name}));
+  const remove = el('button', {type: 'button', text: 'remove'});
+  const labelled = (key, input) => el('label', {class: 'field'}, el('span', {class: 'label', text: labelOf(key, props[key])}),
+    ' ', input, helpLine(props[key].description));
+  row.append(labelled('at_s', at), labelled('host', host), labelled('cc', cc), remove,
+    el('div', {class: 'params'}));
+  $('cc-changes').append(row);
+  fillChangeHosts(row);
+  if (values.at_s !== undefined) at.value = values.at_s;
+  if (values.host) host.value = values.host;
+  if (values.cc) cc.value = values.cc; else if (S.ccs.some((c) => c.name === 'fast')) cc.value = 'fast';
+  renderParams(row, '[data-change="cc"]');
+  setFields(row.querySelector('.params'), values.args);
+  cc.addEventListener('change', () => { renderParams(row, '[data-change="cc"]'); changed(); });
+  remove.addEventListener('click', () => { row.remove(); changed(); });
+}
+
+function fillChangeHosts(row) {
+  const sel = row.querySelector('[data-change="host"]');
+  const keep = sel.value;
+  sel.replaceChildren(...hosts.map((h) => el('option', {value: h, text: h})));
+  if (hosts.includes(keep)) sel.value = keep;
+}
+
+function readChange(row) {
+  const at = row.querySelector('[data-change="at_s"]').value.trim();
+  const args = {};
+  for (const input of row.querySelectorAll('.params [data-key]')) {
+    const v = input.value.trim();
+    if (v !== '') args[input.dataset.key] = input.dataset.kind === 'str' ? v : Number(v);
+  }
+  return {at_s: at === '' ? null : Number(at), host: row.querySelector('[data-change="host"]').value,
+    cc: row.querySelector('[data-change="cc"]').value, args};
+}
+
 // --- the spec, validation, presets, submit ----------------------------------------------------------
 function buildSpec() {
   const spec = {name: $('f-name').value.trim(), topology: $('f-topology').value};
@@ -239,13 +304,14 @@ function buildSpec() {
   spec.flows = [...document.querySelectorAll('.flow')].map(readFlow);
   const links = readLinks();
   if (Object.keys(links).length) spec.links = links;
+  const changes = [...document.querySelectorAll('.cc-change')].map(readChange);
+  if (changes.length) spec.cc_changes = changes;
   return spec;
 }
 
 let timer = null;
 let seq = 0;
 function changed() {
-  $('spec-preview').textContent = JSON.stringify(buildSpec(), null, 1);
   clearTimeout(timer);
   timer = setTimeout(validate, 250);
 }
@@ -267,6 +333,16 @@ function fieldFor(path, message) {
       return (param && row.querySelector(`.params [data-key="${CSS.escape(param)}"]`)) || row.querySelector('[data-flow="cc"]');
     }
     return row.querySelector(`[data-flow="${CSS.escape(m[3] || 'src')}"]`) || row.querySelector('[data-flow="cc"]');
+  }
+  m = path.match(/^cc_changes(?:\[(\d+)\]|\.(\d+))(?:\.(\w+))?/);
+  if (m) {
+    const row = document.querySelectorAll('.cc-change')[Number(m[1] ?? m[2])];
+    if (!row) return $('add-change');
+    if (m[3] === 'args') {
+      const param = (message.match(/^(\w+)(?:=| must)/) || [])[1];
+      return (param && row.querySelector(`.params [data-key="${CSS.escape(param)}"]`)) || row.querySelector('[data-change="cc"]');
+    }
+    return row.querySelector(`[data-change="${CSS.escape(m[3] || 'at_s')}"]`) || row.querySelector('[data-change="at_s"]');
   }
   m = path.match(/^links\.([^.]+)(?:\.(\w+))?(?:\.(\w+))?/);
   if (m) {
@@ -298,6 +374,7 @@ function showFieldError(error) {
 function showResult(r) {
   const box = $('validation');
   $('start').disabled = !r.ok && r.status === 422;  // invalid: fix the named field first
+  showYaml(r);
   if (r.ok) {
     clearFieldErrors();
     box.className = 'valid';
@@ -307,6 +384,29 @@ function showResult(r) {
     box.className = 'invalid';
     box.textContent = error;
     showFieldError(error);
+  }
+}
+
+// The spec as YAML and as a `fastlab run` command, as the server validated it (webapp.cli_text); while it
+// is invalid, the spec being built as it would be sent.
+let command = '';
+function showYaml(r) {
+  command = r.ok ? r.data.command : '';
+  $('spec-yaml').textContent = r.ok ? r.data.yaml : JSON.stringify(buildSpec(), null, 1);
+  $('spec-command').textContent = command;
+  $('yaml-state').textContent = r.ok ? '(validated: defaults filled in)' : '(not valid yet: shown as it would be sent, in JSON)';
+  $('copy-command').disabled = !r.ok;
+  $('copy-result').textContent = '';
+}
+
+async function copyCommand() {
+  try {
+    await navigator.clipboard.writeText(command);
+    $('copy-result').textContent = 'copied: paste it into a shell on the lab machine';
+  } catch (e) {  // no clipboard (a plain-http page off loopback): select the text instead
+    $('spec-command').closest('details').open = true;
+    window.getSelection().selectAllChildren($('spec-command'));
+    $('copy-result').textContent = 'selected: copy it with Ctrl+C';
   }
 }
 
@@ -330,6 +430,8 @@ async function fillForm(spec) {
   await refreshPlan();
   $('flows').replaceChildren();
   for (const f of spec.flows || []) addFlow(f);
+  $('cc-changes').replaceChildren();
+  for (const c of spec.cc_changes || []) addChange(c);
   for (const [id, link] of Object.entries(spec.links || {})) {
     const row = document.querySelector(`.link[data-link="${CSS.escape(id)}"]`);
     if (!row) continue;
@@ -355,6 +457,11 @@ async function init() {
   for (const t of S.topologies) $('f-topology').append(el('option', {value: t.name, text: t.name}));
   for (const p of S.presets) $('preset').append(el('option', {value: p.id, text: p.label}));
   $('f-duration_s').max = S.limits.max_duration_s;
+  for (const label of document.querySelectorAll('[data-spec-key]')) {
+    const prop = S.spec_schema.properties[label.dataset.specKey];
+    label.querySelector('.label').textContent = labelOf(label.dataset.specKey, prop);
+    label.append(helpLine(prop.description));
+  }
   for (const key of ['seed', 'sample_hz']) $(`f-${key}`).placeholder = S.spec_schema.properties[key].default;
   // HTML patterns are compiled with the `v` flag, where a '-' inside [...] must be escaped.
   $('f-name').pattern = S.spec_schema.properties.name.pattern.replace(/^\^/, '').replace(/\$$/, '')
@@ -364,6 +471,8 @@ async function init() {
   $('experiment').addEventListener('input', changed);
   $('experiment').addEventListener('change', changed);
   $('add-flow').addEventListener('click', () => { addFlow(); changed(); });
+  $('add-change').addEventListener('click', () => { addChange(); changed(); });
+  $('copy-command').addEventListener('click', copyCommand);
   $('load-preset').addEventListener('click', () => fillForm(S.presets.find((p) => p.id === $('preset').value).spec));
   $('experiment').addEventListener('submit', async (ev) => {
     ev.preventDefault();

@@ -1,0 +1,96 @@
+"""The new-run form in Chromium (issue 14 item 6): labels with units and a one-line explanation per
+field from the server's models (spec Field titles/descriptions, the CC registry's Param unit/help);
+the spec as YAML and a `fastlab run` command to copy; `cc_changes` scheduled on the form, a bad one
+marked at its field with Start disabled. Only validation runs: no experiment starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fastlab.ccset import FAST_PARAMS
+from tests.webapp.conftest import ARTIFACTS, wait_until
+from webapp import create_app
+
+MARKED = "[...document.querySelectorAll('[aria-invalid=\"true\"]')].map((e) => e.name)"
+BESIDE = "[...document.querySelectorAll('.field-error')].map((e) => e.textContent)"
+
+
+def label_of(page, selector: str) -> tuple[str, str]:
+    """(label text, explanation) of the labelled field holding `selector`."""
+    label, help_line = page.eval_on_selector(
+        selector, "i => { const l = i.closest('label.field'); "
+                  "return [l.querySelector('.label').textContent, l.querySelector('.help').textContent]; }")
+    return label, help_line
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("width,height", [(1440, 900), (1024, 768)])
+def test_labels_yaml_command_and_scheduled_changes(tmp_path: Path, live_server_factory, browser,
+                                                   width: int, height: int) -> None:
+    server = live_server_factory(create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False))
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+    page = context.new_page()
+    problems: list[str] = []
+    # (the 422s of /api/validate while a field is wrong are Chromium's resource log, not the page's errors)
+    page.on("console", lambda m: m.type in ("error", "warning") and "status of 422" not in m.text
+            and problems.append(f"console {m.type}: {m.text}"))
+    page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
+    page.goto(server.url + "/new")
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    page.select_option("#preset", "fast-alpha30-loss1")
+    page.click("#load-preset")
+    wait_until(page, "document.querySelector('[name=\"fast-alpha\"]') !== null")
+
+    # labels with units, one line each saying what the field is (from the models, not from the page)
+    assert label_of(page, "#topology-args [name='buffer_bdp']") == (
+        "Buffer (× BDP)", "bottleneck buffer in multiples of capacity × base RTT; 1 = one BDP")
+    assert label_of(page, "#topology-args [name='rate_mbps']")[0] == "Capacity (Mb/s)"
+    assert label_of(page, "#f-duration_s") == ("Duration (s)", "how long the flows run")
+    alpha = next(p for p in FAST_PARAMS if p.name == "alpha")
+    assert label_of(page, "[name='fast-alpha']") == ("fast alpha (packets)", alpha.help)
+    assert "sum of the alphas" in alpha.help
+    assert label_of(page, "[name='bottleneck-loss-rate']")[0] == "Loss rate (fraction)"
+    assert "0.01 = 1 %" in label_of(page, "[name='bottleneck-loss-rate']")[1]
+    assert label_of(page, "[name='bottleneck-delay_ms']")[0] == "Delay (ms)"
+    assert page.is_visible(".flow .params .help")  # on screen, not only a tooltip
+
+    # the spec as YAML (validated) and the command that reproduces it
+    wait_until(page, "document.getElementById('spec-yaml').textContent.includes('alpha: 30')", timeout=10_000)
+    assert "validated" in page.inner_text("#yaml-state")
+    page.click("#copy-command")
+    wait_until(page, "document.getElementById('copy-result').textContent.startsWith('copied')", timeout=5_000)
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith("cat > fast-alpha30-loss1.yaml <<'FASTLAB_SPEC'\n") and "alpha: 30" in copied
+    assert copied.endswith("sudo fastlab run fast-alpha30-loss1.yaml\n")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"webapp-12-form-{width}.png"))
+
+    # a scheduled change: alpha 0 is refused beside its field, Start disabled; then 60 at 10 s is valid
+    page.click("#add-change")
+    change = ".cc-change"
+    assert page.input_value(f"{change} [name='change-cc']") == "fast"
+    assert label_of(page, f"{change} [name='change-at_s']") == ("At (s)", "seconds after the flows start")
+    page.fill(f"{change} [name='change-at_s']", "10")
+    page.fill(f"{change} [name='fast-alpha']", "0")
+    wait_until(page, f"{MARKED}.join() === 'fast-alpha'", timeout=10_000)
+    assert page.evaluate(BESIDE) == ["alpha=0 is out of range [1, 10000] packets"]
+    # the change's alpha is marked, not the flow's
+    assert page.eval_on_selector("[aria-invalid='true']", "e => !!e.closest('.cc-change')")
+    assert page.is_disabled("#start") and page.is_disabled("#copy-command")
+    assert "not valid yet" in page.inner_text("#yaml-state")
+    page.fill(f"{change} [name='fast-alpha']", "60")
+    page.fill(f"{change} [name='change-at_s']", "25")  # the preset runs 20 s
+    wait_until(page, f"{MARKED}.join() === 'change-at_s'", timeout=10_000)
+    assert page.evaluate(BESIDE)[0].startswith("after the run ends (20 s)")
+    page.screenshot(path=str(ARTIFACTS / f"webapp-12-form-change-error-{width}.png"), full_page=True)
+    page.fill(f"{change} [name='change-at_s']", "10")
+    wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
+    assert page.evaluate(MARKED) == [] and not page.is_disabled("#start")
+    yaml_text = page.inner_text("#spec-yaml")
+    assert "cc_changes:\n- at_s: 10" in yaml_text and "alpha: 60" in yaml_text, yaml_text
+    page.locator("#cc-changes-box").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / f"webapp-12-form-change-{width}.png"))
+    assert problems == [], problems
