@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from fastlab import analysis, fidelity, paths, report, routing
+from fastlab import analysis, explain, fidelity, paths, report, routing
 from fastlab.capabilities import Capabilities, probe
 from fastlab.cc import Registry
 from fastlab.ccruntime import CCRuntime, HostParams, LiveControl, plan_parameters
@@ -465,6 +465,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
                                  {k: link.forward.rate_bps / 1e6 for k, link in prep.links.items()})
     summary["idle_rtt"] = idle
     summary["fidelity"] = _fidelity(prep, shaper, cpu, flows_df, spec)
+    summary["what_happened"] = explain.what_happened(spec, summary)  # the note of the results page
     environment = {
         "run": {"name": spec.name, "prefix": prefix, "started": started, "host": platform.node()},
         "kernel": platform.release(),

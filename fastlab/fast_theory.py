@@ -29,6 +29,8 @@ class FlowReference:
     fast_rtt_ms: float | None = None  # D = d + q
     fast_window_pkts: float | None = None  # w = alpha * D / q
     fast_rate_mbps: float | None = None  # x = alpha / q
+    cc: str = ""
+    links: tuple[str, ...] = ()  # the shaped links the flow's data crosses
 
 
 def fast_equilibrium(capacity_mbps: float, alphas: dict[str, int], base_rtt_ms: dict[str, float]
@@ -61,8 +63,9 @@ def references(spec: Any) -> list[dict[str, Any]]:
         alpha = int(entry.cc_args.get("alpha", default_alpha)) if entry.cc == "fast" else None
         for _ in range(entry.count):
             rows.append((f"f{len(rows) + 1}", fig, entry.cc, alpha))
-    refs = {flow: FlowReference(flow, fig.bottleneck_link, fig.bottleneck_mbps, fig.rtt_ms, alpha)
-            for flow, fig, _cc, alpha in rows}
+    refs = {flow: FlowReference(flow, fig.bottleneck_link, fig.bottleneck_mbps, fig.rtt_ms, alpha, cc=cc,
+                                links=tuple(fig.shaped_links))
+            for flow, fig, cc, alpha in rows}
     by_link: dict[str, list[tuple[str, Any, str, int | None]]] = {}
     for row in rows:
         if row[1].bottleneck_link is not None:

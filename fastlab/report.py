@@ -77,6 +77,15 @@ def fidelity_section(summary: dict[str, Any]) -> str:
     return fidelity_view.banner_html(verdict) + (f"\n<h2>Emulation fidelity</h2>{details}" if details else "")
 
 
+def what_happened_section(summary: dict[str, Any]) -> str:
+    """The run's automatic note (fastlab.explain, written to summary.json by the engine)."""
+    lines = summary.get("what_happened") or []
+    if not lines:
+        return ""
+    items = "".join(f"<li>{html.escape(str(line))}</li>" for line in lines)
+    return f'<h2>What happened</h2><ul class="what-happened">{items}</ul>'
+
+
 def render(spec_yaml: str, summary: dict[str, Any], environment: dict[str, Any],
            flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame) -> str:
     plot = pio.to_html(figure(flows, links, events), include_plotlyjs=True, full_html=False)
@@ -85,7 +94,8 @@ def render(spec_yaml: str, summary: dict[str, Any], environment: dict[str, Any],
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>fastlab run {html.escape(environment['run']['name'])}</title>
 <style>body{{font-family:sans-serif;margin:2em;font-size:16px}} table{{border-collapse:collapse;margin:1em 0}}
-td,th{{border:1px solid #bbb;padding:4px 8px;text-align:right}} pre{{background:#f4f4f4;padding:1em}}
+td,th{{border:1px solid #bbb;padding:4px 8px;text-align:right}}
+.what-happened li{{margin:.3em 0}} pre{{background:#f4f4f4;padding:1em}}
 .note{{color:#555}}
 {fidelity_view.CSS}</style>
 </head><body>
@@ -93,6 +103,7 @@ td,th{{border:1px solid #bbb;padding:4px 8px;text-align:right}} pre{{background:
 <p>run {html.escape(environment['run']['prefix'])}, started {html.escape(environment['run']['started'])},
 kernel {html.escape(environment['kernel'])}; Jain index {summary['jain_index']}</p>
 {fidelity_section(summary)}
+{what_happened_section(summary)}
 <h2>Flows</h2>{_table(summary['flows'])}
 <h2>Links</h2>{_table(summary['links'])}
 <h2>Backends</h2>{_table(backends)}{_table(shaping)}

@@ -57,7 +57,7 @@ from flask import (
 from markupsafe import Markup
 from werkzeug.exceptions import BadRequest, HTTPException
 
-from fastlab import fast_theory, fidelity_view, paths
+from fastlab import explain, fast_theory, fidelity_view, paths
 from fastlab.ccruntime import LiveControlError
 from fastlab.labs import LABS_DIR, LabError
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
@@ -330,18 +330,24 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     def new() -> str:
         return render_template("new.html")
 
-    def chart_references(spec: Any) -> list[dict[str, Any]]:
-        """The theory's lines for the run's charts (fastlab.fast_theory); none for a spec that no
+    def chart_references(spec: Any, summary: dict[str, Any] | None) -> list[dict[str, Any]]:
+        """The theory's lines for the run's charts (fastlab.fast_theory; fastlab.explain's response
+        functions at the measured loss rate, the spec's before there is one); none for a spec that no
         longer parses or a topology that changed since the run."""
         try:
-            return fast_theory.references(parse_spec(spec))
+            refs = fast_theory.references(parse_spec(spec))
         except (SpecError, ValueError, KeyError, TypeError, RuntimeError):
             return []
+        return explain.response_lines(refs, summary, (spec or {}).get("links"))
 
     @app.get("/runs/<run_id>")
     def run_page(run_id: str) -> str:
         run = run_row(run_id)
-        return render_template("run.html", run=run, refs=chart_references(run.get("spec")))
+        refs = chart_references(run.get("spec"), run.get("summary"))
+        summary = run.get("summary") or {}
+        # the engine's note (summary.json); for runs made before it, the same computation here
+        notes = summary.get("what_happened") if "what_happened" in summary else explain.notes(refs, summary)
+        return render_template("run.html", run=run, refs=refs, notes=notes)
 
     @app.get("/runs/<run_id>/report")
     def report(run_id: str) -> Any:

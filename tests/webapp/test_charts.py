@@ -117,4 +117,31 @@ def test_flows_links_units_smoothing_and_the_whole_run_on_the_x_axis(tmp_path: P
     wait_until(page, f"{title}.includes('20 samples (1.00 s)')")
     assert max(page.evaluate(ys)[20:]) < 11
     page.screenshot(path=str(ARTIFACTS / f"webapp-11-charts-{width}-full.png"), full_page=True)
+    # the automatic note and the response function at the measured loss rate (40 of 4000 packets: 1 %)
+    note = page.inner_text("#what-happened")
+    assert "bottleneck: utilization 0.27, mean backlog 2.6 packets ≪ α = 30: losses (random loss of 1 %) keep " \
+           "cutting FAST's window" in note, note
+    assert "standard TCP's response function 1.22/√p gives 12" in note
+    shapes = page.evaluate("document.getElementById('chart-cwnd').layout.shapes.map(s => s.y0)")
+    assert 12.2 in shapes and 96.7 in shapes, shapes  # Mathis at p = 1 %, FAST's window alpha*D/q
+    assert "Mathis" in page.inner_text("#theory-note")
+    page.locator("#what-happened").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / f"webapp-13-what-happened-{width}.png"))
+    assert problems == [], problems
+
+
+@pytest.mark.timeout(60)
+def test_fast_at_equilibrium_is_said_so_without_loss_lines(tmp_path: Path, live_server_factory, browser) -> None:
+    write_lossy_fast_run(tmp_path, backlog=29.8, utilization=0.99, loss_drops=0)
+    server = live_server_factory(create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False))
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    problems = watch(page)
+    page.goto(f"{server.url}/runs/{RUN}")
+    assert page.inner_text("#what-happened li") == (
+        "bottleneck: utilization 0.99, mean backlog 29.8 packets ≈ α = 30: FAST at equilibrium (the queue holds the "
+        "sum of the alphas, the link is full)")
+    wait_until(page, "document.body.dataset.streamEnded === 'done'", timeout=20_000)
+    assert "Mathis" not in page.inner_text("#theory-note")  # nothing lost at random: no response-function line
+    annotations = page.evaluate("document.getElementById('chart-cwnd').layout.annotations")
+    assert not any("Mathis" in a["text"] for a in annotations)
     assert problems == [], problems
