@@ -2,12 +2,12 @@
 PY := .venv/bin/python
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup run test unit lint bench clean
+.PHONY: setup run test test-stock-kernel unit lint bench clean
 
 # Everything below needs root (packages, namespaces, tc, BPF): a sudo user's `make X` becomes
 # `sudo make X`; root (e.g. a fresh Debian root shell, which has no sudo) runs it directly.
 ifneq ($(shell id -u),0)
-setup run test bench:
+setup run test test-stock-kernel bench:
 	@command -v sudo >/dev/null || { echo "make $@ needs root: run it as root (no sudo here)" >&2; exit 1; }
 	exec sudo $(MAKE) $@
 else
@@ -25,6 +25,12 @@ test: setup lint
 	$(MAKE) -s -C kernel-modules test modules-check
 	$(PY) -m fastlab cleanup
 	$(PY) -m pytest -p no:cacheprovider tests
+	$(MAKE) -s test-stock-kernel
+
+# The stock-kernel lane: Debian's distribution kernel in a QEMU VM (virtme-ng), running
+# tests/stock_kernel inside: FAST/HSTCP as modules, tc + netem, the OVS kernel datapath.
+test-stock-kernel: setup
+	bash scripts/stock-kernel.sh
 
 bench: setup
 	$(PY) bench/emulator.py

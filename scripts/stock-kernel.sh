@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The stock-kernel lane: boots a distribution kernel (Debian's linux-image-<abi>-amd64, the kernel a
+# stock Debian user runs) in a QEMU VM with virtme-ng and runs tests/stock_kernel inside it, as root,
+# on this checkout. What it tests cannot exist on the development kernel: FAST and HSTCP as loadable
+# modules, tc + netem shaping, the Open vSwitch kernel datapath, the kernel's own highspeed and vegas.
+#
+#   scripts/stock-kernel.sh [PYTEST ARGS...]     (make test-stock-kernel)
+#   STOCK_KERNEL_IMAGE=/boot/vmlinuz-X [STOCK_KERNEL_HEADERS=DIR] scripts/stock-kernel.sh   (another kernel)
+#
+# The kernel is the image matching the newest Debian header package set-up installed
+# (/usr/src/linux-headers-<abi>-amd64; the modules are compiled against it), unpacked into
+# .cache/stock-kernel/<abi>/ -- never installed: the host's /boot and boot menu stay untouched.
+# FastLab's modules are built for it there too, so a module build for the host kernel stays put.
+# The guest sees the host's root file system read-only (9p) with writable overlays, and
+# .cache/stock-kernel/out read-write (the test log and run folders).
+#
+# Acceleration: KVM where it works, else software emulation (TCG; this machine's /dev/kvm fails
+# with "failed to set MSR 0x10a"). Where no VM can start (not x86-64/amd64, packages not
+# installable) the lane prints "stock-kernel lane: SKIPPED: <why>" and exits 0; every other failure
+# (a test, a boot that does not finish within VM_TIMEOUT_S) exits non-zero.
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="$REPO/.cache/stock-kernel"
+VENV="$REPO/.venv"
+VM_TIMEOUT_S=${VM_TIMEOUT_S:-900}   # the whole guest session; the lane takes ~4-6 min under TCG here
+VM_MEMORY=${VM_MEMORY:-2G}
+log() { printf 'stock-kernel lane: %s\n' "$*"; }
+skip() { log "SKIPPED: $*"; exit 0; }
+
+[ "$(id -u)" -eq 0 ] || { echo "stock-kernel lane: needs root (modules, namespaces in the guest): run 'make test-stock-kernel'" >&2; exit 2; }
+[ "$(uname -m)" = x86_64 ] && [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ] \
+    || skip "needs an x86-64 Debian-style host (this one: $(uname -m), $(dpkg --print-architecture 2>/dev/null || echo no dpkg))"
+[ -x "$VENV/bin/vng" ] || { echo "stock-kernel lane: $VENV/bin/vng missing: run 'make setup' first" >&2; exit 2; }
+
+# --- packages: QEMU and a static busybox (virtme-ng's initramfs) ------------------------------
+missing=()
+for pkg in qemu-system-x86 busybox-static; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    log "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null \
+        || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; } \
+        || skip "cannot install ${missing[*]} (no package source reachable)"
+fi
+
+# --- the kernel: the image of the newest installed Debian header package ----------------------
+# (or the user's own: STOCK_KERNEL_IMAGE=/boot/vmlinuz-X, headers from STOCK_KERNEL_HEADERS or that
+# kernel's /lib/modules/X/build, modules from /lib/modules/X as virtme-ng finds them)
+if [ -n "${STOCK_KERNEL_IMAGE:-}" ]; then
+    kimg="$STOCK_KERNEL_IMAGE"
+    [ -f "$kimg" ] || { echo "stock-kernel lane: STOCK_KERNEL_IMAGE=$kimg does not exist" >&2; exit 2; }
+    abi="$(basename "$kimg")"; abi="${abi#vmlinuz-}"
+    hdr="${STOCK_KERNEL_HEADERS:-/lib/modules/$abi/build}"
+    [ -d "$hdr" ] || { echo "stock-kernel lane: no headers for $abi at $hdr (set STOCK_KERNEL_HEADERS)" >&2; exit 2; }
+else
+    hdr="$(find /usr/src -maxdepth 1 -name 'linux-headers-*-amd64' | sort -V | tail -n1)"
+    [ -n "$hdr" ] || skip "no Debian kernel headers in /usr/src (set-up installs linux-headers-amd64 on Debian)"
+    abi="${hdr#/usr/src/linux-headers-}"
+    kroot="$CACHE/$abi/root"
+    kimg="$kroot/boot/vmlinuz-$abi"
+    if [ ! -f "$kimg" ]; then
+        log "fetching linux-image-$abi (unpacked into $CACHE/$abi, not installed)"
+        tmp="$(mktemp -d)"
+        trap 'rm -rf "$tmp"' EXIT
+        chmod 755 "$tmp"   # apt's download user writes here
+        (cd "$tmp" && apt-get download -q "linux-image-$abi" >/dev/null 2>&1) \
+            || skip "cannot download linux-image-$abi (offline, or the archive no longer has it)"
+        rm -rf "$kroot.part" && mkdir -p "$kroot.part"
+        dpkg-deb -x "$tmp"/linux-image-"$abi"_*.deb "$kroot.part"
+        rm -rf "$kroot" && mv "$kroot.part" "$kroot"
+    fi
+fi
+
+# --- fastlab's modules, compiled for that kernel (zero warnings, like make modules-check) --------
+mods="$CACHE/$abi/fastlab-modules"
+rm -rf "$mods" && mkdir -p "$mods"
+cp -r "$REPO/kernel-modules/modules" "$REPO/kernel-modules/core" "$mods/"
+rm -f "$mods"/modules/*.ko "$mods"/modules/*.o "$mods"/modules/*.mod* "$mods"/modules/.*.cmd
+if ! make -s -C "$hdr" M="$mods/modules" modules > "$mods/build.log" 2>&1 || grep -qi warning "$mods/build.log"; then
+    cat "$mods/build.log" >&2
+    echo "stock-kernel lane: the module build for $abi failed or warned" >&2
+    exit 1
+fi
+
+# --- boot ---------------------------------------------------------------------------------------
+out="$CACHE/out"
+rm -rf "$out" && mkdir -p "$out"
+accel=(--disable-kvm)
+# KVM probe: with KVM working the kernel boots and, having no root file system, panics and exits (0).
+# The subshell reports a qemu that aborts (this machine) to /dev/null instead of the log.
+kvm_rc=$( (timeout 30 qemu-system-x86_64 -accel kvm -cpu host -m 256 -display none -nodefaults -no-reboot \
+    -kernel "$kimg" -append "panic=-1" >/dev/null 2>&1; echo $?) 2>/dev/null || true)
+if [ -w /dev/kvm ] && [ "$kvm_rc" = 0 ]; then
+    accel=()
+fi
+log "booting $abi (${accel[*]:-KVM}) and running tests/stock_kernel inside"
+guest="cd '$REPO' && FASTLAB_STOCK_KERNEL_VM=1 FASTLAB_MODULES_DIR='$mods/modules' FASTLAB_LANE_OUT='$out' \
+PYTHONPATH='$REPO' '$VENV/bin/python' -m pytest -p no:cacheprovider tests/stock_kernel --durations=0 $*; \
+echo \$? > '$out/rc'"
+set +e
+timeout --kill-after=30 "$VM_TIMEOUT_S" env PATH="$VENV/bin:$PATH" "$VENV/bin/vng" "${accel[@]}" \
+    --run "$kimg" --cpus 2 --memory "$VM_MEMORY" --rwdir "$out" --exec "$guest"
+vm_rc=$?
+set -e
+if [ ! -s "$out/rc" ]; then
+    echo "stock-kernel lane: the guest did not finish (vng exit $vm_rc; timeout ${VM_TIMEOUT_S} s)" >&2
+    exit 1
+fi
+rc="$(cat "$out/rc")"
+log "tests inside $abi exited $rc"
+exit "$rc"
