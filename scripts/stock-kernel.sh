@@ -97,7 +97,7 @@ if [ -w /dev/kvm ] && [ "$kvm_rc" = 0 ]; then
 fi
 log "booting $abi (${accel[*]:-KVM}) and running tests/stock_kernel inside"
 guest="cd '$REPO' && FASTLAB_STOCK_KERNEL_VM=1 FASTLAB_MODULES_DIR='$mods/modules' FASTLAB_LANE_OUT='$out' \
-PYTHONPATH='$REPO' '$VENV/bin/python' -m pytest -p no:cacheprovider tests/stock_kernel --durations=0 $*; \
+PYTHONPATH='$REPO' '$VENV/bin/python' -m pytest -p no:cacheprovider tests/stock_kernel --durations=0 -rP $*; \
 echo \$? > '$out/rc'"
 set +e
 timeout --kill-after=30 "$VM_TIMEOUT_S" env PATH="$VENV/bin:$PATH" "$VENV/bin/vng" "${accel[@]}" \

@@ -2,9 +2,12 @@
 the same seeded lossy path: the decrease factor b(w) at each congestion-avoidance loss.
 
 Both use RFC 3649's table (Appendix B; Linux net/ipv4/tcp_highspeed.c has the same 72 rows), so at a
-loss with window w both should cut by the b of the table's row for w. Two known differences stay
-within the table's step, which is the bound: Linux keeps b in Q8 (md/256: 112/256 = 0.4375 where
-the RFC's b is 0.4410; fastlab keeps Q16), and ssthresh is an integer number of packets (1/w). The
+loss with window w both should cut by about the b of the table's row for w. Three known differences
+stay within the table's step, which is the bound: Linux steps to the row at or above w while
+fastlab interpolates b linearly between rows (kernel-modules/core/hstcp_core.h, deviation 7), so
+fastlab follows RFC 3649's continuous b(w) -- measured in the VM: fastlab 0.434 at w = 136 (the
+RFC's b(136) = 0.434), Linux 0.401 at w = 142 (its row: 0.408); Linux keeps b in Q8 (md/256:
+112/256 = 0.4375 where the RFC's b is 0.4410; fastlab keeps Q16); ssthresh is an integer (1/w). The
 kernel's table index moves only in congestion avoidance, so at the loss that ends slow start it
 still cuts by 0.5 whatever the window -- one reason that loss is not compared (the other: neither
 is then in the table's regime of a window grown by a(w)).
