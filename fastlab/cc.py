@@ -78,6 +78,13 @@ class CongestionControl:
     loader: Loader | None = None
     check: Callable[[dict[str, Any]], None] | None = None  # cross-parameter rules
 
+    @property
+    def build(self) -> Loader:
+        """The loader of one of fastlab's own algorithms; the kernel's have none (CCError)."""
+        if self.loader is None:
+            raise CCError(f"{self.name} is the kernel's own: fastlab loads and configures nothing of it")
+        return self.loader
+
     def param(self, name: str) -> Param:
         for p in self.params:
             if p.name == name:

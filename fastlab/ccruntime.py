@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastlab.cc import CCError, CongestionControl, Registry
-from fastlab.ccset import GLOBAL_ONLY, ToolError
+from fastlab.ccset import GLOBAL_ONLY, ModuleLoader, ToolError
 from fastlab.runstate import RunState
 from fastlab.spec import ExperimentSpec, SpecError
 
@@ -42,7 +42,7 @@ def plan_parameters(spec: ExperimentSpec, registry: Registry) -> tuple[list[Host
         if cc.origin != "fastlab":
             continue
         args = cc.validate_args(flow.cc_args)
-        everything_global = cc.loader.impl == "module"  # module parameters: one value per kernel
+        everything_global = cc.build.impl == "module"  # module parameters: one value per kernel
         glob = {k: v for k, v in args.items() if everything_global or k in GLOBAL_ONLY[cc.name]}
         local = {k: v for k, v in args.items() if k not in glob}
         key = (flow.src, flow.cc)
@@ -76,7 +76,7 @@ def plan_parameters(spec: ExperimentSpec, registry: Registry) -> tuple[list[Host
             raise SpecError(f"cc_changes[{i}].args: {', '.join(set(args) & GLOBAL_ONLY[cc.name])} "
                             f"cannot change mid-run (global table)")
         sharing = sorted({host for host, name in per_host if name == change.cc})
-        if cc.loader.impl == "module" and len(sharing) > 1:
+        if cc.build.impl == "module" and len(sharing) > 1:
             raise SpecError(f"cc_changes[{i}].host: the module build's parameters are global and "
                             f"{', '.join(sharing)} all run {change.cc} (cc_impl: bpf changes one host)")
         if change.at_s >= spec.duration_s:
@@ -108,15 +108,15 @@ class CCRuntime:
 
     def load(self) -> None:
         for cc in self.ours():
-            entry = f"{cc.name}:{cc.loader.impl}"
+            entry = f"{cc.name}:{cc.build.impl}"
             # Recorded before it is registered: a kill between the two (measured: the web server's
             # kill -9 test at 0.26 s) must not leave it registered with no run owning it. Cleanup
             # of an entry whose registration never happened finds nothing registered and passes.
-            claim = not cc.loader.registered()
+            claim = not cc.build.registered()
             if claim:
                 self.state.cc_loaded.append(entry)
                 self.state.save()
-            loaded = cc.loader.load()
+            loaded = cc.build.load()
             if loaded:
                 self._owned.append(cc)
                 if not claim:  # registered by someone else a moment ago, and gone again
@@ -125,27 +125,27 @@ class CCRuntime:
             elif claim:  # another run registered it between our look and our call: theirs
                 self.state.cc_loaded.remove(entry)
                 self.state.save()
-            self.applied.append({"cc": cc.name, "impl": cc.loader.impl, "loaded_by_run": loaded,
-                                 "available": cc.loader.available()[1]})
+            self.applied.append({"cc": cc.name, "impl": cc.build.impl, "loaded_by_run": loaded,
+                                 "available": cc.build.available()[1]})
             if self.global_args.get(cc.name):
                 self._remember(cc, self.global_args[cc.name])
-                cc.loader.set(self.global_args[cc.name])
+                cc.build.set(self.global_args[cc.name])
                 self.applied.append({"cc": cc.name, "scope": "global", "args": self.global_args[cc.name]})
 
     def configure(self, pids: dict[str, int]) -> None:
         owned = {cc.name for cc in self._owned}
         for hp in self.hosts:
             cc = self.registry.lookup(hp.cc)
-            if cc.loader.impl == "module":  # its parameters were set globally in load()
+            if cc.build.impl == "module":  # its parameters were set globally in load()
                 self.applied.append({"cc": hp.cc, "scope": "host", "host": hp.host, "args": {},
                                      "note": "module build: the run's global values apply"})
                 continue
             if hp.cc not in owned:  # registered before this run: its map may hold a dead run's
                 # overrides on a reused namespace inode; every host starts from the global values
-                cc.loader.clear(pids[hp.host])
+                cc.build.clear(pids[hp.host])
                 self._configured.append((hp, pids[hp.host]))
             if hp.args:
-                cc.loader.set(hp.args, netns_pid=pids[hp.host])
+                cc.build.set(hp.args, netns_pid=pids[hp.host])
             self.applied.append({"cc": hp.cc, "scope": "host", "host": hp.host, "args": hp.args})
 
     def start_events(self, flows: list[Any], pids: dict[str, int]) -> None:
@@ -153,7 +153,7 @@ class CCRuntime:
         by_ino = {os.stat(f"/proc/{pids[h]}/ns/net").st_ino: h for h in {hp.host for hp in self.hosts}}
         by_socket = {(f.src, f.port): f.id for f in flows}
         for cc in self.ours():
-            argv = cc.loader.events_argv()
+            argv = cc.build.events_argv()
             if argv is None:
                 continue
             proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
@@ -161,6 +161,7 @@ class CCRuntime:
             self._streams.append(proc)
 
             def read(proc: subprocess.Popen[str] = proc) -> None:
+                assert proc.stdout is not None  # stdout=PIPE
                 for line in proc.stdout:
                     try:
                         event = json.loads(line)
@@ -182,28 +183,29 @@ class CCRuntime:
         goes), record it for the environment and clearing, and put a `cc_set` event on the bus."""
         with self._apply_lock:
             algo = self.registry.lookup(cc)
-            if algo.loader.impl == "module":  # one value for the whole kernel: only when one host uses it
+            if algo.build.impl == "module":  # one value for the whole kernel: only when one host uses it
                 sharing = sorted({hp.host for hp in self.hosts if hp.cc == cc})
                 if sharing != [host]:
                     raise ToolError(f"the module build's parameters are global and {', '.join(sharing)} "
                                     f"all run {cc}")
                 self._remember(algo, args)
-                algo.loader.set(args)
+                algo.build.set(args)
             else:
-                algo.loader.set(args, netns_pid=pid)
+                algo.build.set(args, netns_pid=pid)
                 self._configured.append((HostParams(host, cc, args), pid))
             self.emit("event", {"t": time.monotonic(), "flow": None, "host": host, "algo": cc,
                                 "event": "cc_set", **args})
-            self.applied.append({"cc": cc, "scope": "global" if algo.loader.impl == "module" else "host",
+            self.applied.append({"cc": cc, "scope": "global" if algo.build.impl == "module" else "host",
                                  "host": host, "at_s": round(at_s, 3), "args": args,
                                  **({"live": True} if live else {})})
 
     def _remember(self, cc: CongestionControl, args: dict[str, Any]) -> None:
         """Note a module's parameter values before the run first changes them (module build only)."""
-        if cc.loader.impl != "module" or cc in self._owned:
+        loader = cc.build
+        if not isinstance(loader, ModuleLoader) or cc in self._owned:
             return
         kept = self._restore.setdefault(cc.name, {})
-        for key, value in cc.loader.get(list(args)).items():
+        for key, value in loader.get(list(args)).items():
             kept.setdefault(key, value)
 
     def schedule(self, spec: ExperimentSpec, t0: float, pids: dict[str, int]) -> None:
@@ -237,24 +239,24 @@ class CCRuntime:
         for hp, pid in self._configured:
             if hp.cc not in owned:  # a namespace inode may be reused: leave no override behind
                 try:
-                    self.registry.lookup(hp.cc).loader.clear(pid)
+                    self.registry.lookup(hp.cc).build.clear(pid)
                 except ToolError as exc:
                     errors.append(f"{hp.cc}: clearing {hp.host}'s parameters: {exc}")
         self._configured.clear()
         for name, values in self._restore.items():
             try:
-                self.registry.lookup(name).loader.set(values)
+                self.registry.lookup(name).build.set(values)
                 self.applied.append({"cc": name, "scope": "global", "restored": values})
             except ToolError as exc:
                 errors.append(f"{name}: restoring its module parameters {values}: {exc}")
         self._restore.clear()
         for cc in self._owned:
             try:
-                self.applied.append({"cc": cc.name, "unload": cc.loader.unload()})
+                self.applied.append({"cc": cc.name, "unload": cc.build.unload()})
             except ToolError as exc:  # left in the run state: `fastlab cleanup` retries
                 errors.append(f"{cc.name}: unload: {exc}")
                 continue
-            self.state.cc_loaded.remove(f"{cc.name}:{cc.loader.impl}")
+            self.state.cc_loaded.remove(f"{cc.name}:{cc.build.impl}")
             self.state.save()
         self._owned.clear()
         if errors:

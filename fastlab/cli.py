@@ -396,9 +396,9 @@ def cmd_cc_load(args: argparse.Namespace) -> int:
     cc = _cc(args.name, args.impl)
     try:
         if args.command_cc == "load":
-            print(f"{cc.name}: {'loaded' if cc.loader.load() else 'already loaded'} ({cc.loader.impl})")
+            print(f"{cc.name}: {'loaded' if cc.build.load() else 'already loaded'} ({cc.build.impl})")
         else:
-            print(f"{cc.name}: {cc.loader.unload()}")
+            print(f"{cc.name}: {cc.build.unload()}")
     except ToolError as exc:
         print(f"fastlab: {exc}", file=sys.stderr)
         return 1
@@ -437,7 +437,7 @@ def cmd_cc_set(args: argparse.Namespace) -> int:
         raise CliError(str(exc).replace("--set ", "")) from None
     pid = live_host_pid(args.host, args.run) if args.host else None
     try:
-        print(json.dumps(cc.loader.set(checked, netns_pid=pid)))
+        print(json.dumps(cc.build.set(checked, netns_pid=pid)))
     except ToolError as exc:
         print(f"fastlab: {exc}", file=sys.stderr)
         return 1

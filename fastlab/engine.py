@@ -279,7 +279,7 @@ def cc_build_hashes(ccs: list[Any]) -> dict[str, str]:
     hashes = {}
     for cc in ccs:
         obj = KERNEL_MODULES / "build" / f"{cc.name}.bpf.o"
-        if cc.loader.impl == "bpf" and obj.exists():
+        if cc.build.impl == "bpf" and obj.exists():
             hashes[obj.name] = hashlib.sha256(obj.read_bytes()).hexdigest()
     return hashes
 
