@@ -45,6 +45,7 @@ unit:
 
 lint:
 	$(PY) -m ruff check fastlab topologies tests bench webapp labs controllers
+	$(PY) -m mypy
 
 clean:
 	$(MAKE) -s -C linkemu clean

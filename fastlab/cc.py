@@ -180,7 +180,7 @@ class Registry:
                          "how": how, "description": KERNEL_CCS.get(name, "")})
         for name, cc in sorted(self.ours.items()):
             ok, why = cc.loader.available() if cc.loader else (False, "no build registered")
-            state = "registered now" if ok and cc.loader.registered() else "loaded per run"
+            state = "registered now" if ok and cc.loader is not None and cc.loader.registered() else "loaded per run"
             rows.append({"name": name, "origin": "fastlab", "usable": str(ok).lower(),
                          "how": f"{why}; {state}" if ok else why, "description": cc.description})
         return rows

@@ -213,7 +213,7 @@ def format_value(value: Any) -> str:
     return f"{value:.12g}" if isinstance(value, float) else str(value)
 
 
-LOADERS = {"bpf": BpfLoader, "module": ModuleLoader}
+LOADERS: dict[str, type[BpfLoader] | type[ModuleLoader]] = {"bpf": BpfLoader, "module": ModuleLoader}
 
 
 def register_ours(registry: Registry, impl: str = "bpf") -> Registry:

@@ -142,7 +142,7 @@ def cmd_topo_show(args: argparse.Namespace) -> int:
     for role, title in (("host", "hosts"), ("router", "routers"), ("switch", "switches")):
         print(f"{title}: {', '.join(sorted(roles.get(role, [])))}")
     links = {k: resolve(v, None) for k, v in plan.shaped.items()}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for link_id, shaped in plan.shaped.items():
         fwd, rev = links[link_id].forward, links[link_id].reverse
         original = originals.get(link_id, plan.metadata.get("original_capacity_mbps", fwd.rate_bps / 1e6 / scale))
@@ -540,7 +540,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(func=cmd_topo_show)
     cc = sub.add_parser("cc", help="congestion controls: list, load, unload, set parameters")
     cc_sub = cc.add_subparsers(dest="command_cc", required=True)
-    impl = {"choices": ["bpf", "module"], "default": "bpf", "help": "build to use (default: bpf)"}
+    impl: dict[str, Any] = {"choices": ["bpf", "module"], "default": "bpf", "help": "build to use (default: bpf)"}
     cc_list = cc_sub.add_parser("list", help="kernel algorithms here and fastlab's, and how each loads")
     cc_list.add_argument("--impl", **impl)
     cc_list.set_defaults(func=cmd_cc_list)

@@ -167,7 +167,7 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
     for f in spec.flows:
         for path in {f.path, *detours} if plan.metadata.get("openflow") else {None}:
             fig = routing.figures(plan, links, f.src, f.dst, path)
-            if fig.bottleneck_link is None:
+            if fig.bottleneck_link is None or fig.bottleneck_mbps is None:
                 continue
             queue = links[fig.bottleneck_link].forward
             path_bytes = max(path_bytes, fig.bottleneck_mbps * 1e6 / 8 * fig.rtt_ms / 1000

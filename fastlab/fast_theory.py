@@ -39,7 +39,7 @@ def fast_equilibrium(capacity_mbps: float, alphas: dict[str, int], base_rtt_ms: 
     c_pkts = capacity_mbps * 1e6 / PKT_BITS
     total = sum(alphas.values())
     q_s = total / c_pkts
-    out = {}
+    out: dict[str, tuple[float, float, float, float]] = {}
     for flow, alpha in alphas.items():
         d_rtt = base_rtt_ms[flow] + q_s * 1000
         out[flow] = (total, d_rtt, alpha * (d_rtt / 1000) / q_s, alpha / q_s * PKT_BITS / 1e6)

@@ -100,8 +100,9 @@ def send(args: argparse.Namespace) -> int:
             s.update(tcpinfo.cc_info_sample(chosen, sock.getsockopt(socket.IPPROTO_TCP, tcpinfo.TCP_CC_INFO,
                                                                     tcpinfo.CC_INFO_BYTES)))
         t = time.monotonic()
-        s["goodput_mbps"] = (s["bytes_acked"] - last_acked) * 8 / 1e6 / max(t - last_t, 1e-6)
-        last_t, last_acked = t, s["bytes_acked"]
+        acked = int(info.get("bytes_acked", 0))
+        s["goodput_mbps"] = (acked - last_acked) * 8 / 1e6 / max(t - last_t, 1e-6)
+        last_t, last_acked = t, acked
         emit({"event": "sample", "flow": args.flow, "t": t, **s})
     done.set()
     info = tcpinfo.parse(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 512))

@@ -182,10 +182,10 @@ def compare(original: RunFacts, replay: RunFacts) -> list[Comparison]:
             continue
         o_drops, r_drops = original.loss_drops.get(link_id, {}), replay.loss_drops.get(link_id, {})
         for direction in sorted(o_drops.keys() | r_drops.keys()):
-            counts = [original.arrivals(o, direction), replay.arrivals(r, direction)]
-            if None in counts:
+            o_count, r_count = original.arrivals(o, direction), replay.arrivals(r, direction)
+            if o_count is None or r_count is None:
                 continue
-            common = min(counts)  # type: ignore[type-var]
+            common = min(o_count, r_count)
             o_same = [i for i in o_drops.get(direction, []) if i < common]
             r_same = [i for i in r_drops.get(direction, []) if i < common]
             row = _row(f"{link_id} {direction} loss drops in packets 0..{common - 1}", "loss_drops_seeded",
@@ -272,7 +272,7 @@ def replay_bundle(bundle_path: Path, out: Path, *, point: str | None = None,
     if bundle.kind_of(original) == "run":
         if point is not None:
             raise bundle.BundleError(f"--point {point}: {bundle_path.name} is a run, not a sweep")
-        targets = [(None, original, out / "replay")]
+        targets: list[tuple[str | None, Path, Path]] = [(None, original, out / "replay")]
     else:
         done = finished_points(original)
         if point is not None and point not in done:

@@ -80,7 +80,7 @@ def hops(plan: TopologyPlan, src: str, dst: str, path: str | None = None) -> lis
     interfaces = _interfaces(plan)
     owner = {iface.ip: node for node, ifaces in interfaces.items() for iface in ifaces}
     target = ipaddress.IPv4Address(plan.address_of(dst))
-    node, route = src, []
+    node, route = src, list[Hop]()
     for _ in range(64):
         if node == dst:
             return route

@@ -93,6 +93,8 @@ def _limit(buffer: Buffer, rate_bps: int, rtt_ms: float) -> tuple[int | None, in
 
 
 def _direction(d: LinkDirection, rtt_ms: float) -> Direction:
+    # only resolve() calls this, after refusing a direction without rate, delay or buffer
+    assert d.rate_mbps is not None and d.delay_ms is not None and d.buffer is not None, d
     rate_bps = int(round(d.rate_mbps * 1e6))
     pkts, nbytes = _limit(d.buffer, rate_bps, rtt_ms)
     return Direction(rate_bps, int(round(d.delay_ms * 1000)), int(round((d.jitter_ms or 0) * 1000)),
@@ -280,7 +282,8 @@ def plan_link(link: ResolvedLink, devs: Devices, *, seed: int, stats_interval_ms
     offloads are on); without it, one frame per MTU packet (offloads off). `upstream_bps`:
     forward and reverse rate of the slowest hop before this link (routing.upstream_rates)."""
     backend, why = choose_backend(link, has_netem, has_emulator)
-    resolved = {"forward": asdict(link.forward), "reverse": asdict(link.reverse), "rtt_ms": link.rtt_ms}
+    resolved: dict[str, Any] = {"forward": asdict(link.forward), "reverse": asdict(link.reverse),
+                                "rtt_ms": link.rtt_ms}
     for direction in ("forward", "reverse"):
         for key in ("loss", "policy"):
             if resolved[direction][key] is not None:

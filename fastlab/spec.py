@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
@@ -34,12 +34,15 @@ BUFFER_UNITS = {"packets": "packets", "pkts": "packets", "pkt": "packets", "p": 
 _BUFFER_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]+)\s*$", re.I)
 
 
+BufferUnit = Literal["packets", "bytes", "ms", "bdp"]
+
+
 @dataclass(frozen=True)
 class Buffer:
     """A queue size in one of four units, resolved to packets/bytes once the link is known."""
 
     value: float
-    unit: Literal["packets", "bytes", "ms", "bdp"]
+    unit: BufferUnit
 
     def __str__(self) -> str:
         return f"{self.value:g} {self.unit}"
@@ -69,16 +72,16 @@ def _parse_buffer(raw: object) -> Buffer:
         value, unit = float(m.group(1)), m.group(2)
     else:
         raise ValueError(f"cannot read buffer {raw!r}: use e.g. 100 (packets), '150KB', '50ms', '1.5bdp'")
-    unit = BUFFER_UNITS.get(str(unit).lower())
-    if unit is None:
+    canonical = BUFFER_UNITS.get(str(unit).lower())
+    if canonical is None:
         raise ValueError(f"unknown buffer unit in {raw!r} (use packets, bytes, KB, MB, ms or bdp)")
-    if unit == "kb":
-        value, unit = value * 1000, "bytes"
-    elif unit == "mb":
-        value, unit = value * 1_000_000, "bytes"
+    if canonical == "kb":
+        value, canonical = value * 1000, "bytes"
+    elif canonical == "mb":
+        value, canonical = value * 1_000_000, "bytes"
     if not 0 < value <= 1e9:
         raise ValueError(f"buffer must be positive and sane, got {raw!r}")
-    return Buffer(value, unit)
+    return Buffer(value, cast(BufferUnit, canonical))
 
 
 BufferField = Annotated[Buffer, Field(json_schema_extra={"type": "string"})]

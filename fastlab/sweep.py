@@ -112,14 +112,15 @@ class ValueRange(Strict):
         return self
 
     def values(self) -> list[float | int]:
+        num = self.num or 2  # _one_spacing: num is set whenever step is not
         if self.step is not None:
             count = int(math.floor((self.to - self.start) / self.step + 1e-9)) + 1
             raw = [self.start + i * self.step for i in range(count)]
         elif self.scale == "log":
-            ratio = (self.to / self.start) ** (1 / (self.num - 1))
-            raw = [self.start * ratio ** i for i in range(self.num)]
+            ratio = (self.to / self.start) ** (1 / (num - 1))
+            raw = [self.start * ratio ** i for i in range(num)]
         else:
-            raw = [self.start + i * (self.to - self.start) / (self.num - 1) for i in range(self.num)]
+            raw = [self.start + i * (self.to - self.start) / (num - 1) for i in range(num)]
         integral = all(float(v).is_integer() for v in (self.start, self.to, self.step or 1)) and self.scale == "linear"
         return [round(v) if integral else float(f"{v:.12g}") for v in raw]
 

@@ -142,10 +142,10 @@ class PlanBuilder:
              access: tuple[str, LinkSpec, float] | None = None) -> str:
         """A host at `subnet`.`index` on `switch`; `access` = (link id, profile, BDP RTT) shapes its link."""
         self.nodes[name] = NodePlan(name, "host", routes=[Route("0.0.0.0/0", f"{subnet}.254")], site=site)
-        link_id = access[0] if access else None
-        self.links.append(LinkPlan(name, switch, a_ip=f"{subnet}.{index}/24", shaped=link_id))
+        self.links.append(LinkPlan(name, switch, a_ip=f"{subnet}.{index}/24", shaped=access[0] if access else None))
         if access:
-            self.shaped[link_id] = ShapedLinkPlan(link_id, name, switch, access[1], rtt_ms=access[2],
+            link_id, profile, rtt_ms = access
+            self.shaped[link_id] = ShapedLinkPlan(link_id, name, switch, profile, rtt_ms=rtt_ms,
                                                   description=f"{name}'s access link")
         return name
 

@@ -44,7 +44,7 @@ class Flow:
 
 def expand_flows(spec: ExperimentSpec, plan: TopologyPlan) -> list[Flow]:
     design = plan.metadata.get("openflow")
-    flows = []
+    flows: list[Flow] = []
     for entry in spec.flows:
         for _ in range(entry.count):
             n = len(flows) + 1
@@ -135,7 +135,7 @@ class Traffic:
             self._spawn(flow.src, ["send", "--dst", flow.dst_ip, "--port", str(flow.port), "--cc", flow.cc,
                                    "--duration-s", str(flow.stop_s - flow.start_s),
                                    "--interval-s", str(self.interval_s), "--flow", flow.id,
-                                   *(["--cgroup", self.cgroup.name] if clamped else [])],
+                                   *(["--cgroup", self.cgroup.name] if clamped and self.cgroup else [])],
                         on_send, f"sender {flow.id}", self.cgroup if clamped else None)
 
     def wait(self, timeout_s: float) -> None:
