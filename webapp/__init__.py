@@ -63,6 +63,7 @@ from fastlab.labs import LABS_DIR, LabError
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
 from webapp import cli_text, compare, guided, sweeps
 from webapp import runner as q
+from webapp.apierror import api_error
 from webapp.events import SSE_BATCH_S, EventStream
 from webapp.openapi import document
 
@@ -189,11 +190,6 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         return caps_cache["caps"]
 
     # --- security -------------------------------------------------------------------------------
-    def api_error(status: int, message: str) -> Response:
-        resp = jsonify({"error": message})
-        resp.status_code = status
-        return resp
-
     @app.before_request
     def guard() -> Any:
         if not any_host and host_name(request.host or "") not in allowed_hosts:

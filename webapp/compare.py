@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from flask import Blueprint, Response, current_app, jsonify, render_template, request
+from flask import Blueprint, current_app, jsonify, render_template, request
 
 from fastlab import fidelity_view
+from webapp.apierror import api_error
 
 bp = Blueprint("compare", __name__)
 
@@ -54,12 +55,6 @@ class History:
 
 def history() -> History:
     return current_app.extensions["fastlab_history"]
-
-
-def api_error(status: int, message: str) -> Response:
-    resp = jsonify({"error": message})
-    resp.status_code = status
-    return resp
 
 
 # --- pure parts -----------------------------------------------------------------------------------

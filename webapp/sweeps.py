@@ -33,6 +33,7 @@ from werkzeug.exceptions import BadRequest
 from fastlab import fast_theory
 from fastlab.spec import SpecError, apply_overrides, format_validation_error, parse_spec
 from webapp import runner as q
+from webapp.apierror import api_error
 
 bp = Blueprint("sweeps", __name__)
 
@@ -75,12 +76,6 @@ class Queue:
 
 def queue() -> Queue:
     return current_app.extensions["fastlab_queue"]
-
-
-def api_error(status: int, message: str) -> Response:
-    resp = jsonify({"error": message})
-    resp.status_code = status
-    return resp
 
 
 @contextmanager
