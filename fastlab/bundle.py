@@ -181,11 +181,19 @@ def _member_files(directory: Path, exclude: set[Path]) -> list[Path]:
     return sorted(files)
 
 
-def export(directory: Path | str, zip_path: Path | str) -> Path:
-    """Write a run or sweep directory as a zip with REPRODUCE.md and a SHA-256 manifest; returns the zip's path."""
+def export(directory: Path | str, zip_path: Path | str, extra: dict[str, bytes] | None = None) -> Path:
+    """Write a run or sweep directory as a zip with REPRODUCE.md and a SHA-256 manifest; returns the zip's path.
+
+    `extra` adds files that are not in the directory (a student's answers.md beside a lab step run),
+    by plain name in the top folder, covered by the manifest like the rest; a run file of the same
+    name gives way to it."""
     directory, zip_path = Path(directory), Path(zip_path)
     if not directory.is_dir():
         raise BundleError(f"{directory}: not a directory")
+    extra = extra or {}
+    for name in extra:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", name) or name in (MANIFEST, REPRODUCE):
+            raise BundleError(f"{name!r}: an added file is a plain name other than {MANIFEST} and {REPRODUCE}")
     readme = reproduce_md(directory, zip_path.name)
     top = directory.name
     lines = []
@@ -193,8 +201,10 @@ def export(directory: Path | str, zip_path: Path | str) -> Path:
     tmp = zip_path.with_name(zip_path.name + ".tmp")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         members = [(p.relative_to(directory).as_posix(), p) for p in _member_files(directory, {zip_path, tmp})]
-        for rel, path in [(r, p) for r, p in members if r not in (MANIFEST, REPRODUCE)] + [(REPRODUCE, None)]:
-            data = path.read_bytes() if path is not None else readme.encode()
+        entries: list[tuple[str, Path | None]] = [(r, p) for r, p in members if r not in (MANIFEST, REPRODUCE, *extra)]
+        entries += [(name, None) for name in sorted(extra)] + [(REPRODUCE, None)]
+        for rel, path in entries:
+            data = path.read_bytes() if path is not None else extra[rel] if rel in extra else readme.encode()
             lines.append(f"{_sha256(data)}  {rel}")
             zf.writestr(f"{top}/{rel}", data)
         zf.writestr(f"{top}/{MANIFEST}", "\n".join(lines) + "\n")

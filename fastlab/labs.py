@@ -69,6 +69,9 @@ class CheckResult:
     expected: str
     tolerance: str
     note: str = ""  # e.g. why it could not be evaluated
+    # what the figure is, in the checkpoint's own words ("rate of f2 / rate of f1"): kept when
+    # lab.yaml gives the call a name of its own ("rates follow alpha")
+    quantity: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -405,6 +408,7 @@ def evaluate_step(lab: Lab, step_id: str, directory: Path | str, short: bool = F
             continue
         try:
             result = lab.checks[call.check](run, **call.args)
+            result.quantity = result.quantity or result.name
             result.name = call.label if call.name else (result.name or call.label)
         except (LookupError, ValueError, ArithmeticError, OSError) as exc:  # data it cannot use: a FAIL, not a crash
             result = CheckResult(call.label, False, "n/a", "", "", note=f"cannot evaluate: {exc}")

@@ -54,3 +54,17 @@ def test_an_unreadable_summary_is_a_bundle_error(tmp_path: Path) -> None:
         zf.writestr("run/spec.yaml", "name: x\n")
     with pytest.raises(bundle.BundleError, match="cannot read the run's summary.json"):
         bundle.fidelity_lines(zip_path)
+
+
+def test_added_files_are_in_the_manifest_and_give_way_to_no_run_file(tmp_path: Path) -> None:
+    run = make_run(tmp_path)
+    (run / "answers.md").write_text("the run's own file of that name")
+    zip_path = bundle.export(run, tmp_path / "with.zip", {"answers.md": b"# my answers\n"})
+    assert bundle.verify(zip_path) == []
+    with zipfile.ZipFile(zip_path) as zf:
+        assert zf.read(f"{run.name}/answers.md") == b"# my answers\n"
+        manifest = zf.read(f"{run.name}/MANIFEST.sha256").decode()
+    assert manifest.count("  answers.md\n") == 1
+    for name in ("../x", "a/b", "REPRODUCE.md", ".hidden"):
+        with pytest.raises(bundle.BundleError, match="an added file is a plain name"):
+            bundle.export(run, tmp_path / "bad.zip", {name: b"x"})

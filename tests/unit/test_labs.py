@@ -83,6 +83,8 @@ def test_full_only_checkpoints_are_skipped_in_the_short_form(tmp_path: Path) -> 
     short = evaluate_step(lab, "one", recorded, short=True)
     assert [r.passed for r in full] == [True, False] and full[1].name == "needs a long run"
     assert [(r.name, r.passed) for r in short] == [("throughput", True)]
+    # a name of lab.yaml's own keeps the checkpoint's words for what it measured
+    assert [r.quantity for r in full] == ["throughput", "throughput"]
 
 
 def test_duplicate_step_id(tmp_path: Path) -> None:
