@@ -14,8 +14,11 @@ checked against a strict pattern and looked up in SQLite before any file is touc
 through the spec schema and the engine's validation (which never uses a shell).
 
 Guided labs (`webapp.guided` over `fastlab.labs`): /labs lists the labs, /labs/<n> shows a handout
-with its steps; running a step queues an ordinary run that remembers its lab, step and form, and
-its checkpoints are evaluated on the finished run directory (/api/runs/<id>/checkpoints).
+rendered for the web (`webapp.handout`: Run buttons where the CLI handout has commands, answer boxes
+kept in the browser) with its steps; running a step queues an ordinary run that remembers its lab,
+step and form, and its checkpoints are evaluated on the finished run directory and said in plain
+words (/api/runs/<id>/checkpoints); POST /api/runs/<id>/bundle adds the student's answers to the
+bundle; /new?lab=..&spec=..&set=.. opens the form with one of a lab's specs.
 
 Fidelity: a finished run's page opens with its fidelity verdict (`fastlab.fidelity_view`: a
 warning box with the reasons when the emulation was not faithful, a short note otherwise) and the
@@ -25,6 +28,7 @@ runs list says it in one word; templates reach it through the globals `fidelity_
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hmac
 import json
@@ -61,7 +65,7 @@ from fastlab import explain, fast_theory, fidelity_view, paths
 from fastlab.ccruntime import LiveControlError
 from fastlab.labs import LABS_DIR, LabError
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
-from webapp import cli_text, compare, guided, sweeps
+from webapp import cli_text, compare, guided, handout, sweeps
 from webapp import runner as q
 from webapp.apierror import api_error
 from webapp.events import SSE_BATCH_S, EventStream
@@ -324,7 +328,16 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
 
     @app.get("/new")
     def new() -> str:
-        return render_template("new.html")
+        """The new-run form; ?lab=<lab>&spec=<spec in its folder>&set=... fills it with that spec and
+        overrides (the handout's `fastlab run labs/...` commands link here)."""
+        prefill, prefill_error = None, None
+        if request.args.get("lab"):
+            try:
+                lab = guided.find_lab(request.args["lab"], Path(app.config["LABS_DIR"]))
+                prefill = to_plain(guided.lab_spec(lab, request.args.get("spec", ""), request.args.getlist("set")))
+            except LabError as exc:
+                prefill_error = str(exc)
+        return render_template("new.html", prefill=prefill, prefill_error=prefill_error)
 
     def chart_references(spec: Any, summary: dict[str, Any] | None) -> list[dict[str, Any]]:
         """The theory's lines for the run's charts (fastlab.fast_theory; fastlab.explain's response
@@ -343,7 +356,12 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         summary = run.get("summary") or {}
         # the engine's note (summary.json); for runs made before it, the same computation here
         notes = summary.get("what_happened") if "what_happened" in summary else explain.notes(refs, summary)
-        return render_template("run.html", run=run, refs=refs, notes=notes)
+        step_label = None  # a lab step run: the step's number in the handout, as on the lab page
+        if run.get("lab"):
+            with contextlib.suppress(LabError):  # the lab is gone or broken: the step's id alone
+                step_label = handout.render(guided.find_lab(run["lab"], Path(app.config["LABS_DIR"]))).labels.get(
+                    run["lab_step"])
+        return render_template("run.html", run=run, refs=refs, notes=notes, step_label=step_label)
 
     @app.get("/runs/<run_id>/report")
     def report(run_id: str) -> Any:
@@ -519,8 +537,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
             return api_error(409, f"run is {status}: it cannot be cancelled")
         return jsonify(run_row(run_id) | {"status": status})
 
-    @app.get("/api/runs/<run_id>/bundle")
-    def api_bundle(run_id: str) -> Any:
+    def send_bundle(run_id: str, extra: dict[str, bytes] | None = None) -> Any:
         from fastlab import bundle
 
         row = run_row(run_id)
@@ -529,7 +546,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
             return api_error(409, f"run is {row['status']}: no bundle yet")
         tmpdir = Path(tempfile.mkdtemp(prefix="fastlab-bundle-"))
         try:
-            zip_path = bundle.export(run_dir, tmpdir / f"{run_id}.zip")
+            zip_path = bundle.export(run_dir, tmpdir / f"{run_id}.zip", extra)
         except bundle.BundleError as exc:  # e.g. a failed run without summary.json
             shutil.rmtree(tmpdir, ignore_errors=True)
             return api_error(409, f"run is {row['status']}: {exc}")
@@ -540,7 +557,23 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
             return resp
 
         return send_file(zip_path, mimetype="application/zip", as_attachment=True,
-                         download_name=f"{run_id}.zip")
+                         download_name=f"{run_id}{'-with-answers' if extra else ''}.zip")
+
+    @app.get("/api/runs/<run_id>/bundle")
+    def api_bundle(run_id: str) -> Any:
+        return send_bundle(run_id)
+
+    @app.post("/api/runs/<run_id>/bundle")
+    def api_bundle_with_answers(run_id: str) -> Any:
+        """The bundle with the student's answers (kept in their browser) as answers.md, in the manifest."""
+        run_row(run_id)
+        try:
+            body = guided.bundle_request(request.get_json())
+        except (BadRequest, RecursionError):
+            return api_error(400, "body: not valid JSON (or nested too deeply)")
+        except ValueError as exc:
+            return api_error(400, str(exc))
+        return send_bundle(run_id, {"answers.md": body.answers.encode()})
 
     def status_row(run_id: str) -> dict[str, Any]:
         with q.connect(database) as conn:
@@ -625,8 +658,12 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     @app.get("/labs/<ref>")
     def lab_page(ref: str) -> str:
         lab = lab_or_error(ref, api=False)
-        return render_template("lab.html", lab=guided.detail(lab), handout=guided.render_markdown(lab.handout()),
-                               runs=step_runs(lab.name), spec_yaml=guided.spec_yaml)
+        runs = step_runs(lab.name)
+        latest = {step: done[0]["id"] for step, rows in runs.items()  # the newest finished run of each step
+                  if (done := [r for r in rows if r["status"] == "done"])}
+        web = handout.render(lab, latest)
+        return render_template("lab.html", lab=guided.detail(lab), handout=web.html, labels=web.labels,
+                               answers=web.answers, runs=runs, spec_yaml=guided.spec_yaml)
 
     @app.get("/api/labs")
     def api_labs() -> Any:

@@ -2,28 +2,26 @@
 
 The lab framework (`fastlab.labs`) does the work: loading and validating lab folders, building a
 step's spec (normal or short form) and evaluating a step's checkpoints on a run directory. This
-module turns that into plain data for the pages and the JSON API, renders handouts and reads the
-body of a step's run request. A lab step run itself is an ordinary queued run of the app.
-
-Handouts are repository content but are still rendered safely: CommonMark with raw HTML turned
-off (HTML in a handout is shown as text) and markdown-it's link check (no javascript:/vbscript:
-/file: links).
+module turns that into plain data for the pages and the JSON API (checkpoint results also in plain
+words), reads the bodies of a step's run request and of a bundle with answers, and builds the spec
+the new-run form opens from a handout's link. A lab step run itself is an ordinary queued run of the
+app. The handout is rendered for the web by `webapp.handout`.
 """
 
 from __future__ import annotations
 
-import functools
+import inspect
+import math
 import numbers
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
-from markdown_it import MarkdownIt
-from markupsafe import Markup
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
 from fastlab.labs import FOLDER_RE, Lab, LabError, evaluate_step, find_lab_folder, lab_folders, load_lab_folder
-from fastlab.spec import format_validation_error, to_plain
+from fastlab.spec import ExperimentSpec, SpecError, format_validation_error, load_spec, to_plain
 from webapp.runner import clean
 
 
@@ -49,13 +47,25 @@ def run_request(data: Any) -> RunRequest:
         raise ValueError(format_validation_error(err)) from None
 
 
-@functools.cache
-def _markdown() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+MAX_ANSWERS_CHARS = 200_000
 
 
-def render_markdown(text: str) -> Markup:
-    return Markup(_markdown().render(text))  # noqa: S704 - raw HTML is off: the renderer escapes it
+class BundleRequest(BaseModel):
+    """Body of POST /api/runs/<id>/bundle: the bundle with the student's answers added."""
+
+    model_config = ConfigDict(extra="forbid")
+    answers: StrictStr = Field(min_length=1, max_length=MAX_ANSWERS_CHARS,
+                               description="the student's answers (Markdown), stored as answers.md in the bundle")
+
+
+def bundle_request(data: Any) -> BundleRequest:
+    """The request body, or ValueError with a one-line message naming the field."""
+    if not isinstance(data, dict):
+        raise ValueError('body: must be a JSON object such as {"answers": "..."}')
+    try:
+        return BundleRequest.model_validate(data)
+    except ValidationError as err:
+        raise ValueError(format_validation_error(err)) from None
 
 
 # --- labs -----------------------------------------------------------------------------------------
@@ -117,10 +127,83 @@ def _measured(value: Any) -> float | str | None:
     return str(value)
 
 
+UNIT_WORDS = {"pkts": "packets", "pkts/RTT": "packets per RTT"}
+RANGE_RE = re.compile(r"^(\S+)\.\.(\S+)(?: (.+))?$")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def number_text(value: float) -> str:
+    """A figure for people: 3 significant digits (1.00, 0.200), whole numbers as such and from 1000 on
+    (1,238), an exponent only below 0.001."""
+    if not math.isfinite(value):
+        return "∞" if value > 0 else "−∞"
+    if abs(value) >= 1000 or value == int(value):
+        return f"{value:,.0f}"
+    if abs(value) < 0.001:
+        return f"{value:.2e}"
+    return f"{value:#.3g}".rstrip(".")
+
+
+def plain_result(measured: float | str | None, expected: str, passed: bool) -> str:
+    """A checkpoint's figure against its range in words: "measured 19.6 packets; expected between 17.5 and
+    20.5 packets: in range" (from CheckResult's measured and "lo..hi unit" expected)."""
+    m = RANGE_RE.match(expected)
+    if isinstance(measured, str) or measured is None:
+        return f"measured {measured or 'n/a'}" + (f" (expected: {expected})" if expected else "")
+    if m is None:
+        return f"measured {number_text(measured)}" + (f"; expected {expected}" if expected else "")
+    try:
+        lo, hi = float(m.group(1)), float(m.group(2))
+    except ValueError:
+        return f"measured {number_text(measured)}; expected {expected}"
+    unit = UNIT_WORDS.get(m.group(3) or "", m.group(3) or "")
+    u = f" {unit}" if unit else ""
+    # the bounds as the checkpoint wrote them (0.8, 1.02), large or tiny ones as figures are shown
+    low, high = (number_text(v) if abs(v) >= 1000 or "e" in t else t for t, v in ((m.group(1), lo), (m.group(2), hi)))
+    if hi == math.inf:
+        wanted = f"at least {low}{u}"
+    elif lo == -math.inf or lo == 0:
+        wanted = f"at most {high}{u}"
+    else:
+        wanted = f"between {low} and {high}{u}"
+    where = "in range" if passed else ("below the range" if measured < lo else
+                                       "above the range" if measured > hi else "not accepted")
+    return f"measured {number_text(measured)}{u}; expected {wanted}: {where}"
+
+
+def what_it_checks(fn: Any) -> str:
+    """The first sentence of a checkpoint function's docstring: what the check is about, in the lab's words."""
+    doc = " ".join((inspect.getdoc(fn) or "").split("\n\n")[0].split())
+    return SENTENCE_END.split(doc)[0] if doc else ""
+
+
 def evaluate(lab: Lab, step_id: str, run_dir: Path, short: bool = False) -> dict[str, Any]:
     """The step's checkpoints on a finished run directory: each verdict with what was measured and why
-    (a short-form run without the checkpoints only a full-length run can show)."""
-    checks = [{"name": str(r.name), "passed": bool(r.passed), "measured": _measured(r.measured),
-               "expected": str(r.expected), "tolerance": str(r.tolerance), "note": str(r.note)}
-              for r in evaluate_step(lab, step_id, run_dir, short)]
+    (a short-form run without the checkpoints only a full-length run can show), and the same in plain
+    words: which quantity (`quantity`), what the check is about (`checks`, from its docstring) and the
+    figure against its range (`result`)."""
+    calls = [c for c in lab.step(step_id).checkpoints if not (short and c.full_only)]
+    checks = []
+    for call, r in zip(calls, evaluate_step(lab, step_id, run_dir, short), strict=True):
+        measured = _measured(r.measured)
+        shown = number_text(measured) if isinstance(measured, float) else str(measured or "n/a")
+        checks.append({"name": str(r.name), "passed": bool(r.passed), "measured": measured,
+                       "expected": str(r.expected), "tolerance": str(r.tolerance), "note": str(r.note),
+                       "quantity": str(r.quantity), "checks": what_it_checks(lab.checks.get(call.check)),
+                       "measured_text": shown,
+                       "result": plain_result(measured, str(r.expected), bool(r.passed))})
     return {"passed": bool(checks) and all(c["passed"] for c in checks), "checks": checks}
+
+def lab_spec(lab: Lab, spec: str, sets: list[str]) -> ExperimentSpec:
+    """A spec file of the lab's folder with --set overrides (the new-run form's prefill); LabError naming
+    the problem for a path outside the folder, a missing file or a bad override."""
+    folder = lab.folder.resolve()
+    path = (folder / spec).resolve()
+    if not spec or not path.is_relative_to(folder) or not path.is_file() or path.suffix not in (".yaml", ".yml"):
+        raise LabError(f"lab {lab.name}: no spec {spec!r} in its folder")
+    if len(sets) > 20:
+        raise LabError("set: at most 20 overrides")
+    try:
+        return load_spec(str(path), sets)
+    except SpecError as exc:
+        raise LabError(f"{lab.name}/{spec}: {exc}") from None

@@ -16,9 +16,10 @@ from fastlab.spec import ExperimentSpec
 
 def document() -> dict[str, Any]:
     from webapp import sweeps
-    from webapp.guided import RunRequest
+    from webapp.guided import BundleRequest, RunRequest
 
     lab_run_request = RunRequest.model_json_schema()  # the models that validate the bodies
+    bundle_request = BundleRequest.model_json_schema()
     sweep_request = sweeps.SweepRequest.model_json_schema()
     spec_schema = ExperimentSpec.model_json_schema(ref_template="#/components/schemas/{model}")
     defs = spec_schema.pop("$defs", {})
@@ -138,7 +139,16 @@ def document() -> dict[str, Any]:
                 "get": {"summary": "the run as a zip with MANIFEST.sha256", "operationId": "downloadBundle",
                         "parameters": [run_id],
                         "responses": {"200": {"description": "zip", "content": {"application/zip": {
-                            "schema": {"type": "string", "format": "binary"}}}}, "404": error, "409": error}}},
+                            "schema": {"type": "string", "format": "binary"}}}}, "404": error, "409": error}},
+                "post": {"summary": "the run's bundle with the student's answers to its lab added as answers.md "
+                                    "(listed in MANIFEST.sha256 like every other file)",
+                         "operationId": "downloadBundleWithAnswers", "parameters": [run_id, csrf],
+                         "requestBody": {"required": True, "content": {"application/json": {
+                             "schema": {"$ref": "#/components/schemas/BundleRequest"}}}},
+                         "responses": {"200": {"description": "zip", "content": {"application/zip": {
+                             "schema": {"type": "string", "format": "binary"}}}},
+                                       "400": error, "403": error, "404": error, "409": error, "413": error,
+                                       "415": error}}},
             "/api/validate": {
                 "post": {"summary": "validate a spec exactly as a submit would (nothing is queued)",
                          "operationId": "validateSpec", "parameters": [csrf], "requestBody": json_spec,
@@ -208,6 +218,7 @@ def document() -> dict[str, Any]:
                                           "args": {"type": "object", "description": "parameters, e.g. alpha"},
                                           "at_s": {"type": "number", "readOnly": True}}},
             "LabRunRequest": lab_run_request,
+            "BundleRequest": bundle_request,
             "LabStep": {"type": "object", "properties": {
                 "id": {"type": "string"}, "title": {"type": "string"},
                 "spec": {"type": "string", "description": "spec file, relative to the lab folder"},
@@ -228,7 +239,14 @@ def document() -> dict[str, Any]:
                 "measured": {"type": ["number", "string", "null"]},
                 "expected": {"type": "string", "description": "the accepted range"},
                 "tolerance": {"type": "string", "description": "why the range is what it is"},
-                "note": {"type": "string"}}},
+                "note": {"type": "string"},
+                "quantity": {"type": "string", "description": "the measured quantity in the checkpoint's words"},
+                "checks": {"type": "string", "description": "what the checkpoint is about (its docstring's first "
+                                                             "sentence)"},
+                "measured_text": {"type": "string", "description": "the measured figure as shown (3 digits)"},
+                "result": {"type": "string", "description": "the figure against its range in words, e.g. "
+                                                            "'measured 19.6 packets; expected between 17.5 and 20.5 "
+                                                            "packets: in range'"}}},
             "Checkpoints": {"type": "object", "properties": {
                 "run": {"type": "string"}, "lab": {"type": "integer"}, "lab_name": {"type": "string"},
                 "step": {"type": "string"}, "short": {"type": "boolean"}, "passed": {"type": "boolean"},

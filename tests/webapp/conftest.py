@@ -184,7 +184,23 @@ A handout with an equation `w = alpha·D/(D−d)` and a table:
 <img src="x" onerror="window.pwned = 2">
 [a link that must not run](javascript:window.pwned=3)
 
-1. Run step `fill`: `sudo fastlab lab run 1 --step fill`
+## Steps
+
+The whole lab runs in 10 s: `sudo fastlab lab run 1` (one step alone with `--step ID`; `--short` runs
+the short form).
+
+1. **Predict.** Which utilization do you expect on a 1-BDP buffer?
+2. **Fill:** `sudo fastlab lab run 1 --step fill`. In `report.html` look at the queue. Try
+   `sudo fastlab run labs/01-tiny/specs/one-cubic.yaml --set duration_s=5`, or the step with
+   `--set flows.0.cc=reno`.
+3. **No such CC:** `--step nocc` fails before anything runs.
+
+Re-check a finished run with `fastlab lab check 1` (the latest) or `--run DIR`.
+
+## Questions
+
+1. Why does the bottleneck's utilization stay below 1?
+2. What would Reno do here?
 """
 TINY_LAB = """\
 title: Tiny lab of the web app tests

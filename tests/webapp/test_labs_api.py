@@ -62,13 +62,16 @@ def test_one_lab_with_handout_and_resolved_specs(lab_client, ref: str) -> None:
 def test_lab_page_renders_the_handout_without_its_html(lab_client) -> None:
     page = lab_client.get("/labs/1").get_data(as_text=True)
     handout = page[page.index('<article id="handout"'):page.index("</article>")]
-    assert "<h1>Tiny lab</h1>" in handout and "<td>20 Mb/s</td>" in handout
-    assert "<code>w = alpha·D/(D−d)</code>" in handout
+    assert "<h1>" not in handout and "<h1>Lab 01: Tiny lab of the web app tests</h1>" in page  # one title
+    assert "<td>20 Mb/s</td>" in handout and "<code>w = alpha·D/(D−d)</code>" in handout
     assert "&lt;script&gt;window.pwned = 1&lt;/script&gt;" in handout
     assert "<script" not in handout and "<img" not in handout and "javascript:" not in handout.split("[a link")[0]
     assert 'href="javascript' not in page
-    # each step: Run and Run short, its spec, its checkpoints
-    assert page.count('class="run-step" data-short="0"') == 2 and page.count('data-short="1"') == 2
+    # each step: Run and Run short under it, numbered as in the handout; its spec, its checkpoints
+    button = '<button type="button" class="run-step" data-step="fill" data-short="0">▶ Run step 2</button>'
+    assert page.count(button) == 1
+    assert page.count('data-short="1" title=') == 2 and ">▶ Run step 3 short</button>" in page
+    assert "<h3>Step 2 · <code>fill</code>: One cubic flow fills the bottleneck</h3>" in page
     assert "duration_s: 8.0" in page and "short form adds <code>duration_s=4</code>" in page
     assert "impossible utilization" in page
     assert lab_client.get("/labs/99").status_code == 404

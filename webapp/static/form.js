@@ -481,7 +481,9 @@ async function init() {
     showResult(r);
   });
   $('start-sweep').addEventListener('click', startSweep);
-  await fillForm(S.presets[0].spec);
+  // a lab handout's link fills the form with one of its specs (data-prefill, built by the server)
+  const prefill = $('experiment').dataset.prefill;
+  await fillForm(prefill ? JSON.parse(prefill) : S.presets[0].spec);
   document.body.dataset.ready = '1';
 }
 

@@ -1,56 +1,74 @@
-// Guided labs: a step's Run / Run short buttons (queue the step, open its live run page) and the
-// checkpoint tables of finished lab step runs (from /api/runs/<id>/checkpoints).
-import {api} from '/static/common.js';
+// Guided labs: the Run / Run short buttons of a step (under the step and in the handout where the CLI
+// handout had a command: queue the step, open its live run page), the answer boxes (kept in this
+// browser, downloadable), the checkpoint tables of finished lab step runs in plain words (from
+// /api/runs/<id>/checkpoints) and, on a lab step run's page, its bundle with the student's answers.
+import {api, csrfToken} from '/static/common.js';
+import * as answers from '/static/answers.js';
 
-// Measured values as the CLI prints them (4 significant digits, no trailing zeros).
-const fmt = (v) => (v === null || v === undefined ? 'n/a' : typeof v === 'number' ? String(Number(v.toPrecision(4))) : String(v));
-
-function cell(tag, text, cls) {
-  const td = document.createElement(tag);
-  td.textContent = text;
-  if (cls) td.className = cls;
-  return td;
+function el(tag, text, cls) {
+  const node = document.createElement(tag);
+  if (text !== undefined) node.textContent = text;
+  if (cls) node.className = cls;
+  return node;
 }
 
 export async function showCheckpoints(box) {
   const r = await api('GET', `/api/runs/${encodeURIComponent(box.dataset.checkpointsRun)}/checkpoints`);
   box.replaceChildren();
   if (!r.ok) {
-    box.append(cell('p', (r.data && r.data.error) || `error ${r.status}`, 'error'));
+    box.append(el('p', (r.data && r.data.error) || `error ${r.status}`, 'error'));
     box.dataset.loaded = 'error';
     return;
   }
   const failed = r.data.checks.filter((c) => !c.passed).length;
-  box.append(cell('p', failed ? `${failed} of ${r.data.checks.length} checkpoints failed`
-    : `all ${r.data.checks.length} checkpoints passed`, failed ? 'fail' : 'pass'));
-  const table = document.createElement('table');
-  table.className = 'checkpoint-results';
-  const head = document.createElement('tr');
-  for (const h of ['result', 'checkpoint', 'measured', 'expected', 'why this range']) head.append(cell('th', h));
+  box.append(el('p', failed ? `${failed} of ${r.data.checks.length} checkpoints failed`
+    : `all ${r.data.checks.length} checkpoints passed`, `summary ${failed ? 'fail' : 'pass'}`));
+  const table = el('table', undefined, 'checkpoint-results');
+  const head = el('tr');
+  for (const h of ['result', 'checkpoint', 'what was measured, against what']) head.append(el('th', h));
   table.append(head);
   for (const c of r.data.checks) {
-    const tr = document.createElement('tr');
-    tr.className = c.passed ? 'pass' : 'fail';
+    const tr = el('tr', undefined, c.passed ? 'pass' : 'fail');
     tr.dataset.checkpoint = c.name;
-    tr.append(cell('td', c.passed ? 'PASS' : 'FAIL', 'verdict'), cell('td', c.name),
-      cell('td', fmt(c.measured), 'num measured'), cell('td', c.expected),
-      cell('td', c.tolerance + (c.note ? ` (${c.note})` : ''), 'why'));
+    const name = el('td', undefined, 'name');
+    name.append(el('strong', c.name));
+    if (c.checks) name.append(el('div', c.checks, 'checks'));
+    const plain = el('td', undefined, 'plain');
+    // "<quantity>: measured <figure> <unit>; expected ...": the figure in a span of its own
+    const result = el('div', undefined, 'result');
+    if (c.quantity && c.quantity !== c.name) result.append(el('span', `${c.quantity}: `, 'quantity'));
+    const shown = c.measured_text;
+    const at = c.result.indexOf(shown);
+    if (c.result.startsWith('measured ') && at >= 0) {
+      result.append(c.result.slice(0, at), el('span', shown, 'measured'), c.result.slice(at + shown.length));
+    } else {
+      result.append(c.result, ' ', el('span', shown, 'measured hidden-figure'));
+    }
+    plain.append(result);
+    if (c.tolerance) {
+      const why = el('div', undefined, 'why');
+      why.append(el('em', 'Why this range: '), c.tolerance);
+      plain.append(why);
+    }
+    if (c.note) plain.append(el('div', c.note, 'note cp-note'));
+    tr.append(el('td', c.passed ? 'PASS' : 'FAIL', 'verdict'), name, plain);
     table.append(tr);
   }
   box.append(table);
   box.dataset.loaded = failed ? 'fail' : 'pass';
 }
 
-const lab = document.getElementById('lab')?.dataset.lab;
-for (const button of document.querySelectorAll('button.run-step')) {
+// --- running steps ---------------------------------------------------------------------------------
+const labName = document.getElementById('lab')?.dataset.lab;
+for (const button of document.querySelectorAll('#lab button.run-step')) {
   button.addEventListener('click', async () => {
-    const section = button.closest('.step');
-    const message = section.querySelector('.run-message');
-    const buttons = section.querySelectorAll('button.run-step');
+    const scope = button.closest('.step-ref') || button.closest('.step');
+    const message = scope.querySelector('.run-message');
+    const buttons = scope.querySelectorAll('button.run-step');
     for (const b of buttons) b.disabled = true;
     message.className = 'note run-message';
     message.textContent = 'queueing…';
-    const r = await api('POST', `/api/labs/${encodeURIComponent(lab)}/steps/${encodeURIComponent(section.dataset.step)}/run`,
+    const r = await api('POST', `/api/labs/${encodeURIComponent(labName)}/steps/${encodeURIComponent(button.dataset.step)}/run`,
       {short: button.dataset.short === '1'});
     if (r.status === 201) { window.location = r.data.url; return; }
     message.className = 'error run-message';
@@ -59,3 +77,77 @@ for (const button of document.querySelectorAll('button.run-step')) {
   });
 }
 for (const box of document.querySelectorAll('[data-checkpoints-run]')) showCheckpoints(box);
+
+// --- answer boxes (lab page) -------------------------------------------------------------------------
+// The question a box answers: its list item's text without the box.
+function promptOf(box) {
+  const item = box.closest('li').cloneNode(true);
+  item.querySelector('.answer')?.remove();
+  for (const ref of item.querySelectorAll('.run-message')) ref.remove();
+  return item.textContent.replace(/\s+/g, ' ').trim();
+}
+
+const panel = document.getElementById('answers-panel');
+if (labName && panel) {
+  const boxes = [...document.querySelectorAll('#handout textarea[data-answer]')];
+  const stored = answers.load(labName);
+  const before = new Map((stored ? stored.items : []).map((i) => [i.key, i.text]));
+  for (const box of boxes) box.value = before.get(box.dataset.answer) || '';
+  const status = document.getElementById('answers-saved');
+  const record = () => ({lab: labName, title: panel.dataset.labTitle, saved: new Date().toISOString().slice(0, 19) + 'Z',
+    items: boxes.map((b) => ({key: b.dataset.answer, label: b.dataset.label, prompt: promptOf(b), text: b.value}))});
+  const report = (r) => {
+    const n = answers.written(r);
+    status.textContent = n ? `${n} of ${boxes.length} answered · saved in this browser` : 'nothing written yet';
+  };
+  report(stored);
+  for (const box of boxes) {
+    box.addEventListener('input', () => {
+      const r = record();
+      answers.save(labName, r);
+      report(r);
+    });
+  }
+  document.getElementById('answers-download').addEventListener('click', () => {
+    const r = record();
+    answers.download(new Blob([answers.markdown(r)], {type: 'text/markdown'}), `${labName}-answers.md`);
+  });
+  document.getElementById('answers-clear').addEventListener('click', () => {
+    if (!window.confirm('Clear every answer of this lab in this browser?')) return;
+    for (const box of boxes) box.value = '';
+    answers.clear(labName);
+    report(null);
+  });
+}
+
+// --- a lab step run's bundle with the student's answers (run page) -----------------------------------
+const withAnswers = document.getElementById('bundle-answers');
+if (withAnswers) {
+  const record = answers.load(withAnswers.dataset.lab);
+  const n = answers.written(record);
+  const note = document.getElementById('bundle-answers-note');
+  if (!n) {
+    withAnswers.disabled = true;
+    note.textContent = `no answers to lab ${withAnswers.dataset.lab} in this browser yet (write them on the lab page)`;
+  } else {
+    note.textContent = `adds answers.md: your ${n} answer${n > 1 ? 's' : ''} to lab ${withAnswers.dataset.lab}`;
+  }
+  withAnswers.addEventListener('click', async () => {
+    const run = withAnswers.dataset.run;
+    withAnswers.disabled = true;
+    note.textContent = 'packing…';
+    const resp = await fetch(`/api/runs/${encodeURIComponent(run)}/bundle`, {method: 'POST', credentials: 'same-origin',
+      headers: {'X-CSRF-Token': csrfToken(), 'Content-Type': 'application/json'},
+      body: JSON.stringify({answers: answers.markdown(answers.load(withAnswers.dataset.lab))})});
+    withAnswers.disabled = false;
+    if (!resp.ok) {
+      let error = `error ${resp.status}`;
+      try { error = (await resp.json()).error || error; } catch (e) { /* not JSON */ }
+      note.className = 'error';
+      note.textContent = error;
+      return;
+    }
+    answers.download(await resp.blob(), `${run}-with-answers.zip`);
+    note.textContent = `downloaded ${run}-with-answers.zip (answers.md inside, in the manifest)`;
+  });
+}

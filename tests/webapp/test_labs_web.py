@@ -1,0 +1,200 @@
+"""Labs in the browser (issue 14 item 7), without a browser and without running anything:
+
+- the handout rendered for the web: the CLI's commands become the step's Run buttons, links to the
+  step's run page and to the new-run form, step numbers as in the handout on buttons and sections, the
+  `fastlab lab check` sentence replaced; the handout file itself unchanged; every lab of the
+  repository numbers each of its steps and keeps no `fastlab lab run`/`report.html` in the page;
+- answer boxes per question and per step that runs nothing;
+- the new-run form filled from a handout link (and refusing paths outside the lab);
+- checkpoints in plain words (quantity, what the check is about, figure against its range) on a
+  recorded run of lab 02;
+- the bundle of a lab step run with the student's answers (answers.md in the manifest).
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import sqlite3
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fastlab import bundle
+from fastlab.labs import LABS_DIR, lab_folders, load_lab, load_lab_folder
+from webapp import create_app, guided, handout
+
+LAB02 = LABS_DIR / "02-fast-equilibrium"
+RECORDED_RUN = "20261123-124630-lab02-fast-two-rtts"
+
+
+def register_lab_run(app: Any, run_id: str, lab: Path, step: str) -> Path:
+    """A finished lab step run in the app's history: a copy of the lab's recorded run of that step."""
+    results = Path(app.config["RESULTS_ROOT"])
+    shutil.copytree(lab / "recorded" / step, results / run_id)
+    assert app.test_client().get("/api/runs").status_code == 200  # indexes the folder
+    with sqlite3.connect(app.config["DATABASE"]) as conn:
+        conn.execute("UPDATE runs SET lab = ?, lab_step = ?, lab_short = 0 WHERE id = ?", (lab.name, step, run_id))
+    return results / run_id
+
+
+@pytest.fixture
+def lab_app(tmp_path: Path, tiny_labs: Path) -> Any:
+    return create_app(results_root=tmp_path / "results", start_worker=False, labs_dir=tiny_labs)
+
+
+def handout_of(page: str) -> str:
+    return page[page.index('<article id="handout"'):page.index("</article>")]
+
+
+def test_the_cli_commands_become_the_pages_buttons_and_links(lab_app: Any, tiny_labs: Path) -> None:
+    before = (tiny_labs / "01-tiny" / "README.md").read_text()
+    page = lab_app.test_client().get("/labs/1").get_data(as_text=True)
+    text = handout_of(page)
+    # the step's command -> its Run button, numbered as the handout's item; the same number on its section
+    assert ('<button type="button" class="run-step" data-step="fill" data-short="0">▶ Run step 2: fill</button>'
+            in text)
+    assert '<button type="button" class="run-step" data-step="nocc" data-short="0">▶ Run step 3: nocc</button>' in text
+    assert "<h3>Step 2 · <code>fill</code>" in page and "<h3>Step 3 · <code>nocc</code>" in page
+    assert '<a class="step-link" href="#step-fill">details</a>' in text
+    # the whole lab, --step ID, --short, report.html (no run yet: the step), lab check
+    assert '<a class="steps-link" href="#steps">the Run buttons of the steps</a>' in text
+    assert "its own <strong>Run</strong> button" in text and "<strong>Run short</strong> runs" in text
+    assert '<a class="report-link" href="#step-fill" title="run the step first">the run page of step 2</a>' in text
+    assert "On this page each step's checkpoints are evaluated when its run has finished" in text
+    # fastlab run <spec> --set ... and a step's --set -> the new-run form with that spec
+    assert 'href="/new?lab=01-tiny&amp;spec=specs%2Fone-cubic.yaml&amp;set=duration_s%3D5"' in text
+    assert 'href="/new?lab=01-tiny&amp;spec=specs%2Fone-cubic.yaml&amp;set=duration_s%3D8&amp;set=flows.0.cc%3Dreno"' \
+        in text
+    for cli in ("fastlab lab run", "fastlab lab check", "report.html", "--step", "--run DIR", "fastlab run"):
+        assert cli not in text, cli
+    assert (tiny_labs / "01-tiny" / "README.md").read_text() == before  # the CLI handout is the source
+
+
+def test_answer_boxes_per_question_and_per_step_that_runs_nothing(lab_app: Any) -> None:
+    text = handout_of(lab_app.test_client().get("/labs/1").get_data(as_text=True))
+    assert text.count("<textarea") == 3
+    for key, label in (("step-1", "Your notes for step 1 (Predict)"), ("q-1", "Your answer to question 1"),
+                       ("q-2", "Your answer to question 2")):
+        assert f'<label for="answer-{key}">{label}</label><textarea id="answer-{key}" data-answer="{key}"' in text
+    assert text.index('data-answer="q-1"') > text.index("Why does the bottleneck")  # inside its question
+
+
+def test_a_step_run_links_the_report_to_its_latest_run(lab_app: Any, tiny_labs: Path) -> None:
+    register_lab_run(lab_app, RECORDED_RUN, LAB02, "equilibrium")  # any finished run folder will do
+    with sqlite3.connect(lab_app.config["DATABASE"]) as conn:
+        conn.execute("UPDATE runs SET lab = '01-tiny', lab_step = 'fill' WHERE id = ?", (RECORDED_RUN,))
+    text = handout_of(lab_app.test_client().get("/labs/1").get_data(as_text=True))
+    assert f'<a class="report-link" href="/runs/{RECORDED_RUN}">the run page of step 2</a>' in text
+
+
+@pytest.mark.parametrize("folder", lab_folders(LABS_DIR), ids=lambda p: p.name)
+def test_every_lab_of_the_repository_renders_for_the_web(folder: Path) -> None:
+    lab = load_lab_folder(folder)
+    web = handout.render(lab, {})
+    assert set(web.labels) == {s.id for s in lab.steps}, "every step has its number in the handout"
+    html = str(web.html)
+    for cli in ("fastlab lab run", "fastlab lab check", "<code>report.html</code>", "fastlab cc set"):
+        assert cli not in html, cli
+    for step in lab.steps:
+        assert f'data-step="{step.id}" data-short="0">▶ Run step {web.labels[step.id]}: {step.id}' in html
+    questions = lab.handout().split("## Questions", 1)[1]
+    numbered = sum(1 for line in questions.splitlines() if line[:1].isdigit() and ". " in line[:4])
+    assert sum(1 for a in web.answers if a["key"].startswith("q-")) == numbered > 0
+    assert any(a["key"].startswith("step-") for a in web.answers)  # predict / compute first
+
+
+def test_lab_02_numbers_its_steps_as_its_handout() -> None:
+    web = handout.render(load_lab(2), {"equilibrium": RECORDED_RUN})
+    assert web.labels == {"equilibrium": "2", "alphas": "3", "live": "4"}
+    html = str(web.html)
+    assert f'<a class="report-link" href="/runs/{RECORDED_RUN}">the run page of step 2</a>' in html
+    # the step's own override is said as a spec change, the hand-made one opens the form
+    assert "the same spec with\n<code>flows.1.cc_args={alpha: 60}</code>" in html
+    assert "set=flows.0.cc_args%3D%7Balpha%3A+5%7D" in html
+    assert "the α box of a running run's page" in html
+    web3 = handout.render(load_lab(3), {})
+    assert (web3.labels["row-7"], web3.labels["row-9"], web3.labels["row-10"]) == ("5a", "5b", "5c")
+
+
+def test_the_new_run_form_opens_a_lab_spec(client: Any) -> None:
+    page = client.get("/new?lab=2&spec=specs/fast-two-rtts.yaml&set=flows.0.cc_args%3D%7Balpha%3A+5%7D")
+    text = page.get_data(as_text=True)
+    assert page.status_code == 200 and 'id="prefill-note"' in text
+    assert "data-prefill=" in text and "&#34;alpha&#34;: 5" in text and "&#34;alpha&#34;: 20" in text
+    for query, error in (("lab=2&spec=../../../etc/passwd", "no spec '../../../etc/passwd' in its folder"),
+                         ("lab=2&spec=checkpoints.py", "no spec 'checkpoints.py' in its folder"),
+                         ("lab=2&spec=specs/fast-two-rtts.yaml&set=nokey", "--set 'nokey': expected key=value"),
+                         ("lab=99&spec=x.yaml", "no lab '99'")):
+        text = client.get(f"/new?{query}").get_data(as_text=True)
+        assert 'id="prefill-error"' in text and "data-prefill" not in text, query
+        assert error.replace("'", "&#39;") in text, (query, text[text.index("prefill-error"):][:200])
+    assert "prefill" not in client.get("/new").get_data(as_text=True)
+
+
+def test_numbers_and_ranges_in_words() -> None:
+    assert [guided.number_text(v) for v in (0.999877, 41.166, 3.0, 0.2, 1237.83, 0.000689543, float("inf"))] == \
+        ["1.00", "41.2", "3", "0.200", "1,238", "6.90e-04", "∞"]
+    assert guided.plain_result(19.5972, "17.5..20.5 pkts", True) == \
+        "measured 19.6 packets; expected between 17.5 and 20.5 packets: in range"
+    assert guided.plain_result(1.2, "0.8..1.02", False) == \
+        "measured 1.20; expected between 0.8 and 1.02: above the range"
+    assert guided.plain_result(0.5, "1..inf", False) == "measured 0.500; expected at least 1: below the range"
+    assert guided.plain_result(0.135, "0..1 s", True) == "measured 0.135 s; expected at most 1 s: in range"
+    assert guided.plain_result("NOT faithful", "faithful", False) == "measured NOT faithful (expected: faithful)"
+    assert guided.plain_result(None, "", False) == "measured n/a"
+
+
+def test_checkpoints_in_plain_words_on_a_recorded_run(tmp_path: Path) -> None:
+    app = create_app(results_root=tmp_path / "results", start_worker=False)
+    register_lab_run(app, RECORDED_RUN, LAB02, "equilibrium")
+    result = app.test_client().get(f"/api/runs/{RECORDED_RUN}/checkpoints").get_json()
+    checks = {c["name"]: c for c in result["checks"]}
+    window = checks["window f1"]  # lab.yaml names it; the checkpoint's own words say what it measured
+    assert window["quantity"].startswith("f1 mean w*(1 - baseRTT/avgRTT) over ")
+    assert window["checks"].startswith("FAST's equilibrium w = alpha * D / (D - d)")
+    assert window["result"] == f"measured {window['measured_text']} packets; expected between 17.5 and 20.5 " \
+                               "packets: in range"
+    assert float(window["measured_text"]) == pytest.approx(window["measured"], rel=5e-3)
+    ratio = checks["rates equal despite RTTs"]
+    assert ratio["quantity"] == "rate of f2 / rate of f1" and ratio["tolerance"].startswith("alpha ratio 1")
+    assert ratio["result"].endswith("expected between 0.75 and 1.25: in range")
+
+
+def test_the_bundle_of_a_lab_run_with_the_students_answers(tmp_path: Path) -> None:
+    app = create_app(results_root=tmp_path / "results", start_worker=False)
+    client = app.test_client()
+    csrf = {"X-CSRF-Token": app.config["CSRF_TOKEN"]}
+    register_lab_run(app, RECORDED_RUN, LAB02, "equilibrium")
+    answers = "# Lab 02: my answers\n\n## Your answer to question 1\n\nq = 40/1667 s = 24 ms\n"
+    resp = client.post(f"/api/runs/{RECORDED_RUN}/bundle", json={"answers": answers}, headers=csrf)
+    assert resp.status_code == 200 and resp.mimetype == "application/zip"
+    assert f"{RECORDED_RUN}-with-answers.zip" in resp.headers["Content-Disposition"]
+    zip_path = tmp_path / "b.zip"
+    zip_path.write_bytes(resp.data)
+    resp.close()
+    assert bundle.verify(zip_path) == []
+    with zipfile.ZipFile(io.BytesIO(zip_path.read_bytes())) as zf:
+        assert zf.read(f"{RECORDED_RUN}/answers.md").decode() == answers
+        assert "  answers.md\n" in zf.read(f"{RECORDED_RUN}/MANIFEST.sha256").decode()
+        plain = {n.split("/", 1)[1] for n in zf.namelist()}
+    assert "summary.json" in plain
+    get = client.get(f"/api/runs/{RECORDED_RUN}/bundle")
+    with zipfile.ZipFile(io.BytesIO(get.data)) as zf:
+        assert f"{RECORDED_RUN}/answers.md" not in zf.namelist()  # the plain bundle stays as it was
+    get.close()
+    # refused: without the token, bodies that are not one string of answers; nothing is written
+    assert client.post(f"/api/runs/{RECORDED_RUN}/bundle", json={"answers": "x"}).status_code == 403
+    for body, error in (({"answers": ""}, "answers: String should have at least 1 character"),
+                        ({"answers": 5}, "answers: Input should be a valid string"),
+                        ({"answers": "x", "more": 1}, "more: unknown field"),
+                        ({"answers": "x" * (guided.MAX_ANSWERS_CHARS + 1)}, "answers: String should have at most"),
+                        (["x"], "body: must be a JSON object")):
+        resp = client.post(f"/api/runs/{RECORDED_RUN}/bundle", json=body, headers=csrf)
+        assert resp.status_code == 400 and resp.get_json()["error"].startswith(error), (body, resp.data[:200])
+    missing = client.post("/api/runs/20990101-000000-nosuch/bundle", json={"answers": "x"}, headers=csrf)
+    assert missing.status_code == 404
+    assert not (tmp_path / "results" / RECORDED_RUN / "answers.md").exists()
+
