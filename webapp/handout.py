@@ -6,8 +6,9 @@ decided at render time from lab.yaml's step ids, never by editing the file:
 
 - a step's command (`fastlab lab run N --step ID`, a lone `--step ID`, and bare step ids listed after
   one) -> that step's Run button (Run short for `--short`), numbered as in the handout;
-- the whole lab's command (`fastlab lab run N`) -> a link to the steps; `--step ID` / `--short` as
-  options -> the Run / Run short buttons; `fastlab cc set ...` -> the live page's alpha box;
+- the whole lab's command (`fastlab lab run N`) -> a button queueing every step in order, and a link
+  to the steps; `--step ID` / `--short` as options -> the Run / Run short buttons; `fastlab cc set ...`
+  -> the live page's alpha box;
 - `report.html` inside a step's item -> a link to the step's latest run page (or to the step when it
   has none yet);
 - `fastlab run labs/<this lab>/<spec> [--set ...]`, and `--set ...` inside a step's item -> a link to
@@ -171,7 +172,7 @@ class _Renderer:
         return (f'<span class="step-ref" data-step="{escape(step)}"><button type="button" class="run-step" '
                 f'data-step="{escape(step)}" data-short="{int(short)}">▶ Run {escape(what)}'
                 f'{" (short)" if short else ""}</button> <a class="step-link" href="#step-{escape(step)}">'
-                f'details</a> <span class="note run-message" aria-live="polite"></span></span>')
+                f'details</a><span class="note run-message" aria-live="polite"></span></span>')
 
     def form_link(self, spec: str, sets: list[str]) -> str:
         query = urlencode([("lab", self.lab.name), ("spec", spec), *(("set", s) for s in sets)])
@@ -196,7 +197,10 @@ class _Renderer:
             return self.run_button(*found), True
         m = LAB_RUN.match(text)
         if m and self._this_lab(m.group(1)) and "--step" not in m.group(2):
-            return '<a class="steps-link" href="#steps">the Run buttons of the steps</a>', False
+            short = "--short" in _words(m.group(2))
+            return (f'<span class="step-ref run-all-ref"><button type="button" class="run-all" '
+                    f'data-short="{int(short)}">▶ Run every step{" (short)" if short else ""}</button>'
+                    '<span class="note run-message" aria-live="polite"></span></span>'), False
         if text in ("--step ID", "--step <id>", "--step STEP"):
             return "its own <strong>Run</strong> button", False
         if text == "--short":

@@ -60,7 +60,7 @@ def test_the_cli_commands_become_the_pages_buttons_and_links(lab_app: Any, tiny_
     assert "<h3>Step 2 · <code>fill</code>" in page and "<h3>Step 3 · <code>nocc</code>" in page
     assert '<a class="step-link" href="#step-fill">details</a>' in text
     # the whole lab, --step ID, --short, report.html (no run yet: the step), lab check
-    assert '<a class="steps-link" href="#steps">the Run buttons of the steps</a>' in text
+    assert '<button type="button" class="run-all" data-short="0">▶ Run every step</button>' in text
     assert "its own <strong>Run</strong> button" in text and "<strong>Run short</strong> runs" in text
     assert '<a class="report-link" href="#step-fill" title="run the step first">the run page of step 2</a>' in text
     assert "On this page each step's checkpoints are evaluated when its run has finished" in text

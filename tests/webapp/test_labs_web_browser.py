@@ -6,7 +6,8 @@ The handout shows Run buttons, not CLI commands, numbered as the step sections; 
 link to the step's run; the checkpoints say which quantity, the figure against its range and why;
 answers typed into the boxes survive a reload and download as Markdown; the run page's bundle with
 answers carries them as answers.md (the manifest verifies); a handout link opens the new-run form
-filled with the lab's spec and override; a handout Run button queues that step. Screenshots go to
+filled with the lab's spec and override; a handout Run button queues that step, "Run every step" all
+three in order. Screenshots go to
 test-artifacts/labs-web-*.png.
 """
 
@@ -137,5 +138,15 @@ def test_a_lab_page_for_the_web(tmp_path: Path, live_server_factory, browser, wi
     with sqlite3.connect(app.config["DATABASE"]) as conn:
         row = conn.execute("SELECT lab, lab_step, lab_short, status FROM runs WHERE id = ?", (run_id,)).fetchone()
     assert row == ("02-fast-equilibrium", "alphas", 0, "queued")
+
+    # "Run every step" (the handout's `sudo fastlab lab run 2`) queues the three steps in order
+    page.goto(server.url + "/labs/2")
+    assert page.inner_text("#handout button.run-all") == "▶ Run every step"
+    page.click("#handout button.run-all")
+    page.wait_for_url(lambda url: "/runs/" in url and run_id not in url, timeout=10_000)
+    with sqlite3.connect(app.config["DATABASE"]) as conn:
+        queued = conn.execute("SELECT lab_step FROM runs WHERE status = 'queued' ORDER BY created").fetchall()
+    assert [s for (s,) in queued] == ["alphas", "equilibrium", "alphas", "live"]
+    assert page.inner_text("#lab-step") == "lab 02-fast-equilibrium, step 2 (equilibrium)"  # the first one's page
     context.close()
     assert problems == [], problems

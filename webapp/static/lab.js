@@ -76,6 +76,31 @@ for (const button of document.querySelectorAll('#lab button.run-step')) {
     for (const b of buttons) b.disabled = false;
   });
 }
+// "Run every step" (the handout's `fastlab lab run N`): each step queued in the lab's order, then the
+// first one's live page (the queue runs them one after the other).
+const stepIds = [...document.querySelectorAll('#lab section.step[data-step]')].map((s) => s.dataset.step);
+for (const button of document.querySelectorAll('#lab button.run-all')) {
+  button.addEventListener('click', async () => {
+    const message = button.closest('.step-ref').querySelector('.run-message');
+    button.disabled = true;
+    message.className = 'note run-message';
+    const urls = [];
+    for (const [i, step] of stepIds.entries()) {
+      message.textContent = `queueing step ${i + 1} of ${stepIds.length}…`;
+      const r = await api('POST', `/api/labs/${encodeURIComponent(labName)}/steps/${encodeURIComponent(step)}/run`,
+        {short: button.dataset.short === '1'});
+      if (r.status !== 201) {
+        message.className = 'error run-message';
+        message.textContent = `step ${step}: ${(r.data && r.data.error) || `error ${r.status}`}` +
+          (urls.length ? ` (${urls.length} step${urls.length > 1 ? 's' : ''} queued before it)` : '');
+        button.disabled = false;
+        return;
+      }
+      urls.push(r.data.url);
+    }
+    window.location = urls[0];
+  });
+}
 for (const box of document.querySelectorAll('[data-checkpoints-run]')) showCheckpoints(box);
 
 // --- answer boxes (lab page) -------------------------------------------------------------------------
