@@ -358,7 +358,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         notes = summary.get("what_happened") if "what_happened" in summary else explain.notes(refs, summary)
         step_label = None  # a lab step run: the step's number in the handout, as on the lab page
         if run.get("lab"):
-            with contextlib.suppress(LabError):  # the lab is gone or broken: the step's id alone
+            with contextlib.suppress(LabError, OSError):  # the lab is gone or broken: the step's id alone
                 step_label = handout.render(guided.find_lab(run["lab"], Path(app.config["LABS_DIR"]))).labels.get(
                     run["lab_step"])
         return render_template("run.html", run=run, refs=refs, notes=notes, step_label=step_label)

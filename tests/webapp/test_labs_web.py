@@ -198,3 +198,14 @@ def test_the_bundle_of_a_lab_run_with_the_students_answers(tmp_path: Path) -> No
     assert missing.status_code == 404
     assert not (tmp_path / "results" / RECORDED_RUN / "answers.md").exists()
 
+
+
+def test_the_run_page_names_the_step_by_its_handout_number(tmp_path: Path) -> None:
+    app = create_app(results_root=tmp_path / "results", start_worker=False)
+    register_lab_run(app, RECORDED_RUN, LAB02, "equilibrium")
+    page = app.test_client().get(f"/runs/{RECORDED_RUN}").get_data(as_text=True)
+    assert "lab 02-fast-equilibrium, step 2 (equilibrium)</a>" in page and 'id="bundle-answers"' in page
+    with sqlite3.connect(app.config["DATABASE"]) as conn:  # a lab that is gone: the step's id alone
+        conn.execute("UPDATE runs SET lab = '98-gone' WHERE id = ?", (RECORDED_RUN,))
+    page = app.test_client().get(f"/runs/{RECORDED_RUN}").get_data(as_text=True)
+    assert "lab 98-gone, step equilibrium</a>" in page
