@@ -14,9 +14,11 @@
 from __future__ import annotations
 
 import io
+import re
 import shutil
 import sqlite3
 import zipfile
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +93,7 @@ def test_a_step_run_links_the_report_to_its_latest_run(lab_app: Any, tiny_labs: 
 
 
 @pytest.mark.parametrize("folder", lab_folders(LABS_DIR), ids=lambda p: p.name)
-def test_every_lab_of_the_repository_renders_for_the_web(folder: Path) -> None:
+def test_every_lab_of_the_repository_renders_for_the_web(folder: Path, client: Any) -> None:
     lab = load_lab_folder(folder)
     web = handout.render(lab, {})
     assert set(web.labels) == {s.id for s in lab.steps}, "every step has its number in the handout"
@@ -104,6 +106,9 @@ def test_every_lab_of_the_repository_renders_for_the_web(folder: Path) -> None:
     numbered = sum(1 for line in questions.splitlines() if line[:1].isdigit() and ". " in line[:4])
     assert sum(1 for a in web.answers if a["key"].startswith("q-")) == numbered > 0
     assert any(a["key"].startswith("step-") for a in web.answers)  # predict / compute first
+    for href in re.findall(r'href="(/new\?[^"]+)"', html):  # each link to the form opens its spec
+        page = client.get(unescape(href)).get_data(as_text=True)
+        assert 'id="prefill-note"' in page and "prefill-error" not in page, href
 
 
 def test_lab_02_numbers_its_steps_as_its_handout() -> None:
