@@ -100,9 +100,11 @@ guest="cd '$REPO' && FASTLAB_STOCK_KERNEL_VM=1 FASTLAB_MODULES_DIR='$mods/module
 PYTHONPATH='$REPO' '$VENV/bin/python' -m pytest -p no:cacheprovider tests/stock_kernel --durations=0 -rP $*; \
 echo \$? > '$out/rc'"
 set +e
+# Through a pipe: QEMU opens the guest's console files as /proc/self/fd/1 and /2, which truncates
+# them when they are files -- `make test > log` lost everything printed before the lane.
 timeout --kill-after=30 "$VM_TIMEOUT_S" env PATH="$VENV/bin:$PATH" "$VENV/bin/vng" "${accel[@]}" \
-    --run "$kimg" --cpus 2 --memory "$VM_MEMORY" --rwdir "$out" --exec "$guest"
-vm_rc=$?
+    --run "$kimg" --cpus 2 --memory "$VM_MEMORY" --rwdir "$out" --exec "$guest" 2>&1 | cat
+vm_rc=${PIPESTATUS[0]}
 set -e
 if [ ! -s "$out/rc" ]; then
     echo "stock-kernel lane: the guest did not finish (vng exit $vm_rc; timeout ${VM_TIMEOUT_S} s)" >&2
