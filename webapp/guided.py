@@ -15,7 +15,7 @@ import math
 import numbers
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
@@ -37,14 +37,21 @@ class RunRequest(BaseModel):
                                                  "same checkpoints but those with full_only set)")
 
 
-def run_request(data: Any) -> RunRequest:
-    """The request body, or ValueError with a one-line message naming the field."""
+Body = TypeVar("Body", bound=BaseModel)
+
+
+def parse_body(model: type[Body], data: Any, example: str) -> Body:
+    """A request body as `model`, or ValueError with a one-line message naming the field."""
     if not isinstance(data, dict):
-        raise ValueError('body: must be a JSON object such as {"short": true}')
+        raise ValueError(f"body: must be a JSON object such as {example}")
     try:
-        return RunRequest.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as err:
         raise ValueError(format_validation_error(err)) from None
+
+
+def run_request(data: Any) -> RunRequest:
+    return parse_body(RunRequest, data, '{"short": true}')
 
 
 MAX_ANSWERS_CHARS = 200_000
@@ -59,13 +66,7 @@ class BundleRequest(BaseModel):
 
 
 def bundle_request(data: Any) -> BundleRequest:
-    """The request body, or ValueError with a one-line message naming the field."""
-    if not isinstance(data, dict):
-        raise ValueError('body: must be a JSON object such as {"answers": "..."}')
-    try:
-        return BundleRequest.model_validate(data)
-    except ValidationError as err:
-        raise ValueError(format_validation_error(err)) from None
+    return parse_body(BundleRequest, data, '{"answers": "..."}')
 
 
 # --- labs -----------------------------------------------------------------------------------------
