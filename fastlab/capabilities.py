@@ -50,8 +50,7 @@ class Capabilities:
                           else ("netem", "emulator not built: loss is random, not seeded") if self.has("netem")
                           else ("none", "neither the link emulator nor sch_netem is available"))
         chosen["switch"] = self.switch_choice("auto")
-        impl, why = self.cc_impl_choice("auto")
-        chosen["congestion control"] = ({"bpf": "bpf struct_ops", "module": "kernel module"}.get(impl, impl), why)
+        chosen["congestion control"] = self.cc_backend(self.cc_impl_choice("auto"))
         chosen["flow tracing"] = ("tcp_info", "per-socket getsockopt(TCP_INFO) in each sender")
         chosen["link tracing"] = (("emulator counters", "the emulator reports its own queue")
                                   if chosen["delay"][0] == "emulator"
@@ -77,6 +76,12 @@ class Capabilities:
                               "userspace datapath needs offloads off and ~0.8 core at 8 kpps)" if ovs_up else
                               "ovs-vswitchd is not running: Linux bridge")
         return "bridge", "spec asks for a Linux bridge"
+
+    @staticmethod
+    def cc_backend(choice: tuple[str, str]) -> tuple[str, str]:
+        """A cc_impl_choice as doctor and environment.json name the backend: (name, why)."""
+        impl, why = choice
+        return {"bpf": "bpf struct_ops", "module": "kernel module"}.get(impl, impl), why
 
     def cc_impl_choice(self, wanted: str) -> tuple[str, str]:
         """Pick the build of fastlab's own algorithms (FAST, HSTCP): (impl, why), impl being a key

@@ -472,8 +472,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         "capabilities": prep.caps.as_dict()["probes"],
         "backends": {job: {"backend": b, "why": w} for job, (b, w) in prep.caps.backends().items()}
         | {"switch": {"backend": prep.switch[0], "why": prep.switch[1]},
-           "congestion control": {"backend": {"bpf": "bpf struct_ops", "module": "kernel module"}.get(
-               prep.cc_impl[0], prep.cc_impl[0]), "why": prep.cc_impl[1]},
+           "congestion control": dict(zip(("backend", "why"), Capabilities.cc_backend(prep.cc_impl), strict=True)),
            "fast path": {"backend": "on" if prep.offloads[0] else "off", "why": prep.offloads[1]}},
         "links_not_emulated": {link: f"{why}: built as a plain link" for link, why in prep.unused_links.items()},
         "shaping": shaper.applied,
