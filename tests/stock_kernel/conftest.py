@@ -105,11 +105,6 @@ def backlog_mean(out: Path, t0: float, t1: float, link: str = "bottleneck") -> f
     return float(rows["backlog_pkts"].mean())
 
 
-def flow_mean(out: Path, column: str, t0: float, t1: float, flow: str = "f1") -> float:
-    rows = flow_rows(out, flow)
-    return float(rows[(rows["tf"] >= t0) & (rows["tf"] < t1)][column].mean())
-
-
 def steady_goodput_mbps(out: Path, t0: float, flow: str = "f1") -> float:
     rows = flow_rows(out, flow)
     rows = rows[rows["tf"] >= t0]
