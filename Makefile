@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup run test test-stock-kernel unit lint bench clean
+.PHONY: setup run test test-stock-kernel unit check lint bench clean
 
 # Everything below needs root (packages, namespaces, tc, BPF): a sudo user's `make X` becomes
 # `sudo make X`; root (e.g. a fresh Debian root shell, which has no sudo) runs it directly.
@@ -18,13 +18,15 @@ setup:
 run: setup
 	$(PY) -m webapp
 
-# All tests: lint, native unit tests, then (after removing what killed runs left behind)
-# Python unit and integration tests (real namespaces).
+# All tests, in tiers that fail fast: lint and the type checker, native unit tests, the Python
+# unit tier (what `make check` runs), then (after removing what killed runs left behind) the web
+# app, integration and lab tests (real namespaces) and the stock-kernel lane.
 test: setup lint
 	$(MAKE) -s -C linkemu test
 	$(MAKE) -s -C kernel-modules test modules-check
+	$(PY) -m pytest -p no:cacheprovider -q -m "not root and not slow" tests/unit
 	$(PY) -m fastlab cleanup
-	$(PY) -m pytest -p no:cacheprovider tests
+	$(PY) -m pytest -p no:cacheprovider --durations=40 --ignore=tests/unit tests
 	$(MAKE) -s test-stock-kernel
 
 # The stock-kernel lane: Debian's distribution kernel in a QEMU VM (virtme-ng), running
@@ -37,6 +39,11 @@ bench: setup
 	$(PY) bench/cc.py
 
 endif
+
+# The check tier, as any user and without `make setup` (a first run on a bare checkout creates
+# .venv-check from PyPI): lint, the type checker and the tests that need neither root nor a network.
+check:
+	@bash scripts/check.sh
 
 # The fast loop (~15 s): unit tests need no root and no network, only a set-up checkout.
 unit:

@@ -7,8 +7,12 @@ super-frames whole through linkemu), alternating, and prints per run:
 - steady goodput / rate after a warm-up, and the same in SC2002's sense: goodput over the rate
   less 40 header bytes per 1500-byte packet (with TCP timestamps a packet carries 1448 payload
   bytes, so the ceiling of that ratio is 1448/1460 = 0.992; of plain goodput/rate, 0.965);
-- emulator cores per Gb/s carried while the flow ran (CPU time of the emulator process, which
-  also pays for the kernel work its send calls trigger downstream);
+- emulator cores per Gb/s carried while the flow ran (CPU time of the emulator process). On the
+  per-packet path that also pays for the kernel work its send calls trigger downstream (the next
+  bridge or router and the receiving host's TCP); on the fast path the interfaces behind the
+  emulator receive in threaded NAPI, so that work runs in those kernel threads, printed beside it
+  (`receive_threads_cores_per_gbps`), with the whole machine's CPU per Gb/s (`machine_cores_per_gbps`:
+  senders, receivers, switches and emulator together);
 - with `--perf` (perf(1) installed), the share of that CPU time spent in network softirq work run in
   the emulator's context (the bridges, the next veth and the receiving host's TCP stack processing
   what the emulator sent; without IRQ-time accounting the kernel bills it to the sending task), from
@@ -81,6 +85,43 @@ def _emulator_pid(drops_log: str) -> int | None:
     return None
 
 
+def proc_cpu_ticks(stat_line: str) -> int:
+    """utime + stime, in clock ticks, from one /proc/<pid>/stat line (pure; comm may hold spaces)."""
+    fields = stat_line.rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # fields 14 and 15 of proc(5), counted after comm
+
+
+class ReceiveThreads:
+    """CPU of the kernel's NAPI threads (napi/<dev>-<id>) over the steady part of a run, from its samples."""
+
+    def __init__(self) -> None:
+        self.first: tuple[float, int] | None = None
+        self.last: tuple[float, int] | None = None
+
+    @staticmethod
+    def ticks() -> int:
+        total = 0
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and (entry / "comm").read_text().startswith("napi/"):
+                    total += proc_cpu_ticks((entry / "stat").read_text())
+            except OSError:
+                continue
+        return total
+
+    def on_sample(self, sample: dict[str, Any]) -> None:
+        t = float(sample.get("t", 0))
+        if t >= WARMUP_S:
+            snap = (t, self.ticks())
+            self.first = self.first or snap
+            self.last = snap
+
+    def cores(self) -> float:
+        if not self.first or not self.last or self.last[0] <= self.first[0]:
+            return float("nan")
+        return (self.last[1] - self.first[1]) / os.sysconf("SC_CLK_TCK") / (self.last[0] - self.first[0])
+
+
 def softirq_share(perf_script: str) -> tuple[float, int]:
     """Share of call-graph samples with a network softirq frame in their stack (pure, on `perf script`)."""
     samples = [block for block in perf_script.split("\n\n") if block.strip()]
@@ -126,7 +167,14 @@ def measure(case: Case, mode: str, duration_s: float, out: Path, perf: bool = Fa
         "flows": [{"src": "h1", "dst": "h2", "cc": "cubic"}],
         "links": {"bottleneck": {"backend": "emulator"}}})
     split = PerfSplit(out / "loss_drops_bottleneck.txt", out.parent) if perf else None
-    result = run_experiment(spec, out=out, on_sample=split.on_sample if split else None)
+    threads = ReceiveThreads()
+
+    def on_sample(sample: dict[str, Any]) -> None:
+        threads.on_sample(sample)
+        if split:
+            split.on_sample(sample)
+
+    result = run_experiment(spec, out=out, on_sample=on_sample)
     if split:
         split.join()
     flow = result.summary["flows"][0]
@@ -141,6 +189,9 @@ def measure(case: Case, mode: str, duration_s: float, out: Path, perf: bool = Fa
             "goodput_rate": steady_mbps / case.rate_mbps,
             "sc2002_util": steady_mbps / (case.rate_mbps * PAYLOAD_SHARE),
             "cores_per_gbps": cores / (steady_mbps / 1000) if steady_mbps else float("nan"),
+            "receive_threads_cores_per_gbps": threads.cores() / (steady_mbps / 1000) if steady_mbps else float("nan"),
+            "machine_cores_per_gbps": (fid["machine_busy"] * (os.cpu_count() or 1) / (steady_mbps / 1000)
+                                       if steady_mbps else float("nan")),
             "late_p50_us": max(d["late_p50_us"] or 0 for d in late.values()),
             "late_p99_us": max(d["late_p99_us"] or 0 for d in late.values()),
             "sock_drops": sum(d["sock_drops"] for d in late.values()),
@@ -151,8 +202,8 @@ def measure(case: Case, mode: str, duration_s: float, out: Path, perf: bool = Fa
             "retransmits": flow["retransmits"], "target": case.target, "run": str(out)}
 
 
-FIGURES = ("goodput_rate", "sc2002_util", "cores_per_gbps", "own_cores_per_gbps", "softirq_share", "late_p50_us",
-           "late_p99_us", "machine_busy")
+FIGURES = ("goodput_rate", "sc2002_util", "cores_per_gbps", "own_cores_per_gbps", "softirq_share",
+           "receive_threads_cores_per_gbps", "machine_cores_per_gbps", "late_p50_us", "late_p99_us", "machine_busy")
 
 
 def main() -> int:
@@ -188,7 +239,9 @@ def main() -> int:
               f"{off['sc2002_util']:.3f}, ratio {fast['sc2002_util'] / off['sc2002_util']:.2f}); "
               f"{fast['cores_per_gbps']:.3f} emulator cores per Gb/s (per-packet {off['cores_per_gbps']:.3f}, "
               f"ratio {fast['cores_per_gbps'] / off['cores_per_gbps']:.2f}; own work without the downstream "
-              f"softirq share {fast['softirq_share']:.2f}: {fast['own_cores_per_gbps']:.3f}); lateness p99 "
+              f"softirq share {fast['softirq_share']:.2f}: {fast['own_cores_per_gbps']:.3f}; receive threads "
+              f"{fast['receive_threads_cores_per_gbps']:.3f}; whole machine {fast['machine_cores_per_gbps']:.2f}, "
+              f"per-packet {off['machine_cores_per_gbps']:.2f}); lateness p99 "
               f"{fast['late_p99_us']:.0f} us (per-packet {off['late_p99_us']:.0f}); faithful: {verdicts}")
     print(json.dumps({"warmup_s": WARMUP_S, "duration_s": args.duration, "repeat": args.repeat}))
     return 0

@@ -9,9 +9,7 @@ onto the sample bus with the flow they belong to.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -22,8 +20,10 @@ from fastlab.cc import CCError, CongestionControl, Registry
 from fastlab.ccset import GLOBAL_ONLY, ModuleLoader, ToolError
 from fastlab.runstate import RunState
 from fastlab.spec import ExperimentSpec, SpecError
+from fastlab.supervised import Supervised, stop_all
 
 EVENTS_READY_S = 0.3
+STREAM_STOP_GRACE_S = 5.0  # an event stream detaches its ring buffer reader and exits on SIGTERM
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class CCRuntime:
     hosts: list[HostParams]
     global_args: dict[str, dict[str, Any]]
     applied: list[dict[str, Any]] = field(default_factory=list)
-    _streams: list[subprocess.Popen[str]] = field(default_factory=list)
+    _streams: list[Supervised] = field(default_factory=list)
     _threads: list[threading.Thread] = field(default_factory=list)
     _cancel: threading.Event = field(default_factory=threading.Event)
     _owned: list[CongestionControl] = field(default_factory=list)
@@ -156,25 +156,15 @@ class CCRuntime:
             argv = cc.build.events_argv()
             if argv is None:
                 continue
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
-            self.state.add_pid(proc.pid, f"cc events {cc.name}")
-            self._streams.append(proc)
 
-            def read(proc: subprocess.Popen[str] = proc) -> None:
-                assert proc.stdout is not None  # stdout=PIPE
-                for line in proc.stdout:
-                    try:
-                        event = json.loads(line)
-                    except ValueError:
-                        continue
-                    host = by_ino.get(event.get("netns_ino"))
-                    flow = by_socket.get((host, event.get("dport")))
-                    if flow is not None:
-                        self.emit("event", {"t": event.pop("ts"), "flow": flow, "host": host, **event})
+            def on_event(event: dict[str, Any]) -> None:
+                host = by_ino.get(event.get("netns_ino", 0))
+                flow = by_socket.get((host, event.get("dport")))
+                if flow is not None:
+                    self.emit("event", {"t": event.pop("ts"), "flow": flow, "host": host, **event})
 
-            thread = threading.Thread(target=read, name=f"cc-events-{cc.name}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+            self._streams.append(Supervised.start(f"cc events {cc.name}", argv, state=self.state,
+                                                  on_message=on_event))
         if self._streams:
             time.sleep(EVENTS_READY_S)  # the ring buffers are being read before the first socket opens
 
@@ -222,14 +212,7 @@ class CCRuntime:
 
     def stop(self) -> None:
         self._cancel.set()
-        for proc in self._streams:
-            if proc.poll() is None:
-                proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_all(self._streams, STREAM_STOP_GRACE_S)
         for thread in self._threads:
             thread.join(timeout=5)
         # Every step runs even when one fails: a failed override clear must not leave the

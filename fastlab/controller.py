@@ -12,8 +12,6 @@ direction `port`) in links.csv. Without a controller the same rules go in once w
 
 from __future__ import annotations
 
-import contextlib
-import json
 import socket
 import subprocess
 import threading
@@ -27,6 +25,7 @@ from fastlab import paths
 from fastlab.network import Network
 from fastlab.openflow import FlowPath, plan_rules
 from fastlab.spec import ControllerSpec, Reroute
+from fastlab.supervised import Supervised
 from fastlab.traffic import Flow
 
 APPS = {"paths": "controllers.fastlab_paths"}  # spec `controller.app` -> module under the repository
@@ -72,12 +71,11 @@ class OpenFlowControl:
     log_path: Path
     errors: list[str] = field(default_factory=list)
     applied: dict[str, Any] = field(default_factory=dict)  # for environment.json
-    _proc: subprocess.Popen[str] | None = None
+    _app: Supervised | None = None
     _ofports: dict[str, dict[str, int]] = field(default_factory=dict)
     _replies: dict[str, threading.Event] = field(default_factory=dict)
     _pending: dict[str, tuple[Reroute, float, float]] = field(default_factory=dict)  # seq -> reroute, t0, sent
     _timers: list[threading.Timer] = field(default_factory=list)
-    _reader: threading.Thread | None = None
     _seq: int = 0
 
     def _flow_paths(self) -> list[FlowPath]:
@@ -106,17 +104,14 @@ class OpenFlowControl:
 
     def _start_app(self, controller: ControllerSpec) -> None:
         port = free_loopback_port()
-        log = self.log_path.open("w")
-        self._proc = subprocess.Popen([paths.python(), "-m", APPS[controller.app], "--port", str(port)],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
-                                      bufsize=1, cwd=str(paths.REPO))
-        log.close()
-        self.net.state.add_pid(self._proc.pid, f"controller {controller.app}")
+        installed = self._replies.setdefault("installed", threading.Event())
+        with self.log_path.open("w") as log:  # the app's stderr: its own log, kept in the run folder
+            self._app = Supervised.start(f"controller {controller.app}",
+                                         [paths.python(), "-m", APPS[controller.app], "--port", str(port)],
+                                         state=self.net.state, on_message=self._on_message, stdin=True, stderr=log,
+                                         cwd=str(paths.REPO), ask_stop=lambda app: app.send({"cmd": "stop"}))
         self.applied |= {"mode": f"controller {controller.app} (os-ken, OpenFlow 1.3)", "port": port,
                          "stats_hz": controller.stats_hz}
-        installed = self._replies.setdefault("installed", threading.Event())
-        self._reader = threading.Thread(target=self._read, name="openflow-controller", daemon=True)
-        self._reader.start()
         for switch in self._ofports:
             subprocess.run(["ovs-vsctl", "--timeout=10", "set-controller", self.net.node(switch).name,
                             f"tcp:127.0.0.1:{port}"], check=True, capture_output=True, timeout=15)
@@ -128,29 +123,23 @@ class OpenFlowControl:
                                f"{': ' + '; '.join(self.errors) if self.errors else ''} (log: {self.log_path})")
 
     def _send(self, msg: dict[str, Any]) -> None:
-        assert self._proc is not None and self._proc.stdin is not None
-        self._proc.stdin.write(json.dumps(msg) + "\n")
-        self._proc.stdin.flush()
+        assert self._app is not None
+        self._app.send(msg)
 
-    def _read(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        names = {s: {n: toward for toward, n in ports.items()} for s, ports in self._ofports.items()}
-        for line in self._proc.stdout:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            event = msg.get("event")
-            if event == "port_stats":
-                for sample in port_samples(msg["switch"], names.get(msg["switch"], {}), msg):
-                    self.emit("link", sample)
-            elif event == "installed":
-                self.applied["rules"] = msg["rules"]
-                self._replies["installed"].set()
-            elif event == "routed":
-                self._routed(msg)
-            elif event == "error":
-                self.errors.append(f"controller: {msg['message']}")
+    def _on_message(self, msg: dict[str, Any]) -> None:
+        """One line from the app: port counters become link samples; replies complete requests."""
+        event = msg.get("event")
+        if event == "port_stats":
+            names = {n: toward for toward, n in self._ofports.get(msg["switch"], {}).items()}
+            for sample in port_samples(msg["switch"], names, msg):
+                self.emit("link", sample)
+        elif event == "installed":
+            self.applied["rules"] = msg["rules"]
+            self._replies["installed"].set()
+        elif event == "routed":
+            self._routed(msg)
+        elif event == "error":
+            self.errors.append(f"controller: {msg['message']}")
 
     def schedule(self, reroutes: list[Reroute], t0: float) -> None:
         """Send each reroute at t0 + at_s (the app confirms it; `errors` collects failures)."""
@@ -184,18 +173,9 @@ class OpenFlowControl:
         """Stop the timers and the app; record its exit code (0 when it stopped as asked)."""
         for timer in self._timers:
             timer.cancel()
-        if self._proc is None:
+        if self._app is None:
             return
-        if self._proc.poll() is None:
-            with contextlib.suppress(BrokenPipeError, ValueError):
-                self._send({"cmd": "stop"})
-            try:
-                self._proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(STOP_TIMEOUT_S)
-        if self._reader is not None:
-            self._reader.join(STOP_TIMEOUT_S)
-        self.applied["exit_code"] = self._proc.returncode
-        if self._proc.returncode != 0:
-            self.errors.append(f"controller exited with code {self._proc.returncode} (log: {self.log_path})")
+        code = self._app.stop(STOP_TIMEOUT_S)  # its stop command first, SIGKILL after the grace
+        self.applied["exit_code"] = code
+        if code != 0:
+            self.errors.append(f"controller exited with code {code} (log: {self.log_path})")

@@ -40,9 +40,10 @@ from fastlab.ccset import KERNEL_MODULES, default_registry
 from fastlab.controller import OpenFlowControl, app_available
 from fastlab.cwndclamp import RTT_COLUMNS, ClampError, CwndClamp
 from fastlab.network import SOCKBUF_MAX_BYTES, SOCKBUF_MIN_BYTES, Network
+from fastlab.plan import validate
 from fastlab.runstate import RunState, new_prefix
 from fastlab.shaping import Devices, ResolvedLink, Shaper, choose_backend, plan_link, resolve
-from fastlab.spec import ExperimentSpec, SpecError, to_plain, validate
+from fastlab.spec import ExperimentSpec, SpecError, to_plain
 from fastlab.topology import TopologyPlan
 from fastlab.tracing import SampleBus
 from fastlab.traffic import Flow, Traffic, expand_flows
@@ -50,6 +51,9 @@ from fastlab.traffic import Flow, Traffic, expand_flows
 SENDER_GRACE_S = 10.0
 PROGRESS_EVERY_S = 10.0  # runs longer than this report elapsed / total time at this period
 IDLE_PING_MAX_GAP_S = 0.05
+# An emulator writes stats every sample interval: waiting up to three for one written after the idle
+# pings returned leaves room for a late line on a busy machine, and costs a run 0.15 s at 20 Hz.
+IDLE_STATS_WAIT_INTERVALS = 3
 PROC_STAT = Path("/proc/stat")  # machine CPU around the flows, for the fidelity verdict
 ROOT_SYSCTLS = ("net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
                 "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_available_congestion_control",
@@ -129,7 +133,7 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
     links = {}
     for link_id, shaped in plan.shaped.items():
         try:
-            links[link_id] = resolve(shaped, spec.links.get(link_id))
+            links[link_id] = resolve(shaped, spec.links.get(link_id), spec.mtu)
         except RuntimeError as exc:
             raise SpecError(str(exc)) from None
     # ... and so are links that can never hold a packet (routing.idle_links).
@@ -171,7 +175,7 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
                 continue
             queue = links[fig.bottleneck_link].forward
             path_bytes = max(path_bytes, fig.bottleneck_mbps * 1e6 / 8 * fig.rtt_ms / 1000
-                             + (queue.limit_bytes or (queue.limit_pkts or 0) * 1500))
+                             + (queue.limit_bytes or (queue.limit_pkts or 0) * queue.mtu_bytes))
     sockbuf = min(SOCKBUF_MAX_BYTES, max(SOCKBUF_MIN_BYTES, int(4 * path_bytes)))
     offloads = fast_path_choice(spec, backends, switch[0], openflow_switch[0] if openflow_switch else None)
     upstream = routing.upstream_rates(plan, links, flow_routes(plan, spec)) if offloads[0] else {}
@@ -180,7 +184,7 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
 
 
 def _fidelity(prep: Prepared, shaper: Shaper, cpu: dict[str, Any], flows_df: Any,
-              spec: ExperimentSpec) -> dict[str, Any]:
+              spec: ExperimentSpec, idle_stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
     (busy0, cores0, t0), (busy1, cores1, t1) = cpu["start"], cpu["end"]
     span = max(t1 - t0, 1e-9)
     times = {str(flow): list(rows["t"]) for flow, rows in flows_df.groupby("flow")} if not flows_df.empty else {}
@@ -189,7 +193,7 @@ def _fidelity(prep: Prepared, shaper: Shaper, cpu: dict[str, Any], flows_df: Any
         emulator_cores={link: (cores1[link] - cores0.get(link, 0.0)) / span for link in cores1},
         machine_busy=fidelity.busy_fraction(busy0, busy1),
         sample_gaps_s=fidelity.sample_gaps(times), sample_interval_s=1.0 / spec.sample_hz,
-        tc_links=tuple(k for k, (b, _) in prep.backends.items() if b != "emulator")))
+        tc_links=tuple(k for k, (b, _) in prep.backends.items() if b != "emulator"), idle_emulators=idle_stats))
 
 
 @dataclass
@@ -334,7 +338,7 @@ def fidelity_paths(prep: Prepared) -> list[fidelity.PathInfo]:
         target = None
         if f.cc == "fast" and fig.bottleneck_mbps:
             alpha = f.cc_args.get("alpha", prep.registry.lookup("fast").param("alpha").default)
-            target = fidelity.fast_target_ms(float(alpha), fig.bottleneck_mbps)
+            target = fidelity.fast_target_ms(float(alpha), fig.bottleneck_mbps, prep.spec.mtu)
         out.append(fidelity.PathInfo(f.id, crossings, fig.rtt_ms, target))
     return out
 
@@ -380,7 +384,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         bus.subscribe(on_sample)
     net = Network(prep.plan, prefix, prep.switch[0], state,
                   openflow_kind=prep.openflow_switch[0] if prep.openflow_switch else "ovs-user",
-                  offloads=prep.offloads[0])
+                  offloads=prep.offloads[0], mtu=spec.mtu)
     design = prep.plan.metadata.get("openflow")
     control = OpenFlowControl(net, design, prep.flows, spec.controller, bus.emit,
                               directory / "controller.log") if design else None
@@ -389,6 +393,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     clamp = CwndClamp(state, {f.port: f.max_cwnd_pkts for f in prep.flows if f.max_cwnd_pkts})
     ccs = CCRuntime(prep.registry, state, bus.emit, prep.cc_hosts, prep.cc_globals)
     idle: list[dict[str, Any]] = []
+    idle_stats: dict[str, dict[str, Any]] = {}
     cpu: dict[str, Any] = {}  # machine and emulator CPU at the start and end of the flows
     rtt_samples: list[dict[str, object]] = []  # clamped flows' per-second RTT statistics
 
@@ -420,6 +425,8 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         for flow in {(f.src, f.dst): f for f in prep.flows}.values():
             idle.append(_idle_rtt(net, flow, spec.idle_pings, random.Random(spec.seed)))
             stop_if_cancelled()
+        # the emulators' lateness on the idle pings (cumulative counters as of now), before any flow's
+        idle_stats.update(shaper.fresh_stats(IDLE_STATS_WAIT_INTERVALS / spec.sample_hz))
         try:
             clamp.start()
         except ClampError as exc:
@@ -464,7 +471,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     summary = analysis.summarize(infos, flows_df, traffic.finished, links_df,
                                  {k: link.forward.rate_bps / 1e6 for k, link in prep.links.items()})
     summary["idle_rtt"] = idle
-    summary["fidelity"] = _fidelity(prep, shaper, cpu, flows_df, spec)
+    summary["fidelity"] = _fidelity(prep, shaper, cpu, flows_df, spec, idle_stats)
     summary["what_happened"] = explain.what_happened(spec, summary)  # the note of the results page
     environment = {
         "run": {"name": spec.name, "prefix": prefix, "started": started, "host": platform.node()},

@@ -12,6 +12,7 @@ Mixed with loss-based flows the equilibrium has no closed form here: only the ca
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -54,7 +55,7 @@ def references(spec: Any) -> list[dict[str, Any]]:
     from fastlab.topology import build_plan
 
     plan = build_plan(spec.topology, spec.topology_args)
-    links = {link_id: resolve(shaped, spec.links.get(link_id)) for link_id, shaped in plan.shaped.items()}
+    links = {link_id: resolve(shaped, spec.links.get(link_id), spec.mtu) for link_id, shaped in plan.shaped.items()}
     default_alpha = int(next(p.default for p in FAST_PARAMS if p.name == "alpha"))
     rows: list[tuple[str, Any, Any, int | None]] = []
     for entry in spec.flows:
@@ -144,3 +145,106 @@ def step_figures(before: float, series: list[float], band: float) -> StepFigures
     under = (final - min(rest)) / step if step > 0 else (max(rest) - final) / -step
     outside = [i for i, v in enumerate(series) if abs(v - final) > band]
     return StepFigures(before, final, max(0.0, over), max(0.0, under), outside[-1] + 1 if outside else 0)
+
+
+# --- FAST against Reno in one drop-tail queue (lab 04's shared uplink) ---------------------------
+
+SHARED_QUEUE_DT_S = 0.002  # fluid model time step: 1/59 of the shortest RTT it is used with (118 ms)
+
+
+@dataclass(frozen=True)
+class SharedQueue:
+    """One drop-tail FIFO shared by FAST and Reno flows, as a checkpoint measures it."""
+
+    capacity_mbps: float
+    buffer_pkts: int
+    fast_rtts_ms: tuple[float, ...]  # base RTT of each FAST flow
+    alphas: tuple[int, ...]  # each FAST flow's alpha
+    reno_rtts_ms: tuple[float, ...]  # base RTT of each Reno flow
+    duration_s: float
+    t0_s: float  # the checkpoint's window starts here
+    gamma: float = 0.5
+
+
+def fast_queued_over_alpha(q: SharedQueue, fast_loses: bool | None, seed: int = 0) -> float:
+    """FAST's packets in the shared queue over its alpha, averaged as lab 04's `fast_keeps_alpha`
+    reads a run: (FAST's share of what the link sent) x (mean backlog) / alpha, worst FAST flow, over
+    [t0, duration]. A fluid model, every flow starting at 0:
+
+    - rates x_i = w_i / (d_i + backlog/C); the backlog integrates sum(x) - C within [0, buffer];
+    - what overflows the buffer is dropped, each flow's drops ~ Poisson(overflow x its share of
+      the arrivals); a flow that loses halves its window (ssthresh w/2, PRR) and holds it one RTT
+      (one recovery per window);
+    - Reno: +1 per ACKed packet until its first loss (slow start), then +1 per RTT;
+    - FAST: slow start until its first update, then once per RTT
+      w <- min(2w, w + floor(gamma*(alpha - w*(1 - d/D)))), D the mean RTT over that round.
+
+    `fast_loses` forces FAST's share of every overflow: True, every overflow halves each FAST flow
+    (the most it can lose: the floor of the ratio); False, none does (the ceiling); None, drawn as
+    above. Packet-level bursts, delayed ACKs and the MI phase after the start are left out.
+    """
+    rng = random.Random(seed)
+    c_pkts = q.capacity_mbps * 1e6 / PKT_BITS
+    rtt0 = [ms / 1000 for ms in (*q.fast_rtts_ms, *q.reno_rtts_ms)]
+    n_fast, n = len(q.fast_rtts_ms), len(q.fast_rtts_ms) + len(q.reno_rtts_ms)
+    w = [2.0] * n
+    slow_start = [True] * n
+    recovering_until = [0.0] * n
+    next_update = rtt0[:n_fast]
+    rtt_sum, rtt_samples = [0.0] * n_fast, [0] * n_fast
+    backlog, sent_total, sent_fast, backlog_sum, steps = 0.0, 0.0, [0.0] * n_fast, 0.0, 0
+    dt, t = SHARED_QUEUE_DT_S, 0.0
+    while t < q.duration_s:
+        rtt = [d + backlog / c_pkts for d in rtt0]
+        x = [w[i] / rtt[i] for i in range(n)]
+        arriving = sum(x)
+        share = [xi / arriving for xi in x]
+        backlog += (arriving - c_pkts) * dt
+        sent = c_pkts * dt if backlog > 0 else arriving * dt + backlog  # an empty queue sends what arrives
+        backlog = max(backlog, 0.0)
+        if backlog > q.buffer_pkts:
+            overflow, backlog = backlog - q.buffer_pkts, float(q.buffer_pkts)
+            for i in range(n):
+                lost = _poisson(rng, overflow * share[i]) > 0
+                if i < n_fast and fast_loses is not None:
+                    lost = fast_loses
+                if lost and t >= recovering_until[i]:
+                    w[i], slow_start[i], recovering_until[i] = max(w[i] / 2, 2.0), False, t + rtt[i]
+        for i in range(n):
+            if t < recovering_until[i]:
+                continue
+            if slow_start[i]:
+                w[i] += x[i] * dt
+            elif i >= n_fast:
+                w[i] += dt / rtt[i]
+        for i in range(n_fast):
+            rtt_sum[i] += rtt[i]
+            rtt_samples[i] += 1
+            if t >= next_update[i]:
+                avg = rtt_sum[i] / rtt_samples[i]
+                rtt_sum[i], rtt_samples[i], slow_start[i] = 0.0, 0, False
+                if t >= recovering_until[i]:
+                    step = math.floor(q.gamma * (q.alphas[i] - w[i] * (1 - rtt0[i] / avg)))
+                    w[i] = max(2.0, min(2 * w[i], w[i] + step))
+                next_update[i] = t + rtt[i]
+        if t >= q.t0_s:
+            sent_total += sent
+            for i in range(n_fast):
+                sent_fast[i] += share[i] * sent
+            backlog_sum += backlog
+            steps += 1
+        t += dt
+    mean_backlog = backlog_sum / steps
+    ratios = [sent_fast[i] / sent_total * mean_backlog / q.alphas[i] for i in range(n_fast)]
+    return max(ratios, key=lambda r: abs(math.log(r)))
+
+
+def _poisson(rng: random.Random, mean: float) -> int:
+    """A Poisson draw (Knuth; the means here are a few packets)."""
+    if mean <= 0:
+        return 0
+    limit, k, p = math.exp(-mean), 0, rng.random()
+    while p > limit:
+        k += 1
+        p *= rng.random()
+    return k

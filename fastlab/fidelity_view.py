@@ -247,6 +247,11 @@ def details_html(verdict: dict[str, Any] | None) -> str:
         limit = limits.get("sample_gap_max_s")
         facts.append(f"longest gap in the traces: {gap:.2f} s (flow {flow}"
                      + (f", limit {limit:g} s)" if limit is not None else ")"))
+    idle = [(p["flow"], p["idle_emulation_delay_ms"]) for p in verdict.get("paths") or []
+            if p.get("idle_emulation_delay_ms") is not None]
+    if idle:  # what the emulators' lateness put into the idle RTTs the summary reports (no flow ran: not judged)
+        facts.append("delay the emulators added to the idle pings (the base RTTs in the summary include it): "
+                     + ", ".join(f"{flow} {ms:.2f} ms" for flow, ms in idle))
     facts += [str(u) for u in verdict.get("unmeasured") or []]
     if facts:
         out.append('<p class="note">' + "; ".join(esc(f) for f in facts) + ".</p>")

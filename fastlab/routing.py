@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from fastlab.shaping import ResolvedLink
 from fastlab.topology import LinkPlan, TopologyError, TopologyPlan
 
-MTU_BITS = 1500 * 8
-
 
 @dataclass(frozen=True)
 class Hop:
@@ -118,7 +116,9 @@ def figures(plan: TopologyPlan, links: dict[str, ResolvedLink], src: str, dst: s
             if outbound and (bottleneck is None or direction.rate_bps / 1e6 < bottleneck[0]):
                 bottleneck = (direction.rate_bps / 1e6, hop.link.shaped)
     rtt_ms = delay_us / 1000
-    bdp = bottleneck[0] * 1e6 * rtt_ms / 1000 / MTU_BITS if bottleneck else None
+    # in packets of the run's MTU (every direction carries it)
+    bdp = (bottleneck[0] * 1e6 * rtt_ms / 1000 / (8 * links[bottleneck[1]].forward.mtu_bytes)
+           if bottleneck else None)
     return PathFigures(src, dst, rtt_ms, bottleneck[0] if bottleneck else None, bottleneck[1] if bottleneck else None,
                        round(bdp, 1) if bdp is not None else None,
                        [h.link.shaped for h in there if h.link.shaped])

@@ -17,23 +17,20 @@ Backends:
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import queue
 import signal
-import subprocess
 import threading
 import time
 import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from fastlab import paths
 from fastlab.qdisc_stats import QdiscReader, QdiscStatsError, queue_stats
 from fastlab.spec import (
+    MTU_BYTES,
     BernoulliLoss,
     Buffer,
     DocsisUpstreamPolicy,
@@ -44,11 +41,13 @@ from fastlab.spec import (
     PlannedLoss,
     TokenBucketPolicy,
 )
-from fastlab.topology import MTU_BYTES, ShapedLinkPlan
+from fastlab.supervised import Supervised, stop_all
+from fastlab.topology import ShapedLinkPlan
 
 ETH_HEADER_BYTES = 14
 HTB_BURST_S = 0.001  # one ms of tokens: enough for timer granularity, small enough to stay smooth
 EMULATOR_READY_TIMEOUT_S = 10.0
+EMULATOR_STOP_GRACE_S = 5.0  # linkemu exits within one loop iteration of SIGTERM
 # Emulators run SCHED_FIFO so that a release falling due while a host process holds the CPU is
 # not delayed by it (Mininet-HiFi's lesson; measured: lateness p99 192 -> 93 us at 1 Gb/s).
 # Low on the RT scale: kernel threads that use RT priorities stay above it.
@@ -71,6 +70,7 @@ class Direction:
     limit_bytes: int | None
     loss: BernoulliLoss | EveryNthLoss | PlannedLoss | GilbertElliottLoss | None
     policy: TokenBucketPolicy | DocsisUpstreamPolicy | None = None
+    mtu_bytes: int = MTU_BYTES  # the run's MTU: packet counts above are of this size
 
 
 @dataclass(frozen=True)
@@ -82,27 +82,28 @@ class ResolvedLink:
     rtt_ms: float
 
 
-def _limit(buffer: Buffer, rate_bps: int, rtt_ms: float) -> tuple[int | None, int | None]:
-    """Queue limit from a buffer spec: (packets, bytes); ms and BDP are converted at MTU size."""
+def _limit(buffer: Buffer, rate_bps: int, rtt_ms: float, mtu_bytes: int = MTU_BYTES) -> tuple[int | None, int | None]:
+    """Queue limit from a buffer spec: (packets, bytes); ms and BDP are converted at MTU size, so
+    with jumbo frames the same BDP is fewer, bigger packets (the same bytes)."""
     if buffer.unit == "bytes":
-        return None, max(MTU_BYTES + ETH_HEADER_BYTES, int(buffer.value))
+        return None, max(mtu_bytes + ETH_HEADER_BYTES, int(buffer.value))
     if buffer.unit == "packets":
         return max(1, int(round(buffer.value))), None
     seconds = buffer.value / 1000 if buffer.unit == "ms" else buffer.value * rtt_ms / 1000
-    return max(1, math.ceil(rate_bps * seconds / (8 * MTU_BYTES) - 1e-9)), None
+    return max(1, math.ceil(rate_bps * seconds / (8 * mtu_bytes) - 1e-9)), None
 
 
-def _direction(d: LinkDirection, rtt_ms: float) -> Direction:
+def _direction(d: LinkDirection, rtt_ms: float, mtu_bytes: int) -> Direction:
     # only resolve() calls this, after refusing a direction without rate, delay or buffer
     assert d.rate_mbps is not None and d.delay_ms is not None and d.buffer is not None, d
     rate_bps = int(round(d.rate_mbps * 1e6))
-    pkts, nbytes = _limit(d.buffer, rate_bps, rtt_ms)
+    pkts, nbytes = _limit(d.buffer, rate_bps, rtt_ms, mtu_bytes)
     return Direction(rate_bps, int(round(d.delay_ms * 1000)), int(round((d.jitter_ms or 0) * 1000)),
-                     pkts, nbytes, d.loss, d.policy)
+                     pkts, nbytes, d.loss, d.policy, mtu_bytes)
 
 
-def resolve(shaped: ShapedLinkPlan, override: LinkSpec | None) -> ResolvedLink:
-    """Default profile + spec override -> per-direction numbers.
+def resolve(shaped: ShapedLinkPlan, override: LinkSpec | None, mtu_bytes: int = MTU_BYTES) -> ResolvedLink:
+    """Default profile + spec override -> per-direction numbers (packets of `mtu_bytes`, the run's MTU).
 
     Forward fields set in the override replace the default's. The reverse direction takes the
     default's reverse, then the override's reverse; any of rate/delay/jitter/buffer still unset
@@ -123,8 +124,8 @@ def resolve(shaped: ShapedLinkPlan, override: LinkSpec | None) -> ResolvedLink:
         for key in ("rate_mbps", "delay_ms", "buffer"):
             if values[key] is None:
                 raise ShapingError(f"links.{shaped.id}: {name} {key} is not set")
-    return ResolvedLink(shaped.id, _direction(LinkDirection(**fwd), shaped.rtt_ms),
-                        _direction(LinkDirection(**rev), shaped.rtt_ms), backend, shaped.rtt_ms)
+    return ResolvedLink(shaped.id, _direction(LinkDirection(**fwd), shaped.rtt_ms, mtu_bytes),
+                        _direction(LinkDirection(**rev), shaped.rtt_ms, mtu_bytes), backend, shaped.rtt_ms)
 
 
 # --- planning (pure) ---------------------------------------------------------------------------
@@ -224,7 +225,7 @@ def choose_backend(link: ResolvedLink, has_netem: bool, has_emulator: bool) -> t
 WIRE_A, WIRE_B = "wire-a", "wire-b"
 
 
-def _tc_link_node(node: str, dev_a: str, dev_b: str) -> list[Command]:
+def _tc_link_node(node: str, dev_a: str, dev_b: str, mtu_bytes: int = MTU_BYTES) -> list[Command]:
     """Inside the link node: dev_a -- br-a -- wire-a <veth> wire-b -- br-b -- dev_b.
 
     Each direction then crosses two egresses of its own inside the link node: the wire
@@ -238,12 +239,14 @@ def _tc_link_node(node: str, dev_a: str, dev_b: str) -> list[Command]:
             ("ip", "link", "set", WIRE_B, "master", "br-b"), ("ip", "link", "set", dev_b, "master", "br-b")]
     for dev in (WIRE_A, WIRE_B):
         argv.append(("ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off", "gro", "off"))
+        if mtu_bytes != MTU_BYTES:  # the run's MTU (the network sets it on every other interface)
+            argv.append(("ip", "link", "set", dev, "mtu", str(mtu_bytes)))
     argv += [("ip", "link", "set", dev, "up") for dev in (WIRE_A, WIRE_B, "br-a", "br-b")]
     return [Command(node, a) for a in argv]
 
 
 def _tc_queue(node: str, dev: str, d: Direction) -> list[Command]:
-    burst = max(2 * (MTU_BYTES + ETH_HEADER_BYTES), int(d.rate_bps / 8 * HTB_BURST_S))
+    burst = max(2 * (d.mtu_bytes + ETH_HEADER_BYTES), int(d.rate_bps / 8 * HTB_BURST_S))
     # stab overhead -14: HTB charges IP bytes, like the emulator (L2 framing is free).
     cmds = [Command(node, ("tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "stab", "overhead",
                            str(-ETH_HEADER_BYTES), "htb", "default", "1")),
@@ -303,7 +306,7 @@ def plan_link(link: ResolvedLink, devs: Devices, *, seed: int, stats_interval_ms
         if len(docsis) == 2 and docsis[0] != docsis[1]:
             raise ShapingError(f"links.{link.id}: both directions run a DOCSIS MAC with different parameters")
         return LinkPlanResult(link.id, backend, why, emulator_argv=tuple(argv), resolved=resolved)
-    cmds = _tc_link_node(devs.node, devs.dev_a, devs.dev_b)
+    cmds = _tc_link_node(devs.node, devs.dev_a, devs.dev_b, link.forward.mtu_bytes)
     cmds += _tc_wire(devs.node, WIRE_A, link.forward) + _tc_wire(devs.node, WIRE_B, link.reverse)
     cmds += _tc_queue(devs.node, devs.dev_b, link.forward) + _tc_queue(devs.node, devs.dev_a, link.reverse)
     return LinkPlanResult(link.id, backend, why, commands=tuple(cmds),
@@ -312,14 +315,6 @@ def plan_link(link: ResolvedLink, devs: Devices, *, seed: int, stats_interval_ms
 
 
 # --- statistics parsers (pure) -----------------------------------------------------------------
-
-def parse_emulator_line(line: str) -> dict[str, Any] | None:
-    try:
-        msg = json.loads(line)
-    except ValueError:
-        return None
-    return msg if isinstance(msg, dict) and "event" in msg else None
-
 
 EMU_DIRECTIONS = {"ab": "forward", "ba": "reverse"}
 
@@ -343,15 +338,6 @@ def emulator_samples(link: str, msg: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def process_cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of a live process, from /proc (fields 14 and 15)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 # --- execution ---------------------------------------------------------------------------------
 
 @dataclass
@@ -361,10 +347,12 @@ class Shaper:
     net: Any  # fastlab.network.Network
     emit: Callable[[dict[str, Any]], None]
     applied: list[dict[str, Any]] = field(default_factory=list)
-    _emulators: dict[str, subprocess.Popen[str]] = field(default_factory=dict)
+    _emulators: dict[str, Supervised] = field(default_factory=dict)
     _threads: list[threading.Thread] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
-    final: dict[str, dict[str, Any]] = field(default_factory=dict)
+    final: dict[str, dict[str, Any]] = field(default_factory=dict)  # link -> its emulator's latest stats line
+    _lines: dict[str, int] = field(default_factory=dict)  # link -> stats lines read so far
+    _fresh: threading.Condition = field(default_factory=threading.Condition)
 
     def apply(self, plan: LinkPlanResult, sample_interval_s: float) -> None:
         record: dict[str, Any] = {"link": plan.link, "backend": plan.backend, "why": plan.why,
@@ -381,31 +369,26 @@ class Shaper:
 
     def _start_emulator(self, plan: LinkPlanResult) -> None:
         node = self.net.node(self.net.link_ends[plan.link].node)
-        proc = node.popen(list(plan.emulator_argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, bufsize=1)
-        self.net.state.add_pid(proc.pid, f"linkemu {plan.link}")
-        self._emulators[plan.link] = proc
         ready = threading.Event()
 
-        def reader() -> None:
-            for line in proc.stdout:
-                msg = parse_emulator_line(line)
-                if msg is None:
-                    continue
-                if msg["event"] == "ready":
-                    ready.set()
-                elif msg["event"] == "stats":
+        def on_message(msg: dict[str, Any]) -> None:
+            if msg.get("event") == "ready":
+                ready.set()
+            elif msg.get("event") == "stats":
+                with self._fresh:
                     self.final[plan.link] = msg
-                    for sample in emulator_samples(plan.link, msg):
-                        self.emit(sample)
+                    self._lines[plan.link] = self._lines.get(plan.link, 0) + 1
+                    self._fresh.notify_all()
+                for sample in emulator_samples(plan.link, msg):
+                    self.emit(sample)
 
-        thread = threading.Thread(target=reader, name=f"linkemu-{plan.link}", daemon=True)
-        thread.start()
-        self._threads.append(thread)
+        emulator = Supervised.start(f"linkemu {plan.link}", list(plan.emulator_argv), state=self.net.state,
+                                    on_message=on_message, popen=node.popen)
+        self._emulators[plan.link] = emulator
         if not ready.wait(EMULATOR_READY_TIMEOUT_S):
-            proc.kill()
-            err = proc.stderr.read() if proc.stderr else ""
-            raise ShapingError(f"links.{plan.link}: linkemu did not start: {err.strip() or 'no ready line'}")
+            emulator.stop(EMULATOR_STOP_GRACE_S)
+            raise ShapingError(f"links.{plan.link}: linkemu did not start: "
+                               f"{emulator.stderr_text() or 'no ready line'}")
 
     def _start_tc_poller(self, plan: LinkPlanResult, interval_s: float) -> None:
         """Sample the link's tc queues every `interval_s` over rtnetlink, without a process per sample.
@@ -464,25 +447,29 @@ class Shaper:
             self._stop.set()
             raise ShapingError(f"links.{plan.link}: cannot read tc queue statistics over rtnetlink: {error}")
 
+    def fresh_stats(self, timeout_s: float) -> dict[str, dict[str, Any]]:
+        """Each emulator's first stats line written after this call (its counters are cumulative, so
+        it covers everything the emulator did until now), by link; an emulator that writes none
+        within `timeout_s` is left out."""
+        with self._fresh:
+            seen = {link: self._lines.get(link, 0) for link in self._emulators}
+            self._fresh.wait_for(lambda: all(self._lines.get(k, 0) > n for k, n in seen.items()), timeout_s)
+            return {link: self.final[link] for link, n in seen.items() if self._lines.get(link, 0) > n}
+
     def cpu_seconds(self) -> dict[str, float]:
         """CPU time each running emulator has used so far, by link."""
-        used = {link: process_cpu_seconds(proc.pid) for link, proc in self._emulators.items()}
+        used = {link: emulator.cpu_seconds() for link, emulator in self._emulators.items()}
         return {link: s for link, s in used.items() if s is not None}
 
     def stop(self) -> None:
         self._stop.set()
-        for link, proc in self._emulators.items():
-            if proc.poll() is None:
+        for link, emulator in self._emulators.items():
+            if emulator.running():
                 record = next(r for r in self.applied if r["link"] == link)
-                record["emulator_cpu_s"] = process_cpu_seconds(proc.pid)
-                proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            if proc.returncode not in (0, -signal.SIGTERM):
-                err = proc.stderr.read() if proc.stderr else ""
-                raise ShapingError(f"linkemu for {link} exited with {proc.returncode}: {err.strip()}")
+                record["emulator_cpu_s"] = emulator.cpu_seconds()
+        stop_all(self._emulators.values(), EMULATOR_STOP_GRACE_S)  # every one, even if one failed
         for thread in self._threads:
             thread.join(timeout=5)
+        for link, emulator in self._emulators.items():
+            if emulator.returncode not in (0, -signal.SIGTERM):
+                raise ShapingError(f"linkemu for {link} exited with {emulator.returncode}: {emulator.stderr_text()}")

@@ -1,10 +1,11 @@
-"""Experiment spec: the YAML schema, `--set` overrides, and validation against topology and CCs.
+"""Experiment spec: the YAML schema and `--set` overrides.
 
 The spec is the single source of truth for a run: the CLI, the web app, labs and bundle replay
-all produce one and hand it to `load_spec`/`validate`. Structural rules live in the pydantic
-models (unknown fields are refused, ranges checked); semantic rules (does the topology exist,
-are the endpoints its hosts, is the algorithm usable, are its parameters in range) live in
-`validate`. Every error names the field it is about.
+all produce one and hand it to `load_spec`, then to `plan.validate`. Structural rules live here,
+in the pydantic models (unknown fields are refused, ranges checked); semantic rules (does the
+topology exist, are the endpoints its hosts, is the algorithm usable, are its parameters in
+range) live in `fastlab/plan.py`, so the schema needs no topology. Every error names the field
+it is about.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from typing import Annotated, Any, Literal, cast
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
-from fastlab.cc import CCError, Registry
+MTU_BYTES = 1500  # standard Ethernet frames: the default throughout (DESIGN.md §5)
+MTU_MIN_BYTES = 576  # the smallest datagram every IPv4 host must accept (RFC 791)
+MTU_MAX_BYTES = 9000  # jumbo frames, as the 2002-2003 records used (Abilene, DataTAG)
 
 
 class SpecError(ValueError):
@@ -270,6 +273,9 @@ class ExperimentSpec(Strict):
         "auto", description="build of fastlab's FAST and HSTCP: auto = BPF struct_ops where the kernel has them "
                             "(per-host parameters, state events), else the loadable modules; bpf; module (global "
                             "parameters through /sys/module/tcp_*/parameters)")
+    mtu: int = Field(MTU_BYTES, ge=MTU_MIN_BYTES, le=MTU_MAX_BYTES, strict=True, title="MTU (bytes)",
+                     description="IP MTU of every interface: 1500 = standard Ethernet frames, 9000 = jumbo "
+                                 "frames (a window of 6x fewer packets); buffers in BDP or ms keep their bytes")
     fast_path: Literal["auto", "off"] = Field(
         "auto", description="auto: TSO/GSO super-frames cross the network whole (offloads on) where every shaped "
                             "link is emulated and no switch needs offloads off; off: one frame per MTU packet, "
@@ -424,17 +430,35 @@ def parse_spec(data: object) -> ExperimentSpec:
         raise SpecError(format_validation_error(err)) from None
 
 
-def read_spec_text(text: str, overrides: list[str] | None = None) -> ExperimentSpec:
+class YamlTextError(ValueError):
+    """A YAML document that cannot be read, as one line (the caller names the document)."""
+
+
+def parse_yaml(text: str) -> Any:
+    """yaml.safe_load with its failures as one line: "not valid YAML at line N" (the line where PyYAML
+    knows it), or nesting too deep for its recursive composer. The one YAML reader of specs, sweep
+    files and lab.yaml."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise YamlTextError(f"not valid YAML{f' at line {mark.line + 1}' if mark else ''}") from None
+    except RecursionError:
+        raise YamlTextError(f"nested deeper than {MAX_NESTING} levels") from None
+
+
+def read_spec_document(text: str) -> Any:
+    """A spec or sweep file's text as data: too long, broken or too deeply nested -> one-line SpecError."""
     if len(text) > MAX_SPEC_CHARS:
         raise SpecError(f"spec: larger than {MAX_SPEC_CHARS:,} characters (the limit of a spec)")
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise SpecError(f"spec: not valid YAML{where}") from None
-    except RecursionError:
-        raise SpecError(f"spec: nested deeper than {MAX_NESTING} levels") from None
+        return parse_yaml(text)
+    except YamlTextError as exc:
+        raise SpecError(f"spec: {exc}") from None
+
+
+def read_spec_text(text: str, overrides: list[str] | None = None) -> ExperimentSpec:
+    data = read_spec_document(text)
     if isinstance(data, dict) and overrides:
         data = apply_overrides(data, overrides)
     return parse_spec(data)
@@ -449,54 +473,3 @@ def load_spec(path: str, overrides: list[str] | None = None) -> ExperimentSpec:
     except UnicodeDecodeError:
         raise SpecError(f"spec: {path} is not UTF-8 text") from None
     return read_spec_text(text, overrides)
-
-
-def validate(spec: ExperimentSpec, registry: Registry) -> Any:
-    """Semantic checks against the topology and the CC registry; returns the topology plan."""
-    from fastlab.topology import TopologyError, build_plan
-
-    try:
-        plan = build_plan(spec.topology, spec.topology_args)
-    except TopologyError as exc:
-        raise SpecError(str(exc)) from None
-    hosts = plan.host_names()
-    for i, flow in enumerate(spec.flows):
-        for end in ("src", "dst"):
-            name = getattr(flow, end)
-            if name not in hosts:
-                raise SpecError(f"flows[{i}].{end}: unknown host {name!r} in topology {spec.topology} "
-                                f"(hosts: {', '.join(sorted(hosts))})")
-        try:
-            cc = registry.check_usable(flow.cc)
-        except CCError as exc:
-            raise SpecError(f"flows[{i}].cc: {exc}") from None
-        try:
-            cc.validate_args(flow.cc_args)
-        except CCError as exc:
-            raise SpecError(f"flows[{i}].cc_args: {exc}") from None
-    _validate_paths(spec, plan)
-    for link_id in spec.links:
-        if link_id not in plan.shaped:
-            raise SpecError(f"links.{link_id}: topology {spec.topology} has no shaped link {link_id!r} "
-                            f"(shaped links: {', '.join(sorted(plan.shaped))})")
-    return plan
-
-
-def _validate_paths(spec: ExperimentSpec, plan: Any) -> None:
-    """Flow paths and reroutes name paths of the topology's OpenFlow core and flows that exist."""
-    design = plan.metadata.get("openflow")
-    paths = sorted(design["paths"]) if design else []
-    where = [(f"flows[{i}].path", f.path) for i, f in enumerate(spec.flows) if f.path is not None]
-    where += [(f"reroutes[{i}].path", r.path) for i, r in enumerate(spec.reroutes)]
-    if (where or spec.controller) and not design:
-        field_name = where[0][0] if where else "controller"
-        hint = " (sc2002: set topology_args.core: switched)" if spec.topology == "sc2002" else ""
-        raise SpecError(f"{field_name}: topology {spec.topology} has no OpenFlow core with paths{hint}")
-    for field_name, path in where:
-        if path not in paths:
-            raise SpecError(f"{field_name}: unknown path {path!r} (paths: {', '.join(paths)})")
-    flow_ids = {f"f{n}" for n in range(1, sum(f.count for f in spec.flows) + 1)}
-    for i, reroute in enumerate(spec.reroutes):
-        for flow_id in reroute.flows or []:
-            if flow_id not in flow_ids:
-                raise SpecError(f"reroutes[{i}].flows: no flow {flow_id} (flows: {', '.join(sorted(flow_ids))})")

@@ -16,8 +16,6 @@ from pydantic import ValidationError
 
 from fastlab.spec import LinkSpec, format_validation_error
 
-MTU_BYTES = 1500  # standard frames throughout (DESIGN.md §5)
-
 
 class TopologyError(ValueError):
     """Unknown topology or invalid topology_args; the message names the field."""

@@ -9,7 +9,6 @@ samples back, which go onto the sample bus.
 from __future__ import annotations
 
 import contextlib
-import json
 import subprocess
 import threading
 import time
@@ -20,10 +19,12 @@ from typing import Any
 
 from fastlab import paths
 from fastlab.spec import ExperimentSpec
+from fastlab.supervised import Supervised, stop_all
 from fastlab.topology import TopologyPlan
 
 BASE_PORT = 5001
 RECEIVER_GRACE_S = 5.0
+STOP_GRACE_S = 3.0  # a flowtool ends its sample loop and exits on SIGTERM
 
 
 @dataclass(frozen=True)
@@ -67,35 +68,25 @@ class Traffic:
     started: dict[str, dict[str, Any]] = field(default_factory=dict)
     finished: dict[str, dict[str, Any]] = field(default_factory=dict)
     received: dict[str, dict[str, Any]] = field(default_factory=dict)
-    _procs: list[tuple[str, subprocess.Popen[str]]] = field(default_factory=list)
+    _procs: list[Supervised] = field(default_factory=list)
     _threads: list[threading.Thread] = field(default_factory=list)
     _cancel: threading.Event = field(default_factory=threading.Event)
 
     def _spawn(self, host: str, argv: list[str], on_line: Callable[[dict[str, Any]], None], what: str,
                cgroup: Path | None = None) -> None:
-        proc = self.net.node(host).popen([paths.python(), "-m", "fastlab.flowtool", *argv],
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                         bufsize=1, cwd=str(paths.REPO))
-        self.net.state.add_pid(proc.pid, what)
-        self._procs.append((what, proc))
+        def on_exit(tool: Supervised) -> None:
+            if tool.returncode != 0 and not self._cancel.is_set():
+                self.errors.append(f"{what}: {tool.stderr_text() or f'exit {tool.returncode}'}")
+
+        tool = Supervised.start(what, [paths.python(), "-m", "fastlab.flowtool", *argv], state=self.net.state,
+                                on_message=on_line, on_exit=on_exit, popen=self.net.node(host).popen,
+                                cwd=str(paths.REPO))
+        self._procs.append(tool)
         if cgroup is not None:  # the sender waits for this before it opens its socket
             try:
-                (cgroup / "cgroup.procs").write_text(str(proc.pid))
+                (cgroup / "cgroup.procs").write_text(str(tool.pid))
             except OSError as exc:
                 self.errors.append(f"{what}: cannot move it into cgroup {cgroup}: {exc.strerror}")
-
-        def reader() -> None:
-            for line in proc.stdout:
-                try:
-                    on_line(json.loads(line))
-                except ValueError:
-                    continue
-            if proc.wait() != 0 and not self._cancel.is_set():
-                self.errors.append(f"{what}: {proc.stderr.read().strip() or f'exit {proc.returncode}'}")
-
-        thread = threading.Thread(target=reader, name=what, daemon=True)
-        thread.start()
-        self._threads.append(thread)
 
     def start(self, t0: float) -> None:
         """Start receivers now and senders at t0 + start_s."""
@@ -139,22 +130,15 @@ class Traffic:
                         on_send, f"sender {flow.id}", self.cgroup if clamped else None)
 
     def wait(self, timeout_s: float) -> None:
+        """Wait until every tool has ended by itself, for at most `timeout_s` in all."""
         deadline = time.monotonic() + timeout_s
-        for _what, proc in list(self._procs):
-            remaining = deadline - time.monotonic()
+        for tool in list(self._procs):
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=max(0.1, remaining))
+                tool.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            tool.join_reader(2)  # its last lines (the "done" summary) handed over
         for thread in self._threads:
             thread.join(timeout=2)
 
     def stop(self) -> None:
         self._cancel.set()
-        for _what, proc in self._procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for _what, proc in self._procs:
-            try:
-                proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_all(self._procs, STOP_GRACE_S)

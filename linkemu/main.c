@@ -811,10 +811,18 @@ static bool rx_dir(struct app *a, struct dir_io *d)
 		int64_t mono_minus_real;
 		int i, n;
 
+		uint8_t *in_place = emu_dir_rx_slot(&d->q);
+
 		for (i = 0; i < BATCH; i++) {
 			a->rx_msgs[i].msg_hdr.msg_control = a->rx_cmsg[i];
 			a->rx_msgs[i].msg_hdr.msg_controllen = CMSG_BUF;
 		}
+		/*
+		 * The first frame lands right where the queue stores it, so a
+		 * frame kept whole (the usual case) is never copied in user
+		 * space; the others go through the receive buffer.
+		 */
+		a->rx_iov[0].iov_base = in_place ? in_place : a->rxbuf;
 		n = recvmmsg(d->rx_fd, a->rx_msgs, batch,
 			     MSG_DONTWAIT | MSG_TRUNC, NULL);
 		if (n < 0) {

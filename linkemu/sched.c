@@ -5,8 +5,9 @@
  * can run under a fake clock in the unit tests and cannot block the
  * forwarding loop.  Per segment the work is one loss decision and one
  * drop-tail check; per stored frame, one memcpy into the arena (a cut for a
- * partial run of a super-frame), one division for the serialization time,
- * and (with jitter) one PRNG draw.
+ * partial run of a super-frame; none for a frame received in place and kept
+ * whole), one division for the serialization time, and (with jitter) one
+ * PRNG draw.
  */
 #include "sched.h"
 
@@ -142,6 +143,26 @@ static int arena_grow(struct emu_dir *d, uint64_t need)
 	return 0;
 }
 
+/*
+ * Make room for `need` (aligned) contiguous bytes at the arena's tail,
+ * growing it if needed: the offset where they start and the padding that
+ * skips the arena's end before them (a frame never wraps).  -1: no memory.
+ */
+static int arena_room(struct emu_dir *d, uint64_t need, uint64_t *off,
+		      uint64_t *pad)
+{
+	struct emu_arena *a = &d->arena;
+
+	for (;;) {
+		*off = a->tail & (a->size - 1);
+		*pad = *off + need > a->size ? a->size - *off : 0;
+		if (a->tail + *pad + need - a->head <= a->size)
+			return 0;
+		if (arena_grow(d, need + *pad))
+			return -1;
+	}
+}
+
 /* Room for `bytes` contiguous bytes at the arena's tail, or NULL. */
 static uint8_t *arena_alloc(struct emu_dir *d, uint32_t bytes, uint32_t *alloc,
 			    uint64_t *end)
@@ -150,19 +171,38 @@ static uint8_t *arena_alloc(struct emu_dir *d, uint32_t bytes, uint32_t *alloc,
 	uint64_t need = ((uint64_t)bytes + ARENA_ALIGN - 1) & ~(uint64_t)(ARENA_ALIGN - 1);
 	uint64_t off, pad;
 
-	for (;;) {
-		off = a->tail & (a->size - 1);
-		/* A frame never wraps: skip the arena's end instead. */
-		pad = off + need > a->size ? a->size - off : 0;
-		if (a->tail + pad + need - a->head <= a->size)
-			break;
-		if (arena_grow(d, need + pad))
-			return NULL;
-	}
+	if (arena_room(d, need, &off, &pad))
+		return NULL;
 	a->tail += pad + need;
 	*alloc = (uint32_t)(pad + need);
 	*end = a->tail;
 	return a->buf + (off + pad) % a->size;
+}
+
+uint8_t *emu_dir_rx_slot(struct emu_dir *d)
+{
+	struct emu_arena *a = &d->arena;
+	uint32_t pre = d->vnet ? GSO_VNET_HDR_LEN : 0;
+	uint64_t need = ((uint64_t)pre + d->max_frame + ARENA_ALIGN - 1) &
+			~(uint64_t)(ARENA_ALIGN - 1);
+	uint64_t off, pad;
+
+	d->rx_slot = NULL;
+	if (d->vnet && d->max_run_segs &&
+	    d->max_run_segs < EMU_RX_IN_PLACE_MIN_RUN)
+		return NULL;
+	if (arena_room(d, need, &off, &pad))
+		return NULL;
+	/*
+	 * Skip the arena's end now, as arena_alloc() would for the frame: the
+	 * padding is freed with the next frame that leaves.
+	 */
+	if (pad) {
+		a->tail += pad;
+		off = 0;
+	}
+	d->rx_slot = a->buf + off;
+	return d->rx_slot;
 }
 
 int emu_dir_init(struct emu_dir *d, const struct emu_dir_cfg *cfg)
@@ -215,11 +255,14 @@ int emu_dir_init(struct emu_dir *d, const struct emu_dir_cfg *cfg)
 		d->arena.max = d->arena.size;
 	d->ring = calloc(d->cap, sizeof(*d->ring));
 	d->arena.buf = malloc(d->arena.size);
-	if (!d->ring || !d->arena.buf) {
+	d->scratch = malloc(d->max_frame);
+	if (!d->ring || !d->arena.buf || !d->scratch) {
 		free(d->ring);
 		free(d->arena.buf);
+		free(d->scratch);
 		d->ring = NULL;
 		d->arena.buf = NULL;
+		d->scratch = NULL;
 		return -1;
 	}
 	return 0;
@@ -231,6 +274,7 @@ void emu_dir_destroy(struct emu_dir *d)
 		d->ops->destroy(d->ops_ctx);
 	free(d->arena.buf);
 	free(d->ring);
+	free(d->scratch);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -331,7 +375,8 @@ void emu_dir_advance(struct emu_dir *d, uint64_t now_ns)
  */
 static int queue_run(struct emu_dir *d, uint64_t arrival_ns,
 		     const struct gso_layout *lay, const uint8_t *frame,
-		     uint32_t first, uint32_t n, uint64_t first_index)
+		     uint32_t first, uint32_t n, uint64_t first_index,
+		     bool in_place)
 {
 	uint32_t pre = d->vnet ? GSO_VNET_HDR_LEN : 0;
 	uint32_t len = gso_run_len(lay, first, n), alloc;
@@ -347,7 +392,14 @@ static int queue_run(struct emu_dir *d, uint64_t arrival_ns,
 		return -1;
 	p = slot(d, d->tail);
 	p->data = mem + pre;
-	p->len = gso_cut(lay, frame, first, n, p->data, &vh);
+	if (in_place && p->data == frame) {
+		/* Received right here and kept whole: nothing to copy. */
+		p->len = lay->len;
+		vh = lay->vh;
+	} else {
+		/* (in place elsewhere cannot happen: the slot is the tail) */
+		p->len = gso_cut(lay, frame, first, n, p->data, &vh);
+	}
 	if (pre)
 		gso_vnet_write(mem, &vh);
 	p->segs = n;
@@ -404,7 +456,10 @@ uint32_t emu_dir_enqueue_frame(struct emu_dir *d, uint64_t arrival_ns,
 	uint64_t run_bytes = 0, run_index = 0;
 	uint32_t max_run = d->max_run_segs ? d->max_run_segs : UINT32_MAX;
 	uint64_t late_pkts = 0, late_bytes = 0;
+	bool in_place = d->rx_slot &&
+			frame == d->rx_slot + (d->vnet ? GSO_VNET_HDR_LEN : 0);
 
+	d->rx_slot = NULL;
 	if (!lay->len || lay->len > d->max_frame)
 		return 0;
 	/*
@@ -457,8 +512,18 @@ uint32_t emu_dir_enqueue_frame(struct emu_dir *d, uint64_t arrival_ns,
 			run_bytes += seg;
 		}
 		if (run_n && (drop || run_n == max_run || i + 1 == lay->segs)) {
+			if (in_place && run_n != lay->segs) {
+				/*
+				 * A cut: its runs are written at the tail, where
+				 * this frame lies.  Nothing is stored yet (this is
+				 * the first run), so move the frame aside first.
+				 */
+				memcpy(d->scratch, frame, lay->len);
+				frame = d->scratch;
+				in_place = false;
+			}
 			if (queue_run(d, arrival_ns, lay, frame, run_first,
-				      run_n, run_index)) {
+				      run_n, run_index, in_place)) {
 				/* Out of ring or arena memory: a full buffer too. */
 				d->c.queue_drops += run_n;
 			} else {

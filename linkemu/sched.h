@@ -229,6 +229,13 @@ struct emu_dir {
 	size_t mask;
 	uint64_t head, ser, assign, tail;
 	struct emu_arena arena;
+	/*
+	 * Receive in place (emu_dir_rx_slot): where the I/O loop may receive
+	 * the next frame, right at the arena's tail, and where such a frame is
+	 * moved before it is cut (a cut writes over the tail).
+	 */
+	uint8_t *rx_slot;
+	uint8_t *scratch;
 
 	uint64_t now_ns;		/* latest time seen (clock is clamped) */
 	uint64_t last_arrival_ns;
@@ -276,6 +283,19 @@ uint32_t emu_dir_enqueue_frame(struct emu_dir *d, uint64_t arrival_ns,
 			       const struct gso_layout *lay,
 			       const uint8_t *frame, emu_loss_cb on_loss,
 			       void *cb_ctx);
+
+/*
+ * Receive in place: room at the arena's tail for one frame of up to
+ * max_frame bytes (after the vnet header, if any, which goes first), or NULL
+ * when the caller should receive elsewhere (out of memory, or super-frames
+ * here are cut into runs shorter than EMU_RX_IN_PLACE_MIN_RUN anyway).  A
+ * frame received there and then offered to emu_dir_enqueue_frame() at that
+ * address is kept without a copy when it is queued whole -- the usual case
+ * -- and moved aside first when it is cut.  The slot is valid until the
+ * next enqueue.
+ */
+#define EMU_RX_IN_PLACE_MIN_RUN	45	/* segments of a 64 KB TSO frame, MSS 1448 */
+uint8_t *emu_dir_rx_slot(struct emu_dir *d);
 
 /* Bring the direction up to now_ns (policy hook, backlog accounting). */
 void emu_dir_advance(struct emu_dir *d, uint64_t now_ns);

@@ -1,4 +1,10 @@
-"""Shared fixtures. Integration tests need root (namespaces, tc) and the built emulator."""
+"""Shared fixtures. Integration tests need root (namespaces, tc) and the built emulator.
+
+Markers (pyproject.toml), set here so no test has to remember them: `root` on every test that uses
+the `as_root` fixture or lives in a folder of real runs, `slow` on the folders of real experiments.
+`make check` runs `-m "not root and not slow"` over tests/unit (as any user); `make test` runs the
+unit tier first, then everything else.
+"""
 
 from __future__ import annotations
 
@@ -33,6 +39,23 @@ def machine_leftovers() -> dict[str, list[str]]:
     root = cgroup2_root()
     cgroups = sorted(p.name for p in root.glob("fastlab-fl*")) if root is not None else []
     return {"interfaces": intfs, "bridges": bridges, "state_files": states, "cgroups": cgroups}
+
+
+ROOT_FOLDERS = ("integration", "labs", "stock_kernel")  # real namespaces, tc, BPF
+SLOW_FOLDERS = ("integration", "labs", "stock_kernel")  # real experiments of seconds to minutes
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests = Path(__file__).resolve().parent
+    for item in items:
+        try:
+            folder = item.path.resolve().relative_to(tests).parts[0]
+        except ValueError:
+            continue
+        if folder in ROOT_FOLDERS or "as_root" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.root)
+        if folder in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

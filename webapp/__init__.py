@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import yaml
 from flask import (
     Flask,
@@ -61,7 +62,7 @@ from flask import (
 from markupsafe import Markup
 from werkzeug.exceptions import BadRequest, HTTPException
 
-from fastlab import explain, fast_theory, fidelity_view, paths
+from fastlab import explain, fast_theory, fidelity_view, paths, tables
 from fastlab.ccruntime import LiveControlError
 from fastlab.labs import LABS_DIR, LabError
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
@@ -155,6 +156,9 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         raise ValueError(f"binding to {host} (beyond loopback) needs an access token (--token or FASTLAB_TOKEN)")
     app = Flask(__name__)
     app.jinja_env.filters["when"] = human_time
+    # fastlab's own templates too: tables.html, the summary tables report.html draws the same way
+    app.jinja_loader = jinja2.ChoiceLoader([app.jinja_loader, jinja2.PackageLoader("fastlab", "templates")])
+    app.jinja_env.globals["run_tables"] = tables.run_tables
     root = Path(results_root or paths.results_root())
     database = Path(db_path or root / "history.sqlite3")
     app.config.update(RESULTS_ROOT=root, DATABASE=database, MAX_CONTENT_LENGTH=256 * 1024,

@@ -128,24 +128,32 @@ def utilization_gap(run: StepRun, better: str, worse: str, min_gap: float, max_g
     a, b = _utilization(run, better), _utilization(run, worse)
     names = f"{run.flow_summary(better)['cc']} - {run.flow_summary(worse)['cc']}"
     result = within(f"utilization gap {names}", a - b, min_gap, max_gap,
-                    "under random loss p a loss-based window averages 1.22/sqrt(p) packets: where that is well "
-                    "below the path's BDP + queue, loss limits Reno and FAST (which climbs back within a few RTTs "
-                    "after halving) leads by tens of points; where it is not, both fill the link. Reno's figure "
-                    "rests on the handful of random losses in the window: +-0.15")
+                    "losing one packet in 1/p, Reno's window saws between W/2 and W = sqrt(8/(3p)) packets and "
+                    "averages 1.22/sqrt(p) (Mathis et al. 1997, periodic loss): where that is well below the path's "
+                    "BDP + queue, loss limits Reno "
+                    "and FAST (which climbs back within a few RTTs after halving) leads by tens of points; where "
+                    "it is not, both fill the link")
     result.note = f"{a:.3f} vs {b:.3f}"
     return result
 
 
 @checkpoint
 def loss_rate(run: StepRun, link: str) -> CheckResult:
-    """The seeded random loss the spec asks for was applied: drops / arrivals on the link."""
-    asked = float(run.spec["links"][link]["loss"]["rate"])
+    """The loss the spec asks for was applied: drops / arrivals on the link."""
+    loss = run.spec["links"][link]["loss"]
     summary = run.link_summary(link)
     arrivals = summary.get("arrivals_pkts") or 0
     if arrivals <= 0:
         raise MissingData(f"links.csv counts no arrivals on {link}")
+    drops = summary["loss_drops"] / arrivals
+    if loss["model"] == "every_nth":
+        n = int(loss["n"])
+        expected = arrivals // n
+        return within(f"loss rate on {link}", drops, max(0, expected - 1) / arrivals, (expected + 1) / arrivals,
+                      f"every {n}th packet: exactly arrivals / {n} drops, give or take the one in flight "
+                      "when the counters were read")
+    asked = float(loss["rate"])
     expected = asked * arrivals
     spread = 4 * expected ** 0.5 + 1
-    return within(f"loss rate on {link}", summary["loss_drops"] / arrivals,
-                  max(0.0, expected - spread) / arrivals, (expected + spread) / arrivals,
+    return within(f"loss rate on {link}", drops, max(0.0, expected - spread) / arrivals, (expected + spread) / arrivals,
                   f"Bernoulli drops at p = {asked:g}: the count is binomial, +-4 standard deviations")

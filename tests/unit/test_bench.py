@@ -28,3 +28,14 @@ def test_softirq_share_on_captured_perf_script() -> None:
     assert emulator.softirq_share(captured) == (4 / 12, 12)
     share, samples = emulator.softirq_share("")
     assert samples == 0 and math.isnan(share)
+
+
+def test_proc_cpu_ticks_on_captured_stat_lines() -> None:
+    """bench/emulator.py's receive-thread CPU: utime + stime (fields 14 and 15 of proc(5)); a comm with
+    spaces and parentheses must not shift the fields (captured from /proc/14/stat, ksoftirqd/0)."""
+    emulator = bench_module("emulator")
+    line = ("14 (ksoftirqd/0) S 2 0 0 0 -1 69238848 0 0 0 0 812 1093 0 0 20 0 1 0 11 0 0 "
+            "18446744073709551615 0 0 0 0 0 0 0 2147483647 0 1 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0")
+    assert emulator.proc_cpu_ticks(line) == 812 + 1093
+    odd = line.replace("(ksoftirqd/0)", "(napi/a) b) (c-7)")
+    assert emulator.proc_cpu_ticks(odd) == 812 + 1093

@@ -84,12 +84,22 @@ def test_what_happened_from_a_spec() -> None:
 
 
 def test_the_report_shows_the_note_escaped() -> None:
-    from fastlab.report import what_happened_section
+    import pandas as pd
 
-    assert what_happened_section({}) == ""
-    section = what_happened_section({"what_happened": ["backlog 2.6 ≪ α = 30", "<b>x</b>"]})
-    assert section.startswith("<h2>What happened</h2>") and "<li>backlog 2.6 ≪ α = 30</li>" in section
-    assert "&lt;b&gt;x&lt;/b&gt;" in section
+    from fastlab import report
+
+    env = {"run": {"name": "n", "prefix": "flabcd", "started": "2026-11-24T03:00:00+00:00"}, "kernel": "6.18",
+           "backends": {}, "shaping": [], "tools": {}}
+    empty = pd.DataFrame()
+
+    def page(summary: dict) -> str:
+        return report.render("name: n\n", {"flows": [], "links": [], "jain_index": 1.0} | summary, env,
+                             empty, empty, empty)
+
+    assert "What happened" not in page({})
+    section = page({"what_happened": ["backlog 2.6 ≪ α = 30", "<b>x</b>"]})
+    assert '<h2>What happened</h2><ul class="what-happened"><li>backlog 2.6 ≪ α = 30</li>' in section
+    assert "&lt;b&gt;x&lt;/b&gt;" in section and "<b>x</b>" not in section
 
 
 @pytest.mark.parametrize("p", [1e-9, 1e-7, 1e-5, 1e-3, 0.01, 0.2])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fastlab.fast_theory import step_figures, step_response
+from fastlab.fast_theory import SharedQueue, fast_queued_over_alpha, step_figures, step_response
 
 BDP = 66.7  # 20 Mb/s x 40 ms in 1500-byte packets
 
@@ -44,3 +44,35 @@ def test_step_figures_on_a_hand_made_series() -> None:
     assert fig.settling == 2  # 125 is the last value outside 120 +- 2 (118 is on its edge, inside)
     with pytest.raises(ValueError, match="no step"):
         step_figures(120, [120, 120.5, 120], band=1)
+
+
+# --- FAST against Reno in one drop-tail queue (lab 04's band) ----------------------------------------
+
+SHORT = SharedQueue(5, 75, (180,), (12,), (118, 118), 19, 10)  # lab 04 fast-one, short form
+
+
+def test_fast_alone_keeps_alpha_queued_within_its_floor_band() -> None:
+    """No Reno: the update law's equilibrium, alpha less the floor's 0..1/gamma packets (lab 02)."""
+    alone = SharedQueue(20, 300, (180,), (50,), (), 30, 10)
+    ratio = fast_queued_over_alpha(alone, None)
+    assert (50 - 2) / 50 - 0.01 <= ratio <= 1.01, ratio
+
+
+def test_reno_overflows_bound_fast_between_every_hit_and_none() -> None:
+    floor = fast_queued_over_alpha(SHORT, True)
+    ceiling = fast_queued_over_alpha(SHORT, False)
+    drawn = [fast_queued_over_alpha(SHORT, None, seed) for seed in range(5)]
+    # each halving costs FAST several RTTs of its share: losing at every overflow costs a lot
+    assert floor < 0.7 < 0.85 < ceiling <= 1.02, (floor, ceiling)
+    assert all(floor - 0.02 <= r <= ceiling + 0.02 for r in drawn), drawn
+    assert fast_queued_over_alpha(SHORT, None, 3) == drawn[3]  # seeded: the same draw
+
+
+def test_more_time_between_overflows_means_less_lost_share() -> None:
+    """A bigger pipe and buffer (the full form, 4x) makes Reno's sawtooth 4x longer, so each halving
+    costs FAST a smaller fraction of the window: the floor rises."""
+    full = SharedQueue(20, 300, (180,), (50,), (118, 118), 60, 10)
+    def mean_floor(q: SharedQueue) -> float:  # Reno's own drops are drawn: over five draws
+        return sum(fast_queued_over_alpha(q, True, seed) for seed in range(5)) / 5
+
+    assert mean_floor(full) > mean_floor(SHORT) + 0.1

@@ -42,8 +42,23 @@ def test_a_quiet_run_is_faithful() -> None:
     verdict = fidelity.assess(quiet())
     assert verdict["faithful"] is True and verdict["reasons"] == [] and verdict["advice"] is None
     # 20 + 20 µs median over two crossings + the largest p99 (80 µs) = 0.12 ms, budget max(0.5, 1% of 40 ms)
-    assert verdict["paths"] == [{"flow": "f1", "emulation_delay_ms": 0.12, "budget_ms": 0.5, "basis": "base RTT"}]
+    assert verdict["paths"] == [{"flow": "f1", "emulation_delay_ms": 0.12, "budget_ms": 0.5, "basis": "base RTT",
+                                 "idle_emulation_delay_ms": None}]  # no idle-phase stats given
     assert verdict["links"]["bottleneck"]["forward"]["late_p99_us"] == 80
+
+
+def test_the_idle_pings_lateness_is_reported_not_judged() -> None:
+    """An emulator idling between pings wakes late: what that added to the idle RTT is reported per
+    path (from the stats line after the idle phase), and no flow ran then, so it is no reason."""
+    idle = stats(p50=900, p99=1500)  # 0.9 + 0.9 + 1.5 ms: far above the 0.5 ms budget
+    verdict = fidelity.assess(quiet(idle_emulators={"bottleneck": idle}))
+    assert verdict["faithful"] is True and verdict["reasons"] == []
+    assert verdict["paths"][0]["idle_emulation_delay_ms"] == 3.3
+    assert verdict["paths"][0]["emulation_delay_ms"] == 0.12  # the flows' figure is the whole run's
+    assert verdict["idle_links"]["bottleneck"]["reverse"]["late_p50_us"] == 900
+    details = fidelity_view.details_html(verdict)
+    assert "delay the emulators added to the idle pings" in details and "f1 3.30 ms" in details
+    assert "idle pings" not in fidelity_view.details_html(fidelity.assess(quiet()))  # none measured: no line
 
 
 @pytest.mark.parametrize("changes, pattern", [
@@ -179,3 +194,55 @@ def test_results_room_names_what_is_wrong(tmp_path, monkeypatch) -> None:
     assert "1.0 MB free" in results_room(tmp_path / "new" / "run", need)
     monkeypatch.setattr(shutil, "disk_usage", lambda _p: usage(10**12, 0, 10**11))
     assert results_room(tmp_path / "new" / "run", need) is None
+
+
+def test_report_tables_speak_words_and_keep_the_keys() -> None:
+    """report.html's headers are words with units (the summary.json key as each one's tooltip); numbers
+    have 4 significant digits, utilization is a percentage, a missing value is '-'."""
+    summary: dict[str, Any] = {
+        "flows": [{"id": "f1", "src": "h1", "dst": "h2", "cc": "fast", "throughput_mbps": 623.0048,
+                   "mean_rtt_ms": 181.4132, "min_rtt_ms": None, "future_metric": 7}],
+        "links": [{"id": "bottleneck", "capacity_mbps": 10000.0, "utilization": 0.98765,
+                   "mean_backlog_pkts": 12.34567, "reverse": {"utilization": 0.1}}], "jain_index": 1.0}
+    empty = pd.DataFrame()
+    page = report.render("name: demo\n", summary, ENVIRONMENT, empty, empty, empty)
+    assert '<th title="throughput_mbps">goodput (Mb/s)</th>' in page
+    num = '<td class="num">'  # numbers are right-aligned, words not
+    assert '<th title="utilization">busy (%)</th>' in page and f"{num}98.8</td>" in page
+    assert f"{num}623</td>" in page and f"{num}181.4</td>" in page and f"{num}12.35</td>" in page
+    assert f"{num}-</td>" in page  # min RTT unknown (a numeric column)
+    assert "<td>fast</td>" in page  # the algorithm: a word
+    assert f"{num}10000</td>" in page and '<th title="id">link</th>' in page and '<th title="id">flow</th>' in page
+    assert '<th title="future_metric">future_metric</th>' in page  # never hidden
+    assert "reverse" not in page.split("<h2>Links</h2>")[1].split("</table>")[0]  # nested: not a column
+    assert page.index("<h2>Flows</h2>") < page.index("<h2>Backends</h2>")
+
+
+def test_report_escapes_everything_it_did_not_build() -> None:
+    """The template autoescapes: a run name, a spec, a flow's field and a tool's version are text."""
+    env = copy.deepcopy(ENVIRONMENT)
+    env["run"]["name"] = "<script>alert(1)</script>"
+    env["tools"] = {"iperf3": "</pre><img src=x onerror=alert(2)>"}
+    summary: dict[str, Any] = {"flows": [{"id": "f1", "cc": "<i>fast</i>"}], "links": [], "jain_index": 1.0}
+    empty = pd.DataFrame()
+    page = report.render("name: '<b>x</b>'\n", summary, env, empty, empty, empty)
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<img src=x" not in page and "<b>x</b>" not in page and "<i>fast</i>" not in page
+
+
+def test_report_gives_each_flow_one_colour_on_every_panel() -> None:
+    """f1's goodput, window, RTT and FAST state share one colour, f2's another (f10 after f2); the FAST
+    state's quantities differ by dash, not colour."""
+    flows = pd.DataFrame({"flow": ["f1", "f2", "f10"] * 2, "t": [0, 0, 0, 1, 1, 1], "goodput_mbps": 1.0,
+                          "cwnd_pkts": 10.0, "srtt_ms": 40.0})
+    events = pd.DataFrame({"flow": ["f1", "f2"], "t": [0.5, 0.5], "event": ["update", "update"],
+                           "target": [30.0, 30.0], "backlog": [28.0, 31.0]})
+    fig = report.figure(flows, pd.DataFrame(), events)
+    by_flow: dict[str, set[str]] = {}
+    for trace in fig.data:
+        by_flow.setdefault(trace.name.split()[0], set()).add(trace.line.color)
+    assert all(len(colours) == 1 for colours in by_flow.values()), by_flow
+    assert len({next(iter(c)) for c in by_flow.values()}) == 3
+    assert report.flow_colours(flows) == {"f1": report.PALETTE[0], "f2": report.PALETTE[1], "f10": report.PALETTE[2]}
+    dashes = {t.line.dash for t in fig.data if t.name.startswith("f1 ") and t.name.split()[1] in report.STATE_DASH}
+    assert dashes == {"dot", "solid"}

@@ -1,7 +1,6 @@
 """The package's import graph (every `import fastlab.x` / `from fastlab.x import`, also inside
-functions): no import circle beyond the one still listed here, which issue 13's plan layer is to
-remove. A new circle fails this test; removing a listed one fails it too, so the list
-shrinks with the code."""
+functions): no import circle. The last one, spec <-> topology, ended when the semantic checks moved
+to fastlab/plan.py; a new circle fails this test."""
 
 from __future__ import annotations
 
@@ -9,24 +8,33 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "fastlab"
-KNOWN_CIRCLES = {
-    frozenset({"spec", "topology"}),  # the semantic validation in spec.py: the plan layer is to own it
-}
+KNOWN_CIRCLES: set[frozenset[str]] = set()  # spec <-> topology ended when fastlab/plan.py took the semantic checks
 
 
-def imports(path: Path) -> set[str]:
-    """Modules of the package that a module imports, by short name."""
+def module_name(path: Path) -> str:
+    """fastlab/x.py -> "x"; fastlab/cli/run.py -> "cli.run"; fastlab/cli/__init__.py -> "cli"."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path, modules: set[str]) -> set[str]:
+    """Modules of the package (names as module_name gives them) that a module imports."""
+    def resolve(dotted: str) -> str:  # the longest package module the dotted name starts with
+        parts = dotted.split(".")
+        for n in range(len(parts), 0, -1):
+            if ".".join(parts[:n]) in modules:
+                return ".".join(parts[:n])
+        return parts[0]
+
     out: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("fastlab"):
-            parts = node.module.split(".")
-            if len(parts) > 1:
-                out.add(parts[1])
-            else:  # from fastlab import a, b
-                out |= {alias.name for alias in node.names}
+            rest = node.module.removeprefix("fastlab").lstrip(".")
+            # from fastlab import a, b / from fastlab.cli import run: each name may be a module
+            out |= {resolve(f"{rest}.{alias.name}" if rest else alias.name) for alias in node.names}
         elif isinstance(node, ast.Import):
-            out |= {a.name.split(".")[1] for a in node.names if a.name.startswith("fastlab.")}
-    return out - {path.stem}
+            out |= {resolve(a.name.removeprefix("fastlab.")) for a in node.names if a.name.startswith("fastlab.")}
+    return out - {module_name(path)}
 
 
 def circles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
@@ -62,7 +70,11 @@ def circles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
 
 
 def test_no_new_import_circles() -> None:
-    graph = {p.stem: imports(p) for p in PACKAGE.glob("*.py")}
+    files = [p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts]
+    modules = {module_name(p) for p in files}
+    graph = {module_name(p): imports(p, modules) for p in files}
+    assert {"cli", "cli.run", "cli.common", "sweep", "spec"} <= set(graph)  # subpackages are walked too
+    assert "cli.common" in graph["cli.run"] and "sweep" in graph["cli.sweep"]
     assert circles(graph) == KNOWN_CIRCLES
 
 

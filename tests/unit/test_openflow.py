@@ -19,8 +19,9 @@ from fastlab.openflow import (
     flow_rules,
     plan_rules,
 )
+from fastlab.plan import validate
 from fastlab.shaping import resolve
-from fastlab.spec import SpecError, parse_spec, validate
+from fastlab.spec import SpecError, parse_spec
 from fastlab.topology import build_plan
 
 SWITCHED = {"scale": 0.02, "core": "switched", "cern_hosts": 1, "chicago_hosts": 1, "sunnyvale_hosts": 1,

@@ -19,11 +19,11 @@ from fastlab.shaping import (
     emulator_samples,
     link_seed,
     loss_arg,
-    parse_emulator_line,
     plan_link,
     resolve,
 )
 from fastlab.spec import BernoulliLoss, EveryNthLoss, GilbertElliottLoss, LinkDirection, LinkSpec, PlannedLoss
+from fastlab.supervised import json_objects
 from fastlab.topology import build_plan
 
 DEVS = Devices("r1", "r1-eth1", "r2", "r2-eth1", "x2", "x2-a", "x2-b")
@@ -123,11 +123,11 @@ def test_emulator_stats_line_becomes_two_samples_in_ip_bytes() -> None:
     counters = {"rx_pkts": 10, "rx_bytes": 15140, "tx_pkts": 8, "tx_bytes": 12112, "queue_drops": 1,
                 "loss_drops": 1, "backlog_pkts": 0, "backlog_bytes": 0, "delay_line_pkts": 2}
     line = json.dumps({"event": "stats", "t": 12.5, "ab": counters, "ba": counters})
-    msg = parse_emulator_line(line)
+    # what the supervised reader hands over: the JSON objects among the lines (a cut line is skipped)
+    (msg,) = json_objects(["garbage\n", line + "\n", '{"event": "sta\n', "[1, 2]\n"])
     fwd, rev = emulator_samples("bottleneck", msg)
     assert fwd["direction"] == "forward" and rev["direction"] == "reverse"
     assert fwd["tx_bytes"] == 12112 - 8 * 14 and fwd["t"] == 12.5 and fwd["loss_drops"] == 1
-    assert parse_emulator_line("garbage") is None
 
 
 def test_reverse_only_link_direction_model() -> None:
@@ -219,3 +219,28 @@ def test_tc_poller_start_errors_raise_one_line(fake_reader: type[FakeReader]) ->
     with pytest.raises(ShapingError, match="qdisc dump failed"):
         Shaper(fake_net(), lambda sample: None).apply(tc_plan(), 0.01)
     assert fake_reader.opened[-1].closed
+
+
+def test_jumbo_frames_hold_the_same_bytes_in_fewer_packets() -> None:
+    """spec `mtu`: a buffer given as BDP or ms is the same bytes, counted in packets of the run's MTU
+    (50 Mb/s x 40 ms = 250 kB = 27.8 jumbo packets -> 28); a count of packets stays a count."""
+    plan = build_plan("dumbbell", {"rate_mbps": 50, "rtt_ms": 40, "buffer_bdp": 1.0})
+    jumbo = resolve(plan.shaped["bottleneck"], None, 9000)
+    assert (jumbo.forward.limit_pkts, jumbo.forward.mtu_bytes, jumbo.reverse.mtu_bytes) == (28, 9000, 9000)
+    assert resolve(plan.shaped["bottleneck"], LinkSpec.model_validate({"buffer": 10}), 9000).forward.limit_pkts == 10
+    small = resolve(plan.shaped["bottleneck"], LinkSpec.model_validate({"buffer": "1KB"}), 9000).forward
+    assert small.limit_bytes == 9000 + 14  # never below one frame
+    tc = [" ".join(c.argv) for c in plan_link(jumbo, DEVS, seed=1, stats_interval_ms=50, has_netem=True,
+                                               has_emulator=False, drops_log="-").commands]
+    assert "ip link set wire-a mtu 9000" in tc and "ip link set wire-b mtu 9000" in tc
+    assert any("htb rate 50000000bit ceil 50000000bit burst 18028" in a for a in tc)  # two jumbo frames
+    standard = [" ".join(c.argv) for c in plan_link(bottleneck(), DEVS, seed=1, stats_interval_ms=50,
+                                                    has_netem=True, has_emulator=False, drops_log="-").commands]
+    assert not any(" mtu " in a for a in standard)
+
+
+def test_fast_target_counts_alpha_in_packets_of_the_mtu() -> None:
+    from fastlab.fidelity import fast_target_ms
+
+    assert fast_target_ms(100, 1000) == pytest.approx(1.2)  # 100 x 1500 B at 1 Gb/s
+    assert fast_target_ms(100, 1000, 9000) == pytest.approx(7.2)

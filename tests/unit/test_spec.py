@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastlab.cc import Registry
-from fastlab.spec import Buffer, SpecError, apply_overrides, load_spec, parse_buffer, read_spec_text, validate
+from fastlab.plan import validate
+from fastlab.spec import Buffer, SpecError, apply_overrides, load_spec, parse_buffer, read_spec_text
 from tests.conftest import EXAMPLE
 
 KERNEL = Registry(kernel_listing=lambda: {"reno", "cubic", "bbr"}, module_listing=set)
@@ -265,3 +266,16 @@ def test_fuzzed_spec_values_end_in_one_line_errors(path: tuple, value: object) -
         plan_parameters(spec, registry)
     except SpecError as exc:
         assert "\n" not in str(exc) and str(exc)
+
+
+def test_mtu_defaults_to_standard_frames_and_takes_jumbo() -> None:
+    assert read_spec_text(ISSUE_SPEC).mtu == 1500
+    assert read_spec_text(ISSUE_SPEC + "mtu: 9000\n").mtu == 9000
+
+
+@pytest.mark.parametrize("value", [0, 575, 9001, 65536, 2**64, -1500, 1500.5, float("nan"), float("inf"), "9000",
+                                   True, [9000], {"bytes": 9000}])
+def test_bad_mtus_name_the_field(value: object) -> None:
+    with pytest.raises(SpecError, match=r"^mtu") as err:
+        read_spec_text(ISSUE_SPEC + f"mtu: {_yaml(value)}\n")
+    assert "\n" not in str(err.value)

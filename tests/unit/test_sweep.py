@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from fastlab import sweep
+from fastlab import sweep, sweep_report
 from fastlab.bundle import export, verify
 from fastlab.cc import Registry
-from fastlab.spec import SpecError, parse_override, validate
+from fastlab.plan import validate
+from fastlab.spec import SpecError, parse_override
 
 REPO = Path(__file__).resolve().parents[2]
 KERNEL = Registry(kernel_listing=lambda: {"reno", "cubic", "bbr"}, module_listing=set)
@@ -126,7 +127,7 @@ def summary(throughput: float, rtt: float, utilization: float, retransmits: int)
 
 
 def test_summary_metrics_total_and_per_flow_and_link() -> None:
-    m = sweep.summary_metrics(summary(10.0, 30.0, 0.9, 4))
+    m = sweep_report.summary_metrics(summary(10.0, 30.0, 0.9, 4))
     assert m["throughput_mbps"] == 15.0 and m["mean_rtt_ms"] == 31.0 and m["retransmits"] == 4
     assert m["bottleneck_utilization"] == 0.9 and m["f2_throughput_mbps"] == 5.0 and m["jain_index"] == 0.9
 
@@ -136,13 +137,13 @@ def test_aggregate_gives_mean_std_min_max_and_n_per_combination() -> None:
     throughputs = {"p00-r0": 10, "p00-r1": 12, "p00-r2": 14, "p01-r0": 20, "p01-r1": 22}  # p01-r2 not finished
     rows = pd.DataFrame([sweep.point_row(p, summary(throughputs[p.id], 30, 0.9, 1))
                          for p in plan.points if p.id in throughputs])
-    means = sweep.aggregate(rows, ["topology_args.rtt_ms"])
+    means = sweep_report.aggregate(rows, ["topology_args.rtt_ms"])
     assert list(means["topology_args.rtt_ms"]) == [10, 20] and list(means["n"]) == [3, 2]
     assert list(means["f1_throughput_mbps_mean"]) == [12, 21]
     assert means["f1_throughput_mbps_std"].tolist() == pytest.approx([2.0, 2 ** 0.5])
     assert list(means["f1_throughput_mbps_min"]) == [10, 20] and list(means["f1_throughput_mbps_max"]) == [14, 22]
     assert list(means["bottleneck_utilization_mean"]) == [0.9, 0.9]
-    page = sweep.render("sw", means, ["topology_args.rtt_ms"], 5, 6)
+    page = sweep_report.render("sw", means, ["topology_args.rtt_ms"], 5, 6)
     assert "5 of 6 points finished" in page and "plotly" in page
 
 
@@ -210,10 +211,11 @@ def verdict(faithful: bool) -> dict[str, object]:
 
 
 def test_summary_metrics_carry_the_fidelity_verdict_and_old_summaries_have_none() -> None:
-    assert sweep.summary_metrics(summary(10.0, 30.0, 0.9, 4))["faithful"] is None  # made before verdicts
-    assert sweep.summary_metrics(summary(10.0, 30.0, 0.9, 4) | {"fidelity": verdict(True)})["faithful"] == 1
-    assert sweep.summary_metrics(summary(10.0, 30.0, 0.9, 4) | {"fidelity": verdict(False)})["faithful"] == 0
-    assert sweep.summary_metrics({})["faithful"] is None and sweep.summary_metrics({})["throughput_mbps"] == 0
+    assert sweep_report.summary_metrics(summary(10.0, 30.0, 0.9, 4))["faithful"] is None  # made before verdicts
+    assert sweep_report.summary_metrics(summary(10.0, 30.0, 0.9, 4) | {"fidelity": verdict(True)})["faithful"] == 1
+    assert sweep_report.summary_metrics(summary(10.0, 30.0, 0.9, 4) | {"fidelity": verdict(False)})["faithful"] == 0
+    empty = sweep_report.summary_metrics({})
+    assert empty["faithful"] is None and empty["throughput_mbps"] == 0
 
 
 def test_sweep_rows_and_page_count_faithful_points_and_name_the_unfaithful_ones(tmp_path: Path) -> None:
@@ -254,7 +256,7 @@ def test_cluster_commands_offer_one_machine_per_worker() -> None:
     import argparse
     import sys
 
-    from fastlab.cli import cluster_argv
+    from fastlab.cli.sweep import cluster_argv
 
     worker = cluster_argv("worker", argparse.Namespace(address="tcp://10.0.0.5:8786", host="10.0.0.7",
                                                        local_directory=None))
@@ -263,3 +265,18 @@ def test_cluster_commands_offer_one_machine_per_worker() -> None:
     scheduler = cluster_argv("scheduler", argparse.Namespace(host="10.0.0.5", port=8786, scheduler_file=None))
     assert scheduler[3] == "scheduler" and scheduler[scheduler.index("--port") + 1] == "8786"
     assert "--resources" not in scheduler
+
+
+@pytest.mark.parametrize("text, message", [
+    ("sweep: {params: [1\n", "spec: not valid YAML at line 2"),
+    ("sweep: " + "[" * 5000 + "]" * 5000 + "\n", "spec: nested deeper than"),
+    ("name: x\n" + "#" * 1_000_001 + "\n", "spec: larger than 1,000,000 characters"),
+])
+def test_hostile_sweep_files_give_one_line(tmp_path: Path, text: str, message: str) -> None:
+    """The sweep file reader is the spec's (spec.parse_yaml): broken, absurdly nested or over-long
+    files are refused with one line, before anything is planned."""
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text)
+    with pytest.raises(SpecError) as err:
+        sweep.load_sweep(path)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)

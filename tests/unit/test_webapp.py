@@ -57,7 +57,9 @@ def test_history_lists_runs_and_survives_a_restart(client, tmp_path: Path) -> No
 
 def test_run_page_and_report(client) -> None:
     page = client.get("/runs/20261122-050000-demo-flabcd")
-    assert page.status_code == 200 and b"47.50" in page.data and b"emulator" in page.data
+    assert page.status_code == 200 and b"emulator" in page.data
+    # the summary tables as report.html draws them (fastlab.tables): headers in words, keys as tooltips
+    assert b'<th title="throughput_mbps">goodput (Mb/s)</th>' in page.data and b'class="num">47.5</td>' in page.data
     assert b'data-fidelity="unassessed"' in page.data and b"Not faithful" not in page.data  # an old run
     assert client.get("/runs/20261122-050000-demo-flabcd/report").data == b"<html>report</html>"
 

@@ -295,7 +295,7 @@ function readChange(row) {
 // --- the spec, validation, presets, submit ----------------------------------------------------------
 function buildSpec() {
   const spec = {name: $('f-name').value.trim(), topology: $('f-topology').value};
-  for (const key of ['duration_s', 'seed', 'sample_hz']) {
+  for (const key of ['duration_s', 'seed', 'sample_hz', 'mtu']) {
     const v = $(`f-${key}`).value;
     if (v !== '') spec[key] = Number(v);
   }
@@ -320,7 +320,8 @@ function changed() {
 // The engine's errors start with the field's path ("flows[0].cc_args: alpha=0 is out of range ...",
 // "links.bottleneck.loss.rate: ..."): find the input it names, mark it and say why beside it.
 function fieldFor(path, message) {
-  const top = {name: 'f-name', duration_s: 'f-duration_s', seed: 'f-seed', sample_hz: 'f-sample_hz', topology: 'f-topology'};
+  const top = {name: 'f-name', duration_s: 'f-duration_s', seed: 'f-seed', sample_hz: 'f-sample_hz', mtu: 'f-mtu',
+    topology: 'f-topology'};
   if (top[path]) return $(top[path]);
   let m = path.match(/^topology_args\.(\w+)/);
   if (m) return $('topology-args').querySelector(`[data-key="${CSS.escape(m[1])}"]`) || $('f-topology');
@@ -423,6 +424,7 @@ async function fillForm(spec) {
   $('f-duration_s').value = spec.duration_s ?? '';
   $('f-seed').value = spec.seed ?? '';
   $('f-sample_hz').value = spec.sample_hz ?? '';
+  $('f-mtu').value = spec.mtu ?? '';
   $('f-topology').value = spec.topology;
   renderTopologyArgs();
   setFields($('topology-args'), spec.topology_args);
@@ -462,7 +464,7 @@ async function init() {
     label.querySelector('.label').textContent = labelOf(label.dataset.specKey, prop);
     label.append(helpLine(prop.description));
   }
-  for (const key of ['seed', 'sample_hz']) $(`f-${key}`).placeholder = S.spec_schema.properties[key].default;
+  for (const key of ['seed', 'sample_hz', 'mtu']) $(`f-${key}`).placeholder = S.spec_schema.properties[key].default;
   // HTML patterns are compiled with the `v` flag, where a '-' inside [...] must be escaped.
   $('f-name').pattern = S.spec_schema.properties.name.pattern.replace(/^\^/, '').replace(/\$$/, '')
     .replace(/-\]/g, '\\-]');

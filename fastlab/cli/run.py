@@ -1,0 +1,180 @@
+"""`fastlab run`, `doctor`, `cleanup` and `topo`: one experiment, and what this machine and the topologies offer."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from fastlab import fidelity
+from fastlab.cli.common import CliError, cancel_on_signals, need_root, run_failed, table
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from fastlab.engine import RunError, prepare, run_experiment
+    from fastlab.spec import SpecError, load_spec
+
+    try:
+        spec = load_spec(args.spec, args.set)
+        if args.check:
+            prepare(spec)
+            print(f"{args.spec}: valid")
+            return 0
+    except SpecError as exc:
+        raise CliError(str(exc)) from None
+    need_root("fastlab run")
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists() and any(out.iterdir()):
+        raise CliError(f"--out {out}: directory exists and is not empty")
+
+    cancel = cancel_on_signals()
+    try:
+        result = run_experiment(spec, out=out, log=lambda m: print(m, file=sys.stderr), cancel=cancel)
+    except SpecError as exc:
+        raise CliError(str(exc)) from None
+    except RunError as exc:
+        return run_failed("run", exc, cancel)
+    for flow in result.summary["flows"]:
+        print(f"{flow['id']} {flow['src']}->{flow['dst']} {flow['cc']}: {flow['throughput_mbps']:.2f} Mb/s, "
+              f"min RTT {flow['min_rtt_ms']} ms, retransmits {flow['retransmits']}", file=sys.stderr)
+    for link in result.summary["links"]:
+        print(f"{link['id']}: utilization {link['utilization']:.3f}, mean backlog "
+              f"{link['mean_backlog_pkts']:.1f} pkts, drops {link['drops']}", file=sys.stderr)
+    print(fidelity.headline(result.summary.get("fidelity")), file=sys.stderr)
+    print(result.directory)
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from fastlab import selftest
+    from fastlab.capabilities import probe
+
+    if args.self_test:
+        need_root("doctor --self-test")
+        selftest.run(log=lambda msg: print(msg, file=sys.stderr))
+    caps = probe()
+    if args.json:
+        print(json.dumps(caps.as_dict() | {"capacity": selftest.load()}, indent=1))
+        return 0
+    print(f"kernel {caps.kernel}\n")
+    rows = [{"capability": k, "present": "yes" if p.present else "no", "detail": p.detail}
+            for k, p in caps.probes.items()]
+    print(table(rows, ["capability", "present", "detail"]))
+    print()
+    rows = [{"job": job, "backend": b, "why": w} for job, (b, w) in caps.backends().items()]
+    print(table(rows, ["job", "backend", "why"]))
+    print()
+    print(selftest.describe(selftest.load()))
+    return 0
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    from fastlab.runstate import KEPT, cleanup
+
+    need_root("fastlab cleanup")
+    removed = cleanup()
+    for item in removed:
+        print(item if item.startswith(KEPT) else f"removed {item}")
+    print(f"{len(removed)} leftover(s) removed" if removed else "nothing to clean up")
+    return 0
+
+
+def cmd_topo_list(args: argparse.Namespace) -> int:
+    from fastlab.topology import catalogue
+
+    print(table(catalogue(), ["name", "description", "arguments"]))
+    return 0
+
+
+def cmd_topo_show(args: argparse.Namespace) -> int:
+    from fastlab import routing, selftest
+    from fastlab.shaping import resolve
+    from fastlab.spec import SpecError, parse_override
+    from fastlab.topology import TopologyError, build_plan
+
+    topo_args: dict[str, Any] = {}
+    try:
+        for item in args.arg:
+            path, value = parse_override(item)
+            topo_args[".".join(map(str, path))] = value
+    except SpecError as exc:
+        raise CliError(str(exc).replace("--set", "--arg")) from None
+    if args.scale is not None:
+        topo_args["scale"] = args.scale
+    try:
+        plan = build_plan(args.name, topo_args)
+    except TopologyError as exc:
+        raise CliError(str(exc)) from None
+    scale = plan.metadata.get("scale", 1.0)
+    originals = plan.metadata.get("original_capacities_mbps", {})
+    print(f"{plan.name}: scale {scale:g} (capacities divided, delays kept)\n")
+    roles: dict[str, list[str]] = {}
+    for name, node in plan.nodes.items():
+        roles.setdefault(node.role, []).append(name + (f" ({node.site})" if node.site else ""))
+    for role, title in (("host", "hosts"), ("router", "routers"), ("switch", "switches")):
+        print(f"{title}: {', '.join(sorted(roles.get(role, [])))}")
+    links = {k: resolve(v, None) for k, v in plan.shaped.items()}
+    rows: list[dict[str, Any]] = []
+    for link_id, shaped in plan.shaped.items():
+        fwd, rev = links[link_id].forward, links[link_id].reverse
+        original = originals.get(link_id, plan.metadata.get("original_capacity_mbps", fwd.rate_bps / 1e6 / scale))
+        rows.append({"link": link_id, "between": f"{shaped.a} -> {shaped.b}",
+                     "capacity Mb/s": f"{fwd.rate_bps / 1e6:g}" + ("" if fwd.rate_bps == rev.rate_bps
+                                                                  else f" / {rev.rate_bps / 1e6:g} up"),
+                     "original Mb/s": f"{original:g}", "one-way ms": f"{fwd.delay_us / 1000:g}",
+                     "buffer pkts": fwd.limit_pkts or f"{fwd.limit_bytes} B", "about": shaped.description})
+    print()
+    print(table(rows, ["link", "between", "capacity Mb/s", "original Mb/s", "one-way ms", "buffer pkts", "about"]))
+    capacity = selftest.load()
+    design = plan.metadata.get("openflow")
+    rows = []
+    for end in plan.metadata.get("endpoints", []):
+        for core_path in sorted(design["paths"]) if design else [None]:
+            fig = routing.figures(plan, links, end["src"], end["dst"], core_path)
+            over = selftest.over_capacity(fig.bottleneck_mbps or 0, capacity, len(fig.shaped_links))
+            rows.append({"path": f"{fig.src} -> {fig.dst}", "via": core_path or "", "RTT ms": f"{fig.rtt_ms:g}",
+                         "documented RTT ms": f"{end['rtt_ms']:g}", "bottleneck": fig.bottleneck_link,
+                         "bottleneck Mb/s": f"{fig.bottleneck_mbps:g}" + (" (!)" if over else ""),
+                         "BDP pkts": fig.bdp_pkts, "shaped links": " ".join(fig.shaped_links)})
+    if rows:
+        print()
+        print(table(rows, ["path", *(["via"] if design else []), "RTT ms", "documented RTT ms", "bottleneck",
+                            "bottleneck Mb/s", "BDP pkts", "shaped links"]))
+    print()
+    print(selftest.describe(capacity))
+    if any(r.get("bottleneck Mb/s", "").endswith("(!)") for r in rows):
+        print("(!) a flow on this path needs more than this machine carries faithfully: lower --scale")
+    if design:
+        print(f"\nOpenFlow core: switches {', '.join(design['switches'])}; paths (per flow `path:`, "
+              f"default {design['default_path']}):")
+        for name, core_path in design["paths"].items():
+            print(f"  {name}: {core_path['description']} ({' '.join(core_path['links'])})")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """The `run` command groups on the top-level subparsers."""
+    run = sub.add_parser("run", help="run an experiment spec")
+    run.add_argument("spec", help="experiment spec (YAML)")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="override a field, e.g. --set topology_args.rate_mbps=20 --set flows.0.cc=bbr")
+    run.add_argument("--out", help="results directory (default: results/<time>-<name>-<run>)")
+    run.add_argument("--check", action="store_true", help="validate only; create nothing")
+    run.set_defaults(func=cmd_run)
+    doctor = sub.add_parser("doctor", help="what this machine can do, and the backend for each job")
+    doctor.add_argument("--json", action="store_true")
+    doctor.add_argument("--self-test", action="store_true",
+                        help="first measure the highest rate and flow count this machine emulates faithfully "
+                             "(runs experiments, ~2 minutes, root)")
+    doctor.set_defaults(func=cmd_doctor)
+    sub.add_parser("cleanup", help="remove leftovers of fastlab runs (only)").set_defaults(func=cmd_cleanup)
+    topo = sub.add_parser("topo", help="topologies")
+    topo_sub = topo.add_subparsers(dest="topo_command", required=True)
+    topo_sub.add_parser("list", help="list topologies").set_defaults(func=cmd_topo_list)
+    show = topo_sub.add_parser("show", help="nodes, links, capacities, RTTs and BDPs of a topology")
+    show.add_argument("name")
+    show.add_argument("--scale", type=float, help="capacity scale factor (topologies that take one)")
+    show.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE", help="another topology argument")
+    show.set_defaults(func=cmd_topo_show)

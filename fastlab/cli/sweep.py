@@ -1,0 +1,117 @@
+"""`fastlab sweep` and `fastlab cluster`: parameter sweeps, here or on a Dask cluster."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from fastlab import paths
+from fastlab.cli.common import CliError, cancel_on_signals, log_line, need_root, raise_on_sigterm
+
+
+def cmd_sweep_run(args: argparse.Namespace) -> int:
+    from fastlab import sweep
+    from fastlab.capabilities import probe
+    from fastlab.engine import prepare
+    from fastlab.spec import SpecError
+
+    try:
+        plan = sweep.load_sweep(args.file, args.set)
+        caps = probe()
+        specs = sweep.check_points(plan, lambda spec: prepare(spec, caps=caps))
+    except SpecError as exc:
+        raise CliError(str(exc)) from None
+    out = Path(args.out) if args.out else sweep.default_directory(plan)
+    if args.check:
+        print(f"{args.file}: valid, {len(plan.points)} points -> {out}")
+        return 0
+    cancel = None
+    if args.cluster is None:
+        need_root("fastlab sweep run")
+        cancel = cancel_on_signals()
+    else:
+        raise_on_sigterm()
+    try:
+        result = sweep.run_sweep(plan, specs, out, cluster=args.cluster, log=log_line, cancel=cancel)
+    except sweep.SweepError as exc:
+        raise CliError(str(exc)) from None
+    except KeyboardInterrupt:
+        print(f"fastlab: sweep interrupted; finished points are kept: rerun the same command to resume ({out})",
+              file=sys.stderr)
+        return 130
+    print(result.directory)
+    return 1 if result.failed else 0
+
+
+def cmd_sweep_status(args: argparse.Namespace) -> int:
+    from fastlab.sweep import SweepError, status_lines
+
+    try:
+        print("\n".join(status_lines(Path(args.directory))))
+    except SweepError as exc:
+        raise CliError(str(exc)) from None
+    return 0
+
+
+def cluster_argv(role: str, args: argparse.Namespace) -> list[str]:
+    """The `dask scheduler` / `dask worker` command a cluster host runs (pure): a worker offers one
+    `machine` (every point needs a whole host) and one thread."""
+    argv = [sys.executable, "-m", "dask", role]
+    if role == "worker":
+        argv += [args.address, "--nthreads", "1", "--resources", "machine=1"]
+    if args.host:
+        argv += ["--host", args.host]
+    if role == "scheduler":
+        argv += ["--port", str(args.port)]
+        if args.scheduler_file:
+            argv += ["--scheduler-file", args.scheduler_file]
+    elif args.local_directory:
+        argv += ["--local-directory", args.local_directory]
+    return argv + ["--no-dashboard"]
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    """Start a Dask scheduler or worker for `sweep run --cluster` that cannot be started wrong: with
+    this checkout on its Python path (a scheduler without fastlab importable fails every point with
+    "Error during deserialization of the task graph") and a worker's machine resource."""
+    if args.role == "worker":
+        need_root("fastlab cluster worker")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(paths.REPO), os.environ.get("PYTHONPATH", "")) if p)}
+    argv = cluster_argv(args.role, args)
+    print("fastlab: " + " ".join(argv[1:]), file=sys.stderr, flush=True)
+    os.execve(sys.executable, argv, env)
+    return 1  # not reached
+
+
+def register(sub: Any) -> None:
+    """The `sweep` command groups on the top-level subparsers."""
+    sweep = sub.add_parser("sweep", help="parameter sweeps: run (resumable), status")
+    sweep_sub = sweep.add_subparsers(dest="command_sweep", required=True)
+    sweep_run = sweep_sub.add_parser("run", help="run a spec's sweep: section; rerun the same command to resume")
+    sweep_run.add_argument("file", help="experiment spec with a top-level sweep: section (YAML)")
+    sweep_run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                           help="override a field of the spec or the sweep, e.g. --set sweep.repeat=1")
+    sweep_run.add_argument("--out", help="sweep directory (default: results/sweeps/<name>-<digest>)")
+    sweep_run.add_argument("--cluster", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://10.0.0.5:8786; "
+                           "workers: one per host, started with --resources machine=1")
+    sweep_run.add_argument("--check", action="store_true", help="validate every point only; create nothing")
+    sweep_run.set_defaults(func=cmd_sweep_run)
+    sweep_status = sweep_sub.add_parser("status", help="points of a sweep directory and their status")
+    sweep_status.add_argument("directory")
+    sweep_status.set_defaults(func=cmd_sweep_status)
+    cluster = sub.add_parser("cluster", help="a Dask scheduler or worker for sweep run --cluster")
+    cluster_sub = cluster.add_subparsers(dest="role", required=True)
+    scheduler = cluster_sub.add_parser("scheduler", help="the cluster's scheduler (any one host)")
+    scheduler.add_argument("--host", help="address to listen on, e.g. 10.0.0.5")
+    scheduler.add_argument("--port", type=int, default=8786)
+    scheduler.add_argument("--scheduler-file", help="write the scheduler's address to this JSON file")
+    scheduler.set_defaults(func=cmd_cluster)
+    worker = cluster_sub.add_parser("worker", help="a worker: one per lab host, as root")
+    worker.add_argument("address", help="the scheduler, e.g. tcp://10.0.0.5:8786")
+    worker.add_argument("--host", help="this host's address on the lab network")
+    worker.add_argument("--local-directory", help="Dask's scratch directory")
+    worker.set_defaults(func=cmd_cluster)
