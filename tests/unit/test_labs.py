@@ -9,10 +9,11 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from fastlab.labs import LabError, StepRun, check_lab_run, evaluate_step, lab_folders, load_lab_folder
+from fastlab.labs import LabError, StepRun, check_lab_run, evaluate_step, lab_folders, load_lab_folder, loss_starts
 from tests.conftest import EXAMPLE, fastlab
 
 CHECKPOINTS = '''
@@ -54,6 +55,7 @@ def test_throwaway_lab_loads(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("change, place", [
     (("minutes: 2", "minutes: [2"), "not valid YAML at line"),
+    (("minutes: 2", "minutes: " + "[" * 5000 + "]" * 5000), "nested deeper than"),
     (("title: A throwaway lab\n", ""), "lab.yaml: title"),
     (("minutes: 2", "minutes: 12"), "lab.yaml: minutes"),
     (("minutes: 2", "minutes: 2\ncolour: red"), "lab.yaml: colour"),
@@ -246,3 +248,51 @@ def test_lab_check_on_a_lab_run_made_of_recorded_steps(tmp_path: Path) -> None:
     if other is not None:
         wrong = fastlab("lab", "check", str(other.number), "--run", str(tmp_path / "good"))
         assert wrong.returncode == 2 and f"it is a run of lab {lab.name}" in wrong.stderr, wrong.stderr
+
+
+def test_loss_starts_sees_reductions_between_samples_when_asked() -> None:
+    """The trace of a Reno flow leaving slow start (CI, lab 04 short form): in recovery at ssthresh
+    2,011, then open at 1,005 one sample later, its second halving never seen in a loss state; later
+    a recovery seen as such. Without `reductions` the replay started from 2,011 and predicted 192 Mb/s
+    for a flow that carried 105."""
+    rows = pd.DataFrame({"ca_state": ["open", "open", "recovery", "open", "open", "recovery", "open"],
+                         "ssthresh_pkts": [np.nan, np.nan, 2011, 1005, 1005, 530, 530]})
+    assert loss_starts(rows) == [2, 5]
+    assert loss_starts(rows, reductions=True) == [2, 3, 5]
+    undo = pd.DataFrame({"ca_state": ["open", "recovery", "open"], "ssthresh_pkts": [np.nan, 500, 1000]})
+    assert loss_starts(undo, reductions=True) == [1]  # an undo raises ssthresh: no new event
+
+
+def test_goodput_window_outside_recovery_drops_the_catch_up(tmp_path: Path) -> None:
+    """A 100 Mb/s flow (12.5 MB/s) whose window opens in a recovery: the cumulative ACK stands still
+    and then jumps by what arrived meanwhile. Counted from inside the recovery the jump inflates the
+    rate; with the window's ends outside loss states it is the rate the flow carried."""
+    t = [10.0 + 0.1 * i for i in range(31)]  # 10.0 .. 13.0 s
+    state = ["recovery"] * 4 + ["open"] * 27  # in recovery 10.0-10.3, open from 10.4
+    # at the recovery's end the ACK jumps by 10 MB: 5 arrived during it, 5 before the window opened
+    acked = [100e6] * 4 + [100e6 + 10e6 + 1.25e6 * (i - 4) for i in range(4, 31)]
+    pd.DataFrame({"flow": "f1", "t": t, "ca_state": state, "bytes_acked": acked}).to_csv(tmp_path / "flows.csv",
+                                                                                            index=False)
+    run = StepRun(tmp_path)
+    assert run.goodput_mbps("f1", 10.0, 13.0) > 110  # the catch-up counted as rate
+    assert run.goodput_mbps("f1", 10.0, 13.0, outside_recovery=True) == pytest.approx(100, rel=1e-6)
+
+
+def test_mathis_checkpoint_takes_the_loss_rate_reno_met(tmp_path: Path) -> None:
+    """Lab 07 tests Mathis at the congestion signals Reno met per packet, as the law defines p: the
+    recorded p = 2e-3 step met 13 loss events, 1.3x the link's rate, and its ratio is 0.91 there
+    (0.80 at the link's rate). A window without two loss events has no rate to test the law at."""
+    lab = load_lab_folder(next(f for f in lab_folders() if f.name.startswith("07-")))
+    recorded = lab.folder / "recorded" / "p2e-3"
+    [mathis] = [r for r in evaluate_step(lab, "p2e-3", recorded) if r.name.startswith("Reno / Mathis")]
+    assert "13 loss events" in mathis.note and 0.85 < float(mathis.measured) < 0.95, mathis
+    quiet = tmp_path / "p2e-3"
+    shutil.copytree(recorded, quiet)
+    flows = pd.read_csv(quiet / "flows.csv.gz")
+    reno = flows["flow"] == "f1"
+    flows.loc[reno, "ca_state"] = "open"
+    flows.loc[reno, "ssthresh_pkts"] = np.nan
+    (quiet / "flows.csv.gz").unlink()
+    flows.to_csv(quiet / "flows.csv", index=False)
+    [refused] = [r for r in evaluate_step(lab, "p2e-3", quiet) if r.name == "reno_follows_mathis"]
+    assert not refused.passed and "0 loss event(s)" in refused.note, refused
