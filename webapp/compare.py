@@ -6,24 +6,23 @@ MAX_POINTS per trace) to overlay, the spec fields whose values differ between th
 results side by side. `DELETE /api/runs/<id>` removes a finished run's folder and history row.
 
 The pure parts (`parse_ids`, `flatten`, `differences`, `metrics`, `thin`) are unit-tested; the
-routes reach the history through `current_app.extensions["fastlab_history"]` (a `History`).
+routes reach the history through `webapp.services`.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from flask import Blueprint, current_app, jsonify, render_template, request
+from flask import Blueprint, jsonify, render_template, request
 
 from fastlab import fidelity_view
 from webapp.apierror import api_error
+from webapp.services import RUN_ID_RE, Services, services
 
 bp = Blueprint("compare", __name__)
 
@@ -31,7 +30,6 @@ MAX_RUNS = 8  # overlays beyond this are unreadable
 MIN_RUNS = 2
 MAX_IDS_CHARS = 2000  # MAX_RUNS ids of at most ~120 characters, and commas
 MAX_POINTS = 600  # per trace: a chart's width in pixels, about
-RUN_ID_RE = re.compile(r"^[0-9]{8}-[0-9]{6}-[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
 
 
 class CompareError(ValueError):
@@ -42,19 +40,8 @@ class NotComparable(Exception):
     """A named run has no results to compare (queued, running, failed...): 409."""
 
 
-@dataclass
-class History:
-    """What the blueprint needs of the app: a run's history row (404 for anything unknown, before any
-    file is touched), where run folders are, and the statuses a run can still change in."""
-
-    run_row: Callable[[str], dict[str, Any]]
-    root: Path
-    active: tuple[str, ...]
-    forget: Callable[[str], None]
-
-
-def history() -> History:
-    return current_app.extensions["fastlab_history"]
+def history() -> Services:
+    return services()
 
 
 # --- pure parts -----------------------------------------------------------------------------------

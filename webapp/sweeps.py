@@ -8,7 +8,7 @@ per value the mean of a result with its min..max spread, and what the theory pre
 value (fastlab.fast_theory: the bottleneck's capacity, FAST's equilibrium queue and RTT).
 
 The pure parts (`SweepRequest`, `point_specs`, `aggregate`) are unit-tested; the routes reach the
-queue through `current_app.extensions["fastlab_queue"]` (a `Queue`).
+queue through `webapp.services`.
 """
 
 from __future__ import annotations
@@ -20,13 +20,12 @@ import re
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, Response, abort, current_app, jsonify, render_template, request
+from flask import Blueprint, abort, jsonify, render_template, request
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from werkzeug.exceptions import BadRequest
 
@@ -34,6 +33,7 @@ from fastlab import fast_theory
 from fastlab.spec import SpecError, apply_overrides, format_validation_error, parse_spec
 from webapp import runner as q
 from webapp.apierror import api_error
+from webapp.services import Services, services
 
 bp = Blueprint("sweeps", __name__)
 
@@ -62,20 +62,8 @@ class SweepRequest(BaseModel):
     repeat: StrictInt = Field(1, ge=1, le=5, description="runs per value (repetition r runs with seed + r)")
 
 
-@dataclass
-class Queue:
-    """What the blueprint needs of the app: the spec check of a run, and queueing one (a 201 Response
-    with the run, or the refusal as a Response); how many runs wait now, in all and for this client."""
-
-    check: Callable[[Any], Any]
-    enqueue: Callable[[Any], Response]
-    room: Callable[[], int]
-    run_row: Callable[[str], dict[str, Any]]
-    database: Path
-
-
-def queue() -> Queue:
-    return current_app.extensions["fastlab_queue"]
+def queue() -> Services:
+    return services()
 
 
 @contextmanager

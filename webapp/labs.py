@@ -1,0 +1,84 @@
+"""Guided labs in the browser (over `webapp.guided` and `fastlab.labs`): /labs lists the labs,
+/labs/<n> shows a handout rendered for the web (`webapp.handout`: Run buttons where the CLI handout
+has commands, answer boxes kept in the browser) with its steps and their latest runs; running a step
+queues an ordinary run that remembers its lab, step and form, and its checkpoints are evaluated on
+the finished run directory and said in plain words (/api/runs/<id>/checkpoints).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, jsonify, render_template, request
+from werkzeug.exceptions import BadRequest
+
+from fastlab.labs import LabError
+from fastlab.spec import SpecError, to_plain
+from webapp import guided, handout
+from webapp.apierror import api_error
+from webapp.services import services
+
+bp = Blueprint("labs", __name__)
+
+
+@bp.get("/labs")
+def labs_page() -> str:
+    return render_template("labs.html", labs=guided.catalogue(services().labs_dir))
+
+
+@bp.get("/labs/<ref>")
+def lab_page(ref: str) -> str:
+    sv = services()
+    lab = sv.lab_or_error(ref, api=False)
+    runs = sv.step_runs(lab.name)
+    latest = {step: done[0]["id"] for step, rows in runs.items()  # the newest finished run of each step
+              if (done := [r for r in rows if r["status"] == "done"])}
+    web = handout.render(lab, latest)
+    return render_template("lab.html", lab=guided.detail(lab), handout=web.html, labels=web.labels,
+                           answers=web.answers, runs=runs, spec_yaml=guided.spec_yaml)
+
+
+@bp.get("/api/labs")
+def api_labs() -> Any:
+    return jsonify(guided.catalogue(services().labs_dir))
+
+
+@bp.get("/api/labs/<lab>")  # parameter names as in the OpenAPI document (test)
+def api_lab(lab: str) -> Any:
+    return jsonify(guided.detail(services().lab_or_error(lab)))
+
+
+@bp.post("/api/labs/<lab>/steps/<step>/run")
+def api_lab_run(lab: str, step: str) -> Any:
+    sv = services()
+    found = sv.lab_or_error(lab, step)
+    try:
+        options = guided.run_request(request.get_json() if request.content_length else {})
+    except (BadRequest, RecursionError):
+        return api_error(400, "body: not valid JSON (or nested too deeply)")
+    except ValueError as exc:
+        return api_error(400, str(exc))
+    try:
+        spec, _ = sv.check(to_plain(found.build_spec(step, options.short)))
+    except (LabError, SpecError) as exc:
+        return api_error(422, str(exc))
+    return sv.enqueue(spec, found.name, step, options.short)
+
+
+@bp.get("/api/runs/<run_id>/checkpoints")
+def api_checkpoints(run_id: str) -> Any:
+    sv = services()
+    row = sv.run_row(run_id)
+    if not row["lab"]:
+        return api_error(404, f"run {run_id} is not a lab step run: it has no checkpoints")
+    if row["status"] != "done":
+        when = "when it has finished" if row["status"] in sv.active else "only on a run that finished (done)"
+        return api_error(409, f"run is {row['status']}: checkpoints are evaluated {when}")
+    lab = sv.lab_or_error(row["lab"], row["lab_step"])
+    try:
+        result = guided.evaluate(lab, row["lab_step"], sv.root / run_id, short=bool(row["lab_short"]))
+    except Exception as exc:  # noqa: BLE001 - the lab author's checkpoint code: report, keep serving
+        return api_error(500, f"{lab.name} step {row['lab_step']}: checkpoint code failed: "
+                              f"{exc.__class__.__name__}: {exc}")
+    return jsonify({"run": run_id, "lab": lab.number, "lab_name": lab.name, "step": row["lab_step"],
+                    "short": row["lab_short"], **result})

@@ -1,0 +1,298 @@
+"""Runs: the pages (history, the new-run form, a run's page and report, the doctor), the catalogues
+the form is generated from (topologies, algorithms, the spec schema, presets), and the runs API
+(validate, submit, cancel, bundles). What it looks up or queues goes through `webapp.services`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    after_this_request,
+    current_app,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    send_file,
+)
+from werkzeug.exceptions import BadRequest
+
+from fastlab import explain, fast_theory, fidelity_view, paths
+from fastlab.labs import LabError
+from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
+from webapp import cli_text, guided, handout
+from webapp.apierror import api_error
+from webapp.openapi import document
+from webapp.security import REPORT_CSP
+from webapp.services import body_json, services
+
+bp = Blueprint("runs", __name__)
+
+
+def presets() -> list[dict[str, Any]]:
+    example = to_plain(read_spec_text((paths.REPO / "examples" / "simple-cubic.yaml").read_text()))
+    fast = {"name": "fast-alpha30-loss1", "description": "FAST, alpha 30, 1% random loss on the dumbbell bottleneck",
+            "topology": "dumbbell", "topology_args": {"rate_mbps": 20, "rtt_ms": 40, "buffer_bdp": 1.0},
+            "duration_s": 20, "seed": 1, "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 30}}],
+            "links": {"bottleneck": {"loss": {"model": "bernoulli", "rate": 0.01}}}}
+    return [{"id": "example", "label": "example: simple-cubic.yaml", "spec": example},
+            {"id": "fast-alpha30-loss1", "label": "FAST alpha 30 + 1% loss on the dumbbell", "spec": fast}]
+
+
+def human_time(stamp: str | None) -> str:
+    """'2026-11-24T14:02:52.351+00:00' -> '24 Nov 2026, 14:02:52 UTC' (the history's times are UTC);
+    anything that is not such a time is shown as it is."""
+    if not stamp:
+        return ""
+    try:
+        when = dt.datetime.fromisoformat(stamp)
+    except (TypeError, ValueError):
+        return str(stamp)
+    when = when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
+    return f"{when.day} {when:%b %Y, %H:%M:%S} UTC"
+
+
+def chart_references(spec: Any, summary: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The theory's lines for the run's charts (fastlab.fast_theory; fastlab.explain's response
+    functions at the measured loss rate, the spec's before there is one); none for a spec that no
+    longer parses or a topology that changed since the run."""
+    try:
+        refs = fast_theory.references(parse_spec(spec))
+    except (SpecError, ValueError, KeyError, TypeError, RuntimeError):
+        return []
+    return explain.response_lines(refs, summary, (spec or {}).get("links"))
+
+
+# --- pages ------------------------------------------------------------------------------------------
+@bp.get("/")
+def index() -> str:
+    return render_template("index.html", runs=services().all_runs())
+
+
+@bp.get("/new")
+def new() -> str:
+    """The new-run form; ?lab=<lab>&spec=<spec in its folder>&set=... fills it with that spec and
+    overrides (the handout's `fastlab run labs/...` commands link here)."""
+    prefill, prefill_error = None, None
+    if request.args.get("lab"):
+        try:
+            lab = guided.find_lab(request.args["lab"], services().labs_dir)
+            prefill = to_plain(guided.lab_spec(lab, request.args.get("spec", ""), request.args.getlist("set")))
+        except LabError as exc:
+            prefill_error = str(exc)
+    return render_template("new.html", prefill=prefill, prefill_error=prefill_error)
+
+
+@bp.get("/runs/<run_id>")
+def run_page(run_id: str) -> str:
+    sv = services()
+    run = sv.run_row(run_id)
+    refs = chart_references(run.get("spec"), run.get("summary"))
+    summary = run.get("summary") or {}
+    # the engine's note (summary.json); for runs made before it, the same computation here
+    notes = summary.get("what_happened") if "what_happened" in summary else explain.notes(refs, summary)
+    step_label = None  # a lab step run: the step's number in the handout, as on the lab page
+    if run.get("lab"):
+        with contextlib.suppress(LabError, OSError):  # the lab is gone or broken: the step's id alone
+            step_label = handout.render(guided.find_lab(run["lab"], sv.labs_dir)).labels.get(run["lab_step"])
+    return render_template("run.html", run=run, refs=refs, notes=notes, step_label=step_label)
+
+
+@bp.get("/runs/<run_id>/report")
+def report(run_id: str) -> Any:
+    sv = services()
+    sv.run_row(run_id)  # 404 for anything the history does not know: no path from the URL
+    path = sv.root / run_id / "report.html"
+    if not path.is_file():
+        abort(404)
+    resp = send_file(path, mimetype="text/html")
+    resp.headers["Content-Security-Policy"] = REPORT_CSP
+    return resp
+
+
+@bp.get("/favicon.ico")
+def favicon() -> Any:
+    return redirect("/static/favicon.svg", code=301)
+
+
+@bp.get("/static/fidelity.css")
+def fidelity_css() -> Any:
+    """The fidelity banner's styles: one source (fastlab.fidelity_view.CSS) for this app and report.html."""
+    return Response(fidelity_view.CSS, mimetype="text/css", headers={"Cache-Control": "max-age=3600"})
+
+
+@bp.get("/static/plotly.min.js")
+def plotly_js() -> Any:
+    import plotly
+    return send_file(Path(plotly.__file__).parent / "package_data" / "plotly.min.js",
+                     mimetype="application/javascript", max_age=86400)
+
+
+@bp.get("/doctor")
+def doctor() -> str:
+    c = services().caps()
+    return render_template("doctor.html", caps=c, backends=c.backends())
+
+
+# --- API: catalogues ----------------------------------------------------------------------------------
+def topologies() -> list[dict[str, Any]]:
+    from fastlab.topology import build_plan, catalogue, load_module
+
+    rows = []
+    for row in catalogue():
+        module = load_module(row["name"])
+        plan = build_plan(row["name"], {})
+        rows.append({**row, "args_schema": module.Args.model_json_schema(),
+                     "takes_scale": "scale" in module.Args.model_fields,
+                     "hosts": sorted(plan.host_names()), "shaped_links": sorted(plan.shaped)})
+    return rows
+
+
+def ccs() -> list[dict[str, Any]]:
+    from fastlab.ccset import default_registry
+
+    impl = services().caps().cc_impl_choice("auto")[0]
+    registry = default_registry(impl if impl != "unavailable" else "bpf")
+    out = []
+    for name in sorted(registry.usable()):
+        cc = registry.lookup(name)
+        out.append({"name": name, "origin": cc.origin, "description": cc.description,
+                    "params": [{"name": p.name, "kind": p.kind.__name__, "minimum": p.minimum,
+                                "maximum": p.maximum, "default": p.default, "unit": p.unit, "help": p.help,
+                                "pattern": p.pattern} for p in cc.params]})
+    return out
+
+
+@bp.get("/api/openapi.json")
+def openapi() -> Any:
+    return jsonify(document())
+
+
+@bp.get("/api/topologies")
+def api_topologies() -> Any:
+    return jsonify(topologies())
+
+
+@bp.get("/api/topologies/<name>")
+def api_topology(name: str) -> Any:
+    from fastlab.topology import TOPOLOGY_MODULES, TopologyError, build_plan
+
+    if name not in TOPOLOGY_MODULES:
+        return api_error(404, f"unknown topology {name!r}")
+    try:
+        args = json.loads(request.args.get("args") or "{}")
+        if not isinstance(args, dict):
+            raise TopologyError("topology_args: must be a mapping")
+        plan = build_plan(name, args)
+    except (ValueError, TopologyError) as exc:
+        return api_error(422, str(exc))
+    return jsonify({"name": name, "hosts": sorted(plan.host_names()), "shaped_links": sorted(plan.shaped)})
+
+
+@bp.get("/api/ccs")
+def api_ccs() -> Any:
+    return jsonify(ccs())
+
+
+@bp.get("/api/schema")
+def api_schema() -> Any:
+    return jsonify({"spec_schema": ExperimentSpec.model_json_schema(), "topologies": topologies(),
+                    "ccs": ccs(), "presets": presets(),
+                    "limits": {"max_duration_s": current_app.config["MAX_DURATION_S"]}})
+
+
+# --- API: runs -----------------------------------------------------------------------------------------
+@bp.get("/api/runs")
+def api_runs() -> Any:
+    return jsonify(services().all_runs())
+
+
+@bp.get("/api/runs/<run_id>")
+def api_run(run_id: str) -> Any:
+    return jsonify(services().run_row(run_id))
+
+
+@bp.post("/api/validate")
+def api_validate() -> Any:
+    try:
+        spec, prepared = services().check(body_json())
+    except SpecError as exc:
+        return api_error(422, str(exc))
+    return jsonify({"ok": True, "spec": to_plain(spec),
+                    "links": {k: {"backend": b[0], "why": b[1]} for k, b in prepared.backends.items()},
+                    "flows": [f.id for f in prepared.flows],
+                    "yaml": cli_text.spec_yaml(spec), "command": cli_text.run_command(spec)})
+
+
+@bp.post("/api/runs")
+def api_submit() -> Any:
+    sv = services()
+    try:
+        spec, _ = sv.check(body_json())
+    except SpecError as exc:
+        return api_error(422, str(exc))
+    return sv.enqueue(spec)
+
+
+@bp.post("/api/runs/<run_id>/cancel")
+def api_cancel(run_id: str) -> Any:
+    sv = services()
+    row = sv.run_row(run_id)
+    if row["status"] not in ("queued", "running"):
+        return api_error(409, f"run is {row['status']}, not queued or running")
+    status = sv.manager.cancel(run_id)
+    if status not in ("cancelled", "cancelling"):
+        return api_error(409, f"run is {status}: it cannot be cancelled")
+    return jsonify(sv.run_row(run_id) | {"status": status})
+
+
+def send_bundle(run_id: str, extra: dict[str, bytes] | None = None) -> Any:
+    from fastlab import bundle
+
+    sv = services()
+    row = sv.run_row(run_id)
+    run_dir = sv.root / run_id
+    if row["status"] in sv.active or not run_dir.is_dir():
+        return api_error(409, f"run is {row['status']}: no bundle yet")
+    tmpdir = Path(tempfile.mkdtemp(prefix="fastlab-bundle-"))
+    try:
+        zip_path = bundle.export(run_dir, tmpdir / f"{run_id}.zip", extra)
+    except bundle.BundleError as exc:  # e.g. a failed run without summary.json
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        return api_error(409, f"run is {row['status']}: {exc}")
+
+    @after_this_request
+    def remove(resp: Response) -> Response:
+        resp.call_on_close(lambda: shutil.rmtree(tmpdir, ignore_errors=True))
+        return resp
+
+    return send_file(zip_path, mimetype="application/zip", as_attachment=True,
+                     download_name=f"{run_id}{'-with-answers' if extra else ''}.zip")
+
+
+@bp.get("/api/runs/<run_id>/bundle")
+def api_bundle(run_id: str) -> Any:
+    return send_bundle(run_id)
+
+
+@bp.post("/api/runs/<run_id>/bundle")
+def api_bundle_with_answers(run_id: str) -> Any:
+    """The bundle with the student's answers (kept in their browser) as answers.md, in the manifest."""
+    services().run_row(run_id)
+    try:
+        body = guided.bundle_request(request.get_json())
+    except (BadRequest, RecursionError):
+        return api_error(400, "body: not valid JSON (or nested too deeply)")
+    except ValueError as exc:
+        return api_error(400, str(exc))
+    return send_bundle(run_id, {"answers.md": body.answers.encode()})

@@ -1,0 +1,230 @@
+"""What the web app's blueprints share: one `Services` per app, at `current_app.extensions["fastlab"]`.
+
+The run history (SQLite, rebuilt from the results folder so it survives restarts and runs made with
+the CLI), the run queue and its worker (`webapp.runner.RunManager`), the spec check every submission
+goes through (the schema, the web app's own duration limit, then the engine's `prepare`), and the
+guided labs' folder. The blueprints (`runs`, `live`, `labs`, `compare`, `sweeps`) hold routes only;
+what they look up or change goes through here, so each rule (a run id is matched against a strict
+pattern and looked up before any file is touched; the queue's limits) is written once.
+
+Every method runs inside a request (it uses the request's database connection and `current_app`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from flask import Response, abort, current_app, g, jsonify, request
+
+from fastlab.labs import Lab, LabError
+from fastlab.spec import ExperimentSpec, SpecError, parse_spec, to_plain
+from webapp import guided
+from webapp import runner as q
+from webapp.apierror import api_error
+
+RUN_ID_RE = re.compile(r"^[0-9]{8}-[0-9]{6}-[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
+
+
+class Services:
+    """The history, the queue, spec checks and the labs of one app (see the module's docstring)."""
+
+    active = q.ACTIVE  # statuses a run can still change in: its folder is not ours to read or delete
+
+    def __init__(self, root: Path, database: Path, manager: q.RunManager) -> None:
+        self.root = root
+        self.database = database
+        self.manager = manager
+        self._caps: Any = None
+
+    # --- the request's connection and the machine's capabilities ------------------------------------
+    def db(self) -> sqlite3.Connection:
+        """The request's connection to the history (closed by `close` when the request ends)."""
+        if "db" not in g:
+            g.db = q.connect(self.database)
+        return g.db
+
+    @staticmethod
+    def close(_exc: BaseException | None = None) -> None:
+        conn = g.pop("db", None)
+        if conn is not None:
+            conn.close()
+
+    def caps(self) -> Any:
+        """The capability probe, once per app (it runs commands: not per request)."""
+        if self._caps is None:
+            from fastlab.capabilities import probe
+            self._caps = probe()
+        return self._caps
+
+    @property
+    def labs_dir(self) -> Path:
+        return Path(current_app.config["LABS_DIR"])
+
+    # --- history --------------------------------------------------------------------------------
+    def sync(self) -> None:
+        """Index finished runs of the results folder that the history does not know yet."""
+        conn = self.db()
+        known = {row["id"] for row in conn.execute("SELECT id FROM runs")}
+        for summary_path in sorted(self.root.glob("*/summary.json")):
+            run_id = summary_path.parent.name
+            if run_id in known or not RUN_ID_RE.match(run_id):
+                continue
+            try:
+                env = json.loads((summary_path.parent / "environment.json").read_text())
+                spec = yaml.safe_load((summary_path.parent / "spec.yaml").read_text())
+                summary = summary_path.read_text()
+                json.loads(summary)
+            except (OSError, ValueError, yaml.YAMLError):
+                continue  # a run still being written, or not a run
+            conn.execute("INSERT OR IGNORE INTO runs (id, name, started, topology, summary, environment, status, "
+                         "spec, created) VALUES (?, ?, ?, ?, ?, ?, 'done', ?, ?)",
+                         (run_id, env["run"]["name"], env["run"]["started"], spec["topology"], summary,
+                          json.dumps({"backends": env["backends"], "kernel": env["kernel"]}),
+                          json.dumps(spec, default=str), env["run"]["started"]))
+        conn.commit()
+
+    def as_dict(self, row: sqlite3.Row) -> dict[str, Any]:
+        out = dict(row)
+        for key in ("summary", "environment", "spec"):
+            try:
+                out[key] = json.loads(row[key]) if row[key] else None
+            except ValueError:
+                out[key] = None
+        out["status"] = out.get("status") or "done"
+        out["lab_short"] = bool(out.get("lab_short")) if out.get("lab") else None
+        out["position"] = self.manager.position(row["id"]) if out["status"] == "queued" else None
+        return out
+
+    def run_row(self, run_id: str) -> dict[str, Any]:
+        """The history's row for a run id; 404 before any file is touched for anything else."""
+        if not RUN_ID_RE.match(run_id) or ".." in run_id:
+            abort(404)
+        self.sync()
+        row = self.db().execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            abort(404)
+        return self.as_dict(row)
+
+    def all_runs(self) -> list[dict[str, Any]]:
+        self.sync()
+        return [self.as_dict(r)
+                for r in self.db().execute("SELECT * FROM runs ORDER BY COALESCE(created, started) DESC")]
+
+    def status_row(self, run_id: str) -> dict[str, Any]:
+        """A run's status for the live stream: its own connection, for it is polled outside requests."""
+        with q.connect(self.database) as conn:
+            r = conn.execute("SELECT status, error FROM runs WHERE id = ?", (run_id,)).fetchone()
+        st = r["status"] or "done"
+        return {"status": st, "error": r["error"],
+                "position": self.manager.position(run_id) if st == "queued" else None}
+
+    def forget(self, run_id: str) -> None:
+        conn = self.db()
+        conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+        conn.commit()
+
+    def step_runs(self, lab_name: str, per_step: int = 5) -> dict[str, list[dict[str, Any]]]:
+        """The latest runs of each step of a lab, newest first."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for row in self.db().execute("SELECT * FROM runs WHERE lab = ? ORDER BY COALESCE(created, started) DESC",
+                                     (lab_name,)):
+            runs = out.setdefault(row["lab_step"], [])
+            if len(runs) < per_step:
+                runs.append(self.as_dict(row))
+        return out
+
+    # --- submissions ------------------------------------------------------------------------------
+    def check(self, data: Any) -> tuple[ExperimentSpec, Any]:
+        """Schema + the engine's own prepare(); raises SpecError with the engine's message."""
+        from fastlab.engine import prepare
+
+        limit = current_app.config["MAX_DURATION_S"]
+        duration = data.get("duration_s") if isinstance(data, dict) else None
+        if isinstance(duration, int | float) and not isinstance(duration, bool) \
+                and duration > limit:  # the web app's limit, before the schema's 3600
+            raise SpecError(f"duration_s: at most {limit:g} s in the web app")
+        spec = parse_spec(data)  # duration_s is strict: the number checked above is the spec's
+        try:
+            prepared = prepare(spec, caps=self.caps())
+        except SpecError:
+            raise
+        except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
+            raise SpecError(f"spec: {exc}") from None
+        return spec, prepared
+
+    def room(self) -> int:
+        """Runs this client may still queue (the queue's and the per-client limit)."""
+        conn, config = self.db(), current_app.config
+        queued = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued'").fetchone()[0]
+        mine = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued' AND client = ?",
+                            (request.remote_addr or "unknown",)).fetchone()[0]
+        return min(config["MAX_QUEUED"] - queued, config["MAX_QUEUED_PER_CLIENT"] - mine)
+
+    def enqueue(self, spec: ExperimentSpec, lab: str | None = None, step: str | None = None,
+                short: bool | None = None) -> Response:
+        """Queue a checked spec (a lab step run names its lab folder, step and form); 201 with the run,
+        429 when the queue or this client's share of it is full."""
+        config = current_app.config
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        run_id = f"{stamp}-{spec.name}-w{secrets.token_hex(3)}"
+        conn = self.db()
+        queued = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued'").fetchone()[0]
+        if queued >= config["MAX_QUEUED"]:
+            return api_error(429, f"the queue already holds {queued} runs (at most {config['MAX_QUEUED']}): "
+                                  "wait for some to finish or cancel some")
+        client = request.remote_addr or "unknown"
+        mine = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued' AND client = ?",
+                            (client,)).fetchone()[0]
+        if mine >= config["MAX_QUEUED_PER_CLIENT"]:
+            return api_error(429, f"you already have {mine} runs waiting (at most "
+                                  f"{config['MAX_QUEUED_PER_CLIENT']} per client): wait for one to start "
+                                  "or cancel one")
+        conn.execute("INSERT INTO runs (id, name, topology, status, spec, created, lab, lab_step, lab_short, "
+                     "client) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
+                     (run_id, spec.name, spec.topology, json.dumps(to_plain(spec)), q.now(), lab, step,
+                      None if short is None else int(short), client))
+        conn.commit()
+        self.manager.wake()
+        resp = jsonify(self.run_row(run_id) | {"url": f"/runs/{run_id}"})
+        resp.status_code = 201
+        return resp
+
+    # --- guided labs ------------------------------------------------------------------------------
+    def lab_or_error(self, ref: str, step_id: str | None = None, *, api: bool = True) -> Lab:
+        """The lab (and checks the step): 404 if there is no such lab or step, 500 if the lab cannot load."""
+        try:
+            lab = guided.find_lab(ref, self.labs_dir)
+            if step_id is not None:
+                guided.find_step(lab, step_id)
+        except guided.LabNotFound as exc:
+            abort(api_error(404, str(exc)) if api else 404)
+        except LabError as exc:  # a broken lab folder: say what is wrong with it
+            if api:
+                abort(api_error(500, str(exc)))
+            abort(500, description=str(exc))
+        return lab
+
+
+def services() -> Services:
+    """The app's Services (inside a request)."""
+    return current_app.extensions["fastlab"]
+
+
+def body_json() -> Any:
+    """The request's JSON body, or the request ends here with 415/400 and one line saying why."""
+    if not request.is_json:
+        abort(api_error(415, "send the spec as JSON (Content-Type: application/json)"))
+    try:
+        data = request.get_json(silent=True)
+    except RecursionError:
+        abort(api_error(400, "the body is nested too deeply"))
+    if data is None:
+        abort(api_error(400, "the body is not valid JSON"))
+    return data
