@@ -17,6 +17,7 @@ from fastlab.spec import ExperimentSpec
 def document() -> dict[str, Any]:
     from webapp import sweeps
     from webapp.guided import BundleRequest, RunRequest
+    from webapp.services import RUN_ID_RE
 
     lab_run_request = RunRequest.model_json_schema()  # the models that validate the bodies
     bundle_request = BundleRequest.model_json_schema()
@@ -24,7 +25,7 @@ def document() -> dict[str, Any]:
     spec_schema = ExperimentSpec.model_json_schema(ref_template="#/components/schemas/{model}")
     defs = spec_schema.pop("$defs", {})
     run_id = {"name": "run_id", "in": "path", "required": True,
-              "schema": {"type": "string", "pattern": r"^[0-9]{8}-[0-9]{6}-[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$"}}
+              "schema": {"type": "string", "pattern": RUN_ID_RE.pattern}}
     csrf = {"name": "X-CSRF-Token", "in": "header", "required": True, "schema": {"type": "string"},
             "description": "the per-app token embedded in every page (meta csrf-token)"}
     error = {"description": "rejected; `error` is the engine's one-line message naming the field",
