@@ -14,6 +14,7 @@ not N.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import logging
@@ -28,6 +29,10 @@ from typing import IO, Any
 log = logging.getLogger(__name__)
 
 Message = dict[str, Any]
+# A piped stderr is drained while the tool runs (a tool that fills the 64 KiB pipe would otherwise
+# block on its next warning) and its last this-many characters are kept: enough for any tool's
+# error lines, bounded for one that repeats a warning for hours.
+STDERR_KEEP_CHARS = 64 * 1024
 Popen = Callable[..., "subprocess.Popen[str]"]  # subprocess.Popen, or a Mininet node's popen
 
 
@@ -59,6 +64,8 @@ class Supervised:
     proc: subprocess.Popen[str]
     ask_stop: Callable[[], None] | None = None  # the tool's own stop command; default SIGTERM
     _reader: threading.Thread | None = field(default=None, repr=False)
+    _stderr_reader: threading.Thread | None = field(default=None, repr=False)
+    _stderr_tail: collections.deque[str] = field(default_factory=collections.deque, repr=False)
 
     @classmethod
     def start(cls, what: str, argv: list[str], *, state: Any, on_message: Callable[[Message], None] | None = None,
@@ -85,6 +92,9 @@ class Supervised:
 
         self._reader = threading.Thread(target=read, name=what, daemon=True)
         self._reader.start()
+        if proc.stderr is not None:
+            self._stderr_reader = threading.Thread(target=self._drain_stderr, name=f"{what} stderr", daemon=True)
+            self._stderr_reader.start()
         log.debug("started %s (pid %d): %s", what, proc.pid, argv[0])
         return self
 
@@ -102,13 +112,25 @@ class Supervised:
     def cpu_seconds(self) -> float | None:
         return process_cpu_seconds(self.proc.pid) if self.running() else None
 
-    def stderr_text(self) -> str:
-        """What it wrote to a piped stderr (after it ended), stripped; "" if not piped."""
-        if self.proc.stderr is None:
-            return ""
+    def _drain_stderr(self) -> None:
+        """Read a piped stderr as it comes, keeping its last STDERR_KEEP_CHARS characters."""
+        assert self.proc.stderr is not None
+        kept = 0
         with contextlib.suppress(OSError, ValueError):
-            return self.proc.stderr.read().strip()
-        return ""
+            for line in self.proc.stderr:
+                self._stderr_tail.append(line)
+                kept += len(line)
+                while kept > STDERR_KEEP_CHARS and len(self._stderr_tail) > 1:
+                    kept -= len(self._stderr_tail.popleft())
+
+    def stderr_text(self) -> str:
+        """What it wrote to a piped stderr (its last STDERR_KEEP_CHARS characters), stripped, once it
+        has ended; "" if not piped."""
+        if self._stderr_reader is None:
+            return ""
+        if self._stderr_reader is not threading.current_thread():
+            self._stderr_reader.join(timeout=5)
+        return "".join(self._stderr_tail).strip()
 
     def send(self, msg: Message) -> None:
         """One JSON line to its stdin (started with stdin=True)."""

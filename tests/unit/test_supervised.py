@@ -8,7 +8,7 @@ import threading
 import time
 from typing import Any
 
-from fastlab.supervised import Supervised, json_objects, stop_all
+from fastlab.supervised import STDERR_KEEP_CHARS, Supervised, json_objects, stop_all
 
 
 class State:
@@ -95,3 +95,21 @@ def test_stop_all_stops_many_in_about_one_grace_period() -> None:
     stop_all(sleepers, 5)
     assert all(s.returncode == -15 for s in sleepers)  # SIGTERM, none needed the kill
     assert time.monotonic() - begin < 5  # asked together: no one waited for the others' grace
+
+
+def test_a_tool_that_writes_much_to_stderr_is_not_blocked_and_its_tail_is_kept() -> None:
+    """1 MiB of warnings through a 64 KiB pipe: read as it comes, the tool runs to its end and says
+    its last lines; only the tail (STDERR_KEEP_CHARS) is kept."""
+    chatty = ("import json, sys\n"
+              "for i in range(16384):\n    sys.stderr.write(f'warning {i:06d} ' + 'x' * 48 + '\\n')\n"
+              "sys.stderr.write('the real error\\n')\n"
+              "print(json.dumps({'event': 'done'}), flush=True)\n")
+    got: list[Any] = []
+    ended = threading.Event()
+    tool = Supervised.start("chatty", py(chatty), state=State(), on_message=got.append,
+                            on_exit=lambda _t: ended.set())
+    assert ended.wait(20), "blocked on a full stderr pipe"
+    text = tool.stderr_text()
+    assert got == [{"event": "done"}] and text.endswith("the real error")
+    assert "warning 016383" in text and "warning 000000" not in text
+    assert len(text) <= STDERR_KEEP_CHARS
