@@ -343,17 +343,30 @@ def fidelity_paths(prep: Prepared) -> list[fidelity.PathInfo]:
     return out
 
 
-def _run_all(steps: list[Callable[[], Any]]) -> None:
-    """Teardown: call every step even when some fail, then raise the first failure as a RunError
-    (a run state that still lists a registered algorithm is kept for `fastlab cleanup`)."""
-    failures = []
-    for step in steps:
-        try:
-            step()
-        except Exception as exc:  # noqa: BLE001 - every teardown step must get its turn
-            failures.append(exc)
-    if failures:
-        raise RunError(f"teardown: {failures[0]}") from failures[0]
+class Teardown(contextlib.ExitStack):
+    """The run's teardown, `with Teardown() as teardown:` around everything that builds or starts a
+    part: each part's stop is registered with `teardown.stop(...)` and they run in reverse order of
+    registration however the run ends (cancelled, failed or done). Every stop gets its turn even when
+    one fails; the first failure is then raised as a RunError (a run state that still lists a
+    registered algorithm is kept for `fastlab cleanup`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures: list[Exception] = []
+        self.callback(self._raise_first)  # registered first: runs last
+
+    def stop(self, fn: Callable[[], Any]) -> None:
+        def guarded() -> None:
+            try:
+                fn()
+            except Exception as exc:  # noqa: BLE001 - every teardown step must get its turn
+                self.failures.append(exc)
+
+        self.callback(guarded)
+
+    def _raise_first(self) -> None:
+        if self.failures:
+            raise RunError(f"teardown: {self.failures[0]}") from self.failures[0]
 
 
 def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: Registry | None = None,
@@ -401,7 +414,12 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         if cancel is not None and cancel.is_set():
             raise RunError("cancelled")
 
-    try:
+    with Teardown() as teardown:
+        # in reverse order of stopping: the run state last, after every process and the network
+        teardown.stop(lambda: None if state.cc_loaded else state.release())
+        for stop in (bus.close, net.stop, shaper.stop, ccs.stop, *([control.stop] if control else []),
+                     clamp.stop, traffic.stop, *([live.unbind] if live is not None else [])):
+            teardown.stop(stop)
         ccs.load()
         stop_if_cancelled()
         log(f"run {prefix}: building {spec.topology} on Mininet ({prep.switch[0]} switches)")
@@ -460,10 +478,6 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
             rtt_samples = clamp.rtt_samples(bus.t0, {f.port: f.id for f in prep.flows})
         except ClampError as exc:
             raise RunError(str(exc)) from None
-    finally:
-        _run_all([*([live.unbind] if live is not None else []), traffic.stop, clamp.stop,
-                  *([control.stop] if control is not None else []), ccs.stop, shaper.stop,
-                  net.stop, bus.close, lambda: None if state.cc_loaded else state.release()])
     flows_df = bus.frame("flow")
     links_df = analysis.add_rates(bus.frame("link"))
     events_df = bus.frame("event")

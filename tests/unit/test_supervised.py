@@ -113,3 +113,30 @@ def test_a_tool_that_writes_much_to_stderr_is_not_blocked_and_its_tail_is_kept()
     assert got == [{"event": "done"}] and text.endswith("the real error")
     assert "warning 016383" in text and "warning 000000" not in text
     assert len(text) <= STDERR_KEEP_CHARS
+
+
+def test_teardown_runs_every_stop_in_reverse_and_raises_the_first_failure() -> None:
+    """The engine's teardown: stops run last-registered first, every one even after failures, and
+    the first failure comes out as a RunError; a clean teardown lets the run's own error through."""
+    import pytest
+
+    from fastlab.engine import RunError, Teardown
+
+    ran: list[str] = []
+
+    def fails(name: str) -> Any:
+        def stop() -> None:
+            ran.append(name)
+            raise OSError(f"{name} would not stop")
+        return stop
+
+    with pytest.raises(RunError, match="teardown: net would not stop"), Teardown() as teardown:
+        teardown.stop(lambda: ran.append("state"))
+        teardown.stop(fails("bus"))
+        teardown.stop(fails("net"))
+        teardown.stop(lambda: ran.append("traffic"))
+    assert ran == ["traffic", "net", "bus", "state"]
+    with pytest.raises(RunError, match="cancelled"), Teardown() as teardown:
+        teardown.stop(lambda: ran.append("clean"))
+        raise RunError("cancelled")
+    assert ran[-1] == "clean"
