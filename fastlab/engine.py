@@ -48,6 +48,8 @@ from fastlab.topology import TopologyPlan
 from fastlab.tracing import SampleBus
 from fastlab.traffic import Flow, Traffic, expand_flows
 
+log = logging.getLogger(__name__)  # progress at INFO: the CLI prints it, the web app streams it
+
 SENDER_GRACE_S = 10.0
 PROGRESS_EVERY_S = 10.0  # runs longer than this report elapsed / total time at this period
 IDLE_PING_MAX_GAP_S = 0.05
@@ -248,7 +250,7 @@ def _first_line(argv: list[str]) -> str | None:
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
     except subprocess.TimeoutExpired:
-        logging.getLogger(__name__).warning("%s took over 10 s: its version is not recorded", argv[0])
+        log.warning("%s took over 10 s: its version is not recorded", argv[0])
         return None
     if out.returncode != 0 and argv[0] == "git":
         return None
@@ -372,7 +374,6 @@ class Teardown(contextlib.ExitStack):
 def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: Registry | None = None,
                    caps: Capabilities | None = None,
                    on_sample: Callable[[dict[str, Any]], None] | None = None,
-                   log: Callable[[str], None] = lambda _msg: None,
                    cancel: threading.Event | None = None, live: LiveControl | None = None) -> RunResult:
     """Run a spec; setting `cancel` stops it early (RunError "cancelled") after a full cleanup;
     `live` is bound while the flows run, so a front end can change CC parameters then.
@@ -422,7 +423,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
             teardown.stop(stop)
         ccs.load()
         stop_if_cancelled()
-        log(f"run {prefix}: building {spec.topology} on Mininet ({prep.switch[0]} switches)")
+        log.info("run %s: building %s on Mininet (%s switches)", prefix, spec.topology, prep.switch[0])
         net.build(prep.sockbuf_bytes)
         for link_id, link in prep.links.items():
             e = net.link_ends[link_id]
@@ -450,7 +451,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         except ClampError as exc:
             raise RunError(str(exc)) from None
         traffic.cgroup = clamp.cgroup
-        log(f"run {prefix}: {len(prep.flows)} flow(s) for {spec.duration_s:g} s")
+        log.info("run %s: %d flow(s) for %g s", prefix, len(prep.flows), spec.duration_s)
         cpu["start"] = (fidelity.cpu_times(PROC_STAT.read_text()), shaper.cpu_seconds(), time.monotonic())
         bus.start(time.monotonic())
         traffic.start(bus.t0)
@@ -467,7 +468,8 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
             stop_if_cancelled()
             if spec.duration_s > PROGRESS_EVERY_S and time.monotonic() >= next_progress:
                 elapsed = time.monotonic() - bus.t0
-                log(f"run {prefix}: {elapsed:.0f} / {spec.duration_s:g} s ({elapsed / spec.duration_s:.0%})")
+                log.info("run %s: %.0f / %g s (%.0f%%)", prefix, elapsed, spec.duration_s,
+                         100 * elapsed / spec.duration_s)
                 next_progress += PROGRESS_EVERY_S
             time.sleep(min(0.2, max(0.0, end - time.monotonic())))
         cpu["end"] = (fidelity.cpu_times(PROC_STAT.read_text()), shaper.cpu_seconds(), time.monotonic())

@@ -19,6 +19,7 @@ import functools
 import importlib.util
 import inspect
 import json
+import logging
 import re
 import sys
 import threading
@@ -36,6 +37,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fastlab import paths
 from fastlab.spec import ExperimentSpec, SpecError, YamlTextError, format_validation_error, load_spec, parse_yaml
+
+log = logging.getLogger(__name__)
 
 LABS_DIR = paths.REPO / "labs"
 MAX_MINUTES = 10
@@ -496,7 +499,6 @@ def latest_lab_run(lab: Lab) -> Path:
 
 
 def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids: list[str] | None = None,
-            log: Callable[[str], None] = lambda _msg: None,
             on_step: Callable[[StepOutcome], None] = lambda _outcome: None,
             on_sample: Callable[[dict[str, Any]], None] | None = None,
             cancel: threading.Event | None = None) -> LabRun:
@@ -523,11 +525,12 @@ def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids:
     run = LabRun(lab, directory, short, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     run.save()
     for number, step in enumerate(steps, start=1):
-        log(f"step {step.id} ({number} of {len(steps)}, {specs[step.id].duration_s:g} s of flows): {step.title}")
+        log.info("step %s (%d of %d, %g s of flows): %s", step.id, number, len(steps), specs[step.id].duration_s,
+                 step.title)
         step_dir = directory / step.id
         t0 = time.monotonic()
         try:
-            run_experiment(specs[step.id], out=step_dir, on_sample=on_sample, log=log, cancel=cancel)
+            run_experiment(specs[step.id], out=step_dir, on_sample=on_sample, cancel=cancel)
             outcome = StepOutcome(step.id, step.title, str(step_dir), time.monotonic() - t0,
                                   evaluate_step(lab, step.id, step_dir, short))
         except RunError as exc:

@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import math
 import threading
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fastlab import bundle, fidelity, fidelity_view, paths
 from fastlab.spec import load_spec
+
+log = logging.getLogger(__name__)
 
 DIRECTIONS = {"ab": "forward", "ba": "reverse"}  # linkemu's drops log -> the summary's link directions
 
@@ -258,7 +260,6 @@ def default_directory(bundle_path: Path) -> Path:
 
 
 def replay_bundle(bundle_path: Path, out: Path, *, point: str | None = None,
-                  log: Callable[[str], None] = lambda _msg: None,
                   cancel: threading.Event | None = None) -> list[ReplayOutcome]:
     """Extract `bundle_path` into out/original, rerun its run (or sweep points) into out/replay, compare.
 
@@ -281,8 +282,8 @@ def replay_bundle(bundle_path: Path, out: Path, *, point: str | None = None,
         targets = [(p, original / "points" / p, out / "replay" / p) for p in ([point] if point else done)]
     outcomes = []
     for point_id, run_dir, replay_dir in targets:
-        log(f"replaying {point_id or original.name}: {run_dir / 'spec.yaml'} -> {replay_dir}")
-        result = run_experiment(load_spec(str(run_dir / "spec.yaml")), out=replay_dir, log=log, cancel=cancel)
+        log.info("replaying %s: %s -> %s", point_id or original.name, run_dir / "spec.yaml", replay_dir)
+        result = run_experiment(load_spec(str(run_dir / "spec.yaml")), out=replay_dir, cancel=cancel)
         before, after = RunFacts.from_dir(run_dir), RunFacts.from_dir(result.directory)
         outcomes.append(ReplayOutcome(point_id, run_dir, result.directory, compare(before, after),
                                       environment_differences(before.environment, after.environment),

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 import platform
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 RATE_LADDER_MBPS = (1000, 2500, 5000, 10000)
 FLOW_LADDER = (2, 4, 7, 10)
@@ -77,7 +79,7 @@ def judge(utilization: float, verdict: dict[str, Any]) -> tuple[bool, str]:
     return True, f"faithful, utilization {utilization:.3f}"
 
 
-def run(log: Callable[[str], None] = print, duration_s: float = DURATION_S) -> dict[str, Any]:
+def run(duration_s: float = DURATION_S) -> dict[str, Any]:
     """Run both ladders (needs root); returns and stores the result."""
     from fastlab.engine import run_experiment
     from fastlab.spec import parse_spec
@@ -90,13 +92,13 @@ def run(log: Callable[[str], None] = print, duration_s: float = DURATION_S) -> d
         for steps, key, value in ((rates, "max_rate_mbps", lambda s: s.rate_mbps), (flows, "max_flows",
                                                                                       lambda s: s.flows)):
             for i, step in enumerate(steps):
-                log(f"self-test: {step.label} ...")
+                log.info("self-test: %s ...", step.label)
                 result = run_experiment(parse_spec(step_spec(step, duration_s)), out=Path(tmp) / f"{key}-{i}")
                 util = steady_utilization(result.directory / "flows.csv", step.rate_mbps, WARMUP_S)
                 ok, why = judge(util, result.summary["fidelity"])
                 out["steps"].append({"step": step.label, "rate_mbps": step.rate_mbps, "flows": step.flows,
                                      "utilization": round(util, 4), "passed": ok, "why": why})
-                log(f"self-test: {step.label}: {'pass' if ok else 'FAIL'} ({why})")
+                log.info("self-test: %s: %s (%s)", step.label, "pass" if ok else "FAIL", why)
                 if not ok:
                     break
                 out[key] = value(step)

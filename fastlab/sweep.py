@@ -39,6 +39,7 @@ import fcntl
 import hashlib
 import itertools
 import json
+import logging
 import math
 import os
 import platform
@@ -69,6 +70,8 @@ from fastlab.spec import (
     read_spec_document,
 )
 from fastlab.sweep_report import FAITHFUL, PointFidelity, aggregate, param_cell, render, summary_metrics
+
+log = logging.getLogger(__name__)
 
 MAX_POINTS = 10_000
 SWEEP_FILE = "sweep.yaml"
@@ -335,7 +338,7 @@ def _exclusive(directory: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def prepare_directory(plan: SweepPlan, directory: Path, log: Callable[[str], None]) -> SweepState:
+def prepare_directory(plan: SweepPlan, directory: Path) -> SweepState:
     """Create or resume a sweep directory: keep finished points, remove partial ones."""
     state_path = directory / STATE_FILE
     if state_path.is_file():
@@ -355,14 +358,14 @@ def prepare_directory(plan: SweepPlan, directory: Path, log: Callable[[str], Non
             point.status, done = "done", done + 1
             continue
         if point_dir.exists():
-            log(f"{point.id}: unfinished run directory removed; it runs again")
+            log.info(f"{point.id}: unfinished run directory removed; it runs again")
             shutil.rmtree(point_dir)
         point.status, point.error = "pending", None
     for stray in (directory / "points").glob(".incoming-*"):
         shutil.rmtree(stray)
     state.save(state_path)
     if done:
-        log(f"resuming {directory}: {done} of {len(state.points)} points already finished (kept, not rerun)")
+        log.info(f"resuming {directory}: {done} of {len(state.points)} points already finished (kept, not rerun)")
     return state
 
 
@@ -432,7 +435,6 @@ class SweepResult:
 
 
 def run_sweep(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: Path, *, cluster: str | None = None,
-              log: Callable[[str], None] = lambda _msg: None,
               cancel: threading.Event | None = None) -> SweepResult:
     """Run every unfinished point (locally, or on the Dask scheduler at `cluster`), then aggregate.
 
@@ -440,30 +442,29 @@ def run_sweep(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: Path
     KeyboardInterrupt (on a cluster) leaves the sweep resumable: the point that was running is
     marked interrupted and rerun next time, and KeyboardInterrupt is raised.
     """
-    client = connect(cluster, log) if cluster else None  # before anything is created
+    client = connect(cluster) if cluster else None  # before anything is created
     try:
         directory.mkdir(parents=True, exist_ok=True)
         with _exclusive(directory):
-            state = prepare_directory(plan, directory, log)
+            state = prepare_directory(plan, directory)
             todo = [p for p in plan.points if state.point(p.id).status != "done"]
             counter = itertools.count(len(plan.points) - len(todo) + 1)
             if client is not None:
-                failed = _run_on_cluster(client, plan, specs, directory, state, todo, counter, log)
+                failed = _run_on_cluster(client, plan, specs, directory, state, todo, counter)
             else:
-                failed = _run_locally(plan, specs, directory, state, todo, counter, log, cancel)
+                failed = _run_locally(plan, specs, directory, state, todo, counter, cancel)
             table = write_aggregates(plan, directory)
     finally:
         if client is not None:
             client.close()
     failures = f", {len(failed)} failed ({', '.join(failed)})" if failed else ""
-    log(f"sweep {plan.name}: {len(table)} of {len(plan.points)} points finished{failures}; "
+    log.info(f"sweep {plan.name}: {len(table)} of {len(plan.points)} points finished{failures}; "
         f"table {directory / 'aggregate.csv'}")
     return SweepResult(directory, len(plan.points), len(table), failed, table)
 
 
 def _run_locally(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: Path, state: SweepState,
-                 todo: list[Point], counter: Iterator[int], log: Callable[[str], None],
-                 cancel: threading.Event | None) -> list[str]:
+                 todo: list[Point], counter: Iterator[int], cancel: threading.Event | None) -> list[str]:
     from fastlab.capabilities import probe
     from fastlab.engine import RunError, run_experiment
 
@@ -471,7 +472,7 @@ def _run_locally(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: P
     for left, point in enumerate(todo):
         if cancel is not None and cancel.is_set():
             raise KeyboardInterrupt("sweep cancelled")
-        log(f"[{next(counter)}/{len(plan.points)}] {point.id} {point.label()}: running")
+        log.info(f"[{next(counter)}/{len(plan.points)}] {point.id} {point.label()}: running")
         entry = state.point(point.id)
         entry.status, entry.started = "running", dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         state.save(directory / STATE_FILE)
@@ -484,11 +485,11 @@ def _run_locally(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: P
                 raise KeyboardInterrupt("sweep cancelled") from None
             _fail_point(directory, state, point, "failed", str(exc))
             failed.append(point.id)
-            log(f"  {point.id} failed: {exc}")
+            log.info(f"  {point.id} failed: {exc}")
             continue
         durations.append(time.monotonic() - began)
         _finish_point(directory, state, point, platform.node(), durations[-1])
-        log(f"  {point.id} done in {durations[-1]:.1f} s: {_brief(result.summary)}"
+        log.info(f"  {point.id} done in {durations[-1]:.1f} s: {_brief(result.summary)}"
             f"{_eta(sum(durations) / len(durations), len(todo) - left - 1)}")
     return failed
 
@@ -525,7 +526,7 @@ def machine_workers(scheduler_info: dict[str, Any]) -> list[str]:
                   if w.get("resources", {}).get("machine", 0) >= 1)
 
 
-def connect(cluster: str, log: Callable[[str], None]) -> Any:
+def connect(cluster: str) -> Any:
     """A Dask client of the scheduler at `cluster` that has at least one machine worker."""
     from distributed import Client
 
@@ -538,13 +539,12 @@ def connect(cluster: str, log: Callable[[str], None]) -> Any:
         client.close()
         raise SweepError(f"--cluster {cluster}: no worker offers the resource machine=1 "
                          "(start one worker per host with `dask worker ADDRESS --resources machine=1`)")
-    log(f"cluster {cluster}: {len(workers)} machine worker(s)")
+    log.info(f"cluster {cluster}: {len(workers)} machine worker(s)")
     return client
 
 
 def _run_on_cluster(client: Any, plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: Path,
-                    state: SweepState, todo: list[Point], counter: Iterator[int], log: Callable[[str], None],
-                    ) -> list[str]:
+                    state: SweepState, todo: list[Point], counter: Iterator[int]) -> list[str]:
     from distributed import as_completed
 
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
@@ -569,10 +569,10 @@ def _run_on_cluster(client: Any, plan: SweepPlan, specs: dict[str, ExperimentSpe
             except Exception as exc:  # the worker's exception, re-raised here by Dask
                 _fail_point(directory, state, point, "failed", f"{type(exc).__name__}: {exc}")
                 failed.append(point.id)
-                log(f"{step}: failed on the cluster: {type(exc).__name__}: {exc}")
+                log.info(f"{step}: failed on the cluster: {type(exc).__name__}: {exc}")
                 continue
             _finish_point(directory, state, point, payload["host"], payload["seconds"])
-            log(f"{step}: done on {payload['host']} in {payload['seconds']:.1f} s: {_brief(summary)}"
+            log.info(f"{step}: done on {payload['host']} in {payload['seconds']:.1f} s: {_brief(summary)}"
                 f"{_eta((time.monotonic() - began) / done, len(todo) - done)}")
     except KeyboardInterrupt:
         client.cancel(list(futures))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import math
 import queue
 import sqlite3
@@ -25,6 +26,7 @@ from fastlab.ccruntime import LiveControl
 from fastlab.spec import parse_spec
 
 END = object()
+FASTLAB_LOG = logging.getLogger("fastlab")  # the engine's progress lines (INFO) and warnings
 PARTIAL = "partial.jsonl"
 STATUSES = ("queued", "running", "done", "failed", "interrupted", "cancelled")
 INTERRUPTED_BY_SHUTDOWN = "the web app stopped while this run was going; partial traces kept"
@@ -145,6 +147,21 @@ def read_partial(run_dir: Path, limit: int = 2_000_000) -> list[dict[str, Any]]:
     return out
 
 
+class ProgressToStream(logging.Handler):
+    """What the engine logs while a run goes (its progress lines, warnings) as the run's live "log"
+    events; only records of the thread that made the handler (the worker running that run), so a
+    second thread's logging (a request, another app in the same process) stays out of the stream."""
+
+    def __init__(self, channel: Channel) -> None:
+        super().__init__(logging.INFO)
+        self.channel = channel
+        self.thread = threading.get_ident()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread == self.thread:
+            self.channel.publish({"kind": "log", "t": None, "msg": record.getMessage()})
+
+
 Runner = Callable[..., Any]
 
 
@@ -244,20 +261,21 @@ class RunManager:
             writer.write(record)
             channel.publish(record)
 
-        def log(msg: str) -> None:
-            channel.publish({"kind": "log", "t": None, "msg": msg})
-
         status, error, summary, environment = "failed", None, None, None
+        progress = ProgressToStream(channel)
+        FASTLAB_LOG.addHandler(progress)
+        if FASTLAB_LOG.getEffectiveLevel() > logging.INFO:
+            FASTLAB_LOG.setLevel(logging.INFO)  # progress lines are INFO: the stream shows them
         try:
             spec = parse_spec(json.loads(spec_json))
             self._cancel_running.clear()
             if self.runner is None:
                 from fastlab.engine import run_experiment
                 self.live = LiveControl()
-                result = run_experiment(spec, out=run_dir, on_sample=on_sample, log=log, cancel=self._cancel_running,
+                result = run_experiment(spec, out=run_dir, on_sample=on_sample, cancel=self._cancel_running,
                                         live=self.live)
             else:
-                result = self.runner(spec, out=run_dir, on_sample=on_sample, log=log)
+                result = self.runner(spec, out=run_dir, on_sample=on_sample)
             status = "done"
             summary = json.dumps(result.summary, default=str)
             env = result.environment or {}
@@ -272,6 +290,7 @@ class RunManager:
             else:
                 traceback.print_exc()
         finally:
+            FASTLAB_LOG.removeHandler(progress)
             self.live = None
             writer.close()
             with connect(self.database) as conn:

@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from fastlab.cli import bundle, cc, lab, run, sweep
-from fastlab.cli.common import EXIT_USAGE, CliError
+from fastlab.cli.common import EXIT_USAGE, CliError, show_progress
 
 __all__ = ["CliError", "build_parser", "main"]
 
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    show_progress()
     try:
         return args.func(args)
     except CliError as exc:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from fastlab.cli.common import CliError, cancel_on_signals, log_line, need_root, run_failed
+from fastlab.cli.common import CliError, cancel_on_signals, need_root, run_failed
 
 
 def cmd_bundle_export(args: argparse.Namespace) -> int:
@@ -63,7 +63,7 @@ def cmd_bundle_replay(args: argparse.Namespace) -> int:
     need_root("fastlab bundle replay")
     cancel = cancel_on_signals()
     try:
-        outcomes = replay_bundle(bundle_path, out, point=args.point, log=log_line, cancel=cancel)
+        outcomes = replay_bundle(bundle_path, out, point=args.point, cancel=cancel)
     except (BundleError, SpecError) as exc:
         shutil.rmtree(out, ignore_errors=True)
         raise CliError(str(exc)) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -60,5 +61,25 @@ def run_failed(what: str, exc: Exception, cancel: threading.Event) -> int:
     return 1
 
 
-def log_line(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+class ProgressLines(logging.Handler):
+    """Each record as one line on the stderr of the moment (`sys.stderr` when it is emitted, so a
+    caller that swaps it, like a test capturing output, gets the lines)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001 - logging's contract: report, never raise
+            self.handleError(record)
+
+
+def show_progress() -> None:
+    """fastlab's progress lines (INFO) and warnings on stderr, one message a line, as they come: the
+    engine, labs, sweeps and replays report through `logging` (loggers under "fastlab")."""
+    logger = logging.getLogger("fastlab")
+    if not any(isinstance(h, ProgressLines) for h in logger.handlers):
+        handler = ProgressLines()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # a root handler set by an embedding program would print it twice

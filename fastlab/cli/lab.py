@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +51,8 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
             raise LabError(f"--out {out}: directory exists and is not empty")
         need_root("fastlab lab run")
         cancel = cancel_on_signals()
-        run = run_lab(lab, out=out, short=args.short, step_ids=args.step or None,
-                      log=lambda m: print(m, file=sys.stderr), on_step=_print_step, cancel=cancel)
+        run = run_lab(lab, out=out, short=args.short, step_ids=args.step or None, on_step=_print_step,
+                      cancel=cancel)
     except LabError as exc:
         raise CliError(str(exc)) from None
     if cancel.is_set():

@@ -31,7 +31,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cancel = cancel_on_signals()
     try:
-        result = run_experiment(spec, out=out, log=lambda m: print(m, file=sys.stderr), cancel=cancel)
+        result = run_experiment(spec, out=out, cancel=cancel)
     except SpecError as exc:
         raise CliError(str(exc)) from None
     except RunError as exc:
@@ -53,7 +53,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     if args.self_test:
         need_root("doctor --self-test")
-        selftest.run(log=lambda msg: print(msg, file=sys.stderr))
+        selftest.run()
     caps = probe()
     if args.json:
         print(json.dumps(caps.as_dict() | {"capacity": selftest.load()}, indent=1))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fastlab import paths
-from fastlab.cli.common import CliError, cancel_on_signals, log_line, need_root, raise_on_sigterm
+from fastlab.cli.common import CliError, cancel_on_signals, need_root, raise_on_sigterm
 
 
 def cmd_sweep_run(args: argparse.Namespace) -> int:
@@ -35,7 +35,7 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
     else:
         raise_on_sigterm()
     try:
-        result = sweep.run_sweep(plan, specs, out, cluster=args.cluster, log=log_line, cancel=cancel)
+        result = sweep.run_sweep(plan, specs, out, cluster=args.cluster, cancel=cancel)
     except sweep.SweepError as exc:
         raise CliError(str(exc)) from None
     except KeyboardInterrupt:

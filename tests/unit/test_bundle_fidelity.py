@@ -36,7 +36,7 @@ def test_an_old_run_is_not_assessed(tmp_path: Path) -> None:
 def test_a_sweep_bundle_counts_faithful_points(tmp_path: Path) -> None:
     plan = sweep.plan_sweep(doc(params={"topology_args.rtt_ms": [10, 20, 40]}))
     directory = tmp_path / "sw"
-    sweep.prepare_directory(plan, directory, lambda _m: None)
+    sweep.prepare_directory(plan, directory)
     verdicts = [{**UNFAITHFUL, "faithful": True, "reasons": [], "advice": None}, UNFAITHFUL, None]
     for point, verdict in zip(plan.points, verdicts, strict=True):
         run = fake_point_dir(directory, point, finished=True)

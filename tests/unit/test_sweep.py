@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pandas as pd
@@ -158,31 +159,31 @@ def fake_point_dir(directory: Path, point: sweep.Point, finished: bool) -> Path:
     return run
 
 
-def test_resume_keeps_finished_points_and_removes_partial_ones(tmp_path: Path) -> None:
+def test_resume_keeps_finished_points_and_removes_partial_ones(tmp_path: Path, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="fastlab.sweep")
     plan = sweep.plan_sweep(doc(params={"topology_args.rtt_ms": [10, 20]}, repeat=2))
-    logs: list[str] = []
-    state = sweep.prepare_directory(plan, tmp_path, logs.append)
+    state = sweep.prepare_directory(plan, tmp_path)
     assert [p.status for p in state.points] == ["pending"] * 4 and (tmp_path / sweep.SWEEP_FILE).is_file()
     kept = fake_point_dir(tmp_path, plan.points[0], finished=True)
     stamp = (kept / "summary.json").stat().st_mtime_ns
     partial = fake_point_dir(tmp_path, plan.points[1], finished=False)
-    state = sweep.prepare_directory(plan, tmp_path, logs.append)
+    state = sweep.prepare_directory(plan, tmp_path)
     assert [p.status for p in state.points] == ["done", "pending", "pending", "pending"]
     assert not partial.exists() and (kept / "summary.json").stat().st_mtime_ns == stamp
-    assert any("1 of 4 points already finished" in line for line in logs)
+    assert any("1 of 4 points already finished" in r.getMessage() for r in caplog.records)
     assert sweep.finished_points(tmp_path) == ["p00-r0"]
     table = sweep.write_aggregates(plan, tmp_path)
     assert list(table["point"]) == ["p00-r0"] and (tmp_path / "aggregate_mean.csv").is_file()
     assert "p00-r0" in "\n".join(sweep.status_lines(tmp_path))
     other = sweep.plan_sweep(doc(params={"topology_args.rtt_ms": [10, 30]}, repeat=2))
     with pytest.raises(sweep.SweepError, match="holds another sweep"):
-        sweep.prepare_directory(other, tmp_path, logs.append)
+        sweep.prepare_directory(other, tmp_path)
 
 
 def test_a_sweep_bundle_holds_only_finished_points(tmp_path: Path) -> None:
     plan = sweep.plan_sweep(doc(params={"topology_args.rtt_ms": [10, 20]}))
     directory = tmp_path / "sw-sweep"
-    sweep.prepare_directory(plan, directory, lambda _m: None)
+    sweep.prepare_directory(plan, directory)
     fake_point_dir(directory, plan.points[0], finished=True)
     fake_point_dir(directory, plan.points[1], finished=False)
     sweep.write_aggregates(plan, directory)
@@ -220,7 +221,7 @@ def test_summary_metrics_carry_the_fidelity_verdict_and_old_summaries_have_none(
 
 def test_sweep_rows_and_page_count_faithful_points_and_name_the_unfaithful_ones(tmp_path: Path) -> None:
     plan = sweep.plan_sweep(doc(params={"topology_args.rtt_ms": [10, 20]}, repeat=2))
-    sweep.prepare_directory(plan, tmp_path, lambda _m: None)
+    sweep.prepare_directory(plan, tmp_path)
     verdicts = {"p00-r0": verdict(True), "p00-r1": verdict(False), "p01-r0": None, "p01-r1": verdict(True)}
     for point in plan.points:
         run = fake_point_dir(tmp_path, point, finished=True)
@@ -243,7 +244,7 @@ def test_sweep_rows_and_page_count_faithful_points_and_name_the_unfaithful_ones(
 
 def test_a_sweep_of_old_runs_has_an_empty_faithful_column(tmp_path: Path) -> None:
     plan = sweep.plan_sweep(doc(params={"topology_args.rtt_ms": [10, 20]}))
-    sweep.prepare_directory(plan, tmp_path, lambda _m: None)
+    sweep.prepare_directory(plan, tmp_path)
     for point in plan.points:
         fake_point_dir(tmp_path, point, finished=True)
     sweep.write_aggregates(plan, tmp_path)

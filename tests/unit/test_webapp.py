@@ -97,3 +97,52 @@ def test_unknown_or_hostile_run_ids_are_404(client, hostile: str) -> None:
 def test_times_are_shown_for_people(stamp: str | None, shown: str) -> None:
     from webapp import human_time
     assert human_time(stamp) == shown
+
+
+def test_progress_lines_reach_the_run_stream_from_its_worker_thread_only() -> None:
+    """The engine reports progress through `logging` ("fastlab" loggers, INFO); the web worker turns
+    its own thread's records into the run's live "log" events and nothing from other threads."""
+    import logging
+    import threading
+
+    from webapp.runner import FASTLAB_LOG, ProgressToStream
+
+    class Channel:
+        def __init__(self) -> None:
+            self.items: list[dict[str, object]] = []
+
+        def publish(self, item: dict[str, object]) -> None:
+            self.items.append(item)
+
+    channel = Channel()
+    handler = ProgressToStream(channel)  # type: ignore[arg-type]
+    FASTLAB_LOG.addHandler(handler)
+    level = FASTLAB_LOG.level
+    FASTLAB_LOG.setLevel(logging.INFO)
+    try:
+        logging.getLogger("fastlab.engine").info("run %s: building %s", "flab12", "dumbbell")
+        other = threading.Thread(target=lambda: logging.getLogger("fastlab.engine").info("another run"))
+        other.start()
+        other.join()
+        logging.getLogger("fastlab.engine").debug("not progress")
+    finally:
+        FASTLAB_LOG.removeHandler(handler)
+        FASTLAB_LOG.setLevel(level)
+    assert channel.items == [{"kind": "log", "t": None, "msg": "run flab12: building dumbbell"}]
+
+
+def test_the_cli_prints_progress_lines_once(capsys) -> None:
+    """`fastlab` shows the engine's INFO lines on stderr, once however often it is set up."""
+    import logging
+
+    from fastlab.cli.common import show_progress
+
+    logger = logging.getLogger("fastlab")
+    before = (list(logger.handlers), logger.level, logger.propagate)
+    try:
+        show_progress()
+        show_progress()
+        logging.getLogger("fastlab.labs").info("step %s (%d of %d)", "p2e-3", 2, 3)
+    finally:
+        logger.handlers[:], logger.level, logger.propagate = before[0], before[1], before[2]
+    assert capsys.readouterr().err == "step p2e-3 (2 of 3)\n"

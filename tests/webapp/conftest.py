@@ -4,6 +4,7 @@ Debian chromium through Playwright, and a tiny lab folder (independent of the re
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import threading
@@ -70,9 +71,9 @@ class FakeEngine:
         self.calls: list[str] = []
         self.epoch = time.time()  # sample t = wall time - epoch, so clients can measure latency
 
-    def __call__(self, spec: Any, *, out: Path, on_sample: Any, log: Any) -> RunResult:
+    def __call__(self, spec: Any, *, out: Path, on_sample: Any) -> RunResult:
         self.calls.append(spec.name)
-        log("fake run starting")
+        logging.getLogger("fastlab.engine").info("fake run starting")  # as the engine reports progress
         t0 = time.monotonic()
         n = 0
         while time.monotonic() - t0 < self.seconds:
