@@ -13,7 +13,7 @@ from fastlab.cli.common import CliError, cancel_on_signals, need_root, raise_on_
 
 
 def cmd_sweep_run(args: argparse.Namespace) -> int:
-    from fastlab import sweep
+    from fastlab import sweep, sweep_run
     from fastlab.capabilities import probe
     from fastlab.engine import prepare
     from fastlab.spec import SpecError
@@ -35,7 +35,7 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
     else:
         raise_on_sigterm()
     try:
-        result = sweep.run_sweep(plan, specs, out, cluster=args.cluster, cancel=cancel)
+        result = sweep_run.run_sweep(plan, specs, out, cluster=args.cluster, cancel=cancel)
     except sweep.SweepError as exc:
         raise CliError(str(exc)) from None
     except KeyboardInterrupt:

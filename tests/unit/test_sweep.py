@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from fastlab import sweep, sweep_report
+from fastlab import sweep, sweep_report, sweep_run
 from fastlab.bundle import export, verify
 from fastlab.cc import Registry
 from fastlab.plan import validate
@@ -201,7 +201,7 @@ def test_a_sweep_bundle_holds_only_finished_points(tmp_path: Path) -> None:
 def test_cluster_workers_are_those_offering_a_machine() -> None:
     info = {"workers": {"tcp://a:1": {"resources": {"machine": 1}}, "tcp://b:1": {"resources": {}},
                         "tcp://c:1": {}}}
-    assert sweep.machine_workers(info) == ["tcp://a:1"]
+    assert sweep_run.machine_workers(info) == ["tcp://a:1"]
 
 
 def verdict(faithful: bool) -> dict[str, object]:
@@ -239,7 +239,8 @@ def test_sweep_rows_and_page_count_faithful_points_and_name_the_unfaithful_ones(
     assert "2 of 4 finished points faithful; 1 not faithful; 1 not assessed" in page
     assert "<strong>p00-r1</strong> (topology_args.rtt_ms=10 seed=11): the machine was 99% busy" in page
     assert "its trace has a 1.50 s gap" not in page  # the first reason only
-    assert "NOT FAITHFUL: the machine was 99% busy" in sweep._brief(summary(1, 1, 1, 1) | {"fidelity": verdict(False)})
+    brief = sweep_run._brief(summary(1, 1, 1, 1) | {"fidelity": verdict(False)})
+    assert "NOT FAITHFUL: the machine was 99% busy" in brief
 
 
 def test_a_sweep_of_old_runs_has_an_empty_faithful_column(tmp_path: Path) -> None:
