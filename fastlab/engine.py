@@ -1,7 +1,7 @@
 """The experiment engine: spec -> network -> shaped links -> flows -> traces -> results.
 
-`prepare` does everything that can fail without touching the machine (validation, backend
-choice, shaping plans that need no device names); `run_experiment` then owns a run prefix,
+`fastlab.plan.prepare` does everything that can fail without touching the machine (validation,
+backend choice, shaping plans that need no device names); `run_experiment` then owns a run prefix,
 builds, runs, tears down exactly what it made, and writes the run directory:
 spec.yaml, environment.json, flows.csv, links.csv, summary.json, report.html (and rtt_samples.csv
 when flows are clamped: every RTT sample as per-second statistics).
@@ -33,20 +33,19 @@ from typing import Any
 import yaml
 
 from fastlab import analysis, explain, fidelity, paths, report, routing
-from fastlab.capabilities import Capabilities, probe
+from fastlab.capabilities import Capabilities
 from fastlab.cc import Registry
-from fastlab.ccruntime import CCRuntime, HostParams, LiveControl, plan_parameters
-from fastlab.ccset import KERNEL_MODULES, default_registry
-from fastlab.controller import OpenFlowControl, app_available
+from fastlab.ccruntime import CCRuntime, LiveControl
+from fastlab.ccset import KERNEL_MODULES
+from fastlab.controller import OpenFlowControl
 from fastlab.cwndclamp import RTT_COLUMNS, ClampError, CwndClamp
-from fastlab.network import SOCKBUF_MAX_BYTES, SOCKBUF_MIN_BYTES, Network
-from fastlab.plan import validate
+from fastlab.network import Network
+from fastlab.plan import Prepared, prepare
 from fastlab.runstate import RunState, new_prefix
-from fastlab.shaping import Devices, ResolvedLink, Shaper, choose_backend, plan_link, resolve
-from fastlab.spec import ExperimentSpec, SpecError, to_plain
-from fastlab.topology import TopologyPlan
+from fastlab.shaping import Devices, Shaper, plan_link
+from fastlab.spec import ExperimentSpec, to_plain
 from fastlab.tracing import SampleBus
-from fastlab.traffic import Flow, Traffic, expand_flows
+from fastlab.traffic import Flow, Traffic
 
 log = logging.getLogger(__name__)  # progress at INFO: the CLI prints it, the web app streams it
 
@@ -64,125 +63,6 @@ ROOT_SYSCTLS = ("net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "
 
 class RunError(RuntimeError):
     """The run failed after it started; what it created has been removed."""
-
-
-@dataclass
-class Prepared:
-    spec: ExperimentSpec
-    plan: TopologyPlan
-    caps: Capabilities
-    flows: list[Flow]
-    links: dict[str, ResolvedLink]
-    backends: dict[str, tuple[str, str]]
-    switch: tuple[str, str]
-    openflow_switch: tuple[str, str] | None  # OVS datapath of the OpenFlow core, when the topology has one
-    sockbuf_bytes: int
-    registry: Registry
-    cc_hosts: list[HostParams]
-    cc_globals: dict[str, dict[str, Any]]
-    offloads: tuple[bool, str] = (False, "")  # the fast path, and why it is on or off
-    unused_links: dict[str, str] = field(default_factory=dict)  # shaped links built plain, and why
-    upstream: dict[tuple[str, bool], int] = field(default_factory=dict)  # routing.upstream_rates
-    cc_impl: tuple[str, str] = ("bpf", "")  # build of fastlab's own algorithms, and why
-
-
-def flow_routes(plan: TopologyPlan, spec: ExperimentSpec,
-                data: bool | None = None) -> list[tuple[str, str, str | None]]:
-    """(src, dst, path) of every way a flow's packets (data=True), its ACKs (data=False) or both
-    may go, on any path of an OpenFlow core. A flow's route appears once per flow (repeats count)."""
-    design = plan.metadata.get("openflow")
-    paths: list[str | None] = sorted(design["paths"]) if design else [None]
-    ends = [(f.src, f.dst) for f in spec.flows for _ in range(f.count)]
-    pairs = (ends if data is not False else []) + ([(b, a) for a, b in ends] if data is not True else [])
-    if data is None:
-        pairs = list(dict.fromkeys(pairs))
-    return [(a, b, path) for a, b in pairs for path in paths]
-
-
-def crossed_links(plan: TopologyPlan, spec: ExperimentSpec) -> set[str]:
-    """Shaped links some flow's packets or ACKs cross."""
-    return {h.link.shaped for a, b, path in flow_routes(plan, spec)
-            for h in routing.hops(plan, a, b, path) if h.link.shaped}
-
-
-def fast_path_choice(spec: ExperimentSpec, backends: dict[str, tuple[str, str]], switch: str,
-                     openflow_switch: str | None) -> tuple[bool, str]:
-    """Offloads on (TSO/GSO super-frames end to end) only where every hop keeps per-segment semantics."""
-    if spec.fast_path == "off":
-        return False, "the spec asks for fast_path: off (one frame per MTU packet)"
-    tc_links = sorted(k for k, (b, _) in backends.items() if b != "emulator")
-    if tc_links:
-        return False, f"links shaped by tc ({', '.join(tc_links)}) must see MTU frames: offloads off"
-    if "ovs-user" in (switch, openflow_switch):
-        return False, "the OVS userspace datapath needs offloads off"
-    return True, ("every shaped link is emulated: TSO/GSO super-frames cross each hop whole; linkemu "
-                  "decides loss, queue and rate per MTU segment and cuts a super-frame where needed")
-
-
-def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabilities | None = None) -> Prepared:
-    """All checks that need no network: raises SpecError naming the field."""
-    caps = caps or probe()
-    cc_impl = caps.cc_impl_choice(spec.cc_impl)
-    if cc_impl[0] == "unavailable" and spec.cc_impl != "auto":
-        raise SpecError(f"cc_impl: {cc_impl[1]}")
-    registry = registry or default_registry(cc_impl[0] if cc_impl[0] != "unavailable" else "bpf")
-    # Hosts no flow uses carry nothing: they are not built (nor their access links).
-    plan = validate(spec, registry).pruned({e for f in spec.flows for e in (f.src, f.dst)})
-    # Links no flow crosses are built as plain links: no link node, no emulator process.
-    unused = {link: "no flow crosses it" for link in sorted(set(plan.shaped) - crossed_links(plan, spec))}
-    plan = plan.unshaped(set(unused))
-    cc_hosts, cc_globals = plan_parameters(spec, registry)
-    links = {}
-    for link_id, shaped in plan.shaped.items():
-        try:
-            links[link_id] = resolve(shaped, spec.links.get(link_id), spec.mtu)
-        except RuntimeError as exc:
-            raise SpecError(str(exc)) from None
-    # ... and so are links that can never hold a packet (routing.idle_links).
-    data, acks = flow_routes(plan, spec, data=True), flow_routes(plan, spec, data=False)
-    idle = routing.idle_links(plan, links, data, acks)
-    plan = plan.unshaped(set(idle))
-    links = {k: v for k, v in links.items() if k not in idle}
-    unused |= idle
-    backends = {}
-    for link_id, link in links.items():
-        try:
-            backends[link_id] = choose_backend(link, caps.has("netem"), caps.has("linkemu"))
-        except RuntimeError as exc:
-            raise SpecError(str(exc)) from None
-    for i, f in enumerate(spec.flows):
-        if f.max_cwnd_pkts is not None and not caps.has("cwnd_clamp"):
-            raise SpecError(f"flows[{i}].max_cwnd_pkts: cannot clamp windows here: "
-                            f"{caps.probes['cwnd_clamp'].detail}")
-    switch = caps.switch_choice(spec.switch)
-    if switch[0] == "unavailable":
-        raise SpecError(f"switch: {switch[1]}")
-    openflow_switch = None
-    if plan.metadata.get("openflow"):
-        openflow_switch = caps.switch_choice("ovs")
-        if openflow_switch[0] == "unavailable":
-            raise SpecError(f"topology_args: the OpenFlow core needs Open vSwitch: {openflow_switch[1]}")
-        ok, why = app_available() if spec.controller else (True, "")
-        if not ok:
-            raise SpecError(f"controller: {why}")
-    # Socket buffers: 4 x (BDP + bottleneck buffer) of the longest flow path (the kernel's
-    # accounting overhead takes about half of a buffer), capped at what the sysctl accepts.
-    # Flows that may be rerouted are sized for the longest of their paths.
-    path_bytes = 0.0
-    detours = {r.path for r in spec.reroutes}
-    for f in spec.flows:
-        for path in {f.path, *detours} if plan.metadata.get("openflow") else {None}:
-            fig = routing.figures(plan, links, f.src, f.dst, path)
-            if fig.bottleneck_link is None or fig.bottleneck_mbps is None:
-                continue
-            queue = links[fig.bottleneck_link].forward
-            path_bytes = max(path_bytes, fig.bottleneck_mbps * 1e6 / 8 * fig.rtt_ms / 1000
-                             + (queue.limit_bytes or (queue.limit_pkts or 0) * queue.mtu_bytes))
-    sockbuf = min(SOCKBUF_MAX_BYTES, max(SOCKBUF_MIN_BYTES, int(4 * path_bytes)))
-    offloads = fast_path_choice(spec, backends, switch[0], openflow_switch[0] if openflow_switch else None)
-    upstream = routing.upstream_rates(plan, links, flow_routes(plan, spec)) if offloads[0] else {}
-    return Prepared(spec, plan, caps, expand_flows(spec, plan), links, backends, switch, openflow_switch, sockbuf,
-                    registry, cc_hosts, cc_globals, offloads, unused, upstream, cc_impl)
 
 
 def _fidelity(prep: Prepared, shaper: Shaper, cpu: dict[str, Any], flows_df: Any,

@@ -508,7 +508,8 @@ def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids:
     stops the lab before anything is created. A step whose run fails is recorded with its error
     and the lab goes on to the next step (except when cancelled).
     """
-    from fastlab.engine import RunError, prepare, run_experiment
+    from fastlab.engine import RunError, run_experiment
+    from fastlab.plan import prepare
 
     steps = [lab.step(s) for s in step_ids] if step_ids else lab.steps
     specs = {}

@@ -249,7 +249,7 @@ def load_sweep(path: str | Path, overrides: list[str] | None = None) -> SweepPla
 
 def check_points(plan: SweepPlan, check: Callable[[ExperimentSpec], object] = lambda _spec: None,
                  ) -> dict[str, ExperimentSpec]:
-    """Every point's spec, validated (structure, then `check`, e.g. engine.prepare) before any runs."""
+    """Every point's spec, validated (structure, then `check`, e.g. plan.prepare) before any runs."""
     specs = {}
     for point in plan.points:
         try:

@@ -143,7 +143,7 @@ class Services:
     # --- submissions ------------------------------------------------------------------------------
     def check(self, data: Any) -> tuple[ExperimentSpec, Any]:
         """Schema + the engine's own prepare(); raises SpecError with the engine's message."""
-        from fastlab.engine import prepare
+        from fastlab.plan import prepare
 
         limit = current_app.config["MAX_DURATION_S"]
         duration = data.get("duration_s") if isinstance(data, dict) else None

@@ -13,7 +13,8 @@ from fastlab.cli.common import CliError, cancel_on_signals, need_root, run_faile
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from fastlab.engine import RunError, prepare, run_experiment
+    from fastlab.engine import RunError, run_experiment
+    from fastlab.plan import prepare
     from fastlab.spec import SpecError, load_spec
 
     try:

@@ -15,7 +15,7 @@ from fastlab.cli.common import CliError, cancel_on_signals, need_root, raise_on_
 def cmd_sweep_run(args: argparse.Namespace) -> int:
     from fastlab import sweep, sweep_run
     from fastlab.capabilities import probe
-    from fastlab.engine import prepare
+    from fastlab.plan import prepare
     from fastlab.spec import SpecError
 
     try:

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from fastlab.engine import prepare, run_experiment
+from fastlab.engine import run_experiment
+from fastlab.plan import prepare
 from fastlab.shaping import EMULATOR_RT_PRIORITY
 from fastlab.spec import parse_spec
 

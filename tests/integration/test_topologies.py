@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from fastlab import routing
-from fastlab.engine import prepare, run_experiment
+from fastlab.engine import run_experiment
+from fastlab.plan import prepare
 from fastlab.spec import ExperimentSpec, parse_spec
 from fastlab.topology import build_plan
 

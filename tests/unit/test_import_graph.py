@@ -88,8 +88,6 @@ MAX_MODULE_LINES = 500
 # that grows past the limit fails until it is split or given a reason here; one that shrinks below
 # it fails until its entry goes, so no reason outlives its module.
 LONG_MODULES = {
-    "fastlab/engine.py": "prepare() and run_experiment(): one run's whole sequence, from the plan to the "
-                         "written folder, read top to bottom; every stage it calls is a module of its own",
     "fastlab/labs.py": "the lab format and the one API lab authors' checkpoints.py import (StepRun, "
                        "CheckResult, within, loss_starts...): a split would change every lab's imports",
 }

@@ -26,7 +26,7 @@ BAD = [
 
 def engine_message(spec: dict) -> str:
     """What the engine itself says about a spec (prepare raises SpecError)."""
-    from fastlab.engine import prepare
+    from fastlab.plan import prepare
     from fastlab.spec import SpecError, parse_spec
     try:
         prepare(parse_spec(spec))
