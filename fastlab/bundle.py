@@ -23,12 +23,9 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
-from typing import Any
-
-import yaml
 
 from fastlab import fidelity, fidelity_view
-from fastlab.rundir import SWEEP_STATE, finished_points
+from fastlab.rundir import SUMMARY, SWEEP_STATE, RunFolder, finished_points
 
 MANIFEST = "MANIFEST.sha256"
 REPRODUCE = "REPRODUCE.md"
@@ -87,20 +84,18 @@ def kind_of(directory: Path) -> str:
     """"sweep" (has sweep.json) or "run" (has spec.yaml and summary.json); else BundleError."""
     if (directory / SWEEP_STATE).is_file():
         return "sweep"
-    if (directory / "spec.yaml").is_file() and (directory / "summary.json").is_file():
+    if RunFolder(directory).is_run():
         return "run"
     raise BundleError(f"{directory}: not a run directory (spec.yaml, summary.json) nor a sweep directory "
                       f"({SWEEP_STATE})")
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text()) if path.is_file() else {}
-
-
 def _run_facts(run_dir: Path) -> list[str]:
     """Markdown lines: what the run was, where it ran, what it measured."""
-    spec = yaml.safe_load((run_dir / "spec.yaml").read_text()) or {}
-    env, summary = _read_json(run_dir / "environment.json"), _read_json(run_dir / "summary.json")
+    folder = RunFolder(run_dir)
+    spec = folder.spec()
+    env = folder.environment(missing_ok=True)
+    summary = folder.summary() if folder.has(SUMMARY) else {}
     run, tools = env.get("run", {}), env.get("tools", {})
     lines = [f"- experiment `{spec.get('name')}`: topology `{spec.get('topology')}` "
              f"{json.dumps(spec.get('topology_args', {}))}, {spec.get('duration_s')} s, seed {spec.get('seed')}"]
@@ -143,8 +138,8 @@ def reproduce_md(directory: Path, bundle_name: str) -> str:
             "", "## Rerun by hand", "", "```sh", f"unzip {bundle_name}",
             f"sudo fastlab run {top}/spec.yaml --out rerun-{top}", "```"]
     else:
-
-        state = _read_json(directory / SWEEP_STATE)
+        state_path = directory / SWEEP_STATE
+        state = json.loads(state_path.read_text()) if state_path.is_file() else {}
         done = finished_points(directory)
         lines = [f"# Reproducing fastlab sweep `{top}`", "",
                  f"This bundle is a parameter sweep: `sweep.yaml` (the spec with its `sweep:` section), `{SWEEP_STATE}`"

@@ -10,11 +10,9 @@ when flows are clamped: every RTT sample as per-second statistics).
 from __future__ import annotations
 
 import contextlib
-import csv
 import datetime as dt
 import functools
 import hashlib
-import json
 import logging
 import os
 import platform
@@ -41,6 +39,7 @@ from fastlab.controller import OpenFlowControl
 from fastlab.cwndclamp import RTT_COLUMNS, ClampError, CwndClamp
 from fastlab.network import Network
 from fastlab.plan import Prepared, prepare
+from fastlab.rundir import RunFolder
 from fastlab.runstate import RunState, new_prefix
 from fastlab.shaping import Devices, Shaper, plan_link
 from fastlab.spec import ExperimentSpec, to_plain
@@ -392,20 +391,10 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         environment["openflow"] = control.applied
     try:
         spec_yaml = yaml.safe_dump(to_plain(spec), sort_keys=False)
-        (directory / "spec.yaml").write_text(spec_yaml)
-        (directory / "environment.json").write_text(json.dumps(environment, indent=1, default=str))
-        flows_df.to_csv(directory / "flows.csv", index=False)
-        links_df.to_csv(directory / "links.csv", index=False)
-        if rtt_samples:
-            with (directory / "rtt_samples.csv").open("w", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=list(RTT_COLUMNS))
-                writer.writeheader()
-                writer.writerows(rtt_samples)
-        if not events_df.empty:
-            events_df.to_csv(directory / "cc_events.csv", index=False)
-        (directory / "summary.json").write_text(json.dumps(summary, indent=1))
-        page = report.render(spec_yaml, summary, environment, flows_df, links_df, events_df)
-        (directory / "report.html").write_text(page)
+        folder = RunFolder(directory)
+        folder.write(spec_yaml=spec_yaml, environment=environment, summary=summary, flows=flows_df, links=links_df,
+                     events=events_df, rtt_samples=rtt_samples, rtt_columns=RTT_COLUMNS)
+        folder.write_report(report.render(spec_yaml, summary, environment, flows_df, links_df, events_df))
     except OSError as exc:  # e.g. the disk filled up during the run: say so, and mark what is there
         incomplete = directory.with_name(directory.name + ".incomplete")
         with contextlib.suppress(OSError):

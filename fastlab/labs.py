@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fastlab import paths
+from fastlab.rundir import RunFolder
 from fastlab.spec import ExperimentSpec, SpecError, YamlTextError, format_validation_error, load_spec, parse_yaml
 
 log = logging.getLogger(__name__)
@@ -140,43 +140,42 @@ def emulation_faithful(run: StepRun) -> CheckResult:
 
 
 class StepRun:
-    """A step's run directory with lazy accessors; CSVs may be stored gzipped (`flows.csv.gz`)."""
+    """A step's run directory with lazy accessors (read through `fastlab.rundir.RunFolder`, so CSVs
+    may be stored gzipped, `flows.csv.gz`); a missing file is MissingData."""
 
     def __init__(self, directory: Path | str) -> None:
         self.directory = Path(directory)
+        self.folder = RunFolder(self.directory)
 
-    def _file(self, name: str) -> Path:
-        for candidate in (self.directory / name, self.directory / f"{name}.gz"):
-            if candidate.exists():
-                return candidate
-        raise MissingData(f"{self.directory.name}: the run has no {name}")
-
-    def _csv(self, name: str) -> pd.DataFrame:
-        return pd.read_csv(self._file(name))
+    def _read(self, read: Callable[[], Any]) -> Any:
+        try:
+            return read()
+        except FileNotFoundError as exc:
+            raise MissingData(str(exc)) from None
 
     @functools.cached_property
     def spec(self) -> dict[str, Any]:
-        return yaml.safe_load(self._file("spec.yaml").read_text())
+        return self._read(self.folder.spec)
 
     @functools.cached_property
     def summary(self) -> dict[str, Any]:
-        return json.loads(self._file("summary.json").read_text())
+        return self._read(self.folder.summary)
 
     @functools.cached_property
     def environment(self) -> dict[str, Any]:
-        return json.loads(self._file("environment.json").read_text())
+        return self._read(self.folder.environment)
 
     @functools.cached_property
     def flows(self) -> pd.DataFrame:
-        return self._csv("flows.csv")
+        return self._read(self.folder.flows)
 
     @functools.cached_property
     def links(self) -> pd.DataFrame:
-        return self._csv("links.csv")
+        return self._read(self.folder.links)
 
     @functools.cached_property
     def cc_events(self) -> pd.DataFrame:
-        return self._csv("cc_events.csv")
+        return self._read(self.folder.events)
 
     def flow(self, flow_id: str) -> pd.DataFrame:
         """flows.csv rows of one flow, in time order."""

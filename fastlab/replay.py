@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fastlab import bundle, fidelity, fidelity_view, paths
+from fastlab.rundir import SPEC, RunFolder
 from fastlab.spec import load_spec
 
 log = logging.getLogger(__name__)
@@ -96,9 +97,8 @@ class RunFacts:
                 direction, _, index = line.partition(" ")
                 if direction in DIRECTIONS and index.isdigit():
                     link.setdefault(DIRECTIONS[direction], []).append(int(index))
-        environment = json.loads((run_dir / "environment.json").read_text()) \
-            if (run_dir / "environment.json").is_file() else {}
-        return cls(json.loads((run_dir / "summary.json").read_text()), environment, drops)
+        folder = RunFolder(run_dir)
+        return cls(folder.summary(), folder.environment(missing_ok=True), drops)
 
     def seeded_loss(self, link: str) -> bool:
         """The link's loss was made by the emulator (seeded, per packet index) rather than netem."""
@@ -282,8 +282,9 @@ def replay_bundle(bundle_path: Path, out: Path, *, point: str | None = None,
         targets = [(p, original / "points" / p, out / "replay" / p) for p in ([point] if point else done)]
     outcomes = []
     for point_id, run_dir, replay_dir in targets:
-        log.info("replaying %s: %s -> %s", point_id or original.name, run_dir / "spec.yaml", replay_dir)
-        result = run_experiment(load_spec(str(run_dir / "spec.yaml")), out=replay_dir, cancel=cancel)
+        spec_path = RunFolder(run_dir).path(SPEC)
+        log.info("replaying %s: %s -> %s", point_id or original.name, spec_path, replay_dir)
+        result = run_experiment(load_spec(str(spec_path)), out=replay_dir, cancel=cancel)
         before, after = RunFacts.from_dir(run_dir), RunFacts.from_dir(result.directory)
         outcomes.append(ReplayOutcome(point_id, run_dir, result.directory, compare(before, after),
                                       environment_differences(before.environment, after.environment),

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fastlab.rundir import FLOWS, RunFolder
+
 log = logging.getLogger(__name__)
 
 RATE_LADDER_MBPS = (1000, 2500, 5000, 10000)
@@ -94,7 +96,7 @@ def run(duration_s: float = DURATION_S) -> dict[str, Any]:
             for i, step in enumerate(steps):
                 log.info("self-test: %s ...", step.label)
                 result = run_experiment(parse_spec(step_spec(step, duration_s)), out=Path(tmp) / f"{key}-{i}")
-                util = steady_utilization(result.directory / "flows.csv", step.rate_mbps, WARMUP_S)
+                util = steady_utilization(RunFolder(result.directory).path(FLOWS), step.rate_mbps, WARMUP_S)
                 ok, why = judge(util, result.summary["fidelity"])
                 out["steps"].append({"step": step.label, "rate_mbps": step.rate_mbps, "flows": step.flows,
                                      "utilization": round(util, 4), "passed": ok, "why": why})

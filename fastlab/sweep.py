@@ -52,7 +52,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from fastlab import paths, rundir
-from fastlab.rundir import finished_points, is_finished
+from fastlab.rundir import RunFolder, finished_points, is_finished
 from fastlab.spec import (
     ExperimentSpec,
     SpecError,
@@ -369,7 +369,7 @@ def write_aggregates(plan: SweepPlan, directory: Path) -> pd.DataFrame:
     for point in plan.points:
         point_dir = directory / "points" / point.id
         if is_finished(point_dir):
-            summary = json.loads((point_dir / "summary.json").read_text())
+            summary = RunFolder(point_dir).summary()
             rows.append(point_row(point, summary))
             verdicts.append(PointFidelity.of(point, summary))
     table = pd.DataFrame(rows)

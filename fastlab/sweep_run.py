@@ -28,6 +28,7 @@ from typing import Any
 import pandas as pd
 
 from fastlab import bundle, fidelity_view
+from fastlab.rundir import RunFolder
 from fastlab.spec import ExperimentSpec, SpecError
 from fastlab.sweep import (
     POINT_FILE,
@@ -171,7 +172,7 @@ def _store_remote(directory: Path, point: Point, payload: dict[str, Any]) -> dic
         root.rename(directory / "points" / point.id)
     finally:
         shutil.rmtree(incoming, ignore_errors=True)
-    return json.loads((directory / "points" / point.id / "summary.json").read_text())
+    return RunFolder(directory / "points" / point.id).summary()
 
 
 def machine_workers(scheduler_info: dict[str, Any]) -> list[str]:

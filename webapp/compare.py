@@ -21,6 +21,7 @@ import pandas as pd
 from flask import Blueprint, jsonify, render_template, request
 
 from fastlab import fidelity_view
+from fastlab.rundir import RunFolder
 from webapp.apierror import api_error
 from webapp.services import RUN_ID_RE, Services, services
 
@@ -150,7 +151,7 @@ def series(run_dir: Path) -> dict[str, Any]:
     """A finished run's traces to overlay: per flow goodput, cwnd and RTT; per link the forward backlog."""
     out: dict[str, Any] = {"flows": {}, "links": {}}
     try:
-        flows = pd.read_csv(run_dir / "flows.csv")
+        flows = RunFolder(run_dir).flows()
         for fid, rows in flows.groupby("flow", sort=True):
             t = rows["t"].astype(float).tolist()
             out["flows"][str(fid)] = {"t": thin(t, t)[0], **{
@@ -159,7 +160,7 @@ def series(run_dir: Path) -> dict[str, Any]:
     except (OSError, ValueError, KeyError, pd.errors.ParserError):
         pass
     try:
-        links = pd.read_csv(run_dir / "links.csv")
+        links = RunFolder(run_dir).links()
         links = links[(links["direction"] == "forward") & (links["t"] >= 0)]
         for lid, rows in links.groupby("link", sort=True):
             t = rows["t"].astype(float).tolist()

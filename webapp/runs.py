@@ -29,6 +29,7 @@ from werkzeug.exceptions import BadRequest
 
 from fastlab import explain, fast_theory, fidelity_view, paths
 from fastlab.labs import LabError
+from fastlab.rundir import REPORT, RunFolder
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
 from webapp import cli_text, guided, handout
 from webapp.apierror import api_error
@@ -112,8 +113,9 @@ def run_page(run_id: str) -> str:
 def report(run_id: str) -> Any:
     sv = services()
     sv.run_row(run_id)  # 404 for anything the history does not know: no path from the URL
-    path = sv.root / run_id / "report.html"
-    if not path.is_file():
+    try:
+        path = RunFolder(sv.root / run_id).path(REPORT)
+    except FileNotFoundError:
         abort(404)
     resp = send_file(path, mimetype="text/html")
     resp.headers["Content-Security-Policy"] = REPORT_CSP

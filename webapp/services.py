@@ -24,6 +24,7 @@ import yaml
 from flask import Response, abort, current_app, g, jsonify, request
 
 from fastlab.labs import Lab, LabError
+from fastlab.rundir import SUMMARY, RunFolder
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, to_plain
 from webapp import guided
 from webapp import runner as q
@@ -72,14 +73,13 @@ class Services:
         """Index finished runs of the results folder that the history does not know yet."""
         conn = self.db()
         known = {row["id"] for row in conn.execute("SELECT id FROM runs")}
-        for summary_path in sorted(self.root.glob("*/summary.json")):
+        for summary_path in sorted(self.root.glob(f"*/{SUMMARY}")):
             run_id = summary_path.parent.name
             if run_id in known or not RUN_ID_RE.match(run_id):
                 continue
+            folder = RunFolder(summary_path.parent)
             try:
-                env = json.loads((summary_path.parent / "environment.json").read_text())
-                spec = yaml.safe_load((summary_path.parent / "spec.yaml").read_text())
-                summary = summary_path.read_text()
+                env, spec, summary = folder.environment(), folder.spec(), folder.summary_text()
                 json.loads(summary)
             except (OSError, ValueError, yaml.YAMLError):
                 continue  # a run still being written, or not a run

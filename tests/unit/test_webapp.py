@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fastlab.rundir import RunFolder
 from webapp import create_app
 
 UNFAITHFUL = {
@@ -25,19 +25,21 @@ UNFAITHFUL = {
 
 
 def fake_run(root: Path, run_id: str, utilization: float, fidelity: dict[str, Any] | None = None) -> None:
-    """A run directory in the engine's format (the files a finished run writes); no `fidelity`: an old run."""
+    """A run folder written as the engine writes one (`RunFolder.write`), with made-up figures; no
+    `fidelity`: an old run."""
     run = root / run_id
     run.mkdir(parents=True)
-    (run / "spec.yaml").write_text("name: demo\ntopology: dumbbell\nduration_s: 5\nflows: [{src: h1, dst: h2}]\n")
-    (run / "environment.json").write_text(json.dumps({
-        "run": {"name": "demo", "prefix": "flabcd", "started": "2026-11-22T05:00:00+00:00"}, "kernel": "6.18",
-        "backends": {"delay": {"backend": "emulator", "why": "sch_netem is missing"}}}))
-    (run / "summary.json").write_text(json.dumps({
-        "flows": [{"id": "f1", "src": "h1", "dst": "h2", "cc": "cubic", "throughput_mbps": 47.5, "mean_rtt_ms": 60,
-                   "min_rtt_ms": 40.8, "retransmits": 3}],
-        "links": [{"id": "bottleneck", "capacity_mbps": 50, "utilization": utilization, "mean_backlog_pkts": 100,
-                   "drops": 3}], "jain_index": 1.0} | ({"fidelity": fidelity} if fidelity is not None else {})))
-    (run / "report.html").write_text("<html>report</html>")
+    folder = RunFolder(run)
+    folder.write(
+        spec_yaml="name: demo\ntopology: dumbbell\nduration_s: 5\nflows: [{src: h1, dst: h2}]\n",
+        environment={"run": {"name": "demo", "prefix": "flabcd", "started": "2026-11-22T05:00:00+00:00"},
+                     "kernel": "6.18", "backends": {"delay": {"backend": "emulator", "why": "sch_netem is missing"}}},
+        summary={"flows": [{"id": "f1", "src": "h1", "dst": "h2", "cc": "cubic", "throughput_mbps": 47.5,
+                            "mean_rtt_ms": 60, "min_rtt_ms": 40.8, "retransmits": 3}],
+                 "links": [{"id": "bottleneck", "capacity_mbps": 50, "utilization": utilization,
+                            "mean_backlog_pkts": 100, "drops": 3}], "jain_index": 1.0}
+        | ({"fidelity": fidelity} if fidelity is not None else {}))
+    folder.write_report("<html>report</html>")
 
 
 @pytest.fixture
