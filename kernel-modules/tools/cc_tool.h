@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * cc_tool.h - what the files of fastlab-cc share: exit codes and die()
- * (fastlab-cc.c), the tiny JSON writer (cc_json.c), and the parsing and
- * printing of the algorithms' parameters (cc_params.c).
+ * cc_tool.h - what the files of fastlab-cc share: exit codes, what it
+ * prints (cc_output.c: the JSON writer and die()), and the parsing and
+ * printing of the algorithms' parameters (cc_params.c); the commands are
+ * fastlab-cc.c.
  *
  * The parameter ranges themselves are not here: they are the cores'
  * (core/fast_core.h, core/hstcp_core.h), shared with the kernel modules and
@@ -24,7 +25,7 @@
 void __attribute__((format(printf, 2, 3), noreturn))
 die(int code, const char *fmt, ...);
 
-/* ---- cc_json.c: one JSON object at a time, in a fixed buffer ----------- */
+/* ---- cc_output.c: die(), and one JSON object at a time in a buffer ----- */
 
 struct json {
 	char buf[32768];

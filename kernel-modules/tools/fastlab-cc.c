@@ -72,19 +72,6 @@ static const char *const *algo_pins(enum algo a)
 
 /* ---- diagnostics ------------------------------------------------------ */
 
-void __attribute__((format(printf, 2, 3), noreturn))
-die(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "fastlab-cc: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(code);
-}
-
 /* libbpf's messages are kept and only shown when something fails. */
 static char libbpf_log_buf[64 * 1024];
 static size_t libbpf_log_len;

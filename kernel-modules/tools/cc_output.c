@@ -1,13 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * cc_json.c - fastlab-cc's tiny JSON writer: one object at a time into a
- * fixed buffer (a value that does not fit is cut, never overflows), keys in
- * the order written, strings escaped.
+ * cc_output.c - what fastlab-cc prints: its tiny JSON writer on stdout (one
+ * object at a time into a fixed buffer: a value that does not fit is cut,
+ * never overflows; keys in the order written, strings escaped), and die(),
+ * the one-line error on stderr that ends the tool with its exit code.
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cc_tool.h"
+
+void __attribute__((format(printf, 2, 3), noreturn))
+die(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "fastlab-cc: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(code);
+}
+
 
 void __attribute__((format(printf, 2, 3)))
 jcat(struct json *j, const char *fmt, ...)
