@@ -20,7 +20,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,10 @@ from fastlab.sweep import (
 from fastlab.sweep_report import FAITHFUL, summary_metrics
 
 log = logging.getLogger(__name__)
+
+# How long a sweep waits for a first machine worker to register with the scheduler (a worker process
+# starts and registers in seconds; one that never comes fails the sweep after this, one clear line).
+WORKER_WAIT_S = 30.0
 
 
 def _eta(seconds_per_point: float, remaining: int) -> str:
@@ -181,6 +185,16 @@ def machine_workers(scheduler_info: dict[str, Any]) -> list[str]:
                   if w.get("resources", {}).get("machine", 0) >= 1)
 
 
+def wait_for_machine_workers(scheduler_info: Callable[[], dict[str, Any]], wait_s: float = WORKER_WAIT_S,
+                             poll_s: float = 0.5) -> list[str]:
+    """The machine workers the scheduler knows, waiting up to `wait_s` for a first one: a worker started
+    just before the sweep registers a moment later (CI: the sweep began before it had)."""
+    deadline = time.monotonic() + wait_s
+    while not (workers := machine_workers(scheduler_info())) and time.monotonic() < deadline:
+        time.sleep(poll_s)
+    return workers
+
+
 def connect(cluster: str) -> Any:
     """A Dask client of the scheduler at `cluster` that has at least one machine worker."""
     from distributed import Client
@@ -189,10 +203,10 @@ def connect(cluster: str) -> Any:
         client = Client(cluster, timeout="15s")
     except (OSError, TimeoutError, ValueError) as exc:
         raise SweepError(f"--cluster {cluster}: cannot reach the Dask scheduler: {exc}") from None
-    workers = machine_workers(client.scheduler_info())
+    workers = wait_for_machine_workers(client.scheduler_info)
     if not workers:
         client.close()
-        raise SweepError(f"--cluster {cluster}: no worker offers the resource machine=1 "
+        raise SweepError(f"--cluster {cluster}: no worker offers the resource machine=1 after {WORKER_WAIT_S:g} s "
                          "(start one worker per host with `dask worker ADDRESS --resources machine=1`)")
     log.info(f"cluster {cluster}: {len(workers)} machine worker(s)")
     return client

@@ -202,6 +202,9 @@ def test_cluster_workers_are_those_offering_a_machine() -> None:
     info = {"workers": {"tcp://a:1": {"resources": {"machine": 1}}, "tcp://b:1": {"resources": {}},
                         "tcp://c:1": {}}}
     assert sweep_run.machine_workers(info) == ["tcp://a:1"]
+    seen = iter([{"workers": {}}, {"workers": {}}, info])  # the worker registers on the third look
+    assert sweep_run.wait_for_machine_workers(lambda: next(seen), wait_s=5, poll_s=0.01) == ["tcp://a:1"]
+    assert sweep_run.wait_for_machine_workers(lambda: {"workers": {}}, wait_s=0.05, poll_s=0.01) == []
 
 
 def verdict(faithful: bool) -> dict[str, object]:
