@@ -159,12 +159,17 @@ class Services:
             raise SpecError(f"spec: {exc}") from None
         return spec, prepared
 
-    def room(self) -> int:
-        """Runs this client may still queue (the queue's and the per-client limit)."""
-        conn, config = self.db(), current_app.config
+    def waiting(self) -> tuple[int, int]:
+        """Runs queued now: in all, and this request's client's."""
+        conn = self.db()
         queued = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued'").fetchone()[0]
         mine = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued' AND client = ?",
-                            (request.remote_addr or "unknown",)).fetchone()[0]
+                            (client(),)).fetchone()[0]
+        return queued, mine
+
+    def room(self) -> int:
+        """Runs this client may still queue (the queue's and the per-client limit)."""
+        config, (queued, mine) = current_app.config, self.waiting()
         return min(config["MAX_QUEUED"] - queued, config["MAX_QUEUED_PER_CLIENT"] - mine)
 
     def enqueue(self, spec: ExperimentSpec, lab: str | None = None, step: str | None = None,
@@ -174,22 +179,19 @@ class Services:
         config = current_app.config
         stamp = time.strftime("%Y%m%d-%H%M%S")
         run_id = f"{stamp}-{spec.name}-w{secrets.token_hex(3)}"
-        conn = self.db()
-        queued = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued'").fetchone()[0]
+        queued, mine = self.waiting()
         if queued >= config["MAX_QUEUED"]:
             return api_error(429, f"the queue already holds {queued} runs (at most {config['MAX_QUEUED']}): "
                                   "wait for some to finish or cancel some")
-        client = request.remote_addr or "unknown"
-        mine = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued' AND client = ?",
-                            (client,)).fetchone()[0]
         if mine >= config["MAX_QUEUED_PER_CLIENT"]:
             return api_error(429, f"you already have {mine} runs waiting (at most "
                                   f"{config['MAX_QUEUED_PER_CLIENT']} per client): wait for one to start "
                                   "or cancel one")
+        conn = self.db()
         conn.execute("INSERT INTO runs (id, name, topology, status, spec, created, lab, lab_step, lab_short, "
                      "client) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
                      (run_id, spec.name, spec.topology, json.dumps(to_plain(spec)), q.now(), lab, step,
-                      None if short is None else int(short), client))
+                      None if short is None else int(short), client()))
         conn.commit()
         self.manager.wake()
         resp = jsonify(self.run_row(run_id) | {"url": f"/runs/{run_id}"})
@@ -210,6 +212,11 @@ class Services:
                 abort(api_error(500, str(exc)))
             abort(500, description=str(exc))
         return lab
+
+
+def client() -> str:
+    """Who is asking: the request's address (behind a reverse proxy, the proxy)."""
+    return request.remote_addr or "unknown"
 
 
 def services() -> Services:
