@@ -12,7 +12,7 @@
 # .cache/stock-kernel/<abi>/ -- never installed: the host's /boot and boot menu stay untouched.
 # FastLab's modules are built for it there too, so a module build for the host kernel stays put.
 # The guest sees the host's root file system read-only (9p) with writable overlays, and
-# .cache/stock-kernel/out read-write (the test log and run folders).
+# .cache/stock-kernel/out read-write (pytest.log, printed after the VM exits, and run folders).
 #
 # Acceleration: KVM where it works, else software emulation (TCG; this machine's /dev/kvm fails
 # with "failed to set MSR 0x10a"). Where no VM can start (not x86-64/amd64, packages not
@@ -97,8 +97,8 @@ if [ -w /dev/kvm ] && [ "$kvm_rc" = 0 ]; then
 fi
 log "booting $abi (${accel[*]:-KVM}) and running tests/stock_kernel inside"
 guest="cd '$REPO' && FASTLAB_STOCK_KERNEL_VM=1 FASTLAB_MODULES_DIR='$mods/modules' FASTLAB_LANE_OUT='$out' \
-PYTHONPATH='$REPO' '$VENV/bin/python' -m pytest -p no:cacheprovider tests/stock_kernel --durations=0 -rP $*; \
-echo \$? > '$out/rc'"
+PYTHONPATH='$REPO' '$VENV/bin/python' -m pytest -p no:cacheprovider tests/stock_kernel --durations=0 -rP $* \
+> '$out/pytest.log' 2>&1; echo \$? > '$out/rc'"
 set +e
 # Through a pipe: QEMU opens the guest's console files as /proc/self/fd/1 and /2, which truncates
 # them when they are files -- `make test > log` lost everything printed before the lane.
@@ -106,6 +106,12 @@ timeout --kill-after=30 "$VM_TIMEOUT_S" env PATH="$VENV/bin:$PATH" "$VENV/bin/vn
     --run "$kimg" --cpus 2 --memory "$VM_MEMORY" --rwdir "$out" --exec "$guest" 2>&1 | cat
 vm_rc=${PIPESTATUS[0]}
 set -e
+# pytest's report goes through a file, not the guest console: a CI runner without a terminal got
+# none of the console's lines (a failed lane said only "exited 1").
+if [ -f "$out/pytest.log" ]; then
+    log "pytest inside $abi:"
+    cat "$out/pytest.log"
+fi
 if [ ! -s "$out/rc" ]; then
     echo "stock-kernel lane: the guest did not finish (vng exit $vm_rc; timeout ${VM_TIMEOUT_S} s)" >&2
     exit 1

@@ -11,6 +11,7 @@ import os
 import platform
 import shutil
 import subprocess
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from fastlab.cc import kernel_available
 
 IN_VM = os.environ.get("FASTLAB_STOCK_KERNEL_VM") == "1"
 OVS_CTL = Path("/usr/share/openvswitch/scripts/ovs-ctl")
+OVS_STOP_TIMEOUT_S = 60  # ovs-ctl stop takes ~5 s in the guest when the daemons go
 
 
 def pytest_report_header() -> str:
@@ -83,7 +85,22 @@ def ovs() -> Iterator[None]:
                            text=True, timeout=180, check=False)
     assert start.returncode == 0, start.stdout + start.stderr
     yield
-    subprocess.run([str(OVS_CTL), "stop"], capture_output=True, timeout=120, check=False)
+    # Stopping is courtesy: the VM, and OVS with it, ends with the lane, and test_netem checks what
+    # matters (the run's own bridges are gone). Seen once under TCG: "Killing ovs-vswitchd (163) with
+    # SIGKILL failed" and ovs-ctl waited past 120 s -- a daemon SIGKILL does not remove is a zombie
+    # the guest's init has not reaped, or stuck in the kernel. So a slow stop warns (with the
+    # daemons' process states, to tell which) instead of failing five passed tests.
+    try:
+        stop = subprocess.run([str(OVS_CTL), "stop"], capture_output=True, text=True, timeout=OVS_STOP_TIMEOUT_S,
+                              check=False)
+        said = "" if stop.returncode == 0 else f"exit {stop.returncode}: {stop.stdout}{stop.stderr}"
+    except subprocess.TimeoutExpired as exc:
+        said = f"no end within {exc.timeout:.0f} s"
+    if said:
+        ps = subprocess.run(["ps", "-eo", "pid,ppid,stat,wchan:20,comm"], capture_output=True, text=True,
+                            timeout=30, check=False).stdout
+        daemons = [line.strip() for line in ps.splitlines() if "ovs" in line]
+        warnings.warn(f"ovs-ctl stop in the guest: {said.strip()[-300:]}; still there: {daemons}", stacklevel=1)
 
 
 def flow_rows(out: Path, flow: str = "f1") -> pd.DataFrame:
