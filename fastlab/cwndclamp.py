@@ -8,7 +8,7 @@ it is made: the program is attached to it by `fastlab-clamp`, the clamped sender
 open their sockets, and removing it (after the senders exit) ends the attachment. Nothing else on the
 machine is touched: other processes' sockets are not in that cgroup.
 
-The program also keeps every RTT sample of the clamped flows as per-second statistics (the study plots
+The program also keeps the RTT sample of every ACK of the clamped flows as per-second statistics (the study plots
 the *minimum* RTT against the window; tcp_info has only the smoothed RTT); `rtt_samples` reads them
 before the cgroup goes, and the run folder gets them as `rtt_samples.csv`.
 """

@@ -4,7 +4,7 @@
 backend choice, shaping plans that need no device names); `run_experiment` then owns a run prefix,
 builds, runs, tears down exactly what it made, and writes the run directory:
 spec.yaml, environment.json, flows.csv, links.csv, summary.json, report.html (and rtt_samples.csv
-when flows are clamped: every RTT sample as per-second statistics).
+when flows are clamped: the RTT sample of every ACK as per-second statistics).
 """
 
 from __future__ import annotations
