@@ -355,6 +355,9 @@ static void remove_stale_pins(enum algo a)
 	unpin_all(a);
 }
 
+/* The process that started this one; register checks it is still there. */
+static pid_t caller_pid;
+
 static int do_register(enum algo a)
 {
 	char dir[256];
@@ -456,6 +459,22 @@ static int do_register(enum algo a)
 	}
 	if (err)
 		goto fail;
+
+	/*
+	 * A run records its claim before it calls register, and its cleanup
+	 * unregisters what it claimed.  A caller killed meanwhile has its
+	 * cleanup look now or soon (the web server's on restart), so
+	 * registering after that would leave the algorithm registered with no
+	 * run owning it (measured: the web server's kill -9 test at 0.26 s,
+	 * landing while this program loaded the object, ~0.1-0.3 s).  A new
+	 * parent means the caller is gone: register nothing.
+	 */
+	if (getppid() != caller_pid) {
+		fprintf(stderr, "fastlab-cc: the caller exited before %s was "
+			"registered: not registering\n", algo_names[a]);
+		err = -ECHILD;
+		goto fail;
+	}
 
 	/*
 	 * Legacy struct_ops registration (libbpf 1.1): updating the map
@@ -1033,6 +1052,8 @@ int main(int argc, char **argv)
 {
 	const char *cmd;
 	enum algo a;
+
+	caller_pid = getppid();
 
 	verbose = getenv("FASTLAB_CC_DEBUG") != NULL;
 	libbpf_set_print(libbpf_log);

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from fastlab.cc import kernel_available
-from fastlab.ccset import default_registry
+from fastlab.ccset import TOOL, default_registry
 from fastlab.engine import run_experiment
 from fastlab.spec import parse_spec, read_spec_text
 from tests.conftest import EXAMPLE, fastlab
@@ -107,6 +107,26 @@ def test_hstcp_beats_reno_under_seeded_random_loss(tmp_path: Path) -> None:
     hstcp, reno = windows["hstcp"], windows["reno"]
     print(f"mean cwnd: hstcp {hstcp:.1f}, reno {reno:.1f}, ratio {hstcp / reno:.2f} (theory 2.1)")
     assert hstcp >= 1.6 * reno, (hstcp, reno)
+
+
+def test_register_whose_caller_died_registers_nothing() -> None:
+    """A run claims FAST in its state, then calls `fastlab-cc register`. If the run is killed while
+    the program loads (0.14-0.16 s here), the cleanup that follows finds nothing registered and
+    releases the claim, so the program must not register afterwards (CI 2026-11-25: the web
+    server's kill -9 at 0.26 s left FAST registered with no run owning it). Here the caller, a
+    shell, is killed 20 ms into the load."""
+    assert "fast" not in kernel_available()
+    try:
+        # returns once the orphaned program has exited too: it holds the pipes until then
+        proc = subprocess.run(["sh", "-c", f"'{TOOL}' register fast & sleep 0.02; kill -9 $$"],
+                              capture_output=True, text=True, timeout=30, check=False)
+        assert proc.returncode == -9, proc
+        assert "the caller exited before fast was registered" in proc.stderr, proc.stderr
+        assert "fast" not in kernel_available()
+        assert not Path("/sys/fs/bpf/fastlab/fast").exists()
+    finally:
+        if "fast" in kernel_available():  # the failure above: do not leave it to the next test
+            subprocess.run([str(TOOL), "unregister", "fast"], capture_output=True, timeout=30, check=False)
 
 
 def test_limited_slow_start(tmp_path: Path) -> None:
