@@ -41,7 +41,7 @@ from markupsafe import Markup
 
 from fastlab import fidelity_view, paths, tables
 from fastlab.labs import LABS_DIR
-from webapp import compare, labs, live, runs, security, sweeps
+from webapp import compare, guided, labs, live, runs, security, sweeps
 from webapp import runner as q
 from webapp.runs import human_time
 from webapp.services import Services
@@ -73,6 +73,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     guards = security.check_binding(host, token or None)
     app = Flask(__name__)
     app.jinja_env.filters["when"] = human_time
+    app.jinja_env.filters["yaml"] = guided.spec_yaml  # specs read as on the form and in the CLI
     # fastlab's own templates too: tables.html, the summary tables report.html draws the same way
     app.jinja_loader = jinja2.ChoiceLoader([app.jinja_loader, jinja2.PackageLoader("fastlab", "templates")])
     app.jinja_env.globals["run_tables"] = tables.run_tables

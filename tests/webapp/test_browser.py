@@ -75,6 +75,9 @@ def test_form_live_charts_results_and_bundle(tmp_path: Path, live_server_factory
     assert app.test_client().get(f"/api/runs/{run_id}").get_json()["status"] == "done"
     assert "fast" in page.inner_text("#summary-flows")
     wait_until(page, f"({FLOW_POINTS})() > 20", timeout=20_000)  # replayed traces on the results page
+    spec_text = page.inner_text("#spec")  # as on the form and for the CLI: YAML, in the spec's order
+    assert spec_text.startswith("name: browser-fast-a30") and "cc: fast" in spec_text and "alpha: 30" in spec_text
+    page.locator("#spec").screenshot(path=str(ARTIFACTS / "webapp-3-results-spec.png"))
     page.click("#font-toggle")
     assert page.evaluate("document.body.classList.contains('large')")
     page.screenshot(path=str(ARTIFACTS / "webapp-3-results-large.png"), full_page=True)
