@@ -28,6 +28,9 @@ only when the receiver also has `rx-gro-list` or `rx-udp-gro-forwarding` (`veth_
 in drivers/net/veth.c); fastlab turns on the latter, which only affects UDP, and no run carries UDP.
 Measured (bench/emulator.py's case, three runs each, medians): emulator 0.249 -> 0.184 cores per
 Gb/s, lateness p99 153 -> 118 us, machine CPU unchanged (the work moved to the receive threads).
+Each such thread (a kernel thread `napi/<dev>-<id>`) is found as it is created and kept in
+`receive_threads`, so the shaper can run an emulator on the same CPU as the threads it wakes
+(fastlab.placement).
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastlab.runstate import RunState
+from fastlab import placement
+from fastlab.runstate import RunState, TrackedPid, process_start_time
 from fastlab.spec import MTU_BYTES
 from fastlab.topology import TopologyPlan
 
@@ -85,6 +89,8 @@ class Network:
     link_ends: dict[str, LinkEnds] = field(default_factory=dict)
     applied: list[list[str]] = field(default_factory=list)
     switch_ports: dict[str, dict[str, str]] = field(default_factory=dict)  # switch -> {leads to: port}
+    # link -> the NAPI kernel threads of the interfaces its emulator sends into (fast path only)
+    receive_threads: dict[str, list[TrackedPid]] = field(default_factory=dict)
 
     def node(self, name: str) -> Any:
         return self.nodes[name]
@@ -173,9 +179,9 @@ class Network:
                         self.run(name, ["ip", "link", "set", "dev", intf.name, "mtu", str(self.mtu)])
                     self._set_offloads(node, intf.name)
         if self.offloads:
-            for ends in self.link_ends.values():
-                self._receive_thread(ends.a, ends.a_dev)
-                self._receive_thread(ends.b, ends.b_dev)
+            for link_id, ends in self.link_ends.items():
+                self.receive_threads[link_id] = [*self._receive_thread(ends.a, ends.a_dev),
+                                                 *self._receive_thread(ends.b, ends.b_dev)]
 
     def _add_switch(self, name: str, index: int, openflow: bool) -> Any:
         from mininet.node import OVSSwitch
@@ -247,15 +253,22 @@ class Network:
             raise NetworkError(f"cannot turn off generic-receive-offload on {dev}: {err.strip()}")
         self.applied.append([node.name, *argv])
 
-    def _receive_thread(self, node_name: str, dev: str) -> None:
-        """Give `dev` (it receives what an emulator sends) NAPI in a kernel thread (see module doc)."""
+    def _receive_thread(self, node_name: str, dev: str) -> list[TrackedPid]:
+        """Give `dev` (it receives what an emulator sends) NAPI in a kernel thread (see module doc);
+        that thread, found as the one `napi/<dev>` thread the write created, or [] if that is not
+        one thread (another run creating its own at the same moment: then nothing is colocated)."""
         self.run(node_name, ["ethtool", "-K", dev, *RECEIVE_THREAD_FEATURES])
+        before = set(placement.napi_threads())
         # Mininet's mnexec gives each namespaced node a sysfs of its own network namespace.
         knob = f"/sys/class/net/{dev}/threaded"
         out = self.run(node_name, ["sh", "-c", f"echo 1 > {knob} && cat {knob}"], record=False)
         if out.strip() != "1":
             raise NetworkError(f"{node_name}: {knob} reads {out.strip()!r} after writing 1")
         self.applied.append([node_name, "sysfs", f"{knob}=1"])
+        name = f"napi/{dev}"[:placement.KTHREAD_NAME_CHARS]
+        new = [pid for pid, comm in placement.napi_threads().items() if pid not in before and comm.startswith(name)]
+        start = process_start_time(new[0]) if len(new) == 1 else None
+        return [TrackedPid(new[0], start, f"napi {dev}")] if start is not None else []
 
     def openflow_switches(self) -> list[str]:
         return [name for name, node in self.plan.nodes.items() if node.role == "switch" and node.openflow]

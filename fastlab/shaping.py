@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from fastlab import paths
+from fastlab import paths, placement
 from fastlab.qdisc_stats import QdiscReader, QdiscStatsError, queue_stats
 from fastlab.spec import (
     MTU_BYTES,
@@ -353,6 +353,7 @@ class Shaper:
     final: dict[str, dict[str, Any]] = field(default_factory=dict)  # link -> its emulator's latest stats line
     _lines: dict[str, int] = field(default_factory=dict)  # link -> stats lines read so far
     _fresh: threading.Condition = field(default_factory=threading.Condition)
+    _colocated: int = 0  # emulators placed on a CPU with their receive threads so far
 
     def apply(self, plan: LinkPlanResult, sample_interval_s: float) -> None:
         record: dict[str, Any] = {"link": plan.link, "backend": plan.backend, "why": plan.why,
@@ -364,6 +365,7 @@ class Shaper:
         if plan.emulator_argv:
             record["emulator_argv"] = list(plan.emulator_argv)
             self._start_emulator(plan)
+            record["colocated"] = self._colocate(plan)
         else:
             self._start_tc_poller(plan, sample_interval_s)
 
@@ -389,6 +391,14 @@ class Shaper:
             emulator.stop(EMULATOR_STOP_GRACE_S)
             raise ShapingError(f"links.{plan.link}: linkemu did not start: "
                                f"{emulator.stderr_text() or 'no ready line'}")
+
+    def _colocate(self, plan: LinkPlanResult) -> dict[str, Any]:
+        """The emulator and the receive threads it wakes on one CPU, if its link is slow enough."""
+        threads = getattr(self.net, "receive_threads", {}).get(plan.link, [])
+        rate = max(int(plan.resolved[d]["rate_bps"] or 0) for d in ("forward", "reverse"))
+        placed = placement.colocate(plan.link, self._emulators[plan.link].pid, threads, rate, self._colocated)
+        self._colocated += placed["cpu"] is not None
+        return placed
 
     def _start_tc_poller(self, plan: LinkPlanResult, interval_s: float) -> None:
         """Sample the link's tc queues every `interval_s` over rtnetlink, without a process per sample.

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from fastlab import placement
 from fastlab.engine import run_experiment
 from fastlab.plan import prepare
 from fastlab.shaping import EMULATOR_RT_PRIORITY
@@ -84,18 +85,6 @@ def test_quiet_run_is_faithful_and_overloaded_run_is_not(tmp_path: Path) -> None
     assert saved["faithful"] is False and saved["reasons"] == loaded["reasons"]
 
 
-def napi_threads() -> set[int]:
-    """PIDs of the kernel's NAPI threads (named napi/<dev>-<id>), machine-wide."""
-    pids = set()
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and (entry / "comm").read_text().startswith("napi/"):
-                pids.add(int(entry.name))
-        except OSError:
-            continue
-    return pids
-
-
 def test_fast_path_carries_a_full_scale_gbe_flow(tmp_path: Path) -> None:
     """One CUBIC flow CERN -> Sunnyvale at scale 1.0 (1 Gb/s, 180 ms, three emulated links: the
     receiver's GbE port cannot queue and is built plain).
@@ -104,12 +93,20 @@ def test_fast_path_carries_a_full_scale_gbe_flow(tmp_path: Path) -> None:
     half the link even with the start. The per-packet path carried 0.23 of it (FAST, 40 s)."""
     spec = parse_spec(SC2002_ONE_FLOW | {"duration_s": 15, "topology_args": SC2002_ONE_FLOW["topology_args"]
                                          | {"scale": 1.0}})
-    before, during = napi_threads(), set()
-    result = run_experiment(spec, out=tmp_path / "full", on_sample=lambda _s: during.update(napi_threads()))
+    before, during = set(placement.napi_threads()), set()
+    result = run_experiment(spec, out=tmp_path / "full",
+                            on_sample=lambda _s: during.update(placement.napi_threads()))
     assert result.environment["backends"]["fast path"]["backend"] == "on"
     threaded = [c for c in result.environment["network_commands"] if c[-1].endswith("/threaded=1")]
     assert len(threaded) == 2 * 3, threaded  # both ends of each of the three emulated links
     assert len(during - before) >= 6, (before, during)
+    # each emulator of a link up to 2 Gb/s shares a CPU with the two receive threads it wakes
+    for rec in (r for r in result.environment["shaping"] if r.get("emulator_argv")):
+        rate = max(rec["resolved"][d]["rate_bps"] or 0 for d in ("forward", "reverse"))
+        if 0 < rate <= placement.COLOCATE_MAX_BPS:
+            assert rec["colocated"]["cpu"] is not None and len(rec["colocated"]["pinned"]) == 3, rec
+        else:
+            assert rec["colocated"]["cpu"] is None, rec
     assert result.environment["backends"]["switch"]["backend"] in ("bridge", "ovs-kernel")
     flow = result.summary["flows"][0]
     assert flow["throughput_mbps"] > 600, flow
