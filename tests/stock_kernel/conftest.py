@@ -24,7 +24,7 @@ from fastlab.cc import kernel_available
 
 IN_VM = os.environ.get("FASTLAB_STOCK_KERNEL_VM") == "1"
 OVS_CTL = Path("/usr/share/openvswitch/scripts/ovs-ctl")
-OVS_STOP_TIMEOUT_S = 60  # ovs-ctl stop takes ~5 s in the guest when the daemons go
+OVS_STOP_TIMEOUT_S = 30  # a daemon answers `exit` within a second when it goes
 
 
 def pytest_report_header() -> str:
@@ -86,21 +86,21 @@ def ovs() -> Iterator[None]:
     assert start.returncode == 0, start.stdout + start.stderr
     yield
     # Stopping is courtesy: the VM, and OVS with it, ends with the lane, and test_netem checks what
-    # matters (the run's own bridges are gone). Seen once under TCG: "Killing ovs-vswitchd (163) with
-    # SIGKILL failed" and ovs-ctl waited past 120 s -- a daemon SIGKILL does not remove is a zombie
-    # the guest's init has not reaped, or stuck in the kernel. So a slow stop warns (with the
-    # daemons' process states, to tell which) instead of failing five passed tests.
-    try:
-        stop = subprocess.run([str(OVS_CTL), "stop"], capture_output=True, text=True, timeout=OVS_STOP_TIMEOUT_S,
-                              check=False)
-        said = "" if stop.returncode == 0 else f"exit {stop.returncode}: {stop.stdout}{stop.stderr}"
-    except subprocess.TimeoutExpired as exc:
-        said = f"no end within {exc.timeout:.0f} s"
+    # matters (the run's own bridges are gone). `ovs-ctl stop` cannot finish here: it waits for each
+    # daemon's pid to vanish, and the guest's init does not reap orphans, so the exited ovs-vswitchd
+    # stays a zombie (seen: "163 1 Z<s ovs-vswitchd", the stop hanging 60-120 s). So the daemons are
+    # asked to exit, each answering once it is going, and a refusal warns instead of failing.
+    said = []
+    for daemon in ("ovs-vswitchd", "ovsdb-server"):
+        try:
+            ask = subprocess.run(["ovs-appctl", "-t", daemon, "exit"], capture_output=True, text=True,
+                                 timeout=OVS_STOP_TIMEOUT_S, check=False)
+            if ask.returncode != 0:
+                said.append(f"{daemon}: exit {ask.returncode}: {ask.stderr.strip()[-200:]}")
+        except subprocess.TimeoutExpired:
+            said.append(f"{daemon}: no answer within {OVS_STOP_TIMEOUT_S} s")
     if said:
-        ps = subprocess.run(["ps", "-eo", "pid,ppid,stat,wchan:20,comm"], capture_output=True, text=True,
-                            timeout=30, check=False).stdout
-        daemons = [line.strip() for line in ps.splitlines() if "ovs" in line]
-        warnings.warn(f"ovs-ctl stop in the guest: {said.strip()[-300:]}; still there: {daemons}", stacklevel=1)
+        warnings.warn(f"stopping Open vSwitch in the guest: {'; '.join(said)}", stacklevel=1)
 
 
 def flow_rows(out: Path, flow: str = "f1") -> pd.DataFrame:
