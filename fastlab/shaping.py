@@ -394,7 +394,7 @@ class Shaper:
 
     def _colocate(self, plan: LinkPlanResult) -> dict[str, Any]:
         """The emulator and the receive threads it wakes on one CPU, if its link is slow enough."""
-        threads = getattr(self.net, "receive_threads", {}).get(plan.link, [])
+        threads = self.net.receive_threads.get(plan.link, [])
         rate = max(int(plan.resolved[d]["rate_bps"] or 0) for d in ("forward", "reverse"))
         placed = placement.colocate(plan.link, self._emulators[plan.link].pid, threads, rate, self._colocated)
         self._colocated += placed["cpu"] is not None

@@ -52,7 +52,7 @@
  * 44.9 ms, samples spread 41-79 ms each second.  An fentry program on
  * tcp_ack's path would see every ACK directly, but this machine refuses
  * tracing programs (EPERM) while it allows sock_ops.
-
+ *
  * Deviation from a pure "fixed window": TCP_BPF_SNDCWND_CLAMP also sets
  * ssthresh to the clamp, so slow start ends there; a loss still lowers the
  * window as the algorithm decides (a ceiling, not a floor).  Below the
