@@ -18,7 +18,9 @@ super-frames whole through linkemu), alternating, and prints per run:
   what the emulator sent; without IRQ-time accounting the kernel bills it to the sending task), from
   10 s of call-graph samples after the warm-up, and the emulator's own cores per Gb/s without it;
 - departure lateness p50/p99 (sent - scheduled, per segment, both directions' worst);
-- the run's fidelity verdict.
+- the run's fidelity verdict, and the hypervisor's steal share of the CPU time while the flows ran
+  (on a virtual machine, time its CPUs were ready but the host ran something else: it delays the
+  emulator's wake-ups, so lateness is read beside it).
 Then the ratio fast/per-packet of each figure. Targets (issue 11): SC2002 utilization >= 0.97 at
 1 Gb/s x 80 ms and 1 Gb/s x 180 ms, >= 0.90 at 5 Gb/s x 20 ms; <= 0.15 emulator cores per Gb/s
 and lateness p99 <= 0.2 ms at 1 Gb/s. The machine is shared: run it with `--repeat 3` and quote
@@ -195,7 +197,7 @@ def measure(case: Case, mode: str, duration_s: float, out: Path, perf: bool = Fa
             "late_p50_us": max(d["late_p50_us"] or 0 for d in late.values()),
             "late_p99_us": max(d["late_p99_us"] or 0 for d in late.values()),
             "sock_drops": sum(d["sock_drops"] for d in late.values()),
-            "machine_busy": fid["machine_busy"], "faithful": fid["faithful"],
+            "machine_busy": fid["machine_busy"], "steal": fid.get("machine_steal"), "faithful": fid["faithful"],
             "softirq_share": split.share if split else float("nan"),
             "own_cores_per_gbps": (cores * (1 - split.share) / (steady_mbps / 1000)
                                    if split and steady_mbps else float("nan")),
@@ -203,7 +205,8 @@ def measure(case: Case, mode: str, duration_s: float, out: Path, perf: bool = Fa
 
 
 FIGURES = ("goodput_rate", "sc2002_util", "cores_per_gbps", "own_cores_per_gbps", "softirq_share",
-           "receive_threads_cores_per_gbps", "machine_cores_per_gbps", "late_p50_us", "late_p99_us", "machine_busy")
+           "receive_threads_cores_per_gbps", "machine_cores_per_gbps", "late_p50_us", "late_p99_us", "machine_busy",
+           "steal")
 
 
 def main() -> int:

@@ -88,6 +88,7 @@ def main() -> int:
                      "bmps_e15": goodput * 1e6 * DISTANCE_M / 1e15,
                      "retransmits": sum(f["retransmits"] for f in result.summary["flows"]),
                      "faithful": fid["faithful"], "machine_busy": fid["machine_busy"],
+                     "steal": fid.get("machine_steal"),
                      "max_path_delay_ms": max((p["emulation_delay_ms"] or 0) for p in fid["paths"]),
                      "reasons": "; ".join(fid["reasons"]), "run": str(result.directory)})
         print(f"{case.label}: {goodput:.0f} Mb/s from {args.t_from:g} s to {args.duration:g} s, utilization "

@@ -66,13 +66,14 @@ class RunError(RuntimeError):
 
 def _fidelity(prep: Prepared, shaper: Shaper, cpu: dict[str, Any], flows_df: Any,
               spec: ExperimentSpec, idle_stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    (busy0, cores0, t0), (busy1, cores1, t1) = cpu["start"], cpu["end"]
+    (stat0, cores0, t0), (stat1, cores1, t1) = cpu["start"], cpu["end"]
     span = max(t1 - t0, 1e-9)
     times = {str(flow): list(rows["t"]) for flow, rows in flows_df.groupby("flow")} if not flows_df.empty else {}
     return fidelity.assess(fidelity.Inputs(
         emulators=dict(shaper.final), paths=fidelity_paths(prep),
         emulator_cores={link: (cores1[link] - cores0.get(link, 0.0)) / span for link in cores1},
-        machine_busy=fidelity.busy_fraction(busy0, busy1),
+        machine_busy=fidelity.busy_fraction(fidelity.cpu_times(stat0), fidelity.cpu_times(stat1)),
+        machine_steal=fidelity.busy_fraction(fidelity.steal_times(stat0), fidelity.steal_times(stat1)),
         sample_gaps_s=fidelity.sample_gaps(times), sample_interval_s=1.0 / spec.sample_hz,
         tc_links=tuple(k for k, (b, _) in prep.backends.items() if b != "emulator"), idle_emulators=idle_stats))
 
@@ -331,7 +332,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
             raise RunError(str(exc)) from None
         traffic.cgroup = clamp.cgroup
         log.info("run %s: %d flow(s) for %g s", prefix, len(prep.flows), spec.duration_s)
-        cpu["start"] = (fidelity.cpu_times(PROC_STAT.read_text()), shaper.cpu_seconds(), time.monotonic())
+        cpu["start"] = (PROC_STAT.read_text(), shaper.cpu_seconds(), time.monotonic())
         bus.start(time.monotonic())
         traffic.start(bus.t0)
         ccs.schedule(spec, bus.t0, state.hosts)
@@ -351,7 +352,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
                          100 * elapsed / spec.duration_s)
                 next_progress += PROGRESS_EVERY_S
             time.sleep(min(0.2, max(0.0, end - time.monotonic())))
-        cpu["end"] = (fidelity.cpu_times(PROC_STAT.read_text()), shaper.cpu_seconds(), time.monotonic())
+        cpu["end"] = (PROC_STAT.read_text(), shaper.cpu_seconds(), time.monotonic())
         traffic.wait(SENDER_GRACE_S)
         if traffic.errors:
             raise RunError("; ".join(traffic.errors))

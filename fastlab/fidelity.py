@@ -73,6 +73,7 @@ class Inputs:
     paths: list[PathInfo] = field(default_factory=list)
     emulator_cores: dict[str, float] = field(default_factory=dict)  # link -> cores used while flows ran
     machine_busy: float | None = None  # fraction of all CPUs busy while flows ran
+    machine_steal: float | None = None  # fraction of all CPU time the hypervisor gave to others (steal)
     sample_gaps_s: dict[str, float] = field(default_factory=dict)  # flow -> longest gap between samples
     sample_interval_s: float = 0.05
     tc_links: tuple[str, ...] = ()  # shaped by tc: kernel timing, nothing to measure
@@ -164,6 +165,7 @@ def assess(inp: Inputs) -> dict[str, Any]:
         "idle_links": idle_links,
         "emulator_cores": {k: round(v, 3) for k, v in inp.emulator_cores.items()},
         "machine_busy": None if inp.machine_busy is None else round(inp.machine_busy, 3),
+        "machine_steal": None if inp.machine_steal is None else round(inp.machine_steal, 4),
         "sample_gaps_s": {k: round(v, 3) for k, v in inp.sample_gaps_s.items()},
         "unmeasured": [f"{link}: shaped by tc (kernel timing, not measured)" for link in inp.tc_links],
         "thresholds": {"delay_share_of_fast_target": DELAY_SHARE_OF_TARGET,
@@ -192,6 +194,15 @@ def cpu_times(stat_text: str) -> tuple[int, int]:
     fields = [int(x) for x in stat_text.splitlines()[0].split()[1:]]
     total = sum(fields[:8])  # user nice system idle iowait irq softirq steal (guest is inside user)
     return total - fields[3] - fields[4], total
+
+
+def steal_times(stat_text: str) -> tuple[int, int]:
+    """`/proc/stat` -> (steal, total) jiffies over all CPUs. Steal is time a virtual machine's CPU was
+    ready to run while the hypervisor ran something else: an emulator woken then leaves late, whatever
+    this machine was doing. Reported beside the verdict (it explains lateness), not judged: the
+    lateness it causes is what the verdict judges."""
+    fields = [int(x) for x in stat_text.splitlines()[0].split()[1:]]
+    return fields[7], sum(fields[:8])
 
 
 def busy_fraction(before: tuple[int, int], after: tuple[int, int]) -> float | None:

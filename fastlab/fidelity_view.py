@@ -23,6 +23,8 @@ from typing import Any, Literal
 State = Literal["faithful", "unfaithful", "unassessed"]
 
 # The budget bases assess() names, in plain words.
+# Steal below 0.5 % of the CPU time is a VM's background noise, not worth a line.
+STEAL_SHOWN = 0.005
 BASIS_WORDS = {"FAST alpha queue": "¼ of the queue FAST aims at (α packets)",
                "base RTT": "1% of the base RTT (at least 0.5 ms)"}
 
@@ -241,6 +243,10 @@ def details_html(verdict: dict[str, Any] | None) -> str:
         limit = limits.get("machine_busy_max")
         facts.append(f"machine busy while the flows ran: {busy:.0%}"
                      + (f" (limit {limit:.0%})" if limit is not None else ""))
+    steal = verdict.get("machine_steal")
+    if steal is not None and steal >= STEAL_SHOWN:
+        facts.append(f"the hypervisor ran other work for {steal:.1%} of this machine's CPU time (steal): "
+                     "an emulator due to send then waits, whatever this machine was doing")
     gaps = verdict.get("sample_gaps_s") or {}
     if gaps:
         flow, gap = max(gaps.items(), key=lambda kv: kv[1])

@@ -112,6 +112,9 @@ def test_cpu_times_busy_fraction_and_sample_gaps() -> None:
     assert before == (150, 1000) and after == (350, 1400)
     assert fidelity.busy_fraction(before, after) == 0.5
     assert fidelity.busy_fraction(after, after) is None
+    steal0 = fidelity.steal_times("cpu  100 0 50 800 50 0 0 10 0 0\n")
+    steal1 = fidelity.steal_times("cpu  250 0 100 950 100 0 0 30 0 0\n")
+    assert steal0 == (10, 1010) and fidelity.busy_fraction(steal0, steal1) == pytest.approx(20 / 420)
     gaps = fidelity.sample_gaps({"f1": [0.3, 0.0, 0.1, 1.5], "f2": [2.0], "f3": []})
     assert gaps == {"f1": pytest.approx(1.2), "f2": 0.0, "f3": 0.0}
 
@@ -246,3 +249,12 @@ def test_report_gives_each_flow_one_colour_on_every_panel() -> None:
     assert report.flow_colours(flows) == {"f1": report.PALETTE[0], "f2": report.PALETTE[1], "f10": report.PALETTE[2]}
     dashes = {t.line.dash for t in fig.data if t.name.startswith("f1 ") and t.name.split()[1] in report.STATE_DASH}
     assert dashes == {"dot", "solid"}
+
+
+def test_steal_is_reported_beside_the_verdict_not_judged() -> None:
+    """A hypervisor's steal explains late departures; the verdict judges the lateness itself."""
+    noisy = fidelity.assess(quiet(machine_steal=0.034))
+    assert noisy["faithful"] and noisy["machine_steal"] == 0.034
+    assert "hypervisor ran other work for 3.4%" in fidelity_view.details_html(noisy)
+    assert "hypervisor" not in fidelity_view.details_html(fidelity.assess(quiet(machine_steal=0.001)))
+    assert fidelity.assess(quiet())["machine_steal"] is None
