@@ -205,15 +205,17 @@ class StepRun:
                 return str(flow["id"])
         raise MissingData(f"summary.json has no {cc} flow")
 
-    def goodput_mbps(self, flow_id: str, t0: float, t1: float, outside_recovery: bool = False) -> float:
+    def goodput_mbps(self, flow_id: str, t0: float, t1: float, outside_recovery: bool = True) -> float:
         """A flow's acknowledged payload rate over [t0, t1] (run time, s), from its bytes_acked counter.
 
         During loss recovery the cumulative ACK stands at the first hole while data keeps arriving,
         and jumps when the hole is filled: a window that opens inside a recovery is credited with data
         delivered before it (measured: CUBIC at 1.017 of its port's payload ceiling, the window opening
-        0.1 s into a recovery that then acked 7.8 MB in 0.3 s). With `outside_recovery` each end of the
-        window moves to the nearest sample inside the window outside a loss state, where the
-        cumulative ACK has caught up with what was delivered.
+        0.1 s into a recovery that then acked 7.8 MB in 0.3 s), and one that closes inside a recovery
+        misses what was delivered since the hole. So by default each end of the window moves to the
+        nearest sample inside it outside a loss state, where the cumulative ACK has caught up with what
+        was delivered. `outside_recovery=False` keeps the window as asked: only for a caller that
+        compares with a model over exactly that window (e.g. a replay that starts at a loss).
         """
         rows = self.flow(flow_id)
         rows = rows[(rows["t"] >= t0) & (rows["t"] <= t1)].dropna(subset=["bytes_acked"])
@@ -221,7 +223,8 @@ class StepRun:
             settled = np.flatnonzero(~rows["ca_state"].isin(LOSS_STATES).to_numpy())
             rows = rows.iloc[settled[0]:settled[-1] + 1] if len(settled) else rows.iloc[:0]
         if len(rows) < 2 or rows["t"].iloc[-1] <= rows["t"].iloc[0]:
-            raise MissingData(f"flows.csv has fewer than two samples of flow {flow_id} in {t0:g}..{t1:g} s")
+            where = " outside loss recovery" if outside_recovery else ""
+            raise MissingData(f"flows.csv has fewer than two samples of flow {flow_id} in {t0:g}..{t1:g} s{where}")
         acked = rows["bytes_acked"].iloc[-1] - rows["bytes_acked"].iloc[0]
         return float(acked) * 8 / 1e6 / float(rows["t"].iloc[-1] - rows["t"].iloc[0])
 
@@ -235,9 +238,10 @@ class StepRun:
     def sc2002_utilization(self, flow_id: str, link_id: str, t0: float, t1: float) -> float:
         """Utilization in the SC2002 papers' sense: goodput over the link's capacity less 40 header
         bytes per 1500-byte packet (see SC2002_PAYLOAD_SHARE), over a window whose ends are outside
-        loss recovery (a ceiling checkpoint must not see a recovery's catch-up as extra rate)."""
+        loss recovery (goodput_mbps's default: a ceiling checkpoint must not see a recovery's catch-up
+        as extra rate)."""
         capacity = float(self.link_summary(link_id)["capacity_mbps"])
-        return self.goodput_mbps(flow_id, t0, t1, outside_recovery=True) / (capacity * SC2002_PAYLOAD_SHARE)
+        return self.goodput_mbps(flow_id, t0, t1) / (capacity * SC2002_PAYLOAD_SHARE)
 
     def flow_summary(self, flow_id: str) -> dict[str, Any]:
         for flow in self.summary["flows"]:

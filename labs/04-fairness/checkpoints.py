@@ -190,7 +190,11 @@ def linux_set_by_regrowth(run: StepRun, tolerance: float = 0.15) -> CheckResult:
     worst, notes = 1.0, []
     for flow in _flows_running(run, ("reno",)):
         t0, t1, predicted, losses = _aimd_prediction(run.flow(flow), _port_mbps(run, flow))
-        measured = run.goodput_mbps(flow, t0, t1)
+        # The replay starts at the flow's first loss (a sample in recovery) and runs over exactly
+        # [t0, t1]; the measurement must cover the same window, so its ends stay where they are
+        # (not moved out of recovery): at t0 the cumulative ACK has just stopped at the hole, so the
+        # window is credited at most one sample interval of data delivered before it.
+        measured = run.goodput_mbps(flow, t0, t1, outside_recovery=False)
         notes.append(f"{flow}: {measured:.0f} Mb/s measured, {predicted:.0f} predicted, {losses} losses")
         if abs(math.log(measured / predicted)) > abs(math.log(worst)):
             worst = measured / predicted

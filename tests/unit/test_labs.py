@@ -13,7 +13,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fastlab.labs import LabError, StepRun, check_lab_run, evaluate_step, lab_folders, load_lab_folder, loss_starts
+from fastlab.labs import (
+    LabError,
+    MissingData,
+    StepRun,
+    check_lab_run,
+    evaluate_step,
+    lab_folders,
+    load_lab_folder,
+    loss_starts,
+)
 from tests.conftest import EXAMPLE, fastlab
 
 CHECKPOINTS = '''
@@ -274,8 +283,25 @@ def test_goodput_window_outside_recovery_drops_the_catch_up(tmp_path: Path) -> N
     pd.DataFrame({"flow": "f1", "t": t, "ca_state": state, "bytes_acked": acked}).to_csv(tmp_path / "flows.csv",
                                                                                             index=False)
     run = StepRun(tmp_path)
-    assert run.goodput_mbps("f1", 10.0, 13.0) > 110  # the catch-up counted as rate
-    assert run.goodput_mbps("f1", 10.0, 13.0, outside_recovery=True) == pytest.approx(100, rel=1e-6)
+    assert run.goodput_mbps("f1", 10.0, 13.0, outside_recovery=False) > 110  # the catch-up counted as rate
+    assert run.goodput_mbps("f1", 10.0, 13.0) == pytest.approx(100, rel=1e-6)  # the default
+
+
+def test_goodput_window_closing_in_recovery_ends_where_the_ack_caught_up(tmp_path: Path) -> None:
+    """The other end: a 100 Mb/s flow that enters a recovery 0.3 s before the window closes. Its
+    cumulative ACK stands still at the hole while 3.75 MB arrive, so a window closing there reads low;
+    by default the window ends at the last sample outside the recovery. A window wholly inside a
+    recovery has no rate to give."""
+    t = [10.0 + 0.1 * i for i in range(31)]
+    state = ["open"] * 27 + ["recovery"] * 4  # in recovery from 12.7 s
+    acked = [1.25e6 * i for i in range(27)] + [1.25e6 * 26] * 4
+    pd.DataFrame({"flow": "f1", "t": t, "ca_state": state, "bytes_acked": acked}).to_csv(tmp_path / "flows.csv",
+                                                                                            index=False)
+    run = StepRun(tmp_path)
+    assert run.goodput_mbps("f1", 10.0, 13.0, outside_recovery=False) == pytest.approx(100 * 2.6 / 3.0, rel=1e-6)
+    assert run.goodput_mbps("f1", 10.0, 13.0) == pytest.approx(100, rel=1e-6)
+    with pytest.raises(MissingData, match="outside loss recovery"):
+        run.goodput_mbps("f1", 12.75, 13.0)
 
 
 def test_mathis_checkpoint_takes_the_loss_rate_reno_met(tmp_path: Path) -> None:
