@@ -7,6 +7,10 @@ q = sum(alpha) / C seconds of queueing delay, each flow's rate is x_i = alpha_i 
 D_i = d_i + q and its window w_i = x_i * D_i = alpha_i * D_i / q. fastlab's integer update floors the
 window, so measured windows and queues sit up to 2 packets per flow under these lines (lab 02).
 Mixed with loss-based flows the equilibrium has no closed form here: only the capacity is drawn.
+
+Packets are the run's MTU (spec `mtu`, 1500 bytes unless set; 9000 for jumbo frames): the unit
+in which the kernel's cwnd counts (one MSS-sized segment is one MTU-sized packet on the wire), the
+topology's BDP and every buffer in packets. `packet_bits(mtu)` and `run_mtu(spec)` say it once.
 """
 
 from __future__ import annotations
@@ -16,7 +20,21 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any
 
-PKT_BITS = 1500 * 8  # the labs' packet convention: capacity in 1500-byte packets
+from fastlab.spec import MTU_BYTES
+
+
+def packet_bits(mtu_bytes: int = MTU_BYTES) -> int:
+    """Bits of one packet of the run's MTU: capacities and BDPs in packets divide by this."""
+    if mtu_bytes <= 0:
+        raise ValueError(f"MTU {mtu_bytes}: must be positive")
+    return int(mtu_bytes) * 8
+
+
+def run_mtu(spec: Any) -> int:
+    """The MTU of a run, from its resolved spec (an ExperimentSpec or spec.yaml's mapping); runs
+    recorded before the field existed, and specs that leave it out, have the default 1500."""
+    value = spec.get("mtu") if isinstance(spec, dict) else getattr(spec, "mtu", None)
+    return int(value) if value is not None else MTU_BYTES
 
 
 @dataclass(frozen=True)
@@ -34,16 +52,18 @@ class FlowReference:
     links: tuple[str, ...] = ()  # the shaped links the flow's data crosses
 
 
-def fast_equilibrium(capacity_mbps: float, alphas: dict[str, int], base_rtt_ms: dict[str, float]
-                     ) -> dict[str, tuple[float, float, float, float]]:
-    """Per flow (queue pkts, RTT ms, window pkts, rate Mb/s) of FAST flows sharing one bottleneck."""
-    c_pkts = capacity_mbps * 1e6 / PKT_BITS
+def fast_equilibrium(capacity_mbps: float, alphas: dict[str, int], base_rtt_ms: dict[str, float],
+                     mtu_bytes: int = MTU_BYTES) -> dict[str, tuple[float, float, float, float]]:
+    """Per flow (queue pkts, RTT ms, window pkts, rate Mb/s) of FAST flows sharing one bottleneck;
+    packets of `mtu_bytes` (the run's MTU)."""
+    bits = packet_bits(mtu_bytes)
+    c_pkts = capacity_mbps * 1e6 / bits
     total = sum(alphas.values())
     q_s = total / c_pkts
     out: dict[str, tuple[float, float, float, float]] = {}
     for flow, alpha in alphas.items():
         d_rtt = base_rtt_ms[flow] + q_s * 1000
-        out[flow] = (total, d_rtt, alpha * (d_rtt / 1000) / q_s, alpha / q_s * PKT_BITS / 1e6)
+        out[flow] = (total, d_rtt, alpha * (d_rtt / 1000) / q_s, alpha / q_s * bits / 1e6)
     return out
 
 
@@ -75,7 +95,7 @@ def references(spec: Any) -> list[dict[str, Any]]:
         if not all(cc == "fast" for _f, _fig, cc, _a in members):
             continue
         eq = fast_equilibrium(members[0][1].bottleneck_mbps, {f: a for f, _fig, _cc, a in members if a},
-                              {f: fig.rtt_ms for f, fig, _cc, _a in members})
+                              {f: fig.rtt_ms for f, fig, _cc, _a in members}, run_mtu(spec))
         for flow, (queue, rtt, window, rate) in eq.items():
             refs[flow] = FlowReference(**{**asdict(refs[flow]), "fast_queue_pkts": queue, "fast_rtt_ms": round(rtt, 3),
                                           "fast_window_pkts": round(window, 1), "fast_rate_mbps": round(rate, 3)})
@@ -164,6 +184,7 @@ class SharedQueue:
     duration_s: float
     t0_s: float  # the checkpoint's window starts here
     gamma: float = 0.5
+    mtu_bytes: int = MTU_BYTES  # the run's MTU: buffer_pkts and the windows count packets of this size
 
 
 def fast_queued_over_alpha(q: SharedQueue, fast_loses: bool | None, seed: int = 0) -> float:
@@ -184,7 +205,7 @@ def fast_queued_over_alpha(q: SharedQueue, fast_loses: bool | None, seed: int = 
     above. Packet-level bursts, delayed ACKs and the MI phase after the start are left out.
     """
     rng = random.Random(seed)
-    c_pkts = q.capacity_mbps * 1e6 / PKT_BITS
+    c_pkts = q.capacity_mbps * 1e6 / packet_bits(q.mtu_bytes)
     rtt0 = [ms / 1000 for ms in (*q.fast_rtts_ms, *q.reno_rtts_ms)]
     n_fast, n = len(q.fast_rtts_ms), len(q.fast_rtts_ms) + len(q.reno_rtts_ms)
     w = [2.0] * n

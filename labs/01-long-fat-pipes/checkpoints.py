@@ -2,8 +2,9 @@
 one-packet-per-RTT regrowth after a loss, read from one flow's tcp_info trace (flows.csv) and its
 bottleneck queue (links.csv).
 
-Windows count 1500-byte packets: the kernel's cwnd counts MSS-sized segments, and a 1448-byte
-MSS with timestamps is a 1500-byte packet on the wire, the unit of the topology's BDP.
+Windows count packets of the run's MTU (spec `mtu`: 1500 bytes unless set, 9000 for question 9's
+jumbo frames): the kernel's cwnd counts MSS-sized segments, and an MSS with timestamps (1448 bytes,
+8948 with jumbo frames) is one MTU-sized packet on the wire, the unit of the topology's BDP.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from fastlab import hstcp_theory
+from fastlab.fast_theory import packet_bits, run_mtu
 from fastlab.labs import (
     LOSS_STATES,
     CheckResult,
@@ -25,13 +27,28 @@ from fastlab.labs import (
     within,
 )
 
-PACKET_BITS = 1500 * 8
+TSO_SHIFT = 10  # Linux sk_pacing_shift: a TSO burst is ~1/1024 s of the pacing rate
+MIN_TSO_SEGS = 2  # net.ipv4.tcp_min_tso_segs
+
+
+def _tso_burst(rows: pd.DataFrame) -> int:
+    """Segments Linux sends as one TSO burst (tcp_tso_autosize): ~1 ms of its pacing rate, at least 2."""
+    rate = rows["pacing_rate_mbps"].dropna()
+    mss = float(rows["mss_bytes"].dropna().median())
+    return max(MIN_TSO_SEGS, int(float(rate.median()) * 1e6 / 8 / 2 ** TSO_SHIFT // mss)) if len(rate) else MIN_TSO_SEGS
+
+
+def _packet_share(run: StepRun, flow: str, link: str) -> float:
+    """One packet's serialization at the bottleneck as a share of the base RTT: what a delayed ACK,
+    waiting for the second segment, adds to an RTT sample (so to srtt) at most."""
+    packet_s = packet_bits(run_mtu(run.spec)) / (run.link_summary(link)["capacity_mbps"] * 1e6)
+    return packet_s / (run.flow_summary(flow)["min_rtt_ms"] / 1e3)
 
 
 def _bdp_pkts(run: StepRun, flow: str, link: str) -> float:
-    """rate * base RTT in packets, from the link's capacity and the flow's minimum RTT."""
+    """rate * base RTT in packets of the run's MTU, from the link's capacity and the flow's minimum RTT."""
     rate_bps = run.link_summary(link)["capacity_mbps"] * 1e6
-    return rate_bps * run.flow_summary(flow)["min_rtt_ms"] / 1e3 / PACKET_BITS
+    return rate_bps * run.flow_summary(flow)["min_rtt_ms"] / 1e3 / packet_bits(run_mtu(run.spec))
 
 
 def _path_holds_pkts(run: StepRun, flow: str, link: str) -> float:
@@ -59,10 +76,10 @@ def _congestion_avoidance_losses(rows: pd.DataFrame) -> list[dict[str, float]]:
 
 
 @checkpoint
-def window_at_full_rate(run: StepRun, flow: str = "f1", link: str = "cern-gbe",
-                        tolerance: float = 0.1) -> CheckResult:
+def window_at_full_rate(run: StepRun, flow: str = "f1", link: str = "cern-gbe") -> CheckResult:
     """While the bottleneck queue is non-empty, cwnd minus the queue is what is in the pipe: rate * RTT."""
-    rows = run.flow(flow)[["t", "cwnd_pkts", "ca_state"]]
+    trace = run.flow(flow)
+    rows = trace[["t", "cwnd_pkts", "ca_state"]]
     queue = run.link(link)[["t", "backlog_pkts"]]
     merged = pd.merge_asof(rows, queue, on="t", direction="nearest")
     full = merged[(merged["ca_state"] == "open") & (merged["backlog_pkts"] >= 5)]
@@ -70,10 +87,13 @@ def window_at_full_rate(run: StepRun, flow: str = "f1", link: str = "cern-gbe",
         raise MissingData(f"the {link} queue was seldom non-empty: the link never ran at full rate")
     in_pipe = float((full["cwnd_pkts"] - full["backlog_pkts"]).median())
     bdp = _bdp_pkts(run, flow, link)
-    return within("window minus queue at full rate = rate x base RTT", in_pipe, bdp * (1 - tolerance),
-                  bdp * (1 + tolerance),
-                  f"BDP {bdp:.0f} pkts +-{tolerance:.0%}: cwnd and queue are sampled 50 ms apart at most, and the "
-                  "reverse path and host stacks add a few packets in flight", "pkts")
+    burst = _tso_burst(trace)
+    spread = burst + 2
+    return within("window minus queue at full rate = rate x base RTT", in_pipe, bdp - spread, bdp + spread,
+                  f"BDP {bdp:.0f} pkts (capacity x the flow's minimum RTT); +-{spread} pkts: an instantaneous queue "
+                  f"sample reads up to a TSO burst ({burst} segments, ~1 ms of the pacing rate) and a segment a "
+                  "delayed ACK holds off the window's share, and cwnd is sampled up to 25 ms from the queue, in "
+                  "which Reno's window grows by less than a packet", "pkts")
 
 
 @checkpoint
@@ -109,32 +129,46 @@ def _loss_free_spans(rows: pd.DataFrame, settle_s: float) -> list[tuple[dict[str
             for event, end in zip(events, ends, strict=True)]
 
 
+def _longest_regrowth(rows: pd.DataFrame, settle_s: float) -> tuple[float, float, float]:
+    """(span length s, packets per RTT, RTTs it spans) of the longest loss-free span after a loss."""
+    best: tuple[float, float, float] | None = None
+    for _event, span in _loss_free_spans(rows, settle_s):
+        if len(span) < 40:
+            continue
+        rtts = _rtts_elapsed(span)
+        per_rtt = float(np.polyfit(rtts, span["cwnd_pkts"], 1)[0])
+        length = float(span["t"].iloc[-1] - span["t"].iloc[0])
+        if best is None or length > best[0]:
+            best = (length, per_rtt, float(rtts[-1]))
+    if best is None:
+        raise MissingData("no loss-free span of 2 s or more after a loss")
+    return best
+
+
+def _regrowth_spread(run: StepRun, flow: str, link: str, rtts: float) -> tuple[float, str]:
+    """How far a fitted regrowth rate may sit from 1 packet per RTT, and why."""
+    quantum, delayed = 2 / rtts, _packet_share(run, flow, link)
+    return quantum + delayed, (f"+-{quantum + delayed:.1%}: the integer window's staircase can be a packet off at "
+                               f"each end of the {rtts:.0f} RTTs fitted ({quantum:.1%}), and a delayed ACK lengthens "
+                               f"an RTT sample by up to one packet's serialization ({delayed:.2%} of the RTT)")
+
+
 @checkpoint
-def regrowth_per_rtt(run: StepRun, flow: str = "f1", settle_s: float = 1.0, tolerance: float = 0.2) -> CheckResult:
+def regrowth_per_rtt(run: StepRun, flow: str = "f1", link: str = "cern-gbe", settle_s: float = 1.0) -> CheckResult:
     """Between losses Reno adds one packet per RTT: the slope of cwnd against elapsed round trips is 1."""
     rows = run.flow(flow)
     if not _loss_events(rows):
         raise MissingData("the flow never lost a packet: there is no regrowth to measure")
-    best: tuple[float, float] | None = None  # (span length, packets per RTT) of the longest loss-free span
-    for _event, span in _loss_free_spans(rows, settle_s):
-        if len(span) < 40:
-            continue
-        per_rtt = float(np.polyfit(_rtts_elapsed(span), span["cwnd_pkts"], 1)[0])
-        length = float(span["t"].iloc[-1] - span["t"].iloc[0])
-        if best is None or length > best[0]:
-            best = (length, per_rtt)
-    if best is None:
-        raise MissingData("no loss-free span of 2 s or more after a loss")
-    return within("cwnd growth per RTT in congestion avoidance", best[1], 1 - tolerance, 1 + tolerance,
+    length, per_rtt, rtts = _longest_regrowth(rows, settle_s)
+    tol, why = _regrowth_spread(run, flow, link, rtts)
+    return within("cwnd growth per RTT in congestion avoidance", per_rtt, 1 - tol, 1 + tol,
                   f"Reno adds one segment per window of ACKed data (RFC 5681), counted per ACKed segment by Linux "
-                  f"so delayed ACKs do not slow it; fitted over {best[0]:.0f} s against round trips counted in each "
-                  f"sample's own RTT, so a growing queue does not bias it; +-{tolerance:.0%}: cwnd is an integer "
-                  "sampled every 50 ms", "pkts/RTT")
+                  f"so delayed ACKs do not slow it; fitted over {length:.0f} s against round trips counted in each "
+                  f"sample's own RTT, so a growing queue does not bias it; {why}", "pkts/RTT")
 
 
 @checkpoint
-def time_to_refill(run: StepRun, flow: str = "f1", link: str = "cern-gbe", settle_s: float = 1.0,
-                   tolerance: float = 0.1) -> CheckResult:
+def time_to_refill(run: StepRun, flow: str = "f1", link: str = "cern-gbe", settle_s: float = 1.0) -> CheckResult:
     """After a loss that leaves the window below the BDP, Reno needs (BDP - ssthresh) RTTs to fill the pipe again.
 
     Measured: the missing packets divided by the regrowth rate fitted over the run (packets per second);
@@ -153,18 +187,23 @@ def time_to_refill(run: StepRun, flow: str = "f1", link: str = "cern-gbe", settl
         missing = bdp - event["ssthresh"]
         measured, theory = missing / per_s, missing * rtt_s
         next_loss = (_path_holds_pkts(run, flow, link) - event["ssthresh"]) * rtt_s
+        rtts = float(span["t"].iloc[-1] - span["t"].iloc[0]) / rtt_s
+        srtt_share = abs(float(span["srtt_ms"].mean()) / 1e3 / rtt_s - 1)
+        tol, why = _regrowth_spread(run, flow, link, rtts)
+        tol += srtt_share
         return within("time for the window to fill the pipe again after the loss", measured,
-                      theory * (1 - tolerance), theory * (1 + tolerance),
+                      theory * (1 - tol), theory * (1 + tol),
                       f"(BDP {bdp:.0f} - ssthresh {event['ssthresh']:.0f}) x base RTT {rtt_s * 1e3:.0f} ms = "
                       f"{theory:.0f} s ({theory / 60:.1f} min); the next loss would come only when the window "
-                      f"reaches BDP + buffer, about {next_loss / 60:.0f} min after this one; +-{tolerance:.0%}: the "
-                      "regrowth rate is fitted over the run and extrapolated", "s")
+                      f"reaches BDP + buffer, about {next_loss / 60:.0f} min after this one; the regrowth rate is "
+                      f"fitted over the run and extrapolated, 1 packet per RTT to within {why.removeprefix('+-')}, "
+                      f"and the RTT of the regrowth is {srtt_share:.2%} off the base RTT", "s")
     raise MissingData("no loss left the window below the BDP with a loss-free span after it")
 
 
 @checkpoint
-def rate_is_window_over_rtt(run: StepRun, flow: str = "f1", link: str = "cern-gbe", settle_s: float = 1.0,
-                            tolerance: float = 0.1) -> CheckResult:
+def rate_is_window_over_rtt(run: StepRun, flow: str = "f1", link: str = "cern-gbe",
+                            settle_s: float = 1.0) -> CheckResult:
     """With the window below the BDP the link idles: the flow carries one window per RTT, window / BDP of the link."""
     rows = run.flow(flow)
     bdp = _bdp_pkts(run, flow, link)
@@ -177,11 +216,16 @@ def rate_is_window_over_rtt(run: StepRun, flow: str = "f1", link: str = "cern-gb
     mss_bits = float(rows["mss_bytes"].iloc[-1]) * 8
     expected = float((span["cwnd_pkts"] * mss_bits / (span["srtt_ms"] / 1e3)).mean()) / 1e6
     capacity = run.link_summary(link)["capacity_mbps"]
+    window = float(span["cwnd_pkts"].mean())
+    burst, delayed = _tso_burst(rows), _packet_share(run, flow, link)
+    tolerance = burst / window + delayed
     return within("goodput while the window is below the BDP", measured, expected * (1 - tolerance),
                   expected * (1 + tolerance),
-                  f"one window of {span['cwnd_pkts'].mean():.0f} segments per RTT = {expected:.0f} Mb/s, "
+                  f"one window of {window:.0f} segments per RTT = {expected:.0f} Mb/s, "
                   f"{expected / capacity:.0%} of the {capacity:.0f} Mb/s link for all {t1 - t0:.0f} s; "
-                  f"+-{tolerance:.0%}: ACK timing and 50 ms sampling", "Mb/s")
+                  f"+-{tolerance:.2%}: the sender may hold back up to a TSO burst ({burst} segments) of its window "
+                  f"({burst / window:.2%}), and a delayed ACK lengthens srtt by up to a packet's serialization "
+                  f"({delayed:.2%} of the RTT)", "Mb/s")
 
 
 @checkpoint
@@ -189,17 +233,21 @@ def halving(run: StepRun, flow: str = "f1") -> CheckResult:
     """A loss in congestion avoidance sets ssthresh to half the window (Reno's beta = 1/2)."""
     events = _congestion_avoidance_losses(run.flow(flow))
     ratio = float(np.mean([e["ssthresh"] / e["window"] for e in events]))
-    return within("ssthresh / window at a loss", ratio, 0.45, 0.55,
-                  "Reno halves (beta 0.5; CUBIC would keep 0.7); +-0.05: the window before the loss is sampled up "
-                  "to 50 ms (a fraction of a packet at 1 packet per RTT) early")
+    window = min(e["window"] for e in events)
+    tol = 1.5 / window
+    return within("ssthresh / window at a loss", ratio, 0.5 - tol, 0.5 + tol,
+                  f"Reno halves (beta 0.5; CUBIC would keep 0.7) the window it has when it detects the loss; the "
+                  f"window read is the last sample before, up to 50 ms earlier, in which Reno grows by less than "
+                  f"one packet, and ssthresh = cwnd/2 rounds down half a packet: +-1.5/W = +-{tol:.3f} at the "
+                  f"smallest window at a loss, {window:.0f} packets")
 
 
 @checkpoint
-def recovery_time(run: StepRun, flow: str = "f1", tolerance: float = 0.15) -> CheckResult:
+def recovery_time(run: StepRun, flow: str = "f1", link: str = "cern-gbe") -> CheckResult:
     """After a loss the halved window takes (W/2) RTTs to regrow to W: time = (W/2) * RTT."""
     rows = run.flow(flow)
     events = _congestion_avoidance_losses(rows)
-    ratios, measured, theory = [], 0.0, 0.0
+    ratios, measured, theory, windows = [], 0.0, 0.0, []
     for k, event in enumerate(events):
         after = rows[rows["t"] > event["t"]]
         regained = after[after["cwnd_pkts"] >= event["window"] - 2]
@@ -210,12 +258,17 @@ def recovery_time(run: StepRun, flow: str = "f1", tolerance: float = 0.15) -> Ch
         rtt_s = float(rows[(rows["t"] > event["t"]) & (rows["t"] <= end)]["srtt_ms"].mean()) / 1e3
         measured, theory = end - event["t"], event["window"] / 2 * rtt_s
         ratios.append(measured / theory)
+        windows.append(event["window"])
     if not ratios:
         raise MissingData("no loss whose window regrew before the run ended: lengthen duration_s")
-    return within("time to regrow the halved window / ((W/2) x RTT)", float(np.mean(ratios)), 1 - tolerance,
-                  1 + tolerance,
+    rounds = min(windows) / 2
+    delayed = _packet_share(run, flow, link)
+    lo, hi = 1 - 3 / rounds - delayed, 1 + 1 / rounds + 0.05 / theory + delayed
+    return within("time to regrow the halved window / ((W/2) x RTT)", float(np.mean(ratios)), lo, hi,
                   f"last: {measured:.1f} s measured, {theory:.1f} s = (W/2)*RTT with the mean RTT of the regrowth; "
-                  f"+-{tolerance:.0%}: the window is regained 2 packets early and sampled every 50 ms")
+                  f"the window counts as regained 2 packets early (2 of the W/2 = {rounds:.0f} RTTs at the smallest "
+                  f"window) and its staircase can be a packet off (1 RTT), cwnd is sampled every 50 ms, and a delayed "
+                  f"ACK lengthens srtt by up to a packet's serialization ({delayed:.2%})")
 
 
 REGAINED = 0.98  # "regained": back within 2 % of the pre-loss window (FAST settles to its equilibrium)

@@ -3,7 +3,8 @@
 Read from flows.csv (tcp_info: srtt, min RTT), cc_events.csv (FAST's per-update state and the
 controller's `reroute` events) and links.csv (the controller's switch port counters, direction
 `port`). The reroute times are the spec's; the physics: Abilene's path is 10 ms longer in RTT
-than Level(3)'s, the first ACK over a new path returns one RTT (~0.19 s) after the rules change,
+than Level(3)'s, the first ACK over a new path returns ~0.13 s after the rules change (the new RTT
+less the CERN-StarLight leg the first switched packet had already crossed),
 and a minimum (FAST's baseRTT) cannot rise when the path gets longer. The reroute step moves the flow
 once FAST is at equilibrium (~17 s after the start on Level(3), ~15 s after the move on Abilene), where
 its update law gives w(1 - d/D) = alpha and, with w = x*D, the model w = alpha + x*baseRTT.
@@ -12,14 +13,19 @@ its update law gives w(1 - d/D) = alpha and, with w = x*D, the model w = alpha +
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
+import yaml
 
+from fastlab.fast_theory import packet_bits, references, run_mtu
 from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, within
+from fastlab.spec import read_spec_text
 
-OVS_JITTER_MS = 4.0  # OVS userspace datapath: ~0.5 ms per bridge plus load-dependent jitter
 PATH_DIFFERENCE_MS = 10.0  # Abilene (190 ms) less Level(3) (180 ms)
-BASE_RTT_DRIFT_MS = 3.0  # how far a minimum RTT still falls after the first seconds (measured up to 1.2)
+HEADER_BYTES = 20 + 32 + 14  # IPv4, TCP with timestamps, Ethernet: what a port counts beyond the payload
+BLIP_MS = 2.0  # the OVS userspace datapath's delay noise left in a 2-3 s mean of FAST's avgRTT (blips of
+# 1-4 ms at equilibrium, measured 2026-11-24 in the quiet runs of INSTRUCTOR.md)
 
 
 def _between(frame: pd.DataFrame, t0: float, t1: float) -> pd.DataFrame:
@@ -44,29 +50,66 @@ def _fast_updates(run: StepRun, flow: str = "f1") -> pd.DataFrame:
     return updates
 
 
+def _route(run: StepRun, flow: str) -> dict[str, Any]:
+    """fastlab.fast_theory's figures of the flow's path at the start (its links, propagation RTT)."""
+    refs = {r["flow"]: r for r in references(read_spec_text(yaml.safe_dump(run.spec)))}
+    if flow not in refs:
+        raise MissingData(f"the run's spec has no flow {flow}")
+    return refs[flow]
+
+
+def _idle_ping_min_ms(run: StepRun, flow: str) -> float:
+    """The minimum of the idle pings the run sent over the flow's path before the flows started."""
+    info = run.flow_summary(flow)
+    for idle in run.summary.get("idle_rtt") or []:
+        if idle["src"] == info["src"] and idle["dst"] == info["dst"] and idle.get("min_ms"):
+            return float(idle["min_ms"])
+    raise MissingData(f"summary.json has no idle pings of {info['src']} -> {info['dst']}")
+
+
 @checkpoint
 def path_rtt(run: StepRun, flow: str, rtt_ms: float) -> CheckResult:
-    """The flow's minimum RTT is its path's propagation RTT (plus the OVS bridges' own delay)."""
+    """The flow's minimum RTT is its path's propagation RTT plus what the emulated path itself adds:
+    no less than the propagation, no more than the idle pings' minimum plus a data packet's
+    serialization on each shaped link of the path."""
     measured = float(run.flow(flow)["min_rtt_ms"].min())
-    return within(f"{flow} minimum RTT", measured, rtt_ms, rtt_ms + OVS_JITTER_MS,
-                  f"the path's RTT {rtt_ms:g} ms; up to {OVS_JITTER_MS:g} ms more from the OVS userspace bridges "
-                  "(~0.5 ms each way per bridge) and the link emulators' scheduling", "ms")
+    route = _route(run, flow)
+    ping = _idle_ping_min_ms(run, flow)
+    mtu = run_mtu(run.spec)
+    capacity = {link["id"]: float(link["capacity_mbps"]) for link in run.summary["links"]}
+    serialization_ms = sum(mtu * 8 / (capacity[link] * 1e3) for link in route["links"])
+    return within(f"{flow} minimum RTT", measured, rtt_ms, ping + serialization_ms,
+                  f"the path's propagation RTT {rtt_ms:g} ms (nothing is faster); at most the idle pings' minimum over "
+                  f"this path before the flows ({ping:.2f} ms: the OVS userspace bridges, the link emulators and the "
+                  f"stacks, as a minimum of 10, where the flow's is a minimum of thousands) plus one {mtu}-byte "
+                  f"packet's serialization on {', '.join(route['links'])} ({serialization_ms:.2f} ms; a ping's "
+                  "98 bytes take less than a data packet's and its ACK's)", "ms")
 
 
 @checkpoint
-def port_share(run: StepRun, port: str, t0: float = 3.0) -> CheckResult:
-    """A path's port on the StarLight switch carries one flow's data: its rate is near one access link's."""
+def port_share(run: StepRun, port: str, flow: str, t0: float = 3.0) -> CheckResult:
+    """A path's port on the StarLight switch carries one flow's data: its transmit rate is that
+    flow's goodput plus each segment's headers, and no more than its access link carries."""
     rows = run.links[(run.links["link"] == port) & (run.links["direction"] == "port")]
     if rows.empty:
         raise MissingData(f"links.csv has no port statistics of {port}: was the controller running?")
     rows = _between(rows.sort_values("t"), t0, float("inf"))
-    mbps = float(rows["tx_bytes"].iloc[-1] - rows["tx_bytes"].iloc[0]) * 8 / 1e6 / float(
-        rows["t"].iloc[-1] - rows["t"].iloc[0])
+    t1 = float(rows["t"].iloc[-1])
+    mbps = float(rows["tx_bytes"].iloc[-1] - rows["tx_bytes"].iloc[0]) * 8 / 1e6 / (t1 - float(rows["t"].iloc[0]))
+    mss = float(run.flow(flow)["mss_bytes"].dropna().median())
+    expected = run.goodput_mbps(flow, t0, t1) * (mss + HEADER_BYTES) / mss
     capacity = next((link["capacity_mbps"] for link in run.summary["links"] if link["id"] == "cern-gbe"), 0.0)
-    return within(f"{port} transmit rate after {t0:g} s", mbps, 0.5 * capacity, 1.1 * capacity,
-                  f"one flow's data on its own path: between half (FAST still converging) and all of a "
-                  f"{capacity:g} Mb/s access link; ~0 if the path carries no flow",
-                  "Mb/s")
+    ceiling = capacity * (run_mtu(run.spec) + 14) / run_mtu(run.spec)
+    rtt_s = float(run.flow_summary(flow)["min_rtt_ms"]) / 1e3
+    stats_hz = float((run.spec.get("controller") or {}).get("stats_hz", 10))
+    spread = (2 / stats_hz + rtt_s) / (t1 - t0)
+    return within(f"{port} transmit rate after {t0:g} s", mbps, expected * (1 - spread),
+                  min(expected * (1 + spread), ceiling * (1 + spread)),
+                  f"{flow}'s goodput with {HEADER_BYTES} bytes of IP, TCP and Ethernet headers per {mss:.0f}-byte "
+                  f"segment: {expected:.2f} Mb/s, never above the {capacity:g} Mb/s access link's frames "
+                  f"({ceiling:.2f} Mb/s); +-{spread:.1%}: the port counters are polled at {stats_hz:g} Hz (a poll "
+                  f"interval at each end) and the ACKs that count the goodput lag the port by up to an RTT "
+                  f"({rtt_s:.2f} s), over {t1 - t0:.0f} s; ~0 if the path carries no flow", "Mb/s")
 
 
 @checkpoint
@@ -94,21 +137,29 @@ def rtt_step(run: StepRun, index: int, change_ms: float, within_s: float = 0.5) 
     moved = after[(after["srtt_ms"] - before) * sign >= abs(change_ms) / 2]
     delay = float(moved["t"].min() - at_s) if not moved.empty else float("inf")
     return within(f"time until srtt moved {abs(change_ms) / 2:g} ms {'up' if sign > 0 else 'down'}", delay, 0.0,
-                  within_s, f"one RTT (~0.19 s) for the first ACK over the new path, plus the 50 ms trace sampling "
-                  f"and the kernel's srtt smoothing; the step expected is at least {abs(change_ms):g} ms (the paths "
+                  within_s, "the first packet the switch at StarLight moves left CERN one CERN-StarLight leg (59 ms) "
+                  "earlier, so its ACK is back ~0.13 s after the move (the new RTT less that leg); then srtt (gain "
+                  "1/8 per ACK) covers half the step in ~5 ACKs, a few ms, and the trace samples every 50 ms; moving "
+                  "back, packets on the shorter path overtake those still on the longer one and the reordering "
+                  f"delays the RTT samples: {within_s:g} s is ~2.5 RTTs for all of it; "
+                  f"the step expected is at least {abs(change_ms):g} ms (the paths "
                   "differ by 10 ms; onto Abilene the at most alpha/C = 6 ms of queue FAST kept drains first, back onto "
                   "Level(3) the flow has no queue), half of it leaves room for queue and OVS delay noise", "s")
 
 
 @checkpoint
 def base_rtt_unchanged(run: StepRun, t0: float = 3.0) -> CheckResult:
-    """FAST's baseRTT (a minimum) never sees the longer path: it stays at the Level(3) value."""
+    """FAST's baseRTT (a minimum) never sees the longer path: it stays at the Level(3) value, and
+    can only fall towards the propagation RTT."""
     base = _fast_updates(run)
     base = base[base["t"] >= t0]["base_rtt_us"] / 1000
-    return within("spread of FAST's baseRTT over the run", float(base.max() - base.min()), 0.0, BASE_RTT_DRIFT_MS,
-                  "a minimum can only fall, and the run starts and ends on the shorter path: it drifts down by a "
-                  "millisecond or two as the OVS userspace datapath's delay dips, while following the longer path "
-                  "would add 10 ms", "ms")
+    start_ms, floor_ms = float(base.iloc[0]), float(_route(run, "f1")["base_rtt_ms"])
+    return within("spread of FAST's baseRTT over the run", float(base.max() - base.min()), 0.0,
+                  max(0.0, start_ms - floor_ms),
+                  f"a minimum can only fall, and never below the {floor_ms:g} ms of propagation of the path the flow "
+                  f"starts on: from {start_ms:.2f} ms at {t0:g} s it can fall by {start_ms - floor_ms:.2f} ms at most "
+                  f"(the OVS bridges' and emulators' delay it had not yet seen at its lowest); a baseRTT that "
+                  f"followed the longer path would rise by {PATH_DIFFERENCE_MS:g} ms", "ms")
 
 
 @checkpoint
@@ -122,20 +173,24 @@ def phantom_backlog(run: StepRun) -> CheckResult:
     rise = float(after["backlog"].mean() - before["backlog"].mean())
     alpha = float(before["alpha"].iloc[-1])
     drained_ms = 1000 * alpha / _capacity_pps(run)
-    floor = float(after["cwnd"].mean()) * (PATH_DIFFERENCE_MS - drained_ms) / float(after["avg_rtt_us"].mean() / 1000)
-    return within("rise of FAST's backlog estimate after the move to Abilene", rise, floor, 60.0,
-                  f"the path is {PATH_DIFFERENCE_MS:g} ms longer; at most alpha/C = {drained_ms:.1f} ms of it is "
-                  "absorbed by the queue FAST kept (the estimate alpha is that queue plus OVS and burst delay; the "
-                  "queue drains as the window no longer fills the longer pipe), the rest, w*(10 ms - alpha/C)/D "
-                  f"= {floor:.1f} packets with w and D after the move, reads as backlog since baseRTT stays", "pkts")
+    w_over_d = float(after["cwnd"].mean()) / float(after["avg_rtt_us"].mean() / 1000)
+    floor = w_over_d * (PATH_DIFFERENCE_MS - drained_ms)
+    ceiling = w_over_d * (PATH_DIFFERENCE_MS + BLIP_MS)
+    return within("rise of FAST's backlog estimate after the move to Abilene", rise, floor, ceiling,
+                  f"the path is {PATH_DIFFERENCE_MS:g} ms longer and baseRTT stays, so the rise is w/D = "
+                  f"{w_over_d:.2f} pkts per ms (w and D after the move) times the part of the 10 ms the queue does "
+                  f"not absorb: at least 10 ms - alpha/C = {10 - drained_ms:.1f} ms (FAST kept at most alpha = "
+                  f"{alpha:g} packets queued, which drain as the window no longer fills the longer pipe): "
+                  f"{floor:.1f}; at most all of it plus {BLIP_MS:g} ms (one more OVS bridge each way on Abilene, "
+                  f"~0.3 ms each, and the datapath's delay noise left in the 2-3 s means): {ceiling:.1f}", "pkts")
 
 
 def _capacity_pps(run: StepRun) -> float:
-    """The bottleneck (the CERN host's access link) in 1500-byte packets per second."""
+    """The bottleneck (the CERN host's access link) in packets of the run's MTU per second."""
     capacity = next((link["capacity_mbps"] for link in run.summary["links"] if link["id"] == "cern-gbe"), None)
     if not capacity:
         raise MissingData("summary.json has no capacity of link cern-gbe")
-    return float(capacity) * 1e6 / 8 / 1500
+    return float(capacity) * 1e6 / packet_bits(run_mtu(run.spec))
 
 
 @dataclass(frozen=True)
@@ -186,16 +241,21 @@ def at_equilibrium(run: StepRun, index: int, max_drift: float = 5.0) -> CheckRes
 
 
 @checkpoint
-def link_full_before(run: StepRun, lo: float = 0.97) -> CheckResult:
+def link_full_before(run: StepRun, lo: float = 0.99, hi: float = 1.01) -> CheckResult:
     """At equilibrium on Level(3) FAST fills its access link: x = C, so w = alpha + C*baseRTT."""
     state = _equilibrium(run, _reroute_times(run)[0])
     capacity = _capacity_pps(run)
     queue_ms = 1000 * state.alpha / capacity
+    per_ms = 0.5 * state.window / (state.avg_rtt_s * 1000)  # gamma * w / D: window lost per ms of delay blip
     result = within("FAST's delivered rate / the access link's, 3 s before the move", state.rate_pps / capacity, lo,
-                    1.02, f"at equilibrium FAST keeps alpha = {state.alpha:g} packets ({queue_ms:.0f} ms) in the "
-                    "bottleneck queue, so the link never idles and x = C; "
-                    f"{1 - lo:.0%} for a delay blip that empties the queue for a moment and the 20 Hz sampling",
-                    "")
+                    hi, f"x/C = 1 less the share of the 3 s the link idled, and it idles only if the queue empties: "
+                    f"FAST keeps at most alpha = {state.alpha:g} packets ({queue_ms:.0f} ms) queued (less the OVS "
+                    f"datapath's 1-3 ms it reads as queue too), and a delay blip of d ms takes gamma*w/D = "
+                    f"{per_ms:.1f} packets per ms off the window, so the 1-4 ms blips of a quiet machine leave it "
+                    f"busy; -{1 - lo:.0%} = {3000 * (1 - lo):.0f} ms of idle link (each packet the window falls "
+                    f"short idles it {1000 / capacity:.1f} ms, the shortfall halving each update): one blip of "
+                    f"~{(3 * (1 - lo) * capacity / 2 + state.alpha) / per_ms:.0f} ms; +{hi - 1:.0%}: ACKs bunched at a "
+                    "window end by a blip (4 ms: 0.13 %) and the ACK counter's step (2 segments: 0.04 %)", "")
     result.note = f"w {state.window:.0f} against alpha + C*baseRTT = {state.alpha + capacity * state.base_rtt_s:.0f}"
     return result
 

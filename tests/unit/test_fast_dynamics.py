@@ -3,7 +3,13 @@ linearisation says, and the step figures against a hand-made series."""
 
 from __future__ import annotations
 
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
 import pytest
+import yaml
 
 from fastlab.fast_theory import SharedQueue, fast_queued_over_alpha, step_figures, step_response
 
@@ -76,3 +82,62 @@ def test_more_time_between_overflows_means_less_lost_share() -> None:
         return sum(fast_queued_over_alpha(q, True, seed) for seed in range(5)) / 5
 
     assert mean_floor(full) > mean_floor(SHORT) + 0.1
+
+
+# --- packets are the run's MTU (jumbo frames: lab 01 question 9) ------------------------------------
+
+def test_packet_size_comes_from_the_runs_mtu() -> None:
+    from fastlab.fast_theory import packet_bits, run_mtu
+    from fastlab.spec import read_spec_text
+
+    assert packet_bits() == 12_000 and packet_bits(9000) == 72_000
+    assert run_mtu({}) == 1500 and run_mtu({"mtu": 9000}) == 9000  # a recorded spec.yaml, with and without
+    assert run_mtu(read_spec_text("name: x\ntopology: dumbbell\nduration_s: 5\nmtu: 9000\nflows:\n"
+                                  "  - {src: h1, dst: h2, cc: fast}\n")) == 9000
+
+
+def test_a_9000_byte_mtu_makes_the_bdp_six_times_fewer_packets() -> None:
+    """20 Mb/s x 40 ms is 66.7 packets of 1500 bytes and 11.1 of 9000: FAST's equilibrium window
+    w = BDP + alpha (one flow) and its queueing delay alpha/C follow the packet size."""
+    from fastlab.fast_theory import fast_equilibrium, references
+    from fastlab.spec import read_spec_text
+
+    std = fast_equilibrium(20, {"f1": 20}, {"f1": 40.0})["f1"]
+    jumbo = fast_equilibrium(20, {"f1": 20}, {"f1": 40.0}, 9000)["f1"]
+    assert std[2] - 20 == pytest.approx(BDP, abs=0.05) and jumbo[2] - 20 == pytest.approx(BDP / 6, abs=0.05)
+    assert jumbo[1] - 40 == pytest.approx(6 * (std[1] - 40))  # alpha jumbo packets queue 6x longer
+    assert std[3] == pytest.approx(20) and jumbo[3] == pytest.approx(20)  # either way the link is full
+    text = ("name: x\ntopology: dumbbell\ntopology_args: {rate_mbps: 20, rtt_ms: 40, buffer_bdp: 4}\n"
+            "duration_s: 5\nMTUflows:\n  - {src: h1, dst: h2, cc: fast, cc_args: {alpha: 20}}\n")
+    ref = references(read_spec_text(text.replace("MTU", "")))[0]
+    ref_jumbo = references(read_spec_text(text.replace("MTU", "mtu: 9000\n")))[0]
+    assert ref["fast_window_pkts"] == 86.7 and ref_jumbo["fast_window_pkts"] == pytest.approx(31.1, abs=0.05)
+    # lab 04's shared-queue model counts its buffer in the same packets
+    alone = SharedQueue(20, 300, (180,), (50,), (), 30, 10, mtu_bytes=9000)
+    assert (50 - 2) / 50 - 0.01 <= fast_queued_over_alpha(alone, None) <= 1.01
+
+
+def _with_mtu(recorded: Path, out: Path, mtu: int) -> Path:
+    """A copy of a recorded run whose spec says `mtu`."""
+    shutil.copytree(recorded, out)
+    spec = yaml.safe_load((out / "spec.yaml").read_text())
+    (out / "spec.yaml").write_text(yaml.safe_dump({**spec, "mtu": mtu}, sort_keys=False))
+    return out
+
+
+@pytest.mark.parametrize("lab_no, step, module_fn", [
+    (1, "reno", lambda m, run: m._bdp_pkts(run, "f1", "cern-gbe")),
+    (8, "reroute", lambda m, run: m._capacity_pps(run)),
+    (9, "gamma-half", lambda m, run: m._step(run, "f1").bdp),
+])
+def test_labs_count_the_bdp_in_packets_of_the_runs_mtu(lab_no: int, step: str, module_fn: Any, tmp_path: Path) -> None:
+    """Labs 01, 08 and 09 read the packet size from the run's spec: the same run said to have a
+    9000-byte MTU has a BDP (or capacity) of 6x fewer packets."""
+    from fastlab.labs import StepRun, load_lab
+
+    lab = load_lab(lab_no)
+    module = sys.modules["fastlab_lab_" + lab.name.replace("-", "_")]
+    recorded = lab.folder / "recorded" / step
+    std = module_fn(module, StepRun(recorded))
+    jumbo = module_fn(module, StepRun(_with_mtu(recorded, tmp_path / step, 9000)))
+    assert jumbo == pytest.approx(std / 6)
