@@ -69,11 +69,21 @@ def params_of(run: StepRun) -> HstcpParams:
     return HstcpParams(**{k: float(v) for k, v in args.items() if k in HstcpParams.__dataclass_fields__})
 
 
+def _hstcp_flow(run: StepRun, src: str | None = None) -> str:
+    """The (first) HSTCP flow, or the one sent from host `src`."""
+    if src is None:
+        return run.flow_running("hstcp")
+    for flow in run.summary["flows"]:
+        if flow["cc"] == "hstcp" and flow["src"] == src:
+            return str(flow["id"])
+    raise MissingData(f"summary.json has no hstcp flow from {src}")
+
+
 def _ca_events(run: StepRun, event: str, above: float, minimum: int,
-               modes: tuple[str, ...] = ("ca",)) -> tuple[HstcpParams, pd.DataFrame]:
-    """The HSTCP flow's `event` rows (loss or rtt) in the given modes (congestion avoidance unless told)
-    with cwnd above `above`."""
-    flow = run.flow_running("hstcp")
+               modes: tuple[str, ...] = ("ca",), src: str | None = None) -> tuple[HstcpParams, pd.DataFrame]:
+    """The HSTCP flow's (the one from `src`, if given) `event` rows (loss or rtt) in the given modes
+    (congestion avoidance unless told) with cwnd above `above`."""
+    flow = _hstcp_flow(run, src)
     events = run.events(flow)
     rows = events[(events["event"] == event) & (events["mode"].isin(modes)) & (events["cwnd"] > above)]
     if len(rows) < minimum:
@@ -82,11 +92,12 @@ def _ca_events(run: StepRun, event: str, above: float, minimum: int,
     return params_of(run), rows
 
 
-def decrease_factor(run: StepRun, tolerance: float = 0.02, modes: tuple[str, ...] = ("ca",)) -> CheckResult:
+def decrease_factor(run: StepRun, tolerance: float = 0.02, modes: tuple[str, ...] = ("ca",),
+                    src: str | None = None) -> CheckResult:
     """b = 1 - ssthresh/cwnd at every HSTCP loss in congestion avoidance (or the modes given: "lss" adds
     losses in Limited Slow-Start, where RFC 3649's decrease applies alike), against b(w) for the spec's
-    parameters."""
-    params, losses = _ca_events(run, "loss", 0, 1, tuple(modes))
+    parameters; of the HSTCP flow from host `src` where a run has several."""
+    params, losses = _ca_events(run, "loss", 0, 1, tuple(modes), src)
     errors = [abs((1 - row.ssthresh / row.cwnd) - params.decrease(row.cwnd)) for row in losses.itertuples()]
     worst = max(errors)
     result = within("worst |b measured - b(w)|", worst, 0.0, tolerance,

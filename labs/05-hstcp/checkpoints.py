@@ -6,9 +6,10 @@ response function is a straight line in log-log, w(p) = Low_Window (p/Low_P)^S w
 S = ln(High_Window/Low_Window) / ln(High_P/Low_P) (defaults: w = 0.12/p^0.835); below
 Low_Window it is standard TCP's 1.22/sqrt(p). b(w) falls from 0.5 at Low_Window to
 High_Decrease at High_Window linearly in ln w; a(w) = w^2 p(w) 2 b(w) / (2 - b(w)).
-Window figures are taken over the whole loss cycles after the first third of the run (slow start
-and its overshoot are over), against the loss rate the flow itself saw (its retransmitted over its
-delivered packets). The lab drops every n-th packet on each sender's own link, so that is 1/n
+Window figures are taken over the whole loss cycles after the first third of the run, against the
+loss rate the flow itself saw (its retransmitted over its delivered packets) and against the
+every-nth map run from the first of those losses, which holds what is left of slow start's larger
+window (see every_nth_mean). The lab drops every n-th packet on each sender's own link, so that is 1/n
 within a drop; on one shared lossy link two flows split the drops unevenly (which flow owns the
 n-th packet depends on how their bursts interleave: CI runs measured 2.0e-4 and 6.2e-4 on a link
 dropping 3.0e-4), and with few cycles each window still remembers where its first cycle began.
@@ -42,6 +43,7 @@ class Sawtooth:
     mean_cwnd: float  # packets, time average over the cycles
     loss_rate: float  # retransmitted / delivered packets over the cycles
     cycles: int
+    peak: float  # cwnd just before the first of these losses, packets
 
 
 MIN_CYCLES = 2  # fewer whole cycles make the loss rate a guess (one drop more or less is 50 %)
@@ -59,50 +61,163 @@ def _sawtooth(run: StepRun, flow: str) -> Sawtooth:
     delivered = (last["bytes_acked"] - first["bytes_acked"]) / last["mss_bytes"]
     dropped = last["retransmits"] - first["retransmits"]
     cwnd = rows.loc[losses[0]:losses[-1], "cwnd_pkts"]
-    return Sawtooth(float(cwnd.mean()), float(dropped / delivered), len(losses) - 1)
+    peak = float(rows.loc[losses[0] - 1, "cwnd_pkts"]) if losses[0] > 0 else float(first["cwnd_pkts"])
+    return Sawtooth(float(cwnd.mean()), float(dropped / delivered), len(losses) - 1, peak)
 
 
-def _window_over_theory(run: StepRun, cc: str) -> tuple[float, Sawtooth, float]:
-    """The `cc` flow's mean window over its response function's at the loss rate it saw."""
-    saw = _sawtooth(run, run.flow_running(cc))
-    theory = params_of(run).window(saw.loss_rate) if cc == "hstcp" else RENO_C / math.sqrt(saw.loss_rate)
-    return saw.mean_cwnd / theory, saw, theory
+def every_nth_mean(params: HstcpParams | None, p: float, peak: float, cycles: int) -> float:
+    """The mean window over `cycles` loss cycles of a flow that loses every 1/p-th packet, from a loss at
+    window `peak`: per RTT the window sends w packets and grows a(w) (Reno: 1); at each 1/p-th packet it
+    falls to (1 - b(w)) w (Reno: b = 1/2). Its fixed point is the response function; from a larger peak
+    the leftover shrinks per cycle as (1 - b)^2 in w^2 (Reno: to a quarter), so a short run's first
+    cycles sit above w(p) by what this map predicts."""
+    total, rtts, sent, w, done = 0.0, 0, 0.0, peak, 0
+    w *= 1 - (params.decrease(w) if params else 0.5)
+    while done < cycles and rtts < 1_000_000:
+        total, rtts, sent = total + w, rtts + 1, sent + w
+        if sent >= 1 / p:
+            sent -= 1 / p
+            done += 1
+            w *= 1 - (params.decrease(w) if params else 0.5)
+        else:
+            w += params.increase(w) if params else 1.0
+    return total / max(rtts, 1)
+
+
+# The measured mean against the every-nth map's, which holds the response function and the leftover of
+# the start: a(w) is tabulated up to 6 % low (increase_factor measures 4-6 %), -3 % on the mean window;
+# loss recovery spends about one RTT of a 30-50 RTT cycle below the sawtooth, -2 %; whole packets of
+# 40-300, -2.5 %; 10 Hz samples of a cycle of several seconds, +-1 %.
+BELOW_MODEL, ABOVE_MODEL = 0.92, 1.03
+
+
+@dataclass(frozen=True)
+class Versus:
+    ratio: float  # mean window / w(p)
+    model: float  # the every-nth map's mean over the same cycles / w(p)
+    saw: Sawtooth
+    theory: float  # w(p), packets
+
+
+def _flow(run: StepRun, cc: str, src: str | None = None) -> str:
+    """The (first) flow running `cc`, or the one sent from host `src`."""
+    if src is None:
+        return run.flow_running(cc)
+    for flow in run.summary["flows"]:
+        if flow["cc"] == cc and flow["src"] == src:
+            return str(flow["id"])
+    raise MissingData(f"summary.json has no {cc} flow from {src}")
+
+
+def _window_over_theory(run: StepRun, cc: str, src: str | None = None) -> Versus:
+    """The `cc` flow's mean window over its response function's at the loss rate it saw, and the map's."""
+    saw = _sawtooth(run, _flow(run, cc, src))
+    params = params_of(run) if cc == "hstcp" else None
+    theory = params.window(saw.loss_rate) if params else RENO_C / math.sqrt(saw.loss_rate)
+    model = every_nth_mean(params, saw.loss_rate, saw.peak, saw.cycles)
+    return Versus(saw.mean_cwnd / theory, model / theory, saw, theory)
 
 
 @checkpoint
-def response_function(run: StepRun, cc: str, lo: float = 0.8, hi: float = 1.25) -> CheckResult:
-    """Mean window of the `cc` flow (hstcp or reno) over its response function's window at its loss rate."""
-    ratio, saw, theory = _window_over_theory(run, cc)
-    result = within(f"{cc} window / w(p) at the p it saw", ratio, lo, hi,
-                    "the response function is the mean of a periodic-loss sawtooth, which a flow losing every n-th "
-                    "of its packets follows within a packet or two a cycle; in a short run the first cycles still "
-                    "carry slow start's leftover window (measured up to 13 % above w(p) with 2 cycles)")
-    result.note = (f"mean cwnd {saw.mean_cwnd:.0f} packets over {saw.cycles} loss cycles, p = {saw.loss_rate:.2g} "
-                   f"(set {_loss_rate(run, run.flow_running(cc)):.2g}), w(p) = {theory:.0f}")
+def response_function(run: StepRun, cc: str, src: str | None = None) -> CheckResult:
+    """Mean window of the `cc` flow (hstcp or reno; the one from host `src` if given) over its response
+    function's window at its loss rate."""
+    v = _window_over_theory(run, cc, src)
+    result = within(f"{cc} window / w(p) at the p it saw", v.ratio, BELOW_MODEL * v.model, ABOVE_MODEL * v.model,
+                    "every-nth loss makes the sawtooth deterministic: from the window at the first loss measured "
+                    f"({v.saw.peak:.0f} packets) the map w -> (1 - b(w)) w at each 1/p-th packet, + a(w) per RTT, "
+                    f"predicts {v.model:.3f} x w(p) over these {v.saw.cycles} cycles (1 once the start's leftover, "
+                    "which shrinks as (1 - b)^2 per cycle, is gone); the measured mean may sit 8 % below (a(w) "
+                    "tabulated up to 6 % low: -3 %; an RTT of loss recovery per cycle: -2 %; whole packets: "
+                    "-2.5 %) and 3 % above (whole packets, 10 Hz samples)")
+    result.note = (f"mean cwnd {v.saw.mean_cwnd:.0f} packets over {v.saw.cycles} loss cycles, p = "
+                   f"{v.saw.loss_rate:.2g} (set {_loss_rate(run, _flow(run, cc, src)):.2g}), w(p) = {v.theory:.0f}")
     return result
 
 
 @checkpoint
-def hstcp_over_reno(run: StepRun, lo: float, hi: float) -> CheckResult:
+def hstcp_over_reno(run: StepRun) -> CheckResult:
     """HSTCP's window over Reno's at one loss rate (the one set for HSTCP): each flow's mean window
     carried there along its own response function, against the ratio of the response functions."""
     p = _loss_rate(run, run.flow_running("hstcp"))
     theory = params_of(run).window(p) / (RENO_C / math.sqrt(p))
-    hstcp, _, _ = _window_over_theory(run, "hstcp")
-    reno, _, _ = _window_over_theory(run, "reno")
-    return within(f"HSTCP / Reno window at p={p:.2g}", theory * hstcp / reno, lo * theory, hi * theory,
-                  f"theory {theory:.2f}; each flow's mean window follows its response function within a few "
-                  "percent at the loss rate it saw")
+    hstcp, reno = _window_over_theory(run, "hstcp"), _window_over_theory(run, "reno")
+    center = theory * hstcp.model / reno.model
+    return within(f"HSTCP / Reno window at p={p:.2g}", theory * hstcp.ratio / reno.ratio,
+                  center * BELOW_MODEL / ABOVE_MODEL, center * ABOVE_MODEL / BELOW_MODEL,
+                  f"theory {theory:.2f}, x {hstcp.model:.3f} / {reno.model:.3f} for the leftover of the start in "
+                  "these cycles (the every-nth map of each flow); each window within -8..+3 % of its map, so the "
+                  "ratio within -11..+12 %")
 
 
 @checkpoint
-def link_utilization(run: StepRun, lo: float, hi: float = 1.02) -> CheckResult:
+def link_utilization(run: StepRun, lo: float = 0.95, hi: float = 1.02) -> CheckResult:
     """Both flows together over the bottleneck's capacity, after the first third of the run."""
     duration = float(run.spec["duration_s"])
     total = sum(run.utilization(f["id"], "bottleneck", duration / 3, duration) for f in run.summary["flows"])
     return within("bottleneck utilization", total, lo, hi,
-                  "where w(p) of the flows together exceeds BDP + buffer the path, not the loss, sets the windows "
-                  "and the link stays busy; where it is far below, the link idles")
+                  "the response functions at p = 1e-4 ask for 266 + 122 packets, more than the 20 ms path holds "
+                  "(167 BDP + a 167-packet queue): the windows fill the queue and its overflows set them. A "
+                  "one-BDP queue keeps the link busy through an overflow that cuts every flow: from a full pipe "
+                  "(2 BDP) HSTCP keeps 1 - b(w) = 0.59-0.61 of ~200-300 packets and Reno half of the rest, more "
+                  "than the BDP left in flight; in the rtt step the 20 ms flow (~300 packets, b = 0.39) alone "
+                  "still sends 0.61 x 33.4/20 ms = 1.02 of the link once the queue has drained. Left out: the "
+                  "dropped packets (~1 %) and the ends of the goodput window (10 Hz samples), hence 0.95; the "
+                  "shaper's granularity allows 2 % over")
+
+
+def _independent_ratio(params: HstcpParams, total: float) -> float:
+    """HSTCP's mean window over Reno's when both see the same loss rate p and their windows sum to `total`."""
+    lo, hi = 1e-9, 1.0
+    for _ in range(200):  # w_H(p) + w_R(p) falls with p: bisect in log space
+        p = math.sqrt(lo * hi)
+        if params.window(p) + RENO_C / math.sqrt(p) > total:
+            lo = p
+        else:
+            hi = p
+    return params.window(lo) / (RENO_C / math.sqrt(lo))
+
+
+def _synchronized_ratio(params: HstcpParams, total: float) -> float:
+    """HSTCP's mean window over Reno's when every loss event hits both (one cycle of T RTTs for both) and
+    their mean windows sum to `total`: each peak is a T / b, each mean (1 - b/2) of its peak, so the ratio
+    is (1 - b/2) a / b over Reno's 1.5 (a = 1, b = 1/2), a and b taken at HSTCP's mean window."""
+    def ratio(w: float) -> float:
+        b = params.decrease(w)
+        return (1 - b / 2) * params.increase(w) / b / 1.5
+
+    lo, hi = 1.0, total
+    for _ in range(200):  # m + m / ratio(m) grows with m
+        mid = (lo + hi) / 2
+        if mid + mid / ratio(mid) > total:
+            hi = mid
+        else:
+            lo = mid
+    return ratio(lo)
+
+
+@checkpoint
+def hstcp_reno_fairness(run: StepRun) -> CheckResult:
+    """HSTCP's goodput over Reno's on one path (same RTT), between the two loss-sharing limits of the
+    response functions at the total window the path held."""
+    duration = float(run.spec["duration_s"])
+    t0 = duration / 3
+    hstcp, reno = run.flow_running("hstcp"), run.flow_running("reno")
+    measured = run.goodput_mbps(hstcp, t0, duration) / run.goodput_mbps(reno, t0, duration)
+    total = sum(float(run.flow(f)[lambda r: r["t"] >= t0]["cwnd_pkts"].mean()) for f in (hstcp, reno))
+    params = params_of(run)
+    independent, synchronized = _independent_ratio(params, total), _synchronized_ratio(params, total)
+    result = within("HSTCP / Reno goodput, one RTT", measured, BELOW_MODEL / ABOVE_MODEL * independent,
+                    ABOVE_MODEL / BELOW_MODEL * synchronized,
+                    f"same RTT, so goodputs compare as mean windows, which sum to {total:.0f} packets here. If each "
+                    "packet is equally likely lost (independent losses) both see one p: w(p) / (1.22/sqrt(p)) at "
+                    f"the p where they sum to that, {independent:.2f}. If every overflow cuts both (synchronized) "
+                    "both run one cycle of T RTTs: each regrows a T and cuts b of its peak, so the ratio is "
+                    f"(1 - b/2) a(w) / b(w) over Reno's 1.5, {synchronized:.2f}. A drop-tail queue sits between; "
+                    "each window within -8..+3 % of its model, so -11 %..+12 % on the ends")
+    result.note = (f"HSTCP {run.goodput_mbps(hstcp, t0, duration):.1f} Mb/s, "
+                   f"Reno {run.goodput_mbps(reno, t0, duration):.1f} Mb/s")
+    return result
 
 
 decrease_factor = checkpoint(hstcp_theory.decrease_factor)
@@ -156,15 +271,18 @@ def rtt_unfairness(run: StepRun, short: str = "f1", long: str = "f2") -> CheckRe
                     "every overflow hits both flows (synchronized losses) they see the same loss events per second, "
                     f"lambda = {events:.2f}/s here (the short flow's): w_i = w(lambda*RTT_i/w_i), which for w = c/p^d "
                     f"gives R^(1/(1-d)); with the response function's Low_Window knee it is {synchronized:.0f}")
-    long_events = _loss_events_per_s(run, long, t0, duration)
+    try:
+        long_events = _loss_events_per_s(run, long, t0, duration)
+        took = f"the long flow took {long_events:.2f} loss events/s, {long_events / events:.0%} of the short flow's"
+    except MissingData as exc:  # the figure is for the student; the checkpoint needs the short flow's only
+        took = str(exc)
     result.note = (f"exponent ln(ratio)/ln(R) = {math.log(ratio) / math.log(rtt_ratio):.2f} (Reno's limits 1..2, "
-                   f"HSTCP's above Low_Window 1..{1 / (1 + params.slope):.1f}); the long flow took {long_events:.2f} "
-                   f"loss events/s, {long_events / events:.0%} of the short flow's")
+                   f"HSTCP's above Low_Window 1..{1 / (1 + params.slope):.1f}); {took}")
     return result
 
 
 @checkpoint
-def parallel_reno(run: StepRun, src: str = "ucl3", lo: float = 0.8, hi: float = 1.25) -> CheckResult:
+def parallel_reno(run: StepRun, src: str = "ucl3") -> CheckResult:
     """Aggregate goodput of the N parallel Reno streams from `src` over the HSTCP flow's, after the first
     third of the run, against the response functions at the loss rate set for both senders."""
     duration = float(run.spec["duration_s"])
@@ -179,17 +297,22 @@ def parallel_reno(run: StepRun, src: str = "ucl3", lo: float = 0.8, hi: float = 
     aggregate = sum(run.goodput_mbps(f, duration / 3, duration) for f in streams)
     measured = aggregate / run.goodput_mbps(hstcp, duration / 3, duration)
     w_hstcp = params_of(run).window(p)
-    periodic = n * RENO_C / math.sqrt(p) / w_hstcp
-    random_phase = n * math.sqrt(2 - 1 / (2 * n)) / math.sqrt(p) / w_hstcp
+    # the start's leftover in the measured cycles, by the every-nth maps: the single Reno flow's (same
+    # start, same p; a stream may meet too few of its host's shared drops for a map of its own) over HSTCP's
+    leftover = _window_over_theory(run, "reno").model / _window_over_theory(run, "hstcp").model
+    periodic = n * RENO_C / math.sqrt(p) / w_hstcp * leftover
+    random_phase = n * math.sqrt(2 - 1 / (2 * n)) / math.sqrt(p) / w_hstcp * leftover
+    lo, hi = BELOW_MODEL / ABOVE_MODEL, ABOVE_MODEL / BELOW_MODEL
     result = within(f"{n} Reno streams / one HSTCP flow, goodput at p={p:.2g}", measured, lo * periodic,
                     hi * random_phase,
                     f"same path and RTT, so goodputs compare as mean windows. The {n} streams share their host's "
                     "every-n-th drops, so together they lose 1/n of their packets like the HSTCP flow. Model: "
                     "between N*1.22/sqrt(p) (each stream a periodic sawtooth dropped at its peak) and "
                     "N*sqrt(2 - 1/(2N))/sqrt(p) (drops at random phases: the aggregate as one AIMD flow adding N per "
-                    f"RTT and losing 1/(2N) at a drop), over w(p) = {w_hstcp:.0f}: {periodic:.2f}..{random_phase:.2f};"
-                    " uneven sharing only raises the aggregate (the sum of 1.22/sqrt(p_i) at a fixed aggregate p is "
-                    f"least when all p_i are equal); {lo:g}..{hi:g} of that as for single flows")
+                    f"RTT and losing 1/(2N) at a drop), over w(p) = {w_hstcp:.0f}, x {leftover:.3f} for the start's "
+                    f"leftover (Reno's every-nth map over HSTCP's): {periodic:.2f}..{random_phase:.2f}; uneven "
+                    "sharing only raises the aggregate (the sum of 1.22/sqrt(p_i) at a fixed aggregate p is least "
+                    f"when all p_i are equal); each side within -8..+3 % of its map, so {lo:.2f}..{hi:.2f} of that")
     streams_equal = w_hstcp / (RENO_C / math.sqrt(p))
     result.note = f"aggregate {aggregate:.1f} Mb/s; one HSTCP flow carries as much as {streams_equal:.1f} Reno streams"
     return result
