@@ -320,8 +320,9 @@ def queue_swing(run: StepRun, at_least_buffer: float | None = None, fast_flow: s
                       f"Reno's window runs from BDP + buffer to half of it at each loss, so with a one-BDP buffer "
                       f"the queue climbs from empty to the full {buffer:.0f} packets one packet per RTT, the RTT "
                       "growing from d to 2d as it fills: p95 - p5 = 0.89 of the buffer over whole cycles; at least "
-                      f"{at_least_buffer:.0%}: the window cuts a cycle short at each end (3-4 s cycles, 2-6 of them "
-                      "in it)", "pkts")
+                      f"{at_least_buffer:.0%}: the window cuts a cycle short at its ends (~4 s cycles, 1.7 of them in "
+                      "the short form's 7 s, 5.7 in the full form's 24 s): even with all of a partial cycle at one end "
+                      "of the range the spread keeps ~0.85", "pkts")
     if r is None:
         raise MissingData("queue_swing needs at_least_buffer or fast_flow")
     at_most = 1 / r.gamma + 2 * r.burst
