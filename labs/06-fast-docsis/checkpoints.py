@@ -120,12 +120,15 @@ def utilization_at(run: StepRun, alpha: int, lo: float, hi: float = 1.02) -> Che
             return within(f"utilization at alpha {alpha}", _utilization(run, segment), lo, hi,
                           "alpha = 1 holds any window below the BDP, so the start decides: IW 10 -> 11 at the first "
                           "update, slow-start-like MI doubles it to 21 within the next RTT, whose burst queues at "
-                          "the 3 Mb/s bottleneck, so the second update leaves MI at floor((21 + 11 d/D + 1)/2) = "
-                          "14-15 (d/D = 0.62-0.9: one or two flows' bursts) and the third at 11-14 (measured: 15, 14 "
-                          "with one flow; 15, 13 or 14, 12 with two). Afterwards the floored update can only lower "
-                          "it, by one packet each time a delay spike makes q > 1 (avgRTT - baseRTT > D/w = 7.5 ms: "
-                          "rare). One flow: 12-16 packets over C x RTT = 250/s x 105-112 ms = 26-28: 0.43-0.61; two "
-                          "flows: 2 x (11 - 1) = 20 packets or more: >= 0.71")
+                          "the 3 Mb/s bottleneck, so the second update leaves MI at floor((21 + 11 d/D + 1)/2) = 15 "
+                          "and the next ones, while the RTT average still holds that queue, lower it further: to 14 "
+                          "with one flow, to 10-12 each with two (two bursts, d/D down to 0.7). Afterwards the "
+                          "floored update can only lower it, one packet each time avgRTT rises D/w (~8 ms) above "
+                          "baseRTT so that q > 1: on the simple link each delayed ACK releases two packets back to "
+                          "back, the second waits a packet time (4 ms), and the average peaks at two (8-9 ms), which "
+                          "ratchets one flow's window to 12 and no further (12 x 9/110 < 1); on DOCSIS it peaks at "
+                          "~6 ms. One flow: 12-16 packets over C x RTT = 250/s x 105-112 ms: 0.43-0.61; two flows: "
+                          "2 x 10 = 20 packets or more: >= 0.71")
     raise MissingData(f"the run has no segment with alpha {alpha}")
 
 
