@@ -109,7 +109,7 @@ ACKS_PER_PKT = 0.5  # delayed ACKs: one ACK per two full-sized segments
 
 def step_response(bdp_pkts: float, alpha_before: int, alpha_after: int, gamma: float,
                   period_rtts: int = 1, updates: int = 60, ewma_cap: float = 0.125,
-                  window_before: float | None = None) -> list[int]:
+                  window_before: float | None = None, acks_per_pkt: float = ACKS_PER_PKT) -> list[int]:
     """Windows after each of `updates` round trips of one FAST flow, alone on a bottleneck of
     `bdp_pkts` (capacity x base RTT, in packets), whose alpha steps from alpha_before to
     alpha_after at round 0. A per-RTT model of fastlab's update (kernel-modules/core/fast_core.h):
@@ -117,7 +117,9 @@ def step_response(bdp_pkts: float, alpha_before: int, alpha_after: int, gamma: f
     - w <- min(2w, floor((1-gamma)*w + gamma*(w*baseRTT/avgRTT + alpha))), once every period_rtts;
     - the RTT the ACKs of round k report is that of packets sent a round earlier, under the window
       of round k-1: D = d * max(w_{k-1}, BDP) / BDP (the queue holds what exceeds the pipe);
-    - avgRTT moves toward it per ACK by min(3/cwnd, ewma_cap), with w * ACKS_PER_PKT ACKs a round.
+    - avgRTT moves toward it per ACK by min(3/cwnd, ewma_cap), with w * acks_per_pkt ACKs a round
+      (one per two segments with delayed ACKs; fewer when the receiver's GRO takes a whole TSO
+      burst and ACKs it once: the average then lags more and the window overshoots more).
 
     Linearised (no EWMA, no floor) round k obeys x_{k+1} = (1-g+g*rho)*x_k - g*rho*x_{k-1} with
     rho = BDP/(BDP+alpha): roots of modulus sqrt(g*rho) < 1 for any delay and capacity (stable),
@@ -130,7 +132,7 @@ def step_response(bdp_pkts: float, alpha_before: int, alpha_after: int, gamma: f
     out = []
     for k in range(updates):
         rtt = max(prev, bdp_pkts) / bdp_pkts
-        acks = max(1, int(w * ACKS_PER_PKT))
+        acks = max(1, int(w * acks_per_pkt))
         avg = rtt + (avg - rtt) * (1 - min(3.0 / w, ewma_cap)) ** acks
         new = w
         if k % period_rtts == 0:

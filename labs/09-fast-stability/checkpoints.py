@@ -32,7 +32,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fastlab import fast_theory
 from fastlab.ccset import FAST_PARAMS
 from fastlab.fast_theory import StepFigures, packet_bits, run_mtu, step_figures, step_response
 from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, emulation_faithful, within
@@ -83,13 +82,8 @@ class StepRead:
 
 def _model(bdp: float, alpha0: int, alpha1: int, gamma: float, period: str, rounds: int, w0: float,
            acks_per_pkt: float) -> list[float]:
-    saved = fast_theory.ACKS_PER_PKT
-    fast_theory.ACKS_PER_PKT = acks_per_pkt
-    try:
-        model = step_response(bdp, alpha0, alpha1, gamma, 2 if period == "2rtt" else 1, updates=max(rounds, 20),
-                              window_before=w0)
-    finally:
-        fast_theory.ACKS_PER_PKT = saved
+    model = step_response(bdp, alpha0, alpha1, gamma, 2 if period == "2rtt" else 1, updates=max(rounds, 20),
+                          window_before=w0, acks_per_pkt=acks_per_pkt)
     if period == "2rtt":
         model = model[1::2]  # the model counts rounds; an update comes every other round
     return [float(v) for v in model]

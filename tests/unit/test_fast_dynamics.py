@@ -44,6 +44,16 @@ def test_stable_whatever_the_pipe(bdp: float) -> None:
     assert abs(w[-1] - (bdp + 60)) <= 3, w[-10:]
 
 
+def test_fewer_acks_a_round_make_avgrtt_lag_and_the_window_overshoot_more() -> None:
+    """Lab 09's 80 Mb/s step: 7-segment TSO bursts ACKed once each; the measured overshoot (348 from
+    291 toward 331, 2026-11-25) lies between one ACK per 2 segments and one per 7."""
+    bdp = 80e6 / 12_000 * 0.0407
+    figs = [step_figures(291, [float(v) for v in step_response(bdp, 20, 60, 0.5, window_before=291,
+                                                               acks_per_pkt=a)], band=4) for a in (0.5, 1 / 7)]
+    assert figs[0].overshoot < (348 - 331) / 40 < figs[1].overshoot
+    assert step_response(BDP, 20, 60, 0.5) == step_response(BDP, 20, 60, 0.5, acks_per_pkt=0.5)
+
+
 def test_step_figures_on_a_hand_made_series() -> None:
     fig = step_figures(100, [110, 125, 118, 119, 120, 120, 120, 120], band=2)
     assert fig.final == 120 and fig.overshoot == pytest.approx(0.25) and fig.undershoot == pytest.approx(0.1)
