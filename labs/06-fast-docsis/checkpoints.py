@@ -146,9 +146,10 @@ def queue_fast_misreads(run: StepRun, lo: float, hi: float, min_alpha: int = 4) 
                     "MAC's wait above its minimum, at most one 2 ms MAP (0.5 packet), on the simple link none; on "
                     f"both the hosts' and emulators' {EPSILON_MS:g} ms at most (0.4 packet). Both sides are "
                     "averages of a queue the floored window moves by a packet, sampled differently (the backlog "
-                    "at 10 Hz, the estimate at each update): +-0.5; and while the window still climbs a packet "
-                    "per RTT (alpha = 4 right after an unfinished alpha = 3 climb in a 3 s segment) the RTT "
-                    "samples are a round trip old, so the estimate trails the backlog by up to a packet more. "
+                    "at 10 Hz, the estimate at each update): +-0.5. Up to a packet under as well: on the simple "
+                    "link the packet in service is inside baseRTT (its 4 ms serialization) yet may be in the "
+                    "emulator's backlog, and while the window still climbs a packet per RTT (alpha = 4 right "
+                    "after an unfinished alpha = 3 climb in a 3 s segment) the RTT samples are a round trip old. "
                     "DOCSIS -1..1.4, simple -1..0.9",
                     "packets")
     result.note = ", ".join(f"alpha {a}: {p:.1f} vs {r:.1f}" for a, p, r in
