@@ -104,7 +104,8 @@ def shared_queue(run: StepRun, link: str, t0: float) -> SharedQueue:
         raise MissingData("the shared-queue model takes FAST and Reno flows only")
     return SharedQueue(float(run.link_summary(link)["capacity_mbps"]), int(buffer),
                        tuple(r["base_rtt_ms"] for r in fast), tuple(int(r["alpha"]) for r in fast),
-                       tuple(r["base_rtt_ms"] for r in reno), float(run.spec["duration_s"]), t0)
+                       tuple(r["base_rtt_ms"] for r in reno), float(run.spec["duration_s"]), t0,
+                       mtu_bytes=fast_theory.run_mtu(run.spec))
 
 
 @checkpoint
