@@ -104,6 +104,23 @@ def within(name: str, measured: float, lo: float, hi: float, tolerance: str, uni
                        f"{lo:.4g}..{hi:.4g}{unit}", tolerance)
 
 
+def link_kept_busy(run: StepRun, link: str, t0: float, t1: float, why: str) -> CheckResult:
+    """A link that sent at its capacity over [t0, t1): its mean tx rate over its capacity within one tx
+    sample of 1 (a window of n samples can be off by one sample at either end). `why` says, from the
+    lab's model, why its queue never empties; the reason adds the queue's least sample and the slack."""
+    rows = run.link(link)
+    rows = rows[(rows["t"] >= t0) & (rows["t"] < t1)]
+    if len(rows) < 10:
+        raise MissingData(f"{link}: fewer than 10 samples between {t0:g} and {t1:g} s")
+    used = float(rows["tx_mbps"].mean()) / float(run.link_summary(link)["capacity_mbps"])
+    interval = float(rows["t"].diff().median())
+    slack = interval / (t1 - t0)
+    return within(f"{link} utilization {t0:g}-{t1:g} s", used, 1 - slack, 1 + slack,
+                  f"{why} (the queue's least sample here: {rows['backlog_pkts'].min():.0f} packets), so the link "
+                  f"sends at its capacity all along; +-{slack:.2%}: one {interval * 1e3:.0f}-ms tx sample of the "
+                  f"{t1 - t0:g}-s window")
+
+
 LOSS_STATES = ("recovery", "loss")  # tcp_info ca_state values of loss recovery
 
 

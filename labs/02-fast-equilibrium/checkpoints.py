@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, within
+from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, link_kept_busy, within
 
 FLOOR_PKTS = 2  # the integer floor keeps each flow up to 2 packets under alpha
 NET_CHANGE_PKTS = 0.5  # the window's net change over the updates, over gamma x their number (see `window`)
@@ -165,16 +165,9 @@ def _alpha_of(run: StepRun, flow: str) -> float:
 @checkpoint
 def utilization(run: StepRun, t0: float = 6.0, link: str = "bottleneck") -> CheckResult:
     """A standing queue of alpha packets per flow keeps the bottleneck busy while the flows run."""
-    t1 = _flows_end(run)
-    rows = _window(run.link(link), t0, t1)
-    used = float(rows["tx_mbps"].mean()) / run.link_summary(link)["capacity_mbps"]
-    interval = float(rows["t"].diff().median())
-    slack = interval / (t1 - t0)
-    return within(f"{link} utilization {t0:g}-{t1:g} s", used, 1 - slack, 1 + slack,
-                  f"the link idles only while its queue is empty, and FAST's equilibrium keeps the sum of the alphas "
-                  f"queued (the queue's least sample here: {rows['backlog_pkts'].min():.0f} packets): the link sends "
-                  f"at its capacity all along; +-{slack:.2%}: one {interval * 1e3:.0f}-ms tx sample of the "
-                  f"{t1 - t0:g}-s window")
+    return link_kept_busy(run, link, t0, _flows_end(run),
+                          "the link idles only while its queue is empty, and FAST's equilibrium keeps the sum of "
+                          "the alphas queued")
 
 
 @checkpoint
