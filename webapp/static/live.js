@@ -170,10 +170,26 @@ function showProgress(t) {
   progressText.textContent = `${progress.value.toFixed(1)} / ${total} s of the run's flows (${Math.floor(100 * progress.value / total)}%)`;
 }
 
+// Redraws are coalesced: the stream brings up to 10 messages a second, and each plotly extend redraws
+// a whole chart, so drawing every message kept a browser's main thread busy for whole seconds on a
+// slow machine (measured: a headless Chromium without GPU at ~100 % of a core through a 10 s run,
+// the page answering nothing until the run ended). Points wait at most DRAW_EVERY_MS to be drawn.
+const DRAW_EVERY_MS = 250;
+const pending = Object.fromEntries(Object.keys(charts).map((id) => [id, []]));
+let pendingLatest = -Infinity;
+let drawTimer = null;
+function draw() {
+  drawTimer = null;
+  widenTo(pendingLatest);
+  for (const [id, p] of Object.entries(pending)) {
+    if (p.length) extend(id, p.splice(0));
+  }
+}
+
 const queuedReverse = new Set();
 const lastTx = {};  // link/direction -> [t, tx_bytes]
 function onSamples(samples) {
-  const pts = Object.fromEntries(Object.keys(charts).map((id) => [id, []]));
+  const pts = pending;
   let latest = -Infinity;
   for (const s of samples) {
     if (typeof s.t === 'number') { showProgress(s.t); latest = Math.max(latest, s.t); }
@@ -203,8 +219,8 @@ function onSamples(samples) {
       pts['chart-fast-window']?.push([`${s.flow} cwnd`, `${s.flow} cwnd`, s.t, s.cwnd, s.flow, 'solid']);
     }
   }
-  widenTo(latest);
-  for (const [id, p] of Object.entries(pts)) extend(id, p);
+  pendingLatest = Math.max(pendingLatest, latest);
+  if (drawTimer === null) drawTimer = setTimeout(draw, DRAW_EVERY_MS);
   window.fastlabUpdates = (window.fastlabUpdates || 0) + 1;
 }
 
@@ -222,6 +238,7 @@ let ended = false;
 source.addEventListener('error', () => { if (ended) source.close(); });
 source.addEventListener('end', (ev) => {
   ended = true;
+  if (drawTimer !== null) { clearTimeout(drawTimer); draw(); }
   setTimeout(() => source.close(), 2500);
   const s = JSON.parse(ev.data);
   statusEl.textContent = s.status;
