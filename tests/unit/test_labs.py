@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from fastlab.labs import (
     LabError,
@@ -322,3 +323,25 @@ def test_mathis_checkpoint_takes_the_loss_rate_reno_met(tmp_path: Path) -> None:
     flows.to_csv(quiet / "flows.csv", index=False)
     [refused] = [r for r in evaluate_step(lab, "p2e-3", quiet) if r.name == "reno_follows_mathis"]
     assert not refused.passed and "0 loss event(s)" in refused.note, refused
+
+
+def test_hstcp_reno_fairness_asks_for_cuts_of_both_flows(tmp_path: Path) -> None:
+    """Lab 05's HSTCP/Reno ratio is a steady-state figure: a window in which Reno met fewer than 3 cuts
+    still holds the share its slow start gave it. The recorded 30-s cern run cut to its first 8 s (the
+    old short form) has 2 HSTCP cuts and no Reno cut in 2.7..8 s: the checkpoint says "run longer"
+    instead of a verdict, while the whole run is judged."""
+    folder = next(f for f in LABS if f.name == "05-hstcp")
+    recorded, cut = folder / "recorded" / "cern", tmp_path / "cern"
+    shutil.copytree(recorded, cut)
+    spec = yaml.safe_load((cut / "spec.yaml").read_text())
+    spec["duration_s"] = 8
+    (cut / "spec.yaml").write_text(yaml.safe_dump(spec))
+    for name in ("flows.csv.gz", "cc_events.csv.gz", "links.csv.gz"):
+        frame = pd.read_csv(cut / name)
+        frame[frame["t"] <= 8].to_csv(cut / name, index=False, compression="gzip")
+    full = {r.name: r for r in evaluate_step(load_lab_folder(folder), "cern", recorded)}
+    short = {r.name: r for r in evaluate_step(load_lab_folder(folder), "cern", cut)}
+    assert full["HSTCP / Reno goodput, one RTT"].passed
+    fairness = [r for r in short.values() if "fairness" in r.name or "HSTCP / Reno" in r.name]
+    assert len(fairness) == 1 and not fairness[0].passed, [r.line() for r in short.values()]
+    assert "fewer than 3" in fairness[0].line() and "run longer" in fairness[0].line(), fairness[0].line()
