@@ -12,7 +12,9 @@ reported as such, not a difference between the two link models. It is the idle p
 pings wakes later than one kept busy by a flow (measured here: the idle pings' p99 1.1-1.2 ms per
 direction, the whole run's p50 0.25-0.30 ms). Subtracting the whole run's figure instead left up to
 2.4 ms unexplained in one CI run (idle median 44.4 ms against netem's 41.5). Both medians are also
-within 40 + 5 ms: the guest's network stack costs 1.5-3 ms of a ping here.
+within 40 + 5 ms, linkemu's once its idle lateness is taken out as above: the guest's network stack
+costs 1.5-4.3 ms of a ping here (a CI run of 2026-11-25: netem 44.3 ms; linkemu 46.2 ms with 2.1 ms
+of idle lateness, 44.1 without, its verdict unfaithful).
 Goodput: one CUBIC flow with a 2-BDP buffer keeps a 10 Mb/s link busy whichever emulator queues
 it (within 10 %)."""
 
@@ -66,7 +68,8 @@ def test_netem_and_linkemu_agree_over_the_ovs_kernel_datapath(lane_out: Path, ca
                             "goodput": steady_goodput_mbps(result.directory, 3), "drops": link["drops"]}
     print("netem vs linkemu:", figures)
     netem, emu = figures["tc"], figures["emulator"]
-    assert 40 <= netem["idle_ms"] <= 45 and 40 <= emu["idle_ms"] <= 45, figures
+    # the guest's stack allowance holds for the link models; linkemu's own lateness is reported apart
+    assert 40 <= netem["idle_ms"] <= 45 and 40 <= emu["idle_ms"] - emu["late_ms"] <= 45, figures
     assert netem["late_ms"] == 0  # tc has no lateness to report
     assert abs(netem["idle_ms"] - (emu["idle_ms"] - emu["late_ms"])) <= 1.0, figures
     assert abs(netem["goodput"] - emu["goodput"]) <= 0.10 * emu["goodput"], figures
