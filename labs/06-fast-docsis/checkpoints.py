@@ -150,8 +150,9 @@ def queue_fast_misreads(run: StepRun, lo: float, hi: float, min_alpha: int = 4) 
                     "link the packet in service is inside baseRTT (its 4 ms serialization) yet may be in the "
                     "emulator's backlog, and while the window still climbs a packet per RTT (alpha = 4 right "
                     "after an unfinished alpha = 3 climb in a 3 s segment) the RTT samples are a round trip old. "
-                    "DOCSIS -1..1.4 (0.5 + 0.4 + 0.5 above; 0.5 of sampling and 0.5 of a climb below), simple "
-                    "-1.5..0.9 (0.4 + 0.5 above; the packet in service, 1, and 0.5 of sampling below)",
+                    "The check averages alpha 4, 6 and 10, and only alpha 4 may still climb: that packet counts "
+                    "a third. DOCSIS -1..1.4 (0.5 + 0.4 + 0.5 above; 0.5 + 1/3 below, rounded out), simple "
+                    "-1.85..0.9 (0.4 + 0.5 above; the packet in service 1 + 0.5 + 1/3 below)",
                     "packets")
     result.note = ", ".join(f"alpha {a}: {p:.1f} vs {r:.1f}" for a, p, r in
                             zip(table["alpha"], table["perceived"], table["real"], strict=True))
