@@ -5,7 +5,7 @@ Bounds: Abilene's path is 10 ms longer in RTT than Level(3)'s (190 vs 180 ms CER
 FAST flow (alpha 10, still below the link rate at the reroutes, so its queue is a few packets)
 sees the RTT move by about 10 ms; the first ACK over the new path arrives one RTT (0.19 s) after
 the rules change, so the step shows within 0.5 s. FAST's baseRTT is a minimum: the longer path
-cannot lower it, so FAST reads the extra 10 ms as its own queue, w·10/190 >= 7 packets for
+cannot raise it, so FAST reads the extra 10 ms as its own queue, w·10/190 >= 7 packets for
 w >= 140, and its window falls; back on Level(3) the phantom backlog goes away.
 """
 
@@ -71,8 +71,13 @@ def test_reroute_moves_the_flow_and_fast_reacts(tmp_path: Path) -> None:
     updates = events[(events["event"] == "update") & (events["flow"] == "f1")]
     def mean(column: str, t0: float, t1: float) -> float:
         return float(updates[(updates["t"] >= t0) & (updates["t"] < t1)][column].mean())
+    # baseRTT only ever falls (a minimum), and from 3 s on it is Level(3)'s 180 ms plus at most the 4 ms
+    # the static test allows OVS userspace and the stacks. It may still fall by a millisecond or so late
+    # in the run: on a slow machine the least per-packet processing can first occur after 3 s (CI: 183.4
+    # until after the detour, then 182.0) -- what it must not do is rise toward the detour's 190 ms.
     late = updates[updates["t"] >= 3]["base_rtt_us"]
-    assert late.max() - late.min() <= 1_000
+    assert (late.diff().dropna() <= 0).all()
+    assert late.min() >= 180_000 and late.max() <= 184_000, (late.min(), late.max())
     assert mean("backlog", 12.3, 16) - mean("backlog", 9, 12) >= 4
     assert mean("cwnd", 16, 22) < mean("cwnd", 10, 12) - 20
     assert mean("backlog", 22.3, 26) < mean("backlog", 19, 22) - 3
