@@ -17,7 +17,6 @@ from flask import (
     Blueprint,
     Response,
     abort,
-    after_this_request,
     current_app,
     jsonify,
     redirect,
@@ -266,19 +265,18 @@ def send_bundle(run_id: str, extra: dict[str, bytes] | None = None) -> Any:
     run_dir = sv.root / run_id
     if row["status"] in sv.active or not run_dir.is_dir():
         return api_error(409, f"run is {row['status']}: no bundle yet")
+    # The zip is sent from an open file whose folder is already gone: nothing stays in /tmp whether
+    # or not the response is ever closed (a client that drops the download, a test client that never
+    # reads it, a server killed mid-send). Removing it on close left a folder per download behind.
     tmpdir = Path(tempfile.mkdtemp(prefix="fastlab-bundle-"))
     try:
         zip_path = bundle.export(run_dir, tmpdir / f"{run_id}.zip", extra)
+        stream = zip_path.open("rb")
     except bundle.BundleError as exc:  # e.g. a failed run without summary.json
-        shutil.rmtree(tmpdir, ignore_errors=True)
         return api_error(409, f"run is {row['status']}: {exc}")
-
-    @after_this_request
-    def remove(resp: Response) -> Response:
-        resp.call_on_close(lambda: shutil.rmtree(tmpdir, ignore_errors=True))
-        return resp
-
-    return send_file(zip_path, mimetype="application/zip", as_attachment=True,
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    return send_file(stream, mimetype="application/zip", as_attachment=True,
                      download_name=f"{run_id}{'-with-answers' if extra else ''}.zip")
 
 

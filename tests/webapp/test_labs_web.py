@@ -17,6 +17,7 @@ import io
 import re
 import shutil
 import sqlite3
+import tempfile
 import zipfile
 from html import unescape
 from pathlib import Path
@@ -181,6 +182,7 @@ def test_the_bundle_of_a_lab_run_with_the_students_answers(tmp_path: Path) -> No
     client = app.test_client()
     csrf = {"X-CSRF-Token": app.config["CSRF_TOKEN"]}
     register_lab_run(app, RECORDED_RUN, LAB02, "equilibrium")
+    scratch = set(Path(tempfile.gettempdir()).glob("fastlab-bundle-*"))
     answers = "# Lab 02: my answers\n\n## Your answer to question 1\n\nq = 40/1667 s = 24 ms\n"
     resp = client.post(f"/api/runs/{RECORDED_RUN}/bundle", json={"answers": answers}, headers=csrf)
     assert resp.status_code == 200 and resp.mimetype == "application/zip"
@@ -210,6 +212,10 @@ def test_the_bundle_of_a_lab_run_with_the_students_answers(tmp_path: Path) -> No
     missing = client.post("/api/runs/20990101-000000-nosuch/bundle", json={"answers": "x"}, headers=csrf)
     assert missing.status_code == 404
     assert not (tmp_path / "results" / RECORDED_RUN / "answers.md").exists()
+    # each zip was built in a scratch folder removed before sending (one used to stay per download)
+    unclosed = client.get(f"/api/runs/{RECORDED_RUN}/bundle")  # a download nobody reads or closes
+    assert unclosed.status_code == 200
+    assert set(Path(tempfile.gettempdir()).glob("fastlab-bundle-*")) == scratch
 
 
 
