@@ -64,7 +64,25 @@ class RunError(RuntimeError):
     """The run failed after it started; what it created has been removed."""
 
 
-def _fidelity(prep: Prepared, shaper: Shaper, cpu: dict[str, Any], flows_df: Any,
+def _tc_queues(prep: Prepared, links_df: Any) -> dict[str, dict[str, tuple[int, list[tuple[float, float, float]]]]]:
+    """Each tc-shaped link's sampled queue per direction, with its configured rate, for the verdict."""
+    out: dict[str, dict[str, tuple[int, list[tuple[float, float, float]]]]] = {}
+    tc = [k for k, (b, _) in prep.backends.items() if b != "emulator" and k in prep.links]
+    if links_df.empty or not tc or not {"backlog_pkts", "tx_bytes"} <= set(links_df.columns):
+        return out
+    for link in tc:
+        for direction in ("forward", "reverse"):
+            rows = links_df[(links_df["link"] == link) & (links_df["direction"] == direction)]
+            rows = rows.dropna(subset=["backlog_pkts", "tx_bytes"]).sort_values("t")
+            if not rows.empty:
+                rate = getattr(prep.links[link], direction).rate_bps
+                out.setdefault(link, {})[direction] = (rate, list(zip(
+                    rows["t"].astype(float), rows["backlog_pkts"].astype(float), rows["tx_bytes"].astype(float),
+                    strict=True)))
+    return out
+
+
+def _fidelity(prep: Prepared, shaper: Shaper, cpu: dict[str, Any], flows_df: Any, links_df: Any,
               spec: ExperimentSpec, idle_stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
     (stat0, cores0, t0), (stat1, cores1, t1) = cpu["start"], cpu["end"]
     span = max(t1 - t0, 1e-9)
@@ -75,7 +93,8 @@ def _fidelity(prep: Prepared, shaper: Shaper, cpu: dict[str, Any], flows_df: Any
         machine_busy=fidelity.busy_fraction(fidelity.cpu_times(stat0), fidelity.cpu_times(stat1)),
         machine_steal=fidelity.busy_fraction(fidelity.steal_times(stat0), fidelity.steal_times(stat1)),
         sample_gaps_s=fidelity.sample_gaps(times), sample_interval_s=1.0 / spec.sample_hz,
-        tc_links=tuple(k for k, (b, _) in prep.backends.items() if b != "emulator"), idle_emulators=idle_stats))
+        tc_links=tuple(k for k, (b, _) in prep.backends.items() if b != "emulator"), idle_emulators=idle_stats,
+        tc_queues=_tc_queues(prep, links_df)))
 
 
 @dataclass
@@ -367,7 +386,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     summary = analysis.summarize(infos, flows_df, traffic.finished, links_df,
                                  {k: link.forward.rate_bps / 1e6 for k, link in prep.links.items()})
     summary["idle_rtt"] = idle
-    summary["fidelity"] = _fidelity(prep, shaper, cpu, flows_df, spec, idle_stats)
+    summary["fidelity"] = _fidelity(prep, shaper, cpu, flows_df, links_df, spec, idle_stats)
     summary["what_happened"] = explain.what_happened(spec, summary)  # the note of the results page
     environment = {
         "run": {"name": spec.name, "prefix": prefix, "started": started, "host": platform.node()},

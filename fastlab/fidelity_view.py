@@ -258,6 +258,14 @@ def details_html(verdict: dict[str, Any] | None) -> str:
     if idle:  # what the emulators' lateness put into the idle RTTs the summary reports (no flow ran: not judged)
         facts.append("delay the emulators added to the idle pings (the base RTTs in the summary include it): "
                      + ", ".join(f"{flow} {ms:.2f} ms" for flow, ms in idle))
+    queued = [(link, direction, fig) for link, sides in sorted((verdict.get("tc_queues") or {}).items())
+              for direction, fig in sorted(sides.items()) if fig.get("delivered_share") is not None]
+    if queued:  # tc links: the rate they kept while packets waited (TC_BUSY_SHARE_MIN judges it)
+        limit = limits.get("tc_busy_share_min")
+        facts.append("rate tc delivered while packets were queued: "
+                     + ", ".join(f"{link} {direction} {fig['delivered_share']:.0%} over {fig['busy_s']:.1f} s"
+                                 for link, direction, fig in queued)
+                     + (f" (limit {limit:.0%})" if limit is not None else ""))
     facts += [str(u) for u in verdict.get("unmeasured") or []]
     if facts:
         out.append('<p class="note">' + "; ".join(esc(f) for f in facts) + ".</p>")

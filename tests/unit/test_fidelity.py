@@ -28,6 +28,13 @@ def stats(p50: int = 20, p99: int = 80, drops_ab: int = 0, drops_ba: int = 0) ->
     return {"ab": {"late_us": late, "sock_drops": drops_ab}, "ba": {"late_us": dict(late), "sock_drops": drops_ba}}
 
 
+def tc_samples(share: float, seconds: float = 3.0, backlog: float = 20, rate_bps: int = 10_000_000,
+               every_s: float = 0.1) -> list[tuple[float, float, float]]:
+    """A tc queue's samples (t, backlog packets, sent IP bytes) sending `share` of its rate."""
+    n = round(seconds / every_s)
+    return [(i * every_s, backlog, i * every_s * rate_bps * share / 8) for i in range(n + 1)]
+
+
 def quiet(**changes: Any) -> fidelity.Inputs:
     """A run the emulation carried easily; `changes` replace fields."""
     inp = fidelity.Inputs(emulators={"bottleneck": stats()}, paths=[LOSS_PATH],
@@ -71,6 +78,8 @@ def test_the_idle_pings_lateness_is_reported_not_judged() -> None:
     ({"emulator_cores": {"bottleneck": 0.95}}, r"^bottleneck: its emulator used 0\.95 of a core \(limit 0\.9\)"),
     ({"machine_busy": 0.97}, r"^the machine was 97% busy while the flows ran \(limit 95%\)"),
     ({"sample_gaps_s": {"f1": 1.5}}, r"^flow f1: its trace has a 1\.50 s gap \(limit 1 s\)"),
+    ({"tc_queues": {"access": {"forward": (10_000_000, tc_samples(0.88))}}},
+     r"^access \(forward\): tc delivered 88% of its 10 Mb/s over 3\.0 s with packets queued \(limit 95%\)"),
 ])
 def test_each_threshold_crossed_alone_gives_exactly_its_reason(changes: dict[str, Any], pattern: str) -> None:
     verdict = fidelity.assess(quiet(**changes))
@@ -258,3 +267,28 @@ def test_steal_is_reported_beside_the_verdict_not_judged() -> None:
     assert "hypervisor ran other work for 3.4%" in fidelity_view.details_html(noisy)
     assert "hypervisor" not in fidelity_view.details_html(fidelity.assess(quiet(machine_steal=0.001)))
     assert fidelity.assess(quiet())["machine_steal"] is None
+
+
+def test_a_tc_queue_is_judged_by_the_rate_it_delivered_while_packets_stayed_queued() -> None:
+    """HTB in a software-emulated VM sent 0.86-0.89 of its rate with 9-65 packets queued throughout:
+    a slower link than the one asked for. Only intervals with a queue at both ends count, and only
+    a second or more of them."""
+    full = fidelity.tc_busy_share(tc_samples(1.0), 10_000_000)
+    assert full == {"busy_s": 3.0, "delivered_share": 1.0}
+    assert fidelity.tc_busy_share(tc_samples(0.88), 10_000_000)["delivered_share"] == 0.88
+    # the queue emptied: those intervals idle the link for the traffic's reason, so they do not count
+    emptied = [(t, 0 if 1.0 <= t <= 2.0 else q, b * (0.5 if t > 1.0 else 1)) for t, q, b in tc_samples(1.0)]
+    assert fidelity.tc_busy_share(emptied, 10_000_000)["busy_s"] < 2.0
+    assert fidelity.tc_busy_share(tc_samples(0.5, seconds=0.9), 10_000_000) == {"busy_s": 0.9,
+                                                                                "delivered_share": None}
+    assert fidelity.tc_busy_share(tc_samples(0.5, backlog=1), 10_000_000)["delivered_share"] is None
+    verdict = fidelity.assess(quiet(tc_links=("access",),
+                                    tc_queues={"access": {"forward": (10_000_000, tc_samples(0.97)),
+                                                          "reverse": (10_000_000, tc_samples(0.5, seconds=0.5))}}))
+    assert verdict["faithful"] is True, verdict["reasons"]
+    assert verdict["tc_queues"]["access"] == {"forward": {"busy_s": 3.0, "delivered_share": 0.97},
+                                              "reverse": {"busy_s": 0.5, "delivered_share": None}}
+    assert verdict["unmeasured"] == ["access: shaped by tc (departure times are the kernel's, not measured; "
+                                     "the rate it delivered while queued is)"]
+    details = fidelity_view.details_html(verdict)
+    assert "rate tc delivered while packets were queued: access forward 97% over 3.0 s (limit 95%)" in details
