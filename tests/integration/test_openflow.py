@@ -74,7 +74,7 @@ def test_reroute_moves_the_flow_and_fast_reacts(tmp_path: Path) -> None:
     # baseRTT only ever falls (a minimum), and from 3 s on it is Level(3)'s 180 ms plus at most the 4 ms
     # the static test allows OVS userspace and the stacks. It may still fall by a millisecond or so late
     # in the run: on a slow machine the least per-packet processing can first occur after 3 s (CI: 183.4
-    # until after the detour, then 182.0) -- what it must not do is rise toward the detour's 190 ms.
+    # at 3 s, 182.0 by the end) -- what it must not do is rise toward the detour's 190 ms.
     late = updates[updates["t"] >= 3]["base_rtt_us"]
     assert (late.diff().dropna() <= 0).all()
     assert late.min() >= 180_000 and late.max() <= 184_000, (late.min(), late.max())
