@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -345,3 +346,18 @@ def test_hstcp_reno_fairness_asks_for_cuts_of_both_flows(tmp_path: Path) -> None
     fairness = [r for r in short.values() if "fairness" in r.name or "HSTCP / Reno" in r.name]
     assert len(fairness) == 1 and not fairness[0].passed, [r.line() for r in short.values()]
     assert "fewer than 3" in fairness[0].line() and "run longer" in fairness[0].line(), fairness[0].line()
+
+
+def test_hstcp_reno_loss_sharing_limits_are_ordered_and_meet_where_hstcp_is_reno() -> None:
+    """Lab 05's three limits of HSTCP's share against Reno's at one RTT: cuts in proportion to each
+    flow's increase per RTT (the drop-tail end least kind to HSTCP), independent losses, synchronized
+    losses. Above Low_Window they are ordered so; below it HSTCP is Reno and all three are 1."""
+    load_lab_folder(next(f for f in LABS if f.name == "05-hstcp"))
+    module = sys.modules["fastlab_lab_05_hstcp"]  # the checkpoints module, as the loader imported it
+    params = module.HstcpParams()
+    by_increase = module._synchronized_ratio(params, 249, cuts_follow_increase=True)
+    independent, synchronized = module._independent_ratio(params, 249), module._synchronized_ratio(params, 249)
+    assert 1 < by_increase < independent < synchronized, (by_increase, independent, synchronized)
+    for ratio in (module._synchronized_ratio(params, 40, cuts_follow_increase=True),
+                  module._independent_ratio(params, 40), module._synchronized_ratio(params, 40)):
+        assert ratio == pytest.approx(1.0, abs=0.02)
