@@ -52,7 +52,7 @@ EMULATOR_STOP_GRACE_S = 5.0  # linkemu exits within one loop iteration of SIGTER
 # not delayed by it (Mininet-HiFi's lesson; measured: lateness p99 192 -> 93 us at 1 Gb/s).
 # Low on the RT scale: kernel threads that use RT priorities stay above it.
 EMULATOR_RT_PRIORITY = 10
-TC_STATS_READY_TIMEOUT_S = 15.0  # pyroute2 gives up opening a namespaced socket after 10 s
+TC_STATS_READY_TIMEOUT_S = 15.0  # opening the socket and one dump: well under a second, seconds in a slow VM
 
 
 class ShapingError(RuntimeError):

@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import threading
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from fastlab.qdisc_stats import QdiscReader, QdiscStatsError
 from tests.conftest import EXAMPLE, fastlab
 
 pytestmark = pytest.mark.usefixtures("as_root")
@@ -68,3 +71,37 @@ def test_tc_link_samples_at_the_sample_rate_without_a_tc_process_per_sample(
         assert (busy["tx_bytes"].diff().dropna() > 0).all(), (direction, busy["tx_bytes"].tolist())
     forward = links[(links["link"] == "bottleneck") & (links["direction"] == "forward")]
     assert forward["backlog_pkts"].max() > 0  # the FIFO's counters arrive too, not only the root's
+
+
+def test_the_reader_opens_its_socket_inside_the_namespace_and_its_thread_comes_back() -> None:
+    """QdiscReader's thread enters the node's namespace only to make the socket: the socket answers
+    for that namespace (a fresh one has only `lo`), and the thread is back in its own afterwards."""
+    node = subprocess.Popen(["unshare", "--net", "sleep", "30"])  # a namespace of our own, held by this pid
+    try:
+        seen: dict[str, object] = {}
+
+        def read() -> None:
+            own = os.stat("/proc/thread-self/ns/net").st_ino
+            reader = QdiscReader.of_pid(node.pid, "scratch")
+            try:
+                seen["lo"] = reader.ifindex("lo")
+                try:
+                    reader.ifindex("eth0")
+                except QdiscStatsError as e:
+                    seen["eth0"] = str(e)
+                seen["back"] = os.stat("/proc/thread-self/ns/net").st_ino == own
+            finally:
+                reader.close()
+
+        for _ in range(50):  # unshare has made the namespace once /proc shows it differs from ours
+            if os.stat(f"/proc/{node.pid}/ns/net").st_ino != os.stat("/proc/self/ns/net").st_ino:
+                break
+            threading.Event().wait(0.05)
+        thread = threading.Thread(target=read)
+        thread.start()
+        thread.join(timeout=30)
+        assert seen.get("lo") == 1 and "no interface eth0" in str(seen.get("eth0")), seen
+        assert seen["back"] is True
+    finally:
+        node.kill()
+        node.wait()

@@ -270,7 +270,7 @@ def test_steal_is_reported_beside_the_verdict_not_judged() -> None:
 
 
 def test_a_tc_queue_is_judged_by_the_rate_it_delivered_while_packets_stayed_queued() -> None:
-    """HTB in a software-emulated VM sent 0.86-0.89 of its rate with 9-65 packets queued throughout:
+    """HTB in a software-emulated VM sent 0.86-0.93 of its rate with 9-65 packets queued throughout:
     a slower link than the one asked for. Only intervals with a queue at both ends count, and only
     a second or more of them."""
     full = fidelity.tc_busy_share(tc_samples(1.0), 10_000_000)
