@@ -19,7 +19,9 @@ median is taken out, so both are bounded by what linkemu measured on its idle pi
 guest, the p99 per direction summed (~1.1 ms per direction). The two added delays agree within
 1 ms + the part of that p99 above the median linkemu took out. Measured (2026-11-25): no-delay
 pings 1.7 ms (tc) and 3.6 ms (linkemu, 0.9 of it lateness); added 42.4 ms (netem) and 41.6 ms
-(linkemu), 0.8 ms apart.
+(linkemu), 0.8 ms apart; another run 41.0 and 39.8 ms, 1.2 apart, where one idle wake-up of
+linkemu's was 8.7 ms late (its p99 of ~17), which loosened that run's bound to 7.4 ms: the p99 of
+so few is their worst, a conservative bound for what netem's timers may have paid.
 (A fixed 45-ms ceiling on the raw median failed on a slow day, netem's own median 45.4 ms; a
 comparison of raw medians leaves linkemu's user-space way out in the difference: 0.9 ms of a 1-ms
 bound in two of four runs.)
