@@ -220,6 +220,8 @@ def test_alpha_changed_from_the_live_page_reaches_the_running_flow(tmp_path: Pat
     assert not after.empty and float(after[after["alpha"] == 60]["t"].iloc[0]) - at < 1.0
     env = (tmp_path / "results" / run["id"] / "environment.json").read_text()
     assert '"live": true' in env
-    page.goto(f"{server.url}/runs/{run['id']}")
+    # the live page reloads itself when the run ends, showing the results (a goto here raced that
+    # reload in CI: "navigation interrupted by another navigation"); the reloaded page has no control
+    page.wait_for_selector("#bundle", timeout=30_000)
     assert page.locator("#live-control").count() == 0
     assert not errors, errors
