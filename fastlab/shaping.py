@@ -52,7 +52,11 @@ EMULATOR_STOP_GRACE_S = 5.0  # linkemu exits within one loop iteration of SIGTER
 # not delayed by it (Mininet-HiFi's lesson; measured: lateness p99 192 -> 93 us at 1 Gb/s).
 # Low on the RT scale: kernel threads that use RT priorities stay above it.
 EMULATOR_RT_PRIORITY = 10
-TC_STATS_READY_TIMEOUT_S = 15.0  # opening the socket and one dump: well under a second, seconds in a slow VM
+# Opening the socket and one dump take well under a second here; in the stock-kernel lane's
+# software-emulated VM the poller has not answered within 15 s at a run's start in 3 of 8 lane runs
+# (2026-11-25; not pyroute2's forked helper, which it no longer uses; cause not found, the error
+# now names the step). A run waits for it rather than fail: a minute, still bounded.
+TC_STATS_READY_TIMEOUT_S = 60.0
 
 
 class ShapingError(RuntimeError):
@@ -416,14 +420,19 @@ class Shaper:
             dumps = {node: reader.dump() for node, reader in readers.items()}
             return {direction: queue_stats(dumps[node], ifindex) for direction, (node, ifindex) in where.items()}
 
+        step = ["starting"]  # what the poller was doing, for the error if it does not answer in time
+
         def poll() -> None:
             readers: dict[str, QdiscReader] = {}
             try:
                 try:
                     for node, pid in pids.items():
+                        step[0] = f"opening a socket in {node}"
                         readers[node] = QdiscReader.of_pid(pid, node)
+                    step[0] = "looking up the shaped interfaces"
                     where = {direction: (node, readers[node].ifindex(dev))
                              for direction, (node, dev) in plan.stats_devs.items()}
+                    step[0] = "the first qdisc dump"
                     samples(readers, where)
                 except QdiscStatsError as e:
                     started.put(str(e))
@@ -452,7 +461,7 @@ class Shaper:
         try:
             error = started.get(timeout=TC_STATS_READY_TIMEOUT_S)
         except queue.Empty:
-            error = f"no answer within {TC_STATS_READY_TIMEOUT_S:g} s"
+            error = f"no answer within {TC_STATS_READY_TIMEOUT_S:g} s (still {step[0]})"
         if error is not None:
             self._stop.set()
             raise ShapingError(f"links.{plan.link}: cannot read tc queue statistics over rtnetlink: {error}")
