@@ -15,9 +15,6 @@ Two parts, kept apart:
 
 from __future__ import annotations
 
-import ctypes
-import os
-import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -99,46 +96,13 @@ def queue_stats(qdiscs: Iterable[Qdisc], ifindex: int) -> dict[str, int]:
 
 # --- querying ----------------------------------------------------------------------------------
 
-CLONE_NEWNET = 0x40000000  # <sched.h>: setns() into a network namespace
-_LIBC = ctypes.CDLL(None, use_errno=True)
-
-
-def netlink_socket_in(ns_path: str) -> int:
-    """A NETLINK_ROUTE socket made inside the network namespace at `ns_path`, as a file descriptor.
-
-    A socket stays in the namespace it was made in, and a thread may enter another network
-    namespace on its own: this thread enters, makes the socket, and returns. pyroute2's own way
-    (`IPRoute(netns=...)`) forks a helper process per attempt and gives each 2 s to hand the socket
-    back, 10 s in all: in the stock-kernel lane's software-emulated VM, forking the test process
-    sometimes took longer and a run failed with "no answer within 15 s" (2 of 5 lane runs, 2026-11-25).
-    """
-    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        target = os.open(ns_path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            if _LIBC.setns(target, CLONE_NEWNET) != 0:
-                err = ctypes.get_errno()
-                raise OSError(err, f"setns({ns_path}): {os.strerror(err)}")
-            try:
-                sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, socket.NETLINK_ROUTE)
-            finally:
-                if _LIBC.setns(own, CLONE_NEWNET) != 0:  # this thread must not stay in the run's namespace
-                    err = ctypes.get_errno()
-                    raise RuntimeError(f"cannot return to this thread's own network namespace: {os.strerror(err)}")
-        finally:
-            os.close(target)
-    finally:
-        os.close(own)
-    return sock.detach()
-
-
 class QdiscReader:
     """One rtnetlink socket inside a network namespace, opened once, dumping qdiscs on demand.
 
-    The calling thread opens the socket inside the namespace itself (`netlink_socket_in`), and
-    pyroute2 takes it over; every dump after that is a request on that socket. pyroute2 keeps
-    sockets per thread, so one thread opens, uses and closes a reader. The open socket holds the
-    namespace: close the reader before the network is torn down.
+    pyroute2 opens the socket in the namespace once (a short-lived helper that enters the
+    namespace and hands the socket back); every dump after that is a request on that socket.
+    pyroute2 keeps sockets per thread, so one thread opens, uses and closes a reader. The open
+    socket holds the namespace: close the reader before the network is torn down.
     """
 
     def __init__(self, ns_path: str, name: str = "") -> None:
@@ -146,15 +110,10 @@ class QdiscReader:
 
         self.ns_path = ns_path
         self.where = f"{name} ({ns_path})" if name else ns_path  # for messages
-        self._ipr: IPRoute | None = None
         try:
-            fd = netlink_socket_in(ns_path)
-        except OSError as e:
-            raise QdiscStatsError(f"cannot open rtnetlink in {self.where}: {_one_line(e)}") from None
-        try:
-            self._ipr = IPRoute(fileno=fd, groups=0)  # groups=0: no multicast events to queue up
-        except Exception as e:  # pyroute2 raises OSError or its own errors here
-            os.close(fd)
+            # flags=0: never create the namespace; groups=0: no multicast events to queue up.
+            self._ipr: IPRoute | None = IPRoute(netns=ns_path, flags=0, groups=0)
+        except Exception as e:  # pyroute2 raises OSError, TimeoutError or its own errors here
             raise QdiscStatsError(f"cannot open rtnetlink in {self.where}: {_one_line(e)}") from None
 
     @classmethod
