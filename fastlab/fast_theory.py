@@ -15,8 +15,10 @@ topology's BDP and every buffer in packets. `packet_bits(mtu)` and `run_mtu(spec
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -260,6 +262,48 @@ def fast_queued_over_alpha(q: SharedQueue, fast_loses: bool | None, seed: int = 
     mean_backlog = backlog_sum / steps
     ratios = [sent_fast[i] / sent_total * mean_backlog / q.alphas[i] for i in range(n_fast)]
     return max(ratios, key=lambda r: abs(math.log(r)))
+
+
+def fast_rate_against_queue(queue_t_s: Sequence[float], queue_pkts: Sequence[float], capacity_pkts_s: float,
+                            base_rtt_s: float, alpha: int, w_start: float, t_start_s: float, t0_s: float,
+                            t1_s: float, gamma: float = 0.5, dt_s: float = SHARED_QUEUE_DT_S) -> float:
+    """FAST's mean rate (packets/s) over [t0, t1] when its update law is replayed against a measured
+    queue: the open-loop half of `fast_queued_over_alpha`, with the run's own backlog in place of
+    the fluid Reno sawtooth. The model's Reno overflows are regular; a real queue also swings with
+    Reno's timeouts, synchronized halvings and bursts, and FAST, whose rate follows alpha/q(t) one
+    update behind, gains from every swing (mean(1/q) * mean(q) >= 1). Replayed from t_start with
+    the window the run had then: x = w / (baseRTT + q(t)/C); once per RTT
+    w <- min(2w, w + floor(gamma (alpha - w (1 - baseRTT/D)))), D the mean RTT over that round, the
+    RTT of a packet read from the queue it met when it went out (q at t - RTT). No losses: this is
+    the rate of a FAST flow that none of the queue's overflows hit (the ceiling of its share).
+    `queue_t_s` ascending; `queue_pkts` the backlog sampled then (held until the next sample).
+    """
+    if len(queue_t_s) == 0 or len(queue_t_s) != len(queue_pkts):
+        raise ValueError("the queue trace is empty or its times and backlogs differ in length")
+    if not t_start_s <= t0_s < t1_s:
+        raise ValueError(f"replay window [{t0_s:g}, {t1_s:g}] must start after the replay ({t_start_s:g})")
+    times = list(queue_t_s)
+
+    def backlog_at(t: float) -> float:
+        return float(queue_pkts[max(bisect.bisect_right(times, t) - 1, 0)])
+
+    w, t, next_update = max(float(w_start), 2.0), t_start_s, t_start_s + base_rtt_s
+    rtt_sum, rtt_samples, rate_sum, steps = 0.0, 0, 0.0, 0
+    while t < t1_s:
+        rtt = base_rtt_s + backlog_at(t) / capacity_pkts_s
+        rtt_sum += base_rtt_s + backlog_at(t - rtt) / capacity_pkts_s
+        rtt_samples += 1
+        if t >= next_update:
+            avg = rtt_sum / rtt_samples
+            rtt_sum, rtt_samples = 0.0, 0
+            step = math.floor(gamma * (alpha - w * (1 - base_rtt_s / avg)))
+            w = max(2.0, min(2 * w, w + step))
+            next_update = t + rtt
+        if t >= t0_s:
+            rate_sum += w / rtt
+            steps += 1
+        t += dt_s
+    return rate_sum / steps
 
 
 def _poisson(rng: random.Random, mean: float) -> int:

@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 import yaml
 
-from fastlab.fast_theory import SharedQueue, fast_queued_over_alpha, step_figures, step_response
+from fastlab.fast_theory import (
+    SharedQueue,
+    fast_queued_over_alpha,
+    fast_rate_against_queue,
+    step_figures,
+    step_response,
+)
 
 BDP = 66.7  # 20 Mb/s x 40 ms in 1500-byte packets
 
@@ -92,6 +98,44 @@ def test_more_time_between_overflows_means_less_lost_share() -> None:
         return sum(fast_queued_over_alpha(q, True, seed) for seed in range(5)) / 5
 
     assert mean_floor(full) > mean_floor(SHORT) + 0.1
+
+
+# --- FAST's update law replayed against a measured queue (lab 04's ceiling) ----------------------------
+
+C_PKTS = 5e6 / (1500 * 8)  # 5 Mb/s in 1500-byte packets
+
+
+def replayed_ratio(times: list[float], backlog: list[float], alpha: int = 12) -> float:
+    """Queued packets / alpha over 10-17 s as lab 04 reads it, the link busy all along."""
+    rate = fast_rate_against_queue(times, backlog, C_PKTS, 0.180, alpha, 20, 5.0, 10.0, 17.0)
+    window = [b for t, b in zip(times, backlog, strict=True) if t >= 10]
+    return rate / C_PKTS * (sum(window) / len(window)) / alpha
+
+
+def test_a_steady_queue_gives_alpha_less_the_floor() -> None:
+    """Against a queue that does not move, FAST settles where its floored update stops: alpha less
+    0..1/gamma packets (lab 02), whatever the queue."""
+    times = [i * 0.05 for i in range(400)]
+    for level in (30.0, 60.0):
+        assert (12 - 2) / 12 - 0.01 <= replayed_ratio(times, [level] * len(times)) <= 1.0 + 0.01, level
+
+
+def test_a_swinging_queue_lifts_fast_above_alpha() -> None:
+    """Same mean backlog, but a sawtooth from 10 to 90 packets (Reno's slow rise, sudden halving):
+    FAST's rate follows alpha/q(t) one update behind and the product of the means exceeds alpha,
+    above the steady queue's figure -- why a run can measure more than the fluid model's ceiling."""
+    times = [i * 0.05 for i in range(400)]
+    sawtooth = [10 + 80 * ((t % 2.0) / 2.0) for t in times]
+    steady = replayed_ratio(times, [50.0] * len(times))
+    swinging = replayed_ratio(times, sawtooth)
+    assert swinging > 1.0 and swinging > steady + 0.05, (steady, swinging)
+
+
+def test_the_replay_refuses_an_empty_trace_or_a_window_before_it() -> None:
+    with pytest.raises(ValueError, match="empty"):
+        fast_rate_against_queue([], [], C_PKTS, 0.18, 12, 20, 5.0, 10.0, 17.0)
+    with pytest.raises(ValueError, match="must start after"):
+        fast_rate_against_queue([0.0], [1.0], C_PKTS, 0.18, 12, 20, 11.0, 10.0, 17.0)
 
 
 # --- packets are the run's MTU (jumbo frames: lab 01 question 9) ------------------------------------
