@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -191,6 +191,17 @@ class SharedQueue:
     mtu_bytes: int = MTU_BYTES  # the run's MTU: buffer_pkts and the windows count packets of this size
 
 
+def fast_window_step(w: float, alpha: int, base_over_avg: float, gamma: float) -> float:
+    """One FAST window update as kernel-modules/core/fast_core.h makes it in floor mode (its default):
+    w + floor(gamma (alpha - w (1 - baseRTT/avgRTT))), at most doubling, never below 2 packets."""
+    return max(2.0, min(2 * w, w + math.floor(gamma * (alpha - w * (1 - base_over_avg)))))
+
+
+def serialization_ms(size_bytes: int, capacities_mbps: Iterable[float]) -> float:
+    """What one packet of `size_bytes` spends being serialized on links of these rates, in turn."""
+    return sum(size_bytes * 8 / (mbps * 1e3) for mbps in capacities_mbps)
+
+
 def fast_queued_over_alpha(q: SharedQueue, fast_loses: bool | None, seed: int = 0) -> float:
     """FAST's packets in the shared queue over its alpha, averaged as lab 04's `fast_keeps_alpha`
     reads a run: (FAST's share of what the link sent) x (mean backlog) / alpha, worst FAST flow, over
@@ -249,8 +260,7 @@ def fast_queued_over_alpha(q: SharedQueue, fast_loses: bool | None, seed: int = 
                 avg = rtt_sum[i] / rtt_samples[i]
                 rtt_sum[i], rtt_samples[i], slow_start[i] = 0.0, 0, False
                 if t >= recovering_until[i]:
-                    step = math.floor(q.gamma * (q.alphas[i] - w[i] * (1 - rtt0[i] / avg)))
-                    w[i] = max(2.0, min(2 * w[i], w[i] + step))
+                    w[i] = fast_window_step(w[i], q.alphas[i], rtt0[i] / avg, q.gamma)
                 next_update[i] = t + rtt[i]
         if t >= q.t0_s:
             sent_total += sent
@@ -296,8 +306,7 @@ def fast_rate_against_queue(queue_t_s: Sequence[float], queue_pkts: Sequence[flo
         if t >= next_update:
             avg = rtt_sum / rtt_samples
             rtt_sum, rtt_samples = 0.0, 0
-            step = math.floor(gamma * (alpha - w * (1 - base_rtt_s / avg)))
-            w = max(2.0, min(2 * w, w + step))
+            w = fast_window_step(w, alpha, base_rtt_s / avg, gamma)
             next_update = t + rtt
         if t >= t0_s:
             rate_sum += w / rtt

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from fastlab.fast_theory import packet_bits, references, run_mtu
+from fastlab.fast_theory import packet_bits, references, run_mtu, serialization_ms
 from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, within
 from fastlab.spec import read_spec_text
 
@@ -77,12 +77,12 @@ def path_rtt(run: StepRun, flow: str, rtt_ms: float) -> CheckResult:
     ping = _idle_ping_min_ms(run, flow)
     mtu = run_mtu(run.spec)
     capacity = {link["id"]: float(link["capacity_mbps"]) for link in run.summary["links"]}
-    serialization_ms = sum(mtu * 8 / (capacity[link] * 1e3) for link in route["links"])
-    return within(f"{flow} minimum RTT", measured, rtt_ms, ping + serialization_ms,
+    serialized_ms = serialization_ms(mtu, (capacity[link] for link in route["links"]))
+    return within(f"{flow} minimum RTT", measured, rtt_ms, ping + serialized_ms,
                   f"the path's propagation RTT {rtt_ms:g} ms (nothing is faster); at most the idle pings' minimum over "
                   f"this path before the flows ({ping:.2f} ms: the OVS userspace bridges, the link emulators and the "
                   f"stacks, as a minimum of 10, where the flow's is a minimum of thousands) plus one {mtu}-byte "
-                  f"packet's serialization on {', '.join(route['links'])} ({serialization_ms:.2f} ms; a ping's "
+                  f"packet's serialization on {', '.join(route['links'])} ({serialized_ms:.2f} ms; a ping's "
                   "98 bytes take less than a data packet's and its ACK's)", "ms")
 
 

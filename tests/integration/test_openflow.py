@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from fastlab.engine import run_experiment
-from fastlab.fast_theory import references, run_mtu
+from fastlab.fast_theory import references, run_mtu, serialization_ms
 from fastlab.spec import ExperimentSpec, load_spec
 
 pytestmark = pytest.mark.usefixtures("as_root")
@@ -49,9 +49,9 @@ def min_rtt_ceilings_ms(spec: ExperimentSpec, summary: dict) -> dict[str, float]
     capacity = {link["id"]: float(link["capacity_mbps"]) for link in summary["links"]}
     ceilings = {}
     for ref in references(spec):
-        serialization_ms = sum(run_mtu(spec) * 8 / (capacity[link] * 1e3) for link in ref["links"])
+        serialization = serialization_ms(run_mtu(spec), (capacity[link] for link in ref["links"]))
         ways = 2 if "abilene-east" in ref["links"] else 1
-        ceilings[ref["flow"]] = float(ref["base_rtt_ms"]) + ways * overhead_ms + serialization_ms
+        ceilings[ref["flow"]] = float(ref["base_rtt_ms"]) + ways * overhead_ms + serialization
     return ceilings
 
 
