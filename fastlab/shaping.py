@@ -54,8 +54,9 @@ EMULATOR_STOP_GRACE_S = 5.0  # linkemu exits within one loop iteration of SIGTER
 EMULATOR_RT_PRIORITY = 10
 # Opening the socket and one dump take well under a second here; in the stock-kernel lane's
 # software-emulated VM the poller has not answered within 15 s at a run's start in 3 of 8 lane runs
-# (2026-11-25; not pyroute2's forked helper, which it no longer uses; cause not found, the error
-# now names the step). A run waits for it rather than fail: a minute, still bounded.
+# (2026-11-25; a reader that made its socket in the namespace itself, without pyroute2's forked
+# helper, missed it too, so that was not the cause; cause not found, the error names the step).
+# A run waits for it rather than fail: a minute, still bounded.
 TC_STATS_READY_TIMEOUT_S = 60.0
 
 

@@ -73,9 +73,9 @@ def test_tc_link_samples_at_the_sample_rate_without_a_tc_process_per_sample(
     assert forward["backlog_pkts"].max() > 0  # the FIFO's counters arrive too, not only the root's
 
 
-def test_the_reader_opens_its_socket_inside_the_namespace_and_its_thread_comes_back() -> None:
-    """QdiscReader's thread enters the node's namespace only to make the socket: the socket answers
-    for that namespace (a fresh one has only `lo`), and the thread is back in its own afterwards."""
+def test_the_reader_answers_for_the_nodes_namespace_and_leaves_its_thread_in_its_own() -> None:
+    """QdiscReader.of_pid reads the node's namespace, not the caller's: its socket sees only what that
+    namespace has (a fresh one has only `lo`), and the poller's thread stays in its own namespace."""
     node = subprocess.Popen(["unshare", "--net", "sleep", "30"])  # a namespace of our own, held by this pid
     try:
         seen: dict[str, object] = {}
