@@ -276,17 +276,22 @@ def fast_queued_over_alpha(q: SharedQueue, fast_loses: bool | None, seed: int = 
 
 def fast_rate_against_queue(queue_t_s: Sequence[float], queue_pkts: Sequence[float], capacity_pkts_s: float,
                             base_rtt_s: float, alpha: int, w_start: float, t_start_s: float, t0_s: float,
-                            t1_s: float, gamma: float = 0.5, dt_s: float = SHARED_QUEUE_DT_S) -> float:
+                            t1_s: float, gamma: float = 0.5, dt_s: float = SHARED_QUEUE_DT_S,
+                            path_rtt_s: float | None = None) -> float:
     """FAST's mean rate (packets/s) over [t0, t1] when its update law is replayed against a measured
     queue: the open-loop half of `fast_queued_over_alpha`, with the run's own backlog in place of
     the fluid Reno sawtooth. The model's Reno overflows are regular; a real queue also swings with
     Reno's timeouts, synchronized halvings and bursts, and FAST, whose rate follows alpha/q(t) one
     update behind, gains from every swing (mean(1/q) * mean(q) >= 1). Replayed from t_start with
-    the window the run had then: x = w / (baseRTT + q(t)/C); once per RTT
+    the window the run had then: x = w / (d + q(t)/C), d the path's RTT with the queue empty
+    (`path_rtt_s`, by default baseRTT); once per RTT
     w <- min(2w, w + floor(gamma (alpha - w (1 - baseRTT/D)))), D the mean RTT over that round, the
-    RTT of a packet read from the queue it met when it went out (q at t - RTT). No losses: this is
-    the rate of a FAST flow that none of the queue's overflows hit (the ceiling of its share).
-    `queue_t_s` ascending; `queue_pkts` the backlog sampled then (held until the next sample).
+    RTT of a packet read from the queue it met when it went out (q at t - RTT). A baseRTT above d
+    (FAST's minimum taken while the queue already held packets, which it never sees empty again)
+    hides that much queueing from FAST: it then keeps x (baseRTT - d) packets more than alpha.
+    No losses: this is the rate of a FAST flow that none of the queue's overflows hit (the
+    ceiling of its share). `queue_t_s` ascending; `queue_pkts` the backlog sampled then (held until
+    the next sample).
     """
     if len(queue_t_s) == 0 or len(queue_t_s) != len(queue_pkts):
         raise ValueError("the queue trace is empty or its times and backlogs differ in length")
@@ -297,16 +302,20 @@ def fast_rate_against_queue(queue_t_s: Sequence[float], queue_pkts: Sequence[flo
     def backlog_at(t: float) -> float:
         return float(queue_pkts[max(bisect.bisect_right(times, t) - 1, 0)])
 
-    w, t, next_update = max(float(w_start), 2.0), t_start_s, t_start_s + base_rtt_s
+    path = base_rtt_s if path_rtt_s is None else path_rtt_s
+    base = base_rtt_s
+    w, t, next_update = max(float(w_start), 2.0), t_start_s, t_start_s + path
     rtt_sum, rtt_samples, rate_sum, steps = 0.0, 0, 0.0, 0
     while t < t1_s:
-        rtt = base_rtt_s + backlog_at(t) / capacity_pkts_s
-        rtt_sum += base_rtt_s + backlog_at(t - rtt) / capacity_pkts_s
+        rtt = path + backlog_at(t) / capacity_pkts_s
+        met = path + backlog_at(t - rtt) / capacity_pkts_s
+        base = min(base, met)  # baseRTT is the least RTT sample: a queue that empties corrects it
+        rtt_sum += met
         rtt_samples += 1
         if t >= next_update:
             avg = rtt_sum / rtt_samples
             rtt_sum, rtt_samples = 0.0, 0
-            w = fast_window_step(w, alpha, base_rtt_s / avg, gamma)
+            w = fast_window_step(w, alpha, base / avg, gamma)
             next_update = t + rtt
         if t >= t0_s:
             rate_sum += w / rtt

@@ -234,6 +234,17 @@ class StepRun:
         was delivered. `outside_recovery=False` keeps the window as asked: only for a caller that
         compares with a model over exactly that window (e.g. a replay that starts at a loss).
         """
+        rows = self._goodput_rows(flow_id, t0, t1, outside_recovery)
+        acked = rows["bytes_acked"].iloc[-1] - rows["bytes_acked"].iloc[0]
+        return float(acked) * 8 / 1e6 / float(rows["t"].iloc[-1] - rows["t"].iloc[0])
+
+    def goodput_window(self, flow_id: str, t0: float, t1: float, outside_recovery: bool = True) -> tuple[float, float]:
+        """The samples `goodput_mbps` measures between (run time, s): a checkpoint that sets the rate
+        beside another trace (the queue's backlog) must read that trace over the same span."""
+        rows = self._goodput_rows(flow_id, t0, t1, outside_recovery)
+        return float(rows["t"].iloc[0]), float(rows["t"].iloc[-1])
+
+    def _goodput_rows(self, flow_id: str, t0: float, t1: float, outside_recovery: bool) -> pd.DataFrame:
         rows = self.flow(flow_id)
         rows = rows[(rows["t"] >= t0) & (rows["t"] <= t1)].dropna(subset=["bytes_acked"])
         if outside_recovery and "ca_state" in rows:
@@ -242,8 +253,7 @@ class StepRun:
         if len(rows) < 2 or rows["t"].iloc[-1] <= rows["t"].iloc[0]:
             where = " outside loss recovery" if outside_recovery else ""
             raise MissingData(f"flows.csv has fewer than two samples of flow {flow_id} in {t0:g}..{t1:g} s{where}")
-        acked = rows["bytes_acked"].iloc[-1] - rows["bytes_acked"].iloc[0]
-        return float(acked) * 8 / 1e6 / float(rows["t"].iloc[-1] - rows["t"].iloc[0])
+        return rows
 
     def utilization(self, flow_id: str, link_id: str, t0: float, t1: float) -> float:
         """The flow's share of a link's capacity over [t0, t1]: its goodput plus TCP/IP headers

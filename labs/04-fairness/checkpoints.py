@@ -14,6 +14,7 @@ still keeps alpha packets of its own in the queue: its share of the link is alph
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -32,13 +33,6 @@ from fastlab.labs import (
     within,
 )
 from fastlab.spec import parse_spec
-
-
-def _after(frame: pd.DataFrame, t0: float) -> pd.DataFrame:
-    rows = frame[frame["t"] >= t0]
-    if len(rows) < 20:
-        raise MissingData(f"fewer than 20 samples after {t0:g} s: the run is too short")
-    return rows
 
 
 def _fast_alphas(run: StepRun) -> dict[str, int]:
@@ -114,14 +108,52 @@ REPLAY_LEAD_S = 5.0  # the replay starts this long before the window, from the r
 # forgotten within 2-3 s
 
 
-def replayed_ceiling(run: StepRun, flow: str, alpha: int, link: str, t0: float, backlog: float,
-                     link_used: float) -> float:
-    """The flow's queued packets / alpha if none of the queue's overflows had hit it: FAST's update
-    law replayed against the backlog this run measured (fastlab.fast_theory.fast_rate_against_queue),
-    from the flow's window and baseRTT REPLAY_LEAD_S before t0, read as `fast_keeps_alpha` reads the run."""
+def path_rtt_ms(run: StepRun, flow: str) -> float:
+    """The flow's path RTT with its queues empty: the idle pings' minimum over the same hosts before
+    the flows start (propagation, the emulators and the stacks, there and back)."""
+    (meta,) = [f for f in run.summary["flows"] if f["id"] == flow]
+    pings = [p for p in run.summary.get("idle_rtt", []) if (p["src"], p["dst"]) == (meta["src"], meta["dst"])]
+    if not pings:
+        raise MissingData(f"no idle ping from {meta['src']} to {meta['dst']} (the spec's idle_pings)")
+    return float(pings[0]["min_ms"])
+
+
+@dataclass(frozen=True)
+class QueuedShare:
+    """A FAST flow's packets in the shared queue as `fast_keeps_alpha` reads them, every figure over
+    the one span its goodput is measured on (run time, s)."""
+
+    span: tuple[float, float]
+    backlog: float  # mean packets queued over the span
+    link_used: float  # the link's mean sending rate over its capacity, over the span
+    ratio: float  # the flow's share of what the link sent x backlog / alpha
+
+
+def queued_share(run: StepRun, flow: str, alpha: int, link: str, t0: float) -> QueuedShare:
+    """The flow's share of the link x the mean backlog / alpha from t0 on. The goodput's span ends
+    outside loss recovery (`StepRun.goodput_window`): a flow whose loss comes near the end is
+    measured up to it, and the backlog must be read over the same span -- the rate of [10, 13] times
+    the mean queue of [10, 17] mixes two queues (FAST's rate follows alpha/q)."""
+    a, b = run.goodput_window(flow, t0, math.inf)
+    queue = run.link(link)
+    queue = queue[(queue["t"] >= a) & (queue["t"] <= b)]
+    if len(queue) < 2:
+        raise MissingData(f"{link}: fewer than two queue samples in {a:g}..{b:g} s")
+    backlog = float(queue["backlog_pkts"].mean())
+    used = float(queue["tx_mbps"].mean()) / run.link_summary(link)["capacity_mbps"]
+    return QueuedShare((a, b), backlog, used, run.utilization(flow, link, a, b) / used * backlog / alpha)
+
+
+def replayed_ceiling(run: StepRun, flow: str, alpha: int, link: str, share: QueuedShare) -> tuple[float, float]:
+    """The flow's queued packets / alpha if none of the queue's overflows had hit it, and FAST's
+    baseRTT less the path's (ms): FAST's update law replayed against the backlog this run measured
+    (fastlab.fast_theory.fast_rate_against_queue), from the flow's window and baseRTT REPLAY_LEAD_S
+    before the span, each packet's RTT the path's empty-queue RTT (`path_rtt_ms`) plus the backlog it
+    met, read over the flow's span as `queued_share` reads the run."""
     queue = run.link(link)
     capacity = float(run.link_summary(link)["capacity_mbps"])
     c_pkts = capacity * 1e6 / fast_theory.packet_bits(fast_theory.run_mtu(run.spec))
+    t0, t1 = share.span
     start = max(t0 - REPLAY_LEAD_S, 0.0)
     rows = run.flow(flow)
     rows = rows[rows["t"] <= start]
@@ -129,10 +161,11 @@ def replayed_ceiling(run: StepRun, flow: str, alpha: int, link: str, t0: float, 
     updates = updates[(updates["event"] == "update") & (updates["t"] <= start)]
     if rows.empty or updates.empty:
         raise MissingData(f"{flow} has no window or FAST update before {start:g} s to replay from")
+    base_s, path_s = float(updates["base_rtt_us"].iloc[-1]) / 1e6, path_rtt_ms(run, flow) / 1e3
     rate = fast_theory.fast_rate_against_queue(
-        queue["t"].tolist(), queue["backlog_pkts"].tolist(), c_pkts, float(updates["base_rtt_us"].iloc[-1]) / 1e6,
-        alpha, float(rows["cwnd_pkts"].iloc[-1]), start, t0, float(run.spec["duration_s"]))
-    return rate / (link_used * c_pkts) * backlog / alpha
+        queue["t"].tolist(), queue["backlog_pkts"].tolist(), c_pkts, base_s,
+        alpha, float(rows["cwnd_pkts"].iloc[-1]), start, t0, t1, path_rtt_s=path_s)
+    return rate / (share.link_used * c_pkts) * share.backlog / alpha, (base_s - path_s) * 1e3
 
 
 @checkpoint
@@ -146,18 +179,19 @@ def fast_keeps_alpha(run: StepRun, link: str = "cern-gbe", t0: float = 10.0) -> 
     further (timeouts, both Reno flows halving at one overflow, bursts); FAST, following alpha/q(t) one
     update behind, gains from every swing. Measured in the short form (2026-11-25): the fluid ceiling
     0.96 while a CI run measured 1.084; six local runs measured 0.71-0.98 against replays (with
-    their losses) of 0.86-1.03, each measured value below its replay."""
+    their losses) of 0.86-1.03, each measured value below its replay. The replay takes each packet's
+    RTT as the path's (idle pings) plus the backlog it met, and FAST's update its own baseRTT: one
+    taken late (the flows start together; in the short form the queue never empties again) hides
+    queueing from FAST, which keeps x (baseRTT - d) packets more (locally +2.3-2.8 ms on the Chicago
+    pair; a CI run measured 1.095 against a replay of 0.96 that assumed baseRTT exact)."""
     alphas = _fast_alphas(run)
-    queue = _after(run.link(link), t0)
-    backlog = float(queue["backlog_pkts"].mean())
-    link_used = float(queue["tx_mbps"].mean()) / run.link_summary(link)["capacity_mbps"]
-    ratios = {flow: run.utilization(flow, link, t0, math.inf) / link_used * backlog / alpha
-              for flow, alpha in alphas.items()}
+    shares = {flow: queued_share(run, flow, alpha, link, t0) for flow, alpha in alphas.items()}
+    ratios = {flow: share.ratio for flow, share in shares.items()}
     model = shared_queue(run, link, t0)
     floor = min(fast_theory.fast_queued_over_alpha(model, True, seed) for seed in range(SHARED_QUEUE_SEEDS))
     fluid_ceiling = max(fast_theory.fast_queued_over_alpha(model, False, seed) for seed in range(SHARED_QUEUE_SEEDS))
-    ceilings = {flow: replayed_ceiling(run, flow, alpha, link, t0, backlog, link_used)
-                for flow, alpha in alphas.items()}
+    replays = {flow: replayed_ceiling(run, flow, alpha, link, shares[flow]) for flow, alpha in alphas.items()}
+    ceilings = {flow: ceiling for flow, (ceiling, _) in replays.items()}
     lo = floor - SHARED_QUEUE_MODEL_MARGIN
     # the worst flow: the furthest outside its band, else the furthest from alpha
     worst = max(ratios, key=lambda f: (max(lo - ratios[f], ratios[f] - ceilings[f] - SHARED_QUEUE_MODEL_MARGIN, 0.0),
@@ -166,12 +200,15 @@ def fast_keeps_alpha(run: StepRun, link: str = "cern-gbe", t0: float = 10.0) -> 
     drawn = sorted(fast_theory.fast_queued_over_alpha(model, None, seed) for seed in range(SHARED_QUEUE_SEEDS))
     hi = ceiling + SHARED_QUEUE_MODEL_MARGIN
     result = within("FAST flows' queued packets / alpha (worst flow)", ratios[worst], lo, hi,
-                    f"mean backlog {backlog:.0f} pkts. Alone, FAST keeps alpha queued (1: its equilibrium, Jin, Wei & "
-                    f"Low 2004); against Reno's sawtooth "
+                    f"mean backlog {shares[worst].backlog:.0f} pkts over {shares[worst].span[0]:.1f}-"
+                    f"{shares[worst].span[1]:.1f} s (its goodput's span, outside loss recovery). Alone, FAST "
+                    f"keeps alpha queued (1: its equilibrium, Jin, Wei & Low 2004); against Reno's sawtooth "
                     f"its rate follows alpha/q(t) (mean(1/q)*mean(q) >= 1) and each overflow of the queue that "
                     f"drops one of its packets halves it. Fluid model of this run: {floor:.2f} if every overflow "
                     f"hits FAST; FAST's update law replayed against this run's measured queue with no overflow "
-                    f"hitting {worst}: {ceiling:.2f} (the fluid model's regular sawtooth: {fluid_ceiling:.2f}); "
+                    f"hitting {worst}: {ceiling:.2f} (its baseRTT {replays[worst][1]:+.1f} ms from the idle "
+                    f"path's: a baseRTT taken late hides that much queueing from FAST; the fluid model's "
+                    f"regular sawtooth: {fluid_ceiling:.2f}); "
                     f"+-{SHARED_QUEUE_MODEL_MARGIN:g} for the models' resolution (a judgement)")
     median = drawn[len(drawn) // 2]
     result.note = f"{worst}; the fluid model with Reno's drops drawn by share of the arrivals: median {median:.2f}"

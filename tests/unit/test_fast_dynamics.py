@@ -131,6 +131,25 @@ def test_a_swinging_queue_lifts_fast_above_alpha() -> None:
     assert swinging > 1.0 and swinging > steady + 0.05, (steady, swinging)
 
 
+def test_a_base_rtt_above_the_path_hides_queueing_from_fast() -> None:
+    """FAST's baseRTT taken 24 ms late (its first samples met packets already queued, and the queue
+    never empties again): against a steady 50-packet queue (120 ms) FAST sees 96 ms and keeps
+    alpha x 120/96 packets, 25% more, by the same floored law. A queue that empties once in the
+    replay corrects baseRTT (the least sample) and the excess goes: back inside the floor's band
+    (alpha less 0..2 packets; from above it stops at its top)."""
+    times = [i * 0.05 for i in range(400)]
+    steady = [50.0] * len(times)
+
+    def ratio(backlog: list[float], base_s: float) -> float:
+        rate = fast_rate_against_queue(times, backlog, C_PKTS, base_s, 12, 20, 5.0, 10.0, 17.0, path_rtt_s=0.180)
+        return rate / C_PKTS * 50.0 / 12
+
+    exact, late = ratio(steady, 0.180), ratio(steady, 0.204)
+    assert late / exact == pytest.approx(120 / 96, rel=0.05), (exact, late)
+    emptied = [0.0 if 5.0 <= t < 5.5 else 50.0 for t in times]
+    assert (12 - 2) / 12 - 0.01 <= ratio(emptied, 0.204) <= 1.0 + 0.01
+
+
 def test_the_replay_refuses_an_empty_trace_or_a_window_before_it() -> None:
     with pytest.raises(ValueError, match="empty"):
         fast_rate_against_queue([], [], C_PKTS, 0.18, 12, 20, 5.0, 10.0, 17.0)
