@@ -36,7 +36,7 @@ from fastlab.ccset import FAST_PARAMS
 from fastlab.fast_theory import StepFigures, packet_bits, run_mtu, step_figures, step_response
 from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, emulation_faithful, within
 
-SETTLE_BAND = 0.10  # of the step: "settled" = within this (or the 1/gamma floor band) of final
+SETTLE_BAND = 0.10  # of the step: "settled" = within this (or the 1/gamma floor band, or the RTT noise) of final
 BEFORE_S = 1.5  # window before the change: its median over this long
 BASE_RTT_READ_S = 0.001  # FAST's baseRTT (a minimum of RTT samples) against the pipe's true delay
 DELAYED_ACK_SEGS = 2  # a delayed ACK covers two full segments; a GRO'd TSO burst up to all of it
@@ -68,6 +68,7 @@ class StepRead:
     gamma: float
     step: float  # packets
     band: float  # the settling band, packets
+    noise: float  # packets: the capacity x the RTT noise the bottleneck's emulator adds (`_rtt_noise_ms`)
     bdp: float  # packets
     bdp_read: float  # packets: how far off the BDP may be (BASE_RTT_READ_S of the capacity)
     alpha_after: int
@@ -83,6 +84,16 @@ class StepRead:
     def floor_share(self) -> float:
         """(1/gamma + 1) packets as a fraction of the step: where in its floor band each window stops."""
         return (1 / self.gamma + 1) / self.step
+
+
+def _rtt_noise_ms(run: StepRun, link: str = "bottleneck") -> float:
+    """The RTT noise the link's emulator adds: its departure lateness at the 99th percentile, forward
+    and reverse (fastlab.fidelity; none measured for a tc-shaped link). FAST's window at its fixed
+    point follows the RTT it measures, so a noise of d ms moves it by C x d packets: nothing at
+    20 Mb/s (1.2 ms, 2 packets), but at 80 Mb/s a p99 of 0.6-0.9 ms each way is 8-10 packets, and
+    one late burst (a 5-7 ms maximum) kicked a settled window 6 packets off and back (local, 2026-11-26)."""
+    figures = ((run.summary.get("fidelity") or {}).get("links") or {}).get(link) or {}
+    return sum(float((figures.get(d) or {}).get("late_p99_us") or 0.0) for d in ("forward", "reverse")) / 1000
 
 
 def _model(bdp: float, alpha0: int, alpha1: int, gamma: float, period: str, rounds: int, w0: float,
@@ -121,7 +132,8 @@ def _step(run: StepRun, flow: str) -> StepRead:
     rounds = int(math.ceil((float(after["t"].iloc[-1]) - at) / (float(after["avg_rtt_us"].mean()) / 1e6)))
     series = [float(v) for v in after["cwnd"]]
     step = abs(series[-1] - w0)
-    band = max(SETTLE_BAND * step, 1 / gamma)
+    noise = pkts_per_s * _rtt_noise_ms(run) / 1000
+    band = max(SETTLE_BAND * step, 1 / gamma, noise)
     read = pkts_per_s * BASE_RTT_READ_S
     burst = _tso_burst(run, flow, at, float(after["t"].iloc[-1]))
     acks_per_pkt = sorted({1 / DELAYED_ACK_SEGS, 1 / max(burst, DELAYED_ACK_SEGS)})
@@ -132,7 +144,8 @@ def _step(run: StepRun, flow: str) -> StepRead:
     inputs = (f"model: BDP {bdp:.1f} pkts ({capacity:g} Mb/s x baseRTT {base_ms:.1f} ms, {run_mtu(run.spec)}-byte "
               f"packets), alpha {alpha0}->{alpha1}, gamma {gamma:g}, period {period}")
     return StepRead(step_figures(w0, series, band), model, corners, corner_series, w0, series,
-                    [float(t) for t in after["t"]], at, gamma, step, band, bdp, read, alpha1, capacity, burst, inputs)
+                    [float(t) for t in after["t"]], at, gamma, step, band, noise, bdp, read, alpha1, capacity, burst,
+                    inputs)
 
 
 def _spread_text(r: StepRead, lo: float, hi: float, extra: str = "") -> str:
@@ -191,14 +204,20 @@ def ringing(run: StepRun, flow: str = "f1") -> CheckResult:
                          MODEL_PEAK_PKTS / r.step, _RESOLUTION_TEXT)
 
 
+def _band_text(r: StepRead) -> str:
+    return (f"+-{r.band:.3g} pkts (the widest of 10% of the step, 1/gamma and the window's share of the "
+            f"emulator's RTT noise, {r.noise:.1f} pkts)")
+
+
 @checkpoint
 def settling(run: StepRun, flow: str = "f1") -> CheckResult:
-    """Updates until the window stays within max(10 % of the step, 1/gamma packets) of its final value."""
+    """Updates until the window stays within max(10 % of the step, 1/gamma packets, the capacity x the
+    emulator's RTT noise) of its final value."""
     r = _step(run, flow)
     lo, hi = r.corner_range("settling")
     return within(f"{flow} updates to settle after the alpha step", float(r.measured.settling),
                   max(0.0, lo - 1), hi + 1,
-                  f"{r.inputs}: {r.model.settling} updates within +-{r.band:g} pkts; the model over BDP +-1 ms of "
+                  f"{r.inputs}: {r.model.settling} updates within {_band_text(r)}; the model over BDP +-1 ms of "
                   f"baseRTT and {_acks_text(r)} settles in {lo:.0f}..{hi:.0f}; +-1 update: the change comes "
                   "anywhere in a round, so the kernel's first update with the new alpha can see one round more or "
                   "less of the old RTT than the model's", "updates")
@@ -292,7 +311,7 @@ def queue_settling(run: StepRun, flow: str = "f1") -> CheckResult:
     hi = max(f.settling for f in r.corners)
     return within("updates until the bottleneck queue settles", float(measured), max(0.0, lo - 1), hi + 2,
                   f"{r.inputs}: queue samples read through a running median of 3 (150 ms); the window settles "
-                  f"within +-{r.band:g} pkts in {r.model.settling} updates; the "
+                  f"within {_band_text(r)} in {r.model.settling} updates; the "
                   f"queue, w - BDP to within a TSO burst of {r.burst}, within +-{band:g}: the model over BDP +-1 ms "
                   f"and {_acks_text(r)} gives {lo}..{hi} (the low end with the band 2 bursts wider); -1/+1 for the "
                   "round the change falls in, +1 for the update the queue needs to follow the window", "updates")
@@ -310,7 +329,10 @@ def queue_swing(run: StepRun, at_least_buffer: float | None = None, fast_flow: s
     if t0 is None:
         if r is None:
             raise MissingData("queue_swing needs t0 or fast_flow")
-        hi = max(f.settling for f in r.corners) + 2
+        # where the step's own dynamics have settled: the model's band without the RTT noise, which
+        # widens what counts as settled but does not make the window get there sooner
+        band = max(SETTLE_BAND * r.step, 1 / r.gamma)
+        hi = max(step_figures(r.before, m, band).settling for m in r.corner_series) + 2
         t0 = r.update_t[min(hi, len(r.update_t) - 1)]
     rows = rows[(rows["t"] >= t0) & (rows["t"] <= end)]
     if len(rows) < 20:
@@ -330,10 +352,11 @@ def queue_swing(run: StepRun, at_least_buffer: float | None = None, fast_flow: s
                       "of the range the spread keeps ~0.85", "pkts")
     if r is None:
         raise MissingData("queue_swing needs at_least_buffer or fast_flow")
-    at_most = 1 / r.gamma + 2 * r.burst
+    at_most = 1 / r.gamma + r.noise + 2 * r.burst
     return within(f"{link} queue swing (p95 - p5) after {t0:.1f} s", swing, 0.0, at_most,
-                  f"at most {at_most:g} packets: FAST's window at its fixed point moves only inside its floor band "
-                  f"(1/gamma = {1 / r.gamma:g} pkts) when RTT noise nudges the target, and an instantaneous sample "
+                  f"at most {at_most:.3g} packets: FAST's window at its fixed point moves inside its floor band "
+                  f"(1/gamma = {1 / r.gamma:g} pkts) and follows the RTT noise the emulator adds (its p99 lateness "
+                  f"both ways x the capacity: {r.noise:.1f} pkts), and an instantaneous sample "
                   f"of the queue reads w - BDP within +-1 TSO burst ({r.burst} segments, ~1 ms of the pacing "
                   "rate); from the model's last settling update + 2", "pkts")
 
