@@ -109,13 +109,17 @@ REPLAY_LEAD_S = 5.0  # the replay starts this long before the window, from the r
 
 
 def path_rtt_ms(run: StepRun, flow: str) -> float:
-    """The flow's path RTT with its queues empty: the idle pings' minimum over the same hosts before
-    the flows start (propagation, the emulators and the stacks, there and back)."""
-    (meta,) = [f for f in run.summary["flows"] if f["id"] == flow]
-    pings = [p for p in run.summary.get("idle_rtt", []) if (p["src"], p["dst"]) == (meta["src"], meta["dst"])]
-    if not pings:
-        raise MissingData(f"no idle ping from {meta['src']} to {meta['dst']} (the spec's idle_pings)")
-    return float(pings[0]["min_ms"])
+    """The flow's path RTT with its queues empty (propagation, the emulators and the stacks, there
+    and back): the least of the idle pings over the same hosts before the flows start and the
+    kernel's min_rtt of the flow, whose handshake crosses the path before its data does. Noise only
+    ever adds to an RTT, so the least is the best reading (the short form sends a single ping)."""
+    meta = run.flow_summary(flow)
+    pings = [float(p["min_ms"]) for p in run.summary.get("idle_rtt", [])
+             if (p["src"], p["dst"]) == (meta["src"], meta["dst"])]
+    readings = pings + ([float(meta["min_rtt_ms"])] if meta.get("min_rtt_ms") else [])
+    if not readings:
+        raise MissingData(f"{flow}: no idle ping from {meta['src']} to {meta['dst']}, no min_rtt: no path RTT")
+    return min(readings)
 
 
 @dataclass(frozen=True)
