@@ -156,7 +156,7 @@ def test_a_bad_value_is_marked_at_its_field_with_the_reason_beside_it(tmp_path: 
     assert page.eval_on_selector("[name='fast-period']", "i => [...i.list.options].map(o => o.value)") == \
         ["rtt", "2rtt"]
     marked = "[...document.querySelectorAll('[aria-invalid=\"true\"]')].map((e) => e.name)"
-    beside = "[...document.querySelectorAll('.field-error')].map((e) => e.textContent)"
+    beside = "[...document.querySelectorAll('.field-note')].map((e) => e.textContent)"
 
     page.fill("[name='fast-alpha']", "0")
     wait_until(page, f"{marked}.join() === 'fast-alpha'", timeout=10_000)

@@ -14,7 +14,7 @@ from tests.webapp.conftest import ARTIFACTS, wait_until
 from webapp import create_app
 
 MARKED = "[...document.querySelectorAll('[aria-invalid=\"true\"]')].map((e) => e.name)"
-BESIDE = "[...document.querySelectorAll('.field-error')].map((e) => e.textContent)"
+BESIDE = "[...document.querySelectorAll('.field-note')].map((e) => e.textContent)"
 
 
 def label_of(page, selector: str) -> tuple[str, str]:

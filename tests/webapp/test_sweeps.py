@@ -156,10 +156,17 @@ def test_a_three_point_alpha_sweep_from_the_form_ends_with_its_plot(tmp_path: Pa
     page.fill("#f-name", "alpha-sweep")
     page.fill("#sweep-param", ALPHA)
     page.fill("#sweep-values", "10, 0")
+    # the form validates each change in the background; let that run on the filled spec first: its
+    # clean-up of the notes beside fields once removed the sweep's own error span too, and the error
+    # then had nowhere to go (CI, 2026-11-26: the span was gone when the test looked for it)
+    wait_until(page, "document.getElementById('spec-yaml').textContent.includes('alpha-sweep') && "
+                     "document.getElementById('yaml-state').textContent.includes('validated')", timeout=10_000)
     page.click("#start-sweep")  # a bad value: said beside the sweep's fields, nothing queued
-    wait_until(page, "document.getElementById('sweep-error').textContent !== ''", timeout=10_000)
+    wait_until(page, "(document.getElementById('sweep-error')?.textContent ?? 'gone') !== ''", timeout=10_000)
+    assert page.locator("#sweep-error").count() == 1, "the sweep's error span is gone from the form"
     assert "flows.0.cc_args.alpha=0" in page.inner_text("#sweep-error") and queued_count(app) == 0
     page.fill("#sweep-values", "10, 20, 40")
+    assert page.inner_text("#sweep-error") == ""  # the edit answers the error: it goes
     page.screenshot(path=str(ARTIFACTS / "webapp-9-sweep-form.png"))
     page.click("#start-sweep")
     page.wait_for_url("**/sweeps/*", timeout=10_000)

@@ -356,9 +356,10 @@ function fieldFor(path, message) {
   return null;
 }
 
+// Only the notes showFieldError put beside a field: the page's own error spans (the sweep's) stay.
 function clearFieldErrors() {
   for (const input of document.querySelectorAll('[aria-invalid="true"]')) input.removeAttribute('aria-invalid');
-  for (const note of document.querySelectorAll('.field-error')) note.remove();
+  for (const note of document.querySelectorAll('.field-note')) note.remove();
 }
 
 function showFieldError(error) {
@@ -367,7 +368,7 @@ function showFieldError(error) {
   const input = m && fieldFor(m[1], m[2]);
   if (!input) return null;
   input.setAttribute('aria-invalid', 'true');
-  const note = el('span', {class: 'field-error', role: 'alert', text: m[2]});
+  const note = el('span', {class: 'field-error field-note', role: 'alert', text: m[2]});
   (input.closest('label') || input).after(note);
   return input;
 }
@@ -483,6 +484,9 @@ async function init() {
     showResult(r);
   });
   $('start-sweep').addEventListener('click', startSweep);
+  for (const id of ['sweep-param', 'sweep-values', 'sweep-repeat']) {  // an edit answers the last error
+    $(id).addEventListener('input', () => { $('sweep-error').textContent = ''; });
+  }
   // a lab handout's link fills the form with one of its specs (data-prefill, built by the server)
   const prefill = $('experiment').dataset.prefill;
   await fillForm(prefill ? JSON.parse(prefill) : S.presets[0].spec);
