@@ -276,6 +276,15 @@ class StepRun:
                 return flow
         raise MissingData(f"summary.json has no flow {flow_id}")
 
+    def idle_ping_min_ms(self, flow_id: str) -> float:
+        """The minimum of the idle pings the run sent over the flow's path (its hosts) before the flows
+        started: the path's RTT with its queues empty, emulators and stacks included."""
+        info = self.flow_summary(flow_id)
+        for idle in self.summary.get("idle_rtt") or []:
+            if idle["src"] == info["src"] and idle["dst"] == info["dst"] and idle.get("min_ms"):
+                return float(idle["min_ms"])
+        raise MissingData(f"summary.json has no idle pings of {info['src']} -> {info['dst']}")
+
     def link_summary(self, link_id: str) -> dict[str, Any]:
         for link in self.summary["links"]:
             if link["id"] == link_id:

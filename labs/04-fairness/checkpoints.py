@@ -113,13 +113,14 @@ def path_rtt_ms(run: StepRun, flow: str) -> float:
     and back): the least of the idle pings over the same hosts before the flows start and the
     kernel's min_rtt of the flow, whose handshake crosses the path before its data does. Noise only
     ever adds to an RTT, so the least is the best reading (the short form sends a single ping)."""
-    meta = run.flow_summary(flow)
-    pings = [float(p["min_ms"]) for p in run.summary.get("idle_rtt", [])
-             if (p["src"], p["dst"]) == (meta["src"], meta["dst"])]
-    readings = pings + ([float(meta["min_rtt_ms"])] if meta.get("min_rtt_ms") else [])
-    if not readings:
-        raise MissingData(f"{flow}: no idle ping from {meta['src']} to {meta['dst']}, no min_rtt: no path RTT")
-    return min(readings)
+    min_rtt = run.flow_summary(flow).get("min_rtt_ms")
+    try:
+        ping = run.idle_ping_min_ms(flow)
+    except MissingData:
+        if not min_rtt:
+            raise
+        return float(min_rtt)
+    return min(ping, float(min_rtt)) if min_rtt else ping
 
 
 @dataclass(frozen=True)

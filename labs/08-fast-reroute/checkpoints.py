@@ -59,15 +59,6 @@ def _route(run: StepRun, flow: str) -> dict[str, Any]:
     return refs[flow]
 
 
-def _idle_ping_min_ms(run: StepRun, flow: str) -> float:
-    """The minimum of the idle pings the run sent over the flow's path before the flows started."""
-    info = run.flow_summary(flow)
-    for idle in run.summary.get("idle_rtt") or []:
-        if idle["src"] == info["src"] and idle["dst"] == info["dst"] and idle.get("min_ms"):
-            return float(idle["min_ms"])
-    raise MissingData(f"summary.json has no idle pings of {info['src']} -> {info['dst']}")
-
-
 @checkpoint
 def path_rtt(run: StepRun, flow: str, rtt_ms: float) -> CheckResult:
     """The flow's minimum RTT is its path's propagation RTT plus what the emulated path itself adds:
@@ -75,7 +66,7 @@ def path_rtt(run: StepRun, flow: str, rtt_ms: float) -> CheckResult:
     serialization on each shaped link of the path."""
     measured = float(run.flow(flow)["min_rtt_ms"].min())
     route = _route(run, flow)
-    ping = _idle_ping_min_ms(run, flow)
+    ping = run.idle_ping_min_ms(flow)
     mtu = run_mtu(run.spec)
     capacity = {link["id"]: float(link["capacity_mbps"]) for link in run.summary["links"]}
     serialized_ms = serialization_ms(mtu, (capacity[link] for link in route["links"]))
@@ -246,9 +237,7 @@ def _link_busy_share(run: StepRun, link: str, t0: float, t1: float) -> float | N
     busy share), between t0 and t1; None over too little busy time."""
     rows = run.link(link)
     rows = rows[(rows["t"] >= t0) & (rows["t"] <= t1)].dropna(subset=["backlog_pkts", "tx_bytes"])
-    capacity = next((s["capacity_mbps"] for s in run.summary["links"] if s["id"] == link), None)
-    if not capacity:
-        raise MissingData(f"summary.json has no capacity of link {link}")
+    capacity = run.link_summary(link)["capacity_mbps"]
     samples = list(zip(rows["t"].astype(float), rows["backlog_pkts"].astype(float), rows["tx_bytes"].astype(float),
                        strict=True))
     return tc_busy_share(samples, int(float(capacity) * 1e6))["delivered_share"]
