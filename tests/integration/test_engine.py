@@ -213,14 +213,21 @@ def test_max_cwnd_pkts_holds_the_window_of_any_cc(tmp_path: Path) -> None:
         steady["t"].iloc[-1] - steady["t"].iloc[0])
     expected = 8 * steady["mss_bytes"].median() * 8 / 1e6 / (steady["srtt_ms"].mean() / 1000)
     assert abs(rate / expected - 1) <= 0.10, (rate, expected)
-    # the RTT sample of every ACK, per second: never below the 40 ms path, averaging what srtt says
-    # (sock_ops' RTT_CB, one sample per round, averaged 60 ms once against srtt's 45: delayed ACKs)
+    # The RTT sample of every ACK, per second: RACK's, the newest segment the ACK delivers. It is
+    # never below the 40 ms path, nor above it by more than the queue the flow's own 8 packets can
+    # make at 20 Mb/s (4.8 ms). srtt averages the kernel's other sample, the *oldest* segment an ACK
+    # newly acknowledges, which also holds the time a delayed-ACK receiver kept it waiting for the
+    # next segment: never below ours, and above it by what the receiver holds. Measured here: 41.66
+    # ms both (each ACK covers a back-to-back pair); CI once: 41.51 against srtt's 45.23, the rate
+    # following srtt. (sock_ops' RTT_CB, one sample per round, averaged 60 ms once: delayed ACKs.)
     rtts = pd.read_csv(out / "rtt_samples.csv")
     assert set(rtts["flow"]) == {"f1"} and len(rtts) >= 10 and (rtts["samples"] > 0).all()
     assert rtts["min_rtt_ms"].min() >= 40 and (rtts["min_rtt_ms"] <= rtts["mean_rtt_ms"]).all()
     late = rtts[rtts["t"] >= 2]
     mean = (late["mean_rtt_ms"] * late["samples"]).sum() / late["samples"].sum()
-    assert abs(mean / steady["srtt_ms"].mean() - 1) <= 0.05, (mean, steady["srtt_ms"].mean())
+    own_queue_ms = 8 * steady["mss_bytes"].median() * 8 / 20e6 * 1000
+    assert 40 <= mean <= 40 + own_queue_ms + 1, (mean, own_queue_ms)  # + 1 ms: stacks, emulator
+    assert mean <= steady["srtt_ms"].mean() * 1.01, (mean, steady["srtt_ms"].mean())
     env = json.loads((out / "environment.json").read_text())
     assert env["flows"]["f1"]["max_cwnd_pkts"] == 8 and env["cwnd_clamp"]["attached"] is True
     rounds_per_s = 1000 / late["mean_rtt_ms"].median()
