@@ -108,8 +108,12 @@ class BareNetem:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        failed = []  # each namespace gets its turn even if one deletion fails
         while self.made:
-            run_ok(["ip", "netns", "del", self.made.pop()])
+            ns = self.made.pop()
+            if subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=120, check=False).returncode:
+                failed.append(ns)
+        assert not failed, f"could not delete the scratch namespaces {failed}"
 
     def _pings(self) -> list[float]:
         """Per-ping RTTs (ms, 0.1-ms resolution at 10-100 ms), the first (ARP) left out."""
