@@ -18,16 +18,12 @@ setup:
 run: setup
 	$(PY) -m webapp
 
-# All tests, in tiers that fail fast: lint and the type checker, native unit tests, the Python
-# unit tier (what `make check` runs), then (after removing what killed runs left behind) the web
-# app, integration and lab tests (real namespaces) and the stock-kernel lane.
-test: setup lint
-	$(MAKE) -s -C linkemu test
-	$(MAKE) -s -C kernel-modules test modules-check
-	$(PY) -m pytest -p no:cacheprovider -q -m "not root and not slow" tests/unit
-	$(PY) -m fastlab cleanup
-	$(PY) -m pytest -p no:cacheprovider --durations=40 --ignore=tests/unit tests
-	$(MAKE) -s test-stock-kernel
+# All tests, in tiers that fail fast (scripts/test.sh prints each tier's time): lint and the type
+# checker, native unit tests, the Python unit tier (what `make check` runs: every lab's physics on its
+# recorded runs), then (after removing what killed runs left behind) the web app, integration and live
+# lab tests (real namespaces; invariants, DESIGN.md §10) and the stock-kernel lane.
+test: setup
+	@bash scripts/test.sh
 
 # The stock-kernel lane: Debian's distribution kernel in a QEMU VM (virtme-ng), running
 # tests/stock_kernel inside: FAST/HSTCP as modules, tc + netem, the OVS kernel datapath.

@@ -44,6 +44,9 @@ LABS_DIR = paths.REPO / "labs"
 MAX_MINUTES = 10
 FOLDER_RE = re.compile(r"^(\d\d)-([a-z0-9][a-z0-9-]*)$")
 CHECKPOINT_MARK = "__fastlab_checkpoint__"
+# A lab's recorded runs (fastlab.labrecord): recorded/full/<step>, recorded/short/<step>, and real runs
+# kept as labelled fixtures in recorded/cases/<name>
+RECORDED, FULL_FORM, SHORT_FORM, CASES = "recorded", "full", "short", "cases"
 TCPIP_HEADER_BYTES = 52  # IPv4 20 + TCP 20 + timestamps 12
 # SC2002's utilization: goodput over the port's capacity less 40 bytes of TCP/IP headers per
 # 1500-byte packet (925 Mb/s on a GbE port = 0.95). With TCP timestamps a packet carries 1448
@@ -62,9 +65,17 @@ class MissingData(LabError):
 
 # --- checkpoints -------------------------------------------------------------------------------
 
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+
+
 @dataclass
 class CheckResult:
-    """One checkpoint's verdict: what was measured, what was expected, and why that tolerance."""
+    """One checkpoint's verdict: what was measured, what was expected, and why that tolerance.
+
+    `passed` is the figure against its band. On a run the fidelity verdict calls unfaithful (or a
+    run without a verdict) the figure proves nothing either way: `inconclusive` then holds the
+    verdict's reasons and the status is INCONCLUSIVE, whatever the figure (DESIGN.md §10).
+    """
 
     name: str
     passed: bool
@@ -75,13 +86,19 @@ class CheckResult:
     # what the figure is, in the checkpoint's own words ("rate of f2 / rate of f1"): kept when
     # lab.yaml gives the call a name of its own ("rates follow alpha")
     quantity: str = ""
+    inconclusive: str = ""  # why the run cannot judge it (the fidelity verdict's reasons); "" = conclusive
+    evaluated: bool = True  # False: the run lacked what the checkpoint reads ("cannot evaluate")
+
+    @property
+    def status(self) -> str:
+        return INCONCLUSIVE if self.inconclusive else PASS if self.passed else FAIL
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return asdict(self) | {"status": self.status}
 
     def line(self) -> str:
         measured = f"{self.measured:.4g}" if isinstance(self.measured, float) else str(self.measured)
-        text = f"{'PASS' if self.passed else 'FAIL'} {self.name}: measured {measured}, expected {self.expected}"
+        text = f"{self.status.upper()} {self.name}: measured {measured}, expected {self.expected}"
         note = f" ({self.note})" if self.note else ""
         why = f"\n       why: {self.tolerance}" if self.tolerance else ""
         return text + note + why
@@ -142,18 +159,18 @@ def loss_starts(rows: pd.DataFrame, reductions: bool = False) -> list[int]:
     return np.flatnonzero(starts).tolist()
 
 
-def emulation_faithful(run: StepRun) -> CheckResult:
-    """The run's fidelity verdict (summary.json): a lab result counts only if the emulation kept
-    time. Labs expose it as a checkpoint: `faithful = checkpoint(emulation_faithful)`."""
+def fidelity_precondition(run: StepRun) -> str:
+    """Why the run cannot judge a lab's physics, or "" when it can: a checkpoint counts only on a run
+    whose fidelity verdict (summary.json) says the emulation kept time. An unfaithful run proves
+    nothing either way, so its checkpoints are INCONCLUSIVE, never PASS or FAIL; a run made before
+    verdicts existed cannot say, so the same holds."""
     verdict = run.summary.get("fidelity")
-    if verdict is None:
-        raise MissingData("summary.json has no fidelity verdict (a run made before verdicts existed)")
-    delays = [p["emulation_delay_ms"] for p in verdict["paths"] if p["emulation_delay_ms"] is not None]
-    return CheckResult("emulation faithful", bool(verdict["faithful"]),
-                       "faithful" if verdict["faithful"] else "NOT faithful", "faithful",
-                       "the emulators' departure lateness, socket drops, CPU and trace gaps within the limits "
-                       "of fastlab.fidelity: " + ("; ".join(verdict["reasons"]) if verdict["reasons"] else
-                                                  f"worst path delay {max(delays, default=0):.2f} ms"))
+    if not isinstance(verdict, dict) or "faithful" not in verdict:
+        return ("the run has no fidelity verdict (made before verdicts existed): whether its emulation kept time "
+                "is unknown")
+    if verdict["faithful"]:
+        return ""
+    return "the emulation was not faithful: " + "; ".join(str(r) for r in verdict.get("reasons") or ["no reason given"])
 
 
 class StepRun:
@@ -310,6 +327,31 @@ class CheckpointCall(_Strict):
         return self.name or self.check
 
 
+class LiveProperty(_Strict):
+    """A robust physical property a live run of the step's short form must show (tests/labs): the figure
+    a checkpoint measured (`of`, its label) inside a band wide enough that the run-to-run spread
+    `bench/labs.py` measured cannot reach its edges -- at least LIVE_MARGIN_SIGMAS standard deviations
+    from the median on each side. `why` says the physics of the band and the bench's figures."""
+
+    of: str = Field(min_length=1, max_length=80, description="the label of one of the step's checkpoints")
+    within: tuple[float, float] = Field(description="[lo, hi] of the measured figure")
+    why: str = Field(min_length=40, max_length=1000)
+
+    def judge(self, checks: list[CheckResult]) -> CheckResult:
+        """The property on a run's checkpoint results (a figure that was not measured fails it)."""
+        lo, hi = self.within
+        figure = next((c.measured for c in checks if c.name == self.of), None)
+        name = f"live: {self.of}"
+        if not isinstance(figure, int | float) or isinstance(figure, bool):
+            return CheckResult(name, False, "n/a", f"{lo:g}..{hi:g}", self.why, note="the checkpoint measured nothing",
+                               evaluated=False)
+        return within(name, float(figure), lo, hi, self.why)
+
+
+# A live property's band must stand this many standard deviations of the bench's spread from the median
+LIVE_MARGIN_SIGMAS = 4
+
+
 class Step(_Strict):
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,15}$")
     title: str = Field(min_length=1, max_length=200)
@@ -317,6 +359,7 @@ class Step(_Strict):
     set: list[str] = Field(default_factory=list, description="--set overrides applied to the spec")
     short: list[str] = Field(default_factory=list, description="extra overrides of the short (CI) form")
     checkpoints: list[CheckpointCall] = Field(min_length=1)
+    live: list[LiveProperty] = Field(default_factory=list, description="what a live CI run of the short form asserts")
 
 
 class LabFile(_Strict):
@@ -352,6 +395,10 @@ class Lab:
             if step.id == str(step_id):
                 return step
         raise LabError(f"lab {self.name}: no step {step_id!r} (steps: {', '.join(s.id for s in self.steps)})")
+
+    def recording(self, step_id: str, short: bool = False) -> Path:
+        """The folder of the step's recorded run, full or short form (`fastlab.labrecord` writes it)."""
+        return self.folder / RECORDED / (SHORT_FORM if short else FULL_FORM) / self.step(step_id).id
 
     def overrides(self, step: Step, short: bool = False) -> list[str]:
         return [*step.set, *(step.short if short else [])]
@@ -430,6 +477,13 @@ def load_lab_folder(folder: Path) -> Lab:
     for i, step in enumerate(parsed.steps):
         for j, call in enumerate(step.checkpoints):
             _check_call(folder.name, f"steps[{i}].checkpoints[{j}]", call, checks)
+        short_labels = {c.label for c in step.checkpoints if not c.full_only}
+        for j, prop in enumerate(step.live):
+            if prop.of not in short_labels:
+                raise LabError(f"{folder.name}/lab.yaml: steps[{i}].live[{j}].of: no checkpoint {prop.of!r} in the "
+                               f"short form (it has: {', '.join(sorted(short_labels))})")
+            if not prop.within[0] < prop.within[1]:
+                raise LabError(f"{folder.name}/lab.yaml: steps[{i}].live[{j}].within: lo must be below hi")
     return Lab(int(m.group(1)), m.group(2), folder, parsed.title, parsed.summary, parsed.minutes,
                list(parsed.steps), checks)
 
@@ -463,10 +517,20 @@ def evaluate_step(lab: Lab, step_id: str, directory: Path | str, short: bool = F
     """Run a step's checkpoints on a run directory; a checkpoint that cannot read what it needs fails.
 
     A run of the short form skips the checkpoints marked `full_only` (a property only a full-length
-    run can show, the reason stated in lab.yaml); every other checkpoint applies to both forms.
+    run can show, the reason stated in lab.yaml); every other checkpoint applies to both forms. On a
+    run that fails the fidelity precondition every checkpoint is still computed (its figure is shown)
+    but is INCONCLUSIVE, with the verdict's reasons.
     """
+    return evaluate_run(lab, step_id, StepRun(directory), short)
+
+
+def evaluate_run(lab: Lab, step_id: str, run: StepRun, short: bool = False) -> list[CheckResult]:
+    """`evaluate_step` on a StepRun already open (whose traces a caller may have replaced in memory)."""
     step = lab.step(step_id)
-    run = StepRun(directory)
+    try:
+        precondition = fidelity_precondition(run)
+    except MissingData:
+        precondition = ""  # no summary.json: a broken run, whose checkpoints cannot evaluate and FAIL
     results = []
     for call in step.checkpoints:
         if short and call.full_only:
@@ -476,9 +540,17 @@ def evaluate_step(lab: Lab, step_id: str, directory: Path | str, short: bool = F
             result.quantity = result.quantity or result.name
             result.name = call.label if call.name else (result.name or call.label)
         except (LookupError, ValueError, ArithmeticError, OSError) as exc:  # data it cannot use: a FAIL, not a crash
-            result = CheckResult(call.label, False, "n/a", "", "", note=f"cannot evaluate: {exc}")
+            result = CheckResult(call.label, False, "n/a", "", "", note=f"cannot evaluate: {exc}", evaluated=False)
+        result.inconclusive = precondition
         results.append(result)
     return results
+
+
+def combined_status(statuses: list[str]) -> str:
+    """One verdict of several: FAIL if any failed, else INCONCLUSIVE if any was, else PASS (none: FAIL)."""
+    if not statuses or FAIL in statuses:
+        return FAIL
+    return INCONCLUSIVE if INCONCLUSIVE in statuses else PASS
 
 
 @dataclass
@@ -491,11 +563,21 @@ class StepOutcome:
     error: str = ""
 
     @property
+    def status(self) -> str:
+        return FAIL if self.error else combined_status([c.status for c in self.checks])
+
+    @property
     def passed(self) -> bool:
-        return not self.error and all(c.passed for c in self.checks)
+        return self.status == PASS
+
+    @property
+    def inconclusive(self) -> str:
+        """The fidelity verdict's reasons when the step's run could not judge its checkpoints."""
+        return next((c.inconclusive for c in self.checks if c.inconclusive), "")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "directory": self.directory, "passed": self.passed,
+        return {"id": self.id, "title": self.title, "directory": self.directory, "status": self.status,
+                "passed": self.passed, "inconclusive": self.inconclusive,
                 "duration_s": round(self.duration_s, 1), "error": self.error,
                 "checks": [c.as_dict() for c in self.checks]}
 
@@ -509,15 +591,36 @@ class LabRun:
     steps: list[StepOutcome] = field(default_factory=list)
 
     @property
+    def status(self) -> str:
+        return combined_status([s.status for s in self.steps])
+
+    @property
     def passed(self) -> bool:
-        return bool(self.steps) and all(s.passed for s in self.steps)
+        return self.status == PASS
+
+    def headline(self) -> str:
+        """One line for the CLI: all pass, some FAIL, or inconclusive and why."""
+        if self.status == PASS:
+            return f"lab {self.lab.name}: all checkpoints pass"
+        if self.status == FAIL:
+            return f"lab {self.lab.name}: some checkpoints FAIL"
+        steps = ", ".join(s.id for s in self.steps if s.status == INCONCLUSIVE)
+        return (f"lab {self.lab.name}: INCONCLUSIVE: the run of step(s) {steps} was not faithful, so their "
+                f"checkpoints prove nothing either way; run them again on a quieter machine or at a lower scale")
 
     def as_dict(self) -> dict[str, Any]:
         return {"lab": self.lab.number, "name": self.lab.name, "title": self.lab.title, "short": self.short,
-                "started": self.started, "passed": self.passed, "steps": [s.as_dict() for s in self.steps]}
+                "started": self.started, "status": self.status, "passed": self.passed,
+                "steps": [s.as_dict() for s in self.steps]}
 
     def save(self) -> None:
         (self.directory / "lab.json").write_text(json.dumps(self.as_dict(), indent=1))
+
+
+# Exit status of `fastlab lab run` and `lab check`: 0 every checkpoint passed, 1 one failed, and this
+# when none failed but a step's run was not faithful (its checkpoints inconclusive).
+EXIT_INCONCLUSIVE = 3
+EXIT_STATUS = {PASS: 0, FAIL: 1, INCONCLUSIVE: EXIT_INCONCLUSIVE}
 
 
 def lab_runs_root() -> Path:

@@ -20,7 +20,17 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
-from fastlab.labs import FOLDER_RE, Lab, LabError, evaluate_step, find_lab_folder, lab_folders, load_lab_folder
+from fastlab.labs import (
+    FOLDER_RE,
+    PASS,
+    Lab,
+    LabError,
+    combined_status,
+    evaluate_step,
+    find_lab_folder,
+    lab_folders,
+    load_lab_folder,
+)
 from fastlab.spec import ExperimentSpec, SpecError, format_validation_error, load_spec, to_plain
 from webapp.runner import clean
 
@@ -180,7 +190,8 @@ def what_it_checks(fn: Any) -> str:
 
 def evaluate(lab: Lab, step_id: str, run_dir: Path, short: bool = False) -> dict[str, Any]:
     """The step's checkpoints on a finished run directory: each verdict with what was measured and why
-    (a short-form run without the checkpoints only a full-length run can show), and the same in plain
+    (a short-form run without the checkpoints only a full-length run can show; on a run the fidelity
+    verdict calls unfaithful each is INCONCLUSIVE, with the verdict's reasons), and the same in plain
     words: which quantity (`quantity`), what the check is about (`checks`, from its docstring) and the
     figure against its range (`result`)."""
     calls = [c for c in lab.step(step_id).checkpoints if not (short and c.full_only)]
@@ -188,12 +199,15 @@ def evaluate(lab: Lab, step_id: str, run_dir: Path, short: bool = False) -> dict
     for call, r in zip(calls, evaluate_step(lab, step_id, run_dir, short), strict=True):
         measured = _measured(r.measured)
         shown = number_text(measured) if isinstance(measured, float) else str(measured or "n/a")
-        checks.append({"name": str(r.name), "passed": bool(r.passed), "measured": measured,
+        checks.append({"name": str(r.name), "passed": r.status == PASS, "status": r.status,
+                       "inconclusive": r.inconclusive, "measured": measured,
                        "expected": str(r.expected), "tolerance": str(r.tolerance), "note": str(r.note),
                        "quantity": str(r.quantity), "checks": what_it_checks(lab.checks.get(call.check)),
                        "measured_text": shown,
                        "result": plain_result(measured, str(r.expected), bool(r.passed))})
-    return {"passed": bool(checks) and all(c["passed"] for c in checks), "checks": checks}
+    status = combined_status([c["status"] for c in checks])
+    return {"passed": status == PASS, "status": status,
+            "inconclusive": next((c["inconclusive"] for c in checks if c["inconclusive"]), ""), "checks": checks}
 
 def lab_spec(lab: Lab, spec: str, sets: list[str]) -> ExperimentSpec:
     """A spec file of the lab's folder with --set overrides (the new-run form's prefill); LabError naming

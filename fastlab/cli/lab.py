@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ def _print_step(outcome: Any) -> None:
     print(f"step {outcome.id}: {outcome.title} ({outcome.duration_s:.0f} s) -> {outcome.directory}")
     if outcome.error:
         print(f"  FAIL {outcome.error}")
+    if outcome.inconclusive:
+        print(f"  INCONCLUSIVE: {outcome.inconclusive}; the figures below prove nothing either way")
     for check in outcome.checks:
         print(f"  {check.line()}")
 
@@ -40,7 +43,7 @@ def cmd_lab_list(args: argparse.Namespace) -> int:
 
 
 def cmd_lab_run(args: argparse.Namespace) -> int:
-    from fastlab.labs import LabError, run_lab
+    from fastlab.labs import EXIT_STATUS, LabError, run_lab
 
     lab = _lab(args.lab)
     out = Path(args.out) if args.out else None
@@ -57,13 +60,13 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     if cancel.is_set():
         raise KeyboardInterrupt
-    print(f"lab {lab.name}: {'all checkpoints pass' if run.passed else 'some checkpoints FAIL'}")
+    print(run.headline())
     print(run.directory)
-    return 0 if run.passed else 1
+    return EXIT_STATUS[run.status]
 
 
 def cmd_lab_check(args: argparse.Namespace) -> int:
-    from fastlab.labs import LabError, check_lab_run, latest_lab_run
+    from fastlab.labs import EXIT_STATUS, LabError, check_lab_run, latest_lab_run
 
     try:
         directory = Path(args.run) if args.run else latest_lab_run(_lab(args.lab))
@@ -74,8 +77,68 @@ def cmd_lab_check(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     for outcome in run.steps:
         _print_step(outcome)
-    print(f"lab {run.lab.name}: {'all checkpoints pass' if run.passed else 'some checkpoints FAIL'}")
-    return 0 if run.passed else 1
+    print(run.headline())
+    return EXIT_STATUS[run.status]
+
+
+def cmd_lab_record(args: argparse.Namespace) -> int:
+    """Run the lab's steps (or the ones named) in the forms asked and store each run on which every
+    checkpoint passes as the step's recording (fastlab.labrecord); a run that does not is kept where it
+    ran and named, not stored."""
+    from fastlab.labrecord import size_of, store_recording
+    from fastlab.labs import LabError, lab_runs_root, run_lab
+
+    lab = _lab(args.lab)
+    forms = {"full": [False], "short": [True], "both": [False, True]}[args.form]
+    refused = 0
+    try:
+        for step_id in args.step:
+            lab.step(step_id)
+        need_root("fastlab lab record")
+        cancel = cancel_on_signals()
+        for short in forms:
+            form = "short" if short else "full"
+            out = lab_runs_root() / f"record-{dt.datetime.now():%Y%m%d-%H%M%S}-{lab.name}-{form}"
+            run = run_lab(lab, out=out, short=short, step_ids=args.step or None, on_step=_print_step, cancel=cancel)
+            if cancel.is_set():
+                raise KeyboardInterrupt
+            for outcome in run.steps:
+                try:
+                    target, report = store_recording(lab, outcome.id, short, Path(outcome.directory))
+                except LabError as exc:
+                    refused += 1
+                    print(f"NOT RECORDED {outcome.id} ({form}): {exc}; the run stays in {outcome.directory}")
+                    continue
+                dropped = sum(len(c) for c in report.dropped.values())
+                print(f"recorded {outcome.id} ({form}) -> {target} ({size_of(target) / 1e3:.0f} kB, "
+                      f"{dropped} trace columns no checkpoint reads left out)")
+    except LabError as exc:
+        raise CliError(str(exc)) from None
+    return 1 if refused else 0
+
+
+def cmd_lab_keep(args: argparse.Namespace) -> int:
+    """Keep a step of a finished lab run as a labelled case (recorded/cases/NAME) with its verdict."""
+    import json
+
+    from fastlab.labrecord import keep_case, size_of
+    from fastlab.labs import LabError
+
+    lab = _lab(args.lab)
+    run_dir = Path(args.run)
+    try:
+        try:
+            short = bool(json.loads((run_dir / "lab.json").read_text()).get("short"))
+        except (OSError, ValueError, AttributeError) as exc:
+            raise LabError(f"--run {run_dir}: not a lab run (lab.json: {exc})") from None
+        step_dir = run_dir / lab.step(args.step).id
+        if not step_dir.is_dir():
+            raise LabError(f"--run {run_dir}: no run of step {args.step}")
+        target, _ = keep_case(lab, step_dir, args.step, short, args.name, args.expect, args.why, args.source)
+    except LabError as exc:
+        raise CliError(str(exc)) from None
+    print(f"kept {target} ({size_of(target) / 1e3:.0f} kB): it must stay {args.expect}")
+    return 0
 
 
 def register(sub: Any) -> None:
@@ -93,3 +156,18 @@ def register(sub: Any) -> None:
     lab_check.add_argument("lab", help="lab number, folder name or slug")
     lab_check.add_argument("--run", help="lab run directory (default: the latest run of the lab)")
     lab_check.set_defaults(func=cmd_lab_check)
+    record = lab_sub.add_parser("record", help="run steps and store them as the lab's recorded runs (unit tier)")
+    record.add_argument("lab", help="lab number, folder name or slug")
+    record.add_argument("--step", action="append", default=[], metavar="ID", help="only this step (repeatable)")
+    record.add_argument("--form", choices=["full", "short", "both"], default="both", help="which forms (default both)")
+    record.set_defaults(func=cmd_lab_record)
+    keep = lab_sub.add_parser("keep", help="keep a step of a lab run as a labelled case with its verdict")
+    keep.add_argument("lab", help="lab number, folder name or slug")
+    keep.add_argument("--run", required=True, help="the lab run directory (holds lab.json)")
+    keep.add_argument("--step", required=True, metavar="ID", help="the step to keep")
+    keep.add_argument("--as", dest="name", required=True, metavar="NAME", help="the case's name (a-z, 0-9, -)")
+    keep.add_argument("--expect", required=True, choices=["pass", "fail", "inconclusive"],
+                      help="the step's verdict the case must keep getting")
+    keep.add_argument("--why", required=True, help="what happened in the run and why that verdict")
+    keep.add_argument("--source", required=True, help="where the run came from (CI, bench; date, commit)")
+    keep.set_defaults(func=cmd_lab_keep)

@@ -23,7 +23,6 @@ from fastlab.labs import (
     MissingData,
     StepRun,
     checkpoint,
-    emulation_faithful,
     loss_starts,
     within,
 )
@@ -404,6 +403,5 @@ def regain_after_one_loss(run: StepRun, flow: str = "f1", link: str = "cern-gbe"
     return result
 
 
-faithful = checkpoint(emulation_faithful)
 decrease_factor = checkpoint(hstcp_theory.decrease_factor)
 limited_slow_start = checkpoint(hstcp_theory.limited_slow_start)

@@ -24,7 +24,6 @@ from fastlab.labs import (
     MissingData,
     StepRun,
     checkpoint,
-    emulation_faithful,
     within,
 )
 from fastlab.spec import MTU_BYTES, parse_spec
@@ -33,7 +32,6 @@ from fastlab.topology import build_plan
 FROM_S = 40.0  # after FAST's start-up at full scale (see the module docstring)
 GBE_PAYLOAD_MBPS = 1000 * 1460 / 1500  # the paper's utilization denominator per port
 
-faithful = checkpoint(emulation_faithful)
 
 
 def _window(run: StepRun) -> tuple[float, float]:

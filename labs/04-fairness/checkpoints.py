@@ -27,7 +27,6 @@ from fastlab.labs import (
     MissingData,
     StepRun,
     checkpoint,
-    emulation_faithful,
     link_kept_busy,
     loss_starts,
     within,
@@ -361,4 +360,3 @@ def fast_outlasts_linux(run: StepRun, t0: float = 10.0) -> CheckResult:
     return result
 
 
-faithful = checkpoint(emulation_faithful)

@@ -34,7 +34,7 @@ import pandas as pd
 
 from fastlab.ccset import FAST_PARAMS
 from fastlab.fast_theory import StepFigures, packet_bits, run_mtu, step_figures, step_response
-from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, emulation_faithful, within
+from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, within
 
 SETTLE_BAND = 0.10  # of the step: "settled" = within this (or the 1/gamma floor band, or the RTT noise) of final
 BEFORE_S = 1.5  # window before the change: its median over this long
@@ -50,7 +50,6 @@ TAIL_S = 1.0  # queue samples end this long before the trace: the flow stops fir
 MODEL_PEAK_PKTS = 2
 DEFAULTS = {p.name: p.default for p in FAST_PARAMS}
 
-faithful = checkpoint(emulation_faithful)
 
 
 @dataclass(frozen=True)

@@ -210,7 +210,7 @@ def test_labs_count_the_bdp_in_packets_of_the_runs_mtu(lab_no: int, step: str, m
 
     lab = load_lab(lab_no)
     module = sys.modules["fastlab_lab_" + lab.name.replace("-", "_")]
-    recorded = lab.folder / "recorded" / step
+    recorded = lab.recording(step)
     std = module_fn(module, StepRun(recorded))
     jumbo = module_fn(module, StepRun(_with_mtu(recorded, tmp_path / step, 9000)))
     assert jumbo == pytest.approx(std / 6)

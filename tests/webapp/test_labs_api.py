@@ -205,17 +205,22 @@ def test_checkpoints_of_a_real_short_step_run(tmp_path: Path, tiny_labs: Path) -
         assert (result["lab"], result["lab_name"], result["step"], result["short"]) == (1, "01-tiny", "fill", True)
         checks = {c["name"]: c for c in result["checks"]}
         assert list(checks) == ["bottleneck utilization", "impossible utilization", "missing flow"]
-        utilization = json.loads((results / run["id"] / "summary.json").read_text())["links"][0]["utilization"]
+        summary = json.loads((results / run["id"] / "summary.json").read_text())
+        utilization = summary["links"][0]["utilization"]
         passing = checks["bottleneck utilization"]
-        assert passing["passed"] is True and passing["expected"] == "0.8..1.02"
+        assert passing["expected"] == "0.8..1.02" and "1-BDP buffer" in passing["tolerance"]
         assert passing["measured"] == pytest.approx(utilization, abs=1e-4)
-        assert "1-BDP buffer" in passing["tolerance"]
         impossible = checks["impossible utilization"]
         assert impossible["passed"] is False and impossible["measured"] == passing["measured"]
         missing = checks["missing flow"]
         assert missing["passed"] is False and missing["measured"] == "n/a"
         assert "cannot evaluate" in missing["note"] and "f9" in missing["note"]
         assert result["passed"] is False
+        if summary["fidelity"]["faithful"]:
+            assert [c["status"] for c in checks.values()] == ["pass", "fail", "fail"] and result["status"] == "fail"
+        else:  # a busy machine: the figures are computed, the verdicts are not given
+            assert {c["status"] for c in checks.values()} == {"inconclusive"} and result["status"] == "inconclusive"
+            assert result["inconclusive"].startswith("the emulation was not faithful")
         # an ordinary run: listed, with its results page and bundle
         assert client.get("/api/runs").get_json()[0]["id"] == run["id"]
         page = client.get(f"/runs/{run['id']}").get_data(as_text=True)

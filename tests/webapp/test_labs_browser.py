@@ -60,16 +60,21 @@ def test_run_a_lab_step_and_see_live_traces_and_checkpoints(tmp_path: Path, tiny
     api = app.test_client().get(f"/api/runs/{run_id}/checkpoints").get_json()
     measured = next(c["measured"] for c in api["checks"] if c["name"] == "bottleneck utilization")
     row = page.locator("#checkpoints tr[data-checkpoint='bottleneck utilization']")
-    assert row.get_attribute("class") == "pass"
-    assert row.locator(".verdict").inner_text() == "PASS"
     shown = float(row.locator(".measured").inner_text())
-    assert 0.8 <= shown <= 1.02 and shown == pytest.approx(measured, rel=5e-3)  # 3 digits
-    assert "expected between 0.8 and 1.02: in range" in row.inner_text() and "1-BDP buffer" in row.inner_text()
+    assert shown == pytest.approx(measured, rel=5e-3)  # 3 digits
     failed = page.locator("#checkpoints tr[data-checkpoint='impossible utilization']")
-    assert failed.locator(".verdict").inner_text() == "FAIL"
     assert "expected between 1.5 and 2: below the range" in failed.inner_text()
     assert float(failed.locator(".measured").inner_text()) == shown
-    assert page.inner_text("#checkpoints p") == "2 of 3 checkpoints failed"
+    if api["status"] != "inconclusive":
+        assert row.get_attribute("class") == "pass" and row.locator(".verdict").inner_text() == "PASS"
+        assert 0.8 <= shown <= 1.02
+        assert "expected between 0.8 and 1.02: in range" in row.inner_text() and "1-BDP buffer" in row.inner_text()
+        assert failed.locator(".verdict").inner_text() == "FAIL"
+        assert page.inner_text("#checkpoints p") == "2 of 3 checkpoints failed"
+    else:  # the run was not faithful (a busy machine): figures shown, no verdict given, and why
+        assert row.locator(".verdict").inner_text() == failed.locator(".verdict").inner_text() == "INCONCLUSIVE"
+        assert page.inner_text("#checkpoints p.summary").startswith("Inconclusive: this run was not faithful")
+        assert "the emulation was not faithful" in page.inner_text("#checkpoints")
     assert page.locator("#bundle").count() == 1  # an ordinary run: report and bundle
     page.screenshot(path=str(ARTIFACTS / "labs-3-checkpoints.png"), full_page=True)
 
@@ -78,5 +83,6 @@ def test_run_a_lab_step_and_see_live_traces_and_checkpoints(tmp_path: Path, tiny
     page.wait_for_url("**/labs/01-tiny#step-fill")
     page.wait_for_selector("#step-fill .checkpoints[data-loaded]", timeout=20_000)
     assert run_id in page.locator("#step-fill table.step-runs").inner_html()
-    assert page.locator("#step-fill tr.pass .verdict").inner_text() == "PASS"
+    first = "INCONCLUSIVE" if api["status"] == "inconclusive" else "PASS"
+    assert page.locator("#step-fill .checkpoints .verdict").first.inner_text() == first
     assert not errors, errors

@@ -36,7 +36,8 @@ RECORDED_RUN = "20261123-124630-lab02-fast-two-rtts"
 def recorded_band(lab: Path, step: str, name: str) -> str:
     """The range a checkpoint expects on the lab's recorded run, as the page words it ("between lo and
     hi"): the bounds are the lab's to derive (from its model and the run), not this test's to repeat."""
-    [result] = [r for r in evaluate_step(load_lab_folder(lab), step, lab / "recorded" / step) if r.name == name]
+    loaded = load_lab_folder(lab)
+    [result] = [r for r in evaluate_step(loaded, step, loaded.recording(step)) if r.name == name]
     lo, hi = result.expected.split("..")
     return f"expected between {lo} and {hi}"
 
@@ -44,7 +45,7 @@ def recorded_band(lab: Path, step: str, name: str) -> str:
 def register_lab_run(app: Any, run_id: str, lab: Path, step: str) -> Path:
     """A finished lab step run in the app's history: a copy of the lab's recorded run of that step."""
     results = Path(app.config["RESULTS_ROOT"])
-    shutil.copytree(lab / "recorded" / step, results / run_id)
+    shutil.copytree(load_lab_folder(lab).recording(step), results / run_id)
     assert app.test_client().get("/api/runs").status_code == 200  # indexes the folder
     with sqlite3.connect(app.config["DATABASE"]) as conn:
         conn.execute("UPDATE runs SET lab = ?, lab_step = ?, lab_short = 0 WHERE id = ?", (lab.name, step, run_id))

@@ -20,15 +20,22 @@ export async function showCheckpoints(box) {
     box.dataset.loaded = 'error';
     return;
   }
-  const failed = r.data.checks.filter((c) => !c.passed).length;
-  box.append(el('p', failed ? `${failed} of ${r.data.checks.length} checkpoints failed`
-    : `all ${r.data.checks.length} checkpoints passed`, `summary ${failed ? 'fail' : 'pass'}`));
+  const failed = r.data.checks.filter((c) => c.status === 'fail').length;
+  if (r.data.status === 'inconclusive') {
+    // an unfaithful run proves nothing either way: its figures are shown, no verdict is given
+    box.append(el('p', 'Inconclusive: this run was not faithful, so its checkpoints prove nothing either way. '
+      + 'Run the step again when the machine is quieter (or at a lower scale).', 'summary inconclusive'));
+    box.append(el('p', r.data.inconclusive, 'note cp-note'));
+  } else {
+    box.append(el('p', failed ? `${failed} of ${r.data.checks.length} checkpoints failed`
+      : `all ${r.data.checks.length} checkpoints passed`, `summary ${failed ? 'fail' : 'pass'}`));
+  }
   const table = el('table', undefined, 'checkpoint-results');
   const head = el('tr');
   for (const h of ['result', 'checkpoint', 'what was measured, against what']) head.append(el('th', h));
   table.append(head);
   for (const c of r.data.checks) {
-    const tr = el('tr', undefined, c.passed ? 'pass' : 'fail');
+    const tr = el('tr', undefined, c.status);
     tr.dataset.checkpoint = c.name;
     const name = el('td', undefined, 'name');
     name.append(el('strong', c.name));
@@ -51,11 +58,11 @@ export async function showCheckpoints(box) {
       plain.append(why);
     }
     if (c.note) plain.append(el('div', c.note, 'note cp-note'));
-    tr.append(el('td', c.passed ? 'PASS' : 'FAIL', 'verdict'), name, plain);
+    tr.append(el('td', c.status.toUpperCase(), 'verdict'), name, plain);
     table.append(tr);
   }
   box.append(table);
-  box.dataset.loaded = failed ? 'fail' : 'pass';
+  box.dataset.loaded = r.data.status;
 }
 
 // --- running steps ---------------------------------------------------------------------------------
