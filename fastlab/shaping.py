@@ -60,6 +60,11 @@ EMULATOR_RT_PRIORITY = 10
 TC_STATS_READY_TIMEOUT_S = 60.0
 
 
+# The slowest rate a link may have: 1 kb/s, slower than any access link the labs model (a 512 kb/s
+# upstream); below it the integer b/s of the emulator and tc rounds towards 0, which means unlimited.
+MIN_RATE_BPS = 1000
+
+
 class ShapingError(RuntimeError):
     """A link could not be shaped as asked; the run stops."""
 
@@ -129,8 +134,13 @@ def resolve(shaped: ShapedLinkPlan, override: LinkSpec | None, mtu_bytes: int = 
         for key in ("rate_mbps", "delay_ms", "buffer"):
             if values[key] is None:
                 raise ShapingError(f"links.{shaped.id}: {name} {key} is not set")
-    return ResolvedLink(shaped.id, _direction(LinkDirection(**fwd), shaped.rtt_ms, mtu_bytes),
-                        _direction(LinkDirection(**rev), shaped.rtt_ms, mtu_bytes), backend, shaped.rtt_ms)
+    forward = _direction(LinkDirection(**fwd), shaped.rtt_ms, mtu_bytes)
+    reverse = _direction(LinkDirection(**rev), shaped.rtt_ms, mtu_bytes)
+    for name, direction in (("forward", forward), ("reverse", reverse)):
+        if direction.rate_bps < MIN_RATE_BPS:  # e.g. 1e-300 Mb/s, or a tiny scale: 0 b/s would mean unlimited
+            raise ShapingError(f"links.{shaped.id}: {name} rate {direction.rate_bps} b/s is below "
+                               f"{MIN_RATE_BPS} b/s: no link is that slow (a rate of 0 would mean unlimited)")
+    return ResolvedLink(shaped.id, forward, reverse, backend, shaped.rtt_ms)
 
 
 # --- planning (pure) ---------------------------------------------------------------------------
@@ -185,8 +195,17 @@ def loss_arg(loss: BernoulliLoss | EveryNthLoss | PlannedLoss | GilbertElliottLo
 def policy_args(tag: str, policy: TokenBucketPolicy | DocsisUpstreamPolicy | None) -> list[str]:
     """linkemu options for a direction's link-layer policy (the sustained rate is --XX-rate-bps)."""
     if isinstance(policy, TokenBucketPolicy):
-        return [f"--{tag}-policy", "tbf", f"--{tag}-tbf-burst-bytes", str(policy.burst_bytes),
+        argv = [f"--{tag}-policy", "tbf", f"--{tag}-tbf-burst-bytes", str(policy.burst_bytes),
                 f"--{tag}-tbf-peak-bps", str(int(round(policy.peak_mbps * 1e6)) if policy.peak_mbps else 0)]
+        if policy.max_delay_ms:
+            argv += [f"--{tag}-tbf-max-delay-us", str(max(1, int(round(policy.max_delay_ms * 1000))))]
+        if policy.granularity_ms:
+            argv += [f"--{tag}-tbf-granularity-us", str(max(1, int(round(policy.granularity_ms * 1000))))]
+        if policy.phantom is not None:
+            argv += [f"--{tag}-phantom-max-delay-us", str(max(1, int(round(policy.phantom.max_delay_ms * 1000)))),
+                     f"--{tag}-phantom-knee-ppm", str(max(1, int(round(policy.phantom.knee * 1e6)))),
+                     f"--{tag}-phantom-window-us", str(int(round(policy.phantom.window_ms * 1000)))]
+        return argv
     if isinstance(policy, DocsisUpstreamPolicy):
         us = lambda ms: str(int(round(ms * 1000)))  # noqa: E731
         return [f"--{tag}-policy", "docsis", "--docsis-map-interval-us", us(policy.map_interval_ms),

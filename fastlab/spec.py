@@ -138,12 +138,47 @@ LossSpec = Annotated[BernoulliLoss | EveryNthLoss | PlannedLoss | GilbertElliott
 
 # --- link-layer schedulers (emulator departure policies) ----------------------------------------
 
+# The calibrated phantom element's fitted defaults: the output of `bench/docsis.py --fit` (stored in
+# bench/data/docsis-phantom-fit.json; tests/unit hold these to it). Not derived from any mechanism.
+PHANTOM_FIT_MAX_DELAY_MS = 40.0
+PHANTOM_FIT_KNEE = 0.3
+PHANTOM_WINDOW_MS = 1000.0
+
+
+class PhantomDelay(Strict):
+    """Empirical, calibrated to Atov et al.'s measurements (TENCON 2005); the mechanism is unknown.
+
+    A real Cisco CMTS and cable modem of about 2005 added ~45 ms of load-dependent delay to a 3 Mb/s
+    downstream "when the link is highly, but not fully, utilised", its minimum RTT rising too; no
+    documented DOCSIS mechanism gives it (fastlab's sourced MAC model gives 8-12 ms that do not depend
+    on load). This element reproduces the measurement, named as a calibration: every downstream packet
+    is delayed after the shaper (so the link keeps its full rate) by D = max_delay_ms x min(1, load /
+    knee), load = what the downstream carried over the last window_ms over its rate. linkemu/phantom.h.
+    """
+
+    model: Literal["calibrated_load_delay"]
+    max_delay_ms: float = Field(PHANTOM_FIT_MAX_DELAY_MS, gt=0, le=10_000,
+                                description="the delay at and above the knee (fitted)")
+    knee: float = Field(PHANTOM_FIT_KNEE, ge=1e-6, le=1.0,
+                        description="the load share (of the link's rate) at which the delay is reached (fitted)")
+    window_ms: float = Field(PHANTOM_WINDOW_MS, ge=0.064, le=60_000, description="the load is read over this span")
+
+
 class TokenBucketPolicy(Strict):
-    """Token bucket at the link rate (max sustained rate), serializing at the peak rate while tokens last."""
+    """Token bucket at the link rate (max sustained rate), serializing at the peak rate while tokens last;
+    optionally Cisco's downstream shaping (a frame short of tokens waits whole slots of `granularity_ms`,
+    and is dropped when that wait would exceed `max_delay_ms`) and the calibrated phantom element."""
 
     model: Literal["token_bucket"]
     burst_bytes: int = Field(3044, ge=1, le=100_000_000, description="bucket depth (max traffic burst)")
     peak_mbps: float | None = Field(None, gt=0, le=400_000, description="peak (PHY) rate; none = unlimited")
+    max_delay_ms: float | None = Field(None, ge=0.001, le=100_000,
+                                       description="drop threshold on the shaping delay (Cisco max-delay: "
+                                                   "128/256/512/1024 ms, IOS 12.2BC default 128); none = no threshold")
+    granularity_ms: float | None = Field(None, ge=0.001, le=1000,
+                                         description="shaping-queue slot width (Cisco: 1/2/4/8/16 ms, default 4); "
+                                                     "none = exact delays")
+    phantom: PhantomDelay | None = Field(None, description="the calibrated load-dependent delay; none = off")
 
 
 class DocsisUpstreamPolicy(Strict):
@@ -336,6 +371,7 @@ def _field_path(loc: tuple[Any, ...]) -> str:
         if isinstance(item, int):
             parts[-1:] = [f"{parts[-1] if parts else ''}[{item}]"]
         elif item in ("bernoulli", "every_nth", "packets", "gilbert_elliott", "token_bucket", "docsis_upstream",
+                      "calibrated_load_delay",
                       "function-after[_window()]",
                       "function-after[_flows_within_run()]"):
             continue

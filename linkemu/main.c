@@ -107,7 +107,9 @@ static const char *prog = "linkemu";
 enum dir_field {
 	F_RATE, F_DELAY, F_JITTER, F_LIMIT_PKTS, F_LIMIT_BYTES, F_LOSS,
 	F_POLICY, F_TBF_BURST, F_TBF_PEAK, F_UPSTREAM,
-	F_NFIELDS
+	F_TBF_MAX_DELAY, F_TBF_GRANULARITY,
+	F_PHANTOM_MAX_DELAY, F_PHANTOM_KNEE, F_PHANTOM_WINDOW,
+	F_NFIELDS	/* at most 16: DIR_OPT's stride */
 };
 
 /* Departure policy of a direction (--XX-policy). */
@@ -166,6 +168,11 @@ static const struct option long_opts[] = {
 	{ "ab-tbf-burst-bytes",	required_argument, NULL, DIR_OPT(0, F_TBF_BURST) },
 	{ "ab-tbf-peak-bps",	required_argument, NULL, DIR_OPT(0, F_TBF_PEAK) },
 	{ "ab-upstream-bps",	required_argument, NULL, DIR_OPT(0, F_UPSTREAM) },
+	{ "ab-tbf-max-delay-us", required_argument, NULL, DIR_OPT(0, F_TBF_MAX_DELAY) },
+	{ "ab-tbf-granularity-us", required_argument, NULL, DIR_OPT(0, F_TBF_GRANULARITY) },
+	{ "ab-phantom-max-delay-us", required_argument, NULL, DIR_OPT(0, F_PHANTOM_MAX_DELAY) },
+	{ "ab-phantom-knee-ppm", required_argument, NULL, DIR_OPT(0, F_PHANTOM_KNEE) },
+	{ "ab-phantom-window-us", required_argument, NULL, DIR_OPT(0, F_PHANTOM_WINDOW) },
 	{ "ba-rate-bps",	required_argument, NULL, DIR_OPT(1, F_RATE) },
 	{ "ba-delay-us",	required_argument, NULL, DIR_OPT(1, F_DELAY) },
 	{ "ba-jitter-us",	required_argument, NULL, DIR_OPT(1, F_JITTER) },
@@ -176,6 +183,11 @@ static const struct option long_opts[] = {
 	{ "ba-tbf-burst-bytes",	required_argument, NULL, DIR_OPT(1, F_TBF_BURST) },
 	{ "ba-tbf-peak-bps",	required_argument, NULL, DIR_OPT(1, F_TBF_PEAK) },
 	{ "ba-upstream-bps",	required_argument, NULL, DIR_OPT(1, F_UPSTREAM) },
+	{ "ba-tbf-max-delay-us", required_argument, NULL, DIR_OPT(1, F_TBF_MAX_DELAY) },
+	{ "ba-tbf-granularity-us", required_argument, NULL, DIR_OPT(1, F_TBF_GRANULARITY) },
+	{ "ba-phantom-max-delay-us", required_argument, NULL, DIR_OPT(1, F_PHANTOM_MAX_DELAY) },
+	{ "ba-phantom-knee-ppm", required_argument, NULL, DIR_OPT(1, F_PHANTOM_KNEE) },
+	{ "ba-phantom-window-us", required_argument, NULL, DIR_OPT(1, F_PHANTOM_WINDOW) },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -189,7 +201,17 @@ static const uint64_t field_max[F_NFIELDS] = {
 	[F_TBF_BURST] = EMU_TB_MAX_DEPTH_BYTES,
 	[F_TBF_PEAK] = EMU_TB_MAX_RATE_BPS,
 	[F_UPSTREAM] = 1000000000000ULL,
+	[F_TBF_MAX_DELAY] = EMU_TB_MAX_DELAY_NS / 1000,
+	[F_TBF_GRANULARITY] = EMU_TB_MAX_DELAY_NS / 1000,
+	[F_PHANTOM_MAX_DELAY] = EMU_PHANTOM_MAX_DELAY_NS / 1000,
+	[F_PHANTOM_KNEE] = EMU_PHANTOM_PPM,
+	[F_PHANTOM_WINDOW] = EMU_PHANTOM_MAX_WINDOW_NS / 1000,
 };
+
+_Static_assert(F_NFIELDS <= 16, "DIR_OPT gives each direction 16 option slots");
+
+/* The phantom element's load window unless given: 1 s, many RTTs of a 100-ms path. */
+#define PHANTOM_DEF_WINDOW_US	1000000ULL
 
 #define US_MAX_DOCSIS_MAP	(EMU_DOCSIS_MAX_MAP_INTERVAL_NS / 1000)
 #define US_MAX_DOCSIS_DELAY	(EMU_DOCSIS_MAX_DELAY_NS / 1000)
@@ -284,6 +306,11 @@ static void print_usage(FILE *f)
 "       [--ba-limit-pkts N] [--ba-limit-bytes N] [--ba-loss MODEL]\n"
 "       [--ab-policy P] [--ab-tbf-burst-bytes 3044] [--ab-tbf-peak-bps 0]\n"
 "       [--ba-policy P] [--ba-tbf-burst-bytes 3044] [--ba-tbf-peak-bps 0]\n"
+"       [--XX-tbf-max-delay-us 0] [--XX-tbf-granularity-us 0]   (tbf: Cisco's\n"
+"        drop threshold on the shaping delay, and its slot width; 0 = none)\n"
+"       [--XX-phantom-max-delay-us 0 --XX-phantom-knee-ppm N\n"
+"        --XX-phantom-window-us 1000000]   (tbf: the calibrated load-dependent\n"
+"        delay of phantom.h, D = max x min(1, load/knee); 0 = off)\n"
 "       [--docsis-map-interval-us 2000] [--docsis-lookahead-us 1600]\n"
 "       [--docsis-request-transit-us 450] [--docsis-phy-rate-bps 2560000]\n"
 "       [--docsis-max-burst-bytes 3044] [--docsis-concatenation 1|0]\n"
@@ -324,6 +351,27 @@ static void check_policies(const struct opts *o)
 		if (rate && !dopt->v[F_TBF_BURST])
 			usage_error("--%s: must be at least 1 with a sustained rate",
 				    opt_name(DIR_OPT(d, F_TBF_BURST)));
+		if (!dopt->v[F_PHANTOM_MAX_DELAY])
+			continue;
+		if (!rate)
+			usage_error("--%s: needs a sustained rate (--%s): the load is read against it",
+				    opt_name(DIR_OPT(d, F_PHANTOM_MAX_DELAY)), opt_name(DIR_OPT(d, F_RATE)));
+		if (!dopt->v[F_PHANTOM_KNEE])
+			usage_error("--%s: must be at least 1 ppm with --%s",
+				    opt_name(DIR_OPT(d, F_PHANTOM_KNEE)), opt_name(DIR_OPT(d, F_PHANTOM_MAX_DELAY)));
+		if (dopt->v[F_PHANTOM_WINDOW] * 1000 < EMU_PHANTOM_MIN_WINDOW_NS)
+			usage_error("--%s: at least %llu us", opt_name(DIR_OPT(d, F_PHANTOM_WINDOW)),
+				    (unsigned long long)(EMU_PHANTOM_MIN_WINDOW_NS / 1000));
+	}
+	for (d = 0; d < 2; d++) {
+		const struct dir_opts *dopt = &o->dir[d];
+		static const int tbf_only[] = { F_TBF_MAX_DELAY, F_TBF_GRANULARITY, F_PHANTOM_MAX_DELAY };
+		unsigned int k;
+
+		for (k = 0; k < sizeof(tbf_only) / sizeof(tbf_only[0]); k++)
+			if (dopt->policy != POL_TBF && dopt->v[tbf_only[k]])
+				usage_error("--%s: needs --%s tbf", opt_name(DIR_OPT(d, tbf_only[k])),
+					    opt_name(DIR_OPT(d, F_POLICY)));
 	}
 	/* One byte per MAP at least, or no frame could ever be granted. */
 	if ((o->dir[0].policy == POL_DOCSIS || o->dir[1].policy == POL_DOCSIS) &&
@@ -347,8 +395,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->cpu = -1;
 	o->gso = 1;
 	o->max_burst_us = DEF_MAX_BURST_US;
-	for (d = 0; d < 2; d++)
+	for (d = 0; d < 2; d++) {
 		o->dir[d].v[F_TBF_BURST] = TBF_DEF_BURST_BYTES;
+		o->dir[d].v[F_PHANTOM_WINDOW] = PHANTOM_DEF_WINDOW_US;
+	}
 	emu_docsis_default_cfg(&o->docsis);
 	o->docsis.uncharged_bytes = EMU_L2_HEADER_BYTES;
 	opterr = 0;	/* our own one-line messages */
@@ -977,9 +1027,17 @@ static int fmt_policy(char *b, size_t n, const struct dir_io *d,
 	uint64_t mean;
 
 	switch (d->policy) {
-	case POL_TBF:
-		return snprintf(b, n, ",\"tokens_bytes\":%" PRIu64,
-				emu_tbf_tokens_bytes(&d->pol.tbf, now));
+	case POL_TBF: {
+		const struct emu_tbf *t = &d->pol.tbf;
+		const struct emu_phantom_stats *ph = &t->phantom.st;
+
+		mean = ph->pkts ? ph->delay_sum_ns / ph->pkts : 0;
+		return snprintf(b, n, ",\"tokens_bytes\":%" PRIu64 ",\"delay_drops\":%" PRIu64
+				",\"phantom\":{\"pkts\":%" PRIu64 ",\"delay_mean_us\":%" PRIu64
+				",\"delay_max_us\":%" PRIu64 ",\"load_ppm\":%" PRIu64 "}",
+				emu_tbf_tokens_bytes(t, now), t->delay_drops, ph->pkts, mean / 1000,
+				ph->delay_max_ns / 1000, ph->load_ppm);
+	}
 	case POL_DOCSIS:
 		/* Delays in us with ns resolution, from integer ns. */
 		mean = st->grants ? st->req_grant_delay_sum_ns / st->grants : 0;
@@ -1407,6 +1465,13 @@ int main(int argc, char **argv)
 				.burst_bytes = dopt->v[F_TBF_BURST],
 				.peak_bps = dopt->v[F_TBF_PEAK],
 				.uncharged_bytes = EMU_L2_HEADER_BYTES,
+				.max_delay_ns = dopt->v[F_TBF_MAX_DELAY] * 1000,
+				.granularity_ns = dopt->v[F_TBF_GRANULARITY] * 1000,
+				.phantom = {
+					.max_delay_ns = dopt->v[F_PHANTOM_MAX_DELAY] * 1000,
+					.knee_ppm = dopt->v[F_PHANTOM_KNEE],
+					.window_ns = dopt->v[F_PHANTOM_WINDOW] * 1000,
+				},
 			};
 
 			/* check_policies() already rejected what init would. */

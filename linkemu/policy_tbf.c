@@ -6,6 +6,8 @@
  * tokens and one for the peak-rate serialization.  No syscalls, no floating
  * point, so it runs under the unit tests' fake clock exactly as in linkemu.
  */
+#include <string.h>
+
 #include "policy_tbf.h"
 
 static uint64_t div_ceil(uint64_t a, uint64_t b)
@@ -83,14 +85,83 @@ int emu_tbf_init(struct emu_tbf *t, const struct emu_tbf_cfg *cfg)
 	    cfg->peak_bps > EMU_TB_MAX_RATE_BPS ||
 	    cfg->burst_bytes > EMU_TB_MAX_DEPTH_BYTES ||
 	    (cfg->rate_bps && !cfg->burst_bytes) ||
-	    (cfg->peak_bps && cfg->peak_bps < cfg->rate_bps))
+	    (cfg->peak_bps && cfg->peak_bps < cfg->rate_bps) ||
+	    cfg->max_delay_ns > EMU_TB_MAX_DELAY_NS ||
+	    cfg->granularity_ns > EMU_TB_MAX_DELAY_NS)
 		return -1;
+	memset(t, 0, sizeof(*t));
+	if (cfg->phantom.max_delay_ns) {
+		struct emu_phantom_cfg pc = cfg->phantom;
+
+		/* the load is read against the shaper's sustained rate */
+		pc.rate_bps = cfg->rate_bps;
+		pc.uncharged_bytes = cfg->uncharged_bytes;
+		if (emu_phantom_init(&t->phantom, &pc))
+			return -1;
+	}
 	emu_tb_init(&t->tb, cfg->rate_bps, cfg->burst_bytes);
 	t->peak_bps = cfg->peak_bps;
 	t->uncharged_bytes = cfg->uncharged_bytes;
-	t->last_departure_ns = 0;
-	t->rem = 0;
+	t->max_delay_ns = cfg->max_delay_ns;
+	t->granularity_ns = cfg->granularity_ns;
 	return 0;
+}
+
+/* The shaping delay d rounded up to whole slots of the shaping queue. */
+static uint64_t granulate(const struct emu_tbf *t, uint64_t d)
+{
+	if (!t->granularity_ns || !d)
+		return d;
+	return div_ceil(d, t->granularity_ns) * t->granularity_ns;
+}
+
+/* Bytes charged for `segs` segments of `wire` bytes (IP bytes: less the L2 header each). */
+static uint64_t charged_bytes(const struct emu_tbf *t, uint64_t wire, uint64_t segs)
+{
+	uint64_t free_bytes = segs * t->uncharged_bytes;
+
+	return wire > free_bytes ? wire - free_bytes : wire;
+}
+
+/*
+ * Start of serialization of a frame of `cost` units arriving at now_ns behind
+ * every frame already enqueued: when the PHY is free, or, if tokens are
+ * short then, when they have refilled -- that shaping delay (from the
+ * arrival) rounded up to whole slots.  A frame that only waits for the PHY
+ * (a burst at the peak rate) is not shaped.  Pure.
+ */
+static uint64_t shaped_start(const struct emu_tbf *t, uint64_t cost, uint64_t now_ns)
+{
+	uint64_t phy = now_ns > t->last_departure_ns ? now_ns : t->last_departure_ns;
+	uint64_t ready = emu_tb_ready_at(&t->tb, cost, phy);
+
+	if (ready == phy)
+		return phy;
+	return sat_add(now_ns, granulate(t, ready - now_ns));
+}
+
+static bool tbf_admit(void *ctx, uint64_t pending_bytes, uint32_t pending_segs,
+		      uint32_t seg_bytes, uint64_t now_ns)
+{
+	struct emu_tbf *t = ctx;
+	uint64_t cost;
+
+	if (!t->max_delay_ns)
+		return true;
+	/* the frame's earlier segments, not yet enqueued, take their tokens first */
+	cost = charged_bytes(t, pending_bytes + seg_bytes, (uint64_t)pending_segs + 1) *
+	       EMU_TB_UNITS_PER_BYTE;
+	if (shaped_start(t, cost, now_ns) - now_ns <= t->max_delay_ns)
+		return true;
+	t->delay_drops++;
+	return false;
+}
+
+static uint64_t tbf_latency(void *ctx, const struct emu_pkt *pkt, uint64_t departure_ns)
+{
+	struct emu_tbf *t = ctx;
+
+	return emu_phantom_delay(&t->phantom, departure_ns, pkt->wire_len, pkt->segs);
 }
 
 static uint64_t tbf_enqueue(void *ctx, const struct emu_pkt *pkt,
@@ -105,9 +176,9 @@ static uint64_t tbf_enqueue(void *ctx, const struct emu_pkt *pkt,
 	if (cost > t->tb.depth)
 		cost = t->tb.depth;
 
-	/* FIFO on one PHY: not before the previous frame is on the wire. */
-	start = now_ns > t->last_departure_ns ? now_ns : t->last_departure_ns;
-	start = emu_tb_ready_at(&t->tb, cost, start);
+	/* FIFO on one PHY: not before the previous frame is on the wire; a
+	 * frame short of tokens waits whole shaping-queue slots. */
+	start = shaped_start(t, cost, now_ns);
 	emu_tb_take(&t->tb, start, cost);
 
 	if (!t->peak_bps) {
@@ -132,6 +203,8 @@ static uint64_t tbf_enqueue(void *ctx, const struct emu_pkt *pkt,
 const struct emu_departure_ops emu_tbf_policy_ops = {
 	.name = "tbf",
 	.enqueue = tbf_enqueue,
+	.admit = tbf_admit,
+	.latency_ns = tbf_latency,
 };
 
 uint64_t emu_tbf_tokens_bytes(const struct emu_tbf *t, uint64_t now_ns)

@@ -25,6 +25,22 @@
  *                   (configure burst_bytes >= the largest IP packet to keep
  *                   the sustained rate exact).
  *
+ * Cisco's downstream shaping (CISCO-DOCS-EXT-MIB cdxQosIfRateLimitAlgm,
+ * "token-bucket shaping"; Cisco Broadband Cable Command Reference), both
+ * optional:
+ *   granularity_ns  a frame short of tokens is given the delay until they
+ *                   refill, rounded up to a whole number of shaping-queue
+ *                   slots of this width (1/2/4/8/16 ms; IOS default 4 ms);
+ *   max_delay_ns    a drop threshold on that computed delay (128/256/512/
+ *                   1024 ms; IOS 12.2BC default 128 ms): a frame that would
+ *                   wait longer is dropped on arrival (queue_drops, and
+ *                   delay_drops here), which makes the shaping queue's limit
+ *                   a time, not a number of bytes.
+ *
+ * And, after the shaper, an optional calibrated element (phantom.h): every
+ * frame's release is delayed by D(load), never its departure, so it never
+ * holds the link back.
+ *
  * Everything is integer arithmetic on ns timestamps with no cumulative
  * rounding: tokens are kept in units of 1/8e9 byte, so a rate of r bit/s
  * adds exactly r units per ns.
@@ -34,6 +50,7 @@
 
 #include <stdint.h>
 
+#include "phantom.h"
 #include "sched.h"
 
 #define EMU_NS_PER_SEC		1000000000ULL
@@ -47,6 +64,9 @@
 
 /* Largest rate, bit/s (as the core's --XX-rate-bps bound). */
 #define EMU_TB_MAX_RATE_BPS	1000000000000ULL
+
+/* Largest shaping delay threshold and slot width (bounds, not defaults). */
+#define EMU_TB_MAX_DELAY_NS	100000000000ULL	/* 100 s */
 
 /*
  * A token bucket in time: `level` tokens (units) at time `stamp_ns`.  Reads
@@ -78,14 +98,21 @@ struct emu_tbf_cfg {
 	uint64_t burst_bytes;	/* bucket depth (max burst); >= 1 if rate */
 	uint64_t peak_bps;	/* PHY rate; 0 = infinite, else >= rate_bps */
 	uint32_t uncharged_bytes; /* per frame, e.g. EMU_L2_HEADER_BYTES */
+	uint64_t max_delay_ns;	/* drop threshold on the shaping delay; 0 = none */
+	uint64_t granularity_ns; /* shaping-queue slot width; 0 = exact delays */
+	struct emu_phantom_cfg phantom; /* max_delay_ns 0 = no phantom element */
 };
 
 struct emu_tbf {
 	struct emu_tbucket tb;
 	uint64_t peak_bps;
 	uint32_t uncharged_bytes;
+	uint64_t max_delay_ns;
+	uint64_t granularity_ns;
 	uint64_t last_departure_ns; /* PHY busy until then */
 	uint64_t rem;		/* remainder of len*8e9 / peak, while busy */
+	uint64_t delay_drops;	/* segments refused by max_delay_ns */
+	struct emu_phantom phantom;
 };
 
 /* Returns 0, or -1 for an invalid configuration (see emu_tbf_cfg). */

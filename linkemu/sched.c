@@ -322,6 +322,8 @@ static void set_departure(struct emu_dir *d, uint64_t dep)
 	d->last_departure_ns = dep;
 
 	rel = sat_add(dep, next_latency(d));
+	if (d->ops->latency_ns)
+		rel = sat_add(rel, d->ops->latency_ns(d->ops_ctx, p, dep));
 	if (rel < d->last_release_ns)
 		rel = d->last_release_ns;
 	p->release_ns = rel;
@@ -498,7 +500,10 @@ uint32_t emu_dir_enqueue_frame(struct emu_dir *d, uint64_t arrival_ns,
 			    d->limit_pkts) ||
 			   (d->limit_bytes &&
 			    d->c.backlog_bytes + late_bytes + run_bytes + seg >
-			    d->limit_bytes)) {
+			    d->limit_bytes) ||
+			   (d->ops->admit &&
+			    !d->ops->admit(d->ops_ctx, run_bytes, run_n, seg,
+					   arrival_ns))) {
 			/* Drop-tail against what has not finished serialization. */
 			d->c.queue_drops++;
 			drop = true;

@@ -90,6 +90,14 @@ struct emu_dir;
  * next_event_ns: optional; the next time the policy needs advance() to be
  *                called (e.g. next grant), or EMU_TIME_NEVER.
  * destroy:       optional; releases ctx when the direction is destroyed.
+ * admit:         optional; a segment of seg_bytes (wire) arriving at now_ns
+ *                would join the queue behind everything enqueued so far and
+ *                pending_bytes/pending_segs of its own frame not yet passed
+ *                to enqueue.  Return false to drop it, as drop-tail
+ *                (queue_drops): e.g. a shaper whose limit is a delay.
+ * latency_ns:    optional; extra one-way delay of a packet that departs at
+ *                departure_ns, added to the link's delay (the release stays
+ *                FIFO: never before the previous packet's).
  */
 struct emu_departure_ops {
 	const char *name;
@@ -98,6 +106,10 @@ struct emu_departure_ops {
 	void (*advance)(void *ctx, struct emu_dir *d, uint64_t now_ns);
 	uint64_t (*next_event_ns)(void *ctx, const struct emu_dir *d);
 	void (*destroy)(void *ctx);
+	bool (*admit)(void *ctx, uint64_t pending_bytes, uint32_t pending_segs,
+		      uint32_t seg_bytes, uint64_t now_ns);
+	uint64_t (*latency_ns)(void *ctx, const struct emu_pkt *pkt,
+			       uint64_t departure_ns);
 };
 
 /* State of the built-in rate-serialization policy. */

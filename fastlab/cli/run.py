@@ -152,6 +152,12 @@ def cmd_topo_show(args: argparse.Namespace) -> int:
               f"default {design['default_path']}):")
         for name, core_path in design["paths"].items():
             print(f"  {name}: {core_path['description']} ({' '.join(core_path['links'])})")
+    calibrated = plan.metadata.get("calibrated")
+    if calibrated:
+        print(f"\nCalibrated element ({calibrated['element']}): every downstream packet delayed by "
+              f"{calibrated['max_delay_ms']:g} ms x min(1, load / {calibrated['knee']:g}), the load read over "
+              f"{calibrated['window_ms']:g} ms -- {calibrated['note']}. `--arg phantom=off`: the documented "
+              "mechanisms alone.")
     return 0
 
 

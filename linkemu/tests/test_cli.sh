@@ -64,6 +64,16 @@ expect_usage_error --ab-tbf-burst-bytes $OK --ab-policy tbf \
 expect_usage_error --ba-tbf-peak-bps $OK --ba-tbf-peak-bps -1
 expect_usage_error --ab-tbf-peak-bps $OK --ab-policy tbf \
 	--ab-rate-bps 3000000 --ab-tbf-peak-bps 1000000
+# Cisco's shaping options and the calibrated phantom element: tbf only, a rate to read the load against
+expect_usage_error --ab-tbf-max-delay-us $OK --ab-tbf-max-delay-us 512000
+expect_usage_error --ba-tbf-granularity-us $OK --ba-policy docsis --ba-tbf-granularity-us 4000
+expect_usage_error --ab-phantom-max-delay-us $OK --ab-policy tbf --ab-phantom-max-delay-us 40000 \
+	--ab-phantom-knee-ppm 500000
+expect_usage_error --ab-phantom-knee-ppm $OK --ab-policy tbf --ab-rate-bps 3000000 \
+	--ab-phantom-max-delay-us 40000
+expect_usage_error --ab-phantom-knee-ppm $OK --ab-phantom-knee-ppm 1000001
+expect_usage_error --ab-phantom-window-us $OK --ab-policy tbf --ab-rate-bps 3000000 \
+	--ab-phantom-max-delay-us 40000 --ab-phantom-knee-ppm 500000 --ab-phantom-window-us 10
 expect_usage_error --docsis-map-interval-us $OK --docsis-map-interval-us 0
 expect_usage_error --docsis-map-interval-us $OK --docsis-map-interval-us 2ms
 expect_usage_error --docsis-lookahead-us $OK --docsis-lookahead-us 1.6

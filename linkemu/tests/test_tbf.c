@@ -4,7 +4,10 @@
  * fake clock: burst at the peak rate then pacing at the sustained rate,
  * exact peak-rate serialization, long-run rate, refill after idle (also
  * after hours, without overflow), frames larger than the bucket, drop-tail,
- * the reported token level, and configuration checks.
+ * the reported token level, Cisco's shaping-queue granularity and max-delay
+ * drop threshold against hand-computed timelines, the calibrated phantom
+ * delay (phantom.h) applied at release and never at departure, and
+ * configuration checks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,16 +24,12 @@
 
 static uint8_t frame[2048];
 
-static int setup(struct emu_dir *d, struct emu_tbf *t, uint64_t rate,
-		 uint64_t burst, uint64_t peak, uint64_t limit_pkts)
+static int setup_cfg(struct emu_dir *d, struct emu_tbf *t, const struct emu_tbf_cfg *tc,
+		     uint64_t limit_pkts)
 {
-	struct emu_tbf_cfg tc = {
-		.rate_bps = rate, .burst_bytes = burst, .peak_bps = peak,
-		.uncharged_bytes = L2,
-	};
 	struct emu_dir_cfg cfg;
 
-	if (emu_tbf_init(t, &tc))
+	if (emu_tbf_init(t, tc))
 		return -1;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.max_frame = 1518;
@@ -39,6 +38,17 @@ static int setup(struct emu_dir *d, struct emu_tbf *t, uint64_t rate,
 	cfg.policy = &emu_tbf_policy_ops;
 	cfg.policy_ctx = t;
 	return emu_dir_init(d, &cfg);
+}
+
+static int setup(struct emu_dir *d, struct emu_tbf *t, uint64_t rate,
+		 uint64_t burst, uint64_t peak, uint64_t limit_pkts)
+{
+	struct emu_tbf_cfg tc = {
+		.rate_bps = rate, .burst_bytes = burst, .peak_bps = peak,
+		.uncharged_bytes = L2,
+	};
+
+	return setup_cfg(d, t, &tc, limit_pkts);
 }
 
 static enum emu_verdict enq(struct emu_dir *d, uint64_t now, uint32_t len)
@@ -242,6 +252,156 @@ static void test_droptail(void)
 	emu_dir_destroy(&d);
 }
 
+static int departures_are(struct emu_dir *d, const uint64_t *want, int n)
+{
+	int k, bad = 0;
+
+	for (k = 0; k < n; k++) {
+		struct emu_pkt *p = emu_dir_pop_due(d, 100 * SEC);
+
+		if (!p || p->departure_ns != want[k]) {
+			bad++;
+			printf("  pkt %d: %lu want %lu\n", k, p ? (unsigned long)p->departure_ns : 0UL,
+			       (unsigned long)want[k]);
+		}
+	}
+	return bad;
+}
+
+/*
+ * Granularity 4 ms, 8 Mb/s (1 byte/us), no peak, ten 1000-byte frames at 0.
+ * A 5000-byte bucket: five leave at 0; the sixth is short of tokens until
+ * 1 ms, a shaping delay rounded up to 4 ms; at 4 ms the bucket holds 4000 B
+ * (refilled since 0), so the 7th-9th find tokens when the PHY is free and go
+ * too (no shaping delay); the 10th needs tokens until 5 ms: 8 ms.  The long
+ * run keeps the rate: 4 frames per 4-ms slot.  A 1000-byte bucket, smaller
+ * than one slot of tokens, cannot: a frame every 4 ms (what Cisco's rule
+ * "burst at least rate x granularity" avoids).
+ */
+static void test_granularity_rounds_the_shaping_delay(void)
+{
+	struct emu_dir d;
+	struct emu_tbf t;
+	struct emu_tbf_cfg tc = { .rate_bps = 8000000, .burst_bytes = 5000, .uncharged_bytes = L2,
+				  .granularity_ns = 4 * MS };
+	const uint64_t big[] = { 0, 0, 0, 0, 0, 4 * MS, 4 * MS, 4 * MS, 4 * MS, 8 * MS };
+	const uint64_t small[] = { 0, 4 * MS, 8 * MS, 12 * MS };
+	int k;
+
+	CHECK(!setup_cfg(&d, &t, &tc, 0), "init");
+	for (k = 0; k < 10; k++)
+		enq(&d, 0, 1000 + L2);
+	CHECK(departures_are(&d, big, 10) == 0, "5000-byte bucket");
+	emu_dir_destroy(&d);
+	tc.burst_bytes = 1000;
+	CHECK(!setup_cfg(&d, &t, &tc, 0), "init");
+	for (k = 0; k < 4; k++)
+		enq(&d, 0, 1000 + L2);
+	CHECK(departures_are(&d, small, 4) == 0, "1000-byte bucket");
+	emu_dir_destroy(&d);
+	/* a burst at the peak rate only waits for the PHY: not shaped, not rounded */
+	tc.burst_bytes = 3000;
+	tc.peak_bps = 80000000;
+	CHECK(!setup_cfg(&d, &t, &tc, 0), "init");
+	for (k = 0; k < 2; k++)
+		enq(&d, 0, 1000 + L2);
+	{
+		const uint64_t peak[] = { 100 * US, 200 * US };
+
+		CHECK(departures_are(&d, peak, 2) == 0, "burst at the peak rate");
+	}
+	emu_dir_destroy(&d);
+}
+
+/*
+ * max-delay 3 ms, 8 Mb/s, 1000-byte bucket, no granularity: frames of 1000 B
+ * at 0 would start at 0, 1, 2, 3, 4 ms: the fifth (4 ms > 3) and the sixth
+ * are dropped on arrival, and the shaper's state is as if they never came: a
+ * frame at 3.5 ms waits 0.5 ms (tokens at 4 ms) and is taken.  With slots of
+ * 4 ms the second frame's 1 ms rounds to 4 ms > 3: dropped already.
+ */
+static void test_max_delay_is_a_drop_threshold(void)
+{
+	struct emu_dir d;
+	struct emu_tbf t;
+	struct emu_tbf_cfg tc = { .rate_bps = 8000000, .burst_bytes = 1000, .uncharged_bytes = L2,
+				  .max_delay_ns = 3 * MS };
+	const uint64_t want[] = { 0, 1 * MS, 2 * MS, 3 * MS, 4 * MS };
+	int k;
+
+	CHECK(!setup_cfg(&d, &t, &tc, 0), "init");
+	for (k = 0; k < 4; k++)
+		CHECK(enq(&d, 0, 1000 + L2) == EMU_QUEUED, "frame %d taken", k + 1);
+	CHECK(enq(&d, 0, 1000 + L2) == EMU_DROP_QUEUE, "5th: 4 ms > 3 ms");
+	CHECK(enq(&d, 0, 1000 + L2) == EMU_DROP_QUEUE, "6th");
+	CHECK(d.c.queue_drops == 2 && t.delay_drops == 2, "counted as queue drops");
+	CHECK(enq(&d, 3 * MS + 500 * US, 1000 + L2) == EMU_QUEUED, "0.5 ms at 3.5 ms");
+	CHECK(departures_are(&d, want, 5) == 0, "departures");
+	emu_dir_destroy(&d);
+	tc.granularity_ns = 4 * MS;
+	CHECK(!setup_cfg(&d, &t, &tc, 0), "init");
+	CHECK(enq(&d, 0, 1000 + L2) == EMU_QUEUED, "first: tokens there");
+	CHECK(enq(&d, 0, 1000 + L2) == EMU_DROP_QUEUE, "second: 1 ms rounds to 4 > 3");
+	emu_dir_destroy(&d);
+}
+
+/*
+ * The phantom element: D(u) = max x min(1, u/knee), u the load of the last
+ * window.  40 ms at a knee of half the rate; 8 Mb/s, a 64-ms window of 1-ms
+ * slots; one 1000-byte frame every 2 ms is half the rate: once the window
+ * is full (from 62 ms on) every frame is released 40 ms after it departs,
+ * and its departure is the shaper's (the element never holds the link
+ * back).  Frames that share a departure keep FIFO order.
+ */
+static void test_phantom_delays_release_not_departure(void)
+{
+	struct emu_phantom_cfg pc = { .max_delay_ns = 40 * MS, .knee_ppm = 500000,
+				      .window_ns = 64 * MS, .rate_bps = 8000000 };
+	struct emu_tbf_cfg tc = { .rate_bps = 8000000, .burst_bytes = 3044, .uncharged_bytes = L2,
+				  .phantom = pc };
+	struct emu_dir d;
+	struct emu_tbf t;
+	struct emu_pkt *p;
+	uint64_t k, bad = 0, early_max = 0;
+
+	CHECK(emu_phantom_curve_ns(&pc, 0) == 0, "no load, no delay");
+	CHECK(emu_phantom_curve_ns(&pc, 250000) == 20 * MS, "a quarter of the rate: half of it");
+	CHECK(emu_phantom_curve_ns(&pc, 500000) == 40 * MS && emu_phantom_curve_ns(&pc, 900000) == 40 * MS,
+	      "at and above the knee: all of it");
+	CHECK(!setup_cfg(&d, &t, &tc, 0), "init");
+	for (k = 0; k < 100; k++)
+		CHECK(enq(&d, k * 2 * MS, 1000 + L2) == EMU_QUEUED, "frame");
+	for (k = 0; k < 100; k++) {
+		uint64_t now = k * 2 * MS;
+
+		p = emu_dir_pop_due(&d, 10 * SEC);
+		if (!p || p->departure_ns != now) {
+			bad++;
+			continue;
+		}
+		if (now >= 62 * MS && p->release_ns != now + 40 * MS)
+			bad++;
+		if (now < 62 * MS && p->release_ns - now > early_max)
+			early_max = p->release_ns - now;
+	}
+	CHECK(bad == 0, "%lu frames wrong", (unsigned long)bad);
+	CHECK(early_max > 0 && early_max < 40 * MS, "the load builds up over the first window");
+	CHECK(t.phantom.st.load_ppm == 500000, "load %lu ppm", (unsigned long)t.phantom.st.load_ppm);
+	emu_dir_destroy(&d);
+	/* off: the same frames leave and arrive at once */
+	tc.phantom.max_delay_ns = 0;
+	CHECK(!setup_cfg(&d, &t, &tc, 0), "init");
+	enq(&d, 0, 1000 + L2);
+	p = emu_dir_pop_due(&d, 1 * SEC);
+	CHECK(p && p->release_ns == 0, "no element");
+	emu_dir_destroy(&d);
+	pc.knee_ppm = 0;
+	CHECK(emu_phantom_init(&t.phantom, &pc), "knee 0 refused");
+	pc.knee_ppm = 500000;
+	pc.window_ns = 10 * US;
+	CHECK(emu_phantom_init(&t.phantom, &pc), "window shorter than its slots refused");
+}
+
 static void test_config_checks(void)
 {
 	struct emu_tbf t;
@@ -268,6 +428,9 @@ int main(void)
 	RUN(test_frame_larger_than_bucket);
 	RUN(test_unlimited_sustained);
 	RUN(test_droptail);
+	RUN(test_granularity_rounds_the_shaping_delay);
+	RUN(test_max_delay_is_a_drop_threshold);
+	RUN(test_phantom_delays_release_not_departure);
 	RUN(test_config_checks);
 	CHECK_DONE();
 }

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from fastlab import routing
 from fastlab.shaping import Devices, plan_link, resolve
-from fastlab.spec import DocsisUpstreamPolicy
+from fastlab.spec import PHANTOM_FIT_KNEE, PHANTOM_FIT_MAX_DELAY_MS, DocsisUpstreamPolicy, TokenBucketPolicy
 from fastlab.topology import TOPOLOGY_MODULES, TopologyError, build_plan, catalogue
 from topologies.docsis import idle_mac_latency_ms
 
@@ -53,7 +55,7 @@ def test_docsis_cable_runs_token_bucket_down_and_mac_up() -> None:
     plan = build_plan("docsis", {})
     link = resolve(plan.shaped["cable"], None)
     assert (link.forward.rate_bps, link.reverse.rate_bps) == (3_000_000, 512_000)
-    assert link.forward.limit_pkts == 128  # 512 ms at 3 Mb/s
+    assert link.forward.limit_pkts == 256  # twice 512 ms at 3 Mb/s: max-delay is the limit, not the buffer
     result = plan_link(link, Devices("rcmts", "eth1", "rcm", "eth0", "x9", "x9-a", "x9-b"), seed=1,
                        stats_interval_ms=50, has_netem=True, has_emulator=True, drops_log="-")
     argv = list(result.emulator_argv)
@@ -61,9 +63,57 @@ def test_docsis_cable_runs_token_bucket_down_and_mac_up() -> None:
     assert argv[argv.index("--ab-policy") + 1] == "tbf" and argv[argv.index("--ba-policy") + 1] == "docsis"
     assert argv[argv.index("--docsis-map-interval-us") + 1] == "2000"
     assert argv[argv.index("--docsis-request-transit-us") + 1] == "450"
+    # Cisco's downstream shaping: max-delay a drop threshold (the study's 512 ms), 4-ms slots, and the
+    # calibrated phantom element with its fitted defaults
+    assert argv[argv.index("--ab-tbf-max-delay-us") + 1] == "512000"
+    assert argv[argv.index("--ab-tbf-granularity-us") + 1] == "4000"
+    assert argv[argv.index("--ab-phantom-max-delay-us") + 1] == str(int(PHANTOM_FIT_MAX_DELAY_MS * 1000))
+    assert argv[argv.index("--ab-phantom-knee-ppm") + 1] == str(int(PHANTOM_FIT_KNEE * 1e6))
+    assert "calibrated" in plan.metadata["calibrated"]["note"] and "mechanism is unknown" in plan.metadata[
+        "calibrated"]["note"]
     simple = resolve(build_plan("docsis", {"mode": "simple"}).shaped["cable"], None)
     assert simple.forward.policy is None and simple.reverse.policy is None
     assert (simple.forward.rate_bps, simple.reverse.rate_bps) == (3_000_000, 512_000)
+    assert simple.forward.limit_pkts == 128  # the twin's buffer: 512 ms at 3 Mb/s
+
+
+@pytest.mark.parametrize("value", ["off", False])  # YAML reads a bare `off` as false
+def test_docsis_phantom_off_is_the_sourced_mechanisms_alone(value: object) -> None:
+    plan = build_plan("docsis", {"phantom": value})
+    policy = resolve(plan.shaped["cable"], None).forward.policy
+    assert isinstance(policy, TokenBucketPolicy) and policy.phantom is None
+    assert policy.max_delay_ms == 512 and policy.granularity_ms == 4 and "calibrated" not in plan.metadata \
+        or plan.metadata.get("calibrated") is None
+    with pytest.raises(TopologyError, match="topology_args.phantom"):
+        build_plan("docsis", {"phantom": "maybe"})
+
+
+@pytest.mark.parametrize("phantom, field", [
+    ({"knee": 0}, "knee"), ({"knee": 1.5}, "knee"), ({"max_delay_ms": -1}, "max_delay_ms"),
+    ({"max_delay_ms": float("nan")}, "max_delay_ms"), ({"max_delay_ms": float("inf")}, "max_delay_ms"),
+    ({"window_ms": 0}, "window_ms"), ({"colour": 1}, "colour"), ({"knee": "half"}, "knee"),
+])
+def test_bad_phantom_parameters_name_the_field(phantom: dict, field: str) -> None:
+    from fastlab.spec import SpecError, read_spec_text
+
+    text = "name: x\ntopology: docsis\nduration_s: 5\nflows: [{src: server, dst: client, cc: fast}]\n"
+    element = {"model": "calibrated_load_delay"} | phantom
+    with pytest.raises(SpecError, match=rf"links.cable.policy.phantom.{field}"):
+        read_spec_text(text, ["links.cable.policy=" + json.dumps({"model": "token_bucket", "phantom": element})])
+
+
+@pytest.mark.parametrize("sets", [["links.bottleneck.rate_mbps=1e-300"], ["topology_args.rate_mbps=1e-300"],
+                                  ["links.bottleneck.reverse={rate_mbps: 1e-9}"]])
+def test_a_near_zero_rate_is_refused_not_made_unlimited(sets: list[str]) -> None:
+    """1e-300 Mb/s rounds to 0 b/s, which the emulator and tc read as an unlimited link: refused before
+    the build, naming the link and direction (issue 37); the phantom element, which reads the load against
+    the rate, never meets a link without one."""
+    from fastlab.plan import prepare
+    from fastlab.spec import SpecError, read_spec_text
+
+    text = "name: x\ntopology: dumbbell\nduration_s: 5\nflows: [{src: h1, dst: h2, cc: cubic}]\n"
+    with pytest.raises(SpecError, match=r"links.bottleneck: (forward|reverse) rate 0 b/s is below 1000 b/s"):
+        prepare(read_spec_text(text, sets))
 
 
 def test_idle_mac_latency_model() -> None:
