@@ -261,6 +261,17 @@ class LiveControlError(RuntimeError):
     """A live change the run cannot take, said in one line (nothing was changed)."""
 
 
+class LiveControlBusy(LiveControlError):
+    """A live change refused for the rate of changes, not for what it asks: try again later."""
+
+
+# Live changes a run takes: each is a fastlab-cc process and an entry in environment.json, so a
+# client cannot make them unbounded (issue 37: 256 changes in 0.92 s, 311 entries in 14 s). A person
+# moving a slider sends a few a second; a lab changes alpha a handful of times a run.
+LIVE_CHANGES_PER_S = 5
+LIVE_CHANGES_MAX = 200
+
+
 class LiveControl:
     """What a front end holds to change a running run's algorithm parameters now (the web app's
     live page): the engine binds it to the run's CCRuntime while the flows run and unbinds it before
@@ -273,10 +284,19 @@ class LiveControl:
         self._runtime: CCRuntime | None = None
         self._pids: dict[str, int] = {}
         self._t0 = 0.0
+        self._changes: list[float] = []  # monotonic times of the run's live changes
 
     def bind(self, runtime: CCRuntime, pids: dict[str, int], t0: float) -> None:
         with self._lock:
             self._runtime, self._pids, self._t0 = runtime, dict(pids), t0
+            self._changes = []
+
+    def _admit(self, now: float) -> None:
+        """Refuse a change past LIVE_CHANGES_PER_S in the last second or LIVE_CHANGES_MAX in the run."""
+        if len(self._changes) >= LIVE_CHANGES_MAX:
+            raise LiveControlBusy(f"this run has taken its {LIVE_CHANGES_MAX} live changes")
+        if sum(1 for t in self._changes if now - t < 1.0) >= LIVE_CHANGES_PER_S:
+            raise LiveControlBusy(f"at most {LIVE_CHANGES_PER_S} live changes a second: try again in a moment")
 
     def unbind(self) -> None:
         with self._lock:
@@ -299,7 +319,10 @@ class LiveControl:
                 checked = per_host_args(runtime.registry.lookup(cc), args)
             except CCError as exc:
                 raise LiveControlError(f"args: {exc}") from None
-            at_s = time.monotonic() - self._t0
+            now = time.monotonic()
+            self._admit(now)
+            at_s = now - self._t0
+            self._changes.append(now)
             try:
                 runtime.apply(host, cc, checked, self._pids[host], at_s, live=True)
             except ToolError as exc:

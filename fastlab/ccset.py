@@ -21,7 +21,7 @@ from fastlab.cc import CCError, CongestionControl, Param, Registry, kernel_avail
 
 KERNEL_MODULES = paths.REPO / "kernel-modules"
 TOOL = KERNEL_MODULES / "fastlab-cc"
-PERIOD_PATTERN = r"^(rtt|2rtt|[0-9]+(us|ms))$"
+PERIOD_PATTERN = r"^(rtt|2rtt|[0-9]{1,12}(us|ms))$"  # 12 digits: far past the range, far below int()'s limit
 _DEFINE = re.compile(r"^#define\s+([A-Z][A-Z0-9_]*)\s+([0-9]+)U?(?:LL|L)?U?\b", re.MULTILINE)
 
 

@@ -38,7 +38,7 @@ from fastlab.ccset import KERNEL_MODULES
 from fastlab.controller import OpenFlowControl
 from fastlab.cwndclamp import RTT_COLUMNS, ClampError, CwndClamp
 from fastlab.network import Network
-from fastlab.plan import Prepared, prepare
+from fastlab.plan import IDLE_PING_MAX_GAP_S, Prepared, prepare
 from fastlab.rundir import RunFolder
 from fastlab.runstate import RunState, new_prefix
 from fastlab.shaping import Devices, Shaper, plan_link
@@ -50,7 +50,6 @@ log = logging.getLogger(__name__)  # progress at INFO: the CLI prints it, the we
 
 SENDER_GRACE_S = 10.0
 PROGRESS_EVERY_S = 10.0  # runs longer than this report elapsed / total time at this period
-IDLE_PING_MAX_GAP_S = 0.05
 # An emulator writes stats every sample interval: waiting up to three for one written after the idle
 # pings returned leaves room for a late line on a busy machine, and costs a run 0.15 s at 20 Hz.
 IDLE_STATS_WAIT_INTERVALS = 3
@@ -205,7 +204,8 @@ def parse_ping(out: str) -> dict[str, float] | None:
                                            strict=True))
 
 
-def _idle_rtt(net: Network, flow: Flow, count: int, rng: random.Random) -> dict[str, Any]:
+def _idle_rtt(net: Network, flow: Flow, count: int, rng: random.Random,
+              check: Callable[[], None] = lambda: None) -> dict[str, Any]:
     """Ping across the empty network: connectivity check and the base RTT actually emulated.
 
     One ping per process, parsed from its µs-resolution summary, with random gaps so the
@@ -217,6 +217,7 @@ def _idle_rtt(net: Network, flow: Flow, count: int, rng: random.Random) -> dict[
         raise RunError(f"{flow.src} cannot reach {flow.dst} ({flow.dst_ip}): {warm.strip()[-200:]}")
     samples = []
     for _ in range(count):
+        check()  # a cancel stops the pings within one of them, not after the path's last
         time.sleep(rng.uniform(0.0, IDLE_PING_MAX_GAP_S))
         stats = parse_ping(net.run(flow.src, argv, timeout=30, record=False))
         if stats is None:
@@ -341,7 +342,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         ccs.configure(state.hosts)
         ccs.start_events(prep.flows, state.hosts)
         for flow in {(f.src, f.dst): f for f in prep.flows}.values():
-            idle.append(_idle_rtt(net, flow, spec.idle_pings, random.Random(spec.seed)))
+            idle.append(_idle_rtt(net, flow, spec.idle_pings, random.Random(spec.seed), stop_if_cancelled))
             stop_if_cancelled()
         # the emulators' lateness on the idle pings (cumulative counters as of now), before any flow's
         idle_stats.update(shaper.fresh_stats(IDLE_STATS_WAIT_INTERVALS / spec.sample_hz))

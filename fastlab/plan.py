@@ -129,6 +129,23 @@ def fast_path_choice(spec: ExperimentSpec, backends: dict[str, tuple[str, str]],
                   "decides loss, queue and rate per MTU segment and cuts a super-frame where needed")
 
 
+# The idle pings before the flows (engine._idle_rtt): per path one warm-up ping and `idle_pings` more, each
+# after a random gap of up to IDLE_PING_MAX_GAP_S, each a round trip. Their phase is bounded like the
+# flows: a run may not spend more than this pinging (1,000 pings over a 4-s RTT would be over an hour).
+IDLE_PING_MAX_GAP_S = 0.05
+MAX_IDLE_PHASE_S = 600.0
+
+
+def idle_phase_s(plan: TopologyPlan, links: dict[str, ResolvedLink], spec: ExperimentSpec) -> float:
+    """The longest the idle pings can take with the queues empty, s (a lost ping waits its 5-s timeout
+    once: the run then stops on it)."""
+    total = 0.0
+    for src, dst in {(f.src, f.dst) for f in spec.flows}:
+        rtt_s = routing.figures(plan, links, src, dst).rtt_ms / 1000
+        total += (spec.idle_pings + 1) * (rtt_s + IDLE_PING_MAX_GAP_S)
+    return total
+
+
 def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabilities | None = None) -> Prepared:
     """All checks that need no network: raises SpecError naming the field."""
     caps = caps or probe()
@@ -191,5 +208,9 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
     sockbuf = min(SOCKBUF_MAX_BYTES, max(SOCKBUF_MIN_BYTES, int(4 * path_bytes)))
     offloads = fast_path_choice(spec, backends, switch[0], openflow_switch[0] if openflow_switch else None)
     upstream = routing.upstream_rates(plan, links, flow_routes(plan, spec)) if offloads[0] else {}
+    pings_s = idle_phase_s(plan, links, spec)
+    if pings_s > MAX_IDLE_PHASE_S:
+        raise SpecError(f"idle_pings: {spec.idle_pings} pings a path over these paths take up to {pings_s:.0f} s "
+                        f"before the flows start, more than {MAX_IDLE_PHASE_S:g} s: ask for fewer")
     return Prepared(spec, plan, caps, expand_flows(spec, plan), links, backends, switch, openflow_switch, sockbuf,
                     registry, cc_hosts, cc_globals, offloads, unused, upstream, cc_impl)

@@ -302,8 +302,20 @@ class SweepState:
 
     @classmethod
     def load(cls, path: Path) -> SweepState:
-        raw = json.loads(path.read_text())
-        return cls(**{**raw, "points": [PointState(**p) for p in raw["points"]]})
+        """sweep.json as written by `save`; anything else (not JSON, not UTF-8, nested too deeply, a list,
+        a key missing or unknown) is a SweepError naming the file, not a traceback."""
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            state = cls(**{**raw, "points": [PointState(**p) for p in raw["points"]]})
+        except OSError as exc:
+            raise SweepError(f"{path}: cannot read: {exc.strerror}") from None
+        except RecursionError:
+            raise SweepError(f"{path}: not a sweep's state: nested too deeply") from None
+        except (ValueError, TypeError, KeyError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            raise SweepError(f"{path}: not a sweep's state ({exc.__class__.__name__}: {str(exc)[:200]})") from None
+        if not all(isinstance(p.id, str) and isinstance(p.params, dict) for p in state.points):
+            raise SweepError(f"{path}: not a sweep's state (its points are not what fastlab writes)")
+        return state
 
     def save(self, path: Path) -> None:
         tmp = path.with_name(path.name + ".tmp")

@@ -60,7 +60,7 @@ BLUEPRINTS = (security.bp, runs.bp, live.bp, labs.bp, compare.bp, sweeps.bp)
 def create_app(results_root: Path | None = None, db_path: Path | None = None, *, host: str = "127.0.0.1",
                token: str | None = None, start_worker: bool = True, cleanup_on_start: bool | None = None,
                runner: q.Runner | None = None, max_duration_s: float = MAX_DURATION_S,
-               labs_dir: Path | None = None) -> Flask:
+               labs_dir: Path | None = None, instructor_token: str | None = None) -> Flask:
     """The web app.
 
     host: where it will be served; off loopback an access `token` is required (checked on every
@@ -69,8 +69,12 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     cleanup_on_start: remove leftovers of dead runs (`fastlab.runstate.cleanup`); default = start_worker.
     runner: the engine entry point (default `fastlab.engine.run_experiment`).
     labs_dir: the folder of the guided labs (default the repository's labs/; config LABS_DIR).
+    instructor_token: may cancel, delete and change every run (header X-Fastlab-Instructor or cookie
+    fastlab_instructor); without it a run is its submitting address's alone.
     """
     guards = security.check_binding(host, token or None)
+    if instructor_token is not None:
+        security.check_binding(host, instructor_token)  # the same strength rules as the access token
     app = Flask(__name__)
     app.jinja_env.filters["when"] = human_time
     app.jinja_env.filters["yaml"] = guided.spec_yaml  # specs read as on the form and in the CLI
@@ -82,7 +86,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     app.config.update(RESULTS_ROOT=root, DATABASE=database, MAX_CONTENT_LENGTH=256 * 1024,
                       CSRF_TOKEN=secrets.token_urlsafe(32), MAX_DURATION_S=max_duration_s,
                       MAX_QUEUED=MAX_QUEUED, MAX_QUEUED_PER_CLIENT=MAX_QUEUED_PER_CLIENT,
-                      LABS_DIR=Path(labs_dir or LABS_DIR), **guards)
+                      LABS_DIR=Path(labs_dir or LABS_DIR), INSTRUCTOR_TOKEN=instructor_token or None, **guards)
     manager = q.RunManager(root, database, runner)
     app.extensions["fastlab_runs"] = manager
     app.extensions["fastlab"] = Services(root, database, manager)

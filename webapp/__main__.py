@@ -26,15 +26,26 @@ parser.add_argument("--token", default=os.environ.get("FASTLAB_TOKEN"),
                     help="access token, required off loopback (default: $FASTLAB_TOKEN; visible in ps: "
                          "prefer --token-file or the environment)")
 parser.add_argument("--token-file", help="read the access token from this file (first line)")
+parser.add_argument("--instructor-token-file",
+                    help="read the instructor's token from this file (first line; default $FASTLAB_INSTRUCTOR_TOKEN): "
+                         "it may cancel, delete and change every run, where a student acts only on their own")
 args = parser.parse_args()
-if args.token_file:
+
+
+def first_line(path: str, option: str) -> str:
     try:
-        with open(args.token_file, encoding="utf-8") as fh:
-            args.token = fh.readline(4096).strip()
+        with open(path, encoding="utf-8") as fh:
+            return fh.readline(4096).strip()
     except (OSError, UnicodeDecodeError) as exc:
-        parser.error(f"--token-file {args.token_file}: {exc}")
+        parser.error(f"{option} {path}: {exc}")
+
+
+if args.token_file:
+    args.token = first_line(args.token_file, "--token-file")
+instructor = (first_line(args.instructor_token_file, "--instructor-token-file") if args.instructor_token_file
+              else os.environ.get("FASTLAB_INSTRUCTOR_TOKEN"))
 try:  # refuses an off-loopback host without a token, and weak tokens
-    app = create_app(host=args.host, token=args.token)
+    app = create_app(host=args.host, token=args.token, instructor_token=instructor)
 except ValueError as exc:
     parser.error(str(exc))
 

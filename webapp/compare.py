@@ -212,6 +212,8 @@ def api_delete(run_id: str) -> Any:
     """Delete a run that is no longer queued or running: its folder, then its history row."""
     h = history()
     row = h.run_row(run_id)  # 404 before any file is touched
+    if not h.may_act_on(row):
+        return api_error(403, h.not_yours(row, "delete it"))
     if row["status"] in h.active:
         return api_error(409, f"run is {row['status']}: cancel it first, then delete it")
     folder = h.root / run_id

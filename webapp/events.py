@@ -9,19 +9,26 @@ class can watch a run without holding the server's threads).
 Phases: while the run is queued, its position once a second; once it runs, the samples so far (the
 channel's history) and then every new one, batched; a run that is over (or was never live here) is
 replayed from its folder's partial traces. Every stream ends with an `end` event carrying the status.
+
+Memory is bounded per run and per viewer: the channel keeps its history as compact JSON text of the
+slimmed samples (what viewers get, ~80 bytes each, not the engine's full dicts), and a replay from the
+folder reads REPLAY_CHUNKS_PER_POLL chunks of the file a poll (issue 37: every sample kept whole in
+memory, and the whole file parsed at once per viewer: +370 MB for a 10-s run at the form's maxima and
+1.8 GB for 20 viewers replaying it).
 """
 
 from __future__ import annotations
 
 import json
 import queue
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 SSE_BATCH_S = 0.1  # one SSE message per 100 ms at most: >= 5 updates/s, < 1 s latency
 SSE_HEARTBEAT_S = 5.0
 QUEUED_EVERY_S = 1.0  # position updates while queued
 REPLAY_CHUNK = 2000  # samples per message when replaying
+REPLAY_CHUNKS_PER_POLL = 4  # a replay from the folder reads at most this many chunks a poll
 KEEP_KEYS = {
     "flow": ("t", "kind", "flow", "cwnd_pkts", "srtt_ms", "goodput_mbps"),
     "link": ("t", "kind", "link", "direction", "backlog_pkts", "tx_bytes"),
@@ -36,13 +43,24 @@ def slim(sample: dict[str, Any]) -> dict[str, Any]:
     return {k: sample.get(k) for k in keys} if keys else sample
 
 
+def encode(sample: dict[str, Any]) -> str | None:
+    """A sample as the compact JSON text viewers get, or None for a kind they do not get."""
+    if sample.get("kind") not in KEEP_KEYS:
+        return None
+    return json.dumps(slim(sample), separators=(",", ":"), default=str)
+
+
 def message(event: str, data: Any) -> str:
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'), default=str)}\n\n"
 
 
-def replay(samples: list[dict[str, Any]]) -> list[str]:
-    chosen = [slim(s) for s in samples if s.get("kind") in KEEP_KEYS]
-    return [message("samples", chosen[i:i + REPLAY_CHUNK]) for i in range(0, len(chosen), REPLAY_CHUNK)]
+def samples_message(encoded: list[str]) -> str:
+    """A `samples` message of samples already encoded (`encode`): no parse, no second copy."""
+    return f"event: samples\ndata: [{','.join(encoded)}]\n\n"
+
+
+def replay(encoded: list[str]) -> list[str]:
+    return [samples_message(encoded[i:i + REPLAY_CHUNK]) for i in range(0, len(encoded), REPLAY_CHUNK)]
 
 
 class EventStream:
@@ -50,9 +68,10 @@ class EventStream:
     `status_of()` reads the run's status row; `partial()` reads its saved partial traces."""
 
     def __init__(self, manager: Any, run_id: str, status_of: Callable[[], dict[str, Any]],
-                 partial: Callable[[], list[dict[str, Any]]], end_marker: object) -> None:
+                 partial: Callable[[], Iterator[dict[str, Any]]], end_marker: object) -> None:
         self.manager, self.run_id = manager, run_id
         self.status_of, self.partial, self.end_marker = status_of, partial, end_marker
+        self.saved: Iterator[dict[str, Any]] | None = None  # the folder's samples, while replaying them
         self.phase = "start"
         self.channel: Any = None
         self.sub: queue.Queue[object] | None = None
@@ -81,15 +100,26 @@ class EventStream:
                 channel = self.manager.channels.get(self.run_id)
             if channel is None:  # over, or never live in this process: replay the saved traces
                 out.append(message("status", self.status_of()))
-                out += replay(self.partial())
-                out.append(message("end", self.status_of()))
-                self.phase = "done"
-                return out, True
-            history, self.sub = channel.subscribe()
-            self.channel = channel
-            out.append(message("status", self.status_of()))
-            out += replay(history)
-            self.phase, self.last_sent = "live", now
+                self.saved, self.phase = self.partial(), "replay"
+            else:
+                history, self.sub = channel.subscribe()
+                self.channel = channel
+                out.append(message("status", self.status_of()))
+                out += replay(history)
+                self.phase, self.last_sent = "live", now
+        if self.phase == "replay" and self.saved is not None:
+            chunk: list[str] = []
+            for sample in self.saved:  # a few chunks a poll: bounded memory however long the run was
+                text = encode(sample)
+                if text is not None:
+                    chunk.append(text)
+                if len(chunk) >= REPLAY_CHUNK * REPLAY_CHUNKS_PER_POLL:
+                    break
+            else:
+                self.phase = "ending"
+            out += replay(chunk)
+            if self.phase == "replay":
+                return out, False
         if self.phase == "live" and self.sub is not None:
             batch: list[dict[str, Any]] = []
             while True:

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, jsonify, render_template, request
+from flask import Blueprint, jsonify, render_template
 from werkzeug.exceptions import BadRequest
 
 from fastlab.labs import LabError
 from fastlab.spec import SpecError, to_plain
 from webapp import guided, handout
 from webapp.apierror import api_error
-from webapp.services import services
+from webapp.services import body_json, services
 
 bp = Blueprint("labs", __name__)
 
@@ -53,7 +53,7 @@ def api_lab_run(lab: str, step: str) -> Any:
     sv = services()
     found = sv.lab_or_error(lab, step)
     try:
-        options = guided.run_request(request.get_json() if request.content_length else {})
+        options = guided.run_request(body_json(empty={}))
     except (BadRequest, RecursionError):
         return api_error(400, "body: not valid JSON (or nested too deeply)")
     except ValueError as exc:

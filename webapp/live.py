@@ -11,14 +11,14 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from flask import Blueprint, Flask, Response, jsonify, request, stream_with_context
+from flask import Blueprint, Flask, Response, jsonify, stream_with_context
 from werkzeug.exceptions import HTTPException
 
-from fastlab.ccruntime import LiveControlError
+from fastlab.ccruntime import LiveControlBusy, LiveControlError
 from webapp import runner as q
 from webapp.apierror import api_error
 from webapp.events import SSE_BATCH_S, EventStream
-from webapp.services import services
+from webapp.services import body_json, services
 
 bp = Blueprint("live", __name__)
 
@@ -28,7 +28,7 @@ def event_stream(run_id: str) -> EventStream:
     sv = services()
     sv.run_row(run_id)
     return EventStream(sv.manager, run_id, lambda: sv.status_row(run_id),
-                       lambda: q.read_partial(sv.root / run_id), q.END)
+                       lambda: q.iter_partial(sv.root / run_id), q.END)
 
 
 def stream_headers(resp: Response) -> Response:
@@ -78,9 +78,11 @@ def api_live_cc(run_id: str) -> Any:
     sv = services()
     row = sv.run_row(run_id)
     live = sv.manager.live
+    if not sv.may_act_on(row):
+        return api_error(403, sv.not_yours(row, "change its parameters"))
     if row["status"] != "running" or sv.manager.current != run_id or live is None:
         return api_error(409, f"run is {row['status']}: only a running run's parameters can change")
-    body = request.get_json(silent=True)
+    body = body_json()  # one line (and no traceback) for a body that is not JSON or nested too deep
     if not isinstance(body, dict) or set(body) - {"host", "cc", "args"}:
         return api_error(422, 'send {"host": "h1", "cc": "fast", "args": {"alpha": 60}} (and nothing else)')
     host, cc, args = body.get("host"), body.get("cc", "fast"), body.get("args")
@@ -88,5 +90,7 @@ def api_live_cc(run_id: str) -> Any:
         return api_error(422, "host and cc must be strings, args an object of parameters")
     try:
         return jsonify(live.set(host, cc, args))
+    except LiveControlBusy as exc:
+        return api_error(429, str(exc))
     except LiveControlError as exc:
         return api_error(422, str(exc))

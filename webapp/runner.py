@@ -18,12 +18,13 @@ import sqlite3
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from fastlab.ccruntime import LiveControl
 from fastlab.spec import parse_spec
+from webapp.events import encode
 
 END = object()
 FASTLAB_LOG = logging.getLogger("fastlab")  # the engine's progress lines (INFO) and warnings
@@ -65,22 +66,25 @@ def clean(value: Any) -> Any:
 
 
 class Channel:
-    """Samples of one live run: full history plus one queue per subscriber."""
+    """Samples of one live run: the history a late viewer gets (compact JSON text of the slimmed
+    samples, `events.encode`: bounded memory) plus one queue per subscriber."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.history: list[dict[str, Any]] = []
+        self.history: list[str] = []
         self._subs: list[queue.Queue[object]] = []
         self.closed = False
 
     def publish(self, sample: dict[str, Any]) -> None:
+        text = encode(sample)
         with self._lock:
-            self.history.append(sample)
+            if text is not None:
+                self.history.append(text)
             subs = list(self._subs)
         for q in subs:
             q.put(sample)
 
-    def subscribe(self) -> tuple[list[dict[str, Any]], queue.Queue[object]]:
+    def subscribe(self) -> tuple[list[str], queue.Queue[object]]:
         q: queue.Queue[object] = queue.Queue()
         with self._lock:
             replay = list(self.history)
@@ -131,20 +135,23 @@ class PartialWriter:
             self._fh.close()
 
 
-def read_partial(run_dir: Path, limit: int = 2_000_000) -> list[dict[str, Any]]:
+def iter_partial(run_dir: Path, limit: int = 2_000_000) -> Iterator[dict[str, Any]]:
+    """The samples of a run's partial.jsonl, one at a time (the file stays open while the iterator is
+    used: a replay reads it a few chunks a poll)."""
     path = run_dir / PARTIAL
-    out: list[dict[str, Any]] = []
     if not path.is_file():
-        return out
+        return
     with path.open(encoding="utf-8", errors="replace") as fh:
         for n, line in enumerate(fh):
             if n >= limit:
                 break
             try:
-                out.append(json.loads(line))
-            except ValueError:
+                sample = json.loads(line)
+            except (ValueError, RecursionError):
                 continue  # the last line of a killed run may be cut
-    return out
+            if isinstance(sample, dict):
+                yield sample
+
 
 
 class ProgressToStream(logging.Handler):

@@ -249,6 +249,8 @@ def api_submit() -> Any:
 def api_cancel(run_id: str) -> Any:
     sv = services()
     row = sv.run_row(run_id)
+    if not sv.may_act_on(row):
+        return api_error(403, sv.not_yours(row, "cancel it"))
     if row["status"] not in ("queued", "running"):
         return api_error(409, f"run is {row['status']}, not queued or running")
     status = sv.manager.cancel(run_id)
@@ -290,7 +292,7 @@ def api_bundle_with_answers(run_id: str) -> Any:
     """The bundle with the student's answers (kept in their browser) as answers.md, in the manifest."""
     services().run_row(run_id)
     try:
-        body = guided.bundle_request(request.get_json())
+        body = guided.bundle_request(body_json())
     except (BadRequest, RecursionError):
         return api_error(400, "body: not valid JSON (or nested too deeply)")
     except ValueError as exc:

@@ -12,6 +12,7 @@ Every method runs inside a request (it uses the request's database connection an
 
 from __future__ import annotations
 
+import hmac
 import json
 import re
 import secrets
@@ -143,7 +144,7 @@ class Services:
     # --- submissions ------------------------------------------------------------------------------
     def check(self, data: Any) -> tuple[ExperimentSpec, Any]:
         """Schema + the engine's own prepare(); raises SpecError with the engine's message."""
-        from fastlab.plan import prepare
+        from fastlab.plan import idle_phase_s, prepare
 
         limit = current_app.config["MAX_DURATION_S"]
         duration = data.get("duration_s") if isinstance(data, dict) else None
@@ -157,6 +158,10 @@ class Services:
             raise
         except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
             raise SpecError(f"spec: {exc}") from None
+        pings_s = idle_phase_s(prepared.plan, prepared.links, spec)
+        if spec.duration_s + pings_s > limit:  # the idle pings run before the flows: the same budget
+            raise SpecError(f"idle_pings: {spec.idle_pings} pings a path take up to {pings_s:.0f} s before the "
+                            f"{spec.duration_s:g} s of flows: more than the web app's {limit:g} s in all")
         return spec, prepared
 
     def waiting(self) -> tuple[int, int]:
@@ -179,24 +184,47 @@ class Services:
         config = current_app.config
         stamp = time.strftime("%Y%m%d-%H%M%S")
         run_id = f"{stamp}-{spec.name}-w{secrets.token_hex(3)}"
-        queued, mine = self.waiting()
-        if queued >= config["MAX_QUEUED"]:
-            return api_error(429, f"the queue already holds {queued} runs (at most {config['MAX_QUEUED']}): "
-                                  "wait for some to finish or cancel some")
-        if mine >= config["MAX_QUEUED_PER_CLIENT"]:
-            return api_error(429, f"you already have {mine} runs waiting (at most "
-                                  f"{config['MAX_QUEUED_PER_CLIENT']} per client): wait for one to start "
-                                  "or cancel one")
         conn = self.db()
-        conn.execute("INSERT INTO runs (id, name, topology, status, spec, created, lab, lab_step, lab_short, "
-                     "client) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
-                     (run_id, spec.name, spec.topology, json.dumps(to_plain(spec)), q.now(), lab, step,
-                      None if short is None else int(short), client()))
-        conn.commit()
+        if conn.in_transaction:
+            conn.commit()
+        # Count and insert in one write transaction: parallel requests (each with its own connection)
+        # wait for the database's write lock here, so none counts before another's insert lands
+        # (separate steps let 30 parallel posts from one address queue 13 against a limit of 10).
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            queued, mine = self.waiting()
+            full = (f"the queue already holds {queued} runs (at most {config['MAX_QUEUED']}): wait for some to "
+                    "finish or cancel some" if queued >= config["MAX_QUEUED"] else
+                    f"you already have {mine} runs waiting (at most {config['MAX_QUEUED_PER_CLIENT']} per "
+                    "client): wait for one to start or cancel one" if mine >= config["MAX_QUEUED_PER_CLIENT"]
+                    else "")
+            if full:
+                conn.rollback()
+                return api_error(429, full)
+            conn.execute("INSERT INTO runs (id, name, topology, status, spec, created, lab, lab_step, lab_short, "
+                         "client) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
+                         (run_id, spec.name, spec.topology, json.dumps(to_plain(spec)), q.now(), lab, step,
+                          None if short is None else int(short), client()))
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
         self.manager.wake()
         resp = jsonify(self.run_row(run_id) | {"url": f"/runs/{run_id}"})
         resp.status_code = 201
         return resp
+
+    # --- who may act on a run ----------------------------------------------------------------------
+    @staticmethod
+    def may_act_on(row: dict[str, Any]) -> bool:
+        """A run is its submitter's: cancel, delete and live changes come from the address that queued
+        it, or carry the instructor's token. Runs from before the owner was recorded are anyone's."""
+        return not row.get("client") or row["client"] == client() or instructor()
+
+    @staticmethod
+    def not_yours(row: dict[str, Any], what: str) -> str:
+        return (f"this run was queued from another address: only its owner (or the instructor's token) may "
+                f"{what}")
 
     # --- guided labs ------------------------------------------------------------------------------
     def lab_or_error(self, ref: str, step_id: str | None = None, *, api: bool = True) -> Lab:
@@ -214,6 +242,16 @@ class Services:
         return lab
 
 
+def instructor() -> bool:
+    """Whether the request carries the instructor's token (header X-Fastlab-Instructor or cookie
+    fastlab_instructor), which may act on every run; False where the app has none."""
+    token = current_app.config.get("INSTRUCTOR_TOKEN")
+    if not token:
+        return False
+    given = request.headers.get("X-Fastlab-Instructor") or request.cookies.get("fastlab_instructor") or ""
+    return hmac.compare_digest(given.encode(), token.encode())
+
+
 def client() -> str:
     """Who is asking: the request's address (behind a reverse proxy, the proxy)."""
     return request.remote_addr or "unknown"
@@ -224,8 +262,11 @@ def services() -> Services:
     return current_app.extensions["fastlab"]
 
 
-def body_json() -> Any:
-    """The request's JSON body, or the request ends here with 415/400 and one line saying why."""
+def body_json(empty: Any = None) -> Any:
+    """The request's JSON body, or the request ends here with 415/400 and one line saying why; `empty`
+    (when given) is the body of a request that sent none."""
+    if empty is not None and not request.content_length:
+        return empty
     if not request.is_json:
         abort(api_error(415, "send the spec as JSON (Content-Type: application/json)"))
     try:

@@ -2,7 +2,7 @@
 
 `POST /api/sweeps` takes the form's spec, a field path (as for `--set`: flows.0.cc_args.alpha), its
 values and the repetitions; every point's spec is checked exactly as a run's before any is queued,
-then each point is queued as a run (repetition r with seed + r) and the sweep is recorded in the
+then each point is queued as a run (repetition r with the point's seed + r) and the sweep is recorded in the
 history's database (table `sweeps`). `/sweeps/<id>` follows the points and draws the aggregate:
 per value the mean of a result with its min..max spread, and what the theory predicts for that
 value (fastlab.fast_theory: the bottleneck's capacity, FAST's equilibrium queue and RTT).
@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, abort, jsonify, render_template, request
+from flask import Blueprint, abort, jsonify, render_template
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from werkzeug.exceptions import BadRequest
 
@@ -33,7 +33,7 @@ from fastlab import fast_theory
 from fastlab.spec import SpecError, apply_overrides, format_validation_error, parse_spec
 from webapp import runner as q
 from webapp.apierror import api_error
-from webapp.services import Services, services
+from webapp.services import Services, body_json, services
 
 bp = Blueprint("sweeps", __name__)
 
@@ -107,7 +107,6 @@ def point_specs(req: SweepRequest) -> list[tuple[int, int, dict[str, Any]]]:
     """(value index, repetition, spec) per point; SpecError naming the point for a path that does not fit."""
     base = req.spec
     name = str(base.get("name") or "sweep")[:40]
-    seed = base.get("seed", 1)
     out = []
     for i, value in enumerate(req.values):
         for r in range(req.repeat):
@@ -117,7 +116,10 @@ def point_specs(req: SweepRequest) -> list[tuple[int, int, dict[str, Any]]]:
             except SpecError as exc:
                 raise SpecError(f"param: {exc}") from None
             data["name"] = f"{name}-p{i + 1}r{r + 1}"
-            if isinstance(seed, int) and not isinstance(seed, bool):
+            # the point's own seed (the swept value when `seed` is the parameter), + r for its repetition;
+            # a seed the schema refuses stays as given, so the check names it
+            seed = data.get("seed", 1)
+            if isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed < 2**32:
                 data["seed"] = seed + r
             out.append((i, r, data))
     return out
@@ -178,7 +180,7 @@ def aggregate(values: list[Any], points: list[dict[str, Any]]) -> list[dict[str,
 def api_submit_sweep() -> Any:
     qu = queue()
     try:
-        req = parse_request(request.get_json())
+        req = parse_request(body_json())
     except (BadRequest, RecursionError):
         return api_error(400, "body: not valid JSON (or nested too deeply)")
     except SweepError as exc:

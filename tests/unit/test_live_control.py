@@ -58,3 +58,46 @@ def test_nothing_changes_outside_the_flow_phase(live: LiveControl) -> None:
         live.set("h1", "fast", {"alpha": 60})
     with pytest.raises(LiveControlError, match="not sending"):
         LiveControl().set("h1", "fast", {"alpha": 60})
+
+
+class Accepts:
+    """Stands in for the loader: takes every change (counted), as the real tool would."""
+
+    impl = "bpf"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def set(self, args, netns_pid=None):  # noqa: ANN001, ANN201
+        self.calls += 1
+        return args
+
+
+def test_live_changes_are_rate_limited_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each live change is a tool process and an environment entry: at most LIVE_CHANGES_PER_S a second
+    and LIVE_CHANGES_MAX a run; the refused ones reach nothing (issue 37: 256 changes in 0.92 s)."""
+    from fastlab import ccruntime
+
+    registry = default_registry()
+    tool = Accepts()
+    registry.register(dataclasses.replace(registry.lookup("fast"), loader=tool))
+    runtime = CCRuntime(registry, RunState("flzzzz"), lambda _kind, _sample: None,
+                        [HostParams("h1", "fast", {"alpha": 20})], {})
+    control = LiveControl()
+    clock = [100.0]
+    monkeypatch.setattr(ccruntime.time, "monotonic", lambda: clock[0])
+    control.bind(runtime, {"h1": 1}, 0.0)
+    for _ in range(ccruntime.LIVE_CHANGES_PER_S):
+        control.set("h1", "fast", {"alpha": 30})
+    with pytest.raises(ccruntime.LiveControlBusy, match="at most 5 live changes a second"):
+        control.set("h1", "fast", {"alpha": 30})
+    clock[0] += 1.01
+    control.set("h1", "fast", {"alpha": 40})  # a second later: room again
+    assert tool.calls == ccruntime.LIVE_CHANGES_PER_S + 1
+    while tool.calls < ccruntime.LIVE_CHANGES_MAX:
+        clock[0] += 1.0
+        control.set("h1", "fast", {"alpha": 50})
+    clock[0] += 10.0
+    with pytest.raises(ccruntime.LiveControlBusy, match="taken its 200 live changes"):
+        control.set("h1", "fast", {"alpha": 60})
+    assert tool.calls == ccruntime.LIVE_CHANGES_MAX and len(runtime.applied) == ccruntime.LIVE_CHANGES_MAX

@@ -285,3 +285,19 @@ def test_hostile_sweep_files_give_one_line(tmp_path: Path, text: str, message: s
     with pytest.raises(SpecError) as err:
         sweep.load_sweep(path)
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("content", [
+    b"{not json", b"[1, 2]", b'{"name": "x"}', b'{"name": "x", "digest": "d", "definition": {}, "parameters": {}, '
+    b'"repetitions": 1, "points": [], "colour": 1}', b"\xff\xfe\x00", b"[" * 10_000 + b"]" * 10_000,
+    b'{"name": "x", "digest": "d", "definition": {}, "parameters": {}, "repetitions": 1, "points": [{"id": 1}]}',
+])
+def test_status_of_a_corrupt_sweep_json_is_one_line(tmp_path: Path, content: bytes) -> None:
+    """`fastlab sweep status` on a sweep folder whose sweep.json is not what fastlab writes (not JSON, a
+    list, a key missing or unknown, invalid UTF-8, deep nesting): exit 2 and one line naming the file."""
+    from tests.conftest import fastlab
+
+    (tmp_path / "sweep.json").write_bytes(content)
+    proc = fastlab("sweep", "status", str(tmp_path))
+    assert proc.returncode == 2 and "sweep.json" in proc.stderr, proc.stderr[-500:]
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

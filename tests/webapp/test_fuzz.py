@@ -135,3 +135,47 @@ def test_openapi_operations_reject_hostile_bodies(fuzz_app) -> None:
             assert 400 <= resp.status_code < 500, (path, body, resp.status_code)
     assert queued_count(fuzz_app) == before
     assert not any(Path(fuzz_app.config["RESULTS_ROOT"]).glob("*/partial.jsonl"))
+
+
+DEEP = "[" * 10_000 + "]" * 10_000
+
+
+@pytest.mark.parametrize("method, path", [
+    ("POST", "/api/validate"), ("POST", "/api/runs"), ("POST", "/api/runs/none/cc"),
+    ("POST", "/api/sweeps"), ("POST", "/api/runs/none/bundle"), ("POST", "/api/labs/1/steps/x/run"),
+])
+def test_hostile_bodies_get_one_line_not_a_traceback(tmp_path: Path, method: str, path: str) -> None:
+    """JSON nested 10,000 deep, or not JSON at all, to every endpoint that reads a body: a 4xx with one
+    line, never a 500 (Python's recursion limit in the JSON parser was one)."""
+    app = create_app(results_root=tmp_path / "results", start_worker=False)
+    client = app.test_client()
+    headers = {"X-CSRF-Token": app.config["CSRF_TOKEN"], "Content-Type": "application/json"}
+    for body in (DEEP, "{not json", "[" * 50 + "1" + "]" * 50):
+        resp = client.open(path, method=method, data=body, headers=headers)
+        assert 400 <= resp.status_code < 500, (path, body[:20], resp.status_code, resp.data[:200])
+        error = resp.get_json()["error"]
+        assert "\n" not in error and "Traceback" not in error, error
+
+
+@pytest.mark.parametrize("path", ["/api/labs/²", "/labs/²", "/api/labs/²/steps/x/run", "/new?lab=²",
+                                  "/api/labs/" + "9" * 5000, "/labs/" + "9" * 5000])
+def test_unicode_and_huge_lab_refs_are_not_found(tmp_path: Path, path: str) -> None:
+    """'²' is a digit to str.isdigit but not to int(); a 5,000-digit number is past Python's
+    int-conversion limit: both are just no lab."""
+    app = create_app(results_root=tmp_path / "results", start_worker=False)
+    client = app.test_client()
+    method = "POST" if path.endswith("/run") else "GET"
+    resp = client.open(path, method=method, headers={"X-CSRF-Token": app.config["CSRF_TOKEN"]})
+    assert resp.status_code in (200, 404), (path, resp.status_code)  # /new shows the form without the lab
+    assert b"Traceback" not in resp.data
+
+
+def test_a_period_of_thousands_of_digits_is_refused_in_one_line() -> None:
+    """FAST's period is `<N>us`: a 5,000-digit N is refused by its pattern, before any int() conversion."""
+    from fastlab.cc import CCError
+    from fastlab.ccset import default_registry
+
+    fast = default_registry().lookup("fast")
+    with pytest.raises(CCError, match="period="):
+        fast.validate_args({"period": "9" * 5000 + "us"})
+    assert fast.validate_args({"period": "2000us"}) == {"period": "2000us"}

@@ -175,8 +175,8 @@ KILL_SEED = 20261125  # the moments are random but the same in every run of this
 
 
 @pytest.mark.timeout(600)
-def test_server_kill_9_at_ten_random_moments_then_restart_leaves_nothing(tmp_path: Path) -> None:
-    """`kill -9` of the real web server at 10 seeded moments after a run was submitted, spread over
+def test_server_kill_9_at_six_random_moments_then_restart_leaves_nothing(tmp_path: Path) -> None:
+    """`kill -9` of the real web server at 6 seeded moments after a run was submitted, spread over
     the run's whole life (queue, build, flows, teardown, done: a FAST run with a clamped flow, so BPF
     registrations and a cgroup are at stake), each followed by a restart on the same history: the run
     is `interrupted` if it was running (partial traces kept, byte for byte) and its leftovers are
@@ -190,11 +190,14 @@ def test_server_kill_9_at_ten_random_moments_then_restart_leaves_nothing(tmp_pat
         pytest.fail("the restart test runs real experiments: run it as root")
     ccs_before = sorted(kernel_available())
     baseline = machine_leftovers()
-    spec = good_spec(name="killed", duration_s=4, links={},
+    spec = good_spec(name="killed", duration_s=3, links={},
                      flows=[{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 20},
                              "max_cwnd_pkts": 40}])
-    rng = random.Random(KILL_SEED)  # one generator: ten different moments
-    moments = sorted(rng.uniform(0.2, 7.0) for _ in range(10))  # the run is done ~6.5 s after its submission
+    rng = random.Random(KILL_SEED)  # one generator: six different moments
+    # the run is done ~5.5 s after its submission (on this machine; later on a busy one): one moment in
+    # each sixth of [0.2, 6] s, so the queue, the build, the flows and the teardown all get some
+    slices = [0.2 + k * (6.0 - 0.2) / 6 for k in range(7)]
+    moments = [rng.uniform(lo, hi) for lo, hi in zip(slices, slices[1:], strict=False)]
     seen: dict[str, int] = {}
     for i, moment in enumerate(moments):
         results = tmp_path / f"r{i}"
@@ -236,7 +239,7 @@ def test_server_kill_9_at_ten_random_moments_then_restart_leaves_nothing(tmp_pat
         assert sorted(kernel_available()) == ccs_before, (moment, kernel_available())
         for proc in tracked.values():  # gone (a pid taken by another process since is not it)
             assert process_start_time(proc.pid) != proc.start or _zombie(proc.pid), (moment, proc)
-    assert seen.get("interrupted", 0) >= 5, seen  # most moments fall inside the run, as intended
+    assert seen.get("interrupted", 0) >= 3, seen  # most moments fall inside the run, as intended
 
     results = tmp_path / "last"
     server, base = start_server(tmp_path, results)

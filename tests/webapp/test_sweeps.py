@@ -58,6 +58,16 @@ def test_points_set_the_field_name_and_seed() -> None:
     assert req.spec["flows"][0]["cc_args"]["alpha"] == 30  # the form's spec itself is untouched
 
 
+def test_sweeping_the_seed_runs_the_seeds_given() -> None:
+    """`seed` as the parameter: each point runs its own value (+ r for its repetition), not the base
+    seed + r (issue 37: [5, 9] both ran with seeds 7 and 8); a 4,000-digit seed is the check's to refuse."""
+    points = sweeps.point_specs(sweeps.parse_request(body(param="seed", values=[5, 9], repeat=2)))
+    assert [(p["seed"], p["name"]) for _, _, p in points] == [(5, "webtest-p1r1"), (6, "webtest-p1r2"),
+                                                             (9, "webtest-p2r1"), (10, "webtest-p2r2")]
+    [(_, _, huge)] = sweeps.point_specs(sweeps.parse_request(body(param="seed", values=[10**4000, 3])))[:1]
+    assert huge["seed"] == 10**4000  # left as asked: the spec check refuses it naming `seed`
+
+
 def test_aggregate_means_spread_and_theory() -> None:
     theory = {"utilization": 100.0, "throughput": 20.0, "backlog": 10, "rtt": 46.0, "retransmits": None}
 

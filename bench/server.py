@@ -1,0 +1,180 @@
+"""The web server's memory and responsiveness under a run at the form's maxima, and 20 viewers replaying it.
+
+A run with the form's largest sample load -- 64 flows at sample_hz 200 (the form's maxima), for
+--duration seconds -- is served by the real server stack (uvicorn + webapp.asgi) in a process of its
+own; its samples come from a synthetic engine that emits exactly what the engine would at that rate
+(a flow sample per flow and a link sample per link direction every 1/200 s, with the engine's keys),
+so the figure is the server's and not the machine's ability to carry 64 flows. Measured: the server's
+resident memory (VmRSS, sampled every 0.5 s) while the run goes and while --viewers clients replay
+the finished run's event stream at once, and the latency of GET /api/runs meanwhile.
+
+`--compare REV` runs the same against the code of a git revision (a temporary worktree) and prints
+both side by side, medians of --repeat.
+
+Run as any user: `.venv/bin/python bench/server.py [--duration 60] [--viewers 20] [--compare REV]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+FLOWS, SAMPLE_HZ = 64, 200
+
+SERVE = r'''
+import json, sys, time
+from pathlib import Path
+from fastlab.engine import RunResult
+from webapp import create_app
+from webapp.asgi import make_asgi
+import uvicorn
+
+FLOWS, HZ, DURATION = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+
+
+def engine(spec, *, out, on_sample):
+    t0 = time.monotonic()
+    n = 0
+    while (t := time.monotonic() - t0) < DURATION:
+        for f in range(1, FLOWS + 1):
+            on_sample({"kind": "flow", "t": t, "flow": f"f{f}", "cwnd_pkts": 10.0 + n % 50, "ssthresh_pkts": 40.0,
+                       "srtt_ms": 41.2, "min_rtt_ms": 40.0, "rttvar_ms": 0.5, "delivery_rate_mbps": 3.1,
+                       "goodput_mbps": 3.0, "pacing_rate_mbps": 3.3, "bytes_acked": 1448 * n, "retransmits": 0,
+                       "lost": 0, "ca_state": "open", "mss_bytes": 1448, "unacked": 12})
+        for d in ("forward", "reverse"):
+            on_sample({"kind": "link", "t": t, "link": "bottleneck", "direction": d, "backlog_pkts": n % 30,
+                       "backlog_bytes": 1500 * (n % 30), "tx_bytes": 1500 * n, "tx_pkts": n, "queue_drops": 0,
+                       "loss_drops": 0})
+        n += 1
+        time.sleep(max(0.0, n / HZ - (time.monotonic() - t0)))
+    summary = {"flows": [{"id": f"f{f}", "src": "h1", "dst": "h2", "cc": "cubic", "throughput_mbps": 3.0}
+                         for f in range(1, FLOWS + 1)], "links": [], "jain_index": 1.0}
+    (out / "summary.json").write_text(json.dumps(summary))
+    return RunResult(out, summary, {"kernel": "synthetic", "backends": {}})
+
+
+app = create_app(results_root=Path(sys.argv[5]), runner=engine, cleanup_on_start=False)
+print(app.config["CSRF_TOKEN"], flush=True)
+uvicorn.Server(uvicorn.Config(make_asgi(app), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning",
+                              lifespan="off", access_log=False)).run()
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def request(url: str, body: dict[str, Any] | None = None, csrf: str = "") -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method="POST" if data else "GET",
+                                 headers={"Content-Type": "application/json", "X-CSRF-Token": csrf})
+    with urllib.request.urlopen(req, timeout=120) as resp:
+        return json.loads(resp.read())
+
+
+def one(repo: Path, duration: float, viewers: int) -> dict[str, float]:
+    """One measurement of the code in `repo`: peak RSS during the run and during the replays, the
+    slowest GET /api/runs during the replays."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as results:
+        server = subprocess.Popen([sys.executable, "-c", SERVE, str(port), str(FLOWS), str(SAMPLE_HZ), str(duration),
+                                   results], cwd=repo, env={**os.environ, "PYTHONPATH": str(repo)},
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            assert server.stdout is not None
+            csrf = server.stdout.readline().strip()
+            base = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    request(base + "/api/runs")
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+            spec = {"name": "maxima", "topology": "dumbbell", "duration_s": duration, "sample_hz": SAMPLE_HZ,
+                    "topology_args": {"pairs": 1, "rate_mbps": 20, "rtt_ms": 40},
+                    "flows": [{"src": "h1", "dst": "h2", "cc": "cubic", "count": FLOWS}]}
+            run = request(base + "/api/runs", spec, csrf)
+            during = []
+            while request(f"{base}/api/runs/{run['id']}")["status"] in ("queued", "running"):
+                during.append(rss_mb(server.pid))
+                time.sleep(0.5)
+            after, slowest, got = [], [0.0], []
+
+            def viewer() -> None:
+                with urllib.request.urlopen(f"{base}/api/runs/{run['id']}/events", timeout=600) as resp:
+                    got.append(sum(len(chunk) for chunk in iter(lambda: resp.read(1 << 16), b"")))
+
+            threads = [threading.Thread(target=viewer) for _ in range(viewers)]
+            for t in threads:
+                t.start()
+            while any(t.is_alive() for t in threads):
+                t0 = time.monotonic()
+                request(base + "/api/runs")
+                slowest.append(time.monotonic() - t0)
+                after.append(rss_mb(server.pid))
+                time.sleep(0.2)
+            return {"rss_run_mb": max(during), "rss_replay_mb": max(after, default=float("nan")),
+                    "runs_api_slowest_s": max(slowest), "replayed_mb": statistics.median(got) / 1e6}
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=60.0)
+    parser.add_argument("--viewers", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--compare", metavar="REV", help="the same against this git revision")
+    args = parser.parse_args()
+    codes = {"this checkout": REPO}
+    worktree = None
+    if args.compare:
+        worktree = Path(tempfile.mkdtemp(prefix="fastlab-compare-")) / "tree"
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(worktree), args.compare],
+                       check=True, capture_output=True)
+        codes = {args.compare: worktree, **codes}
+    try:
+        rows = {}
+        for name, repo in codes.items():
+            results = [one(repo, args.duration, args.viewers) for _ in range(args.repeat)]
+            rows[name] = {k: statistics.median(r[k] for r in results) for k in results[0]}
+        print(f"{FLOWS} flows at {SAMPLE_HZ} Hz for {args.duration:g} s, then {args.viewers} viewers replaying it "
+              f"(medians of {args.repeat}):")
+        keys = list(next(iter(rows.values())))
+        print("code".ljust(16) + "".join(k.rjust(20) for k in keys))
+        for name, row in rows.items():
+            print(name[:16].ljust(16) + "".join(f"{row[k]:20.2f}" for k in keys))
+    finally:
+        if worktree is not None:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(worktree)],
+                           check=False, capture_output=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
