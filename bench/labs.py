@@ -15,7 +15,8 @@ form) N times through the real CLI (`fastlab lab run`) and prints, per checkpoin
 Every checkpoint a handout presents as the lab's result should pass in at least 95 % of faithful
 runs on a quiet machine (`--repeat 10`): the table ends with the ones that do not. Runs are kept
 under --out; a run whose lab.json is already there is read, not run again (a bench cut short goes
-on where it stopped). `--json` writes every figure for later reading.
+on where it stopped), and a run read back is judged again by today's checkpoints. `--json` writes every
+figure for later reading.
 
 Run as root: `sudo .venv/bin/python bench/labs.py [LAB ...] [--repeat N] [--step ID] [--full]
 [--out DIR] [--json FILE]`. One lab's short form takes 1-2 minutes a run.
@@ -39,7 +40,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from fastlab.labs import LIVE_MARGIN_SIGMAS, Lab, lab_folders, load_lab  # noqa: E402
+from fastlab.labrun import check_lab_run  # noqa: E402
+from fastlab.labs import LIVE_MARGIN_SIGMAS, CheckResult, Lab, lab_folders, load_lab  # noqa: E402
 
 PASS_RATE_MIN = 0.95  # a handout's claim must hold in this share of faithful runs
 BAND_RE = re.compile(r"^(\S+)\.\.(\S+)")
@@ -82,7 +84,8 @@ def band(expected: str) -> tuple[float, float] | None:
 
 
 def spread(values: list[float]) -> tuple[float, float]:
-    """Median and sample standard deviation (nan with fewer than two values)."""
+    """Median and sample standard deviation of the finite values (nan with fewer than two)."""
+    values = [v for v in values if math.isfinite(v)]
     if not values:
         return math.nan, math.nan
     return statistics.median(values), statistics.stdev(values) if len(values) > 1 else math.nan
@@ -116,14 +119,15 @@ def collect(records: list[dict[str, Any]], lab: Lab) -> tuple[dict[tuple[str, st
                     if ends:
                         fig.lows.append(ends[0])
                         fig.highs.append(ends[1])
-            for prop in lab.step(step["id"]).live:
+            definition = lab.step(step["id"])
+            results = [CheckResult(c["name"], c["passed"], c["measured"], c["expected"], "") for c in step["checks"]]
+            for prop in definition.live:
                 fig = live.setdefault((step["id"], prop.of), Figures(step["id"], prop.of))
                 fig.lows, fig.highs = [prop.within[0]], [prop.within[1]]
-                measured = next((c["measured"] for c in step["checks"] if c["name"] == prop.of), None)
-                ok = isinstance(measured, int | float) and prop.within[0] <= measured <= prop.within[1]
-                fig.statuses.append("inconclusive" if inconclusive else "pass" if ok else "fail")
-                if not inconclusive and isinstance(measured, int | float):
-                    fig.measured.append(float(measured))
+                verdict = prop.judge(definition, results)
+                fig.statuses.append("inconclusive" if inconclusive else verdict.status)
+                if not inconclusive and verdict.evaluated:
+                    fig.measured.append(float(verdict.measured))
     return checks, live
 
 
@@ -176,7 +180,7 @@ def run_once(lab: Lab, out: Path, full: bool, steps: list[str]) -> dict[str, Any
     if record_path.is_file():
         record = json.loads(record_path.read_text())
         if len(record["steps"]) == len(steps or lab.steps):
-            return record
+            return check_lab_run(out).as_dict()  # judged again by today's checkpoints
         raise SystemExit(f"{out}: an unfinished run is in the way: remove it")
     args = [sys.executable, "-m", "fastlab", "lab", "run", str(lab.number), "--out", str(out),
             *([] if full else ["--short"]), *(a for s in steps for a in ("--step", s))]

@@ -51,7 +51,8 @@ from fastlab.spec import SpecError, format_validation_error, load_spec, parse_ya
 log = logging.getLogger(__name__)
 
 WHOLE_FILES = (rundir.SPEC, rundir.SUMMARY, rundir.ENVIRONMENT)  # copied as they are
-TRACES = {rundir.FLOWS: "flows", rundir.LINKS: "links", rundir.EVENTS: "cc_events"}  # file -> StepRun attribute
+TRACES = {rundir.FLOWS: "flows", rundir.LINKS: "links", rundir.EVENTS: "cc_events",  # file -> StepRun attribute
+          rundir.RTT_SAMPLES: "rtt_samples"}
 # Columns never dropped: what identifies a row (the checkpoints select rows by them)
 KEY_COLUMNS = frozenset({"flow", "link", "direction", "t", "event"})
 CASE_FILE = "case.yaml"

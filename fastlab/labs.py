@@ -5,25 +5,21 @@ declarative `lab.yaml` (steps, each an ordinary experiment spec plus `--set` ove
 checkpoints), `checkpoints.py` (functions marked with `@checkpoint` that read a step's run
 directory and return a `CheckResult`), `INSTRUCTOR.md` and `recorded/<step-id>/` runs.
 
-Everything a front end needs is here and returns plain data: `list_labs`, `load_lab` (steps,
-handout), `Lab.build_spec` (a step's spec, normal or short form), `evaluate_step` (checkpoints
-on a run directory), `run_lab` (steps through the engine, `lab.json` written as it goes),
-`check_lab_run` (re-evaluate a finished lab run). Loading is strict: a malformed lab.yaml, an
+A front end finds here, as plain data: `list_labs`, `load_lab` (steps, handout), `Lab.build_spec` (a
+step's spec, normal or short form), `evaluate_step` (checkpoints on a run directory, INCONCLUSIVE on
+a run the fidelity verdict calls unfaithful). Running labs is `fastlab.labrun`'s; recordings are
+`fastlab.labrecord`'s. Loading is strict: a malformed lab.yaml, an
 unknown checkpoint or arguments a checkpoint does not take are a `LabError` naming the place.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import importlib.util
 import inspect
-import json
 import logging
 import re
 import sys
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -211,6 +207,10 @@ class StepRun:
     def cc_events(self) -> pd.DataFrame:
         return self._read(self.folder.events)
 
+    @functools.cached_property
+    def rtt_samples(self) -> pd.DataFrame:
+        return self._read(self.folder.rtt_samples)
+
     def flow(self, flow_id: str) -> pd.DataFrame:
         """flows.csv rows of one flow, in time order."""
         rows = self.flows[self.flows["flow"] == flow_id].sort_values("t")
@@ -302,6 +302,21 @@ class StepRun:
                 return float(idle["min_ms"])
         raise MissingData(f"summary.json has no idle pings of {info['src']} -> {info['dst']}")
 
+    def link_busy_share(self, link_id: str, t0: float, t1: float) -> float | None:
+        """The share of its rate a link delivered over [t0, t1] while it kept packets queued: its own
+        counters over the sampling intervals that began and ended with at least two packets queued
+        (fastlab.fidelity's busy share; None over too little busy time). Below 1 the link lost time that
+        no flow's window can be blamed for: the emulator stalled (a late wake-up: in a lab 03 bench run a
+        10-ms stall with 53 packets queued left 0.991), or the queue emptied between two samples."""
+        from fastlab.fidelity import tc_busy_share
+
+        rows = self.link(link_id)
+        rows = rows[(rows["t"] >= t0) & (rows["t"] <= t1)].dropna(subset=["backlog_pkts", "tx_bytes"])
+        capacity = self.link_summary(link_id)["capacity_mbps"]
+        samples = list(zip(rows["t"].astype(float), rows["backlog_pkts"].astype(float),
+                           rows["tx_bytes"].astype(float), strict=True))
+        return tc_busy_share(samples, int(float(capacity) * 1e6))["delivered_share"]
+
     def link_summary(self, link_id: str) -> dict[str, Any]:
         for link in self.summary["links"]:
             if link["id"] == link_id:
@@ -337,10 +352,12 @@ class LiveProperty(_Strict):
     within: tuple[float, float] = Field(description="[lo, hi] of the measured figure")
     why: str = Field(min_length=40, max_length=1000)
 
-    def judge(self, checks: list[CheckResult]) -> CheckResult:
-        """The property on a run's checkpoint results (a figure that was not measured fails it)."""
+    def judge(self, step: Step, checks: list[CheckResult]) -> CheckResult:
+        """The property on a short-form run's checkpoint results, in the order of the step's calls (a
+        figure that was not measured fails it)."""
         lo, hi = self.within
-        figure = next((c.measured for c in checks if c.name == self.of), None)
+        labels = [c.label for c in step.checkpoints if not c.full_only]
+        figure = checks[labels.index(self.of)].measured if len(checks) == len(labels) else None
         name = f"live: {self.of}"
         if not isinstance(figure, int | float) or isinstance(figure, bool):
             return CheckResult(name, False, "n/a", f"{lo:g}..{hi:g}", self.why, note="the checkpoint measured nothing",
@@ -499,12 +516,16 @@ def list_labs(root: Path = LABS_DIR) -> list[Lab]:
 def find_lab_folder(ref: str | int, root: Path = LABS_DIR) -> Path:
     """A lab by number (1, "01"), folder name ("01-long-fat-pipes") or slug."""
     text = str(ref)
+    # a lab number is at most a few ASCII digits: '²' is a digit to str.isdigit but not to int(), and a
+    # 5,000-digit number is no lab (and past Python's int-conversion limit)
+    number_asked = int(text) if text.isascii() and text.isdigit() and len(text) <= 4 else None
     for folder in lab_folders(root):
         number, slug = FOLDER_RE.match(folder.name).groups()  # type: ignore[union-attr]
-        if text in (folder.name, slug) or (text.isdigit() and int(text) == int(number)):
+        if text in (folder.name, slug) or number_asked == int(number):
             return folder
     names = ", ".join(p.name for p in lab_folders(root)) or "none"
-    raise LabError(f"no lab {text!r} (labs: {names})")
+    shown = text if len(text) <= 40 else text[:40] + "..."
+    raise LabError(f"no lab {shown!r} (labs: {names})")
 
 
 def load_lab(ref: str | int, root: Path = LABS_DIR) -> Lab:
@@ -551,158 +572,3 @@ def combined_status(statuses: list[str]) -> str:
     if not statuses or FAIL in statuses:
         return FAIL
     return INCONCLUSIVE if INCONCLUSIVE in statuses else PASS
-
-
-@dataclass
-class StepOutcome:
-    id: str
-    title: str
-    directory: str
-    duration_s: float
-    checks: list[CheckResult]
-    error: str = ""
-
-    @property
-    def status(self) -> str:
-        return FAIL if self.error else combined_status([c.status for c in self.checks])
-
-    @property
-    def passed(self) -> bool:
-        return self.status == PASS
-
-    @property
-    def inconclusive(self) -> str:
-        """The fidelity verdict's reasons when the step's run could not judge its checkpoints."""
-        return next((c.inconclusive for c in self.checks if c.inconclusive), "")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "directory": self.directory, "status": self.status,
-                "passed": self.passed, "inconclusive": self.inconclusive,
-                "duration_s": round(self.duration_s, 1), "error": self.error,
-                "checks": [c.as_dict() for c in self.checks]}
-
-
-@dataclass
-class LabRun:
-    lab: Lab
-    directory: Path
-    short: bool
-    started: str
-    steps: list[StepOutcome] = field(default_factory=list)
-
-    @property
-    def status(self) -> str:
-        return combined_status([s.status for s in self.steps])
-
-    @property
-    def passed(self) -> bool:
-        return self.status == PASS
-
-    def headline(self) -> str:
-        """One line for the CLI: all pass, some FAIL, or inconclusive and why."""
-        if self.status == PASS:
-            return f"lab {self.lab.name}: all checkpoints pass"
-        if self.status == FAIL:
-            return f"lab {self.lab.name}: some checkpoints FAIL"
-        steps = ", ".join(s.id for s in self.steps if s.status == INCONCLUSIVE)
-        return (f"lab {self.lab.name}: INCONCLUSIVE: the run of step(s) {steps} was not faithful, so their "
-                f"checkpoints prove nothing either way; run them again on a quieter machine or at a lower scale")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"lab": self.lab.number, "name": self.lab.name, "title": self.lab.title, "short": self.short,
-                "started": self.started, "status": self.status, "passed": self.passed,
-                "steps": [s.as_dict() for s in self.steps]}
-
-    def save(self) -> None:
-        (self.directory / "lab.json").write_text(json.dumps(self.as_dict(), indent=1))
-
-
-# Exit status of `fastlab lab run` and `lab check`: 0 every checkpoint passed, 1 one failed, and this
-# when none failed but a step's run was not faithful (its checkpoints inconclusive).
-EXIT_INCONCLUSIVE = 3
-EXIT_STATUS = {PASS: 0, FAIL: 1, INCONCLUSIVE: EXIT_INCONCLUSIVE}
-
-
-def lab_runs_root() -> Path:
-    return paths.results_root() / "labs"
-
-
-def new_lab_run_dir(lab: Lab) -> Path:
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return lab_runs_root() / f"{stamp}-{lab.name}"
-
-
-def latest_lab_run(lab: Lab) -> Path:
-    runs = sorted(p for p in lab_runs_root().glob(f"*-{lab.name}") if (p / "lab.json").is_file()) \
-        if lab_runs_root().is_dir() else []
-    if not runs:
-        raise LabError(f"no finished run of lab {lab.name} under {lab_runs_root()}: run `fastlab lab run {lab.number}`")
-    return runs[-1]
-
-
-def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids: list[str] | None = None,
-            on_step: Callable[[StepOutcome], None] = lambda _outcome: None,
-            on_sample: Callable[[dict[str, Any]], None] | None = None,
-            cancel: threading.Event | None = None) -> LabRun:
-    """Run the lab's steps (or the ones named) in order through the engine and evaluate each.
-
-    Every spec is built and checked by `prepare` before the first step runs, so a broken step
-    stops the lab before anything is created. A step whose run fails is recorded with its error
-    and the lab goes on to the next step (except when cancelled).
-    """
-    from fastlab.engine import RunError, run_experiment
-    from fastlab.plan import prepare
-
-    steps = [lab.step(s) for s in step_ids] if step_ids else lab.steps
-    specs = {}
-    for step in steps:
-        specs[step.id] = lab.build_spec(step.id, short)
-        try:
-            prepare(specs[step.id])
-        except SpecError as exc:
-            raise LabError(f"{lab.name} step {step.id} ({step.spec}): {exc}") from None
-    directory = out or new_lab_run_dir(lab)
-    if directory.exists() and any(directory.iterdir()):
-        raise LabError(f"{directory}: directory exists and is not empty")
-    directory.mkdir(parents=True, exist_ok=True)
-    run = LabRun(lab, directory, short, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
-    run.save()
-    for number, step in enumerate(steps, start=1):
-        log.info("step %s (%d of %d, %g s of flows): %s", step.id, number, len(steps), specs[step.id].duration_s,
-                 step.title)
-        step_dir = directory / step.id
-        t0 = time.monotonic()
-        try:
-            run_experiment(specs[step.id], out=step_dir, on_sample=on_sample, cancel=cancel)
-            outcome = StepOutcome(step.id, step.title, str(step_dir), time.monotonic() - t0,
-                                  evaluate_step(lab, step.id, step_dir, short))
-        except RunError as exc:
-            outcome = StepOutcome(step.id, step.title, str(step_dir), time.monotonic() - t0, [], f"run failed: {exc}")
-        run.steps.append(outcome)
-        run.save()
-        on_step(outcome)
-        if cancel is not None and cancel.is_set():
-            break
-    return run
-
-
-def check_lab_run(directory: Path) -> LabRun:
-    """Re-evaluate the checkpoints of a finished lab run (its lab.json names the lab and steps)."""
-    try:
-        record = json.loads((directory / "lab.json").read_text())
-        lab = load_lab(record["name"])
-        entries = record["steps"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise LabError(f"{directory}: not a lab run (lab.json: {exc})") from None
-    run = LabRun(lab, directory, bool(record.get("short")), str(record.get("started", "")))
-    for entry in entries:
-        step = lab.step(entry["id"])
-        step_dir = directory / step.id
-        if step_dir.is_dir():
-            run.steps.append(StepOutcome(step.id, step.title, str(step_dir), entry.get("duration_s", 0.0),
-                                         evaluate_step(lab, step.id, step_dir, run.short)))
-        else:
-            run.steps.append(StepOutcome(step.id, step.title, str(step_dir), 0.0, [], "no run directory"))
-    if not run.steps:
-        raise LabError(f"{directory}: the lab run has no finished step")
-    return run

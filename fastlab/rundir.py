@@ -105,6 +105,10 @@ class RunFolder:
     def events(self) -> pd.DataFrame:
         return self.csv(EVENTS)
 
+    def rtt_samples(self) -> pd.DataFrame:
+        """Per second and clamped flow: the count, mean and minimum of the RTT sample of every ACK."""
+        return self.csv(RTT_SAMPLES)
+
     def write(self, *, spec_yaml: str, environment: dict[str, Any], summary: dict[str, Any],
               flows: pd.DataFrame | None = None, links: pd.DataFrame | None = None,
               events: pd.DataFrame | None = None, rtt_samples: Iterable[dict[str, object]] = (),

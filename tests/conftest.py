@@ -29,16 +29,68 @@ def fastlab(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str
 
 
 def machine_leftovers() -> dict[str, list[str]]:
-    """What fastlab objects exist on the machine right now (namespaces are unnamed: count shells)."""
+    """What fastlab objects exist on the machine right now (namespaces are unnamed: count shells),
+    leaving out those of a run another live process owns (its state file's engine is alive and is not
+    this session's own descendant): a run someone else has going is not this session's leftover."""
     from fastlab import paths
     from fastlab.cwndclamp import cgroup2_root
     from fastlab.runstate import prefixed_root_objects
 
+    foreign = foreign_run_prefixes()
     intfs, bridges = prefixed_root_objects()
     states = sorted(p.name for p in paths.STATE_DIR.glob("fl*.json")) if paths.STATE_DIR.is_dir() else []
     root = cgroup2_root()
     cgroups = sorted(p.name for p in root.glob("fastlab-fl*")) if root is not None else []
-    return {"interfaces": intfs, "bridges": bridges, "state_files": states, "cgroups": cgroups}
+
+    def own(names: list[str]) -> list[str]:
+        return [n for n in names if not any(n.removeprefix("fastlab-").startswith(f) for f in foreign)]
+
+    return {"interfaces": own(intfs), "bridges": own(bridges), "state_files": own(states), "cgroups": own(cgroups)}
+
+
+def _parent(pid: int) -> int:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def foreign_run_prefixes() -> set[str]:
+    """Prefixes of runs whose engine process is alive and not this process or one of its descendants."""
+    import json
+
+    from fastlab import paths
+
+    prefixes: set[str] = set()
+    if not paths.STATE_DIR.is_dir():
+        return prefixes
+    me = os.getpid()
+    for state in paths.STATE_DIR.glob("fl*.json"):
+        try:
+            data = json.loads(state.read_text())
+            pid = int(data["engine_pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not Path(f"/proc/{pid}").exists():
+            continue  # a dead engine's objects are a leak, whoever left them
+        chain, hops = pid, 0
+        while chain not in (0, 1, me) and hops < 64:
+            chain, hops = _parent(chain), hops + 1
+        if chain != me:
+            prefixes.add(state.stem)
+    return prefixes
+
+
+def faithful(summary: dict) -> bool:
+    """Whether a live run's physics may be judged: only a run the fidelity verdict calls faithful proves
+    anything (DESIGN.md §10). An unfaithful one is inconclusive: the caller skips its physical bounds,
+    and this says so in the test's output."""
+    verdict = summary.get("fidelity") or {}
+    if verdict.get("faithful"):
+        return True
+    print(f"inconclusive: the run was not faithful, its physics is not judged: {verdict.get('reasons')}")
+    return False
 
 
 ROOT_FOLDERS = ("integration", "labs", "stock_kernel")  # real namespaces, tc, BPF
@@ -74,8 +126,13 @@ def machine_left_as_found() -> Iterator[None]:
         return
     from fastlab.cc import kernel_available
 
-    before = (sorted(kernel_available()), machine_leftovers())
+    before_cc, before = sorted(kernel_available()), machine_leftovers()
     yield
-    after = (sorted(kernel_available()), machine_leftovers())
-    assert after == before, f"the tests left the machine changed: before {before}, after {after}"
+    after_cc, after = sorted(kernel_available()), machine_leftovers()
+    # What the session added and left: objects that were there before and went (a concurrent run that
+    # ended) are not the session's doing.
+    added = {kind: sorted(set(after[kind]) - set(before[kind])) for kind in after}
+    assert after_cc == before_cc and not any(added.values()), (
+        f"the tests left the machine changed: congestion control {before_cc} -> {after_cc}, "
+        f"new fastlab objects left {added}")
 

@@ -43,7 +43,8 @@ def cmd_lab_list(args: argparse.Namespace) -> int:
 
 
 def cmd_lab_run(args: argparse.Namespace) -> int:
-    from fastlab.labs import EXIT_STATUS, LabError, run_lab
+    from fastlab.labrun import EXIT_STATUS, run_lab
+    from fastlab.labs import LabError
 
     lab = _lab(args.lab)
     out = Path(args.out) if args.out else None
@@ -66,7 +67,8 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
 
 
 def cmd_lab_check(args: argparse.Namespace) -> int:
-    from fastlab.labs import EXIT_STATUS, LabError, check_lab_run, latest_lab_run
+    from fastlab.labrun import EXIT_STATUS, check_lab_run, latest_lab_run
+    from fastlab.labs import LabError
 
     try:
         directory = Path(args.run) if args.run else latest_lab_run(_lab(args.lab))
@@ -86,7 +88,8 @@ def cmd_lab_record(args: argparse.Namespace) -> int:
     checkpoint passes as the step's recording (fastlab.labrecord); a run that does not is kept where it
     ran and named, not stored."""
     from fastlab.labrecord import size_of, store_recording
-    from fastlab.labs import LabError, lab_runs_root, run_lab
+    from fastlab.labrun import lab_runs_root, run_lab
+    from fastlab.labs import LabError
 
     lab = _lab(args.lab)
     forms = {"full": [False], "short": [True], "both": [False, True]}[args.form]

@@ -19,7 +19,6 @@ import pandas as pd
 import yaml
 
 from fastlab.fast_theory import packet_bits, references, run_mtu, serialization_ms
-from fastlab.fidelity import tc_busy_share
 from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, within
 from fastlab.spec import read_spec_text
 
@@ -232,19 +231,6 @@ def at_equilibrium(run: StepRun, index: int, max_drift: float = 5.0) -> CheckRes
     return result
 
 
-def _link_busy_share(run: StepRun, link: str, t0: float, t1: float) -> float | None:
-    """The share of t0..t1 the link sent at its rate, by its own counters over the sampling intervals
-    that began and ended with packets queued (fastlab.fidelity's busy share); None over too little
-    busy time. linkemu schedules every departure from the frame's true arrival, so below 1 its queue
-    emptied between two samples: nothing had arrived to send."""
-    rows = run.link(link)
-    rows = rows[(rows["t"] >= t0) & (rows["t"] <= t1)].dropna(subset=["backlog_pkts", "tx_bytes"])
-    capacity = run.link_summary(link)["capacity_mbps"]
-    samples = list(zip(rows["t"].astype(float), rows["backlog_pkts"].astype(float), rows["tx_bytes"].astype(float),
-                       strict=True))
-    return tc_busy_share(samples, int(float(capacity) * 1e6))["delivered_share"]
-
-
 def _largest_lateness_ms(run: StepRun) -> float:
     """The latest departure of any emulated link direction over the run (its emulators' own figures,
     from the fidelity verdict): the largest delay blip the emulation put into the flow's RTT."""
@@ -267,7 +253,7 @@ def link_full_before(run: StepRun, lo: float = 0.99, hi: float = 1.01) -> CheckR
     capacity = _capacity_pps(run)
     queue_ms = 1000 * state.alpha / capacity
     late_ms = _largest_lateness_ms(run)
-    busy = _link_busy_share(run, "cern-gbe", at_s - EQUILIBRIUM_S, at_s)
+    busy = run.link_busy_share("cern-gbe", at_s - EQUILIBRIUM_S, at_s)
     excused = busy is not None and late_ms > queue_ms
     emulator = min(busy, 1.0) if excused and busy is not None else 1.0
     per_ms = 0.5 * state.window / (state.avg_rtt_s * 1000)  # gamma * w / D: window lost per ms of delay blip

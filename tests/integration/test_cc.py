@@ -1,11 +1,13 @@
-"""fastlab's FAST and HSTCP, as BPF struct_ops, carrying real kernel TCP through the emulated path.
+"""fastlab's FAST and HSTCP, as BPF struct_ops, carrying real kernel TCP through the emulated path:
+live runs judged on invariants (DESIGN.md §10). Each run is as short as its invariant needs.
 
-Bounds come from the algorithms: FAST keeps alpha packets of its own in the bottleneck queue
-(+-4 packets: the floor mode's equilibrium band is [alpha-2, alpha] times D/(D-d), plus sampling
-noise), its equilibrium rate does not depend on RTT (Jain >= 0.9), and its window moves halfway
-to the target every RTT (a new alpha is reached within a second). HSTCP's response function
-w = 0.12/p^0.835 gives 2.1 x Reno's 1.22/sqrt(p) window at p = 1e-4 (>= 1.6 asked);
-Limited Slow-Start grows at most max_ssthresh/2 segments per RTT.
+What is asserted: the build registers and is unregistered after the run; the parameters asked for
+(alpha, a changed alpha, Limited Slow-Start's max_ssthresh) are the ones the algorithm's own events
+report; facts that hold whatever the machine does (no RTT below the path's, two paths' RTTs apart by
+their difference, Limited Slow-Start never growing by more than max_ssthresh/2 a round). FAST's
+equilibrium (alpha packets queued, rates independent of RTT, a new alpha reached within a second) and
+HSTCP's response function against Reno's are physics with tight bands: they are judged on lab 02's
+and lab 05's recorded runs in the unit tier, and their pass rates over live runs by bench/labs.py.
 """
 
 from __future__ import annotations
@@ -31,96 +33,53 @@ FAST_SPEC = EXAMPLE.read_text().replace("rate_mbps: 50", "rate_mbps: 20").replac
     "cc: cubic}", "cc: fast, cc_args: {alpha: 20}}")
 
 
-def forward_backlog(out: Path, t0: float, t1: float) -> float:
-    links = pd.read_csv(out / "links.csv")
-    rows = links[(links["link"] == "bottleneck") & (links["direction"] == "forward")]
-    return float(rows[(rows["t"] >= t0) & (rows["t"] < t1)]["backlog_pkts"].mean())
-
-
 def test_issue_spec_with_fast_alpha_20(tmp_path: Path) -> None:
     registered_before = "fast" in kernel_available()  # e.g. by a run of another user of this machine
     out = tmp_path / "fast"
     spec_file = tmp_path / "fast.yaml"
     spec_file.write_text(FAST_SPEC)
-    proc = fastlab("run", str(spec_file), "--out", str(out))
+    proc = fastlab("run", str(spec_file), "--out", str(out), "--set", "duration_s=6")
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((out / "summary.json").read_text())
-    link = summary["links"][0]
-    assert 16 <= link["mean_backlog_pkts"] <= 24, link
-    assert link["utilization"] >= 0.90 and summary["flows"][0]["cc"] == "fast"
-    assert abs(forward_backlog(out, 5, 20) - 20) <= 4  # after convergence
+    assert summary["flows"][0]["cc"] == "fast" and summary["links"][0]["utilization"] > 0
     events = pd.read_csv(out / "cc_events.csv")
     updates = events[events["event"] == "update"]
-    assert len(updates) > 100 and set(updates["flow"]) == {"f1"}
-    assert (updates["alpha"] == 20).all() and updates["base_rtt_us"].min() >= 40_000
+    assert len(updates) > 20 and set(updates["flow"]) == {"f1"}  # an update per RTT (40-45 ms) for 6 s
+    assert (updates["alpha"] == 20).all() and updates["base_rtt_us"].min() >= 40_000  # never below the path
     env = json.loads((out / "environment.json").read_text())
     assert env["congestion_control"]["applied"][0]["impl"] == "bpf" and env["congestion_control"]["builds"]
     assert ("fast" in kernel_available()) == registered_before  # the run unloaded what it loaded
 
 
 def test_alpha_change_mid_run_is_followed(tmp_path: Path) -> None:
-    change = "cc_changes=[{at_s: 15, host: h1, cc: fast, args: {alpha: 60}}]"
-    # alpha 60 needs room: the spec's 1-BDP buffer (67 packets) would drop the overshoot of each update
-    spec = read_spec_text(FAST_SPEC, ["duration_s=30", "topology_args.buffer_bdp=4", change])
+    change = "cc_changes=[{at_s: 3, host: h1, cc: fast, args: {alpha: 60}}]"
+    spec = read_spec_text(FAST_SPEC, ["duration_s=6", "topology_args.buffer_bdp=4", change])
     result = run_experiment(spec, out=tmp_path / "change")
-    before, after = forward_backlog(result.directory, 8, 15), forward_backlog(result.directory, 20, 30)
-    assert abs(before - 20) <= 4 and abs(after - 60) <= 4, (before, after)
-    links = pd.read_csv(result.directory / "links.csv")
-    fwd = links[(links["link"] == "bottleneck") & (links["direction"] == "forward") & (links["t"] >= 15)]
-    reached = fwd[fwd["backlog_pkts"] >= 52]["t"].min()
-    assert reached - 15 <= 1.0, reached  # a few RTTs (40-75 ms each)
     events = pd.read_csv(result.directory / "cc_events.csv")
-    assert (events[events["event"] == "cc_set"]["alpha"] == 60).all()
-    late = events[(events["event"] == "update") & (events["t"] > 15.5)]
-    assert (late["alpha"] == 60).all()
+    sets = events[events["event"] == "cc_set"]
+    assert len(sets) == 1 and (sets["alpha"] == 60).all() and 3 <= float(sets["t"].iloc[0]) < 4, sets
+    updates = events[events["event"] == "update"]
+    before, late = updates[updates["t"] < 3], updates[updates["t"] > float(sets["t"].iloc[0]) + 0.5]
+    assert len(before) and (before["alpha"] == 20).all() and len(late) and (late["alpha"] == 60).all()
 
 
-def test_fast_equilibrium_is_rtt_independent(tmp_path: Path) -> None:
-    spec = parse_spec({"name": "fast-rtt", "topology": "dumbbell", "duration_s": 40, "seed": 1,
+def test_two_paths_keep_their_rtts_apart(tmp_path: Path) -> None:
+    """Two FAST flows on paths of 40 and 80 ms through one bottleneck: the idle pings see the two paths
+    (40 ms apart, less nothing: an emulator can be late, never early), and no flow's kernel min_rtt is
+    below its path's. A flow may sit above it: one whose handshake met the other's queued packets never
+    sees the shared queue empty again (CI once: f2 82.06 ms on the 80-ms path)."""
+    spec = parse_spec({"name": "fast-rtt", "topology": "dumbbell", "duration_s": 5, "seed": 1,
                        "topology_args": {"pairs": 2, "rate_mbps": 20, "rtt_ms": 40, "pair_rtt_ms": [40, 80]},
                        "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 20}},
                                  {"src": "h3", "dst": "h4", "cc": "fast", "cc_args": {"alpha": 20}}]})
     result = run_experiment(spec, out=tmp_path / "rtt")
     flows = {f["id"]: f for f in result.summary["flows"]}
-    # pair_rtt_ms sets each pair's path: the idle pings before the flows measure it with the queues empty
     idle = {(p["src"], p["dst"]): p["min_ms"] for p in result.summary["idle_rtt"]}
-    assert abs(idle[("h1", "h2")] - 40) < 2 and abs(idle[("h3", "h4")] - 80) < 2, idle
-    # A flow's kernel min_rtt is never below its path, but may sit above it: a flow whose handshake
-    # or first packets met the other's queued packets never sees the shared queue empty again (the
-    # two FAST flows hold 2 x alpha packets there). CI once: f2 82.06 ms on the 80-ms path.
+    assert idle[("h1", "h2")] >= 40 - 0.5 and idle[("h3", "h4")] >= 80 - 0.5, idle
+    assert idle[("h3", "h4")] - idle[("h1", "h2")] >= 30, idle  # 40 ms apart; lateness is noise of < 10
     for flow, path in (("f1", ("h1", "h2")), ("f2", ("h3", "h4"))):
         assert flows[flow]["min_rtt_ms"] >= idle[path] - 0.5, (flow, flows[flow]["min_rtt_ms"], idle)
-    assert flows["f2"]["min_rtt_ms"] - flows["f1"]["min_rtt_ms"] >= 30, flows  # two RTTs really differ
-    assert result.summary["jain_index"] >= 0.9, flows
-
-
-def mean_cwnd(out: Path, flow: str, after_s: float) -> float:
-    flows = pd.read_csv(out / "flows.csv")
-    return float(flows[(flows["flow"] == flow) & (flows["t"] >= after_s)]["cwnd_pkts"].mean())
-
-
-def test_hstcp_beats_reno_under_periodic_loss(tmp_path: Path) -> None:
-    """50 Mb/s, 100 ms (BDP 417 packets), one packet in 10,000 dropped, each algorithm alone on the path
-    (sharing it, the two windows together nearly fill the pipe and queueing couples them): loss-limited,
-    not capacity-limited. The response functions give 263 (HSTCP, 0.12/p^0.835) and 122 (Reno,
-    1.22/sqrt(p)) packets, 2.2 x. Periodic loss makes each sawtooth deterministic, so a short run holds
-    what random loss needs minutes for: Reno's cycle is 1/p packets, ~8 s at 122 packets per 0.1 s RTT,
-    and from slow start's overshoot it halves to that cycle within ~3 losses (~10 s); from 12 to 32 s
-    the mean covers 2.4 cycles, a partial cycle moving it by less than 10 %."""
-    windows = {}
-    for cc in ("hstcp", "reno"):
-        spec = parse_spec({"name": f"{cc}-loss", "topology": "dumbbell", "duration_s": 32, "seed": 3,
-                           "topology_args": {"rate_mbps": 50, "rtt_ms": 100},
-                           "links": {"bottleneck": {"loss": {"model": "every_nth", "n": 10_000}}},
-                           "flows": [{"src": "h1", "dst": "h2", "cc": cc}]})
-        result = run_experiment(spec, out=tmp_path / cc)
-        windows[cc] = mean_cwnd(result.directory, "f1", 12)
-    hstcp, reno = windows["hstcp"], windows["reno"]
-    print(f"mean cwnd: hstcp {hstcp:.1f}, reno {reno:.1f}, ratio {hstcp / reno:.2f} (theory 2.2)")
-    # the cycle's mean 1.22/sqrt(p), +-10 % for the partial cycle and +-10 % for what the law leaves out
-    # (the recovery round at each loss, growth per ACK rather than per RTT): measured 126.9 (2026-11-25)
-    assert 0.8 * 122 <= reno <= 1.2 * 122, reno
-    assert hstcp >= 1.6 * reno, (hstcp, reno)
+    assert all(f["throughput_mbps"] > 0 for f in flows.values()), flows
 
 
 def test_register_whose_caller_died_registers_nothing() -> None:
@@ -144,7 +103,11 @@ def test_register_whose_caller_died_registers_nothing() -> None:
 
 
 def test_limited_slow_start(tmp_path: Path) -> None:
-    spec = parse_spec({"name": "lss", "topology": "dumbbell", "duration_s": 12, "seed": 1,
+    """RFC 3742: above max_ssthresh (100) the window grows by at most max_ssthresh/2 segments a round --
+    an algorithmic bound the BPF build's own per-round events show, whatever the machine's timing
+    (+10 %: round boundaries are sampled by ACK arrivals). 50 Mb/s x 100 ms: the window passes 100
+    after ~0.7 s and the limited phase lasts several rounds before the first loss."""
+    spec = parse_spec({"name": "lss", "topology": "dumbbell", "duration_s": 5, "seed": 1,
                        "topology_args": {"rate_mbps": 50, "rtt_ms": 100},
                        "flows": [{"src": "h1", "dst": "h2", "cc": "hstcp", "cc_args": {"max_ssthresh": 100}}]})
     result = run_experiment(spec, out=tmp_path / "lss")
@@ -153,12 +116,12 @@ def test_limited_slow_start(tmp_path: Path) -> None:
     growth = per_rtt["cwnd"].diff()
     limited = growth[(per_rtt["mode"] == "lss") & (per_rtt["cwnd"].shift() > 100)]
     assert len(limited) >= 3, per_rtt[["t", "cwnd", "mode"]].head(30)
-    assert limited.max() <= 50 * 1.1, limited.max()  # RTT boundaries are sampled by ACK arrivals
+    assert limited.max() <= 50 * 1.1, limited.max()
     assert (per_rtt["max_ssthresh"] == 100).all()
 
 
 def test_two_hosts_two_alphas_in_one_run(tmp_path: Path) -> None:
-    spec = parse_spec({"name": "alphas", "topology": "dumbbell", "duration_s": 6,
+    spec = parse_spec({"name": "alphas", "topology": "dumbbell", "duration_s": 3,
                        "topology_args": {"pairs": 2, "rate_mbps": 20, "rtt_ms": 40},
                        "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 15}},
                                  {"src": "h3", "dst": "h4", "cc": "fast", "cc_args": {"alpha": 45}}]})

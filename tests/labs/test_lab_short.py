@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from fastlab.labs import EXIT_STATUS, CheckResult, LabError, lab_folders, load_lab_folder
+from fastlab.labrun import EXIT_STATUS
+from fastlab.labs import CheckResult, LabError, lab_folders, load_lab_folder
 from tests.conftest import fastlab, machine_leftovers
 
 pytestmark = pytest.mark.usefixtures("as_root")
@@ -50,7 +51,7 @@ def test_lab_short_form_runs(folder: Path, tmp_path: Path) -> None:
         missing = [c["name"] + ": " + c["note"] for c in step["checks"] if not c["evaluated"]]
         assert not missing, f"step {step['id']}: checkpoints without data on a faithful run: {missing}"
         for prop in lab.step(step["id"]).live:
-            verdict = prop.judge(_results(step))
+            verdict = prop.judge(lab.step(step["id"]), _results(step))
             assert verdict.passed, f"step {step['id']}: {verdict.line()}"
     assert machine_leftovers() == before
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import sys
 from pathlib import Path
@@ -39,3 +40,52 @@ def test_proc_cpu_ticks_on_captured_stat_lines() -> None:
     assert emulator.proc_cpu_ticks(line) == 812 + 1093
     odd = line.replace("(ksoftirqd/0)", "(napi/a) b) (c-7)")
     assert emulator.proc_cpu_ticks(odd) == 812 + 1093
+
+
+def test_docsis_fit_ranks_the_grid_by_residuals_in_band_units() -> None:
+    """bench/docsis.py --fit: each grid point's emulated mean RTTs against the published ones, in
+    half-widths of the published band; the least sum of squares wins (ties: the smaller delay)."""
+    import pandas as pd
+
+    docsis = bench_module("docsis")
+    points = [{"window": 20, "value": 145, "low": 130, "high": 160},
+              {"window": 38, "value": 145, "low": 130, "high": 160}]
+    rows = pd.DataFrame([
+        {"max_delay_ms": 30.0, "knee": 0.5, "value": 20, "mean_rtt_ms": 130.0},  # -1 half-width
+        {"max_delay_ms": 30.0, "knee": 0.5, "value": 38, "mean_rtt_ms": 152.5},  # +0.5
+        {"max_delay_ms": 40.0, "knee": 0.5, "value": 20, "mean_rtt_ms": 145.0},
+        {"max_delay_ms": 40.0, "knee": 0.5, "value": 38, "mean_rtt_ms": 152.5},
+    ])
+    best, ranked = docsis.best_fit(rows, points)
+    assert best == {"max_delay_ms": 40.0, "knee": 0.5}
+    assert list(ranked["sum_sq"]) == [0.25, 1.25] and list(ranked["worst"]) == [0.5, 1.0]
+    res = docsis.residuals(rows[rows["max_delay_ms"] == 30.0], points)
+    assert list(res["residual"]) == [-1.0, 0.5]
+
+
+def test_docsis_smallest_alpha_that_stays_full() -> None:
+    """The smallest alpha from which every larger alpha measured fills the link (a lucky small alpha
+    followed by one that does not is not it)."""
+    import pandas as pd
+
+    docsis = bench_module("docsis")
+    assert docsis.smallest_full_alpha(pd.Series({1: 0.5, 2: 0.96, 3: 0.9, 4: 0.97, 6: 0.99})) == 4
+    assert docsis.smallest_full_alpha(pd.Series({1: 0.5, 2: 0.6})) is None
+    data = docsis.published()
+    assert docsis.simple_mean_rtt_ms(20, data) == 100 and docsis.simple_mean_rtt_ms(30, data) == 120
+
+
+def test_phantom_defaults_are_the_fit_output() -> None:
+    """The calibrated element's defaults come from `bench/docsis.py --fit`'s output, not from hand tuning
+    (issue 31): the spec's constants must equal the fit file's best point, which must be the least sum of
+    squares of its own ranked grid, fitted to the `fit` figures only."""
+    from fastlab.spec import PHANTOM_FIT_KNEE, PHANTOM_FIT_MAX_DELAY_MS, PHANTOM_WINDOW_MS, PhantomDelay
+
+    docsis = bench_module("docsis")
+    fit = json.loads(docsis.FIT_FILE.read_text())
+    assert (fit["best"]["max_delay_ms"], fit["best"]["knee"]) == (PHANTOM_FIT_MAX_DELAY_MS, PHANTOM_FIT_KNEE)
+    assert fit["window_ms"] == PHANTOM_WINDOW_MS and "fit.docsis_mean_rtt_ms" in fit["fitted_to"]
+    top = min(fit["ranked"], key=lambda row: row["sum_sq"])
+    assert (top["max_delay_ms"], top["knee"]) == (fit["best"]["max_delay_ms"], fit["best"]["knee"])
+    element = PhantomDelay(model="calibrated_load_delay")
+    assert (element.max_delay_ms, element.knee) == (PHANTOM_FIT_MAX_DELAY_MS, PHANTOM_FIT_KNEE)

@@ -90,6 +90,10 @@ MAX_MODULE_LINES = 500
 LONG_MODULES = {
     "fastlab/labs.py": "the lab format and the one API lab authors' checkpoints.py import (StepRun, "
                        "CheckResult, within, loss_starts...): a split would change every lab's imports",
+    "fastlab/spec.py": "the one spec schema (DESIGN.md: experiments are data, one schema for the CLI, the web "
+                       "app, labs and bundles): every field with its range and its one-line error path",
+    "fastlab/shaping.py": "the one link planner: a link profile resolved per direction, its backend chosen and "
+                          "turned into tc commands or the emulator's arguments, kept pure beside its executor",
 }
 
 

@@ -16,12 +16,12 @@ import pytest
 import yaml
 
 from fastlab.labrecord import Case, fingerprint, judge_case, load_cases, spec_drift, trim
+from fastlab.labrun import check_lab_run
 from fastlab.labs import (
     LABS_DIR,
     LabError,
     MissingData,
     StepRun,
-    check_lab_run,
     evaluate_step,
     lab_folders,
     load_lab_folder,
@@ -142,11 +142,29 @@ def test_bad_step_override_names_the_step(tmp_path: Path) -> None:
     (["lab", "check", "1", "--run", "/nonexistent/run"], "not a lab run"),
     (["lab", "run", "99"], "no lab '99'"),
     (["lab", "run", "1", "--step", "nope"], "no step 'nope'"),
+    (["lab", "check", "²"], "no lab '²'"),  # a digit to str.isdigit, not to int()
+    (["lab", "run", "²"], "no lab '²'"),
+    (["lab", "check", "9" * 5000], "no lab '999"),  # past Python's int-conversion limit
+    (["lab", "check", "1", "--run", "/"], "not a lab run"),
 ])
 def test_lab_usage_errors_exit_2(args: list[str], message: str) -> None:
     proc = fastlab(*args)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("record", [
+    '[1, 2]', '{"name": "02-fast-equilibrium", "steps": [1]}', '{"name": "02-fast-equilibrium", "steps": "x"}',
+    '{"name": ["x"], "steps": []}', '{"name": "02-fast-equilibrium", "steps": [{"id": 5}]}',
+    '{"name": "02-fast-equilibrium", "steps": [{"id": "live", "duration_s": "long"}]}',
+    '{"name": "02-fast-equilibrium", "steps": [{"id": "nope"}]}', "[" * 10_000 + "]" * 10_000, "\udcff",
+])
+def test_lab_check_of_a_crafted_lab_json_is_one_line(tmp_path: Path, record: str) -> None:
+    """`fastlab lab check --run` on a lab.json that fastlab did not write: exit 2, one line, no traceback."""
+    (tmp_path / "lab.json").write_bytes(record.encode("utf-8", "surrogateescape"))
+    proc = fastlab("lab", "check", "2", "--run", str(tmp_path))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr[-500:]
+    assert "Traceback" not in proc.stderr
 
 
 def test_lab_run_refuses_a_full_out_directory(tmp_path: Path) -> None:
@@ -406,6 +424,32 @@ def test_case_files_are_strict(tmp_path: Path) -> None:
     (case / "case.yaml").write_text(yaml.safe_dump(good | {"expect": {"status": "fail"}}))
     [loaded] = load_cases(load_lab_folder(copy))
     assert judge_case(load_lab_folder(copy), loaded) == ["the step is pass, the case expects fail"]
+
+
+@pytest.mark.parametrize("folder, step_id, short", [i for i in STEPS if i[2]], ids=step_label)
+def test_live_properties_hold_on_the_short_recording(folder: Path, step_id: str, short: bool) -> None:
+    """What a live CI run asserts (lab.yaml `live:`) holds on the step's short recording, read from the
+    checkpoint it names."""
+    lab = load_lab_folder(folder)
+    step = lab.step(step_id)
+    results = evaluate_step(lab, step_id, recording(folder, step_id, True), True)
+    for prop in step.live:
+        verdict = prop.judge(step, results)
+        assert verdict.passed and verdict.evaluated, verdict.line()
+        assert verdict.measured == next(r.measured for r, c in zip(results, [c for c in step.checkpoints
+                                                                            if not c.full_only], strict=True)
+                                        if c.label == prop.of)
+
+
+def test_bench_labs_margin_in_standard_deviations() -> None:
+    """bench/labs.py: a live band's margin is the median's distance to its nearer edge over the spread."""
+    from tests.unit.test_bench import bench_module
+
+    labs = bench_module("labs")
+    assert labs.band("0.95..1.02 pkts") == (0.95, 1.02) and labs.band("faithful") is None
+    assert labs.margin_sigmas([1.0, 2.0, 3.0], 0.0, 10.0) == pytest.approx(2.0)  # median 2, sd 1
+    assert labs.margin_sigmas([5.0, 5.0], 0.0, 10.0) == float("inf")
+    assert labs.margin_sigmas([5.0, 5.0], 6.0, 10.0) == float("-inf")
 
 
 def test_lab_check_on_a_lab_run_made_of_recorded_steps(tmp_path: Path) -> None:
