@@ -37,8 +37,8 @@ from fastlab.ccruntime import CCRuntime, LiveControl
 from fastlab.ccset import KERNEL_MODULES
 from fastlab.controller import OpenFlowControl
 from fastlab.cwndclamp import RTT_COLUMNS, ClampError, CwndClamp
-from fastlab.network import Network
-from fastlab.plan import IDLE_PING_MAX_GAP_S, Prepared, prepare
+from fastlab.network import Network, NetworkError
+from fastlab.plan import IDLE_PING_MAX_GAP_S, IDLE_PING_TIMEOUT_S, IDLE_PINGS_LOST_MAX, Prepared, prepare
 from fastlab.rundir import RunFolder
 from fastlab.runstate import RunState, new_prefix
 from fastlab.shaping import Devices, Shaper, plan_link
@@ -211,22 +211,39 @@ def _idle_rtt(net: Network, flow: Flow, count: int, rng: random.Random,
     One ping per process, parsed from its µs-resolution summary, with random gaps so the
     probes do not lock onto a periodic schedule (a MAC's MAP grid) and sample its phases.
     """
-    argv = ["ping", "-n", "-c", "1", "-W", "5", flow.dst_ip]
-    warm = net.run(flow.src, argv, timeout=30, record=False)  # also resolves ARP along the path
-    if parse_ping(warm) is None:
-        raise RunError(f"{flow.src} cannot reach {flow.dst} ({flow.dst_ip}): {warm.strip()[-200:]}")
+    argv = ["ping", "-n", "-c", "1", "-W", str(IDLE_PING_TIMEOUT_S), flow.dst_ip]
+    lost = 0
+
+    def ping() -> dict[str, float] | None:
+        """One ping's RTT, or None when it was lost: a path with seeded or random loss drops pings too,
+        which is the path's physics, not a broken path (ping exits 1 on no reply)."""
+        nonlocal lost
+        try:
+            stats = parse_ping(net.run(flow.src, argv, timeout=30, record=False))
+        except NetworkError as exc:
+            if "0 received" not in str(exc):
+                raise
+            stats = None
+        if stats is None:
+            lost += 1
+            if lost > IDLE_PINGS_LOST_MAX:
+                raise RunError(f"{flow.src} cannot reach {flow.dst} ({flow.dst_ip}): {lost} idle pings lost, "
+                               f"more than a lossy path explains ({IDLE_PINGS_LOST_MAX} allowed)")
+        return stats
+
+    while ping() is None:  # the warm-up also resolves ARP along the path
+        check()
     samples = []
-    for _ in range(count):
+    while len(samples) < count:
         check()  # a cancel stops the pings within one of them, not after the path's last
         time.sleep(rng.uniform(0.0, IDLE_PING_MAX_GAP_S))
-        stats = parse_ping(net.run(flow.src, argv, timeout=30, record=False))
-        if stats is None:
-            raise RunError(f"{flow.src} lost its path to {flow.dst}")
-        samples.append(stats["min_ms"])
+        stats = ping()
+        if stats is not None:
+            samples.append(stats["min_ms"])
     ordered = sorted(samples)
     return {"src": flow.src, "dst": flow.dst, "pings": count, "min_ms": ordered[0],
             "median_ms": ordered[len(ordered) // 2], "mean_ms": round(sum(samples) / count, 3),
-            "max_ms": ordered[-1], "samples_ms": samples}
+            "max_ms": ordered[-1], "samples_ms": samples, "lost": lost}
 
 
 def fidelity_paths(prep: Prepared) -> list[fidelity.PathInfo]:

@@ -133,16 +133,20 @@ def fast_path_choice(spec: ExperimentSpec, backends: dict[str, tuple[str, str]],
 # after a random gap of up to IDLE_PING_MAX_GAP_S, each a round trip. Their phase is bounded like the
 # flows: a run may not spend more than this pinging (1,000 pings over a 4-s RTT would be over an hour).
 IDLE_PING_MAX_GAP_S = 0.05
+IDLE_PING_TIMEOUT_S = 5  # a ping's wait for its reply (ping -W)
+# Pings a path may lose before the run stops on it: a path with 2 % loss each way loses 0.4 of 11 pings
+# on average, more than 4 with probability ~1e-4; a broken path loses all of them.
+IDLE_PINGS_LOST_MAX = 4
 MAX_IDLE_PHASE_S = 600.0
 
 
 def idle_phase_s(plan: TopologyPlan, links: dict[str, ResolvedLink], spec: ExperimentSpec) -> float:
-    """The longest the idle pings can take with the queues empty, s (a lost ping waits its 5-s timeout
-    once: the run then stops on it)."""
+    """The longest the idle pings can take with the queues empty, s: each path's pings, and the lost ones
+    it may have, each waiting its timeout."""
     total = 0.0
     for src, dst in {(f.src, f.dst) for f in spec.flows}:
         rtt_s = routing.figures(plan, links, src, dst).rtt_ms / 1000
-        total += (spec.idle_pings + 1) * (rtt_s + IDLE_PING_MAX_GAP_S)
+        total += (spec.idle_pings + 1) * (rtt_s + IDLE_PING_MAX_GAP_S) + IDLE_PINGS_LOST_MAX * IDLE_PING_TIMEOUT_S
     return total
 
 

@@ -269,10 +269,9 @@ def body_json(empty: Any = None) -> Any:
         return empty
     if not request.is_json:
         abort(api_error(415, "send the spec as JSON (Content-Type: application/json)"))
-    try:
-        data = request.get_json(silent=True)
+    try:  # parsed here, not by get_json(silent=True), whose None is both `null` and "not JSON"
+        return json.loads(request.get_data(cache=True))
     except RecursionError:
-        abort(api_error(400, "the body is nested too deeply"))
-    if data is None:
-        abort(api_error(400, "the body is not valid JSON"))
-    return data
+        abort(api_error(400, "body: nested too deeply"))
+    except ValueError:  # also bytes that are not UTF-8
+        abort(api_error(400, "body: not valid JSON"))

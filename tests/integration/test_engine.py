@@ -231,7 +231,7 @@ def test_max_cwnd_pkts_holds_the_window_of_any_cc(tmp_path: Path) -> None:
     # CI once: 41.51 against srtt's 45.23, the rate following srtt. (sock_ops' RTT_CB, one sample per
     # round, averaged 60 ms once: delayed ACKs.)
     rtts = pd.read_csv(out / "rtt_samples.csv")
-    assert set(rtts["flow"]) == {"f1"} and len(rtts) >= 10 and (rtts["samples"] > 0).all()
+    assert set(rtts["flow"]) == {"f1"} and len(rtts) >= 6 and (rtts["samples"] > 0).all()
     assert rtts["min_rtt_ms"].min() >= 40 and (rtts["min_rtt_ms"] <= rtts["mean_rtt_ms"]).all()
     late = rtts[rtts["t"] >= 2]
     mean = (late["mean_rtt_ms"] * late["samples"]).sum() / late["samples"].sum()
