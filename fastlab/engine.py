@@ -233,7 +233,7 @@ def _idle_rtt(net: Network, flow: Flow, count: int, rng: random.Random,
 
     while ping() is None:  # the warm-up also resolves ARP along the path
         check()
-    samples = []
+    samples: list[float] = []
     while len(samples) < count:
         check()  # a cancel stops the pings within one of them, not after the path's last
         time.sleep(rng.uniform(0.0, IDLE_PING_MAX_GAP_S))
