@@ -37,7 +37,7 @@ from fastlab.ccruntime import CCRuntime, LiveControl
 from fastlab.ccset import KERNEL_MODULES
 from fastlab.controller import OpenFlowControl
 from fastlab.cwndclamp import RTT_COLUMNS, ClampError, CwndClamp
-from fastlab.network import Network, NetworkError
+from fastlab.network import Network
 from fastlab.plan import IDLE_PING_MAX_GAP_S, IDLE_PING_TIMEOUT_S, IDLE_PINGS_LOST_MAX, Prepared, prepare
 from fastlab.rundir import RunFolder
 from fastlab.runstate import RunState, new_prefix
@@ -204,6 +204,9 @@ def parse_ping(out: str) -> dict[str, float] | None:
                                            strict=True))
 
 
+PING_NO_REPLY_OK = (0, 1)  # ping exits 1 when no reply came (a lost ping), 2 on any other error
+
+
 def _idle_rtt(net: Network, flow: Flow, count: int, rng: random.Random,
               check: Callable[[], None] = lambda: None) -> dict[str, Any]:
     """Ping across the empty network: connectivity check and the base RTT actually emulated.
@@ -218,12 +221,7 @@ def _idle_rtt(net: Network, flow: Flow, count: int, rng: random.Random,
         """One ping's RTT, or None when it was lost: a path with seeded or random loss drops pings too,
         which is the path's physics, not a broken path (ping exits 1 on no reply)."""
         nonlocal lost
-        try:
-            stats = parse_ping(net.run(flow.src, argv, timeout=30, record=False))
-        except NetworkError as exc:
-            if "0 received" not in str(exc):
-                raise
-            stats = None
+        stats = parse_ping(net.run(flow.src, argv, timeout=30, record=False, ok_codes=PING_NO_REPLY_OK))
         if stats is None:
             lost += 1
             if lost > IDLE_PINGS_LOST_MAX:

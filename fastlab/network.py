@@ -96,8 +96,9 @@ class Network:
     def node(self, name: str) -> Any:
         return self.nodes[name]
 
-    def run(self, node_name: str, argv: list[str], timeout: float = 20, record: bool = True) -> str:
-        """Run a command in a node's namespace; raise with its stderr on failure."""
+    def run(self, node_name: str, argv: list[str], timeout: float = 20, record: bool = True,
+            ok_codes: tuple[int, ...] = (0,)) -> str:
+        """Run a command in a node's namespace; raise with its stderr when it exits other than `ok_codes`."""
         node = self.nodes[node_name]
         proc = node.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
@@ -106,7 +107,7 @@ class Network:
             proc.kill()
             proc.communicate()
             raise NetworkError(f"{node_name}: {' '.join(argv)} timed out after {timeout}s") from None
-        if proc.returncode != 0:
+        if proc.returncode not in ok_codes:
             raise NetworkError(f"{node_name}: {' '.join(argv)} failed: {err.strip() or out.strip()}")
         if record:
             self.applied.append([node_name, *argv])

@@ -57,28 +57,27 @@ def _parent(pid: int) -> int:
 
 
 def foreign_run_prefixes() -> set[str]:
-    """Prefixes of runs whose engine process is alive and not this process or one of its descendants."""
-    import json
-
+    """Prefixes of runs whose engine is alive (fastlab.runstate's own test: pid and start time) and is not
+    this process or one of its descendants."""
     from fastlab import paths
+    from fastlab.runstate import RunState
 
     prefixes: set[str] = set()
     if not paths.STATE_DIR.is_dir():
         return prefixes
     me = os.getpid()
-    for state in paths.STATE_DIR.glob("fl*.json"):
+    for path in paths.STATE_DIR.glob("fl*.json"):
         try:
-            data = json.loads(state.read_text())
-            pid = int(data["engine_pid"])
+            state = RunState.load(path)
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if not Path(f"/proc/{pid}").exists():
+        if not state.engine_alive():
             continue  # a dead engine's objects are a leak, whoever left them
-        chain, hops = pid, 0
+        chain, hops = state.engine_pid, 0
         while chain not in (0, 1, me) and hops < 64:
             chain, hops = _parent(chain), hops + 1
         if chain != me:
-            prefixes.add(state.stem)
+            prefixes.add(path.stem)
     return prefixes
 
 
