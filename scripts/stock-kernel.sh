@@ -5,6 +5,9 @@
 # modules, tc + netem shaping, the Open vSwitch kernel datapath, the kernel's own highspeed and vegas.
 #
 #   scripts/stock-kernel.sh [PYTEST ARGS...]     (make test-stock-kernel)
+#   scripts/stock-kernel.sh --prepare           (everything before the boot: packages, the kernel,
+#                                                the modules' build, the KVM probe; make test runs it
+#                                                beside its first tiers, which judge nothing by time)
 #   STOCK_KERNEL_IMAGE=/boot/vmlinuz-X [STOCK_KERNEL_HEADERS=DIR] scripts/stock-kernel.sh   (another kernel)
 #
 # The kernel is the image matching the newest Debian header package set-up installed
@@ -19,6 +22,8 @@
 # installable) the lane prints "stock-kernel lane: SKIPPED: <why>" and exits 0; every other failure
 # (a test, a boot that does not finish within VM_TIMEOUT_S) exits non-zero.
 set -euo pipefail
+PREPARE_ONLY=0
+if [ "${1:-}" = --prepare ]; then PREPARE_ONLY=1; shift; fi
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="$REPO/.cache/stock-kernel"
 VENV="$REPO/.venv"
@@ -74,14 +79,27 @@ else
 fi
 
 # --- fastlab's modules, compiled for that kernel (zero warnings, like make modules-check) --------
+# Built again only when their sources, the kernel or its headers changed (a stamp of their hashes):
+# `--prepare` builds them and the lane's own run finds them ready.
 mods="$CACHE/$abi/fastlab-modules"
-rm -rf "$mods" && mkdir -p "$mods"
-cp -r "$REPO/kernel-modules/modules" "$REPO/kernel-modules/core" "$mods/"
-rm -f "$mods"/modules/*.ko "$mods"/modules/*.o "$mods"/modules/*.mod* "$mods"/modules/.*.cmd
-if ! make -s -C "$hdr" M="$mods/modules" modules > "$mods/build.log" 2>&1 || grep -qi warning "$mods/build.log"; then
-    cat "$mods/build.log" >&2
-    echo "stock-kernel lane: the module build for $abi failed or warned" >&2
-    exit 1
+stamp="$CACHE/$abi/fastlab-modules.stamp"
+src_hash="$( (echo "$abi $hdr $(sha256sum "$kimg" | cut -d' ' -f1)"; \
+    find "$REPO/kernel-modules/modules" "$REPO/kernel-modules/core" -type f \
+        \( -name '*.c' -o -name '*.h' -o -name Makefile -o -name Kbuild \) -print0 | sort -z | xargs -0 sha256sum) \
+    | sha256sum | cut -d' ' -f1)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$src_hash" ] && ls "$mods"/modules/*.ko >/dev/null 2>&1; then
+    log "modules for $abi: built from these sources already"
+else
+    rm -f "$stamp"
+    rm -rf "$mods" && mkdir -p "$mods"
+    cp -r "$REPO/kernel-modules/modules" "$REPO/kernel-modules/core" "$mods/"
+    rm -f "$mods"/modules/*.ko "$mods"/modules/*.o "$mods"/modules/*.mod* "$mods"/modules/.*.cmd
+    if ! make -s -C "$hdr" M="$mods/modules" modules > "$mods/build.log" 2>&1 || grep -qi warning "$mods/build.log"; then
+        cat "$mods/build.log" >&2
+        echo "stock-kernel lane: the module build for $abi failed or warned" >&2
+        exit 1
+    fi
+    echo "$src_hash" > "$stamp"
 fi
 
 # --- boot ---------------------------------------------------------------------------------------
@@ -94,6 +112,10 @@ kvm_rc=$( (timeout 30 qemu-system-x86_64 -accel kvm -cpu host -m 256 -display no
     -kernel "$kimg" -append "panic=-1" >/dev/null 2>&1; echo $?) 2>/dev/null || true)
 if [ -w /dev/kvm ] && [ "$kvm_rc" = 0 ]; then
     accel=()
+fi
+if [ "$PREPARE_ONLY" = 1 ]; then
+    log "prepared: $abi, modules built, ${accel[*]:-KVM}"
+    exit 0
 fi
 log "booting $abi (${accel[*]:-KVM}) and running tests/stock_kernel inside"
 guest="cd '$REPO' && FASTLAB_STOCK_KERNEL_VM=1 FASTLAB_MODULES_DIR='$mods/modules' FASTLAB_LANE_OUT='$out' \
