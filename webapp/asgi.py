@@ -26,6 +26,11 @@ from webapp.events import SSE_BATCH_S
 
 EVENTS_PATH = re.compile(r"^/api/runs/([^/]+)/events$")
 WSGI_WORKERS = 16  # Flask requests served at once (pages, API, bundle downloads); streams need none
+# Replays read and encode a finished run's traces in threads, all CPU under one GIL: 20 viewers replaying
+# a 64-flow run at once held GET /api/runs for 1.5 s (bench/server.py, issue 37). At most this many replay
+# polls run at once, so a request waits behind two threads, not six; the replays' total rate is the
+# CPU's either way.
+REPLAY_POLLS_AT_ONCE = 2
 
 
 def make_asgi(app: Flask, workers: int = WSGI_WORKERS) -> Any:
@@ -34,12 +39,13 @@ def make_asgi(app: Flask, workers: int = WSGI_WORKERS) -> Any:
     open_events = app.extensions["fastlab_open_events"]
 
     limit = int(app.config["MAX_CONTENT_LENGTH"])
+    replay_gate = asyncio.Semaphore(REPLAY_POLLS_AT_ONCE)
 
     async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["method"] == "GET":
             match = EVENTS_PATH.match(scope["path"])
             if match:
-                await serve_events(open_events, scope, receive, send, match.group(1))
+                await serve_events(open_events, scope, receive, send, match.group(1), replay_gate)
                 return
         if scope["type"] == "http":
             replay = await read_body(receive, limit)
@@ -83,7 +89,8 @@ async def read_body(receive: Any, limit: int) -> Any:
     return replay
 
 
-async def serve_events(open_events: Any, scope: dict[str, Any], receive: Any, send: Any, run_id: str) -> None:
+async def serve_events(open_events: Any, scope: dict[str, Any], receive: Any, send: Any, run_id: str,
+                       replay_gate: asyncio.Semaphore | None = None) -> None:
     environ = build_environ(scope, io.BytesIO(b""))  # a GET: no body (receive stays ours)
     resp, stream = await asyncio.to_thread(open_events, environ, run_id)
     await send({"type": "http.response.start", "status": resp.status_code,
@@ -105,7 +112,8 @@ async def serve_events(open_events: Any, scope: dict[str, Any], receive: Any, se
             if stream.live:
                 messages, finished = stream.poll(time.monotonic())
             else:
-                messages, finished = await asyncio.to_thread(stream.poll, time.monotonic())
+                async with replay_gate or contextlib.nullcontext():
+                    messages, finished = await asyncio.to_thread(stream.poll, time.monotonic())
             if messages:
                 await send({"type": "http.response.body", "body": "".join(messages).encode(), "more_body": True})
             if finished:
