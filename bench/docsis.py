@@ -21,12 +21,16 @@ Three links: `simple`, `docsis` (the sourced MAC and shaper plus the calibrated 
   smallest alpha with >= 95 % utilization per link against the published band.
 - `--flows 2`, `--downstream 1,2,3`: the same experiments off the fitted conditions: what the
   calibrated model predicts there, printed, never fitted.
+- `--plot FILE.html` (with `--from a.json,b.json` to draw saved `--json` dumps without running): the
+  aggregate plots -- utilization and mean/minimum RTT against the fixed window, utilization and FAST's own
+  window against alpha -- emulated medians with their min-max over the faithful runs, the published
+  figures and bands beside them. Medians everywhere leave unfaithful runs out (and say how many).
 
 Measured per run, after --warmup seconds: goodput (bytes acked over time); for the fixed windows the
 mean and the minimum of every RTT sample the kernel took (one per ACK, `rtt_samples.csv`); for FAST the
 mean srtt. Run as root: `sudo .venv/bin/python bench/docsis.py [--fit] [--windows 5,10,...]
 [--alphas 1,2,...] [--links simple,docsis,docsis-off] [--repeat N] [--duration S] [--only windows|alpha]
-[--flows N] [--downstream 1,2,3] [--json FILE]`.
+[--flows N] [--downstream 1,2,3] [--json FILE] [--plot FILE.html [--from JSON,...]]`.
 """
 
 from __future__ import annotations
@@ -116,6 +120,7 @@ def run(kind: str, link: str, value: int, seed: int, args: argparse.Namespace, r
     run_experiment(spec_for(link, args.duration, seed, flow, f"docsis-{kind}{value}-{link}", args.flows,
                             downstream_mbps, phantom), out=out)
     return {"kind": kind, "link": link, "value": value, "seed": seed, "downstream_mbps": downstream_mbps,
+            "flows": args.flows,
             **(phantom or {}), **steady_figures(out, args.warmup, downstream_mbps)}
 
 
@@ -183,6 +188,15 @@ def smallest_full_alpha(util: pd.Series) -> int | None:
     return None
 
 
+def faithful_only(table: pd.DataFrame, what: str) -> pd.DataFrame:
+    """The runs the fidelity verdict calls faithful (an unfaithful one proves nothing either way), saying how
+    many were left out."""
+    kept = table[table["faithful"].astype(bool)]
+    if len(kept) < len(table):
+        print(f"{what}: {len(table) - len(kept)} of {len(table)} runs unfaithful, left out of the medians")
+    return kept
+
+
 def experiments(args: argparse.Namespace, root: Path, data: dict[str, Any]) -> dict[str, Any]:
     dump: dict[str, Any] = {}
     for downstream in args.downstream:
@@ -191,7 +205,7 @@ def experiments(args: argparse.Namespace, root: Path, data: dict[str, Any]) -> d
             rows = [run("window", link, w, 1 + r, args, root, downstream_mbps=downstream)
                     for r in range(args.repeat) for w in args.windows for link in args.links]
             table = pd.DataFrame(rows)
-            med = table.groupby(["value", "link"], sort=True)[
+            med = faithful_only(table, "fixed windows").groupby(["value", "link"], sort=True)[
                 ["goodput_mbps", "utilization", "mean_rtt_ms", "min_rtt_ms", "idle_rtt_ms"]].median().reset_index()
             med = med.rename(columns={"value": "window"})
             med["published_mean_rtt"] = [published_rtt(link, w, data) if args.flows == 1 and downstream == 3.0
@@ -204,7 +218,8 @@ def experiments(args: argparse.Namespace, root: Path, data: dict[str, Any]) -> d
             rows = [run("alpha", link, a, 1 + r, args, root, downstream_mbps=downstream)
                     for r in range(args.repeat) for a in args.alphas for link in args.links]
             table = pd.DataFrame(rows)
-            med = table.groupby(["value", "link"], sort=True)[["utilization", "mean_rtt_ms", "cwnd_mean"]].median()
+            med = faithful_only(table, "FAST alphas").groupby(["value", "link"], sort=True)[
+                ["utilization", "mean_rtt_ms", "cwnd_mean"]].median()
             print(f"\nFAST alpha, each alpha its own run, {note}, medians of {args.repeat} run(s):")
             print(med.reset_index().rename(columns={"value": "alpha"}).to_string(
                 index=False, float_format="{:.2f}".format))
@@ -229,6 +244,105 @@ def published_rtt(link: str, w: int, data: dict[str, Any]) -> str:
     return "-"
 
 
+# --- the aggregate plots: emulated beside published (pure) ------------------------------------------------
+
+LINK_COLOURS = {"docsis": "#1f77b4", "simple": "#2ca02c", "docsis-off": "#ff7f0e"}
+LINK_MARKERS = {"docsis": "circle", "simple": "square", "docsis-off": "diamond-open"}
+
+
+def runs_of(dumps: list[dict[str, Any]], kind: str) -> pd.DataFrame:
+    """Every run of `kind` ("window" or "alpha") in the --json dumps, one row each (all conditions)."""
+    rows = [row for dump in dumps for records in dump.values() for row in records if row.get("kind") == kind]
+    table = pd.DataFrame(rows)
+    if not table.empty:
+        table["flows"] = table.get("flows", 1)
+    return table
+
+
+def aggregate(table: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Median, min and max of `columns` per (link, downstream, value) over the faithful runs only (an
+    unfaithful run proves nothing either way), with the count of runs and of unfaithful ones."""
+    faithful = table[table["faithful"].astype(bool)]
+    keys = ["link", "downstream_mbps", "value"]
+    out = faithful.groupby(keys)[columns].agg(["median", "min", "max"])
+    out.columns = [f"{c}_{s}" for c, s in out.columns]
+    counts = table.groupby(keys).agg(runs=("faithful", "size"),
+                                     unfaithful=("faithful", lambda f: int((~f.astype(bool)).sum())))
+    return out.join(counts, how="outer").reset_index()
+
+
+def plot_html(dumps: list[dict[str, Any]], data: dict[str, Any]) -> str:
+    """Four panels, the study's published figures drawn beside the emulated medians (bars: min to max of the
+    faithful runs): throughput and RTTs against the fixed window, utilization and FAST's own window against
+    alpha. A self-contained HTML page (plotly inline: no network)."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=2, cols=2, subplot_titles=(
+        "fixed window: utilization of the downstream", "fixed window: mean (solid) and minimum (dotted) RTT",
+        "FAST, each alpha its own run: utilization", "FAST, each alpha its own run: its own window"))
+    ref = data["out_of_sample"]
+    windows, alphas = runs_of(dumps, "window"), runs_of(dumps, "alpha")
+    if not windows.empty:
+        agg = aggregate(windows, ["utilization", "mean_rtt_ms", "min_rtt_ms"])
+        for (link, down), rows in agg.groupby(["link", "downstream_mbps"]):
+            name, colour = f"{link} {down:g} Mb/s", LINK_COLOURS.get(str(link), "#888")
+            dash = "solid" if down == 3.0 else "dash"
+            for col, row, key, line in ((1, 1, "utilization", dash), (2, 1, "mean_rtt_ms", dash),
+                                        (2, 1, "min_rtt_ms", "dot")):
+                fig.add_trace(go.Scatter(
+                    x=rows["value"], y=rows[f"{key}_median"], mode="lines+markers", name=f"{name} {key}",
+                    line={"color": colour, "dash": line}, legendgroup=name,
+                    marker={"symbol": LINK_MARKERS.get(str(link), "circle"), "size": 9},
+                    error_y={"type": "data", "symmetric": False, "array": rows[f"{key}_max"] - rows[f"{key}_median"],
+                             "arrayminus": rows[f"{key}_median"] - rows[f"{key}_min"]}), row=row, col=col)
+        full = ref["docsis_full_rate_window"]
+        fig.add_vrect(x0=full["low"], x1=full["high"], fillcolor=LINK_COLOURS["docsis"], opacity=0.12, line_width=0,
+                      annotation_text="published: DOCSIS full by w 38-42", row=1, col=1)
+        band = data["fit"]["docsis_mean_rtt_ms"]
+        fig.add_shape(type="rect", x0=band[0]["window"], x1=band[-1]["window"], y0=band[0]["low"], y1=band[0]["high"],
+                      fillcolor=LINK_COLOURS["docsis"], opacity=0.12, line_width=0, row=1, col=2)
+        fig.add_annotation(x=(band[0]["window"] + band[-1]["window"]) / 2, y=band[0]["high"], showarrow=False,
+                           text="published: DOCSIS mean RTT 130-160 ms, w 20-38 (fitted)", row=1, col=2)
+        ws = sorted(windows["value"].unique())
+        simple = [simple_mean_rtt_ms(w, data) for w in ws]
+        tol = ref["simple_mean_rtt_ms"]["tolerance_ms"]
+        fig.add_trace(go.Scatter(x=ws, y=simple, mode="lines", name="published: simple 100 + max(0, w-25) x 4 ms",
+                                 line={"color": "#000", "dash": "dash"},
+                                 error_y={"type": "constant", "value": tol}), row=1, col=2)
+        rate = [min(1.0, w * PKT_BYTES * 8 / (rtt / 1000) / 3e6) for w, rtt in zip(ws, simple, strict=True)]
+        fig.add_trace(go.Scatter(x=ws, y=rate, mode="lines", name="published: simple w x 1500 B / mean RTT",
+                                 line={"color": "#000", "dash": "dash"}), row=1, col=1)
+    if not alphas.empty:
+        agg = aggregate(alphas, ["utilization", "cwnd_mean"])
+        for (link, down), rows in agg.groupby(["link", "downstream_mbps"]):
+            name, colour = f"{link} {down:g} Mb/s FAST", LINK_COLOURS.get(str(link), "#888")
+            for col, key in ((1, "utilization"), (2, "cwnd_mean")):
+                fig.add_trace(go.Scatter(
+                    x=rows["value"], y=rows[f"{key}_median"], mode="lines+markers", name=f"{name} {key}",
+                    line={"color": colour, "dash": "solid" if down == 3.0 else "dash"}, legendgroup=name,
+                    marker={"symbol": LINK_MARKERS.get(str(link), "circle"), "size": 9},
+                    error_y={"type": "data", "symmetric": False, "array": rows[f"{key}_max"] - rows[f"{key}_median"],
+                             "arrayminus": rows[f"{key}_median"] - rows[f"{key}_min"]}), row=2, col=col)
+        for (link, band), where in zip(ref["alpha_for_full"].items(), ("bottom left", "top left"), strict=False):
+            fig.add_vrect(x0=band["low"], x1=band["high"], fillcolor=LINK_COLOURS[link], opacity=0.12, line_width=0,
+                          annotation_text=f"published: {link}<br>full from alpha ~{band['value']}",
+                          annotation_position=where, row=2, col=1)
+        fig.add_hline(y=FULL, line_dash="dot", line_color="#888", row=2, col=1)
+    fig.update_xaxes(title_text="window (packets)", row=1)
+    fig.update_xaxes(title_text="alpha (packets)", row=2)
+    fig.update_xaxes(rangemode="tozero")
+    fig.update_yaxes(title_text="utilization", col=1)
+    fig.update_yaxes(title_text="RTT (ms)", row=1, col=2)
+    fig.update_yaxes(title_text="cwnd (packets)", row=2, col=2)
+    fig.update_layout(height=900, width=1400, title=(
+        "DOCSIS (sourced MAC + calibrated element), the mechanisms alone (docsis-off) and the simple link<br>"
+        "<sup>emulated medians (bars: min-max of the faithful runs) beside the published figures (Atov et al., "
+        "TENCON 2005; shaded: the published bands)</sup>"))
+    return pio.to_html(fig, include_plotlyjs=True, full_html=True)
+
+
 def csv_list(kind: type) -> Any:
     return lambda text: [kind(v) for v in text.split(",") if v.strip()]
 
@@ -246,17 +360,28 @@ def main() -> int:
     parser.add_argument("--flows", type=int, default=1)
     parser.add_argument("--downstream", type=csv_list(float), default=[3.0], help="downstream Mb/s")
     parser.add_argument("--json", help="write every run's figures here")
+    parser.add_argument("--plot", help="write the aggregate plots (HTML) of this run's figures, or of --from's")
+    parser.add_argument("--from", dest="from_json", type=csv_list(str),
+                        help="plot these --json files instead of running anything")
     args = parser.parse_args()
     if unknown := [link for link in args.links if link not in LINKS]:
         parser.error(f"--links: unknown {unknown} (known: {', '.join(LINKS)})")
-    root = Path(tempfile.mkdtemp(prefix="fastlab-docsis-"))
     pd.set_option("display.width", 220)
     data = published()
+    if args.from_json:
+        if not args.plot:
+            parser.error("--from: give --plot FILE too")
+        Path(args.plot).write_text(plot_html([json.loads(Path(f).read_text()) for f in args.from_json], data))
+        print(f"written: {args.plot}")
+        return 0
+    root = Path(tempfile.mkdtemp(prefix="fastlab-docsis-"))
     if args.fit:
         return fit(args, root, data)
     dump = experiments(args, root, data)
     if args.json:
         Path(args.json).write_text(json.dumps(dump, indent=1, default=str))
+    if args.plot:
+        Path(args.plot).write_text(plot_html([dump], data))
     print(json.dumps({"duration_s": args.duration, "warmup_s": args.warmup, "repeat": args.repeat,
                       "runs": str(root)}))
     return 0

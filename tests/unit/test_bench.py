@@ -75,6 +75,28 @@ def test_docsis_smallest_alpha_that_stays_full() -> None:
     assert docsis.simple_mean_rtt_ms(20, data) == 100 and docsis.simple_mean_rtt_ms(30, data) == 120
 
 
+def test_docsis_aggregate_leaves_unfaithful_runs_out_and_the_plot_shows_the_published_bands() -> None:
+    """bench/docsis.py --plot: medians, min and max over the faithful runs only (an unfaithful run proves
+    nothing either way), the unfaithful ones counted; the page draws the published bands beside them."""
+    import pandas as pd
+
+    docsis = bench_module("docsis")
+
+    def row(value: int, util: float, faithful: bool, kind: str = "window") -> dict:
+        return {"kind": kind, "link": "docsis", "value": value, "seed": 1, "downstream_mbps": 3.0, "flows": 1,
+                "utilization": util, "mean_rtt_ms": 140.0, "min_rtt_ms": 130.0, "cwnd_mean": 20.0,
+                "faithful": faithful}
+
+    table = pd.DataFrame([row(30, 0.8, True), row(30, 0.9, True), row(30, 0.1, False), row(40, 0.97, True)])
+    agg = docsis.aggregate(table, ["utilization"]).set_index("value")
+    assert abs(agg.loc[30, "utilization_median"] - 0.85) < 1e-9 and agg.loc[30, "utilization_min"] == 0.8
+    assert agg.loc[30, "runs"] == 3 and agg.loc[30, "unfaithful"] == 1 and agg.loc[40, "unfaithful"] == 0
+    dump = {"windows": [row(30, 0.8, True), row(40, 0.97, True)], "alphas": [row(12, 0.99, True, "alpha")]}
+    page = docsis.plot_html([dump], docsis.published())
+    assert page.lstrip().lower().startswith("<!doctype html>") and "published: DOCSIS full by w 38-42" in page
+    assert "full from alpha ~13" in page and '<script src="http' not in page  # self-contained: no network
+
+
 def test_phantom_defaults_are_the_fit_output() -> None:
     """The calibrated element's defaults come from `bench/docsis.py --fit`'s output, not from hand tuning
     (issue 31): the spec's constants must equal the fit file's best point, which must be the least sum of
