@@ -11,7 +11,14 @@ the finished run's event stream at once, and the latency of GET /api/runs meanwh
 `--compare REV` runs the same against the code of a git revision (a temporary worktree) and prints
 both side by side, medians of --repeat.
 
-Run as any user: `.venv/bin/python bench/server.py [--duration 60] [--viewers 20] [--compare REV]`.
+`--runs N` (as root) is another measurement: the real server (`python -m webapp`) runs N real short
+experiments in a row (real namespaces, the real engine) and the server's child processes are counted
+after each; it ends with the count against the count before the first (issue 37: 60 shells after 30 runs
+once). The CI test for it runs 3 runs in one process (tests/integration/test_engine.py); 30 would cost
+CI ~2 minutes, so the 30 are here.
+
+Run as any user: `.venv/bin/python bench/server.py [--duration 60] [--viewers 20] [--compare REV]`;
+as root: `.venv/bin/python bench/server.py --runs 30`.
 """
 
 from __future__ import annotations
@@ -144,13 +151,82 @@ def one(repo: Path, duration: float, viewers: int) -> dict[str, float]:
             server.wait(timeout=30)
 
 
+def children(pid: int) -> list[str]:
+    """`pid comm` of each process whose parent is `pid` (zombies included)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        child, rest = text.split(" ", 1)
+        comm, fields = rest.rsplit(")", 1)
+        if fields.split()[1] == str(pid):
+            out.append(f"{child} {comm.lstrip('(')}")
+    return out
+
+
+def runs_leave_no_child(count: int) -> int:
+    """The real server runs `count` real 1-s experiments in a row; its children counted after each."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "server.log"
+        server = subprocess.Popen([sys.executable, "-m", "webapp", "--port", str(port)], cwd=REPO,
+                                  env={**os.environ, "PYTHONPATH": str(REPO), "FASTLAB_RESULTS": f"{tmp}/results"},
+                                  stdout=log.open("w"), stderr=subprocess.STDOUT)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    with urllib.request.urlopen(base + "/new", timeout=5) as resp:
+                        page = resp.read().decode()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+            csrf = page.split('name="csrf-token" content="', 1)[1].split('"', 1)[0]
+            before = children(server.pid)
+            spec = {"name": "child-count", "topology": "dumbbell", "duration_s": 1, "idle_pings": 1,
+                    "topology_args": {"pairs": 1, "rate_mbps": 20, "rtt_ms": 20},
+                    "flows": [{"src": "h1", "dst": "h2", "cc": "cubic"}]}
+            counts = []
+            for i in range(count):
+                run = request(base + "/api/runs", spec, csrf)
+                during = 0  # while it runs: the count sees the run's own processes (node shells, flows)
+                while (row := request(f"{base}/api/runs/{run['id']}"))["status"] in ("queued", "running"):
+                    during = max(during, len(children(server.pid)))
+                    time.sleep(0.3)
+                time.sleep(0.5)  # the worker's own reaping after the run's end
+                counts.append(len(children(server.pid)))
+                print(f"run {i + 1}/{count}: {row['status']}, server children {during} at most while it ran, "
+                      f"{counts[-1]} after", flush=True)
+            after = children(server.pid)
+            print(f"server children: {len(before)} before the first run, {len(after)} after {count} runs "
+                  f"(most after any run: {max(counts)})" + (f"; left: {sorted(set(after) - set(before))}"
+                                                          if len(after) > len(before) else ""))
+            return 0 if len(after) <= len(before) else 1
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--viewers", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--compare", metavar="REV", help="the same against this git revision")
+    parser.add_argument("--runs", type=int, metavar="N",
+                        help="instead: N real runs through the real server, its children counted (root)")
     args = parser.parse_args()
+    if args.runs is not None:
+        if not 1 <= args.runs <= 500:
+            parser.error("--runs: 1..500")
+        if os.geteuid() != 0:
+            parser.error("--runs runs real experiments: run it as root")
+        return runs_leave_no_child(args.runs)
     codes = {"this checkout": REPO}
     worktree = None
     if args.compare:
