@@ -151,23 +151,11 @@ def one(repo: Path, duration: float, viewers: int) -> dict[str, float]:
             server.wait(timeout=30)
 
 
-def children(pid: int) -> list[str]:
-    """`pid comm` of each process whose parent is `pid` (zombies included)."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        child, rest = text.split(" ", 1)
-        comm, fields = rest.rsplit(")", 1)
-        if fields.split()[1] == str(pid):
-            out.append(f"{child} {comm.lstrip('(')}")
-    return out
-
-
 def runs_leave_no_child(count: int) -> int:
     """The real server runs `count` real 1-s experiments in a row; its children counted after each."""
+    sys.path.insert(0, str(REPO))
+    from fastlab.runstate import child_processes
+
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "server.log"
@@ -187,7 +175,7 @@ def runs_leave_no_child(count: int) -> int:
                         raise
                     time.sleep(0.2)
             csrf = page.split('name="csrf-token" content="', 1)[1].split('"', 1)[0]
-            before = children(server.pid)
+            before = child_processes(server.pid)
             spec = {"name": "child-count", "topology": "dumbbell", "duration_s": 1, "idle_pings": 1,
                     "topology_args": {"pairs": 1, "rate_mbps": 20, "rtt_ms": 20},
                     "flows": [{"src": "h1", "dst": "h2", "cc": "cubic"}]}
@@ -196,13 +184,13 @@ def runs_leave_no_child(count: int) -> int:
                 run = request(base + "/api/runs", spec, csrf)
                 during = 0  # while it runs: the count sees the run's own processes (node shells, flows)
                 while (row := request(f"{base}/api/runs/{run['id']}"))["status"] in ("queued", "running"):
-                    during = max(during, len(children(server.pid)))
+                    during = max(during, len(child_processes(server.pid)))
                     time.sleep(0.3)
                 time.sleep(0.5)  # the worker's own reaping after the run's end
-                counts.append(len(children(server.pid)))
+                counts.append(len(child_processes(server.pid)))
                 print(f"run {i + 1}/{count}: {row['status']}, server children {during} at most while it ran, "
                       f"{counts[-1]} after", flush=True)
-            after = children(server.pid)
+            after = child_processes(server.pid)
             print(f"server children: {len(before)} before the first run, {len(after)} after {count} runs "
                   f"(most after any run: {max(counts)})" + (f"; left: {sorted(set(after) - set(before))}"
                                                           if len(after) > len(before) else ""))

@@ -41,6 +41,22 @@ def process_start_time(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[19])
 
 
+def child_processes(parent: int) -> list[str]:
+    """`pid comm state` of every process whose parent is `parent`, zombies included (what a long-lived
+    process that runs experiments -- the web server -- must not accumulate)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # gone meanwhile
+        pid, rest = text.split(" ", 1)
+        comm, fields = rest.rsplit(")", 1)
+        if fields.split()[1] == str(parent):
+            out.append(f"{pid} {comm.lstrip('(')} {fields.split()[0]}")
+    return out
+
+
 @dataclass
 class TrackedPid:
     pid: int

@@ -318,17 +318,9 @@ def test_kill_9_at_four_random_moments_then_cleanup_leaves_nothing(tmp_path: Pat
 
 def _children() -> list[str]:
     """This process's child processes (zombies included): `pid comm state` of each."""
-    mine, out = str(os.getpid()), []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        pid, rest = text.split(" ", 1)
-        comm, fields = rest.rsplit(")", 1)
-        if fields.split()[1] == mine:
-            out.append(f"{pid} {comm.lstrip('(')} {fields.split()[0]}")
-    return out
+    from fastlab.runstate import child_processes
+
+    return child_processes(os.getpid())
 
 
 def test_runs_in_a_long_lived_process_leave_no_child_behind(tmp_path: Path) -> None:
