@@ -380,6 +380,16 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "spec"
 
 
+# Whatever str.splitlines() breaks at: an error echoes the input it refuses (a union's tag, a key), and
+# a one-line error must stay one line whatever that input holds (the fuzz test found a tag of '\n').
+_LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """`text` with every line break written as its escape (`\\n`), so it prints as one line."""
+    return _LINE_BREAKS.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def format_validation_error(err: ValidationError) -> str:
     msgs = []
     for e in err.errors():
@@ -391,7 +401,7 @@ def format_validation_error(err: ValidationError) -> str:
             msg = "required field is missing"
         # whole-spec checks already start their message with the field they are about
         msgs.append(f"{path}: {msg}" if e["loc"] else msg)
-    return "; ".join(msgs)
+    return one_line("; ".join(msgs))
 
 
 def parse_override(item: str) -> tuple[list[str | int], Any]:

@@ -268,6 +268,37 @@ def test_fuzzed_spec_values_end_in_one_line_errors(path: tuple, value: object) -
         assert "\n" not in str(exc) and str(exc)
 
 
+@pytest.mark.parametrize("breaker", ["\n", "a\r\nb", "\u2028", "x\x85y", "\x0c"])
+def test_line_breaks_in_any_value_or_key_stay_one_line(breaker: str) -> None:
+    """Every value of the fuzz spec, and every key, replaced by a string holding a line break: refused (or
+    accepted) in one line -- an error that echoes its input (a union's tag: found by the fuzz test above,
+    a tag of '\\n' printed a two-line error) writes the break as its escape."""
+    import copy
+
+    import yaml
+
+    from fastlab.ccruntime import plan_parameters
+    from fastlab.ccset import register_ours
+
+    registry = register_ours(Registry(kernel_listing=lambda: {"reno", "cubic"}, module_listing=set), "bpf")
+    for path in _leaves(FUZZ_BASE):
+        for as_key in (False, True):
+            data = copy.deepcopy(FUZZ_BASE)
+            node = data
+            for part in path[:-1]:
+                node = node[part]
+            if as_key and isinstance(node, dict):
+                node[breaker] = node.pop(path[-1])
+            else:
+                node[path[-1]] = breaker
+            try:
+                spec = read_spec_text(yaml.safe_dump(data))
+                validate(spec, registry)
+                plan_parameters(spec, registry)
+            except SpecError as exc:
+                assert str(exc) and len(str(exc).splitlines()) == 1, (path, as_key, str(exc))
+
+
 def test_mtu_defaults_to_standard_frames_and_takes_jumbo() -> None:
     assert read_spec_text(ISSUE_SPEC).mtu == 1500
     assert read_spec_text(ISSUE_SPEC + "mtu: 9000\n").mtu == 9000
