@@ -254,16 +254,16 @@ def runs_of(dumps: list[dict[str, Any]], kind: str) -> pd.DataFrame:
     """Every run of `kind` ("window" or "alpha") in the --json dumps, one row each (all conditions)."""
     rows = [row for dump in dumps for records in dump.values() for row in records if row.get("kind") == kind]
     table = pd.DataFrame(rows)
-    if not table.empty:
-        table["flows"] = table.get("flows", 1)
-    return table
+    if not table.empty and "flows" not in table:
+        table["flows"] = 1  # dumps written before runs recorded their flow count: one flow
+    return table.fillna({"flows": 1}) if not table.empty else table
 
 
 def aggregate(table: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     """Median, min and max of `columns` per (link, downstream, value) over the faithful runs only (an
     unfaithful run proves nothing either way), with the count of runs and of unfaithful ones."""
     faithful = table[table["faithful"].astype(bool)]
-    keys = ["link", "downstream_mbps", "value"]
+    keys = ["link", "downstream_mbps", "flows", "value"]
     out = faithful.groupby(keys)[columns].agg(["median", "min", "max"])
     out.columns = [f"{c}_{s}" for c, s in out.columns]
     counts = table.groupby(keys).agg(runs=("faithful", "size"),
@@ -286,8 +286,8 @@ def plot_html(dumps: list[dict[str, Any]], data: dict[str, Any]) -> str:
     windows, alphas = runs_of(dumps, "window"), runs_of(dumps, "alpha")
     if not windows.empty:
         agg = aggregate(windows, ["utilization", "mean_rtt_ms", "min_rtt_ms"])
-        for (link, down), rows in agg.groupby(["link", "downstream_mbps"]):
-            name, colour = f"{link} {down:g} Mb/s", LINK_COLOURS.get(str(link), "#888")
+        for (link, down, flows), rows in agg.groupby(["link", "downstream_mbps", "flows"]):
+            name, colour = f"{link} {down:g} Mb/s {flows:g} flow(s)", LINK_COLOURS.get(str(link), "#888")
             dash = "solid" if down == 3.0 else "dash"
             for col, row, key, line in ((1, 1, "utilization", dash), (2, 1, "mean_rtt_ms", dash),
                                         (2, 1, "min_rtt_ms", "dot")):
@@ -316,8 +316,8 @@ def plot_html(dumps: list[dict[str, Any]], data: dict[str, Any]) -> str:
                                  line={"color": "#000", "dash": "dash"}), row=1, col=1)
     if not alphas.empty:
         agg = aggregate(alphas, ["utilization", "cwnd_mean"])
-        for (link, down), rows in agg.groupby(["link", "downstream_mbps"]):
-            name, colour = f"{link} {down:g} Mb/s FAST", LINK_COLOURS.get(str(link), "#888")
+        for (link, down, flows), rows in agg.groupby(["link", "downstream_mbps", "flows"]):
+            name, colour = f"{link} {down:g} Mb/s {flows:g} flow(s) FAST", LINK_COLOURS.get(str(link), "#888")
             for col, key in ((1, "utilization"), (2, "cwnd_mean")):
                 fig.add_trace(go.Scatter(
                     x=rows["value"], y=rows[f"{key}_median"], mode="lines+markers", name=f"{name} {key}",
