@@ -14,8 +14,8 @@ both side by side, medians of --repeat.
 `--runs N` (as root) is another measurement: the real server (`python -m webapp`) runs N real short
 experiments in a row (real namespaces, the real engine) and the server's child processes are counted
 after each; it ends with the count against the count before the first (issue 37: 60 shells after 30 runs
-once). The CI test for it runs 3 runs in one process (tests/integration/test_engine.py); 30 would cost
-CI ~2 minutes, so the 30 are here.
+once). The CI test `tests/webapp/test_restart.py::test_thirty_runs_through_the_server_leave_no_child`
+runs the same function with 30.
 
 Run as any user: `.venv/bin/python bench/server.py [--duration 60] [--viewers 20] [--compare REV]`;
 as root: `.venv/bin/python bench/server.py --runs 30`.
@@ -34,6 +34,8 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -96,8 +98,11 @@ def request(url: str, body: dict[str, Any] | None = None, csrf: str = "") -> Any
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url, data=data, method="POST" if data else "GET",
                                  headers={"Content-Type": "application/json", "X-CSRF-Token": csrf})
-    with urllib.request.urlopen(req, timeout=120) as resp:
-        return json.loads(resp.read())
+    try:
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            return json.loads(resp.read())
+    except urllib.error.HTTPError as err:  # the server's one line, not a traceback of urllib's
+        raise SystemExit(f"{url}: HTTP {err.code}: {err.read()[:500].decode(errors='replace')}") from None
 
 
 def one(repo: Path, duration: float, viewers: int) -> dict[str, float]:
@@ -151,53 +156,82 @@ def one(repo: Path, duration: float, viewers: int) -> dict[str, float]:
             server.wait(timeout=30)
 
 
-def runs_leave_no_child(count: int) -> int:
-    """The real server runs `count` real 1-s experiments in a row; its children counted after each."""
+@dataclass
+class ChildCount:
+    """What `count_children` saw: the server's children before the first run, the most while any run went
+    (the count does see a run's own processes), after each run once reaped, and after the last."""
+
+    before: list[str]
+    most_during: int
+    after_each: list[int]
+    after: list[str]
+    statuses: list[str]
+
+
+RUN_SPEC = {"name": "child-count", "topology": "dumbbell", "duration_s": 0.5, "idle_pings": 1,
+            "topology_args": {"pairs": 1, "rate_mbps": 20, "rtt_ms": 20},
+            "flows": [{"src": "h1", "dst": "h2", "cc": "cubic"}]}
+REAP_WAIT_S = 10  # a run's end is reported before its worker has reaped the last shells: wait at most this
+
+
+def count_children(count: int, results: Path, log: Path,
+                   on_run: Callable[[int, str, int, int], None] = lambda *_: None) -> ChildCount:
+    """The real server (`python -m webapp`, as a user starts it) runs `count` real 0.5-s experiments in a
+    row (real namespaces, the real engine); its child processes are counted while each runs and after
+    it, once the count is back to the one before the first run or REAP_WAIT_S has passed (root)."""
     sys.path.insert(0, str(REPO))
     from fastlab.runstate import child_processes
 
     port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "webapp", "--port", str(port)], cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO), "FASTLAB_RESULTS": str(results)},
+                              stdout=log.open("w"), stderr=subprocess.STDOUT)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(base + "/new", timeout=5) as resp:
+                    page = resp.read().decode()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        csrf = page.split('name="csrf-token" content="', 1)[1].split('"', 1)[0]
+        seen = ChildCount(child_processes(server.pid), 0, [], [], [])
+        for i in range(count):
+            run = request(base + "/api/runs", RUN_SPEC, csrf)
+            ends = time.monotonic() + 120  # a 0.5-s run: bounded whatever happens
+            while (row := request(f"{base}/api/runs/{run['id']}"))["status"] in ("queued", "running"):
+                seen.most_during = max(seen.most_during, len(child_processes(server.pid)))
+                assert time.monotonic() < ends, f"run {run['id']} still {row['status']} after 120 s"
+                time.sleep(0.1)
+            reaped = time.monotonic() + REAP_WAIT_S
+            while len(now := child_processes(server.pid)) > len(seen.before) and time.monotonic() < reaped:
+                time.sleep(0.1)
+            seen.after_each.append(len(now))
+            seen.statuses.append(row["status"])
+            on_run(i, row["status"], seen.most_during, len(now))
+        seen.after = child_processes(server.pid)
+        return seen
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def runs_leave_no_child(count: int) -> int:
+    """`--runs`: count_children, printed."""
     with tempfile.TemporaryDirectory() as tmp:
-        log = Path(tmp) / "server.log"
-        server = subprocess.Popen([sys.executable, "-m", "webapp", "--port", str(port)], cwd=REPO,
-                                  env={**os.environ, "PYTHONPATH": str(REPO), "FASTLAB_RESULTS": f"{tmp}/results"},
-                                  stdout=log.open("w"), stderr=subprocess.STDOUT)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    with urllib.request.urlopen(base + "/new", timeout=5) as resp:
-                        page = resp.read().decode()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.2)
-            csrf = page.split('name="csrf-token" content="', 1)[1].split('"', 1)[0]
-            before = child_processes(server.pid)
-            spec = {"name": "child-count", "topology": "dumbbell", "duration_s": 1, "idle_pings": 1,
-                    "topology_args": {"pairs": 1, "rate_mbps": 20, "rtt_ms": 20},
-                    "flows": [{"src": "h1", "dst": "h2", "cc": "cubic"}]}
-            counts = []
-            for i in range(count):
-                run = request(base + "/api/runs", spec, csrf)
-                during = 0  # while it runs: the count sees the run's own processes (node shells, flows)
-                while (row := request(f"{base}/api/runs/{run['id']}"))["status"] in ("queued", "running"):
-                    during = max(during, len(child_processes(server.pid)))
-                    time.sleep(0.3)
-                time.sleep(0.5)  # the worker's own reaping after the run's end
-                counts.append(len(child_processes(server.pid)))
-                print(f"run {i + 1}/{count}: {row['status']}, server children {during} at most while it ran, "
-                      f"{counts[-1]} after", flush=True)
-            after = child_processes(server.pid)
-            print(f"server children: {len(before)} before the first run, {len(after)} after {count} runs "
-                  f"(most after any run: {max(counts)})" + (f"; left: {sorted(set(after) - set(before))}"
-                                                          if len(after) > len(before) else ""))
-            return 0 if len(after) <= len(before) else 1
-        finally:
-            server.terminate()
-            server.wait(timeout=60)
+        def said(i: int, status: str, most: int, now: int) -> None:
+            print(f"run {i + 1}/{count}: {status}, server children {most} at most while runs went, {now} after",
+                  flush=True)
+
+        seen = count_children(count, Path(tmp) / "results", Path(tmp) / "server.log", on_run=said)
+    left = sorted(set(seen.after) - set(seen.before))
+    print(f"server children: {len(seen.before)} before the first run, {len(seen.after)} after {count} runs "
+          f"(most after any run: {max(seen.after_each)})" + (f"; left: {left}" if left else ""))
+    return 0 if not left and all(s == "done" for s in seen.statuses) else 1
 
 
 def main() -> int:
@@ -221,6 +255,8 @@ def main() -> int:
         worktree = Path(tempfile.mkdtemp(prefix="fastlab-compare-")) / "tree"
         subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(worktree), args.compare],
                        check=True, capture_output=True)
+        # the old code checks its spec against what its checkout offers: its own link emulator, built
+        subprocess.run(["make", "-s", "-C", str(worktree / "linkemu")], check=True, capture_output=True)
         codes = {args.compare: worktree, **codes}
     try:
         rows = {}

@@ -314,25 +314,3 @@ def test_kill_9_at_four_random_moments_then_cleanup_leaves_nothing(tmp_path: Pat
         assert sorted(kernel_available()) == ccs_before, (moment, kernel_available())
     run_ok(tmp_path, *sets, name="after")
     assert machine_leftovers() == baseline and sorted(kernel_available()) == ccs_before
-
-
-def _children() -> list[str]:
-    """This process's child processes (zombies included): `pid comm state` of each."""
-    from fastlab.runstate import child_processes
-
-    return child_processes(os.getpid())
-
-
-def test_runs_in_a_long_lived_process_leave_no_child_behind(tmp_path: Path) -> None:
-    """The web server runs experiments in its own process: each run's processes (Mininet's node shells,
-    emulators, flows, samplers) are gone and reaped when it ends -- the switches' shells once stayed,
-    two a run (issue 37: 60 shells after 30 runs)."""
-    from fastlab.engine import run_experiment
-    from fastlab.spec import read_spec_text
-
-    before = _children()
-    for i in range(3):
-        spec = read_spec_text(EXAMPLE.read_text(), ["duration_s=1", "idle_pings=1", "topology_args.pairs=2",
-                                                    "flows.1={src: h3, dst: h4, cc: reno}"])
-        run_experiment(spec, out=tmp_path / f"r{i}")
-    assert _children() == before
