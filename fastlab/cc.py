@@ -25,6 +25,15 @@ class CCError(ValueError):
 
 
 @dataclass(frozen=True)
+class ModuleMapping:
+    """How a module build writes one parameter: its sysfs parameters' names, and their integer
+    values from a checked value (e.g. gamma 1/3 -> gamma_num 1, gamma_den 3)."""
+
+    names: tuple[str, ...]
+    values: Callable[[Any], dict[str, int]]
+
+
+@dataclass(frozen=True)
 class Param:
     """One run-time parameter of an algorithm, with its accepted closed range."""
 
@@ -36,8 +45,18 @@ class Param:
     unit: str = ""
     help: str = ""
     pattern: str = ""  # for str parameters
+    # A value form of its own (e.g. a ratio "1/3" for a float): returns the checked value or raises CCError.
+    parse: Callable[[object], float | str] | None = None
+    # The module build's parameters (sysfs names) this one is written as, and their values; None: the
+    # module build cannot set it at run time (e.g. HSTCP's a(w)/b(w) table, compiled in).
+    module: ModuleMapping | None = None
 
     def check(self, value: object) -> float | str:
+        if self.parse is not None:
+            checked = self.parse(value)
+            if not isinstance(checked, str) and not self.minimum <= checked <= self.maximum:
+                raise CCError(f"{self.name}={value!r} is out of range [{self.minimum}, {self.maximum}]")
+            return checked
         if self.kind is str:
             if not isinstance(value, str) or not re.fullmatch(self.pattern, value):
                 raise CCError(f"{self.name}={value!r} is not of the form {self.pattern}")
@@ -67,6 +86,8 @@ class Loader(Protocol):
     def set(self, args: dict[str, Any], netns_pid: int | None = None) -> dict[str, Any]: ...
     def clear(self, netns_pid: int) -> None: ...
     def events_argv(self) -> list[str] | None: ...
+    def check_args(self, args: dict[str, Any]) -> None:
+        """Refuse (CCError naming the key) what this build cannot set, before anything is built."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +117,8 @@ class CongestionControl:
         checked = {key: self.param(key).check(value) for key, value in args.items()}
         if self.check is not None:
             self.check(checked)
+        if self.loader is not None:
+            self.loader.check_args(checked)
         return checked
 
 

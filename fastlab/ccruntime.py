@@ -227,8 +227,10 @@ class CCRuntime:
                     errors.append(f"{hp.cc}: clearing {hp.host}'s parameters: {exc}")
         self._configured.clear()
         for name, values in self._restore.items():
+            loader = self.registry.lookup(name).build
             try:
-                self.registry.lookup(name).build.set(values)
+                assert isinstance(loader, ModuleLoader)  # _remember keeps only a module's values
+                loader.write(values)
                 self.applied.append({"cc": name, "scope": "global", "restored": values})
             except ToolError as exc:
                 errors.append(f"{name}: restoring its module parameters {values}: {exc}")

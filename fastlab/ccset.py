@@ -9,15 +9,17 @@ parameters, for kernels with module support). Loaders say what they did; a failu
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from fastlab import paths
-from fastlab.cc import CCError, CongestionControl, Param, Registry, kernel_available
+from fastlab.cc import CCError, CongestionControl, ModuleMapping, Param, Registry, kernel_available
 
 KERNEL_MODULES = paths.REPO / "kernel-modules"
 TOOL = KERNEL_MODULES / "fastlab-cc"
@@ -36,33 +38,87 @@ def header_constants(text: str) -> dict[str, int]:
 FAST_C = header_constants((KERNEL_MODULES / "core" / "fast_core.h").read_text())
 HSTCP_C = header_constants((KERNEL_MODULES / "core" / "hstcp_core.h").read_text())
 
+FP_ONE = 1 << FAST_C["FAST_FP_SHIFT"]  # Q16: the cores' fixed point (ewma_cap_q16)
+PERIOD_KINDS = {"rtt": 0, "2rtt": 1}  # enum fast_period_kind; FAST_PERIOD_US = 2 with period_us
+MODES = {"floor": 0, "carry": 1}  # enum fast_mode
+
+
+def parse_gamma(value: object) -> float:
+    """gamma as the cores take it: N/M with M <= FAST_GAMMA_DEN_MAX, or a number of at most 3
+    decimals (the same rule as fastlab-cc's parse_ratio), 0 < gamma <= 1; a float that is such a
+    ratio to 1e-9 (1/3 from JSON) is that ratio. Returns its value."""
+    return float(gamma_ratio(value))
+
+
+def gamma_ratio(value: object) -> Fraction:
+    den_max = FAST_C["FAST_GAMMA_DEN_MAX"]
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,7}/[0-9]{1,7}", value):
+        num, den = (int(x) for x in value.split("/"))
+        ratio = Fraction(num, den) if den else None
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        ratio = Fraction(value).limit_denominator(den_max)
+        ratio = ratio if abs(ratio - Fraction(value)) <= Fraction(1, 10**9) else None
+    else:
+        raise CCError(f"gamma must be a number or a ratio N/M, got {value!r}")
+    if ratio is None or not 0 < ratio <= 1 or ratio.denominator > den_max:
+        raise CCError(f"gamma={value!r} is out of range: 0 < gamma <= 1, at most 3 decimals or N/M with M <= "
+                      f"{den_max} (e.g. 0.5, 1/3)")
+    return ratio
+
+
+def _period_module(period: str) -> dict[str, int]:
+    if period in PERIOD_KINDS:
+        return {"period_kind": PERIOD_KINDS[period]}
+    return {"period_kind": 2, "period_us": int(period[:-2]) * (1000 if period.endswith("ms") else 1)}
+
+
+def _same(name: str) -> ModuleMapping:
+    return ModuleMapping((name,), lambda value: {name: int(value)})
+
+
+# The one table of fastlab's CC parameters: name, type, range, default, unit and help (the spec's
+# checks and the web form read these) and, per parameter, the module build's sysfs parameters and
+# their values (ModuleLoader writes these). Ranges and defaults come from the cores' headers, which
+# fastlab-cc's checks are compiled from; tests/unit/test_cc_ranges.py holds fastlab-cc and the
+# modules' own parameter lists to it.
 FAST_PARAMS = (
     Param("alpha", int, FAST_C["FAST_ALPHA_MIN"], FAST_C["FAST_ALPHA_MAX"], FAST_C["FAST_DEF_ALPHA"], "packets",
           "packets each flow keeps queued at equilibrium: the bottleneck queue settles at the sum of the alphas "
-          "(queueing delay Σα/C); larger α fills an empty link sooner but queues more"),
+          "(queueing delay Σα/C); larger α fills an empty link sooner but queues more", module=_same("alpha")),
     Param("gamma", float, 1 / FAST_C["FAST_GAMMA_DEN_MAX"], 1.0,
           FAST_C["FAST_DEF_GAMMA_NUM"] / FAST_C["FAST_DEF_GAMMA_DEN"], "",
-          "step toward the target window per update: 1 jumps at once (may ring), small values converge slowly"),
-    Param("period", str, 0, 0, 0, "", "update period: rtt, 2rtt, <N>us or <N>ms", pattern=PERIOD_PATTERN),
-    Param("ewma_cap", float, 0.0001, 1.0, 0.125, "", "cap of the avgRTT sample weight min(3/cwnd, cap)"),
-    Param("mode", str, 0, 0, 0, "", "floor (faithful) or carry (remainder-carrying)", pattern=r"^(floor|carry)$"),
+          "step toward the target window per update: 1 jumps at once (may ring), small values converge slowly; "
+          "a ratio N/M (M <= 1000) or at most 3 decimals",
+          parse=parse_gamma, module=ModuleMapping(("gamma_num", "gamma_den"), lambda value: {
+              "gamma_num": (r := gamma_ratio(value)).numerator, "gamma_den": r.denominator})),
+    Param("period", str, 0, 0, 0, "", "update period: rtt, 2rtt, <N>us or <N>ms", pattern=PERIOD_PATTERN,
+          module=ModuleMapping(("period_kind", "period_us"), _period_module)),
+    Param("ewma_cap", float, 1 / FP_ONE, 1.0, 1 / 8, "",  # FAST_EWMA_CAP_DEF_Q16 = FAST_FP_ONE / 8
+          "cap of the avgRTT sample weight min(3/cwnd, cap)",
+          module=ModuleMapping(("ewma_cap_q16",), lambda value: {"ewma_cap_q16": round(value * FP_ONE)})),
+    Param("mode", str, 0, 0, 0, "", "floor (faithful) or carry (remainder-carrying)", pattern=r"^(floor|carry)$",
+          module=ModuleMapping(("mode",), lambda value: {"mode": MODES[value]})),
     Param("mi_threshold_us", int, 0, FAST_C["FAST_MI_THRESH_US_MAX"], FAST_C["FAST_DEF_MI_THRESH_US"], "us",
-          "multiplicative increase below this queueing delay"),
+          "multiplicative increase below this queueing delay", module=_same("mi_threshold_us")),
     Param("pacing_pct", int, 0, FAST_C["FAST_PACING_PCT_MAX"], FAST_C["FAST_DEF_PACING_PCT"], "%",
-          "pacing rate = cwnd*mss/avgRTT*pct/100; 0 = off"),
+          "pacing rate = cwnd*mss/avgRTT*pct/100; 0 = off", module=_same("pacing_pct")),
 )
+# The four table parameters have no module equivalent: tcp_hstcp.ko's a(w)/b(w) table is compiled in
+# (kernel code has no floating point to regenerate it), so the module build refuses them before the run.
 HSTCP_PARAMS = (
     Param("low_window", int, HSTCP_C["HSTCP_LOW_WINDOW_MIN"], HSTCP_C["HSTCP_LOW_WINDOW_MAX"],
           HSTCP_C["HSTCP_DEF_LOW_WINDOW"], "packets", "standard TCP up to this window (global)"),
     Param("high_window", int, HSTCP_C["HSTCP_LOW_WINDOW_MIN"] + 1, HSTCP_C["HSTCP_HIGH_WINDOW_MAX"],
           HSTCP_C["HSTCP_DEF_HIGH_WINDOW"], "packets", "window reached at loss rate high_p (global)"),
-    Param("high_p", float, 1e-12, 0.09, HSTCP_C["HSTCP_DEF_HIGH_P_FEMTO"] / 1e15, "",
-          "loss rate at high_window (global)"),
-    Param("high_decrease", float, 0.001, 0.5, HSTCP_C["HSTCP_DEF_HIGH_DEC_PPM"] / 1e6, "",
-          "b(w) at high_window (global)"),
+    Param("high_p", float, HSTCP_C["HSTCP_HIGH_P_MIN_FEMTO"] / 1e15, HSTCP_C["HSTCP_HIGH_P_MAX_FEMTO"] / 1e15,
+          HSTCP_C["HSTCP_DEF_HIGH_P_FEMTO"] / 1e15, "", "loss rate at high_window (global)"),
+    Param("high_decrease", float, HSTCP_C["HSTCP_HIGH_DEC_MIN_PPM"] / 1e6, HSTCP_C["HSTCP_HIGH_DEC_MAX_PPM"] / 1e6,
+          HSTCP_C["HSTCP_DEF_HIGH_DEC_PPM"] / 1e6, "", "b(w) at high_window (global)"),
     Param("max_ssthresh", int, 0, HSTCP_C["HSTCP_MAX_SSTHRESH_MAX"], HSTCP_C["HSTCP_DEF_MAX_SSTHRESH"], "packets",
-          "RFC 3742 Limited Slow-Start; 0 = off"),
+          "RFC 3742 Limited Slow-Start; 0 = off", module=_same("max_ssthresh")),
 )
+HSTCP_TABLE_KEYS = ("low_window", "high_window", "high_p", "high_decrease")
+HSTCP_DEFAULTS: dict[str, float] = {p.name: float(p.default) for p in HSTCP_PARAMS}  # RFC 3649's, from the header
 
 
 def check_fast(args: dict[str, Any]) -> None:
@@ -73,15 +129,15 @@ def check_fast(args: dict[str, Any]) -> None:
         lo, hi = FAST_C["FAST_PERIOD_US_MIN"], FAST_C["FAST_PERIOD_US_MAX"]
         if not lo <= us <= hi:
             raise CCError(f"period={period} is out of range [{lo}us, {hi // 1_000_000} s]")
-GLOBAL_ONLY = {"hstcp": {"low_window", "high_window", "high_p", "high_decrease"}, "fast": set()}
+GLOBAL_ONLY = {"hstcp": set(HSTCP_TABLE_KEYS), "fast": set()}
 
 
 def check_hstcp(args: dict[str, Any]) -> None:
     """Cross-parameter rules of RFC 3649 (the tool checks them again)."""
-    low = args.get("low_window", 38)
-    if args.get("high_window", 83_000) <= low:
-        raise CCError(f"high_window must exceed low_window ({low})")
-    if args.get("high_p", 1e-7) >= (1.2 / low) ** 2:
+    low = args.get("low_window", HSTCP_DEFAULTS["low_window"])
+    if args.get("high_window", HSTCP_DEFAULTS["high_window"]) <= low:
+        raise CCError(f"high_window must exceed low_window ({low:g})")
+    if args.get("high_p", HSTCP_DEFAULTS["high_p"]) >= (1.2 / low) ** 2:
         raise CCError(f"high_p must be below Low_P = (1.2/low_window)^2 = {(1.2 / low) ** 2:.3g}")
 
 
@@ -129,7 +185,7 @@ class BpfLoader:
         if not args:
             return {}
         scope = ["--netns-pid", str(netns_pid)] if netns_pid is not None else []
-        return run_tool("set", self.name, *(f"{k}={format_value(v)}" for k, v in args.items()), *scope)
+        return run_tool("set", self.name, *(f"{k}={tool_value(k, v)}" for k, v in args.items()), *scope)
 
     def clear(self, netns_pid: int) -> None:
         """Drop a namespace's overrides (its inode may be reused by a later namespace)."""
@@ -137,6 +193,17 @@ class BpfLoader:
 
     def events_argv(self) -> list[str]:
         return [str(TOOL), "events", self.name]
+
+    def check_args(self, args: dict[str, Any]) -> None:
+        """HSTCP's table parameters are checked by generating the table with fastlab-cc (pure, nothing
+        registered): what only the generator knows (e.g. more than HSTCP_MAX_ROWS rows) is refused
+        before the network is built, in the tool's own words."""
+        table = {k: v for k, v in args.items() if self.name == "hstcp" and k in HSTCP_TABLE_KEYS}
+        if table and TOOL.exists():
+            try:
+                run_tool("table", *(f"{k}={tool_value(k, v)}" for k, v in table.items()))
+            except ToolError as exc:
+                raise CCError(str(exc).split(": ", 2)[-1]) from None
 
 
 @dataclass
@@ -174,24 +241,51 @@ class ModuleLoader:
         _checked(["rmmod", self.module])
         return "unloaded"
 
+    def check_args(self, args: dict[str, Any]) -> None:
+        self.module_values(args)
+
+    def module_values(self, args: dict[str, Any]) -> dict[str, int]:
+        """The module's own parameters (sysfs names and integer values) for checked spec `args`, by the
+        one table (e.g. gamma 1/3 -> gamma_num 1, gamma_den 3); CCError names a key it cannot take."""
+        params = {p.name: p for p in (FAST_PARAMS if self.name == "fast" else HSTCP_PARAMS)}
+        values: dict[str, int] = {}
+        for key, value in args.items():
+            mapping = params[key].module
+            if mapping is None:
+                raise CCError(f"{key}: the module build of {self.name} cannot set it (its a(w)/b(w) table is "
+                              f"compiled into {self.module}.ko); use cc_impl: bpf")
+            values.update(mapping.values(value))
+        return values
+
     def set(self, args: dict[str, Any], netns_pid: int | None = None) -> dict[str, Any]:
         if netns_pid is not None and args:
             raise ToolError("the module build has global parameters only: use the BPF build for per-host values")
-        for key, value in args.items():
-            path = Path("/sys/module", self.module, "parameters", key)
-            if not path.exists():
-                raise ToolError(f"module {self.module} has no parameter {key}")
-            path.write_text(format_value(value))
+        try:
+            self.write(self.module_values(args))
+        except CCError as exc:
+            raise ToolError(str(exc)) from None
         return dict(args)
 
-    def get(self, keys: list[str]) -> dict[str, str]:
-        """Current values of module parameters, as sysfs shows them (what `set` would write back)."""
-        values = {}
-        for key in keys:
+    def write(self, values: dict[str, int] | dict[str, str]) -> None:
+        """Write module parameters as sysfs names them."""
+        for key, value in values.items():
             path = Path("/sys/module", self.module, "parameters", key)
             if not path.exists():
                 raise ToolError(f"module {self.module} has no parameter {key}")
-            values[key] = path.read_text().strip()
+            path.write_text(str(value))
+
+    def get(self, keys: list[str]) -> dict[str, str]:
+        """Current values of the module parameters that spec `keys` are written as, as sysfs shows them
+        (what `write` puts back)."""
+        params = {p.name: p for p in (FAST_PARAMS if self.name == "fast" else HSTCP_PARAMS)}
+        values = {}
+        for key in keys:
+            mapping = params[key].module
+            for name in mapping.names if mapping else ():
+                path = Path("/sys/module", self.module, "parameters", name)
+                if not path.exists():
+                    raise ToolError(f"module {self.module} has no parameter {name}")
+                values[name] = path.read_text().strip()
         return values
 
     def clear(self, netns_pid: int) -> None:
@@ -207,6 +301,14 @@ def _checked(argv: list[str]) -> None:
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
     if proc.returncode != 0:
         raise ToolError(f"{' '.join(argv)}: {proc.stderr.strip()}")
+
+
+def tool_value(key: str, value: Any) -> str:
+    """A checked value as fastlab-cc parses it: gamma as its exact ratio N/M (1/3, not 0.333333333333)."""
+    if key == "gamma":
+        ratio = gamma_ratio(value)
+        return f"{ratio.numerator}/{ratio.denominator}"
+    return format_value(value)
 
 
 def format_value(value: Any) -> str:

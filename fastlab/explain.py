@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from fastlab.ccset import HSTCP_DEFAULTS
+
 FULL = 0.9  # utilization from which a link counts as full
 
 
@@ -30,10 +32,10 @@ def mathis_window(p: float) -> float:
     return math.sqrt(1.5) / math.sqrt(p)  # hstcp_theory.RENO_C / sqrt(p)
 
 
-# RFC 3649's default response function. fastlab.hstcp_theory.HstcpParams has it with every parameter
-# (a test holds the two equal); it reads runs through fastlab.labs, which the engine that writes this
-# note must not import (an import circle).
-HSTCP_LOW_WINDOW, HSTCP_HIGH_WINDOW, HSTCP_HIGH_P = 38.0, 83_000.0, 1e-7
+# RFC 3649's default response function (the header's defaults). fastlab.hstcp_theory.HstcpParams has it
+# with every parameter (a test holds the two equal); it reads runs through fastlab.labs, which the engine
+# that writes this note must not import (an import circle).
+HSTCP_LOW_WINDOW, HSTCP_HIGH_WINDOW, HSTCP_HIGH_P = (HSTCP_DEFAULTS[k] for k in ("low_window", "high_window", "high_p"))
 HSTCP_LOW_P = 1.5 / HSTCP_LOW_WINDOW ** 2
 
 

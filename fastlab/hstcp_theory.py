@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from fastlab.ccset import HSTCP_DEFAULTS
 from fastlab.labs import CheckResult, MissingData, StepRun, within
 
 RENO_C = math.sqrt(1.5)  # standard TCP's mean window 1.22/sqrt(p)
@@ -26,10 +27,10 @@ RENO_C = math.sqrt(1.5)  # standard TCP's mean window 1.22/sqrt(p)
 
 @dataclass(frozen=True)
 class HstcpParams:
-    low_window: float = 38
-    high_window: float = 83_000
-    high_p: float = 1e-7
-    high_decrease: float = 0.1
+    low_window: float = HSTCP_DEFAULTS["low_window"]  # RFC 3649's defaults, from core/hstcp_core.h
+    high_window: float = HSTCP_DEFAULTS["high_window"]
+    high_p: float = HSTCP_DEFAULTS["high_p"]
+    high_decrease: float = HSTCP_DEFAULTS["high_decrease"]
 
     @property
     def low_p(self) -> float:

@@ -78,6 +78,15 @@ CC_STATIC_ASSERT((1 << (HSTCP_SEARCH_STEPS - 1)) >= HSTCP_MAX_ROWS,
 #define HSTCP_LOW_WINDOW_MAX	100000U
 #define HSTCP_HIGH_WINDOW_MAX	100000000U
 #define HSTCP_MAX_SSTHRESH_MAX	1000000U
+/*
+ * High_P in 1e-15 (both ends accepted): HSTCP's response function is meant
+ * for loss rates far below standard TCP's region; at 1e-2 and a Low_Window
+ * of 10 (Low_P 0.0144) the table already needs more than HSTCP_MAX_ROWS rows.
+ */
+#define HSTCP_HIGH_P_MIN_FEMTO	1000ULL			/* 1e-12 */
+#define HSTCP_HIGH_P_MAX_FEMTO	10000000000000ULL	/* 1e-2 */
+#define HSTCP_HIGH_DEC_MIN_PPM	1000U		/* High_Decrease 0.001 */
+#define HSTCP_HIGH_DEC_MAX_PPM	500000U		/* High_Decrease 0.5 */
 
 #define HSTCP_P_MAX_SSTHRESH	(1U << 0)	/* set_mask: per-netns override */
 #define HSTCP_P_TABLE		(1U << 1)	/* table params: global only */

@@ -267,12 +267,16 @@ int hstcp_set_key(struct hstcp_params *p, u32 *given, const char *k,
 		p->high_window = (u32)u;
 		*given |= HK_HIGH_WINDOW;
 	} else if (!strcmp(k, "high_p")) {
-		if (!parse_double(v, &x) || !(x >= 1e-12 && x < 1e-2))
+		if (!parse_double(v, &x) ||
+		    !(x >= HSTCP_HIGH_P_MIN_FEMTO * 1e-15 &&
+		      x <= HSTCP_HIGH_P_MAX_FEMTO * 1e-15))
 			goto range;
 		p->high_p_femto = (u64)llround(x * 1e15);
 		*given |= HK_HIGH_P;
 	} else if (!strcmp(k, "high_decrease")) {
-		if (!parse_double(v, &x) || !(x >= 1e-3 && x <= 0.5))
+		if (!parse_double(v, &x) ||
+		    !(x >= HSTCP_HIGH_DEC_MIN_PPM * 1e-6 &&
+		      x <= HSTCP_HIGH_DEC_MAX_PPM * 1e-6))
 			goto range;
 		p->high_decrease_ppm = (u32)llround(x * 1e6);
 		*given |= HK_HIGH_DEC;
@@ -295,11 +299,13 @@ range:
 		snprintf(err, n, "high_window=%s: out of range: integer above low_window, at most %u (packets)",
 			 v, HSTCP_HIGH_WINDOW_MAX);
 	else if (!strcmp(k, "high_p"))
-		snprintf(err, n, "high_p=%s: out of range: 1e-12 <= high_p < Low_P = (1.2/low_window)^2 (loss rate at high_window)",
-			 v);
+		snprintf(err, n, "high_p=%s: out of range: %g..%g, below Low_P = (1.2/low_window)^2 (loss rate at high_window)",
+			 v, HSTCP_HIGH_P_MIN_FEMTO * 1e-15,
+			 HSTCP_HIGH_P_MAX_FEMTO * 1e-15);
 	else if (!strcmp(k, "high_decrease"))
-		snprintf(err, n, "high_decrease=%s: out of range: 0.001..0.5 (b(w) at high_window)",
-			 v);
+		snprintf(err, n, "high_decrease=%s: out of range: %g..%g (b(w) at high_window)",
+			 v, HSTCP_HIGH_DEC_MIN_PPM * 1e-6,
+			 HSTCP_HIGH_DEC_MAX_PPM * 1e-6);
 	else
 		snprintf(err, n, "max_ssthresh=%s: out of range: integer 0..%u (packets; 0 = Limited Slow-Start off)",
 			 v, HSTCP_MAX_SSTHRESH_MAX);

@@ -1,6 +1,7 @@
 """FAST and HSTCP as loadable kernel modules on a stock kernel: chosen, registered, carrying flows
 through a netem-shaped path, FAST's alpha changed through /sys/module/tcp_fast/parameters while the
-flow runs, FAST beside the kernel's Vegas, and nothing left loaded afterwards."""
+flow runs, FAST beside the kernel's Vegas, the spec's parameters written as the modules' own, and
+nothing left loaded afterwards."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from fastlab.capabilities import Capabilities
 from fastlab.cc import kernel_available
 from fastlab.engine import run_experiment
-from fastlab.spec import parse_spec
+from fastlab.plan import prepare
+from fastlab.spec import SpecError, parse_spec
 from tests.stock_kernel.conftest import backlog_mean, dumbbell, flow_rows, loaded_modules, steady_goodput_mbps
 
 ALPHA_SYSFS = Path("/sys/module/tcp_fast/parameters/alpha")
@@ -96,3 +100,32 @@ def test_hstcp_module_carries_a_flow(lane_out: Path, caps: Capabilities) -> None
     # and then a timeout); HSTCP's steady behaviour is test_kernel_peers' subject.
     assert steady_goodput_mbps(result.directory, 2) >= 0.5 * 10
     assert "tcp_hstcp" not in loaded_modules() and "hstcp" not in kernel_available()
+
+
+def test_module_parameters_are_written_by_the_one_table_and_read_back(lane_out: Path, caps: Capabilities) -> None:
+    """Issue 35: the spec's `gamma`, `period` and `ewma_cap` are not tcp_fast.ko's parameter names; the one
+    table writes them as gamma_num/gamma_den, period_kind, ewma_cap_q16 (and HSTCP's max_ssthresh as
+    itself), read back here from sysfs while the flows run. HSTCP's table parameters have no module
+    equivalent (the table is compiled in): refused before anything is built, the field named."""
+    with pytest.raises(SpecError, match=r"flows\[0\]\.cc_args: low_window: the module build of hstcp cannot set"):
+        prepare(parse_spec(dumbbell("module-table", 2, [{"src": "h1", "dst": "h2", "cc": "hstcp",
+                                                         "cc_args": {"low_window": 10}}], cc_impl="module")),
+                caps=caps)
+    flows = [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 8, "gamma": "1/3", "period": "2rtt",
+                                                                  "ewma_cap": 0.25}},
+             {"src": "h1", "dst": "h2", "cc": "hstcp", "cc_args": {"max_ssthresh": 100}}]
+    seen: dict[str, str] = {}
+
+    def read_back(sample: dict[str, Any]) -> None:
+        if sample.get("kind") == "flow" and not seen:
+            for module, names in (("tcp_fast", ("alpha", "gamma_num", "gamma_den", "period_kind", "ewma_cap_q16")),
+                                  ("tcp_hstcp", ("max_ssthresh",))):
+                for name in names:
+                    seen[f"{module}.{name}"] = Path(f"/sys/module/{module}/parameters/{name}").read_text().strip()
+
+    result = run_experiment(parse_spec(dumbbell("module-params", 2, flows, idle_pings=1, cc_impl="module")),
+                            out=lane_out / "module-params", on_sample=read_back, caps=caps)
+    assert seen == {"tcp_fast.alpha": "8", "tcp_fast.gamma_num": "1", "tcp_fast.gamma_den": "3",
+                    "tcp_fast.period_kind": "1", "tcp_fast.ewma_cap_q16": "16384", "tcp_hstcp.max_ssthresh": "100"}
+    assert {a.get("impl") for a in result.environment["congestion_control"]["applied"] if "impl" in a} == {"module"}
+    assert "tcp_fast" not in loaded_modules() and "tcp_hstcp" not in loaded_modules()

@@ -8,13 +8,23 @@ missing registration or permission, exit 1 or 3)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 
 import pytest
 
-from fastlab.cc import CCError
-from fastlab.ccset import FAST_PARAMS, HSTCP_PARAMS, KERNEL_MODULES, check_fast, header_constants
+from fastlab import ccset
+from fastlab.cc import CCError, Param
+from fastlab.ccset import (
+    FAST_PARAMS,
+    GLOBAL_ONLY,
+    HSTCP_PARAMS,
+    KERNEL_MODULES,
+    check_fast,
+    default_registry,
+    header_constants,
+)
 
 TOOL = KERNEL_MODULES / "fastlab-cc"
 
@@ -22,25 +32,39 @@ TOOL = KERNEL_MODULES / "fastlab-cc"
 CASES = [
     ("alpha", 0), ("alpha", 1), ("alpha", 10_000), ("alpha", 10_001),
     ("gamma", 0.0005), ("gamma", 0.001), ("gamma", 1.0), ("gamma", 1.5),
+    ("gamma", "1/3"), ("gamma", 1 / 3), ("gamma", 0.3333), ("gamma", "1/1001"), ("gamma", "0/5"), ("gamma", "4/3"),
+    ("ewma_cap", 0.25), ("ewma_cap", 1.0), ("ewma_cap", 1.5), ("ewma_cap", 2e-6), ("ewma_cap", 1 / 65536),
     ("mi_threshold_us", 0), ("mi_threshold_us", 1_000_000), ("mi_threshold_us", 1_000_001),
     ("pacing_pct", 0), ("pacing_pct", 1000), ("pacing_pct", 1001),
     ("period", "5us"), ("period", "99us"), ("period", "100us"), ("period", "60000ms"), ("period", "60001ms"),
     ("period", "rtt"), ("period", "2rtt"),
 ]
+HSTCP_CASES = [
+    ("low_window", 3), ("low_window", 4), ("low_window", 100_000), ("low_window", 100_001),
+    ("high_window", 100_000_000), ("high_window", 100_000_001),
+    ("high_p", 9e-13), ("high_p", 1e-12), ("high_p", 0.01), ("high_p", 0.012),
+    ("high_decrease", 0.0009), ("high_decrease", 0.001), ("high_decrease", 0.5), ("high_decrease", 0.6),
+    ("max_ssthresh", 0), ("max_ssthresh", 1_000_000), ("max_ssthresh", 1_000_001),
+]
 
 
-def python_accepts(name: str, value: object) -> bool:
-    param = next(p for p in FAST_PARAMS if p.name == name)
+def python_accepts(name: str, value: object, params: tuple[Param, ...] = FAST_PARAMS) -> bool:
+    param = next(p for p in params if p.name == name)
     try:
         param.check(value)
-        check_fast({name: value})
+        if params is FAST_PARAMS:
+            check_fast({name: value})
     except CCError:
         return False
     return True
 
 
-def tool_refuses(name: str, value: object) -> bool:
-    argv = [str(TOOL), "set", "fast", f"{name}={value}", "--netns-ino", "1"]
+def tool_refuses(name: str, value: object, cc: str = "fast") -> bool:
+    """The value as fastlab-cc gets it from a run (`tool_value`: gamma as its ratio N/M); table keys of
+    HSTCP are global (no namespace)."""
+    text = tool_value(name, value) if not (name == "gamma" and isinstance(value, str)) else value
+    scope = [] if name in GLOBAL_ONLY[cc] else ["--netns-ino", "1"]
+    argv = [str(TOOL), "set", cc, f"{name}={text}", *scope]
     if os.geteuid() == 0:  # never as root: an accepted value must not be able to change anything
         argv = [shutil.which("setpriv") or "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
@@ -48,11 +72,68 @@ def tool_refuses(name: str, value: object) -> bool:
     return proc.returncode == 2 and "out of range" in proc.stderr
 
 
+def tool_value(name: str, value: object) -> str:
+    try:
+        return ccset.tool_value(name, value)
+    except CCError:  # a value Python refuses: the tool gets it as a user would type it
+        return ccset.format_value(value)
+
+
 @pytest.mark.parametrize("name, value", CASES)
 def test_python_and_the_c_tool_agree_on_fast_ranges(name: str, value: object) -> None:
     if not TOOL.is_file():
         pytest.fail(f"{TOOL} is not built: run `make setup` once")
     assert python_accepts(name, value) == (not tool_refuses(name, value)), (name, value)
+
+
+@pytest.mark.parametrize("name, value", HSTCP_CASES)
+def test_python_and_the_c_tool_agree_on_hstcp_ranges(name: str, value: object) -> None:
+    if not TOOL.is_file():
+        pytest.fail(f"{TOOL} is not built: run `make setup` once")
+    assert python_accepts(name, value, HSTCP_PARAMS) == (not tool_refuses(name, value, "hstcp")), (name, value)
+
+
+def module_parameters(source: str) -> set[str]:
+    """The `module_param(NAME, ...)` names of a module's C source."""
+    return set(re.findall(r"^module_param\((\w+),", source, re.MULTILINE))
+
+
+@pytest.mark.parametrize("cc, params", [("fast", FAST_PARAMS), ("hstcp", HSTCP_PARAMS)])
+def test_the_table_names_exactly_the_modules_parameters(cc: str, params: tuple[Param, ...]) -> None:
+    """Every sysfs parameter of tcp_<cc>.ko is written by one entry of the table, and the table
+    writes no name the module lacks (the spec's `gamma` once went to sysfs as `gamma`, which
+    tcp_fast.ko does not have: the run failed after the network was built)."""
+    source = (KERNEL_MODULES / "modules" / f"tcp_{cc}.c").read_text()
+    named = [n for p in params if p.module for n in p.module.names]
+    assert len(named) == len(set(named)) and set(named) == module_parameters(source), (named, source[:0])
+
+
+def test_the_module_build_gets_its_own_parameters_and_refuses_the_table_before_the_run() -> None:
+    fast, hstcp = (default_registry("module").lookup(n) for n in ("fast", "hstcp"))
+    checked = fast.validate_args({"gamma": "1/3", "period": "2rtt", "ewma_cap": 0.25, "mode": "carry"})
+    assert fast.build.module_values(checked) == {"gamma_num": 1, "gamma_den": 3, "period_kind": 1,
+                                                 "ewma_cap_q16": 16384, "mode": 1}
+    assert fast.build.module_values({"period": "20ms"}) == {"period_kind": 2, "period_us": 20_000}
+    with pytest.raises(CCError, match=r"^low_window: the module build of hstcp cannot set it"):
+        hstcp.validate_args({"low_window": 10})
+    assert hstcp.build.module_values(hstcp.validate_args({"max_ssthresh": 100})) == {"max_ssthresh": 100}
+
+
+@pytest.mark.parametrize("impl", ["bpf", "module"])
+def test_a_high_p_above_the_headers_range_is_refused_naming_it(impl: str) -> None:
+    """Issue 35: {low_window: 10, high_p: 0.012} passed Python (below Low_P = 0.0144) and fastlab-cc
+    refused it after the network was built (its range ends at 1e-2)."""
+    with pytest.raises(CCError, match=r"^high_p=0.012 is out of range \[1e-12, 0.01\]"):
+        default_registry(impl).lookup("hstcp").validate_args({"low_window": 10, "high_p": 0.012})
+
+
+def test_a_table_only_the_generator_refuses_is_refused_before_the_run() -> None:
+    """0.009 is in range and below Low_P, but the table would need more than 1024 rows: the BPF build asks
+    fastlab-cc's generator (pure, nothing registered) during the check."""
+    if not TOOL.is_file():
+        pytest.fail(f"{TOOL} is not built: run `make setup` once")
+    with pytest.raises(CCError, match=r"table would need more than 1024 rows"):
+        default_registry("bpf").lookup("hstcp").validate_args({"low_window": 10, "high_p": 0.009})
 
 
 def test_ranges_come_from_the_headers() -> None:

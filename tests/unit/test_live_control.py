@@ -20,6 +20,9 @@ class NoTool:
     def set(self, args, netns_pid=None):  # noqa: ANN001, ANN201
         raise AssertionError(f"a refused change reached the tool: {args}")
 
+    def check_args(self, args):  # noqa: ANN001, ANN201
+        """What only the tool refuses is not what these changes test."""
+
 
 @pytest.fixture
 def live() -> LiveControl:
@@ -71,6 +74,9 @@ class Accepts:
     def set(self, args, netns_pid=None):  # noqa: ANN001, ANN201
         self.calls += 1
         return args
+
+    def check_args(self, args):  # noqa: ANN001, ANN201
+        """Takes every value, as set does."""
 
 
 def test_live_changes_are_rate_limited_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
