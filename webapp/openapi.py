@@ -181,7 +181,11 @@ def document() -> dict[str, Any]:
         "components": {"schemas": {
             **defs,
             "ExperimentSpec": spec_schema,
-            "Error": {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]},
+            "Error": {"type": "object", "properties": {
+                "error": {"type": "string"},
+                "field": {"type": "string", "description": "422: the spec path the refusal names (may be empty)"},
+                "message": {"type": "string", "description": "422: the refusal in words for students"}},
+                "required": ["error"]},
             "Run": {"type": "object", "properties": {
                 "id": {"type": "string"}, "name": {"type": "string"}, "status": {"type": "string",
                                                                                 "enum": ["queued", "running", "done",

@@ -76,7 +76,7 @@ def test_labels_yaml_command_and_scheduled_changes(tmp_path: Path, live_server_f
     page.fill(f"{change} [name='change-at_s']", "10")
     page.fill(f"{change} [name='fast-alpha']", "0")
     wait_until(page, f"{MARKED}.join() === 'fast-alpha'", timeout=10_000)
-    assert page.evaluate(BESIDE) == ["alpha=0 is out of range [1, 10000] packets"]
+    assert page.evaluate(BESIDE) == ["scheduled change 1, alpha: must be between 1 and 10000 packets (got 0)"]
     # the change's alpha is marked, not the flow's
     assert page.eval_on_selector("[aria-invalid='true']", "e => !!e.closest('.cc-change')")
     assert page.is_disabled("#start") and page.is_disabled("#copy-command")
@@ -84,7 +84,7 @@ def test_labels_yaml_command_and_scheduled_changes(tmp_path: Path, live_server_f
     page.fill(f"{change} [name='fast-alpha']", "60")
     page.fill(f"{change} [name='change-at_s']", "25")  # the preset runs 20 s
     wait_until(page, f"{MARKED}.join() === 'change-at_s'", timeout=10_000)
-    assert page.evaluate(BESIDE)[0].startswith("after the run ends (20 s)")
+    assert page.evaluate(BESIDE)[0].startswith("scheduled change 1, at (s): after the run ends (20 s)")
     page.screenshot(path=str(ARTIFACTS / f"webapp-12-form-change-error-{width}.png"), full_page=True)
     page.fill(f"{change} [name='change-at_s']", "10")
     wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
@@ -94,3 +94,37 @@ def test_labels_yaml_command_and_scheduled_changes(tmp_path: Path, live_server_f
     page.locator("#cc-changes-box").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / f"webapp-12-form-change-{width}.png"))
     assert problems == [], problems
+
+
+TECHNICAL = r"/[\^$\\{}]|\[[A-Za-z]|\b[a-z_]+(\[\d+\]|\.[a-z_]+)+/"
+
+
+@pytest.mark.timeout(120)
+def test_four_refusals_read_in_plain_words_at_their_field(tmp_path: Path, live_server_factory, browser) -> None:
+    """Issue 32: a loss rate of 2 said "Input should be less than or equal to 1" under
+    `links.bottleneck.loss.rate`, an empty name showed the name's regular expression. Four wrong inputs, each
+    marked at its own field with words a student reads: the field by its name, what is allowed, no pattern,
+    no dotted spec path (the engine's line stays in the tooltip)."""
+    server = live_server_factory(create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False))
+    page = browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
+    page.goto(server.url + "/new")
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    page.select_option("#preset", "fast-alpha30-loss1")
+    page.click("#load-preset")
+    wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
+    cases = [("[name='bottleneck-loss-rate']", "2", "0.01", "link bottleneck, loss rate: must be at most 1"),
+             ("#f-name", "", "ok-name", "name: use letters, digits, '.', '_' or '-', starting with a letter or digit"),
+             ("#f-duration_s", "-1", "20", "duration (s): must be more than 0"),
+             ("[name='fast-alpha']", "0", "30", "flow 1, alpha: must be between 1 and 10000 packets (got 0)")]
+    for n, (selector, wrong, right, words) in enumerate(cases, 1):
+        page.fill(selector, wrong)
+        wait_until(page, f"document.querySelector({selector!r}).getAttribute('aria-invalid') === 'true'",
+                   timeout=10_000)
+        note = page.evaluate(BESIDE)
+        assert len(note) == 1 and note[0].startswith(words), (selector, note)
+        assert not page.evaluate(f"{TECHNICAL}.test({note[0]!r})"), note
+        assert not page.evaluate(f"{TECHNICAL}.test(document.getElementById('validation').textContent)")
+        assert page.is_disabled("#start")
+        page.screenshot(path=str(ARTIFACTS / f"webapp-32-words-{n}.png"))
+        page.fill(selector, right)
+        wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)

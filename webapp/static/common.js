@@ -13,6 +13,10 @@ export async function api(method, url, body) {
   return {ok: resp.ok, status: resp.status, data};
 }
 
+// What a refused request says to a person: the words for students of a refused input (422's `message`,
+// webapp.words), else the server's one line.
+export const errorText = (r) => (r.data && (r.data.message || r.data.error)) || `error ${r.status}`;
+
 export const largeFonts = () => document.body.classList.contains('large');
 
 function applyFonts(on) {

@@ -1,5 +1,5 @@
 // The experiment form, generated from /api/schema (spec schema, topology catalogue, usable CCs).
-import {api} from '/static/common.js';
+import {api, errorText} from '/static/common.js';
 
 let S = null;            // the schema bundle
 let hosts = [];          // hosts of the chosen topology (for its current arguments)
@@ -362,13 +362,15 @@ function clearFieldErrors() {
   for (const note of document.querySelectorAll('.field-note')) note.remove();
 }
 
-function showFieldError(error) {
+// `error` is the engine's line (it names the field's path: it finds the input); `words` what the student
+// reads beside it (webapp.words: the field in words, no pattern, no spec path), the line as its tooltip.
+function showFieldError(error, words) {
   clearFieldErrors();
   const m = (error || '').match(/^([\w.[\]-]+): (.*)$/s);
   const input = m && fieldFor(m[1], m[2]);
   if (!input) return null;
   input.setAttribute('aria-invalid', 'true');
-  const note = el('span', {class: 'field-error field-note', role: 'alert', text: m[2]});
+  const note = el('span', {class: 'field-error field-note', role: 'alert', text: words || m[2], title: error});
   (input.closest('label') || input).after(note);
   return input;
 }
@@ -383,9 +385,11 @@ function showResult(r) {
     box.textContent = 'valid — ' + Object.entries(r.data.links).map(([k, v]) => `${k}: ${v.backend}`).join(', ');
   } else {
     const error = (r.data && r.data.error) || `error ${r.status}`;
+    const words = (r.data && r.data.message) || error;
     box.className = 'invalid';
-    box.textContent = error;
-    showFieldError(error);
+    box.textContent = words;
+    box.title = error;  // the engine's own line, as the command line prints it
+    showFieldError(error, words);
   }
 }
 
@@ -452,7 +456,7 @@ async function startSweep() {
   const r = await api('POST', '/api/sweeps', {spec: buildSpec(), param: $('sweep-param').value.trim(), values,
     repeat: Number($('sweep-repeat').value)});
   if (r.status === 201) { window.location = r.data.url; return; }
-  $('sweep-error').textContent = (r.data && r.data.error) || `error ${r.status}`;
+  $('sweep-error').textContent = errorText(r);
 }
 
 async function init() {

@@ -1,6 +1,6 @@
 // The runs list: filter by topology, algorithm and name/lab; tick runs to compare (a shareable
 // /compare?runs=... page) or delete them (DELETE /api/runs/<id>, after a confirmation).
-import {api} from '/static/common.js';
+import {api, errorText} from '/static/common.js';
 
 const rows = [...document.querySelectorAll('#runs tr[data-run-id]')];
 const byId = (id) => document.getElementById(id);
@@ -50,7 +50,7 @@ byId('delete-selected')?.addEventListener('click', async () => {
       row.remove();
       rows.splice(rows.indexOf(row), 1);
     } else {
-      failed.push((r.data && r.data.error) || `error ${r.status}`);
+      failed.push(errorText(r));
     }
   }
   update();

@@ -2,7 +2,7 @@
 // handout had a command: queue the step, open its live run page), the answer boxes (kept in this
 // browser, downloadable), the checkpoint tables of finished lab step runs in plain words (from
 // /api/runs/<id>/checkpoints) and, on a lab step run's page, its bundle with the student's answers.
-import {api, csrfToken} from '/static/common.js';
+import {api, csrfToken, errorText} from '/static/common.js';
 import * as answers from '/static/answers.js';
 
 function el(tag, text, cls) {
@@ -16,7 +16,7 @@ export async function showCheckpoints(box) {
   const r = await api('GET', `/api/runs/${encodeURIComponent(box.dataset.checkpointsRun)}/checkpoints`);
   box.replaceChildren();
   if (!r.ok) {
-    box.append(el('p', (r.data && r.data.error) || `error ${r.status}`, 'error'));
+    box.append(el('p', errorText(r), 'error'));
     box.dataset.loaded = 'error';
     return;
   }
@@ -79,7 +79,7 @@ for (const button of document.querySelectorAll('#lab button.run-step')) {
       {short: button.dataset.short === '1'});
     if (r.status === 201) { window.location = r.data.url; return; }
     message.className = 'error run-message';
-    message.textContent = (r.data && r.data.error) || `error ${r.status}`;
+    message.textContent = errorText(r);
     for (const b of buttons) b.disabled = false;
   });
 }
@@ -98,7 +98,7 @@ for (const button of document.querySelectorAll('#lab button.run-all')) {
         {short: button.dataset.short === '1'});
       if (r.status !== 201) {
         message.className = 'error run-message';
-        message.textContent = `step ${step}: ${(r.data && r.data.error) || `error ${r.status}`}` +
+        message.textContent = `step ${step}: ${errorText(r)}` +
           (urls.length ? ` (${urls.length} step${urls.length > 1 ? 's' : ''} queued before it)` : '');
         button.disabled = false;
         return;

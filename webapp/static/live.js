@@ -1,5 +1,5 @@
 // Live traces of one run over Server-Sent Events: history first (replay), then live batches.
-import {api, largeFonts} from '/static/common.js';
+import {api, largeFonts, errorText} from '/static/common.js';
 
 const root = document.getElementById('run');
 const runId = root.dataset.runId;
@@ -256,7 +256,7 @@ for (const form of document.querySelectorAll('form.live-cc')) {
     const r = await api('POST', `/api/runs/${encodeURIComponent(runId)}/cc`,
       {host: form.dataset.host, cc: 'fast', args: {alpha: Number(input.value)}});
     out.className = r.ok ? 'live-result valid' : 'live-result invalid';
-    out.textContent = r.ok ? `α ${r.data.args.alpha} from ${r.data.at_s.toFixed(1)} s` : (r.data && r.data.error) || `error ${r.status}`;
+    out.textContent = r.ok ? `α ${r.data.args.alpha} from ${r.data.at_s.toFixed(1)} s` : errorText(r);
   });
 }
 source.addEventListener('end', () => {
@@ -265,6 +265,6 @@ source.addEventListener('end', () => {
 
 document.getElementById('cancel')?.addEventListener('click', async () => {
   const r = await api('POST', `/api/runs/${encodeURIComponent(runId)}/cancel`);
-  statusEl.textContent = r.ok ? r.data.status : (r.data && r.data.error) || `error ${r.status}`;
+  statusEl.textContent = r.ok ? r.data.status : errorText(r);
   if (r.ok) window.location.reload();
 });
