@@ -188,10 +188,15 @@ def smallest_full_alpha(util: pd.Series) -> int | None:
     return None
 
 
+def faithful(table: pd.DataFrame) -> pd.Series:
+    """Which runs the fidelity verdict calls faithful: the one filter of the printed tables and the plots."""
+    return table["faithful"].astype(bool)
+
+
 def faithful_only(table: pd.DataFrame, what: str) -> pd.DataFrame:
     """The runs the fidelity verdict calls faithful (an unfaithful one proves nothing either way), saying how
     many were left out."""
-    kept = table[table["faithful"].astype(bool)]
+    kept = table[faithful(table)]
     if len(kept) < len(table):
         print(f"{what}: {len(table) - len(kept)} of {len(table)} runs unfaithful, left out of the medians")
     return kept
@@ -262,12 +267,11 @@ def runs_of(dumps: list[dict[str, Any]], kind: str) -> pd.DataFrame:
 def aggregate(table: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     """Median, min and max of `columns` per (link, downstream, value) over the faithful runs only (an
     unfaithful run proves nothing either way), with the count of runs and of unfaithful ones."""
-    faithful = table[table["faithful"].astype(bool)]
     keys = ["link", "downstream_mbps", "flows", "value"]
-    out = faithful.groupby(keys)[columns].agg(["median", "min", "max"])
+    out = table[faithful(table)].groupby(keys)[columns].agg(["median", "min", "max"])
     out.columns = [f"{c}_{s}" for c, s in out.columns]
-    counts = table.groupby(keys).agg(runs=("faithful", "size"),
-                                     unfaithful=("faithful", lambda f: int((~f.astype(bool)).sum())))
+    counts = table.assign(unfaithful=~faithful(table)).groupby(keys).agg(runs=("faithful", "size"),
+                                                                         unfaithful=("unfaithful", "sum"))
     return out.join(counts, how="outer").reset_index()
 
 

@@ -107,9 +107,17 @@ out="$CACHE/out"
 rm -rf "$out" && mkdir -p "$out"
 accel=(--disable-kvm)
 # KVM probe: with KVM working the kernel boots and, having no root file system, panics and exits (0).
-# The subshell reports a qemu that aborts (this machine) to /dev/null instead of the log.
-kvm_rc=$( (timeout 30 qemu-system-x86_64 -accel kvm -cpu host -m 256 -display none -nodefaults -no-reboot \
-    -kernel "$kimg" -append "panic=-1" >/dev/null 2>&1; echo $?) 2>/dev/null || true)
+# The subshell reports a qemu that aborts (this machine) to /dev/null instead of the log. Its answer is
+# kept for this boot of the machine (boot_id), so `--prepare`'s probe serves the lane's run after it.
+probe_file="$CACHE/$abi/kvm-probe"
+boot_id="$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo unknown)"
+if [ -f "$probe_file" ] && [ "$(cut -d' ' -f1 "$probe_file")" = "$boot_id" ]; then
+    kvm_rc="$(cut -d' ' -f2 "$probe_file")"
+else
+    kvm_rc=$( (timeout 30 qemu-system-x86_64 -accel kvm -cpu host -m 256 -display none -nodefaults -no-reboot \
+        -kernel "$kimg" -append "panic=-1" >/dev/null 2>&1; echo $?) 2>/dev/null || true)
+    echo "$boot_id $kvm_rc" > "$probe_file"
+fi
 if [ -w /dev/kvm ] && [ "$kvm_rc" = 0 ]; then
     accel=()
 fi
