@@ -76,7 +76,9 @@ def chart_references(spec: Any, summary: dict[str, Any] | None) -> list[dict[str
 # --- pages ------------------------------------------------------------------------------------------
 @bp.get("/")
 def index() -> str:
-    return render_template("index.html", runs=services().all_runs())
+    """The landing page: what fastlab is, the labs first, a new experiment second, recent runs third."""
+    sv = services()
+    return render_template("index.html", runs=sv.all_runs(), labs=guided.catalogue(sv.labs_dir))
 
 
 @bp.get("/new")

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from fastlab.labs import LABS_DIR, lab_folders
 from fastlab.rundir import RunFolder
 from webapp import create_app
 
@@ -148,3 +149,13 @@ def test_the_cli_prints_progress_lines_once(capsys) -> None:
     finally:
         logger.handlers[:], logger.level, logger.propagate = before[0], before[1], before[2]
     assert capsys.readouterr().err == "step p2e-3 (2 of 3)\n"
+
+
+def test_the_landing_page_says_what_fastlab_is_and_offers_labs_then_an_experiment_then_runs(client) -> None:
+    """Issue 32: the home page was an empty "Runs" list and a `sudo fastlab run` line."""
+    page = client.get("/").get_data(as_text=True)
+    about, labs, new, runs = (page.index(mark) for mark in ('id="about"', 'id="home-labs"', 'id="home-new"',
+                                                            'id="home-runs"'))
+    assert about < labs < new < runs, (about, labs, new, runs)
+    assert "FAST TCP" in page[about:labs] and 'href="/new"' in page[new:runs] and "demo" in page[runs:]
+    assert page[labs:new].count('href="/labs/') == len(lab_folders(LABS_DIR)) >= 9
