@@ -159,3 +159,11 @@ def test_the_landing_page_says_what_fastlab_is_and_offers_labs_then_an_experimen
     assert about < labs < new < runs, (about, labs, new, runs)
     assert "FAST TCP" in page[about:labs] and 'href="/new"' in page[new:runs] and "demo" in page[runs:]
     assert page[labs:new].count('href="/labs/') == len(lab_folders(LABS_DIR)) >= 9
+
+
+def test_a_cubic_run_is_not_explained_against_fast(client) -> None:
+    """Issue 32: every run's "What happened" said it compared the run "against FAST's equilibrium", and an
+    empty shaping table printed a bare "none" under Backends."""
+    page = client.get("/runs/20261122-050000-demo-flabcd").get_data(as_text=True)
+    assert "FAST's equilibrium" not in page and "against the\nlink's capacity" in page
+    assert "<p>none</p>" not in page
