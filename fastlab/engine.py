@@ -93,7 +93,10 @@ def _fidelity(prep: Prepared, shaper: Shaper, cpu: dict[str, Any], flows_df: Any
         machine_steal=fidelity.busy_fraction(fidelity.steal_times(stat0), fidelity.steal_times(stat1)),
         sample_gaps_s=fidelity.sample_gaps(times), sample_interval_s=1.0 / spec.sample_hz,
         tc_links=tuple(k for k, (b, _) in prep.backends.items() if b != "emulator"), idle_emulators=idle_stats,
-        tc_queues=_tc_queues(prep, links_df)))
+        tc_queues=_tc_queues(prep, links_df), routes=fidelity_routes(prep),
+        counters=fidelity_counters(prep, links_df, {
+            (link, d): float(fig["late_p99_us"] or 0) for link, stats in shaper.final.items()
+            for d, fig in fidelity.link_figures(stats).items()})))
 
 
 @dataclass
@@ -244,6 +247,39 @@ def _idle_rtt(net: Network, flow: Flow, count: int, rng: random.Random,
             "max_ms": ordered[-1], "samples_ms": samples, "lost": lost}
 
 
+def fidelity_routes(prep: Prepared) -> tuple[tuple[fidelity.Crossing, ...], ...]:
+    """Every route the flows' data and ACKs take over the run (each flow's path and every reroute's) as
+    ordered shaped crossings: the feeders of the conservation check."""
+    routes = []
+    for f in prep.flows:
+        for path in {f.path, *(r.path for r in prep.spec.reroutes if not r.flows or f.id in r.flows)}:
+            for a, b in ((f.src, f.dst), (f.dst, f.src)):
+                routes.append(tuple((h.link.shaped, "forward" if h.forward else "reverse")
+                                    for h in routing.hops(prep.plan, a, b, path) if h.link.shaped))
+    return tuple(dict.fromkeys(routes))
+
+
+def fidelity_counters(prep: Prepared, links_df: Any,
+                      late_p99_us: dict[fidelity.Crossing, float]) -> dict[fidelity.Crossing, fidelity.Counters]:
+    """The emulated link directions' sampled byte counters (sent + queued) with their rates and p99
+    lateness, for the conservation check (also bench/conservation.py's, on finished runs)."""
+    out: dict[fidelity.Crossing, fidelity.Counters] = {}
+    if links_df.empty or not {"tx_bytes", "backlog_bytes"} <= set(links_df.columns):
+        return out
+    for link in [k for k, (b, _) in prep.backends.items() if b == "emulator" and k in prep.links]:
+        for direction in ("forward", "reverse"):
+            rows = links_df[(links_df["link"] == link) & (links_df["direction"] == direction)]
+            rows = rows.dropna(subset=["tx_bytes", "backlog_bytes"]).sort_values("t")
+            side = getattr(prep.links[link], direction)
+            if len(rows) >= 2:
+                out[(link, direction)] = fidelity.Counters(
+                    side.rate_bps, tuple(rows["t"].astype(float)),
+                    tuple((rows["tx_bytes"] + rows["backlog_bytes"]).astype(float)),
+                    tuple(rows["backlog_bytes"].astype(float)), late_p99_us.get((link, direction), 0.0),
+                    paced=side.policy is None and not side.jitter_us)
+    return out
+
+
 def fidelity_paths(prep: Prepared) -> list[fidelity.PathInfo]:
     """Each flow's emulated crossings (data and ACKs) and the basis of its delay budget."""
     out = []
@@ -256,7 +292,7 @@ def fidelity_paths(prep: Prepared) -> list[fidelity.PathInfo]:
         if f.cc == "fast" and fig.bottleneck_mbps:
             alpha = f.cc_args.get("alpha", prep.registry.lookup("fast").param("alpha").default)
             target = fidelity.fast_target_ms(float(alpha), fig.bottleneck_mbps, prep.spec.mtu)
-        out.append(fidelity.PathInfo(f.id, crossings, fig.rtt_ms, target))
+        out.append(fidelity.PathInfo(f.id, crossings, fig.rtt_ms, target, prep.spec.mtu))
     return out
 
 

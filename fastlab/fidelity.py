@@ -24,6 +24,7 @@ added to the idle RTT the summary reports. It is reported, not judged: no flow r
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +71,24 @@ TC_BUSY_BACKLOG_PKTS = 2
 # sampling times out.
 TC_BUSY_MIN_S = 1.0
 
+# Conservation at a link. What reaches a shaped link direction over any window cannot exceed what the
+# links feeding it delivered: its flows' slowest upstream links at their rates, plus what the links
+# between those and it held queued, plus what an upstream emulator running late hands over at once
+# (its p99 lateness at its rate), plus BURST_MTUS packets. More than that means something between the
+# emulated links held packets and released them together -- a switch datapath (OVS in user space) or a
+# host -- and the queue it leaves is a real queue the link models never decided. The emulators' lateness
+# does not see it (measured, lab 08 short form, run r08 of a ×10 bench, 2026-11-27: 83 packets, 124.5 KB,
+# queued at Sunnyvale's 20 Mb/s access link, fed by CERN's 20 Mb/s link through links that held at most
+# one packet; the flow's RTT rose from 187.8 to 237 ms, FAST cut its window 313 -> 278).
+BURST_MTUS = 2  # one packet in service at each end of the hop
+BURST_WINDOW_S = 2.0  # windows up to this long: a longer one adds counter drift, not burst
+BURST_RATE_DRIFT = 0.01  # the rate the counters may show above the configured one over a window
+# Judged like the emulators' own delay: unfaithful when the excess, as queueing delay at the link, is
+# above the delay budget of the flows crossing it -- and above BURST_NOISE_MTUS packets, the counters'
+# sampling noise (the ×10 benches of all nine labs' short forms, 380 step runs: 0-1.6 packets in every
+# run but lab 08's three, 7-45 packets there).
+BURST_NOISE_MTUS = 4
+
 ADVICE = ("lower the capacities (topology_args.scale), run fewer flows, or stop other programs on this "
           "machine; `fastlab doctor --self-test` says what this machine carries faithfully")
 
@@ -82,6 +101,24 @@ class PathInfo:
     crossings: tuple[tuple[str, str], ...]  # (link id, "forward" | "reverse")
     base_rtt_ms: float
     target_queue_ms: float | None = None  # FAST: alpha packets at the bottleneck; None: loss-based
+    mtu_bytes: int = MTU_BYTES
+
+
+Crossing = tuple[str, str]  # (link id, "forward" | "reverse")
+
+
+@dataclass(frozen=True)
+class Counters:
+    """One emulated link direction's sampled counters, for the conservation check."""
+
+    rate_bps: int
+    times: tuple[float, ...]
+    arrived_bytes: tuple[float, ...]  # sent + queued (IP bytes): every byte that reached it, drops aside
+    backlog_bytes: tuple[float, ...]
+    late_p99_us: float = 0.0
+    # departures at most at rate_bps: no policer or MAC model (a token bucket or DOCSIS grants release
+    # bursts above the rate) and no jitter (which reorders and bunches); judged, and a feeder, only then
+    paced: bool = True
 
 
 @dataclass
@@ -97,6 +134,10 @@ class Inputs:
     # tc link -> direction -> (configured rate in IP bits/s, samples (t s, backlog packets, sent IP bytes))
     tc_queues: dict[str, dict[str, tuple[int, list[tuple[float, float, float]]]]] = field(default_factory=dict)
     idle_emulators: dict[str, dict[str, Any]] = field(default_factory=dict)  # link -> stats line after the idle pings
+    # Conservation: every route a flow's data or ACKs take (all its paths, reroutes included) as ordered
+    # crossings, and the counters of the emulated crossings.
+    routes: tuple[tuple[Crossing, ...], ...] = ()
+    counters: dict[Crossing, Counters] = field(default_factory=dict)
 
 
 def fast_target_ms(alpha: float, bottleneck_mbps: float, mtu_bytes: int = MTU_BYTES) -> float:
@@ -151,6 +192,84 @@ def tc_busy_share(samples: list[tuple[float, float, float]], rate_bps: int) -> d
     return {"busy_s": round(busy_s, 3), "delivered_share": None if share is None else round(share, 3)}
 
 
+def feeders(routes: tuple[tuple[Crossing, ...], ...],
+            rates: dict[Crossing, int]) -> dict[Crossing, tuple[frozenset[Crossing], frozenset[Crossing]] | None]:
+    """Per crossing: its flows' slowest upstream crossings (the nearest of equal rate) and the crossings
+    between those and it; None where a route reaches it first (a host feeds it: no bound)."""
+    out: dict[Crossing, tuple[frozenset[Crossing], frozenset[Crossing]] | None] = {}
+    for route in routes:
+        for k, here in enumerate(route):
+            if here in out and out[here] is None:
+                continue
+            prefix = route[:k]
+            if not prefix:
+                out[here] = None
+                continue
+            slowest = min(range(k), key=lambda i: (rates[prefix[i]], -i))
+            slow, between = out.get(here) or (frozenset(), frozenset())
+            out[here] = (slow | {prefix[slowest]}, between | set(prefix[slowest + 1:]))
+    return out
+
+
+def burst_excess(here: Counters, limit_bps: float, slack_bytes: float) -> tuple[float, float | None]:
+    """The most bytes that reached `here` within BURST_WINDOW_S beyond limit x time + slack (pure), and
+    when that window ended: max over j of v_j - min over earlier i in the window of v_i, with
+    v = arrived - limit x t (a sliding minimum: O(samples))."""
+    per_s = limit_bps * (1 + BURST_RATE_DRIFT) / 8
+    lows: deque[int] = deque()
+    worst, at = 0.0, None
+    v = [a - per_s * t for t, a in zip(here.times, here.arrived_bytes, strict=True)]
+    for j, t in enumerate(here.times):
+        while lows and here.times[lows[0]] < t - BURST_WINDOW_S:
+            lows.popleft()
+        if lows and v[j] - v[lows[0]] - slack_bytes > worst:
+            worst, at = v[j] - v[lows[0]] - slack_bytes, t
+        while lows and v[lows[-1]] >= v[j]:
+            lows.pop()
+        lows.append(j)
+    return worst, at
+
+
+def conservation(routes: tuple[tuple[Crossing, ...], ...], counters: dict[Crossing, Counters],
+                 mtu_bytes: int = MTU_BYTES) -> dict[Crossing, dict[str, Any]]:
+    """Per judged crossing ("link direction"): the bytes that reached it beyond what its feeders could
+    deliver, and that excess as queueing delay at its rate. Judged where it and every feeder are emulated
+    (byte counters, measured lateness) and paced, and no host feeds it."""
+    rates = {c: k.rate_bps for c, k in counters.items()}
+    out: dict[Crossing, dict[str, Any]] = {}
+    for here, fed in feeders(routes, {c: rates.get(c, 0) for route in routes for c in route}).items():
+        involved = {here} | fed[0] | fed[1] if fed is not None else set()
+        if fed is None or not all(c in counters and counters[c].paced for c in involved):
+            continue
+        slow, between = fed
+        slack = (BURST_MTUS * mtu_bytes + sum(max(counters[b].backlog_bytes, default=0.0) for b in between)
+                 + sum(counters[c].rate_bps / 8 * counters[c].late_p99_us / 1e6 for c in slow | between))
+        excess, at = burst_excess(counters[here], sum(rates[c] for c in slow), slack)
+        out[here] = {
+            "excess_bytes": round(excess), "excess_ms": round(excess * 8 / rates[here] * 1000, 2),
+            "at_s": None if at is None else round(at, 2), "slack_bytes": round(slack),
+            "fed_by": sorted(f"{c[0]} ({c[1]})" for c in slow)}
+    return out
+
+
+def burst_reasons(bursts: dict[Crossing, dict[str, Any]], paths: list[PathInfo],
+                  mtu_bytes: int = MTU_BYTES) -> list[str]:
+    """The conservation figures judged: a reason per crossing whose excess, as queueing delay there, is above
+    the delay budget of the flows crossing it and above BURST_NOISE_MTUS packets (each figure gets its
+    `budget_ms`)."""
+    reasons = []
+    for crossing, fig in sorted(bursts.items()):
+        budgets = [budget_ms(p) for p in paths if crossing in p.crossings] or [MIN_BUDGET_MS]
+        fig["budget_ms"] = round(min(budgets), 3)
+        if fig["excess_ms"] > min(budgets) and fig["excess_bytes"] > BURST_NOISE_MTUS * mtu_bytes:
+            fed_by = ", ".join(fig["fed_by"])
+            reasons.append(f"{crossing[0]} ({crossing[1]}): {fig['excess_bytes'] / 1000:.1f} kB more reached it by "
+                           f"{fig['at_s']:g} s than {fed_by} could deliver ({fig['excess_ms']:.1f} ms of queue, "
+                           f"above {min(budgets):.2f} ms): packets held and released together between the "
+                           "emulated links (the switches' datapath or the hosts)")
+    return reasons
+
+
 def assess(inp: Inputs) -> dict[str, Any]:
     """The verdict: faithful only if no threshold is crossed; each crossing is one reason."""
     reasons: list[str] = []
@@ -176,6 +295,9 @@ def assess(inp: Inputs) -> dict[str, Any]:
                     f"max({MIN_BUDGET_MS:g} ms, {LOSS_BASED_RTT_SHARE:.0%} of the {p.base_rtt_ms:g} ms RTT)")
             reasons.append(f"flow {p.flow}: the emulators added {delay:.2f} ms of delay (departure lateness), "
                            f"above {budget:.2f} ms = {what}")
+    mtu = inp.paths[0].mtu_bytes if inp.paths else MTU_BYTES
+    bursts = conservation(inp.routes, inp.counters, mtu)
+    reasons += burst_reasons(bursts, inp.paths, mtu)
     for link, cores in sorted(inp.emulator_cores.items()):
         if cores > EMULATOR_CORE_MAX:
             reasons.append(f"{link}: its emulator used {cores:.2f} of a core (limit {EMULATOR_CORE_MAX:g}): "
@@ -210,13 +332,14 @@ def assess(inp: Inputs) -> dict[str, Any]:
         "machine_steal": None if inp.machine_steal is None else round(inp.machine_steal, 4),
         "sample_gaps_s": {k: round(v, 3) for k, v in inp.sample_gaps_s.items()},
         "tc_queues": tc_queues,
+        "conservation": {f"{link} ({direction})": fig for (link, direction), fig in bursts.items()},
         "unmeasured": [f"{link}: shaped by tc (departure times are the kernel's, not measured; "
                        "the rate it delivered while queued is)" for link in inp.tc_links],
         "thresholds": {"delay_share_of_fast_target": DELAY_SHARE_OF_TARGET,
                        "loss_based_rtt_share": LOSS_BASED_RTT_SHARE, "min_budget_ms": MIN_BUDGET_MS,
                        "sock_drops_max": SOCK_DROPS_MAX, "emulator_core_max": EMULATOR_CORE_MAX,
                        "machine_busy_max": MACHINE_BUSY_MAX, "sample_gap_max_s": gap_limit,
-                       "tc_busy_share_min": TC_BUSY_SHARE_MIN},
+                       "tc_busy_share_min": TC_BUSY_SHARE_MIN, "burst_noise_mtus": BURST_NOISE_MTUS},
     }
 
 

@@ -292,3 +292,71 @@ def test_a_tc_queue_is_judged_by_the_rate_it_delivered_while_packets_stayed_queu
                                      "the rate it delivered while queued is)"]
     details = fidelity_view.details_html(verdict)
     assert "rate tc delivered while packets were queued: access forward 97% over 3.0 s (limit 95%)" in details
+
+
+# --- conservation: what reaches a link cannot exceed what its feeders deliver (hand-computed timelines) ---
+CERN, CORE, SUNNY = ("cern", "forward"), ("core", "forward"), ("sunny", "reverse")
+RATE_20, RATE_200 = 20_000_000, 200_000_000
+STEP_S = 0.05
+
+
+def steady(rate_bps: int, burst_at: float | None = None, burst_bytes: float = 0.0, late_us: float = 0.0,
+           backlog: float = 0.0, paced: bool = True, fed_bps: int = RATE_20) -> fidelity.Counters:
+    """Counters of a link direction of `rate_bps` fed at exactly `fed_bps` (CERN's 20 Mb/s) for 5 s, sampled
+    every 50 ms; at `burst_at`, `burst_bytes` more arrive at once (and stay queued)."""
+    times = tuple(round(i * STEP_S, 3) for i in range(101))
+    extra = [burst_bytes if burst_at is not None and t >= burst_at else 0.0 for t in times]
+    arrived = tuple(fed_bps / 8 * t + e for t, e in zip(times, extra, strict=True))
+    queued = tuple(backlog + e for e in extra)
+    return fidelity.Counters(rate_bps, times, arrived, queued, late_us, paced)
+
+
+def test_feeders_are_the_slowest_upstream_crossing_and_those_between() -> None:
+    routes = ((CERN, CORE, SUNNY),)
+    fed = fidelity.feeders(routes, {CERN: RATE_20, CORE: RATE_200, SUNNY: RATE_20})
+    assert fed[CERN] is None  # a host feeds the first hop: no bound
+    assert fed[CORE] == ({CERN}, set())
+    assert fed[SUNNY] == ({CERN}, {CORE})
+    # of two equally slow crossings the nearer one: nothing between
+    assert fidelity.feeders(routes, {CERN: RATE_20, CORE: RATE_20, SUNNY: RATE_20})[SUNNY] == ({CORE}, set())
+    # a second route reaching CORE from a host leaves it unbounded
+    rates = {CERN: RATE_20, CORE: RATE_200, SUNNY: RATE_20}
+    assert fidelity.feeders(((CERN, CORE), (CORE, SUNNY)), rates)[CORE] is None
+
+
+def test_a_burst_beyond_the_feeders_rate_is_measured_to_the_byte() -> None:
+    """83 full packets (124.5 kB) reach Sunnyvale's 20 Mb/s link at once, fed by CERN's 20 Mb/s link: the
+    excess is the burst less the slack (two MTUs) and the 1 % rate drift of one 50-ms sample."""
+    excess, at = fidelity.burst_excess(steady(RATE_20, 2.5, 124_500), RATE_20, slack_bytes=3000)
+    assert at == 2.5 and excess == pytest.approx(124_500 - 0.01 * RATE_20 / 8 * STEP_S - 3000)
+    assert fidelity.burst_excess(steady(RATE_20), RATE_20, slack_bytes=3000) == (0.0, None)
+
+
+def test_conservation_judges_a_burst_and_not_a_steady_or_unpaced_link() -> None:
+    routes = ((CERN, CORE, SUNNY),)
+    counters = {CERN: steady(RATE_20, late_us=100), CORE: steady(RATE_200, backlog=1500),
+                SUNNY: steady(RATE_20, 2.5, 124_500)}
+    figs = fidelity.conservation(routes, counters)
+    # slack: 2 MTUs + CORE's largest backlog + each feeder's p99 lateness at its rate
+    slack = 2 * 1500 + 1500 + RATE_20 / 8 * 100e-6 + RATE_20 / 8 * 0
+    assert figs[SUNNY]["slack_bytes"] == round(slack) and figs[SUNNY]["fed_by"] == ["cern (forward)"]
+    assert figs[SUNNY]["excess_bytes"] == round(124_500 - 0.01 * RATE_20 / 8 * STEP_S - slack)
+    assert figs[SUNNY]["excess_ms"] == pytest.approx(figs[SUNNY]["excess_bytes"] * 8 / RATE_20 * 1000, abs=0.01)
+    assert figs[CORE]["excess_bytes"] == 0 and CERN not in figs
+    unpaced = {**counters, CORE: steady(RATE_200, backlog=1500, paced=False)}  # a policer between
+    assert fidelity.conservation(routes, unpaced) == {}  # neither CORE nor what it feeds is judged
+
+
+def test_a_burst_above_the_budget_makes_the_run_unfaithful_and_a_small_one_does_not() -> None:
+    path = fidelity.PathInfo("f1", (CERN, CORE, SUNNY), 180.0, fidelity.fast_target_ms(10, 20))  # budget 1.5 ms
+    base = fidelity.Inputs(emulators={}, paths=[path], routes=((CERN, CORE, SUNNY),))
+    burst = copy.copy(base)
+    burst.counters = {CERN: steady(RATE_20), CORE: steady(RATE_200), SUNNY: steady(RATE_20, 2.5, 124_500)}
+    verdict = fidelity.assess(burst)
+    assert not verdict["faithful"] and len(verdict["reasons"]) == 1, verdict["reasons"]
+    assert re.match(r"sunny \(reverse\): 120\.2 kB more reached it by 2\.5 s than cern \(forward\) could deliver "
+                    r"\(48\.1 ms of queue, above 1\.50 ms\): packets held and released together", verdict["reasons"][0])
+    small = copy.copy(base)  # 3 packets: above the budget (1.8 ms) but within the counters' noise (4 MTUs)
+    small.counters = {CERN: steady(RATE_20), CORE: steady(RATE_200), SUNNY: steady(RATE_20, 2.5, 3 * 1500 + 3250)}
+    assert fidelity.assess(small)["faithful"]
+    assert fidelity.assess(small)["conservation"]["sunny (reverse)"]["budget_ms"] == 1.5
