@@ -45,14 +45,22 @@ def child_processes(parent: int) -> list[str]:
     """`pid comm state` of every process whose parent is `parent`, zombies included (what a long-lived
     process that runs experiments -- the web server -- must not accumulate)."""
     out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    # Not Path.glob: it stats each /proc/N/stat first, and a process that exits meanwhile makes that stat
+    # raise ProcessLookupError out of the glob (CI with two CPU hogs, 2026-11-27, the 30-run server test).
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
         try:
-            text = stat.read_text()
+            text = Path("/proc", name, "stat").read_text()
         except OSError:
-            continue  # gone meanwhile
-        pid, rest = text.split(" ", 1)
-        comm, fields = rest.rsplit(")", 1)
-        if fields.split()[1] == str(parent):
+            continue  # gone meanwhile (ENOENT or ESRCH)
+        try:
+            pid, rest = text.split(" ", 1)
+            comm, fields = rest.rsplit(")", 1)
+            ppid = fields.split()[1]
+        except (ValueError, IndexError):
+            continue  # read while it was being torn down
+        if ppid == str(parent):
             out.append(f"{pid} {comm.lstrip('(')} {fields.split()[0]}")
     return out
 
