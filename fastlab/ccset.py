@@ -241,13 +241,18 @@ class ModuleLoader:
         _checked(["rmmod", self.module])
         return "unloaded"
 
+    @property
+    def params(self) -> dict[str, Param]:
+        """This algorithm's rows of the one parameter table."""
+        return {p.name: p for p in (FAST_PARAMS if self.name == "fast" else HSTCP_PARAMS)}
+
     def check_args(self, args: dict[str, Any]) -> None:
         self.module_values(args)
 
     def module_values(self, args: dict[str, Any]) -> dict[str, int]:
         """The module's own parameters (sysfs names and integer values) for checked spec `args`, by the
         one table (e.g. gamma 1/3 -> gamma_num 1, gamma_den 3); CCError names a key it cannot take."""
-        params = {p.name: p for p in (FAST_PARAMS if self.name == "fast" else HSTCP_PARAMS)}
+        params = self.params
         values: dict[str, int] = {}
         for key, value in args.items():
             mapping = params[key].module
@@ -277,7 +282,7 @@ class ModuleLoader:
     def get(self, keys: list[str]) -> dict[str, str]:
         """Current values of the module parameters that spec `keys` are written as, as sysfs shows them
         (what `write` puts back)."""
-        params = {p.name: p for p in (FAST_PARAMS if self.name == "fast" else HSTCP_PARAMS)}
+        params = self.params
         values = {}
         for key in keys:
             mapping = params[key].module
