@@ -55,7 +55,8 @@ def gamma_ratio(value: object) -> Fraction:
     if isinstance(value, str) and re.fullmatch(r"[0-9]{1,7}/[0-9]{1,7}", value):
         num, den = (int(x) for x in value.split("/"))
         ratio = Fraction(num, den) if den else None
-    elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+    elif (isinstance(value, int) and not isinstance(value, bool)) or \
+            (isinstance(value, float) and math.isfinite(value)):  # an int may be too large for a float
         ratio = Fraction(value).limit_denominator(den_max)
         ratio = ratio if abs(ratio - Fraction(value)) <= Fraction(1, 10**9) else None
     else:

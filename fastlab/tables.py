@@ -7,8 +7,22 @@ Pure: no plotting library is imported here, so the web app can use it cheaply.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
+
+
+def finite_number(value: Any) -> float | None:
+    """A summary value as a float, or None for what is not a finite number (null, text, a bool, NaN,
+    an int too large for a float, as a hostile bundle may carry)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
 
 # Table headers in words, with units; each cell keeps its summary.json key as a tooltip. A key
 # not listed here is shown as it is (a new metric is never hidden).

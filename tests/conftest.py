@@ -15,6 +15,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# The gate does not draw at random (issue 30: a test that fails by chance teaches nothing): the
+# property tests draw the same examples every run, from a fixed seed, with no example database.
+# `HYPOTHESIS_PROFILE=explore make check` draws afresh each run, to look for new failures (the last
+# one found in CI, a gamma of 10**400, is why tests/unit/test_spec.py tries every named hostile value
+# at every field, exhaustively).
+settings.register_profile("fastlab", derandomize=True, database=None)
+settings.register_profile("explore", database=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fastlab"))
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

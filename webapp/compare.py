@@ -22,6 +22,7 @@ from flask import Blueprint, jsonify, render_template, request
 
 from fastlab import fidelity_view
 from fastlab.rundir import RunFolder
+from fastlab.tables import finite_number as number
 from webapp.apierror import api_error
 from webapp.services import RUN_ID_RE, Services, services
 
@@ -88,10 +89,6 @@ def differences(specs: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
             if len({repr(f.get(k)) for f in flat}) > 1]
 
 
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-        and math.isfinite(value) else None
-
 
 def metrics(summaries: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
     """Results side by side: per flow (by id) throughput, RTTs, retransmits; per link utilization (%),
@@ -119,16 +116,16 @@ def metrics(summaries: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
         link_ids += [link["id"] for link in (s or {}).get("links", []) if link.get("id") not in link_ids]
     for fid in flow_ids:
         add(f"{fid} algorithm", "", lambda s, fid=fid: item(s, "flows", fid)["cc"])
-        add(f"{fid} throughput", "Mb/s", lambda s, fid=fid: _num(item(s, "flows", fid)["throughput_mbps"]))
-        add(f"{fid} mean RTT", "ms", lambda s, fid=fid: _num(item(s, "flows", fid)["mean_rtt_ms"]))
-        add(f"{fid} retransmits", "packets", lambda s, fid=fid: _num(item(s, "flows", fid)["retransmits"]))
+        add(f"{fid} throughput", "Mb/s", lambda s, fid=fid: number(item(s, "flows", fid)["throughput_mbps"]))
+        add(f"{fid} mean RTT", "ms", lambda s, fid=fid: number(item(s, "flows", fid)["mean_rtt_ms"]))
+        add(f"{fid} retransmits", "packets", lambda s, fid=fid: number(item(s, "flows", fid)["retransmits"]))
     for lid in link_ids:
-        add(f"{lid} utilization", "%", lambda s, lid=lid: None if _num(item(s, "links", lid)["utilization"]) is None
+        add(f"{lid} utilization", "%", lambda s, lid=lid: None if number(item(s, "links", lid)["utilization"]) is None
             else round(100 * item(s, "links", lid)["utilization"], 1))
-        add(f"{lid} mean backlog", "packets", lambda s, lid=lid: _num(item(s, "links", lid)["mean_backlog_pkts"]))
-        add(f"{lid} queue drops", "packets", lambda s, lid=lid: _num(item(s, "links", lid).get("queue_drops")))
-        add(f"{lid} random-loss drops", "packets", lambda s, lid=lid: _num(item(s, "links", lid).get("loss_drops")))
-    add("Jain's fairness index", "", lambda s: _num(s["jain_index"]))
+        add(f"{lid} mean backlog", "packets", lambda s, lid=lid: number(item(s, "links", lid)["mean_backlog_pkts"]))
+        add(f"{lid} queue drops", "packets", lambda s, lid=lid: number(item(s, "links", lid).get("queue_drops")))
+        add(f"{lid} random-loss drops", "packets", lambda s, lid=lid: number(item(s, "links", lid).get("loss_drops")))
+    add("Jain's fairness index", "", lambda s: number(s["jain_index"]))
     add("emulation", "", lambda s: {"faithful": "faithful", "unfaithful": "NOT faithful"}.get(
         fidelity_view.state(fidelity_view.verdict_of(s))) if s else None)
     return rows

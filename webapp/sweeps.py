@@ -31,6 +31,7 @@ from werkzeug.exceptions import BadRequest
 
 from fastlab import fast_theory
 from fastlab.spec import SpecError, apply_overrides, format_validation_error, parse_spec
+from fastlab.tables import finite_number
 from webapp import runner as q
 from webapp.apierror import api_error
 from webapp.services import Services, body_json, services
@@ -125,22 +126,18 @@ def point_specs(req: SweepRequest) -> list[tuple[int, int, dict[str, Any]]]:
     return out
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-        and math.isfinite(value) else None
-
 
 def results(summary: dict[str, Any]) -> dict[str, float | None]:
     """A finished run's numbers for the aggregate plot (None where the summary lacks one)."""
     flows = summary.get("flows") or []
     links = summary.get("links") or []
     first = links[0] if links else {}
-    util = _number(first.get("utilization"))
+    util = finite_number(first.get("utilization"))
     return {"utilization": None if util is None else 100 * util,
-            "throughput": sum(_number(f.get("throughput_mbps")) or 0 for f in flows) if flows else None,
-            "backlog": _number(first.get("mean_backlog_pkts")),
-            "rtt": _number(flows[0].get("mean_rtt_ms")) if flows else None,
-            "retransmits": sum(_number(f.get("retransmits")) or 0 for f in flows) if flows else None}
+            "throughput": sum(finite_number(f.get("throughput_mbps")) or 0 for f in flows) if flows else None,
+            "backlog": finite_number(first.get("mean_backlog_pkts")),
+            "rtt": finite_number(flows[0].get("mean_rtt_ms")) if flows else None,
+            "retransmits": sum(finite_number(f.get("retransmits")) or 0 for f in flows) if flows else None}
 
 
 def theory(spec: dict[str, Any]) -> dict[str, float | None]:

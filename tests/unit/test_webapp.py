@@ -167,3 +167,14 @@ def test_a_cubic_run_is_not_explained_against_fast(client) -> None:
     page = client.get("/runs/20261122-050000-demo-flabcd").get_data(as_text=True)
     assert "FAST's equilibrium" not in page and "against the\nlink's capacity" in page
     assert "<p>none</p>" not in page
+
+
+@pytest.mark.parametrize(("value", "expected"), [(3, 3.0), (0.5, 0.5), (10**400, None), (-(10**400), None),
+                                                 (float("nan"), None), (float("inf"), None), (True, None),
+                                                 (None, None), ("1", None), ([1], None)])
+def test_a_summary_value_is_a_finite_number_or_nothing(value: object, expected: float | None) -> None:
+    """What compare and sweep tables read from a summary.json (a hostile bundle's too): an int too large
+    for a float is nothing, not an OverflowError."""
+    from fastlab.tables import finite_number
+
+    assert finite_number(value) == expected

@@ -14,15 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings
 
 from fastlab.engine import RunResult
 from webapp import create_app
-
-# No example database: every run fuzzes afresh (hypothesis still caches constants in .hypothesis/,
-# which carries its own .gitignore).
-settings.register_profile("fastlab-webapp", database=None)
-settings.load_profile("fastlab-webapp")
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
