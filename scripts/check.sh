@@ -38,5 +38,8 @@ fi
 "$PY" -m ruff check fastlab topologies tests bench webapp labs controllers
 "$PY" -m mypy
 # -p no:cacheprovider: a read-only or shared checkout stays untouched; exit code 5 (no tests) fails.
-"$PY" -m pytest -p no:cacheprovider -q -m "not root and not slow" tests/unit
+# -n 2: both cores, when pytest-xdist is there (a .venv set up before it joined requirements.txt has not).
+parallel=()
+"$PY" -c "import xdist" 2>/dev/null && parallel=(-n 2)
+"$PY" -m pytest -p no:cacheprovider -q "${parallel[@]}" -m "not root and not slow" tests/unit
 log "done in $(( $(date +%s) - start )) s"

@@ -9,7 +9,7 @@ tiers=(
     "lint + mypy|make -s lint"
     "linkemu C tests|make -s -C linkemu test"
     "CC cores + module build check|make -s -C kernel-modules test modules-check"
-    "unit (recorded runs, pure code)|$PY -m pytest -p no:cacheprovider -q -m 'not root and not slow' tests/unit"
+    "unit (recorded runs, pure code)|$PY -m pytest -p no:cacheprovider -q -n 2 -m 'not root and not slow' tests/unit"
     "leftovers of killed runs|$PY -m fastlab cleanup"
     "stock-kernel lane: preparation, beside the tiers above|@lane-prepared"
     "host suite (real namespaces, live runs)|$PY -m pytest -p no:cacheprovider -rs --durations=25 --ignore=tests/unit tests"

@@ -77,9 +77,11 @@ def drop_indices(path: Path) -> list[int]:
 
 def test_seeded_bernoulli_loss_is_repeatable(tmp_path: Path) -> None:
     """Seeded loss depends only on the seed, the direction and the packet index: two runs with one seed
-    drop the very same indices over the packets both carried, another seed others. Eight loss-limited
-    flows at p = 0.02 put ~6.5k packets through the link in 4 s (~130 drops); the drop count is binomial,
-    so it lies within 4 standard deviations of p x arrivals whatever the machine's timing."""
+    drop the very same indices over the packets both carried. Eight loss-limited flows at p = 0.02 put
+    ~6.5k packets through the link in 4 s (~130 drops); the drop count is binomial, so it lies within 4
+    standard deviations of p x arrivals whatever the machine's timing. That another seed drops others is
+    not run live: linkemu's C test (test_seed_determinism) draws it and tests/unit/test_shaping.py holds
+    the spec's seed to linkemu's --seed (a third run here cost 9 s of CI and judged neither again)."""
     sets = ("links.bottleneck.loss={model: bernoulli, rate: 0.02}", "flows.0.count=8", "duration_s=4")
     first = run_ok(tmp_path, *sets, name="a")
     second = run_ok(tmp_path, *sets, name="b")
@@ -91,9 +93,6 @@ def test_seeded_bernoulli_loss_is_repeatable(tmp_path: Path) -> None:
     horizon = min(max(a), max(b))
     assert [i for i in a if i <= horizon] == [i for i in b if i <= horizon]
     assert len([i for i in a if i <= horizon]) > 50
-    third = run_ok(tmp_path, *sets, "seed=2", "duration_s=2", name="c")
-    c = drop_indices(third / "loss_drops_bottleneck.txt")
-    assert [i for i in c if i <= horizon] != [i for i in a if i <= horizon]
 
 
 def test_tc_backend_shapes_rate_and_queue(tmp_path: Path) -> None:
