@@ -40,7 +40,7 @@ def add_rates(links: pd.DataFrame) -> pd.DataFrame:
     return links
 
 
-def _counter_delta(rows: pd.DataFrame, column: str, t0: float, t1: float) -> tuple[float, float]:
+def counter_delta(rows: pd.DataFrame, column: str, t0: float, t1: float) -> tuple[float, float]:
     """Increase of a cumulative counter between the samples nearest t0 and t1, and the span."""
     rows = rows.dropna(subset=[column])
     if rows.empty:
@@ -55,7 +55,7 @@ def flow_summary(info: FlowInfo, samples: pd.DataFrame, done: dict[str, Any] | N
     if done is not None and done["t"] > done["start"]:
         throughput = done["bytes_acked"] * 8 / 1e6 / (done["t"] - done["start"])
     elif not rows.empty:
-        acked, span = _counter_delta(rows, "bytes_acked", float(rows["t"].min()), float(rows["t"].max()))
+        acked, span = counter_delta(rows, "bytes_acked", float(rows["t"].min()), float(rows["t"].max()))
         throughput = acked * 8 / 1e6 / span if span else 0.0
     else:
         throughput = 0.0
@@ -78,7 +78,7 @@ def link_summary(link_id: str, capacity_mbps: float, links: pd.DataFrame, t0: fl
     for direction in ("forward", "reverse"):
         rows = links[(links["link"] == link_id) & (links["direction"] == direction)] if not links.empty else links
         window = rows[(rows["t"] >= t0) & (rows["t"] <= t1)] if not rows.empty else rows
-        sent, span = _counter_delta(rows, "tx_bytes", t0, t1) if not rows.empty else (0.0, 0.0)
+        sent, span = counter_delta(rows, "tx_bytes", t0, t1) if not rows.empty else (0.0, 0.0)
         queue_drops = int(rows["queue_drops"].max()) if not rows.empty else 0
         loss_drops = int(rows["loss_drops"].max()) if not rows.empty else 0
         arrivals = int(rows["rx_pkts"].max()) if not rows.empty and rows["rx_pkts"].notna().any() else None

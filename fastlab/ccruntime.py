@@ -304,6 +304,12 @@ class LiveControl:
         with self._lock:
             self._runtime = None
 
+    def applied(self) -> list[dict[str, Any]]:
+        """What the bound run has applied so far (scheduled and live changes, as environment.json will
+        list them); [] when no run is bound."""
+        with self._lock:
+            return list(self._runtime.applied) if self._runtime is not None else []
+
     def set(self, host: str, cc: str, args: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             runtime = self._runtime

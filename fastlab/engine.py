@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from fastlab import analysis, explain, fidelity, paths, report, routing
+from fastlab import analysis, explain, fidelity, paths, report, routing, segments
 from fastlab.capabilities import Capabilities
 from fastlab.cc import Registry
 from fastlab.ccruntime import CCRuntime, LiveControl
@@ -435,11 +435,15 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     links_df = analysis.add_rates(bus.frame("link"))
     events_df = bus.frame("event")
     infos = [analysis.FlowInfo(f.id, f.src, f.dst, f.cc, f.start_s, f.stop_s) for f in prep.flows]
-    summary = analysis.summarize(infos, flows_df, traffic.finished, links_df,
-                                 {k: link.forward.rate_bps / 1e6 for k, link in prep.links.items()})
+    capacities = {k: link.forward.rate_bps / 1e6 for k, link in prep.links.items()}
+    summary = analysis.summarize(infos, flows_df, traffic.finished, links_df, capacities)
     summary["idle_rtt"] = idle
     summary["fidelity"] = _fidelity(prep, shaper, cpu, flows_df, links_df, spec, idle_stats)
-    summary["what_happened"] = explain.what_happened(spec, summary)  # the note of the results page
+    # a run whose parameters changed (scheduled or live) is measured and judged per segment
+    changes = segments.applied_changes({"congestion_control": {"applied": ccs.applied}})
+    if changes:
+        summary["segments"] = segments.measured(spec, changes, flows_df, links_df, capacities)
+    summary["what_happened"] = explain.what_happened(spec, summary, changes)  # the note of the results page
     environment = {
         "run": {"name": spec.name, "prefix": prefix, "started": started, "host": platform.node()},
         "kernel": platform.release(),

@@ -119,12 +119,9 @@ def fast_note(link: dict[str, Any], total_alpha: float, flows: int, p: float | N
             f"hold Σα{f': {drops} drops' if drops else ''})")
 
 
-def notes(refs: list[dict[str, Any]], summary: dict[str, Any] | None) -> list[str]:
-    """The "what happened" lines of a finished run, most telling first; [] without a summary."""
-    if not summary:
-        return []
+def link_notes(refs: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]:
+    """One line per bottleneck: FAST's queue against Σα where only FAST flows share it, else how full."""
     links = {link["id"]: link for link in summary.get("links", []) if "id" in link}
-    flows = {f["id"]: f for f in summary.get("flows", []) if "id" in f}
     rates = measured_rates(summary)
     out: list[str] = []
     by_link: dict[str, list[dict[str, Any]]] = {}
@@ -133,7 +130,7 @@ def notes(refs: list[dict[str, Any]], summary: dict[str, Any] | None) -> list[st
             by_link.setdefault(ref["bottleneck"], []).append(ref)
     for link_id, members in by_link.items():
         link = links.get(link_id)
-        if link is None:
+        if link is None or link.get("utilization") is None:
             continue
         util = float(link.get("utilization") or 0)
         if all(r.get("fast_queue_pkts") for r in members):
@@ -143,6 +140,13 @@ def notes(refs: list[dict[str, Any]], summary: dict[str, Any] | None) -> list[st
                        f"(mean backlog {float(link.get('mean_backlog_pkts') or 0):.1f} packets)")
         else:
             out.append(f"{link_id}: utilization {util:.2f}: the flows leave {100 * (1 - util):.0f} % of it unused")
+    return out
+
+
+def flow_notes(refs: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]:
+    """Each lossy flow's mean window against the response functions at its loss rate; unfair sharing."""
+    flows = {f["id"]: f for f in summary.get("flows", []) if "id" in f}
+    out: list[str] = []
     for ref in response_lines(refs, summary):
         flow = flows.get(ref["flow"], {})
         p, window = ref.get("loss_rate"), flow.get("mean_cwnd_pkts")
@@ -160,12 +164,34 @@ def notes(refs: list[dict[str, Any]], summary: dict[str, Any] | None) -> list[st
     return out
 
 
-def what_happened(spec: Any, summary: dict[str, Any]) -> list[str]:
-    """The notes of an ExperimentSpec's finished run (none where the theory cannot place its flows)."""
-    from fastlab import fast_theory
+def notes(refs: list[dict[str, Any]], summary: dict[str, Any] | None) -> list[str]:
+    """The "what happened" lines of a finished run, most telling first; [] without a summary."""
+    if not summary:
+        return []
+    return link_notes(refs, summary) + flow_notes(refs, summary)
+
+
+def what_happened(spec: Any, summary: dict[str, Any], changes: list[Any] | None = None) -> list[str]:
+    """The notes of an ExperimentSpec's finished run (none where the theory cannot place its flows).
+    A run whose parameters changed (`changes`: fastlab.segments.Change, with summary["segments"]
+    measured) is judged per segment, each against its own values: the queue after α 30 -> 60 is
+    compared with 60, not 30; the loss and fairness lines stay over the whole run."""
+    from fastlab import fast_theory, segments
 
     try:
         refs = fast_theory.references(spec)
+        parts = segments.segments(spec, changes or [])
+        seg_refs = [fast_theory.references(part.spec) for part in parts] if changes else []
     except (ValueError, KeyError, TypeError, RuntimeError):
         return []
-    return notes(refs, summary)
+    measured = summary.get("segments") or []
+    if not changes or len(measured) != len(parts):
+        return notes(refs, summary)
+    said = [text for figures in measured for text in figures["changes"]]
+    out = [f"the run's parameters changed {len(said)} time{'s' if len(said) > 1 else ''}: each part is judged "
+           f"against its own values ({'; '.join(said[:3])}{'; …' if len(said) > 3 else ''})"]
+    for part, figures, part_refs in zip(parts, measured, seg_refs, strict=True):
+        span = f"{part.label()}" + (f" (judged from {figures['settled_from_s']:.1f} s)"
+                                    if figures["settled_from_s"] > part.start_s else "")
+        out += [f"{span}: {line}" for line in link_notes(part_refs, figures)]
+    return out + flow_notes(refs, summary)

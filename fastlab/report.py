@@ -35,7 +35,8 @@ def flow_colours(*frames: pd.DataFrame) -> dict[str, str]:
     return {f: PALETTE[i % len(PALETTE)] for i, f in enumerate(ordered)}
 
 
-def figure(flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame) -> go.Figure:
+def figure(flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame,
+           marks: list[tuple[float, str]] | None = None) -> go.Figure:
     updates = events[events["event"].isin(["update", "rtt"])] if not events.empty else events
     colour = flow_colours(flows, updates)
     ports = links[links["direction"] == "port"] if not links.empty else links
@@ -73,6 +74,9 @@ def figure(flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame) -> go
                                              legendgroup=str(flow_id),
                                              line={"color": colour[str(flow_id)], "dash": STATE_DASH[column]}),
                                   row=len(titles), col=1)
+    for at_s, text in marks or []:  # each change of the run's parameters (summary.json's segments)
+        fig.add_vline(x=at_s, line_dash="dot", line_color="#7b3294", annotation_text=text,
+                      annotation_font_color="#7b3294")
     fig.update_xaxes(title_text="time since run start (s)", row=len(titles), col=1)
     fig.update_layout(height=280 * len(titles), margin={"l": 60, "r": 20, "t": 40, "b": 40},
                       font={"size": 14})
@@ -92,8 +96,10 @@ TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("fastlab", "templates
 
 def render(spec_yaml: str, summary: dict[str, Any], environment: dict[str, Any],
            flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame) -> str:
-    """report.html (templates/report.html): fidelity, what happened, the tables, the traces, how it ran."""
-    plot = pio.to_html(figure(flows, links, events), include_plotlyjs=True, full_html=False)
+    """report.html (templates/report.html): fidelity, what happened, the tables (a run whose parameters
+    changed: its parts), the traces with a marker at each change, how it ran."""
+    marks = [(seg["start_s"], "; ".join(seg["changes"])) for seg in summary.get("segments") or [] if seg.get("changes")]
+    plot = pio.to_html(figure(flows, links, events, marks), include_plotlyjs=True, full_html=False)
     return TEMPLATES.get_template("report.html").render(
         run=environment["run"], kernel=environment["kernel"], jain_index=summary["jain_index"],
         fidelity_css=fidelity_view.CSS, fidelity=fidelity_section(summary),

@@ -20,8 +20,9 @@ from typing import Any
 import pandas as pd
 from flask import Blueprint, jsonify, render_template, request
 
-from fastlab import fidelity_view
+from fastlab import fidelity_view, segments
 from fastlab.rundir import RunFolder
+from fastlab.spec import SpecError, parse_spec
 from fastlab.tables import finite_number as number
 from webapp.apierror import api_error
 from webapp.services import RUN_ID_RE, Services, services
@@ -79,14 +80,29 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def differences(specs: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
-    """The spec fields whose values are not the same in every run (absent: None), in field order."""
+def change_texts(spec: dict[str, Any] | None, environment: dict[str, Any] | None) -> str:
+    """A run's applied parameter changes in words, with the values they replaced where the spec parses."""
+    changes = segments.applied_changes(environment)
+    try:
+        texts = segments.described(parse_spec(spec), changes)
+    except SpecError:
+        texts = [c.text() for c in changes]
+    return "; ".join(texts) or "none"
+
+
+def differences(specs: list[dict[str, Any] | None], changes: list[str] | None = None) -> list[dict[str, Any]]:
+    """The spec fields whose values are not the same in every run (absent: None), in field order; then
+    the parameter changes each run applied (scheduled and live: a live one is in no spec), when they
+    differ."""
     flat = [flatten(spec or {}) for spec in specs]
     fields: list[str] = []
     for f in flat:
         fields += [k for k in f if k not in fields]
-    return [{"field": k, "values": [f.get(k) for f in flat]} for k in fields
+    rows = [{"field": k, "values": [f.get(k) for f in flat]} for k in fields
             if len({repr(f.get(k)) for f in flat}) > 1]
+    if changes and len(set(changes)) > 1:
+        rows.append({"field": "changes during the run", "values": changes})
+    return rows
 
 
 
@@ -179,7 +195,8 @@ def compared(raw: Any) -> dict[str, Any]:
             raise NotComparable(f"run {row['id']} is {row['status']}: only finished runs can be compared")
     return {"runs": [{"id": r["id"], "name": r["name"], "topology": r["topology"], "started": r.get("started"),
                       "url": f"/runs/{r['id']}", "lab": r.get("lab"), "lab_step": r.get("lab_step")} for r in rows],
-            "differences": differences([r.get("spec") for r in rows]),
+            "differences": differences([r.get("spec") for r in rows],
+                                       [change_texts(r.get("spec"), r.get("environment")) for r in rows]),
             "metrics": metrics([r.get("summary") for r in rows]),
             "series": [series(h.root / r["id"]) for r in rows]}
 

@@ -109,6 +109,14 @@ def document() -> dict[str, Any]:
                          "responses": {"200": returns("applied: host, cc, the checked args and the run time",
                                                       "LiveChange"),
                                        "403": error, "404": error, "409": error, "422": error}}},
+            "/api/runs/{run_id}/references": {
+                "get": {"summary": "the theory's lines of the run's charts, one span per part between parameter "
+                                   "changes, and a marker per change (at_s, text, live)",
+                        "operationId": "getRunReferences", "parameters": [run_id],
+                        "responses": {"200": {"description": "refs (fastlab.fast_theory per flow, with from_s and "
+                                                             "to_s) and changes",
+                                              "content": {"application/json": {"schema": {"type": "object"}}}},
+                                      "404": error}}},
             "/api/runs/{run_id}/events": {
                 "get": {"summary": "live samples as Server-Sent Events (history first, then live)",
                         "operationId": "streamRun", "parameters": [run_id],

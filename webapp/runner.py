@@ -58,6 +58,19 @@ def connect(database: Path) -> sqlite3.Connection:
     return conn
 
 
+def history_environment(env: dict[str, Any]) -> dict[str, Any]:
+    """What the history keeps of a run's environment.json: the backends and kernel (the run page's table)
+    and the parameter changes it applied (fastlab.segments: the charts' markers and theory spans)."""
+    def part(key: str, kind: type) -> Any:
+        value = env.get(key) if isinstance(env, dict) else None
+        return value if isinstance(value, kind) else kind()
+
+    applied = part("congestion_control", dict).get("applied")
+    return {"backends": part("backends", dict), "kernel": str(part("kernel", str)),
+            "congestion_control": {"applied": [a for a in applied if isinstance(a, dict) and "at_s" in a]
+                                   if isinstance(applied, list) else []}}
+
+
 def clean(value: Any) -> Any:
     """JSON-safe: non-finite floats become null."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -285,9 +298,7 @@ class RunManager:
                 result = self.runner(spec, out=run_dir, on_sample=on_sample)
             status = "done"
             summary = json.dumps(result.summary, default=str)
-            env = result.environment or {}
-            environment = json.dumps({"backends": env.get("backends", {}), "kernel": env.get("kernel", "")},
-                                     default=str)
+            environment = json.dumps(history_environment(result.environment or {}), default=str)
         except BaseException as exc:  # noqa: BLE001 - the worker must survive any run's failure
             error = f"{exc.__class__.__name__}: {exc}"
             if self._shutting_down:

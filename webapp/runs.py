@@ -26,7 +26,7 @@ from flask import (
 )
 from werkzeug.exceptions import BadRequest
 
-from fastlab import explain, fast_theory, fidelity_view, paths
+from fastlab import explain, fidelity_view, paths, segments
 from fastlab.labs import LabError
 from fastlab.rundir import REPORT, RunFolder
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
@@ -62,15 +62,51 @@ def human_time(stamp: str | None) -> str:
     return f"{when.day} {when:%b %Y, %H:%M:%S} UTC"
 
 
-def chart_references(spec: Any, summary: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The theory's lines for the run's charts (fastlab.fast_theory; fastlab.explain's response
-    functions at the measured loss rate, the spec's before there is one); none for a spec that no
-    longer parses or a topology that changed since the run."""
+def run_changes(run: dict[str, Any]) -> list[segments.Change]:
+    """A run's parameter changes: a finished run's as applied (environment.json); a queued or running
+    one's applied so far (the live control of the run now going) and the rest of its schedule."""
+    if run.get("environment"):
+        return segments.applied_changes(run["environment"])
     try:
-        refs = fast_theory.references(parse_spec(spec))
+        scheduled = segments.scheduled_changes(parse_spec(run.get("spec")))
+    except SpecError:
+        return []
+    sv = services()
+    live = sv.manager.live
+    so_far = segments.applied_changes({"congestion_control": {"applied": live.applied()}}) \
+        if live is not None and sv.manager.current == run.get("id") else []
+    done = {(c.at_s, c.host, c.cc, json.dumps(c.args, sort_keys=True)) for c in so_far}
+    # a scheduled change is applied with its own at_s: one applied so far appears once
+    pending = [c for c in scheduled if (c.at_s, c.host, c.cc, json.dumps(c.args, sort_keys=True)) not in done]
+    return sorted(so_far + pending, key=lambda c: c.at_s)
+
+
+def chart_references(spec: Any, summary: dict[str, Any] | None,
+                     changes: list[segments.Change] | None = None) -> list[dict[str, Any]]:
+    """The theory's lines for the run's charts (fastlab.fast_theory, one span per segment between the
+    run's parameter changes; fastlab.explain's response functions at the measured loss rate, the
+    spec's before there is one); none for a spec that no longer parses or a topology that changed
+    since the run."""
+    try:
+        refs = segments.reference_spans(parse_spec(spec), changes or [])
     except (SpecError, ValueError, KeyError, TypeError, RuntimeError):
         return []
     return explain.response_lines(refs, summary, (spec or {}).get("links"))
+
+
+def old_notes(spec: Any, summary: dict[str, Any]) -> list[str]:
+    """"What happened" for a run made before the engine wrote it into summary.json: the same computation."""
+    if not summary:
+        return []
+    try:
+        return explain.what_happened(parse_spec(spec), summary)
+    except SpecError:
+        return []
+
+
+def change_marks(changes: list[segments.Change]) -> list[dict[str, Any]]:
+    """The charts' markers: when each change took effect and what it was."""
+    return [{"at_s": c.at_s, "text": c.text().split(" at ")[0], "live": c.live} for c in changes]
 
 
 # --- pages ------------------------------------------------------------------------------------------
@@ -99,15 +135,27 @@ def new() -> str:
 def run_page(run_id: str) -> str:
     sv = services()
     run = sv.run_row(run_id)
-    refs = chart_references(run.get("spec"), run.get("summary"))
+    changes = run_changes(run)
+    refs = chart_references(run.get("spec"), run.get("summary"), changes)
     summary = run.get("summary") or {}
     # the engine's note (summary.json); for runs made before it, the same computation here
-    notes = summary.get("what_happened") if "what_happened" in summary else explain.notes(refs, summary)
+    notes = summary.get("what_happened") if "what_happened" in summary else old_notes(run.get("spec"), summary)
     step_label = None  # a lab step run: the step's number in the handout, as on the lab page
     if run.get("lab"):
         with contextlib.suppress(LabError, OSError):  # the lab is gone or broken: the step's id alone
             step_label = handout.render(guided.find_lab(run["lab"], sv.labs_dir)).labels.get(run["lab_step"])
-    return render_template("run.html", run=run, refs=refs, notes=notes, step_label=step_label)
+    return render_template("run.html", run=run, refs=refs, notes=notes, step_label=step_label,
+                           marks=change_marks(changes))
+
+
+@bp.get("/api/runs/<run_id>/references")
+def api_references(run_id: str) -> Any:
+    """The theory's lines and the change markers of a run's charts as they stand now: the live page
+    asks again after each change of a running run's parameters."""
+    run = services().run_row(run_id)
+    changes = run_changes(run)
+    return jsonify({"refs": chart_references(run.get("spec"), run.get("summary"), changes),
+                    "changes": change_marks(changes)})
 
 
 @bp.get("/runs/<run_id>/report")

@@ -82,13 +82,13 @@ class Services:
             try:
                 env, spec, summary = folder.environment(), folder.spec(), folder.summary_text()
                 json.loads(summary)
-            except (OSError, ValueError, yaml.YAMLError):
-                continue  # a run still being written, or not a run
+                row = (run_id, str(env["run"]["name"]), str(env["run"]["started"]), str(spec["topology"]), summary,
+                       json.dumps(q.history_environment(env), default=str), json.dumps(spec, default=str),
+                       str(env["run"]["started"]))
+            except (OSError, ValueError, yaml.YAMLError, KeyError, TypeError):
+                continue  # a run still being written, or not a run (one bad folder must not hide the rest)
             conn.execute("INSERT OR IGNORE INTO runs (id, name, started, topology, summary, environment, status, "
-                         "spec, created) VALUES (?, ?, ?, ?, ?, ?, 'done', ?, ?)",
-                         (run_id, env["run"]["name"], env["run"]["started"], spec["topology"], summary,
-                          json.dumps({"backends": env["backends"], "kernel": env["kernel"]}),
-                          json.dumps(spec, default=str), env["run"]["started"]))
+                         "spec, created) VALUES (?, ?, ?, ?, ?, ?, 'done', ?, ?)", row)
         conn.commit()
 
     def as_dict(self, row: sqlite3.Row) -> dict[str, Any]:

@@ -178,3 +178,22 @@ def test_a_summary_value_is_a_finite_number_or_nothing(value: object, expected: 
     from fastlab.tables import finite_number
 
     assert finite_number(value) == expected
+
+
+@pytest.mark.parametrize("environment", ['{"kernel": "6.18"}', '{"run": {"name": "x"}}', '{"run": 5}', '[1, 2]',
+                                         '{"run": {"name": "x", "started": "t"}, "backends": 7}'])
+def test_one_broken_run_folder_does_not_break_the_history(tmp_path: Path, environment: str) -> None:
+    """A folder with a summary but an environment.json missing what the history indexes (a hand-edited
+    or foreign folder) is left out; the other runs are listed and every page answers."""
+    fake_run(tmp_path, "20261122-050000-demo-flabcd", 0.98)
+    broken = tmp_path / "20261122-060000-broken-flabce"
+    broken.mkdir()
+    (broken / "summary.json").write_text('{"flows": [], "links": []}')
+    (broken / "environment.json").write_text(environment)
+    (broken / "spec.yaml").write_text("name: broken\ntopology: dumbbell\n")
+    client = create_app(results_root=tmp_path).test_client()
+    listed = [r["id"] for r in client.get("/api/runs").get_json()]
+    assert "20261122-050000-demo-flabcd" in listed
+    assert client.get("/").status_code == 200 and client.get("/runs/20261122-050000-demo-flabcd").status_code == 200
+    if "20261122-060000-broken-flabce" in listed:  # indexed with what it has: its page answers too
+        assert client.get("/runs/20261122-060000-broken-flabce").status_code == 200

@@ -183,7 +183,10 @@ def test_alpha_changed_from_the_live_page_reaches_the_running_flow(tmp_path: Pat
                                                                     browser) -> None:
     """A real FAST run (alpha 20, 12 s): from its live page a student first asks for alpha 0 (refused
     beside the field, nothing changes), then sets 60; the run's cc_events.csv has the cc_set event, and
-    FAST's own updates carry alpha 60 within 1 s of it. After the run the control is gone."""
+    FAST's own updates carry alpha 60 within 1 s of it. The run is then two parts (issue 32): the queue
+    chart's Σα line steps from 20 to 60 at the change and a marker shows it, live and on the results
+    page; "What happened", the parts' table and the report name the change and judge each part against
+    its own α. After the run the control is gone."""
     import pandas as pd
 
     from tests.webapp.conftest import good_spec, wait_status
@@ -211,6 +214,15 @@ def test_alpha_changed_from_the_live_page_reaches_the_running_flow(tmp_path: Pat
     page.click(f"{form} button")
     wait_until(page, f"document.querySelector(\"{form} .live-result\").textContent.startsWith('α 60')",
                timeout=10_000)
+    # the theory steps at the change, live: Σα 20 until it, 60 from it, and a marker where it happened
+    queue_lines = """() => (document.getElementById('chart-queue').layout.shapes || [])
+        .map((s) => [s.x0, s.y0, s.line.dash])"""
+    wait_until(page, f"({queue_lines})().some(([x, y, dash]) => y === 60 && x > 0 && dash === 'dash')",
+               timeout=10_000)
+    shapes = page.evaluate(queue_lines)
+    at_live = next(x for x, y, dash in shapes if y == 60 and dash == "dash")
+    assert any(y == 20 and x == 0 and dash == "dash" for x, y, dash in shapes), shapes
+    assert any(dash == "dot" and abs(x - at_live) < 1e-6 for x, _y, dash in shapes), shapes  # the marker
     page.screenshot(path=str(ARTIFACTS / "webapp-6-live-alpha.png"))
     assert wait_status(app, run["id"], ("done", "failed"), 120) == "done"
     events = pd.read_csv(tmp_path / "results" / run["id"] / "cc_events.csv")
@@ -225,4 +237,14 @@ def test_alpha_changed_from_the_live_page_reaches_the_running_flow(tmp_path: Pat
     # reload in CI: "navigation interrupted by another navigation"); the reloaded page has no control
     page.wait_for_selector("#bundle", timeout=30_000)
     assert page.locator("#live-control").count() == 0
+    wait_until(page, f"({queue_lines})().some(([x, y, dash]) => y === 60 && x > 0 && dash === 'dash')",
+               timeout=10_000)
+    assert abs(at_live - at) < 0.5, (at_live, at)  # the live page's change time is the recorded one
+    said = page.inner_text("#what-happened")
+    assert "the run's parameters changed 1 time" in said and "h1: α 20 → 60 at" in said, said
+    assert "α = 20" in said and "α = 60" in said, said  # each part judged against its own α
+    assert "h1: α 20 → 60 at" in page.inner_text("#summary-segments")
+    page.screenshot(path=str(ARTIFACTS / "webapp-6b-live-alpha-results.png"), full_page=True)
+    report = app.test_client().get(f"/runs/{run['id']}/report").get_data(as_text=True)
+    assert "Parts of the run" in report and "h1: α 20 → 60 at" in report
     assert not errors, errors

@@ -4,8 +4,11 @@ import {api, largeFonts, errorText} from '/static/common.js';
 const root = document.getElementById('run');
 const runId = root.dataset.runId;
 const initialStatus = root.dataset.status;
-// The theory's lines (fastlab.fast_theory, per flow): capacity, base RTT, FAST's equilibrium.
-const refs = JSON.parse(root.dataset.refs || '[]');
+// The theory's lines (fastlab.fast_theory, per flow): capacity, base RTT, FAST's equilibrium; each
+// over its span [from_s, to_s] between the run's parameter changes (fastlab.segments), whose markers
+// (`marks`: when, what) are drawn on every chart. A running run's are fetched again at each change.
+let refs = JSON.parse(root.dataset.refs || '[]');
+let marks = JSON.parse(root.dataset.marks || '[]');
 
 // One colour per flow on every chart (f1 the first of plotly's palette, ...); links in greys.
 const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#bcbd22', '#17becf'];
@@ -52,35 +55,47 @@ function smoothed(ys, n) {
   return out;
 }
 
-// Horizontal reference lines per chart: [y, colour, label].
+// Reference lines per chart: [y, colour, label, short label, from_s, to_s]. The short label (the value
+// alone) marks each span of a run whose parameters changed; the full one a run-long line.
 function referenceLines(id) {
   const lines = [];
   const seen = new Set();
   for (const r of refs) {
+    const span = [r.from_s ?? 0, r.to_s ?? null];
+    const add = (y, colour, label, short) => lines.push([y, colour, label, short, ...span]);
     if ((id === 'chart-goodput' || id === 'chart-links') && r.capacity_mbps && !seen.has(r.bottleneck)) {
       seen.add(r.bottleneck);
-      lines.push([r.capacity_mbps, '#444444', `${r.bottleneck} capacity ${r.capacity_mbps} Mb/s`]);
+      add(r.capacity_mbps, '#444444', `${r.bottleneck} capacity ${r.capacity_mbps} Mb/s`, `${r.capacity_mbps} Mb/s`);
     }
     if (id === 'chart-goodput' && r.fast_rate_mbps && Math.abs(r.fast_rate_mbps - r.capacity_mbps) > 1e-6) {
-      lines.push([r.fast_rate_mbps, flowColour(r.flow), `${r.flow} FAST rate α/q ${r.fast_rate_mbps.toFixed(2)} Mb/s`]);
+      add(r.fast_rate_mbps, flowColour(r.flow), `${r.flow} FAST rate α/q ${r.fast_rate_mbps.toFixed(2)} Mb/s`,
+        `${r.flow} ${r.fast_rate_mbps.toFixed(2)}`);
     }
     if (id === 'chart-cwnd' && r.fast_window_pkts) {
-      lines.push([r.fast_window_pkts, flowColour(r.flow), `${r.flow} FAST window αD/(D−d) ${r.fast_window_pkts}`]);
+      add(r.fast_window_pkts, flowColour(r.flow), `${r.flow} FAST window αD/(D−d) ${r.fast_window_pkts}`,
+        `${r.flow} ${r.fast_window_pkts}`);
     }
     if (id === 'chart-cwnd' && r.mathis_window_pkts) {
-      lines.push([r.mathis_window_pkts, flowColour(r.flow),
-        `${r.flow} Mathis 1.22/√p = ${r.mathis_window_pkts} at p = ${(100 * r.loss_rate).toPrecision(2)} %`]);
+      add(r.mathis_window_pkts, flowColour(r.flow),
+        `${r.flow} Mathis 1.22/√p = ${r.mathis_window_pkts} at p = ${(100 * r.loss_rate).toPrecision(2)} %`,
+        `${r.flow} Mathis ${r.mathis_window_pkts}`);
     }
     if (id === 'chart-cwnd' && r.hstcp_window_pkts) {
-      lines.push([r.hstcp_window_pkts, flowColour(r.flow), `${r.flow} HSTCP w(p) = ${r.hstcp_window_pkts}`]);
+      add(r.hstcp_window_pkts, flowColour(r.flow), `${r.flow} HSTCP w(p) = ${r.hstcp_window_pkts}`,
+        `${r.flow} HSTCP ${r.hstcp_window_pkts}`);
     }
     if (id === 'chart-rtt') {
-      lines.push([r.base_rtt_ms, flowColour(r.flow), `${r.flow} base RTT ${r.base_rtt_ms} ms`]);
-      if (r.fast_rtt_ms) lines.push([r.fast_rtt_ms, flowColour(r.flow), `${r.flow} FAST RTT d+Σα/C ${r.fast_rtt_ms.toFixed(1)} ms`]);
+      add(r.base_rtt_ms, flowColour(r.flow), `${r.flow} base RTT ${r.base_rtt_ms} ms`, `${r.flow} d ${r.base_rtt_ms}`);
+      if (r.fast_rtt_ms) {
+        add(r.fast_rtt_ms, flowColour(r.flow), `${r.flow} FAST RTT d+Σα/C ${r.fast_rtt_ms.toFixed(1)} ms`,
+          `${r.flow} ${r.fast_rtt_ms.toFixed(1)} ms`);
+      }
     }
-    if (id === 'chart-queue' && r.fast_queue_pkts && !seen.has(`q ${r.bottleneck}`)) {
-      seen.add(`q ${r.bottleneck}`);
-      lines.push([r.fast_queue_pkts, '#444444', `${r.bottleneck}: FAST equilibrium Σα = ${r.fast_queue_pkts} pkts`]);
+    const q = `q ${r.bottleneck} ${span[0]}`;
+    if (id === 'chart-queue' && r.fast_queue_pkts && !seen.has(q)) {
+      seen.add(q);
+      add(r.fast_queue_pkts, '#444444', `${r.bottleneck}: FAST equilibrium Σα = ${r.fast_queue_pkts} pkts`,
+        `Σα = ${r.fast_queue_pkts}`);
     }
   }
   return lines;
@@ -89,15 +104,44 @@ function referenceLines(id) {
 function layout(c, id) {
   const size = largeFonts() ? 22 : 13;
   const lines = referenceLines(id);
+  const segmented = lines.some((l) => l[4] > 0) || marks.length > 0;
+  const end = xMax > 0 ? xMax : null;
   const xaxis = {title: {text: 'time since flows started (s)'}};
   if (xMax > 0) Object.assign(xaxis, {range: [0, xMax], autorange: false});
-  return {title: {text: c.title}, font: {size}, margin: {t: 50, r: 20, b: largeFonts() ? 150 : 100, l: 80},
+  const shapes = lines.map(([y, colour, , , from, to]) => (segmented
+    ? {type: 'line', xref: 'x', x0: from, x1: to ?? end ?? from + 1, y0: y, y1: y}
+    : {type: 'line', xref: 'paper', x0: 0, x1: 1, y0: y, y1: y})).map((shape, i) =>
+    ({...shape, line: {color: lines[i][1], width: 1.5, dash: 'dash'}}));
+  const annotations = lines.map(([y, colour, label, short, from]) => (segmented
+    ? {xref: 'x', x: from, xanchor: 'left', text: short}
+    : {xref: 'paper', x: 1, xanchor: 'right', text: label})).map((a, i) =>
+    ({...a, y: lines[i][0], yanchor: 'bottom', showarrow: false,
+      font: {color: lines[i][1], size: Math.round(size * 0.85)}}));
+  // a marker at each change of the run's parameters: a dotted vertical line, what changed on top
+  for (const m of marks) {
+    shapes.push({type: 'line', xref: 'x', yref: 'paper', x0: m.at_s, x1: m.at_s, y0: 0, y1: 1,
+      line: {color: '#7b3294', width: 1.5, dash: 'dot'}});
+    annotations.push({xref: 'x', yref: 'paper', x: m.at_s, y: 1, xanchor: 'left', yanchor: 'bottom',
+      text: m.text + (m.live ? ' (live)' : ''), showarrow: false, font: {color: '#7b3294', size: Math.round(size * 0.8)}});
+  }
+  return {title: {text: c.title}, font: {size}, margin: {t: segmented ? 70 : 50, r: 20, b: largeFonts() ? 150 : 100, l: 80},
     xaxis, yaxis: {title: {text: c.y}, rangemode: 'tozero'},
-    legend: {orientation: 'h', y: largeFonts() ? -0.45 : -0.3}, uirevision: 'keep',
-    shapes: lines.map(([y, colour]) => ({type: 'line', xref: 'paper', x0: 0, x1: 1, y0: y, y1: y,
-      line: {color: colour, width: 1.5, dash: 'dash'}})),
-    annotations: lines.map(([y, colour, label]) => ({xref: 'paper', x: 1, xanchor: 'right', y, yanchor: 'bottom',
-      text: label, showarrow: false, font: {color: colour, size: Math.round(size * 0.85)}}))};
+    legend: {orientation: 'h', y: largeFonts() ? -0.45 : -0.3}, uirevision: 'keep', shapes, annotations};
+}
+
+// A running run's parameters changed (a cc_set event): its theory lines and markers as they stand now.
+let refreshTimer = null;
+function refreshReferences() {
+  if (refreshTimer !== null) return;
+  refreshTimer = setTimeout(async () => {
+    refreshTimer = null;
+    const r = await api('GET', `/api/runs/${encodeURIComponent(runId)}/references`);
+    if (!r.ok) return;
+    refs = r.data.refs;
+    marks = r.data.changes;
+    for (const [id, c] of Object.entries(charts)) Plotly.relayout(id, layout(c, id));
+    document.body.dataset.marks = String(marks.length);
+  }, 300);
 }
 
 for (const [id, c] of Object.entries(charts)) {
@@ -212,6 +256,8 @@ function onSamples(samples) {
       if (s.tx_bytes != null) lastTx[key] = [s.t, s.tx_bytes];
     } else if (s.kind === 'event' && s.event === 'reroute') {
       document.getElementById('log').textContent = `${s.t.toFixed(2)} s: ${s.flow} rerouted onto ${s.path}`;
+    } else if (s.kind === 'event' && s.event === 'cc_set') {
+      if (initialStatus === 'queued' || initialStatus === 'running') refreshReferences();
     } else if (s.kind === 'event' && s.event === 'update') {
       pts['chart-fast-rtt']?.push([`${s.flow} base`, `${s.flow} baseRTT`, s.t, s.base_rtt_us / 1000, s.flow, 'dot']);
       pts['chart-fast-rtt']?.push([`${s.flow} avg`, `${s.flow} avgRTT`, s.t, s.avg_rtt_us / 1000, s.flow, 'solid']);
@@ -257,6 +303,7 @@ for (const form of document.querySelectorAll('form.live-cc')) {
       {host: form.dataset.host, cc: 'fast', args: {alpha: Number(input.value)}});
     out.className = r.ok ? 'live-result valid' : 'live-result invalid';
     out.textContent = r.ok ? `α ${r.data.args.alpha} from ${r.data.at_s.toFixed(1)} s` : errorText(r);
+    if (r.ok) refreshReferences();
   });
 }
 source.addEventListener('end', () => {
