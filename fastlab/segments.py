@@ -40,8 +40,8 @@ class Change:
     host: str | None = None  # None: global
     live: bool = False
 
-    def text(self, before: dict[str, Any] | None = None) -> str:
-        """e.g. "h1: α 30 → 60 at 6.4 s (live)"."""
+    def what(self, before: dict[str, Any] | None = None) -> str:
+        """e.g. "h1: α 30 → 60" (with the values it replaced, `before`) or "h1: α = 60"."""
         parts = []
         for key, value in self.args.items():
             name = "α" if key == "alpha" else key
@@ -49,7 +49,11 @@ class Change:
             numbers = isinstance(old, int | float) and isinstance(value, int | float)
             parts.append(f"{name} {old:g} → {value:g}" if numbers else f"{name} = {value}")
         who = f"{self.host}" if self.host else f"every {self.cc} flow"
-        return f"{who}: {', '.join(parts)} at {self.at_s:.1f} s" + (" (live)" if self.live else "")
+        return f"{who}: {', '.join(parts)}"
+
+    def text(self, before: dict[str, Any] | None = None) -> str:
+        """e.g. "h1: α 30 → 60 at 6.4 s (live)"."""
+        return f"{self.what(before)} at {self.at_s:.1f} s" + (" (live)" if self.live else "")
 
 
 def applied_changes(environment: dict[str, Any] | None) -> list[Change]:
@@ -129,9 +133,14 @@ def segments(spec: Any, changes: list[Change], end_s: float | None = None) -> li
     return out
 
 
+def with_before(spec: Any, changes: list[Change]) -> list[tuple[Change, dict[str, Any]]]:
+    """Each change that begins a segment, in time order, with the values it replaced."""
+    return [(c, b) for seg in segments(spec, changes) for c, b in zip(seg.changes, seg.before, strict=True)]
+
+
 def described(spec: Any, changes: list[Change]) -> list[str]:
     """Each change in words with the values it replaced ("h1: α 30 → 60 at 6.4 s (live)")."""
-    return [c.text(b) for seg in segments(spec, changes) for c, b in zip(seg.changes, seg.before, strict=True)]
+    return [c.text(b) for c, b in with_before(spec, changes)]
 
 
 def reference_spans(spec: Any, changes: list[Change], end_s: float | None = None) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from fastlab.spec import SpecError, parse_spec
 from fastlab.tables import finite_number as number
 from webapp.apierror import api_error
 from webapp.services import RUN_ID_RE, Services, services
+from webapp.theory import change_marks, chart_references, run_changes
 
 bp = Blueprint("compare", __name__)
 
@@ -198,7 +199,10 @@ def compared(raw: Any) -> dict[str, Any]:
             "differences": differences([r.get("spec") for r in rows],
                                        [change_texts(r.get("spec"), r.get("environment")) for r in rows]),
             "metrics": metrics([r.get("summary") for r in rows]),
-            "series": [series(h.root / r["id"]) for r in rows]}
+            "series": [series(h.root / r["id"]) for r in rows],
+            # each run's theory lines (capacity, FAST's Σα per part) and change markers, as on its own page
+            "refs": [chart_references(r.get("spec"), r.get("summary"), run_changes(r)) for r in rows],
+            "marks": [change_marks(r.get("spec"), run_changes(r)) for r in rows]}
 
 
 @bp.get("/api/compare")

@@ -26,7 +26,7 @@ from flask import (
 )
 from werkzeug.exceptions import BadRequest
 
-from fastlab import explain, fidelity_view, paths, segments
+from fastlab import explain, fidelity_view, paths
 from fastlab.labs import LabError
 from fastlab.rundir import REPORT, RunFolder
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
@@ -35,6 +35,7 @@ from webapp.apierror import api_error
 from webapp.openapi import document
 from webapp.security import REPORT_CSP
 from webapp.services import body_json, services
+from webapp.theory import change_marks, chart_references, run_changes
 
 bp = Blueprint("runs", __name__)
 
@@ -62,38 +63,6 @@ def human_time(stamp: str | None) -> str:
     return f"{when.day} {when:%b %Y, %H:%M:%S} UTC"
 
 
-def run_changes(run: dict[str, Any]) -> list[segments.Change]:
-    """A run's parameter changes: a finished run's as applied (environment.json); a queued or running
-    one's applied so far (the live control of the run now going) and the rest of its schedule."""
-    if run.get("environment"):
-        return segments.applied_changes(run["environment"])
-    try:
-        scheduled = segments.scheduled_changes(parse_spec(run.get("spec")))
-    except SpecError:
-        return []
-    sv = services()
-    live = sv.manager.live
-    so_far = segments.applied_changes({"congestion_control": {"applied": live.applied()}}) \
-        if live is not None and sv.manager.current == run.get("id") else []
-    done = {(c.at_s, c.host, c.cc, json.dumps(c.args, sort_keys=True)) for c in so_far}
-    # a scheduled change is applied with its own at_s: one applied so far appears once
-    pending = [c for c in scheduled if (c.at_s, c.host, c.cc, json.dumps(c.args, sort_keys=True)) not in done]
-    return sorted(so_far + pending, key=lambda c: c.at_s)
-
-
-def chart_references(spec: Any, summary: dict[str, Any] | None,
-                     changes: list[segments.Change] | None = None) -> list[dict[str, Any]]:
-    """The theory's lines for the run's charts (fastlab.fast_theory, one span per segment between the
-    run's parameter changes; fastlab.explain's response functions at the measured loss rate, the
-    spec's before there is one); none for a spec that no longer parses or a topology that changed
-    since the run."""
-    try:
-        refs = segments.reference_spans(parse_spec(spec), changes or [])
-    except (SpecError, ValueError, KeyError, TypeError, RuntimeError):
-        return []
-    return explain.response_lines(refs, summary, (spec or {}).get("links"))
-
-
 def old_notes(spec: Any, summary: dict[str, Any]) -> list[str]:
     """"What happened" for a run made before the engine wrote it into summary.json: the same computation."""
     if not summary:
@@ -102,11 +71,6 @@ def old_notes(spec: Any, summary: dict[str, Any]) -> list[str]:
         return explain.what_happened(parse_spec(spec), summary)
     except SpecError:
         return []
-
-
-def change_marks(changes: list[segments.Change]) -> list[dict[str, Any]]:
-    """The charts' markers: when each change took effect and what it was."""
-    return [{"at_s": c.at_s, "text": c.text().split(" at ")[0], "live": c.live} for c in changes]
 
 
 # --- pages ------------------------------------------------------------------------------------------
@@ -145,7 +109,7 @@ def run_page(run_id: str) -> str:
         with contextlib.suppress(LabError, OSError):  # the lab is gone or broken: the step's id alone
             step_label = handout.render(guided.find_lab(run["lab"], sv.labs_dir)).labels.get(run["lab_step"])
     return render_template("run.html", run=run, refs=refs, notes=notes, step_label=step_label,
-                           marks=change_marks(changes))
+                           marks=change_marks(run.get("spec"), changes))
 
 
 @bp.get("/api/runs/<run_id>/references")
@@ -155,7 +119,7 @@ def api_references(run_id: str) -> Any:
     run = services().run_row(run_id)
     changes = run_changes(run)
     return jsonify({"refs": chart_references(run.get("spec"), run.get("summary"), changes),
-                    "changes": change_marks(changes)})
+                    "changes": change_marks(run.get("spec"), changes)})
 
 
 @bp.get("/runs/<run_id>/report")

@@ -170,6 +170,6 @@ def test_run_page_and_references_api_step_at_the_change(tmp_path: Path) -> None:
     assert "≈ α = 60: FAST at equilibrium" in page and "more queued" not in page
     assert "data-marks=" in page and "&#34;at_s&#34;: 6.4" in page
     data = client.get(f"/api/runs/{run_id}/references").get_json()
-    assert data["changes"] == [{"at_s": 6.4, "text": "h1: α = 60", "live": True}]
+    assert data["changes"] == [{"at_s": 6.4, "text": "h1: α 30 → 60", "live": True}]
     assert [(r["from_s"], r["to_s"], r["fast_queue_pkts"]) for r in data["refs"]] == [(0, 6.4, 30), (6.4, 20, 60)]
     assert client.get("/api/runs/nope/references").status_code == 404

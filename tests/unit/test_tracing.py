@@ -33,3 +33,27 @@ def test_samples_before_the_start_keep_their_order_with_negative_times() -> None
     bus.emit("link", {"t": 105.5, "link": "x", "tx_bytes": 10})
     frame = bus.frame("link")
     assert list(frame["t"]) == [-4.0, 0.5] and frame["t"].is_monotonic_increasing
+
+
+def test_a_live_viewer_gets_the_samples_before_the_start_on_the_flows_time_base_first() -> None:
+    """A subscriber (the web app's live stream) that joins before the flows start: the link stats taken
+    while the network was pinged reach it at the start, with their negative times, before any later
+    sample -- never with their times since the bus was made (1.0 s here), which a chart drew after
+    0.5 s of the flows (issue 32)."""
+    bus = SampleBus(100.0)
+    seen: list[dict] = []
+    bus.subscribe(seen.append)
+    streamed: list[dict] = []
+    reader = threading.Thread(target=lambda: streamed.extend(bus.stream()))
+    reader.start()
+    bus.emit("link", {"t": 101.0, "link": "x", "tx_bytes": 0})
+    bus.emit("link", {"t": 102.0, "link": "x", "tx_bytes": 0})
+    assert seen == []  # held until the start
+    bus.start(105.0)
+    bus.emit("link", {"t": 105.5, "link": "x", "tx_bytes": 10})
+    late: list[dict] = []
+    bus.subscribe(late.append)  # joins after the start: the whole history, rebased
+    bus.close()
+    reader.join(timeout=5)
+    assert [s["t"] for s in seen] == [-4.0, -3.0, 0.5] == [s["t"] for s in late]
+    assert [s["t"] for s in streamed] == [-4.0, -3.0, 0.5]

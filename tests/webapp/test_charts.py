@@ -57,6 +57,9 @@ def write_lossy_fast_run(root: Path, run_id: str = RUN, backlog: float = 2.6, ut
         for direction, rate in (("forward", tx), ("reverse", tx // 40)):
             lines.append({"kind": "link", "t": t, "link": "bottleneck", "direction": direction,
                           "backlog_pkts": backlog if direction == "forward" else 0, "tx_bytes": rate})
+        # an access link no flow uses (the dumbbell's h3-h4 pair): idle all run
+        lines.append({"kind": "link", "t": t, "link": "h3-access", "direction": "forward", "backlog_pkts": 0,
+                      "tx_bytes": 0})
         if i % 2 == 0:
             lines.append({"kind": "event", "t": t, "flow": "f1", "event": "update", "base_rtt_us": 40_000,
                           "avg_rtt_us": 41_000 + 500 * math.sin(i / 7), "target": 25, "cwnd": 22})
@@ -91,7 +94,10 @@ def test_flows_links_units_smoothing_and_the_whole_run_on_the_x_axis(tmp_path: P
         assert page.evaluate(f"document.getElementById('{chart}').layout.xaxis.range") == [0, DURATION], chart
     # flows and links apart: goodput only of flows, the link's data direction on its own chart
     assert page.evaluate(f"({TRACES})('chart-goodput')") == ["f1"]
+    # an idle access link draws no flat 0 line, and the bottleneck is the darkest (issue 32: an unused
+    # h4-access link was drawn darker than the bottleneck)
     assert page.evaluate(f"({TRACES})('chart-links')") == ["bottleneck link rate"]
+    assert page.evaluate("document.getElementById('chart-links').data[0].line.color") == "#222222"
     link_rate = page.evaluate("document.getElementById('chart-links').data[0].y")
     assert abs(sorted(link_rate)[len(link_rate) // 2] - 25_000 * 8 * HZ / 1e6) < 0.01  # 4 Mb/s
     # one unit per axis: FAST's RTT estimates (ms) apart from its windows (packets)
@@ -99,6 +105,9 @@ def test_flows_links_units_smoothing_and_the_whole_run_on_the_x_axis(tmp_path: P
     assert page.evaluate(f"({TRACES})('chart-fast-rtt')") == ["f1 baseRTT", "f1 avgRTT"]
     assert page.evaluate("document.getElementById('chart-fast-window').layout.yaxis.title.text") == "window (packets)"
     assert page.evaluate(f"({TRACES})('chart-fast-window')") == ["f1 target window", "f1 cwnd"]
+    # FAST's target a lighter shade of the flow's colour than its cwnd (they were one colour)
+    target, cwnd = page.evaluate("document.getElementById('chart-fast-window').data.map(t => t.line.color)")
+    assert cwnd == "#1f77b4" and target == "#8fbbda", (target, cwnd)
     assert page.locator("#chart-fast").count() == 0
     assert page.evaluate(f"({TRACES})('chart-queue')") == ["bottleneck forward backlog"]  # ACKs' queue: empty
     # smoothing: a modest default, stated on the chart; off shows the raw 0..40 Mb/s swings

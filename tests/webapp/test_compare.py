@@ -197,6 +197,15 @@ def test_pick_two_runs_in_the_history_and_compare_them(runs_app, live_server_fac
     assert sorted(cwnd) == [70, 100]
     row = page.locator("#compare-differences tr", has_text="flows[0].cc_args.alpha").inner_text()
     assert "40" in row and "10" in row
+    # the theory beside the traces (issue 32): one capacity line both runs share, each run's Σα in its colour
+    capacity = page.evaluate("document.getElementById('compare-goodput').layout.annotations.map(a => a.text)")
+    assert capacity == ["A, B: capacity 20 Mb/s"], capacity
+    sums = page.evaluate("document.getElementById('compare-queue').layout.annotations.map(a => a.text)")
+    assert sorted(sums) == ["A: Σα = 40", "B: Σα = 10"], sums
+    title = "document.getElementById('compare-goodput').layout.title.text"
+    assert page.evaluate(title).endswith("moving average of 5 samples")
+    page.select_option("#compare-smooth", "1")
+    wait_until(page, f"{title} === 'Throughput (goodput) per flow'")
     assert "97.5" in page.locator("#compare-results tr", has_text="bottleneck utilization").inner_text()
     page.screenshot(path=str(ARTIFACTS / "webapp-8-compare.png"), full_page=True)
     shared = browser.new_page(viewport={"width": 1024, "height": 768})  # the link, opened elsewhere

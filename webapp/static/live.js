@@ -12,11 +12,19 @@ let marks = JSON.parse(root.dataset.marks || '[]');
 
 // One colour per flow on every chart (f1 the first of plotly's palette, ...); links in greys.
 const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#bcbd22', '#17becf'];
-const GREYS = ['#555555', '#999999', '#333333', '#bbbbbb'];
+const GREYS = ['#8c8c8c', '#b0b0b0', '#6e6e6e', '#c8c8c8'];
+const BOTTLENECK_GREY = '#222222';  // a bottleneck's rate and queue: darker than any other link's
 function flowColour(flow) {
   const n = Number(String(flow).replace(/^f/, ''));
   return Number.isInteger(n) && n > 0 ? PALETTE[(n - 1) % PALETTE.length] : '#000000';
 }
+// A lighter shade of a flow's colour (FAST's target beside its cwnd): mixed half with white.
+function tint(hex) {
+  const n = parseInt(hex.slice(1), 16);
+  const mix = (v) => Math.round(v + (255 - v) * 0.5).toString(16).padStart(2, '0');
+  return `#${mix(n >> 16)}${mix((n >> 8) & 255)}${mix(n & 255)}`;
+}
+const bottlenecks = () => new Set(refs.map((r) => r.bottleneck).filter(Boolean));
 
 // chart id -> {title, y axis label, traces: key -> index}. Flows and links on separate charts, one
 // unit per axis: FAST's RTT estimates (ms) apart from its windows (packets).
@@ -101,9 +109,24 @@ function referenceLines(id) {
   return lines;
 }
 
+// Lines that coincide (same value over the same span, e.g. two flows' base RTTs) are drawn once with
+// their labels joined: printed apart at one height they covered each other.
+function merged(lines) {
+  const out = new Map();
+  for (const line of lines) {
+    const key = `${Number(line[0]).toPrecision(4)} ${line[4]} ${line[5]}`;
+    const prev = out.get(key);
+    if (!prev) { out.set(key, [...line]); continue; }
+    if (prev[1] !== line[1]) prev[1] = '#444444';
+    if (!prev[2].includes(line[2])) prev[2] = `${prev[2]} · ${line[2]}`;
+    if (!prev[3].includes(line[3])) prev[3] = `${prev[3]} · ${line[3]}`;
+  }
+  return [...out.values()];
+}
+
 function layout(c, id) {
   const size = largeFonts() ? 22 : 13;
-  const lines = referenceLines(id);
+  const lines = merged(referenceLines(id));
   const segmented = lines.some((l) => l[4] > 0) || marks.length > 0;
   const end = xMax > 0 ? xMax : null;
   const xaxis = {title: {text: 'time since flows started (s)'}};
@@ -176,12 +199,16 @@ function extend(id, points) {
   const c = charts[id];
   if (!c) return;
   const groups = new Map();
-  for (const [key, name, x, y, flow, dash] of points) {
+  for (const [key, name, x, y, flow, dash, opts] of points) {
     if (y === null || y === undefined || Number.isNaN(y)) continue;
     if (!(key in c.traces)) {
+      // a link's trace appears once it carries or queues something: an idle access link adds a flat 0
+      if (opts?.link && !(y > 0)) continue;
       c.traces[key] = Object.keys(c.traces).length;
       c.raw[key] = [];
-      const colour = flow ? flowColour(flow) : GREYS[c.links++ % GREYS.length];
+      let colour = flow ? flowColour(flow) : GREYS[c.links++ % GREYS.length];
+      if (opts?.link && bottlenecks().has(opts.link)) colour = BOTTLENECK_GREY;
+      if (flow && opts?.tint) colour = tint(colour);
       Plotly.addTraces(id, {x: [], y: [], name, mode: 'lines', type: 'scatter', line: {color: colour, dash: dash || 'solid'}});
     }
     if (!groups.has(key)) groups.set(key, {x: [], y: []});
@@ -246,12 +273,13 @@ function onSamples(samples) {
       // The reverse direction carries ACKs: its queue is drawn only once it holds something.
       if (s.backlog_pkts > 0 && s.direction === 'reverse') queuedReverse.add(key);
       if (s.backlog_pkts != null && (s.direction !== 'reverse' || queuedReverse.has(key))) {
-        pts['chart-queue'].push([key, `${key} backlog`, s.t, s.backlog_pkts]);
+        pts['chart-queue'].push([key, `${key} backlog`, s.t, s.backlog_pkts, null, null, {link: s.link}]);
       }
       const prev = lastTx[key];
       // Only the data direction's rate: the reverse carries ACKs, whose rate says nothing here.
       if (prev && s.tx_bytes != null && s.t > prev[0] && s.direction === 'forward') {
-        pts['chart-links'].push([`${key} tx`, `${s.link} link rate`, s.t, (s.tx_bytes - prev[1]) * 8 / 1e6 / (s.t - prev[0])]);
+        pts['chart-links'].push([`${key} tx`, `${s.link} link rate`, s.t, (s.tx_bytes - prev[1]) * 8 / 1e6 / (s.t - prev[0]),
+          null, null, {link: s.link}]);
       }
       if (s.tx_bytes != null) lastTx[key] = [s.t, s.tx_bytes];
     } else if (s.kind === 'event' && s.event === 'reroute') {
@@ -261,7 +289,8 @@ function onSamples(samples) {
     } else if (s.kind === 'event' && s.event === 'update') {
       pts['chart-fast-rtt']?.push([`${s.flow} base`, `${s.flow} baseRTT`, s.t, s.base_rtt_us / 1000, s.flow, 'dot']);
       pts['chart-fast-rtt']?.push([`${s.flow} avg`, `${s.flow} avgRTT`, s.t, s.avg_rtt_us / 1000, s.flow, 'solid']);
-      pts['chart-fast-window']?.push([`${s.flow} target`, `${s.flow} target window`, s.t, s.target, s.flow, 'dash']);
+      pts['chart-fast-window']?.push([`${s.flow} target`, `${s.flow} target window`, s.t, s.target, s.flow, 'dash',
+        {tint: true}]);
       pts['chart-fast-window']?.push([`${s.flow} cwnd`, `${s.flow} cwnd`, s.t, s.cwnd, s.flow, 'solid']);
     }
   }

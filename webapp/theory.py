@@ -1,0 +1,55 @@
+"""The theory drawn on a run's charts: fastlab.fast_theory's reference lines, one span per part of a run
+whose parameters changed (fastlab.segments), and a marker per change. One place for the run page, its
+live refresh (/api/runs/<id>/references) and compare.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastlab import explain, segments
+from fastlab.spec import SpecError, parse_spec
+from webapp.services import services
+
+
+def run_changes(run: dict[str, Any]) -> list[segments.Change]:
+    """A run's parameter changes: a finished run's as applied (environment.json); a queued or running
+    one's applied so far (the live control of the run now going) and the rest of its schedule."""
+    if run.get("environment"):
+        return segments.applied_changes(run["environment"])
+    try:
+        scheduled = segments.scheduled_changes(parse_spec(run.get("spec")))
+    except SpecError:
+        return []
+    sv = services()
+    live = sv.manager.live
+    so_far = segments.applied_changes({"congestion_control": {"applied": live.applied()}}) \
+        if live is not None and sv.manager.current == run.get("id") else []
+    done = {(c.at_s, c.host, c.cc, json.dumps(c.args, sort_keys=True)) for c in so_far}
+    # a scheduled change is applied with its own at_s: one applied so far appears once
+    pending = [c for c in scheduled if (c.at_s, c.host, c.cc, json.dumps(c.args, sort_keys=True)) not in done]
+    return sorted(so_far + pending, key=lambda c: c.at_s)
+
+
+def chart_references(spec: Any, summary: dict[str, Any] | None,
+                     changes: list[segments.Change] | None = None) -> list[dict[str, Any]]:
+    """The theory's lines for the run's charts (fastlab.fast_theory, one span per segment between the
+    run's parameter changes; fastlab.explain's response functions at the measured loss rate, the
+    spec's before there is one); none for a spec that no longer parses or a topology that changed
+    since the run."""
+    try:
+        refs = segments.reference_spans(parse_spec(spec), changes or [])
+    except (SpecError, ValueError, KeyError, TypeError, RuntimeError):
+        return []
+    return explain.response_lines(refs, summary, (spec or {}).get("links"))
+
+
+def change_marks(spec: Any, changes: list[segments.Change]) -> list[dict[str, Any]]:
+    """The charts' markers: when each change took effect and what it was (with the values it replaced
+    where the spec parses)."""
+    try:
+        pairs = segments.with_before(parse_spec(spec), changes)
+    except SpecError:
+        pairs = [(c, {}) for c in changes]
+    return [{"at_s": c.at_s, "text": c.what(before), "live": c.live} for c, before in pairs]
