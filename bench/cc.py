@@ -23,6 +23,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fastlab.engine import run_experiment  # noqa: E402
+from fastlab.rundir import EVENTS, RunFolder  # noqa: E402
 from fastlab.spec import parse_spec  # noqa: E402
 
 CASES = (("cubic", {}), ("fast", {"alpha": 50}), ("hstcp", {}))
@@ -62,8 +63,8 @@ def measure(cc: str, args: dict[str, Any], duration_s: float, out: Path) -> dict
     cpu = CpuWindow()
     result = run_experiment(spec, out=out, on_sample=cpu)
     gbps = result.summary["flows"][0]["throughput_mbps"] / 1000
-    events = out / "cc_events.csv"
-    per_s = len(pd.read_csv(events)) / duration_s if events.exists() else 0.0
+    folder = RunFolder(out)
+    per_s = len(folder.events()) / duration_s if folder.has(EVENTS) else 0.0
     return {"cc": cc, "goodput_gbps": gbps, "busy_cores": cpu.cores(), "cores_per_gbps": cpu.cores() / gbps,
             "events_per_s": per_s, "retransmits": result.summary["flows"][0]["retransmits"]}
 

@@ -19,20 +19,18 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import sys
 from pathlib import Path
-
-import pandas as pd
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from fastlab import fidelity  # noqa: E402
 from fastlab.capabilities import probe  # noqa: E402
-from fastlab.engine import fidelity_counters, fidelity_paths, fidelity_routes  # noqa: E402
 from fastlab.plan import prepare  # noqa: E402
+from fastlab.rundir import LINKS, SUMMARY, RunFolder  # noqa: E402
 from fastlab.spec import SpecError, load_spec  # noqa: E402
+from fastlab.verdict import fidelity_counters, fidelity_paths, fidelity_routes  # noqa: E402
 
 
 def judge(folder: Path, caps: object) -> tuple[dict[fidelity.Crossing, dict], list[str]] | None:
@@ -41,11 +39,10 @@ def judge(folder: Path, caps: object) -> tuple[dict[fidelity.Crossing, dict], li
         prep = prepare(load_spec(folder / "spec.yaml"), caps=caps)  # type: ignore[arg-type]
     except SpecError:
         return None
-    links = pd.read_csv(folder / "links.csv", usecols=lambda c: c in ("link", "direction", "t", "tx_bytes",
-                                                                     "backlog_bytes"))
+    links = RunFolder(folder).links()
     if not {"tx_bytes", "backlog_bytes"} <= set(links.columns):
         return None
-    late = json.loads((folder / "summary.json").read_text())["fidelity"].get("links", {})
+    late = RunFolder(folder).summary()["fidelity"].get("links", {})
     counters = fidelity_counters(prep, links, {(link, d): float(fig.get("late_p99_us") or 0)
                                                for link, sides in late.items() for d, fig in sides.items()})
     bursts = fidelity.conservation(fidelity_routes(prep), counters, prep.spec.mtu)
@@ -54,15 +51,15 @@ def judge(folder: Path, caps: object) -> tuple[dict[fidelity.Crossing, dict], li
 
 def rejudge(folder: Path, bursts: dict[fidelity.Crossing, dict], reasons: list[str]) -> None:
     """The run's verdict as the engine would give it today: the conservation figures and reasons added."""
-    path = folder / "summary.json"
-    summary = json.loads(path.read_text())
+    run = RunFolder(folder)
+    summary = run.summary()
     verdict = summary["fidelity"]
     verdict["conservation"] = {f"{link} ({direction})": fig for (link, direction), fig in bursts.items()}
     verdict["reasons"] = [r for r in verdict["reasons"] if "held and released together" not in r] + reasons
     verdict["faithful"] = not verdict["reasons"]
     verdict["advice"] = None if verdict["faithful"] else fidelity.ADVICE
     verdict["rejudged"] = "bench/conservation.py --rejudge (the conservation check, added after the run)"
-    path.write_text(json.dumps(summary, indent=1))
+    run.replace_summary(summary)
 
 
 def main() -> int:
@@ -75,7 +72,7 @@ def main() -> int:
     print(f"{'run':64} {'worst link direction':28} {'excess':>9} {'ms':>7} {'budget':>7}")
     for name in sorted(glob.glob(args.folders)):
         folder = Path(name)
-        if not (folder / "summary.json").is_file() or not (folder / "links.csv").is_file():
+        if not RunFolder(folder).has(SUMMARY) or not RunFolder(folder).has(LINKS):
             continue
         result = judge(folder, caps)
         if result is None:

@@ -50,7 +50,9 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from fastlab.analysis import steady_goodput_mbps  # noqa: E402
 from fastlab.engine import run_experiment  # noqa: E402
+from fastlab.rundir import RTT_SAMPLES, RunFolder  # noqa: E402
 from fastlab.spec import PhantomDelay, parse_spec  # noqa: E402
 from fastlab.topology import build_plan  # noqa: E402
 
@@ -90,20 +92,18 @@ def spec_for(link: str, duration_s: float, seed: int, flow: dict[str, Any], name
 
 def steady_figures(out: Path, warmup_s: float, downstream_mbps: float) -> dict[str, Any]:
     """Goodput, utilization and RTTs of a run after the warm-up (every flow together)."""
-    flows = pd.read_csv(out / "flows.csv")
+    folder = RunFolder(out)
+    flows = folder.flows()
     steady = flows[flows["t"] >= warmup_s]
-    mbps = 0.0
-    for _, rows in steady.groupby("flow"):
-        acked = rows["bytes_acked"].iloc[-1] - rows["bytes_acked"].iloc[0]
-        mbps += acked * 8 / 1e6 / (rows["t"].iloc[-1] - rows["t"].iloc[0])
-    summary = json.loads((out / "summary.json").read_text())
+    mbps = steady_goodput_mbps(flows, warmup_s)
+    summary = folder.summary()
     idle = next((p["min_ms"] for p in summary.get("idle_rtt") or [] if p.get("min_ms")), math.nan)
     figures = {"goodput_mbps": mbps, "utilization": mbps / (downstream_mbps * PAYLOAD_SHARE),
                "mean_rtt_ms": float(steady["srtt_ms"].mean()), "min_rtt_ms": math.nan, "idle_rtt_ms": idle,
                "cwnd_mean": float(steady["cwnd_pkts"].mean()),
                "faithful": bool(summary["fidelity"]["faithful"])}
-    if (out / "rtt_samples.csv").exists():  # per-packet RTTs of a clamped flow
-        rtts = pd.read_csv(out / "rtt_samples.csv")
+    if folder.has(RTT_SAMPLES):  # per-packet RTTs of a clamped flow
+        rtts = folder.rtt_samples()
         rtts = rtts[rtts["t"] >= warmup_s]
         figures["mean_rtt_ms"] = float((rtts["mean_rtt_ms"] * rtts["samples"]).sum() / rtts["samples"].sum())
         figures["min_rtt_ms"] = float(rtts["min_rtt_ms"].min())

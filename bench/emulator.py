@@ -47,7 +47,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from fastlab.analysis import steady_goodput_mbps  # noqa: E402
 from fastlab.engine import run_experiment  # noqa: E402
+from fastlab.rundir import RunFolder  # noqa: E402
 from fastlab.spec import parse_spec  # noqa: E402
 
 WARMUP_S = 10.0
@@ -185,10 +187,7 @@ def measure(case: Case, mode: str, duration_s: float, out: Path, perf: bool = Fa
         split.join()
     flow = result.summary["flows"][0]
     fid = result.summary["fidelity"]
-    flows = pd.read_csv(out / "flows.csv")
-    steady = flows[flows["t"] >= WARMUP_S]
-    acked = steady["bytes_acked"].iloc[-1] - steady["bytes_acked"].iloc[0]
-    steady_mbps = acked * 8 / 1e6 / (steady["t"].iloc[-1] - steady["t"].iloc[0])
+    steady_mbps = steady_goodput_mbps(RunFolder(out).flows(), WARMUP_S)
     late = fid["links"]["bottleneck"]
     cores = fid["emulator_cores"]["bottleneck"]
     return {"path": case.label, "fast_path": mode,

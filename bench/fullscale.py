@@ -30,7 +30,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from fastlab.analysis import steady_goodput_mbps  # noqa: E402
 from fastlab.engine import run_experiment  # noqa: E402
+from fastlab.rundir import RunFolder  # noqa: E402
 from fastlab.spec import parse_spec  # noqa: E402
 
 GBE_PAYLOAD_MBPS = 1000 * 1460 / 1500
@@ -59,16 +61,6 @@ def spec_for(case: Case, duration_s: float) -> dict[str, Any]:
             "flows": flows}
 
 
-def mean_goodput(flows_csv: Path, t_from: float) -> float:
-    """Sum over flows of (bytes acked from t_from to the end) / time, Mb/s."""
-    samples = pd.read_csv(flows_csv)
-    total = 0.0
-    for _flow, rows in samples[samples["t"] >= t_from].groupby("flow"):
-        span = rows["t"].iloc[-1] - rows["t"].iloc[0]
-        total += (rows["bytes_acked"].iloc[-1] - rows["bytes_acked"].iloc[0]) * 8 / 1e6 / span if span else 0.0
-    return total
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=90.0)
@@ -79,7 +71,7 @@ def main() -> int:
     rows = []
     for i, case in enumerate(c for c in CASES if not args.only or args.only.lower() in c.label.lower()):
         result = run_experiment(parse_spec(spec_for(case, args.duration)), out=root / f"case{i}")
-        goodput = mean_goodput(result.directory / "flows.csv", args.t_from)
+        goodput = steady_goodput_mbps(RunFolder(result.directory).flows(), args.t_from)
         fid = result.summary["fidelity"]
         util = goodput / (GBE_PAYLOAD_MBPS * case.flows)
         rows.append({"case": case.label, "goodput_mbps": goodput, "utilization": util,

@@ -50,6 +50,19 @@ def counter_delta(rows: pd.DataFrame, column: str, t0: float, t1: float) -> tupl
     return float(last[column] - first[column]), float(last["t"] - first["t"])
 
 
+def steady_goodput_mbps(samples: pd.DataFrame, t_from: float) -> float:
+    """Sum over flows of the bytes each acked from `t_from` to its last sample, over that span, Mb/s: the
+    benches' steady-state goodput (the start-up left out)."""
+    total = 0.0
+    if samples.empty:
+        return total
+    for _flow, rows in samples[samples["t"] >= t_from].groupby("flow"):
+        span = float(rows["t"].iloc[-1] - rows["t"].iloc[0])
+        if span > 0:
+            total += float(rows["bytes_acked"].iloc[-1] - rows["bytes_acked"].iloc[0]) * 8 / 1e6 / span
+    return total
+
+
 def flow_summary(info: FlowInfo, samples: pd.DataFrame, done: dict[str, Any] | None) -> dict[str, Any]:
     rows = samples[samples["flow"] == info.id] if not samples.empty else samples
     if done is not None and done["t"] > done["start"]:

@@ -14,7 +14,6 @@ import datetime as dt
 import functools
 import hashlib
 import logging
-import os
 import platform
 import random
 import re
@@ -30,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from fastlab import analysis, explain, fidelity, paths, report, routing, segments
+from fastlab import analysis, explain, paths, report, segments
 from fastlab.capabilities import Capabilities
 from fastlab.cc import Registry
 from fastlab.ccruntime import CCRuntime, LiveControl
@@ -39,12 +38,13 @@ from fastlab.controller import OpenFlowControl
 from fastlab.cwndclamp import RTT_COLUMNS, ClampError, CwndClamp
 from fastlab.network import Network
 from fastlab.plan import IDLE_PING_MAX_GAP_S, IDLE_PING_TIMEOUT_S, IDLE_PINGS_LOST_MAX, Prepared, prepare
-from fastlab.rundir import RunFolder
+from fastlab.rundir import RunFolder, RunFolderError, expected_bytes
 from fastlab.runstate import RunState, new_prefix
 from fastlab.shaping import Devices, Shaper, plan_link
 from fastlab.spec import ExperimentSpec, to_plain
 from fastlab.tracing import SampleBus
 from fastlab.traffic import Flow, Traffic
+from fastlab.verdict import assess_run
 
 log = logging.getLogger(__name__)  # progress at INFO: the CLI prints it, the web app streams it
 
@@ -63,84 +63,11 @@ class RunError(RuntimeError):
     """The run failed after it started; what it created has been removed."""
 
 
-def _tc_queues(prep: Prepared, links_df: Any) -> dict[str, dict[str, tuple[int, list[tuple[float, float, float]]]]]:
-    """Each tc-shaped link's sampled queue per direction, with its configured rate, for the verdict."""
-    out: dict[str, dict[str, tuple[int, list[tuple[float, float, float]]]]] = {}
-    tc = [k for k, (b, _) in prep.backends.items() if b != "emulator" and k in prep.links]
-    if links_df.empty or not tc or not {"backlog_pkts", "tx_bytes"} <= set(links_df.columns):
-        return out
-    for link in tc:
-        for direction in ("forward", "reverse"):
-            rows = links_df[(links_df["link"] == link) & (links_df["direction"] == direction)]
-            rows = rows.dropna(subset=["backlog_pkts", "tx_bytes"]).sort_values("t")
-            if not rows.empty:
-                rate = getattr(prep.links[link], direction).rate_bps
-                out.setdefault(link, {})[direction] = (rate, list(zip(
-                    rows["t"].astype(float), rows["backlog_pkts"].astype(float), rows["tx_bytes"].astype(float),
-                    strict=True)))
-    return out
-
-
-def _fidelity(prep: Prepared, shaper: Shaper, cpu: dict[str, Any], flows_df: Any, links_df: Any,
-              spec: ExperimentSpec, idle_stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    (stat0, cores0, t0), (stat1, cores1, t1) = cpu["start"], cpu["end"]
-    span = max(t1 - t0, 1e-9)
-    times = {str(flow): list(rows["t"]) for flow, rows in flows_df.groupby("flow")} if not flows_df.empty else {}
-    return fidelity.assess(fidelity.Inputs(
-        emulators=dict(shaper.final), paths=fidelity_paths(prep),
-        emulator_cores={link: (cores1[link] - cores0.get(link, 0.0)) / span for link in cores1},
-        machine_busy=fidelity.busy_fraction(fidelity.cpu_times(stat0), fidelity.cpu_times(stat1)),
-        machine_steal=fidelity.busy_fraction(fidelity.steal_times(stat0), fidelity.steal_times(stat1)),
-        sample_gaps_s=fidelity.sample_gaps(times), sample_interval_s=1.0 / spec.sample_hz,
-        tc_links=tuple(k for k, (b, _) in prep.backends.items() if b != "emulator"), idle_emulators=idle_stats,
-        tc_queues=_tc_queues(prep, links_df), routes=fidelity_routes(prep),
-        counters=fidelity_counters(prep, links_df, {
-            (link, d): float(fig["late_p99_us"] or 0) for link, stats in shaper.final.items()
-            for d, fig in fidelity.link_figures(stats).items()})))
-
-
 @dataclass
 class RunResult:
     directory: Path
     summary: dict[str, Any]
     environment: dict[str, Any] = field(default_factory=dict)
-
-
-REPORT_BYTES = 6 * 1024**2  # report.html inlines plotly (~4.6 MB)
-ROW_BYTES = 400  # a sample in flows/links.csv and the web app's partial.jsonl, generously
-
-
-def results_bytes(spec: ExperimentSpec, flows: int, links: int) -> int:
-    """What a run's folder will take, generously (pure): its traces at sample_hz plus the report."""
-    rows = spec.sample_hz * spec.duration_s * (flows + 2 * links)
-    return int(REPORT_BYTES + rows * ROW_BYTES)
-
-
-def results_room(directory: Path, need_bytes: int) -> str | None:
-    """Why the results cannot be written there (read-only, not a folder, not enough free space), or None.
-    Checked on the nearest existing ancestor before the run builds anything."""
-    probe = directory
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not probe.is_dir():
-        return f"cannot write the results in {directory}: {probe} is not a folder"
-    if not os.access(probe, os.W_OK | os.X_OK):
-        return f"cannot write the results in {directory}: {probe} is not writable (read-only file system?)"
-    try:
-        free = shutil.disk_usage(probe).free
-    except OSError as exc:
-        return f"cannot write the results in {directory}: {exc.strerror}"
-    if free < need_bytes:
-        return (f"not enough free space for the results in {probe}: {free / 1e6:.1f} MB free, the run needs "
-                f"about {need_bytes / 1e6:.1f} MB (its traces at sample_hz and the report)")
-    return None
-
-
-def _results_dir(spec: ExperimentSpec, prefix: str, out: Path | None) -> Path:
-    if out is not None:
-        return out
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return paths.results_root() / f"{stamp}-{spec.name}-{prefix}"
 
 
 def _first_line(argv: list[str]) -> str | None:
@@ -247,55 +174,6 @@ def _idle_rtt(net: Network, flow: Flow, count: int, rng: random.Random,
             "max_ms": ordered[-1], "samples_ms": samples, "lost": lost}
 
 
-def fidelity_routes(prep: Prepared) -> tuple[tuple[fidelity.Crossing, ...], ...]:
-    """Every route the flows' data and ACKs take over the run (each flow's path and every reroute's) as
-    ordered shaped crossings: the feeders of the conservation check."""
-    routes = []
-    for f in prep.flows:
-        for path in {f.path, *(r.path for r in prep.spec.reroutes if not r.flows or f.id in r.flows)}:
-            for a, b in ((f.src, f.dst), (f.dst, f.src)):
-                routes.append(tuple((h.link.shaped, "forward" if h.forward else "reverse")
-                                    for h in routing.hops(prep.plan, a, b, path) if h.link.shaped))
-    return tuple(dict.fromkeys(routes))
-
-
-def fidelity_counters(prep: Prepared, links_df: Any,
-                      late_p99_us: dict[fidelity.Crossing, float]) -> dict[fidelity.Crossing, fidelity.Counters]:
-    """The emulated link directions' sampled byte counters (sent + queued) with their rates and p99
-    lateness, for the conservation check (also bench/conservation.py's, on finished runs)."""
-    out: dict[fidelity.Crossing, fidelity.Counters] = {}
-    if links_df.empty or not {"tx_bytes", "backlog_bytes"} <= set(links_df.columns):
-        return out
-    for link in [k for k, (b, _) in prep.backends.items() if b == "emulator" and k in prep.links]:
-        for direction in ("forward", "reverse"):
-            rows = links_df[(links_df["link"] == link) & (links_df["direction"] == direction)]
-            rows = rows.dropna(subset=["tx_bytes", "backlog_bytes"]).sort_values("t")
-            side = getattr(prep.links[link], direction)
-            if len(rows) >= 2:
-                out[(link, direction)] = fidelity.Counters(
-                    side.rate_bps, tuple(rows["t"].astype(float)),
-                    tuple((rows["tx_bytes"] + rows["backlog_bytes"]).astype(float)),
-                    tuple(rows["backlog_bytes"].astype(float)), late_p99_us.get((link, direction), 0.0),
-                    paced=side.policy is None and not side.jitter_us)
-    return out
-
-
-def fidelity_paths(prep: Prepared) -> list[fidelity.PathInfo]:
-    """Each flow's emulated crossings (data and ACKs) and the basis of its delay budget."""
-    out = []
-    for f in prep.flows:
-        crossings = tuple((h.link.shaped, "forward" if h.forward else "reverse")
-                          for a, b in ((f.src, f.dst), (f.dst, f.src))
-                          for h in routing.hops(prep.plan, a, b, f.path) if h.link.shaped)
-        fig = routing.figures(prep.plan, prep.links, f.src, f.dst, f.path)
-        target = None
-        if f.cc == "fast" and fig.bottleneck_mbps:
-            alpha = f.cc_args.get("alpha", prep.registry.lookup("fast").param("alpha").default)
-            target = fidelity.fast_target_ms(float(alpha), fig.bottleneck_mbps, prep.spec.mtu)
-        out.append(fidelity.PathInfo(f.id, crossings, fig.rtt_ms, target, prep.spec.mtu))
-    return out
-
-
 class Teardown(contextlib.ExitStack):
     """The run's teardown, `with Teardown() as teardown:` around everything that builds or starts a
     part: each part's stop is registered with `teardown.stop(...)` and they run in reverse order of
@@ -322,28 +200,63 @@ class Teardown(contextlib.ExitStack):
             raise RunError(f"teardown: {self.failures[0]}") from self.failures[0]
 
 
-def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: Registry | None = None,
-                   caps: Capabilities | None = None,
-                   on_sample: Callable[[dict[str, Any]], None] | None = None,
-                   cancel: threading.Event | None = None, live: LiveControl | None = None) -> RunResult:
-    """Run a spec; setting `cancel` stops it early (RunError "cancelled") after a full cleanup;
-    `live` is bound while the flows run, so a front end can change CC parameters then.
+@dataclass
+class _Run:
+    """A run's parts, made before anything is built (each registers its stop with the teardown), and
+    what the phases measure on the way: the state the phases below share."""
 
-    Stopping is cooperative (checked between phases and every 0.2 s while flows run) so that no
-    step, such as registering an algorithm and recording it, is cut in half."""
-    prep = prepare(spec, registry, caps)
-    prefix = new_prefix()
-    directory = _results_dir(spec, prefix, out)
-    why = results_room(directory, results_bytes(spec, len(prep.flows), len(prep.links)))
+    spec: ExperimentSpec
+    prep: Prepared
+    prefix: str
+    folder: RunFolder
+    state: RunState
+    bus: SampleBus
+    net: Network
+    control: OpenFlowControl | None
+    shaper: Shaper
+    traffic: Traffic
+    clamp: CwndClamp
+    ccs: CCRuntime
+    cancel: threading.Event | None = None
+    live: LiveControl | None = None
+    started: str = ""
+    idle: list[dict[str, Any]] = field(default_factory=list)  # idle RTTs per host pair
+    idle_stats: dict[str, dict[str, Any]] = field(default_factory=dict)  # the emulators' on the idle pings
+    cpu: dict[str, Any] = field(default_factory=dict)  # machine and emulator CPU at the start and end of the flows
+    rtt_samples: list[dict[str, object]] = field(default_factory=list)  # clamped flows' per-second RTTs
+
+    def stop_if_cancelled(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise RunError("cancelled")
+
+    def stops(self) -> list[Callable[[], Any]]:
+        """Each part's stop, in the order they are registered (so run in reverse): the run state last,
+        after every process and the network."""
+        state = self.state
+        return [lambda: None if state.cc_loaded else state.release(), self.bus.close, self.net.stop,
+                self.shaper.stop, self.ccs.stop, *([self.control.stop] if self.control else []),
+                self.clamp.stop, self.traffic.stop, *([self.live.unbind] if self.live is not None else [])]
+
+
+def _open_folder(spec: ExperimentSpec, prep: Prepared, prefix: str, out: Path | None) -> RunFolder:
+    """The run's results folder, created, once it is known that the run's results fit there."""
+    folder = RunFolder.named(spec.name, prefix, out)
+    why = folder.room(expected_bytes(spec.sample_hz, spec.duration_s, len(prep.flows), len(prep.links)))
     if why:
         raise RunError(why)  # before anything exists: no network, no folder, no state
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RunError(f"cannot create the results folder {directory}: {exc.strerror}") from None
-    state = RunState(prefix, results_dir=str(directory))
+        folder.create()
+    except RunFolderError as exc:
+        raise RunError(str(exc)) from None
+    return folder
+
+
+def _parts(spec: ExperimentSpec, prep: Prepared, prefix: str, folder: RunFolder,
+           on_sample: Callable[[dict[str, Any]], None] | None, cancel: threading.Event | None,
+           live: LiveControl | None) -> _Run:
+    """Every part of the run, made (nothing built or started yet)."""
+    state = RunState(prefix, results_dir=str(folder.directory))
     state.save()
-    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     bus = SampleBus(time.monotonic())
     if on_sample:
         bus.subscribe(on_sample)
@@ -352,100 +265,112 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
                   offloads=prep.offloads[0], mtu=spec.mtu)
     design = prep.plan.metadata.get("openflow")
     control = OpenFlowControl(net, design, prep.flows, spec.controller, bus.emit,
-                              directory / "controller.log") if design else None
-    shaper = Shaper(net, lambda sample: bus.emit("link", sample))
-    traffic = Traffic(net, prep.flows, bus.emit, 1.0 / spec.sample_hz)
-    clamp = CwndClamp(state, {f.port: f.max_cwnd_pkts for f in prep.flows if f.max_cwnd_pkts})
-    ccs = CCRuntime(prep.registry, state, bus.emit, prep.cc_hosts, prep.cc_globals)
-    idle: list[dict[str, Any]] = []
-    idle_stats: dict[str, dict[str, Any]] = {}
-    cpu: dict[str, Any] = {}  # machine and emulator CPU at the start and end of the flows
-    rtt_samples: list[dict[str, object]] = []  # clamped flows' per-second RTT statistics
+                              folder.directory / "controller.log") if design else None
+    return _Run(spec, prep, prefix, folder, state, bus, net, control,
+                shaper=Shaper(net, lambda sample: bus.emit("link", sample)),
+                traffic=Traffic(net, prep.flows, bus.emit, 1.0 / spec.sample_hz),
+                clamp=CwndClamp(state, {f.port: f.max_cwnd_pkts for f in prep.flows if f.max_cwnd_pkts}),
+                ccs=CCRuntime(prep.registry, state, bus.emit, prep.cc_hosts, prep.cc_globals),
+                cancel=cancel, live=live, started=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
 
-    def stop_if_cancelled() -> None:
-        if cancel is not None and cancel.is_set():
-            raise RunError("cancelled")
 
-    with Teardown() as teardown:
-        # in reverse order of stopping: the run state last, after every process and the network
-        teardown.stop(lambda: None if state.cc_loaded else state.release())
-        for stop in (bus.close, net.stop, shaper.stop, ccs.stop, *([control.stop] if control else []),
-                     clamp.stop, traffic.stop, *([live.unbind] if live is not None else [])):
-            teardown.stop(stop)
-        ccs.load()
-        stop_if_cancelled()
-        log.info("run %s: building %s on Mininet (%s switches)", prefix, spec.topology, prep.switch[0])
-        net.build(prep.sockbuf_bytes)
-        for link_id, link in prep.links.items():
-            e = net.link_ends[link_id]
-            plan = plan_link(link, Devices(e.a, e.a_dev, e.b, e.b_dev, e.node, e.dev_a, e.dev_b),
-                             seed=spec.seed, stats_interval_ms=max(1, int(1000 / spec.sample_hz)),
-                             has_netem=prep.caps.has("netem"), has_emulator=prep.caps.has("linkemu"),
-                             drops_log=str(directory / f"loss_drops_{link_id}.txt"), gso=prep.offloads[0],
-                             upstream_bps=(prep.upstream.get((link_id, True), 0),
-                                           prep.upstream.get((link_id, False), 0)))
-            shaper.apply(plan, 1.0 / spec.sample_hz)
-        stop_if_cancelled()
-        if control is not None:
-            control.start()
-        state.hosts = {name: net.node(name).pid for name in prep.plan.host_names()}
-        state.save()
-        ccs.configure(state.hosts)
-        ccs.start_events(prep.flows, state.hosts)
-        for flow in {(f.src, f.dst): f for f in prep.flows}.values():
-            idle.append(_idle_rtt(net, flow, spec.idle_pings, random.Random(spec.seed), stop_if_cancelled))
-            stop_if_cancelled()
-        # the emulators' lateness on the idle pings (cumulative counters as of now), before any flow's
-        idle_stats.update(shaper.fresh_stats(IDLE_STATS_WAIT_INTERVALS / spec.sample_hz))
-        try:
-            clamp.start()
-        except ClampError as exc:
-            raise RunError(str(exc)) from None
-        traffic.cgroup = clamp.cgroup
-        log.info("run %s: %d flow(s) for %g s", prefix, len(prep.flows), spec.duration_s)
-        cpu["start"] = (PROC_STAT.read_text(), shaper.cpu_seconds(), time.monotonic())
-        bus.start(time.monotonic())
-        traffic.start(bus.t0)
-        ccs.schedule(spec, bus.t0, state.hosts)
-        if live is not None:
-            live.bind(ccs, state.hosts, bus.t0)
-        if control is not None:
-            control.schedule(spec.reroutes, bus.t0)
-        end = bus.t0 + spec.duration_s
-        next_progress = bus.t0 + PROGRESS_EVERY_S
-        while time.monotonic() < end:
-            if traffic.errors or (control is not None and control.errors):
-                raise RunError("; ".join(traffic.errors + (control.errors if control else [])))
-            stop_if_cancelled()
-            if spec.duration_s > PROGRESS_EVERY_S and time.monotonic() >= next_progress:
-                elapsed = time.monotonic() - bus.t0
-                log.info("run %s: %.0f / %g s (%.0f%%)", prefix, elapsed, spec.duration_s,
-                         100 * elapsed / spec.duration_s)
-                next_progress += PROGRESS_EVERY_S
-            time.sleep(min(0.2, max(0.0, end - time.monotonic())))
-        cpu["end"] = (PROC_STAT.read_text(), shaper.cpu_seconds(), time.monotonic())
-        traffic.wait(SENDER_GRACE_S)
-        if traffic.errors:
-            raise RunError("; ".join(traffic.errors))
-        try:
-            rtt_samples = clamp.rtt_samples(bus.t0, {f.port: f.id for f in prep.flows})
-        except ClampError as exc:
-            raise RunError(str(exc)) from None
-    flows_df = bus.frame("flow")
-    links_df = analysis.add_rates(bus.frame("link"))
-    events_df = bus.frame("event")
+def _build(run: _Run) -> None:
+    """Build phase: the algorithms loaded, the network built, every link shaped, the controller up,
+    each host's parameters set and the algorithms' event streams read."""
+    spec, prep, net = run.spec, run.prep, run.net
+    run.ccs.load()
+    run.stop_if_cancelled()
+    log.info("run %s: building %s on Mininet (%s switches)", run.prefix, spec.topology, prep.switch[0])
+    net.build(prep.sockbuf_bytes)
+    for link_id, link in prep.links.items():
+        e = net.link_ends[link_id]
+        plan = plan_link(link, Devices(e.a, e.a_dev, e.b, e.b_dev, e.node, e.dev_a, e.dev_b),
+                         seed=spec.seed, stats_interval_ms=max(1, int(1000 / spec.sample_hz)),
+                         has_netem=prep.caps.has("netem"), has_emulator=prep.caps.has("linkemu"),
+                         drops_log=str(run.folder.directory / f"loss_drops_{link_id}.txt"), gso=prep.offloads[0],
+                         upstream_bps=(prep.upstream.get((link_id, True), 0),
+                                       prep.upstream.get((link_id, False), 0)))
+        run.shaper.apply(plan, 1.0 / spec.sample_hz)
+    run.stop_if_cancelled()
+    if run.control is not None:
+        run.control.start()
+    run.state.hosts = {name: net.node(name).pid for name in prep.plan.host_names()}
+    run.state.save()
+    run.ccs.configure(run.state.hosts)
+    run.ccs.start_events(prep.flows, run.state.hosts)
+
+
+def _idle_phase(run: _Run) -> None:
+    """Idle pings per host pair, then the emulators' lateness on them (cumulative counters as of now),
+    before any flow's."""
+    for flow in {(f.src, f.dst): f for f in run.prep.flows}.values():
+        run.idle.append(_idle_rtt(run.net, flow, run.spec.idle_pings, random.Random(run.spec.seed),
+                                  run.stop_if_cancelled))
+        run.stop_if_cancelled()
+    run.idle_stats.update(run.shaper.fresh_stats(IDLE_STATS_WAIT_INTERVALS / run.spec.sample_hz))
+
+
+def _flows_phase(run: _Run) -> None:
+    """The flows for the spec's duration: clamps, time zero, senders, scheduled changes, live control
+    and reroutes; progress every PROGRESS_EVERY_S; the machine's CPU around it; the clamped flows' RTTs."""
+    spec, bus, traffic, control = run.spec, run.bus, run.traffic, run.control
+    try:
+        run.clamp.start()
+    except ClampError as exc:
+        raise RunError(str(exc)) from None
+    traffic.cgroup = run.clamp.cgroup
+    log.info("run %s: %d flow(s) for %g s", run.prefix, len(run.prep.flows), spec.duration_s)
+    run.cpu["start"] = (PROC_STAT.read_text(), run.shaper.cpu_seconds(), time.monotonic())
+    bus.start(time.monotonic())
+    traffic.start(bus.t0)
+    run.ccs.schedule(spec, bus.t0, run.state.hosts)
+    if run.live is not None:
+        run.live.bind(run.ccs, run.state.hosts, bus.t0)
+    if control is not None:
+        control.schedule(spec.reroutes, bus.t0)
+    end = bus.t0 + spec.duration_s
+    next_progress = bus.t0 + PROGRESS_EVERY_S
+    while time.monotonic() < end:
+        if traffic.errors or (control is not None and control.errors):
+            raise RunError("; ".join(traffic.errors + (control.errors if control else [])))
+        run.stop_if_cancelled()
+        if spec.duration_s > PROGRESS_EVERY_S and time.monotonic() >= next_progress:
+            elapsed = time.monotonic() - bus.t0
+            log.info("run %s: %.0f / %g s (%.0f%%)", run.prefix, elapsed, spec.duration_s,
+                     100 * elapsed / spec.duration_s)
+            next_progress += PROGRESS_EVERY_S
+        time.sleep(min(0.2, max(0.0, end - time.monotonic())))
+    run.cpu["end"] = (PROC_STAT.read_text(), run.shaper.cpu_seconds(), time.monotonic())
+    traffic.wait(SENDER_GRACE_S)
+    if traffic.errors:
+        raise RunError("; ".join(traffic.errors))
+    try:
+        run.rtt_samples = run.clamp.rtt_samples(bus.t0, {f.port: f.id for f in run.prep.flows})
+    except ClampError as exc:
+        raise RunError(str(exc)) from None
+
+
+def _summary(run: _Run, flows_df: Any, links_df: Any) -> dict[str, Any]:
+    """Collect phase: summary.json from the traces, the idle RTTs, the fidelity verdict, the parts of a
+    run whose parameters changed (scheduled or live: measured and judged per part) and the note."""
+    spec, prep = run.spec, run.prep
     infos = [analysis.FlowInfo(f.id, f.src, f.dst, f.cc, f.start_s, f.stop_s) for f in prep.flows]
     capacities = {k: link.forward.rate_bps / 1e6 for k, link in prep.links.items()}
-    summary = analysis.summarize(infos, flows_df, traffic.finished, links_df, capacities)
-    summary["idle_rtt"] = idle
-    summary["fidelity"] = _fidelity(prep, shaper, cpu, flows_df, links_df, spec, idle_stats)
-    # a run whose parameters changed (scheduled or live) is measured and judged per segment
-    changes = segments.applied_changes({"congestion_control": {"applied": ccs.applied}})
+    summary = analysis.summarize(infos, flows_df, run.traffic.finished, links_df, capacities)
+    summary["idle_rtt"] = run.idle
+    summary["fidelity"] = assess_run(prep, run.shaper.final, run.cpu, flows_df, links_df, run.idle_stats)
+    changes = segments.applied_changes({"congestion_control": {"applied": run.ccs.applied}})
     if changes:
         summary["segments"] = segments.measured(spec, changes, flows_df, links_df, capacities)
     summary["what_happened"] = explain.what_happened(spec, summary, changes)  # the note of the results page
+    return summary
+
+
+def _environment(run: _Run) -> dict[str, Any]:
+    """environment.json: where and how the run ran (the plan's decisions, what was applied, the tools)."""
+    prep = run.prep
     environment = {
-        "run": {"name": spec.name, "prefix": prefix, "started": started, "host": platform.node()},
+        "run": {"name": run.spec.name, "prefix": run.prefix, "started": run.started, "host": platform.node()},
         "kernel": platform.release(),
         "capabilities": prep.caps.as_dict()["probes"],
         "backends": {job: {"backend": b, "why": w} for job, (b, w) in prep.caps.backends().items()}
@@ -453,29 +378,51 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
            "congestion control": dict(zip(("backend", "why"), Capabilities.cc_backend(prep.cc_impl), strict=True)),
            "fast path": {"backend": "on" if prep.offloads[0] else "off", "why": prep.offloads[1]}},
         "links_not_emulated": {link: f"{why}: built as a plain link" for link, why in prep.unused_links.items()},
-        "shaping": shaper.applied,
-        "network_commands": net.applied,
+        "shaping": run.shaper.applied,
+        "network_commands": run.net.applied,
         "socket_buffer_max_bytes": prep.sockbuf_bytes,
         "sysctls": _read_sysctls(),
         "tools": dict(_tool_versions()),
         "flows": {f.id: {"cc": f.cc, "cc_args": f.cc_args, "port": f.port, "path": f.path}
                   | ({"max_cwnd_pkts": f.max_cwnd_pkts} if f.max_cwnd_pkts else {}) for f in prep.flows},
-        **({"cwnd_clamp": clamp.attached} if clamp.attached else {}),
-        "congestion_control": {"applied": ccs.applied, "builds": cc_build_hashes(ccs.ours())},
+        **({"cwnd_clamp": run.clamp.attached} if run.clamp.attached else {}),
+        "congestion_control": {"applied": run.ccs.applied, "builds": cc_build_hashes(run.ccs.ours())},
     }
-    if control is not None:
-        environment["openflow"] = control.applied
+    if run.control is not None:
+        environment["openflow"] = run.control.applied
+    return environment
+
+
+def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: Registry | None = None,
+                   caps: Capabilities | None = None,
+                   on_sample: Callable[[dict[str, Any]], None] | None = None,
+                   cancel: threading.Event | None = None, live: LiveControl | None = None) -> RunResult:
+    """Run a spec; setting `cancel` stops it early (RunError "cancelled") after a full cleanup;
+    `live` is bound while the flows run, so a front end can change CC parameters then.
+
+    The phases: prepare (nothing touched) -> the results folder -> build -> idle pings -> flows ->
+    teardown (whatever happened) -> collect -> write. Stopping is cooperative (checked between phases
+    and every 0.2 s while flows run) so that no step, such as registering an algorithm and recording
+    it, is cut in half."""
+    prep = prepare(spec, registry, caps)
+    prefix = new_prefix()
+    folder = _open_folder(spec, prep, prefix, out)
+    run = _parts(spec, prep, prefix, folder, on_sample, cancel, live)
+    with Teardown() as teardown:
+        for stop in run.stops():
+            teardown.stop(stop)
+        _build(run)
+        _idle_phase(run)
+        _flows_phase(run)
+    flows_df, links_df, events_df = run.bus.frame("flow"), analysis.add_rates(run.bus.frame("link")), \
+        run.bus.frame("event")
+    summary = _summary(run, flows_df, links_df)
+    environment = _environment(run)
+    spec_yaml = yaml.safe_dump(to_plain(spec), sort_keys=False)
     try:
-        spec_yaml = yaml.safe_dump(to_plain(spec), sort_keys=False)
-        folder = RunFolder(directory)
-        folder.write(spec_yaml=spec_yaml, environment=environment, summary=summary, flows=flows_df, links=links_df,
-                     events=events_df, rtt_samples=rtt_samples, rtt_columns=RTT_COLUMNS)
-        folder.write_report(report.render(spec_yaml, summary, environment, flows_df, links_df, events_df))
-    except OSError as exc:  # e.g. the disk filled up during the run: say so, and mark what is there
-        incomplete = directory.with_name(directory.name + ".incomplete")
-        with contextlib.suppress(OSError):
-            directory.rename(incomplete)
-        raise RunError(f"cannot write the results in {directory}: {exc.strerror}; what was written is in "
-                       f"{incomplete}") from None
-    os.chmod(directory, 0o755)
-    return RunResult(directory, summary, environment)
+        folder.finish(lambda: report.render(spec_yaml, summary, environment, flows_df, links_df, events_df),
+                      spec_yaml=spec_yaml, environment=environment, summary=summary, flows=flows_df,
+                      links=links_df, events=events_df, rtt_samples=run.rtt_samples, rtt_columns=RTT_COLUMNS)
+    except RunFolderError as exc:
+        raise RunError(str(exc)) from None
+    return RunResult(folder.directory, summary, environment)

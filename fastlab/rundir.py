@@ -8,6 +8,11 @@ the run completed) and report.html. The engine writes it with `RunFolder.write`;
 bundles, sweeps and the web app read it through `RunFolder`, which also reads a CSV stored gzipped
 (`flows.csv.gz`, as the labs' recorded runs are).
 
+It also owns a run folder's life: its name (`RunFolder.named`), the check that it can be written
+before a run builds anything (`room`), its creation, the web app's partial traces (`PARTIAL`) and
+its finishing (`finish`: the files, then the report, then read permission; a folder whose writing
+failed is renamed `.incomplete`).
+
 A sweep folder holds `sweep.json` (its state), `sweep.yaml` and `points/<point>/`, each point an
 ordinary run folder plus `point.json`, written last; a point counts as finished when that and the
 run's `summary.json` are there. Both the sweep runner and the bundle exporter read it from here.
@@ -15,9 +20,13 @@ run's `summary.json` are there. Both the sweep runner and the bundle exporter re
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import datetime as dt
 import json
-from collections.abc import Iterable
+import os
+import shutil
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +41,10 @@ EVENTS = "cc_events.csv"
 RTT_SAMPLES = "rtt_samples.csv"
 REPORT = "report.html"
 SUMMARY = "summary.json"  # a run folder's summary, written when the run completed
+PARTIAL = "partial.jsonl"  # the web app's live samples of a run, appended while it goes (kept if it is cut)
+INCOMPLETE = ".incomplete"  # the suffix of a run folder whose files could not all be written
+REPORT_BYTES = 6 * 1024**2  # report.html inlines plotly (~4.6 MB)
+ROW_BYTES = 400  # a sample in flows/links.csv and the web app's partial.jsonl, generously
 SWEEP_STATE = "sweep.json"  # a sweep folder's state
 POINT_FILE = "point.json"  # a sweep point's record, written last
 POINTS = "points"  # a sweep folder's point run folders
@@ -48,12 +61,76 @@ def finished_points(sweep_dir: Path) -> list[str]:
     return sorted(p.name for p in points.iterdir() if is_finished(p)) if points.is_dir() else []
 
 
+def expected_bytes(sample_hz: float, duration_s: float, flows: int, links: int) -> int:
+    """What a run's folder will take, generously (pure): its traces at sample_hz plus the report."""
+    rows = sample_hz * duration_s * (flows + 2 * links)
+    return int(REPORT_BYTES + rows * ROW_BYTES)
+
+
+class RunFolderError(OSError):
+    """A run folder that cannot be created or written, in one line."""
+
+
 class RunFolder:
     """One run's folder: where each of its files is, reading them, and writing them all at the end of
     a run. Reading a file that is not there raises FileNotFoundError naming it."""
 
     def __init__(self, directory: Path | str) -> None:
         self.directory = Path(directory)
+
+    @classmethod
+    def named(cls, name: str, prefix: str, out: Path | None = None, root: Path | None = None) -> RunFolder:
+        """A new run's folder: `out` when given, else `<root>/<local time>-<name>-<prefix>` (root: the
+        results folder, fastlab.paths.results_root())."""
+        if out is not None:
+            return cls(out)
+        if root is None:
+            from fastlab import paths
+
+            root = paths.results_root()
+        return cls(root / f"{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}-{name}-{prefix}")
+
+    def room(self, need_bytes: int) -> str | None:
+        """Why the folder cannot be written (read-only, not a folder, not enough free space), or None.
+        Checked on the nearest existing ancestor before a run builds anything."""
+        directory = self.directory
+        probe = directory
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if not probe.is_dir():
+            return f"cannot write the results in {directory}: {probe} is not a folder"
+        if not os.access(probe, os.W_OK | os.X_OK):
+            return f"cannot write the results in {directory}: {probe} is not writable (read-only file system?)"
+        try:
+            free = shutil.disk_usage(probe).free
+        except OSError as exc:
+            return f"cannot write the results in {directory}: {exc.strerror}"
+        if free < need_bytes:
+            return (f"not enough free space for the results in {probe}: {free / 1e6:.1f} MB free, the run needs "
+                    f"about {need_bytes / 1e6:.1f} MB (its traces at sample_hz and the report)")
+        return None
+
+    def create(self) -> None:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunFolderError(f"cannot create the results folder {self.directory}: {exc.strerror}") from None
+
+    def finish(self, report: Callable[[], str], **files: Any) -> None:
+        """The end of a run: its files (`write`), then its report (drawn by `report()` after them, so a
+        report that fails loses no data), then read permission for everyone. When a file cannot be
+        written (e.g. the disk filled up during the run) the folder is renamed `<name>.incomplete` and
+        RunFolderError says so."""
+        try:
+            self.write(**files)
+            self.write_report(report())
+        except OSError as exc:
+            incomplete = self.directory.with_name(self.directory.name + INCOMPLETE)
+            with contextlib.suppress(OSError):
+                self.directory.rename(incomplete)
+            raise RunFolderError(f"cannot write the results in {self.directory}: {exc.strerror}; what was "
+                                 f"written is in {incomplete}") from None
+        os.chmod(self.directory, 0o755)
 
     def path(self, name: str) -> Path:
         """The file `name`, or its gzipped copy; FileNotFoundError if neither is there."""
@@ -131,6 +208,14 @@ class RunFolder:
         if events is not None and not events.empty:
             events.to_csv(d / EVENTS, index=False)
         (d / SUMMARY).write_text(json.dumps(summary, indent=1))
+
+    def replace_summary(self, summary: dict[str, Any]) -> None:
+        """summary.json of a finished run rewritten (a verdict judged again by a newer check): written
+        beside it and renamed over it, so a reader never sees half of it."""
+        target = self.path(SUMMARY)
+        scratch = target.with_name(f".{target.name}.new")
+        scratch.write_text(json.dumps(summary, indent=1))
+        scratch.replace(target)
 
     def write_report(self, html: str) -> None:
         """report.html, last: drawn from the files `write` wrote, so a failure to draw it loses no data."""

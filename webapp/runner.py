@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from fastlab.ccruntime import LiveControl
+from fastlab.rundir import PARTIAL
 from fastlab.spec import parse_spec
 from webapp.events import encode
 
 END = object()
 FASTLAB_LOG = logging.getLogger("fastlab")  # the engine's progress lines (INFO) and warnings
-PARTIAL = "partial.jsonl"
 STATUSES = ("queued", "running", "done", "failed", "interrupted", "cancelled")
 INTERRUPTED_BY_SHUTDOWN = "the web app stopped while this run was going; partial traces kept"
 ACTIVE = ("queued", "running")

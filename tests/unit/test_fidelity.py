@@ -188,24 +188,49 @@ def test_report_notes_a_faithful_run_and_an_old_one() -> None:
 
 
 def test_results_room_names_what_is_wrong(tmp_path, monkeypatch) -> None:
-    """The engine's check before a run: a path under a file, too little free space, and enough."""
+    """The run folder's check before a run (fastlab.rundir): a path under a file, too little free space,
+    and enough."""
     import shutil
     from collections import namedtuple
 
-    from fastlab.engine import results_bytes, results_room
-    from fastlab.spec import read_spec_text
+    from fastlab.rundir import RunFolder, expected_bytes
 
-    spec = read_spec_text("name: x\ntopology: dumbbell\nduration_s: 600\nsample_hz: 200\n"
-                          "flows: [{src: h1, dst: h2, count: 10}]\n")
-    need = results_bytes(spec, 10, 1)
+    need = expected_bytes(200, 600, 10, 1)
     assert need == 6 * 1024**2 + 200 * 600 * 12 * 400  # 10 flows + 2 link directions, 400 B a row
     (tmp_path / "file").write_text("x")
-    assert "is not a folder" in results_room(tmp_path / "file" / "run", need)
+    assert "is not a folder" in RunFolder(tmp_path / "file" / "run").room(need)
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda _p: usage(10**9, 10**9 - 10**6, 10**6))
-    assert "1.0 MB free" in results_room(tmp_path / "new" / "run", need)
+    assert "1.0 MB free" in RunFolder(tmp_path / "new" / "run").room(need)
     monkeypatch.setattr(shutil, "disk_usage", lambda _p: usage(10**12, 0, 10**11))
-    assert results_room(tmp_path / "new" / "run", need) is None
+    assert RunFolder(tmp_path / "new" / "run").room(need) is None
+
+
+def test_a_run_folder_is_named_created_and_finished_by_its_owner(tmp_path) -> None:
+    """Naming (<time>-<name>-<prefix> under the results root, or the folder asked for), creation,
+    finishing (files, report, permissions) and a folder whose writing failed renamed .incomplete."""
+    import re
+
+    from fastlab.rundir import INCOMPLETE, RunFolder, RunFolderError
+
+    folder = RunFolder.named("demo", "flabcd", root=tmp_path)
+    assert re.fullmatch(r"\d{8}-\d{6}-demo-flabcd", folder.directory.name) and folder.directory.parent == tmp_path
+    assert RunFolder.named("demo", "flabcd", out=tmp_path / "mine").directory == tmp_path / "mine"
+    folder.create()
+    folder.finish(lambda: "<html></html>", spec_yaml="name: demo\n", environment={}, summary={"flows": []})
+    assert folder.is_run() and folder.has("report.html") and (folder.directory.stat().st_mode & 0o777) == 0o755
+
+    def broken() -> str:
+        raise OSError(28, "No space left on device")
+
+    full = RunFolder(tmp_path / "full")
+    full.create()
+    with pytest.raises(RunFolderError, match="No space left on device; what was written is in .*full.incomplete"):
+        full.finish(broken, spec_yaml="name: demo\n", environment={}, summary={})
+    assert (tmp_path / f"full{INCOMPLETE}" / "summary.json").is_file() and not full.directory.exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(RunFolderError, match="cannot create the results folder"):
+        RunFolder(tmp_path / "file" / "run").create()
 
 
 def test_report_tables_speak_words_and_keep_the_keys() -> None:

@@ -1,0 +1,101 @@
+"""The fidelity verdict's inputs, gathered from a run's plan, its emulators' final stats and its traces:
+the routes and paths the flows took over the emulated links, the links' sampled counters for the
+conservation check, the tc-shaped queues, and the verdict itself (`assess_run`, fastlab.fidelity's
+pure `assess` on them). Used by the engine at the end of a run and by bench/conservation.py on finished
+runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastlab import fidelity, routing
+from fastlab.plan import Prepared
+
+
+def tc_queues(prep: Prepared, links_df: Any) -> dict[str, dict[str, tuple[int, list[tuple[float, float, float]]]]]:
+    """Each tc-shaped link's sampled queue per direction, with its configured rate, for the verdict."""
+    out: dict[str, dict[str, tuple[int, list[tuple[float, float, float]]]]] = {}
+    tc = [k for k, (b, _) in prep.backends.items() if b != "emulator" and k in prep.links]
+    if links_df.empty or not tc or not {"backlog_pkts", "tx_bytes"} <= set(links_df.columns):
+        return out
+    for link in tc:
+        for direction in ("forward", "reverse"):
+            rows = links_df[(links_df["link"] == link) & (links_df["direction"] == direction)]
+            rows = rows.dropna(subset=["backlog_pkts", "tx_bytes"]).sort_values("t")
+            if not rows.empty:
+                rate = getattr(prep.links[link], direction).rate_bps
+                out.setdefault(link, {})[direction] = (rate, list(zip(
+                    rows["t"].astype(float), rows["backlog_pkts"].astype(float), rows["tx_bytes"].astype(float),
+                    strict=True)))
+    return out
+
+
+def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[str, Any], flows_df: Any,
+               links_df: Any, idle_stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The run's verdict (summary.json's `fidelity`): `emulators` are their final stats by link, `cpu`
+    the machine's and each emulator's CPU at the flows' start and end ((/proc/stat, cores, time))."""
+    spec = prep.spec
+    (stat0, cores0, t0), (stat1, cores1, t1) = cpu["start"], cpu["end"]
+    span = max(t1 - t0, 1e-9)
+    times = {str(flow): list(rows["t"]) for flow, rows in flows_df.groupby("flow")} if not flows_df.empty else {}
+    return fidelity.assess(fidelity.Inputs(
+        emulators=dict(emulators), paths=fidelity_paths(prep),
+        emulator_cores={link: (cores1[link] - cores0.get(link, 0.0)) / span for link in cores1},
+        machine_busy=fidelity.busy_fraction(fidelity.cpu_times(stat0), fidelity.cpu_times(stat1)),
+        machine_steal=fidelity.busy_fraction(fidelity.steal_times(stat0), fidelity.steal_times(stat1)),
+        sample_gaps_s=fidelity.sample_gaps(times), sample_interval_s=1.0 / spec.sample_hz,
+        tc_links=tuple(k for k, (b, _) in prep.backends.items() if b != "emulator"), idle_emulators=idle_stats,
+        tc_queues=tc_queues(prep, links_df), routes=fidelity_routes(prep),
+        counters=fidelity_counters(prep, links_df, {
+            (link, d): float(fig["late_p99_us"] or 0) for link, stats in emulators.items()
+            for d, fig in fidelity.link_figures(stats).items()})))
+
+
+def fidelity_routes(prep: Prepared) -> tuple[tuple[fidelity.Crossing, ...], ...]:
+    """Every route the flows' data and ACKs take over the run (each flow's path and every reroute's) as
+    ordered shaped crossings: the feeders of the conservation check."""
+    routes = []
+    for f in prep.flows:
+        for path in {f.path, *(r.path for r in prep.spec.reroutes if not r.flows or f.id in r.flows)}:
+            for a, b in ((f.src, f.dst), (f.dst, f.src)):
+                routes.append(tuple((h.link.shaped, "forward" if h.forward else "reverse")
+                                    for h in routing.hops(prep.plan, a, b, path) if h.link.shaped))
+    return tuple(dict.fromkeys(routes))
+
+
+def fidelity_counters(prep: Prepared, links_df: Any,
+                      late_p99_us: dict[fidelity.Crossing, float]) -> dict[fidelity.Crossing, fidelity.Counters]:
+    """The emulated link directions' sampled byte counters (sent + queued) with their rates and p99
+    lateness, for the conservation check (also bench/conservation.py's, on finished runs)."""
+    out: dict[fidelity.Crossing, fidelity.Counters] = {}
+    if links_df.empty or not {"tx_bytes", "backlog_bytes"} <= set(links_df.columns):
+        return out
+    for link in [k for k, (b, _) in prep.backends.items() if b == "emulator" and k in prep.links]:
+        for direction in ("forward", "reverse"):
+            rows = links_df[(links_df["link"] == link) & (links_df["direction"] == direction)]
+            rows = rows.dropna(subset=["tx_bytes", "backlog_bytes"]).sort_values("t")
+            side = getattr(prep.links[link], direction)
+            if len(rows) >= 2:
+                out[(link, direction)] = fidelity.Counters(
+                    side.rate_bps, tuple(rows["t"].astype(float)),
+                    tuple((rows["tx_bytes"] + rows["backlog_bytes"]).astype(float)),
+                    tuple(rows["backlog_bytes"].astype(float)), late_p99_us.get((link, direction), 0.0),
+                    paced=side.policy is None and not side.jitter_us)
+    return out
+
+
+def fidelity_paths(prep: Prepared) -> list[fidelity.PathInfo]:
+    """Each flow's emulated crossings (data and ACKs) and the basis of its delay budget."""
+    out = []
+    for f in prep.flows:
+        crossings = tuple((h.link.shaped, "forward" if h.forward else "reverse")
+                          for a, b in ((f.src, f.dst), (f.dst, f.src))
+                          for h in routing.hops(prep.plan, a, b, f.path) if h.link.shaped)
+        fig = routing.figures(prep.plan, prep.links, f.src, f.dst, f.path)
+        target = None
+        if f.cc == "fast" and fig.bottleneck_mbps:
+            alpha = f.cc_args.get("alpha", prep.registry.lookup("fast").param("alpha").default)
+            target = fidelity.fast_target_ms(float(alpha), fig.bottleneck_mbps, prep.spec.mtu)
+        out.append(fidelity.PathInfo(f.id, crossings, fig.rtt_ms, target, prep.spec.mtu))
+    return out
