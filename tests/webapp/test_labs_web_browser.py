@@ -75,7 +75,11 @@ def test_a_lab_page_for_the_web(tmp_path: Path, live_server_factory, browser, wi
         result.endswith("packets; expected between 17.5 and 20.5 packets: in range")
     assert 17.5 <= float(row.locator(".measured").inner_text()) <= 20.5
     assert row.locator(".checks").inner_text().startswith("FAST's equilibrium w = alpha * D / (D - d)")
-    assert row.locator(".why").inner_text().startswith("Why this range: alpha 20:")
+    # the statistics behind the range folded under one click (issue 32: two layers)
+    assert row.locator(".why summary").inner_text() == "why this range"
+    assert not row.locator(".why-text").is_visible()
+    row.locator(".why summary").click()
+    assert row.locator(".why-text").inner_text().startswith("alpha 20:")
     ratio = page.locator("#step-equilibrium tr[data-checkpoint='rates equal despite RTTs'] .result").inner_text()
     assert ratio.startswith("rate of f2 / rate of f1: measured ") and \
         recorded_band(LAB02, "equilibrium", "rates equal despite RTTs") in ratio

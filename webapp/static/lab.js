@@ -52,9 +52,11 @@ export async function showCheckpoints(box) {
       result.append(c.result, ' ', el('span', shown, 'measured hidden-figure'));
     }
     plain.append(result);
+    // Two layers: the sentence above is what a student reads; the statistics behind the range (standard
+    // errors, batch means) are folded under it, one click away.
     if (c.tolerance) {
-      const why = el('div', undefined, 'why');
-      why.append(el('em', 'Why this range: '), c.tolerance);
+      const why = el('details', undefined, 'why');
+      why.append(el('summary', 'why this range'), el('div', c.tolerance, 'why-text'));
       plain.append(why);
     }
     if (c.note) plain.append(el('div', c.note, 'note cp-note'));
