@@ -29,7 +29,7 @@ from flask import Blueprint, abort, jsonify, render_template
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from werkzeug.exceptions import BadRequest
 
-from fastlab import fast_theory
+from fastlab import explain, fast_theory
 from fastlab.spec import SpecError, apply_overrides, format_validation_error, parse_spec
 from fastlab.tables import finite_number
 from webapp import runner as q
@@ -61,6 +61,77 @@ class SweepRequest(BaseModel):
     values: list[Any] = Field(min_length=2, max_length=MAX_POINTS,
                               description="the values it takes, in order: numbers, or words such as cubic")
     repeat: StrictInt = Field(1, ge=1, le=5, description="runs per value (repetition r runs with seed + r)")
+
+
+# A sweep's default plot fits its parameter: FAST's alpha moves the queue (the link stays full), a loss
+# rate the goodput (against the response function's), a capacity the goodput, an RTT the RTT.
+DEFAULT_METRIC = (("cc_args.alpha", "backlog"), ("loss.rate", "throughput"), ("rate_mbps", "throughput"),
+                  ("capacity", "throughput"), ("rtt_ms", "rtt"), ("delay_ms", "rtt"))
+SYMBOLS = {"alpha": "α", "gamma": "γ"}
+
+
+def default_metric(param: str) -> str:
+    return next((metric for tail, metric in DEFAULT_METRIC if param.endswith(tail)), "utilization")
+
+
+def _topology_args(name: Any) -> dict[str, Any]:
+    """The topology's argument schema properties (title, description, type), {} for an unknown one."""
+    from fastlab.topology import TOPOLOGY_MODULES, load_module
+
+    if not isinstance(name, str) or name not in TOPOLOGY_MODULES:
+        return {}
+    return load_module(name).Args.model_json_schema().get("properties", {})
+
+
+def sweepable(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The parameters a sweep of `spec` can vary, each {path, label, unit, symbol}: every flow's numeric
+    algorithm parameters (fastlab.ccset's table: its units), its number of flows, each shaped link's
+    random loss rate, the topology's numeric arguments and the duration. The form offers them as a list;
+    the sweep's axis is labelled with them."""
+    from fastlab.ccset import default_registry
+
+    registry = default_registry("bpf")
+    out: list[dict[str, Any]] = []
+    flows = spec.get("flows") if isinstance(spec.get("flows"), list) else []
+    for i, flow in enumerate(flows):
+        if not isinstance(flow, dict):
+            continue
+        who = f"flow {i + 1} ({flow.get('src', '?')} → {flow.get('dst', '?')})"
+        cc = flow.get("cc", "cubic")
+        try:
+            params = registry.lookup(cc).params if isinstance(cc, str) else ()
+        except Exception:  # noqa: BLE001 - an algorithm this machine does not know offers no parameters
+            params = ()
+        for param in params:
+            if param.kind in (int, float):
+                out.append({"path": f"flows.{i}.cc_args.{param.name}", "label": f"{who}: {cc} {param.name}",
+                            "unit": param.unit, "symbol": SYMBOLS.get(param.name, param.name)})
+        out.append({"path": f"flows.{i}.count", "label": f"{who}: number of parallel flows", "unit": "flows",
+                    "symbol": "flows"})
+    from fastlab.topology import TopologyError, build_plan
+
+    try:
+        shaped = sorted(build_plan(spec.get("topology"), spec.get("topology_args") or {}).shaped)
+    except (TopologyError, ValueError, TypeError, KeyError):
+        shaped = []
+    for link in shaped:
+        out.append({"path": f"links.{link}.loss.rate", "label": f"{link}: random loss rate", "unit": "fraction",
+                    "symbol": "p"})
+    for name, prop in _topology_args(spec.get("topology")).items():
+        if prop.get("type") in ("number", "integer") or any(o.get("type") in ("number", "integer")
+                                                           for o in prop.get("anyOf", [])):
+            unit = name.rsplit("_", 1)[-1] if "_" in name else ""
+            unit = {"mbps": "Mb/s", "ms": "ms", "s": "s", "bdp": "BDP", "pkts": "packets"}.get(unit, "")
+            out.append({"path": f"topology_args.{name}", "label": f"topology: {prop.get('title') or name}",
+                        "unit": unit, "symbol": name})
+    out.append({"path": "duration_s", "label": "duration", "unit": "s", "symbol": "duration"})
+    return out
+
+
+def param_label(spec: dict[str, Any] | None, param: str) -> dict[str, Any]:
+    """The swept parameter in words (sweepable's entry), or the path itself for one not on the list."""
+    found = next((p for p in sweepable(spec or {}) if p["path"] == param), None)
+    return found or {"path": param, "label": param, "unit": "", "symbol": param}
 
 
 def queue() -> Services:
@@ -149,7 +220,14 @@ def theory(spec: dict[str, Any]) -> dict[str, float | None]:
         return dict.fromkeys(METRICS)
     first = refs[0] if refs else {}
     fast = first.get("fast_queue_pkts") is not None
-    return {"utilization": 100.0 if fast else None, "throughput": first.get("capacity_mbps"),
+    capacity = first.get("capacity_mbps")
+    lines = explain.response_lines(refs, None, spec.get("links"))
+    if not fast and lines and all(r.get("mathis_window_pkts") and r.get("base_rtt_ms") for r in lines):
+        # random loss: each flow's response-function window 1.22/√p per base RTT, capped by the capacity
+        mss_bits = 1448 * 8
+        mathis = sum(r["mathis_window_pkts"] * mss_bits / (r["base_rtt_ms"] / 1000) / 1e6 for r in lines)
+        capacity = min(capacity, mathis) if capacity else mathis
+    return {"utilization": 100.0 if fast else None, "throughput": capacity,
             "backlog": first.get("fast_queue_pkts"), "rtt": first.get("fast_rtt_ms") if fast else None,
             "retransmits": None}
 
@@ -229,15 +307,42 @@ def sweep_state(sweep_id: str) -> dict[str, Any]:
         except Exception:  # noqa: BLE001 - a point's run was deleted from the history: show it as gone
             run = {"status": "deleted", "summary": None, "spec": None}
         points.append({"value_index": i, "value": values[i], "repetition": r + 1, "run": run_id,
-                       "status": run["status"], "summary": run.get("summary"),
+                       "status": run["status"], "summary": run.get("summary"), "spec": run.get("spec"),
                        "theory": theory(run["spec"]) if run.get("spec") else dict.fromkeys(METRICS)})
     finished = sum(p["status"] not in q.ACTIVE for p in points)
-    return {"id": sweep_id, "name": row["name"], "param": row["param"], "values": values, "repeat": row["repeat"],
+    first_spec = next((p["spec"] for p in points if p.get("spec")), None)
+    label = param_label(first_spec, row["param"])
+    return {"id": sweep_id, "name": row["name"], "param": row["param"], "param_label": label,
+            "default_metric": default_metric(row["param"]), "values": values, "repeat": row["repeat"],
             "created": row["created"], "total": len(points), "finished": finished,
             "done": sum(p["status"] == "done" for p in points),
-            "points": [{k: v for k, v in p.items() if k not in ("summary", "theory")} for p in points],
+            "points": [{k: v for k, v in p.items() if k not in ("summary", "theory", "spec")} for p in points],
             "metrics": {k: {"label": label, "unit": unit} for k, (label, unit) in METRICS.items()},
             "aggregate": aggregate(values, points)}
+
+
+@bp.post("/api/sweeps/parameters")
+def api_sweep_parameters() -> Any:
+    """The parameters a sweep of the posted spec can vary, with labels and units (the form's list)."""
+    try:
+        data = body_json()
+    except (BadRequest, RecursionError):
+        return api_error(400, "body: not valid JSON (or nested too deeply)")
+    spec = data.get("spec") if isinstance(data, dict) else None
+    if not isinstance(spec, dict):
+        return api_error(422, 'send {"spec": {...}}: the experiment as the form has it')
+    return jsonify(sweepable(spec))
+
+
+@bp.get("/sweeps")
+def sweeps_page() -> Any:
+    """Every sweep of the history, newest first."""
+    with connect(queue().database) as conn:
+        rows = [dict(r) | {"values": json.loads(r["values"])} for r in conn.execute(
+            'SELECT id, name, param, "values", repeat, runs, created FROM sweeps ORDER BY created DESC LIMIT 200')]
+    for row in rows:
+        row["runs"] = len(json.loads(row["runs"]))
+    return render_template("sweeps.html", sweeps=rows)
 
 
 @bp.get("/api/sweeps/<sweep_id>")

@@ -27,6 +27,35 @@ def deep(n: int) -> Any:
     return out
 
 
+def test_sweepable_parameters_are_the_specs_own_in_words_with_units() -> None:
+    """The form's list (POST /api/sweeps/parameters): each flow's algorithm parameters from the CC table
+    with their units, loss rates of the shaped links, the topology's numeric arguments; the default
+    plot fits the parameter; a path not on the list is labelled as itself."""
+    spec = good_spec(links={}, flows=[{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 20}},
+                                      {"src": "h3", "dst": "h4", "cc": "cubic"}])
+    params = {p["path"]: p for p in sweeps.sweepable(spec)}
+    assert params[ALPHA]["label"] == "flow 1 (h1 → h2): fast alpha" and params[ALPHA]["unit"] == "packets"
+    assert params[ALPHA]["symbol"] == "α"
+    assert "flows.0.cc_args.gamma" in params and "flows.1.cc_args.alpha" not in params  # cubic has none
+    assert params["links.bottleneck.loss.rate"]["label"] == "bottleneck: random loss rate"
+    assert params["topology_args.rate_mbps"]["unit"] == "Mb/s" and params["topology_args.rtt_ms"]["unit"] == "ms"
+    assert params["flows.1.count"]["unit"] == "flows"
+    assert [sweeps.default_metric(p) for p in (ALPHA, "links.bottleneck.loss.rate", "topology_args.rtt_ms",
+                                               "flows.0.cc")] == ["backlog", "throughput", "rtt", "utilization"]
+    assert sweeps.param_label(spec, "flows.0.cc")["label"] == "flows.0.cc"
+    for hostile in ({}, {"flows": "x"}, {"flows": [None, 5]}, {"topology": ["x"], "flows": [{"cc": 7}]}):
+        assert sweeps.sweepable(hostile)[-1]["path"] == "duration_s"  # nothing else, and no error
+
+
+def test_a_loss_sweep_of_reno_draws_the_response_function() -> None:
+    """Goodput's theory for a loss sweep of a loss-limited flow: 1.22/√p packets per base RTT (Mathis),
+    under the capacity: p = 1 % over 40 ms -> 12.2 x 1448 B x 8 / 0.04 s = 3.5 Mb/s."""
+    spec = good_spec(flows=[{"src": "h1", "dst": "h2", "cc": "reno"}],
+                     links={"bottleneck": {"loss": {"model": "bernoulli", "rate": 0.01}}})
+    theory = sweeps.theory(spec)["throughput"]
+    assert theory == pytest.approx(1.22 / 0.01 ** 0.5 * 1448 * 8 / 0.040 / 1e6, rel=0.02), theory
+
+
 @pytest.mark.parametrize("data, words", [
     ([1, 2], "body: must be a JSON object"), ("x", "body: must be a JSON object"),
     (body(values=[10, float("nan")]), "values[1]: must be a finite number, not nan"),
@@ -164,7 +193,12 @@ def test_a_three_point_alpha_sweep_from_the_form_ends_with_its_plot(tmp_path: Pa
     page.select_option("[name='bottleneck-loss-model']", "")
     page.fill("#f-duration_s", "4")
     page.fill("#f-name", "alpha-sweep")
-    page.fill("#sweep-param", ALPHA)
+    # the parameter is picked from the spec's own list, in words with units (issue 32), not typed as a path
+    wait_until(page, f"[...document.querySelectorAll('#sweep-param option')].some(o => o.value === '{ALPHA}')",
+               timeout=10_000)
+    page.select_option("#sweep-param", ALPHA)
+    assert page.inner_text("#sweep-param option:checked") == "flow 1 (h1 → h2): fast alpha (packets)"
+    assert page.locator("#sweep-path").is_hidden()
     page.fill("#sweep-values", "10, 0")
     # the form validates each change in the background; let that run on the filled spec first: its
     # clean-up of the notes beside fields once removed the sweep's own error span too, and the error
@@ -182,7 +216,12 @@ def test_a_three_point_alpha_sweep_from_the_form_ends_with_its_plot(tmp_path: Pa
     page.click("#start-sweep")
     page.wait_for_url("**/sweeps/*", timeout=10_000)
     wait_until(page, "document.getElementById('sweep-chart').data !== undefined", timeout=20_000)
-    page.select_option("#sweep-metric", "backlog")
+    # an alpha sweep plots the queue first (the link stays full: its utilization says nothing), its axis
+    # and points named in words
+    assert page.evaluate("document.getElementById('sweep-metric').value") == "backlog"
+    assert page.evaluate("document.getElementById('sweep-chart').layout.xaxis.title.text") == \
+        "flow 1 (h1 → h2): fast alpha (packets)"
+    assert page.locator(".point-name").first.inner_text() == "α = 10, run 1"
     wait_until(page, "document.body.dataset.sweepFinished === '1'", timeout=240_000)
     assert page.inner_text("#sweep-progress-text").startswith("3 of 3 runs finished")
     data = page.evaluate("document.getElementById('sweep-chart').data.map(t => ({name: t.name, x: t.x, y: t.y}))")
@@ -194,4 +233,6 @@ def test_a_three_point_alpha_sweep_from_the_form_ends_with_its_plot(tmp_path: Pa
     page.screenshot(path=str(ARTIFACTS / "webapp-10-sweep.png"), full_page=True)
     state = json.loads(page.evaluate(f"fetch('{page.url.replace('/sweeps/', '/api/sweeps/')}').then(r => r.text())"))
     assert state["done"] == 3
+    page.goto(server.url + "/sweeps")  # the sweeps list
+    assert "alpha-sweep" in page.inner_text("#sweeps-list") and ALPHA in page.inner_text("#sweeps-list")
     assert not errors, errors

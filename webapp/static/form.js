@@ -313,8 +313,24 @@ let timer = null;
 let seq = 0;
 function changed() {
   clearTimeout(timer);
-  timer = setTimeout(validate, 250);
+  timer = setTimeout(() => { validate(); refreshSweepParams(); }, 250);
 }
+
+// The sweep's parameter list for the spec on the form (POST /api/sweeps/parameters: each flow's
+// algorithm parameters with their units, loss rates, the topology's arguments), kept on the choice
+// made; "other" takes any spec field path, as `fastlab run --set` does.
+const OTHER = '__other__';
+async function refreshSweepParams() {
+  const select = $('sweep-param');
+  const r = await api('POST', '/api/sweeps/parameters', {spec: buildSpec()});
+  if (!r.ok) return;
+  const was = select.value;
+  select.replaceChildren(...r.data.map((p) => el('option', {value: p.path,
+    text: `${p.label}${p.unit ? ` (${p.unit})` : ''}`})), el('option', {value: OTHER, text: 'other: a spec field path…'}));
+  select.value = r.data.some((p) => p.path === was) || was === OTHER ? was : r.data[0]?.path ?? OTHER;
+  $('sweep-path').hidden = select.value !== OTHER;
+}
+const sweepParam = () => ($('sweep-param').value === OTHER ? $('sweep-path').value.trim() : $('sweep-param').value);
 
 // --- errors at the field -------------------------------------------------------------------------
 // The engine's errors start with the field's path ("flows[0].cc_args: alpha=0 is out of range ...",
@@ -453,7 +469,7 @@ async function fillForm(spec) {
 async function startSweep() {
   const values = $('sweep-values').value.split(',').map((v) => v.trim()).filter((v) => v !== '')
     .map((v) => (/^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(v) ? Number(v) : v));
-  const r = await api('POST', '/api/sweeps', {spec: buildSpec(), param: $('sweep-param').value.trim(), values,
+  const r = await api('POST', '/api/sweeps', {spec: buildSpec(), param: sweepParam(), values,
     repeat: Number($('sweep-repeat').value)});
   if (r.status === 201) { window.location = r.data.url; return; }
   $('sweep-error').textContent = errorText(r);
@@ -488,7 +504,8 @@ async function init() {
     showResult(r);
   });
   $('start-sweep').addEventListener('click', startSweep);
-  for (const id of ['sweep-param', 'sweep-values', 'sweep-repeat']) {  // an edit answers the last error
+  $('sweep-param').addEventListener('change', () => { $('sweep-path').hidden = $('sweep-param').value !== OTHER; });
+  for (const id of ['sweep-param', 'sweep-path', 'sweep-values', 'sweep-repeat']) {  // an edit answers the last error
     $(id).addEventListener('input', () => { $('sweep-error').textContent = ''; });
   }
   // a lab handout's link fills the form with one of its specs (data-prefill, built by the server)

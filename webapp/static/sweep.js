@@ -23,8 +23,10 @@ function draw() {
       line: {color: '#444444', dash: 'dash'}});
   }
   const size = largeFonts() ? 22 : 13;
-  Plotly.react('sweep-chart', traces, {title: {text: `${info.label} against ${state.param}`}, font: {size},
-    xaxis: {title: {text: state.param}, type: xs.every((v) => typeof v === 'number') ? 'linear' : 'category'},
+  const p = state.param_label;
+  const axis = p.unit ? `${p.label} (${p.unit})` : p.label;
+  Plotly.react('sweep-chart', traces, {title: {text: `${info.label} against ${p.label}`}, font: {size},
+    xaxis: {title: {text: axis}, type: xs.every((v) => typeof v === 'number') ? 'linear' : 'category'},
     yaxis: {title: {text: `${info.label} (${info.unit})`}, rangemode: 'tozero'},
     margin: {t: 50, r: 20, b: 80, l: 80}, legend: {orientation: 'h', y: -0.25}}, {responsive: true, displaylogo: false});
 }
