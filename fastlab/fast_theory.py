@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from fastlab.spec import MTU_BYTES
+from fastlab.spec import MTU_BYTES, numbered_flows
 
 
 def packet_bits(mtu_bytes: int = MTU_BYTES) -> int:
@@ -80,12 +80,11 @@ def references(spec: Any) -> list[dict[str, Any]]:
     links = {link_id: resolve(shaped, spec.links.get(link_id), spec.mtu) for link_id, shaped in plan.shaped.items()}
     default_alpha = int(next(p.default for p in FAST_PARAMS if p.name == "alpha"))
     rows: list[tuple[str, Any, Any, int | None]] = []
-    for entry in spec.flows:
+    for flow_id, entry in numbered_flows(spec):
         path = entry.path or (plan.metadata.get("openflow") or {}).get("default_path")
         fig = figures(plan, links, entry.src, entry.dst, path)
         alpha = int(entry.cc_args.get("alpha", default_alpha)) if entry.cc == "fast" else None
-        for _ in range(entry.count):
-            rows.append((f"f{len(rows) + 1}", fig, entry.cc, alpha))
+        rows.append((flow_id, fig, entry.cc, alpha))
     refs = {flow: FlowReference(flow, fig.bottleneck_link, fig.bottleneck_mbps, fig.rtt_ms, alpha, cc=cc,
                                 links=tuple(fig.shaped_links))
             for flow, fig, cc, alpha in rows}

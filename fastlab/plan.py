@@ -22,7 +22,7 @@ from fastlab.ccset import default_registry
 from fastlab.controller import app_available
 from fastlab.network import SOCKBUF_MAX_BYTES, SOCKBUF_MIN_BYTES
 from fastlab.shaping import ResolvedLink, choose_backend, resolve
-from fastlab.spec import ExperimentSpec, SpecError
+from fastlab.spec import ExperimentSpec, SpecError, numbered_flows
 from fastlab.topology import TopologyError, TopologyPlan, build_plan
 from fastlab.traffic import Flow, expand_flows
 
@@ -69,7 +69,7 @@ def _validate_paths(spec: ExperimentSpec, plan: TopologyPlan) -> None:
     for field_name, path in where:
         if path not in paths:
             raise SpecError(f"{field_name}: unknown path {path!r} (paths: {', '.join(paths)})")
-    flow_ids = {f"f{n}" for n in range(1, sum(f.count for f in spec.flows) + 1)}
+    flow_ids = {flow_id for flow_id, _entry in numbered_flows(spec)}
     for i, reroute in enumerate(spec.reroutes):
         for flow_id in reroute.flows or []:
             if flow_id not in flow_ids:

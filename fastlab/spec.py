@@ -350,6 +350,14 @@ class ExperimentSpec(Strict):
         return yaml.safe_dump(to_plain(self), sort_keys=False)
 
 
+def numbered_flows(spec: ExperimentSpec) -> list[tuple[str, FlowSpec]]:
+    """Every flow of the spec with its id: f1, f2, ... in the order of `flows`, an entry with `count`
+    n giving n in a row. The one place flows are numbered (the engine's flows, the plan's checks and
+    the theory's references all read it)."""
+    entries = [entry for entry in spec.flows for _ in range(entry.count)]
+    return [(f"f{n}", entry) for n, entry in enumerate(entries, start=1)]
+
+
 def to_plain(spec: ExperimentSpec) -> dict[str, Any]:
     """The spec as plain data (buffers as strings), suitable for YAML/JSON."""
     def plain(value: Any) -> Any:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fastlab import paths
-from fastlab.spec import ExperimentSpec
+from fastlab.spec import ExperimentSpec, numbered_flows
 from fastlab.supervised import Supervised, stop_all
 from fastlab.topology import TopologyPlan
 
@@ -45,16 +45,11 @@ class Flow:
 
 def expand_flows(spec: ExperimentSpec, plan: TopologyPlan) -> list[Flow]:
     design = plan.metadata.get("openflow")
-    flows: list[Flow] = []
-    for entry in spec.flows:
-        for _ in range(entry.count):
-            n = len(flows) + 1
-            flows.append(Flow(f"f{n}", entry.src, entry.dst, entry.cc, dict(entry.cc_args), entry.start_s,
-                              entry.stop_s if entry.stop_s is not None else spec.duration_s,
-                              BASE_PORT + n - 1, plan.address_of(entry.dst), plan.address_of(entry.src),
-                              entry.path or (design["default_path"] if design else None),
-                              entry.max_cwnd_pkts))
-    return flows
+    return [Flow(flow_id, entry.src, entry.dst, entry.cc, dict(entry.cc_args), entry.start_s,
+                 entry.stop_s if entry.stop_s is not None else spec.duration_s,
+                 BASE_PORT + n, plan.address_of(entry.dst), plan.address_of(entry.src),
+                 entry.path or (design["default_path"] if design else None), entry.max_cwnd_pkts)
+            for n, (flow_id, entry) in enumerate(numbered_flows(spec))]
 
 
 @dataclass

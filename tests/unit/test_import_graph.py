@@ -119,3 +119,12 @@ def test_no_function_of_the_package_is_over_80_lines() -> None:
                 if n > MAX_FUNCTION_LINES:
                     long[f"{path.relative_to(PACKAGE.parent)}:{node.name}"] = n
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def test_flows_are_numbered_in_one_place() -> None:
+    """Issue 35: flow ids (f1, f2, ...) were built in three modules; fastlab.spec.numbered_flows is the one."""
+    import re
+
+    builders = [str(p.relative_to(PACKAGE.parent)) for p in PACKAGE.rglob("*.py")
+                if re.search(r'f"f\{', p.read_text())]
+    assert builders == ["fastlab/spec.py"], builders
