@@ -289,7 +289,8 @@ def _build(run: _Run) -> None:
                          has_netem=prep.caps.has("netem"), has_emulator=prep.caps.has("linkemu"),
                          drops_log=str(run.folder.directory / f"loss_drops_{link_id}.txt"), gso=prep.offloads[0],
                          upstream_bps=(prep.upstream.get((link_id, True), 0),
-                                       prep.upstream.get((link_id, False), 0)))
+                                       prep.upstream.get((link_id, False), 0)),
+                         decided=prep.backends[link_id])  # the backend is chosen once, by the plan
         run.shaper.apply(plan, 1.0 / spec.sample_hz)
     run.stop_if_cancelled()
     if run.control is not None:

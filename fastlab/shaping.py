@@ -304,11 +304,13 @@ def _tc_wire(node: str, dev: str, d: Direction) -> list[Command]:
 
 def plan_link(link: ResolvedLink, devs: Devices, *, seed: int, stats_interval_ms: int,
               has_netem: bool, has_emulator: bool, drops_log: str, gso: bool = True,
-              upstream_bps: tuple[int, int] = (0, 0)) -> LinkPlanResult:
+              upstream_bps: tuple[int, int] = (0, 0), decided: tuple[str, str] | None = None) -> LinkPlanResult:
     """One link's plan. `gso`: the emulator takes TSO/GSO super-frames whole (the network's
     offloads are on); without it, one frame per MTU packet (offloads off). `upstream_bps`:
-    forward and reverse rate of the slowest hop before this link (routing.upstream_rates)."""
-    backend, why = choose_backend(link, has_netem, has_emulator)
+    forward and reverse rate of the slowest hop before this link (routing.upstream_rates).
+    `decided`: the backend the run's plan chose (fastlab.plan.prepare, with its reason), carried out as
+    decided; without it (a plan of its own, as the unit tests make) it is decided here the same way."""
+    backend, why = decided or choose_backend(link, has_netem, has_emulator)
     resolved: dict[str, Any] = {"forward": asdict(link.forward), "reverse": asdict(link.reverse),
                                 "rtt_ms": link.rtt_ms}
     for direction in ("forward", "reverse"):
