@@ -420,8 +420,11 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     summary = _summary(run, flows_df, links_df)
     environment = _environment(run)
     spec_yaml = yaml.safe_dump(to_plain(spec), sort_keys=False)
+    # the report's theory lines: the live page's (per part of a run whose parameters changed)
+    refs = explain.response_lines(segments.reference_spans(spec, segments.applied_changes(environment)), summary)
     try:
-        folder.finish(lambda: report.render(spec_yaml, summary, environment, flows_df, links_df, events_df),
+        folder.finish(lambda: report.render(spec_yaml, summary, environment, flows_df, links_df, events_df,
+                                            refs, spec.duration_s),
                       spec_yaml=spec_yaml, environment=environment, summary=summary, flows=flows_df,
                       links=links_df, events=events_df, rtt_samples=run.rtt_samples, rtt_columns=RTT_COLUMNS)
     except RunFolderError as exc:

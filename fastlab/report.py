@@ -21,6 +21,14 @@ from fastlab import fidelity_view
 from fastlab.tables import run_tables
 
 PANELS = (("goodput_mbps", "Goodput (Mb/s)"), ("cwnd_pkts", "cwnd (packets)"), ("srtt_ms", "smoothed RTT (ms)"))
+WORDS = {"goodput_mbps": "goodput", "cwnd_pkts": "window", "srtt_ms": "RTT"}  # legend names, as on the live page
+SMOOTH_SAMPLES = 5  # goodput's moving average, as the live page's default (said in the panel's title)
+# The theory's lines per panel (fastlab.fast_theory's references, one span per part of a run whose
+# parameters changed): panel row -> (reference key, label), as the live page draws them.
+THEORY = {1: (("capacity_mbps", "capacity"), ("fast_rate_mbps", "FAST rate α/q")),
+          2: (("fast_window_pkts", "FAST window αD/(D−d)"), ("mathis_window_pkts", "Mathis 1.22/√p")),
+          3: (("base_rtt_ms", "base RTT"), ("fast_rtt_ms", "FAST RTT d+Σα/C")),
+          4: (("fast_queue_pkts", "FAST equilibrium Σα"),)}
 
 
 PALETTE = plotly.colors.qualitative.D3  # one colour per flow on every panel, in flow order
@@ -35,12 +43,41 @@ def flow_colours(*frames: pd.DataFrame) -> dict[str, str]:
     return {f: PALETTE[i % len(PALETTE)] for i, f in enumerate(ordered)}
 
 
+def theory_lines(fig: go.Figure, refs: list[dict[str, Any]], colour: dict[str, str], end_s: float) -> None:
+    """The references as dashed lines over their spans, each labelled once at its start; a line shared by
+    flows (one bottleneck's capacity or queue) drawn once."""
+    seen = set()
+    for ref in refs:
+        for row, keys in THEORY.items():
+            for key, label in keys:
+                y = ref.get(key)
+                if not isinstance(y, int | float) or (key == "fast_rate_mbps" and y == ref.get("capacity_mbps")):
+                    continue
+                shared = key in ("capacity_mbps", "fast_queue_pkts")
+                x0, x1 = float(ref.get("from_s") or 0), float(ref.get("to_s") or end_s)
+                if (row, y, x0, x1, None if shared else ref["flow"]) in seen:
+                    continue
+                seen.add((row, y, x0, x1, None if shared else ref["flow"]))
+                line = "#444444" if shared else colour.get(str(ref["flow"]), "#444444")
+                text = f"{ref.get('bottleneck') if shared else ref['flow']} {label} {y:g}"
+                fig.add_shape(type="line", x0=x0, x1=x1, y0=y, y1=y, line={"color": line, "dash": "dash", "width": 1.5},
+                              row=row, col=1)
+                fig.add_annotation(x=x0, y=y, text=text, showarrow=False, xanchor="left", yanchor="bottom",
+                                   font={"color": line, "size": 11}, row=row, col=1)
+
+
 def figure(flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame,
-           marks: list[tuple[float, str]] | None = None) -> go.Figure:
+           marks: list[tuple[float, str]] | None = None, refs: list[dict[str, Any]] | None = None,
+           duration_s: float | None = None) -> go.Figure:
+    """The report's panels, as the live page draws them: goodput (its moving average), window, RTT per
+    flow; the queues; switch ports and FAST's state when there are any; the theory's dashed lines over
+    their spans and a dotted marker at each change of the run's parameters; time since the flows
+    started, from 0 to the run's duration."""
     updates = events[events["event"].isin(["update", "rtt"])] if not events.empty else events
     colour = flow_colours(flows, updates)
     ports = links[links["direction"] == "port"] if not links.empty else links
-    titles = [title for _, title in PANELS] + ["Queues (packets)"]
+    titles = [title if column != "goodput_mbps" else f"{title}, moving average of {SMOOTH_SAMPLES} samples"
+              for column, title in PANELS] + ["Queues (packets)"]
     if not ports.empty:
         titles.append("OpenFlow switch ports, transmitted (Mb/s)")
     if not updates.empty:
@@ -50,12 +87,17 @@ def figure(flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame,
         if flows.empty:
             continue
         for flow_id, rows in flows.groupby("flow"):
-            fig.add_trace(go.Scatter(x=rows["t"], y=rows[column], mode="lines", name=f"{flow_id} {column}",
+            y = rows[column]
+            if column == "goodput_mbps":
+                y = y.rolling(SMOOTH_SAMPLES, min_periods=1).mean()
+            fig.add_trace(go.Scatter(x=rows["t"], y=y, mode="lines", name=f"{flow_id} {WORDS[column]}",
                                      legendgroup=str(flow_id), line={"color": colour[str(flow_id)]}),
                           row=row, col=1)
     if not links.empty:
         forward = links[links["direction"] == "forward"]
-        for i, (link, rows) in enumerate(forward.groupby("link")):
+        # a link that never queued (an idle access link) adds a flat 0: left out, as on the live page
+        busy = [(link, rows) for link, rows in forward.groupby("link") if (rows["backlog_pkts"].fillna(0) > 0).any()]
+        for i, (link, rows) in enumerate(busy):
             fig.add_trace(go.Scatter(x=rows["t"], y=rows["backlog_pkts"], mode="lines", name=f"{link} backlog",
                                      line={"color": LINK_PALETTE[i % len(LINK_PALETTE)], "dash": "dot"}),
                           row=len(PANELS) + 1, col=1)
@@ -77,7 +119,10 @@ def figure(flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame,
     for at_s, text in marks or []:  # each change of the run's parameters (summary.json's segments)
         fig.add_vline(x=at_s, line_dash="dot", line_color="#7b3294", annotation_text=text,
                       annotation_font_color="#7b3294")
-    fig.update_xaxes(title_text="time since run start (s)", row=len(titles), col=1)
+    end = float(duration_s) if duration_s else float(flows["t"].max()) if not flows.empty else 1.0
+    theory_lines(fig, refs or [], colour, end)
+    fig.update_xaxes(range=[0, end])
+    fig.update_xaxes(title_text="time since the flows started (s)", row=len(titles), col=1)
     fig.update_layout(height=280 * len(titles), margin={"l": 60, "r": 20, "t": 40, "b": 40},
                       font={"size": 14})
     return fig
@@ -95,11 +140,12 @@ TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("fastlab", "templates
 
 
 def render(spec_yaml: str, summary: dict[str, Any], environment: dict[str, Any],
-           flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame) -> str:
+           flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame,
+           refs: list[dict[str, Any]] | None = None, duration_s: float | None = None) -> str:
     """report.html (templates/report.html): fidelity, what happened, the tables (a run whose parameters
     changed: its parts), the traces with a marker at each change, how it ran."""
     marks = [(seg["start_s"], "; ".join(seg["changes"])) for seg in summary.get("segments") or [] if seg.get("changes")]
-    plot = pio.to_html(figure(flows, links, events, marks), include_plotlyjs=True, full_html=False)
+    plot = pio.to_html(figure(flows, links, events, marks, refs, duration_s), include_plotlyjs=True, full_html=False)
     return TEMPLATES.get_template("report.html").render(
         run=environment["run"], kernel=environment["kernel"], jain_index=summary["jain_index"],
         fidelity_css=fidelity_view.CSS, fidelity=fidelity_section(summary),

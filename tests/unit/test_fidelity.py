@@ -385,3 +385,34 @@ def test_a_burst_above_the_budget_makes_the_run_unfaithful_and_a_small_one_does_
     small.counters = {CERN: steady(RATE_20), CORE: steady(RATE_200), SUNNY: steady(RATE_20, 2.5, 3 * 1500 + 3250)}
     assert fidelity.assess(small)["faithful"]
     assert fidelity.assess(small)["conservation"]["sunny (reverse)"]["budget_ms"] == 1.5
+
+
+def test_report_draws_what_the_live_page_draws() -> None:
+    """report.html's panels as the live page (issue 32 item 4): legends in words, goodput smoothed and said
+    so, time since the flows started from 0 to the duration, an idle link's flat queue left out, the
+    theory's dashed lines over their spans (Σα 30 then 60 after a change at 6.4 s) and a dotted marker at
+    the change."""
+    from fastlab import segments
+    from fastlab.spec import parse_spec
+
+    spec = parse_spec({"name": "x", "topology": "dumbbell", "topology_args": {"rate_mbps": 20, "rtt_ms": 40},
+                       "duration_s": 20, "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 30}}]})
+    change = segments.Change(6.4, "fast", {"alpha": 60}, "h1", live=True)
+    refs = segments.reference_spans(spec, [change])
+    t = [i / 10 for i in range(-20, 201)]
+    flows = pd.DataFrame({"flow": "f1", "t": t, "goodput_mbps": [40.0 if i % 2 else 0.0 for i in range(len(t))],
+                          "cwnd_pkts": 50.0, "srtt_ms": 60.0})
+    links = pd.DataFrame({"t": t * 2, "link": ["bottleneck"] * len(t) + ["h3-access"] * len(t),
+                          "direction": "forward", "backlog_pkts": [30.0] * len(t) + [0.0] * len(t)})
+    fig = report.figure(flows, links, pd.DataFrame(), [(6.4, "h1: α 30 → 60")], refs, 20)
+    names = [trace.name for trace in fig.data]
+    assert names == ["f1 goodput", "f1 window", "f1 RTT", "bottleneck backlog"], names
+    goodput = list(fig.data[0].y)
+    assert max(goodput[10:]) < 30 and min(goodput[10:]) > 10  # 0/40 alternating, averaged over 5 samples
+    assert "moving average of 5 samples" in fig.layout.annotations[0].text
+    assert list(fig.layout.xaxis.range) == [0, 20]
+    spans = sorted((s.x0, s.x1, s.y0) for s in fig.layout.shapes if s.line.dash == "dash" and s.y0 in (30, 60))
+    assert spans == [(0.0, 6.4, 30), (6.4, 20.0, 60)], spans
+    texts = [a.text for a in fig.layout.annotations]
+    assert "bottleneck FAST equilibrium Σα 30" in texts and "bottleneck FAST equilibrium Σα 60" in texts
+    assert any(s.line.dash == "dot" and s.x0 == 6.4 for s in fig.layout.shapes)
