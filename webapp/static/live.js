@@ -66,13 +66,12 @@ function smoothed(ys, n) {
 // Reference lines per chart: [y, colour, label, short label, from_s, to_s]. The short label (the value
 // alone) marks each span of a run whose parameters changed; the full one a run-long line.
 function referenceLines(id) {
+  // a line shared by flows (a bottleneck's capacity, its Σα) comes once per flow: merged() keeps one
   const lines = [];
-  const seen = new Set();
   for (const r of refs) {
     const span = [r.from_s ?? 0, r.to_s ?? null];
     const add = (y, colour, label, short) => lines.push([y, colour, label, short, ...span]);
-    if ((id === 'chart-goodput' || id === 'chart-links') && r.capacity_mbps && !seen.has(r.bottleneck)) {
-      seen.add(r.bottleneck);
+    if ((id === 'chart-goodput' || id === 'chart-links') && r.capacity_mbps) {
       add(r.capacity_mbps, '#444444', `${r.bottleneck} capacity ${r.capacity_mbps} Mb/s`, `${r.capacity_mbps} Mb/s`);
     }
     if (id === 'chart-goodput' && r.fast_rate_mbps && Math.abs(r.fast_rate_mbps - r.capacity_mbps) > 1e-6) {
@@ -99,9 +98,7 @@ function referenceLines(id) {
           `${r.flow} ${r.fast_rtt_ms.toFixed(1)} ms`);
       }
     }
-    const q = `q ${r.bottleneck} ${span[0]}`;
-    if (id === 'chart-queue' && r.fast_queue_pkts && !seen.has(q)) {
-      seen.add(q);
+    if (id === 'chart-queue' && r.fast_queue_pkts) {
       add(r.fast_queue_pkts, '#444444', `${r.bottleneck}: FAST equilibrium Σα = ${r.fast_queue_pkts} pkts`,
         `Σα = ${r.fast_queue_pkts}`);
     }
