@@ -71,8 +71,9 @@ MAX_POINTS = 10_000
 SWEEP_FILE = "sweep.yaml"
 STATE_FILE = rundir.SWEEP_STATE
 POINT_FILE = rundir.POINT_FILE
-RESERVED_PARAMS = {"seed": "seeds come from `repeat` (repetition r runs with seed + r)",
-                   "name": "a sweep's points share its name", "sweep": "a sweep cannot sweep itself"}
+# `seed` may be swept: each point then runs its own value (+ r for repetition r), as the web form's
+# seed sweeps do (one engine for both, issue 32).
+RESERVED_PARAMS = {"name": "a sweep's points share its name", "sweep": "a sweep cannot sweep itself"}
 
 
 class SweepError(ValueError):
@@ -232,9 +233,12 @@ def plan_sweep(document: object, overrides: list[str] | None = None) -> SweepPla
     base_seed = base.get("seed", ExperimentSpec.model_fields["seed"].default)
     if isinstance(base_seed, bool) or not isinstance(base_seed, int):
         raise SpecError(f"seed: must be an integer, got {base_seed!r}")
+    for value in sweep.params.get("seed", []):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise SpecError(f"sweep.params.seed: seeds are whole numbers from 0, got {value!r}")
     combos = sweep.combinations()
     width = max(2, len(str(len(combos) - 1)))
-    points = [Point(f"p{c:0{width}d}-r{r}", c, r, base_seed + r, params)
+    points = [Point(f"p{c:0{width}d}-r{r}", c, r, params.get("seed", base_seed) + r, params)
               for c, params in enumerate(combos) for r in range(sweep.repeat)]
     return SweepPlan(str(base.get("name", "sweep")), base, sweep, points)
 
@@ -373,6 +377,18 @@ def prepare_directory(plan: SweepPlan, directory: Path) -> SweepState:
     if done:
         log.info(f"resuming {directory}: {done} of {len(state.points)} points already finished (kept, not rerun)")
     return state
+
+
+def finish_point(directory: Path, state: SweepState, point: Point, host: str, seconds: float) -> None:
+    """Mark a point finished: point.json last in its run directory, then sweep.json."""
+    point_dir = directory / "points" / point.id
+    tmp = point_dir / f".{POINT_FILE}.tmp"
+    tmp.write_text(json.dumps({**asdict(point), "sweep": state.name, "digest": state.digest, "host": host,
+                               "duration_s": round(seconds, 1)}, indent=1))
+    tmp.replace(point_dir / POINT_FILE)
+    entry = state.point(point.id)
+    entry.status, entry.host, entry.duration_s, entry.error = "done", host, round(seconds, 1), None
+    state.save(directory / STATE_FILE)
 
 
 def write_aggregates(plan: SweepPlan, directory: Path) -> pd.DataFrame:

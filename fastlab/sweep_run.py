@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import json
 import logging
 import os
 import platform
@@ -21,7 +20,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +30,13 @@ from fastlab import bundle, fidelity_view
 from fastlab.rundir import RunFolder
 from fastlab.spec import ExperimentSpec, SpecError
 from fastlab.sweep import (
-    POINT_FILE,
     STATE_FILE,
     Point,
     SweepError,
     SweepPlan,
     SweepState,
     exclusive,
+    finish_point,
     prepare_directory,
     write_aggregates,
 )
@@ -64,18 +63,6 @@ def _brief(summary: dict[str, Any]) -> str:
     warning = ([f"NOT FAITHFUL: {fidelity_view.first_reason(fidelity_view.verdict_of(summary))}"]
                if m[FAITHFUL] == 0 else [])
     return ", ".join([f"{m['throughput_mbps']} Mb/s", *links, *warning])
-
-
-def _finish_point(directory: Path, state: SweepState, point: Point, host: str, seconds: float) -> None:
-    """Mark a point finished: point.json last in its run directory, then sweep.json."""
-    point_dir = directory / "points" / point.id
-    tmp = point_dir / f".{POINT_FILE}.tmp"
-    tmp.write_text(json.dumps({**asdict(point), "sweep": state.name, "digest": state.digest, "host": host,
-                               "duration_s": round(seconds, 1)}, indent=1))
-    tmp.replace(point_dir / POINT_FILE)
-    entry = state.point(point.id)
-    entry.status, entry.host, entry.duration_s, entry.error = "done", host, round(seconds, 1), None
-    state.save(directory / STATE_FILE)
 
 
 def _fail_point(directory: Path, state: SweepState, point: Point, status: str, error: str) -> None:
@@ -147,7 +134,7 @@ def _run_locally(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: P
             log.info(f"  {point.id} failed: {exc}")
             continue
         durations.append(time.monotonic() - began)
-        _finish_point(directory, state, point, platform.node(), durations[-1])
+        finish_point(directory, state, point, platform.node(), durations[-1])
         log.info(f"  {point.id} done in {durations[-1]:.1f} s: {_brief(result.summary)}"
             f"{_eta(sum(durations) / len(durations), len(todo) - left - 1)}")
     return failed
@@ -240,7 +227,7 @@ def _run_on_cluster(client: Any, plan: SweepPlan, specs: dict[str, ExperimentSpe
                 failed.append(point.id)
                 log.info(f"{step}: failed on the cluster: {type(exc).__name__}: {exc}")
                 continue
-            _finish_point(directory, state, point, payload["host"], payload["seconds"])
+            finish_point(directory, state, point, payload["host"], payload["seconds"])
             log.info(f"{step}: done on {payload['host']} in {payload['seconds']:.1f} s: {_brief(summary)}"
                 f"{_eta((time.monotonic() - began) / done, len(todo) - done)}")
     except KeyboardInterrupt:

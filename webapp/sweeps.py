@@ -1,40 +1,50 @@
-"""Sweeps in the browser (issue 14 item 3): one parameter over a few values, repeated, as ordinary runs.
+"""Sweeps in the browser (issue 14 item 3, issue 32 item 6): one parameter over a few values, repeated.
 
-`POST /api/sweeps` takes the form's spec, a field path (as for `--set`: flows.0.cc_args.alpha), its
-values and the repetitions; every point's spec is checked exactly as a run's before any is queued,
-then each point is queued as a run (repetition r with the point's seed + r) and the sweep is recorded in the
-history's database (table `sweeps`). `/sweeps/<id>` follows the points and draws the aggregate:
-per value the mean of a result with its min..max spread, and what the theory predicts for that
-value (fastlab.fast_theory: the bottleneck's capacity, FAST's equilibrium queue and RTT).
+`POST /api/sweeps` takes the form's spec, a parameter (picked from `POST /api/sweeps/parameters`: the
+spec's own, in words with units; or any field path, as for `--set`), its values and the repetitions.
+The request is a fastlab.sweep file (the spec with a `sweep:` section): fastlab.sweep plans its points
+and seeds as `fastlab sweep run` does; every point's spec is checked exactly as a run's before any is
+queued, then each point is queued as a run of the web queue (its live page, its history row) and the
+sweep is recorded in the history's database (table `sweeps`, with its definition). `/sweeps/<id>`
+follows the points and draws the aggregate: per value the mean of a result with its min..max spread,
+and what the theory predicts for that value (fastlab.fast_theory: the bottleneck's capacity, FAST's
+equilibrium queue and RTT; the response function's goodput under random loss).
+`GET /api/sweeps/<id>/bundle` writes the finished points as fastlab.sweep's folder and bundles it, so
+`fastlab bundle verify` and `fastlab bundle replay --point` treat it as a CLI sweep's.
 
-The pure parts (`SweepRequest`, `point_specs`, `aggregate`) are unit-tested; the routes reach the
-queue through `webapp.services`.
+The pure parts (`SweepRequest`, `point_specs`, `sweepable`, `aggregate`) are unit-tested; the routes
+reach the queue through `webapp.services`.
 """
 
 from __future__ import annotations
 
 import copy
+import io
 import json
 import math
 import re
 import secrets
+import shutil
 import sqlite3
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, abort, jsonify, render_template
+from flask import Blueprint, abort, jsonify, render_template, send_file
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from werkzeug.exceptions import BadRequest
 
-from fastlab import explain, fast_theory
-from fastlab.spec import SpecError, apply_overrides, format_validation_error, parse_spec
+from fastlab import bundle, explain, fast_theory
+from fastlab.rundir import PARTIAL, RunFolder
+from fastlab.spec import SpecError, format_validation_error, parse_spec
+from fastlab.sweep import finish_point, plan_sweep, prepare_directory, write_aggregates
 from fastlab.tables import finite_number
 from webapp import runner as q
 from webapp.apierror import api_error
-from webapp.services import Services, body_json, services
+from webapp.services import RUN_ID_RE, Services, body_json, services
 
 bp = Blueprint("sweeps", __name__)
 
@@ -144,7 +154,9 @@ def connect(database: Path) -> Iterator[sqlite3.Connection]:
     conn = q.connect(database)
     try:
         conn.execute("""CREATE TABLE IF NOT EXISTS sweeps (id TEXT PRIMARY KEY, name TEXT, param TEXT,
-                        "values" TEXT, repeat INTEGER, runs TEXT, created TEXT)""")
+                        "values" TEXT, repeat INTEGER, runs TEXT, created TEXT, document TEXT)""")
+        if "document" not in {row["name"] for row in conn.execute("PRAGMA table_info(sweeps)")}:
+            conn.execute("ALTER TABLE sweeps ADD COLUMN document TEXT")  # a history from before bundles
         yield conn
         conn.commit()
     finally:
@@ -175,27 +187,30 @@ def parse_request(data: Any) -> SweepRequest:
     return req
 
 
-def point_specs(req: SweepRequest) -> list[tuple[int, int, dict[str, Any]]]:
-    """(value index, repetition, spec) per point; SpecError naming the point for a path that does not fit."""
-    base = req.spec
-    name = str(base.get("name") or "sweep")[:40]
-    out = []
-    for i, value in enumerate(req.values):
-        for r in range(req.repeat):
-            data = copy.deepcopy(base)
-            try:
-                apply_overrides(data, [f"{req.param}={json.dumps(value)}"])
-            except SpecError as exc:
-                raise SpecError(f"param: {exc}") from None
-            data["name"] = f"{name}-p{i + 1}r{r + 1}"
-            # the point's own seed (the swept value when `seed` is the parameter), + r for its repetition;
-            # a seed the schema refuses stays as given, so the check names it
-            seed = data.get("seed", 1)
-            if isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed < 2**32:
-                data["seed"] = seed + r
-            out.append((i, r, data))
-    return out
+def sweep_document(req: SweepRequest) -> dict[str, Any]:
+    """The request as a fastlab.sweep file: the form's spec with a `sweep:` section (one parameter)."""
+    return {**copy.deepcopy(req.spec), "sweep": {"params": {req.param: list(req.values)}, "repeat": req.repeat}}
 
+
+def point_specs(req: SweepRequest) -> list[tuple[int, int, dict[str, Any]]]:
+    """(value index, repetition, spec) per point, as fastlab.sweep plans them (the one engine: the CLI's
+    points, seeds and folder): repetition r runs with the seed + r (the swept value + r when `seed` is
+    the parameter); each run is named after its point. SpecError naming the field for a path or value
+    that does not fit."""
+    try:
+        plan = plan_sweep(sweep_document(req))
+    except SpecError as exc:
+        raise SpecError(f"param: {exc}") from None
+    name = str(req.spec.get("name") or "sweep")[:40]
+    out = []
+    for point in plan.points:
+        try:
+            data = plan.point_document(point)
+        except SpecError as exc:
+            raise SpecError(f"param: {exc}") from None
+        data["name"] = f"{name}-{point.id}"
+        out.append((point.combo, point.rep, data))
+    return out
 
 
 def results(summary: dict[str, Any]) -> dict[str, float | None]:
@@ -282,9 +297,10 @@ def api_submit_sweep() -> Any:
     name = str(req.spec.get("name") or "sweep")[:40]
     sweep_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{name}-s{secrets.token_hex(3)}"
     with connect(qu.database) as conn:
-        conn.execute('INSERT INTO sweeps (id, name, param, "values", repeat, runs, created) '
-                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                     (sweep_id, name, req.param, json.dumps(req.values), req.repeat, json.dumps(runs), q.now()))
+        conn.execute('INSERT INTO sweeps (id, name, param, "values", repeat, runs, created, document) '
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                     (sweep_id, name, req.param, json.dumps(req.values), req.repeat, json.dumps(runs), q.now(),
+                      json.dumps(sweep_document(req))))
     resp = jsonify(sweep_state(sweep_id) | {"url": f"/sweeps/{sweep_id}"})
     resp.status_code = 201
     return resp
@@ -343,6 +359,40 @@ def sweeps_page() -> Any:
     for row in rows:
         row["runs"] = len(json.loads(row["runs"]))
     return render_template("sweeps.html", sweeps=rows)
+
+
+def sweep_folder(sweep_id: str, directory: Path) -> Path:
+    """The sweep as fastlab.sweep's folder (sweep.yaml, sweep.json, points/<id>/ with point.json, the
+    aggregates and sweep.html) in `directory`, from its finished runs: what `fastlab sweep run` would have
+    written, so `fastlab bundle verify` and `fastlab bundle replay --point` take its bundle as theirs."""
+    qu = queue()
+    with connect(qu.database) as conn:
+        row = conn.execute("SELECT * FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
+    if row is None or not row["document"]:
+        abort(api_error(404, f"no sweep {sweep_id[:80]!r} with a definition to bundle (made before bundles)"))
+    plan = plan_sweep(json.loads(row["document"]))
+    folder = directory / f"{plan.name}-{plan.digest[:8]}"
+    state = prepare_directory(plan, folder)
+    by_point = {(i, r): run_id for i, r, run_id in json.loads(row["runs"])}
+    for point in plan.points:
+        run_dir = qu.root / by_point.get((point.combo, point.rep), "-")
+        if RUN_ID_RE.match(run_dir.name) and RunFolder(run_dir).is_run():
+            shutil.copytree(run_dir, folder / "points" / point.id, ignore=shutil.ignore_patterns(PARTIAL))
+            env = RunFolder(run_dir).environment(missing_ok=True)
+            finish_point(folder, state, point, str((env.get("run") or {}).get("host") or "web"), 0.0)
+    write_aggregates(plan, folder)
+    return folder
+
+
+@bp.get("/api/sweeps/<sweep_id>/bundle")
+def api_sweep_bundle(sweep_id: str) -> Any:
+    """The sweep's bundle: its fastlab.sweep folder (every finished point) as a zip with its manifest."""
+    sweep_state(sweep_id)  # 404 for an unknown id, before anything is written
+    with tempfile.TemporaryDirectory(prefix="fastlab-sweep-") as tmp:
+        folder = sweep_folder(sweep_id, Path(tmp))
+        data = bundle.export(folder, Path(tmp) / "sweep.zip").read_bytes()
+    return send_file(io.BytesIO(data), mimetype="application/zip", as_attachment=True,
+                     download_name=f"{sweep_id}.zip")
 
 
 @bp.get("/api/sweeps/<sweep_id>")

@@ -50,6 +50,12 @@ def test_zip_pairs_values_and_ranges_resolve() -> None:
     assert sweep.ValueRange.model_validate({"from": 1, "to": 35, "step": 5}).values() == [1, 6, 11, 16, 21, 26, 31]
 
 
+def test_sweeping_the_seed_runs_each_value_plus_the_repetition() -> None:
+    plan = sweep.plan_sweep(doc(params={"seed": [5, 9]}, repeat=2))
+    assert [(p.id, p.seed) for p in plan.points] == [("p00-r0", 5), ("p00-r1", 6), ("p01-r0", 9), ("p01-r1", 10)]
+    assert plan.point_document(plan.points[1])["seed"] == 6
+
+
 def test_point_specs_get_their_values_and_seed() -> None:
     plan = sweep.plan_sweep(doc(params={"links.bottleneck.loss": [{"model": "every_nth", "n": 100},
                                                                   {"model": "bernoulli", "rate": 1e-5}],
@@ -71,7 +77,9 @@ def test_values_round_trip_through_set(value: object) -> None:
     ({"params": {"flows.0.cc_args.alpha": []}}, "sweep.params.flows.0.cc_args.alpha"),
     ({"params": {"flows.0.cc_args.alpha": 5}}, "sweep.params.flows.0.cc_args.alpha"),
     ({"params": {"flows.0.cc_args.alpha": [1, 1]}}, "listed twice"),
-    ({"params": {"seed": [1, 2]}}, "sweep.params.seed"),
+    ({"params": {"seed": [1, "x"]}}, "sweep.params.seed: seeds are whole numbers"),
+    ({"params": {"seed": [1, -2]}}, "sweep.params.seed"),
+    ({"params": {"name": ["a", "b"]}}, "sweep.params.name"),
     ({"params": {"flows..cc": [1]}}, "sweep.params.flows..cc"),
     ({"params": {"topology_args.rtt_ms": {"from": 10, "to": 5, "step": 1}}}, "sweep.params.topology_args.rtt_ms"),
     ({"params": {"topology_args.rtt_ms": {"from": 1, "to": 5}}}, "either step or num"),

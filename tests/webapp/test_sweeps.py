@@ -82,8 +82,8 @@ def test_points_set_the_field_name_and_seed() -> None:
     req = sweeps.parse_request(body(values=[10, 40], repeat=2))
     points = sweeps.point_specs(req)
     assert [(i, r, p["flows"][0]["cc_args"]["alpha"], p["seed"], p["name"]) for i, r, p in points] == [
-        (0, 0, 10, 1, "webtest-p1r1"), (0, 1, 10, 2, "webtest-p1r2"), (1, 0, 40, 1, "webtest-p2r1"),
-        (1, 1, 40, 2, "webtest-p2r2")]
+        (0, 0, 10, 1, "webtest-p00-r0"), (0, 1, 10, 2, "webtest-p00-r1"), (1, 0, 40, 1, "webtest-p01-r0"),
+        (1, 1, 40, 2, "webtest-p01-r1")]  # fastlab.sweep's points: the CLI's names and seeds
     assert req.spec["flows"][0]["cc_args"]["alpha"] == 30  # the form's spec itself is untouched
 
 
@@ -91,8 +91,8 @@ def test_sweeping_the_seed_runs_the_seeds_given() -> None:
     """`seed` as the parameter: each point runs its own value (+ r for its repetition), not the base
     seed + r (issue 37: [5, 9] both ran with seeds 7 and 8); a 4,000-digit seed is the check's to refuse."""
     points = sweeps.point_specs(sweeps.parse_request(body(param="seed", values=[5, 9], repeat=2)))
-    assert [(p["seed"], p["name"]) for _, _, p in points] == [(5, "webtest-p1r1"), (6, "webtest-p1r2"),
-                                                             (9, "webtest-p2r1"), (10, "webtest-p2r2")]
+    assert [(p["seed"], p["name"]) for _, _, p in points] == [(5, "webtest-p00-r0"), (6, "webtest-p00-r1"),
+                                                             (9, "webtest-p01-r0"), (10, "webtest-p01-r1")]
     [(_, _, huge)] = sweeps.point_specs(sweeps.parse_request(body(param="seed", values=[10**4000, 3])))[:1]
     assert huge["seed"] == 10**4000  # left as asked: the spec check refuses it naming `seed`
 
@@ -233,6 +233,19 @@ def test_a_three_point_alpha_sweep_from_the_form_ends_with_its_plot(tmp_path: Pa
     page.screenshot(path=str(ARTIFACTS / "webapp-10-sweep.png"), full_page=True)
     state = json.loads(page.evaluate(f"fetch('{page.url.replace('/sweeps/', '/api/sweeps/')}').then(r => r.text())"))
     assert state["done"] == 3
+    # one engine (issue 32 item 6): the sweep's bundle is fastlab.sweep's folder, verified and replayed
+    # by the CLI as a CLI sweep's
+    from fastlab import bundle
+    from tests.conftest import fastlab
+
+    zip_path = tmp_path / "sweep.zip"
+    got = app.test_client().get(f"/api/sweeps/{state['id']}/bundle")
+    assert got.status_code == 200
+    zip_path.write_bytes(got.data)
+    assert bundle.verify(zip_path) == []
+    replay = fastlab("bundle", "replay", str(zip_path), "--point", "p00-r0", timeout=240)
+    assert replay.returncode in (0, 1), replay.stderr[-2000:]  # 1: a metric differs beyond its tolerance
+    assert "== p00-r0: replayed" in replay.stdout and "verdict:" in replay.stdout, replay.stdout[-2000:]
     page.goto(server.url + "/sweeps")  # the sweeps list
     assert "alpha-sweep" in page.inner_text("#sweeps-list") and ALPHA in page.inner_text("#sweeps-list")
     assert not errors, errors
