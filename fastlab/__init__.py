@@ -1,3 +1,17 @@
 """fastlab: a Mininet-based emulation and teaching lab for TCP congestion control."""
 
+import logging
+
 __version__ = "0.1.0"
+
+# Importing mininet.log makes Mininet's logger class every new logger's (logging.setLoggerClass): a
+# fastlab module first imported after Mininet (the web worker imports the engine lazily, after the
+# capability probe has imported Mininet) got a MininetLogger at level 25 with its own stderr handler,
+# which dropped the engine's INFO progress lines from the live page and printed warnings twice (found
+# when the unit tier ran on two cores). Mininet is imported here once, then the class is put back;
+# Mininet's own logger keeps its class.
+try:
+    import mininet.log  # noqa: F401
+except ImportError:  # the check tier's virtualenv has no Mininet: nothing to undo
+    pass
+logging.setLoggerClass(logging.Logger)

@@ -197,3 +197,15 @@ def test_one_broken_run_folder_does_not_break_the_history(tmp_path: Path, enviro
     assert client.get("/").status_code == 200 and client.get("/runs/20261122-050000-demo-flabcd").status_code == 200
     if "20261122-060000-broken-flabce" in listed:  # indexed with what it has: its page answers too
         assert client.get("/runs/20261122-060000-broken-flabce").status_code == 200
+
+
+def test_a_module_imported_after_mininet_logs_through_plain_loggers() -> None:
+    """Mininet sets every new logger's class to its own (level 25, its own stderr handler); fastlab puts
+    the class back, so an engine imported after Mininet still reports INFO progress to the live page."""
+    import logging
+
+    pytest.importorskip("mininet.net")  # the check tier's virtualenv may lack Mininet
+    import fastlab  # noqa: F401
+
+    logger = logging.getLogger("fastlab.made-after-mininet")
+    assert type(logger) is logging.Logger and logger.level == logging.NOTSET and not logger.handlers
