@@ -1,5 +1,6 @@
 """fastlab: a Mininet-based emulation and teaching lab for TCP congestion control."""
 
+import contextlib
 import logging
 
 __version__ = "0.1.0"
@@ -10,8 +11,6 @@ __version__ = "0.1.0"
 # which dropped the engine's INFO progress lines from the live page and printed warnings twice (found
 # when the unit tier ran on two cores). Mininet is imported here once, then the class is put back;
 # Mininet's own logger keeps its class.
-try:
+with contextlib.suppress(ImportError):  # the check tier's virtualenv has no Mininet: nothing to undo
     import mininet.log  # noqa: F401
-except ImportError:  # the check tier's virtualenv has no Mininet: nothing to undo
-    pass
 logging.setLoggerClass(logging.Logger)
