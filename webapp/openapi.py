@@ -86,6 +86,26 @@ def document() -> dict[str, Any]:
                         "parameters": [{"name": "sweep_id", "in": "path", "required": True,
                                         "schema": {"type": "string", "pattern": sweeps.SWEEP_ID_RE.pattern}}],
                         "responses": {"200": returns("the sweep", "Sweep"), "404": error}}},
+            "/api/sweeps/parameters": {
+                "post": {"summary": "the parameters a sweep of the posted spec can vary, in words with units "
+                                    "(the form's list): path, label, unit, symbol",
+                         "operationId": "sweepParameters", "parameters": [csrf],
+                         "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                             "type": "object", "required": ["spec"], "properties": {"spec": {"type": "object"}}}}}},
+                         "responses": {"200": {"description": "the parameters",
+                                               "content": {"application/json": {"schema": {
+                                                   "type": "array", "items": {"type": "object"}}}}},
+                                       "400": error, "403": error, "415": error, "422": error}}},
+            "/api/sweeps/{sweep_id}/bundle": {
+                "get": {"summary": "the sweep's finished runs as a fastlab.sweep folder in a zip with its SHA-256 "
+                                   "manifest (fastlab bundle verify / replay --point)",
+                        "operationId": "getSweepBundle",
+                        "parameters": [{"name": "sweep_id", "in": "path", "required": True,
+                                        "schema": {"type": "string", "pattern": sweeps.SWEEP_ID_RE.pattern}}],
+                        "responses": {"200": {"description": "the bundle",
+                                              "content": {"application/zip": {"schema": {
+                                                  "type": "string", "format": "binary"}}}},
+                                      "404": error}}},
             "/api/compare": {
                 "get": {"summary": "finished runs side by side: traces to overlay, the spec fields that differ, "
                                    "results per run (the page /compare?runs=... draws it)",
