@@ -75,9 +75,9 @@ def segment_rows(segments: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """summary.json's `segments` (fastlab.segments) as rows: the part of the run, the change that began
     it, each busy link's utilization and mean queue and each flow's goodput over the part's settled
     time. A link no part used (an idle access link) is left out."""
-    used = [link["id"] for link in (segments[0].get("links") or []) if isinstance(link, dict)
-            and any((finite_number(other.get("utilization")) or 0) > 0.01 for seg in segments
-                    for other in seg.get("links") or [] if isinstance(other, dict) and other.get("id") == link["id"])]
+    busy = {link.get("id") for seg in segments for link in seg.get("links") or []
+            if isinstance(link, dict) and (finite_number(link.get("utilization")) or 0) > 0.01}
+    used = [link["id"] for link in segments[0].get("links") or [] if isinstance(link, dict) and link.get("id") in busy]
     rows = []
     for seg in segments:
         start, end, settled = (finite_number(seg.get(k)) for k in ("start_s", "end_s", "settled_from_s"))
