@@ -52,14 +52,17 @@ def counter_delta(rows: pd.DataFrame, column: str, t0: float, t1: float) -> tupl
 
 def steady_goodput_mbps(samples: pd.DataFrame, t_from: float) -> float:
     """Sum over flows of the bytes each acked from `t_from` to its last sample, over that span, Mb/s: the
-    benches' steady-state goodput (the start-up left out)."""
-    total = 0.0
-    if samples.empty:
-        return total
-    for _flow, rows in samples[samples["t"] >= t_from].groupby("flow"):
+    benches' steady-state goodput (the start-up left out). ValueError when no flow has two samples from
+    `t_from` on: that is no measurement, and 0 Mb/s would read as one."""
+    total, measured = 0.0, False
+    steady = samples[samples["t"] >= t_from] if not samples.empty else samples
+    for _flow, rows in (steady.groupby("flow") if not steady.empty else ()):
         span = float(rows["t"].iloc[-1] - rows["t"].iloc[0])
         if span > 0:
+            measured = True
             total += float(rows["bytes_acked"].iloc[-1] - rows["bytes_acked"].iloc[0]) * 8 / 1e6 / span
+    if not measured:
+        raise ValueError(f"no flow has two samples from {t_from:g} s on: no steady goodput to measure")
     return total
 
 

@@ -97,3 +97,18 @@ def test_cc_info_in_the_vegas_format() -> None:
     assert cc_info_sample("fast", struct.pack("<4I", 1, 0, 0, 0)) == empty  # no RTT sample yet
     # Vegas steering off for a round (too few samples): its baseRTT is still valid
     assert cc_info_sample("vegas", struct.pack("<4I", 0, 2, 40_500, 0x7FFFFFFF))["cc_base_rtt_ms"] == 40.5
+
+
+def test_steady_goodput_sums_flows_after_the_warmup_and_refuses_no_samples() -> None:
+    """Bytes acked over each flow's span from t_from on, summed; a run with nothing after the warm-up is
+    no measurement (ValueError), not 0 Mb/s."""
+    steady_goodput_mbps = analysis.steady_goodput_mbps
+    rows = pd.DataFrame({"flow": ["f1", "f1", "f1", "f2", "f2"], "t": [0.0, 2.0, 4.0, 2.0, 4.0],
+                         "bytes_acked": [0, 1_000_000, 3_000_000, 0, 500_000]})
+    # f1: 2 MB over 2 s = 8 Mb/s (its first sample, before t_from, left out); f2: 0.5 MB over 2 s = 2 Mb/s
+    assert steady_goodput_mbps(rows, 1.0) == pytest.approx(10.0)
+    for t_from in (4.0, 5.0):  # one sample each, then none
+        with pytest.raises(ValueError, match="no flow has two samples"):
+            steady_goodput_mbps(rows, t_from)
+    with pytest.raises(ValueError, match="no flow has two samples"):
+        steady_goodput_mbps(rows.iloc[0:0], 0.0)
