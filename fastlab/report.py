@@ -17,18 +17,14 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
-from fastlab import fidelity_view
+from fastlab import chart_lines, fidelity_view
 from fastlab.tables import run_tables
 
 PANELS = (("goodput_mbps", "Goodput (Mb/s)"), ("cwnd_pkts", "cwnd (packets)"), ("srtt_ms", "smoothed RTT (ms)"))
 WORDS = {"goodput_mbps": "goodput", "cwnd_pkts": "window", "srtt_ms": "RTT"}  # legend names, as on the live page
 SMOOTH_SAMPLES = 5  # goodput's moving average, as the live page's default (said in the panel's title)
-# The theory's lines per panel (fastlab.fast_theory's references, one span per part of a run whose
-# parameters changed): panel row -> (reference key, label), as the live page draws them.
-THEORY = {1: (("capacity_mbps", "capacity"), ("fast_rate_mbps", "FAST rate α/q")),
-          2: (("fast_window_pkts", "FAST window αD/(D−d)"), ("mathis_window_pkts", "Mathis 1.22/√p")),
-          3: (("base_rtt_ms", "base RTT"), ("fast_rtt_ms", "FAST RTT d+Σα/C")),
-          4: (("fast_queue_pkts", "FAST equilibrium Σα"),)}
+# The charts whose theory lines (fastlab.chart_lines, shared with the live page) the report draws: row.
+THEORY_ROWS = {"goodput": 1, "cwnd": 2, "rtt": 3, "queue": 4}
 
 
 PALETTE = plotly.colors.qualitative.D3  # one colour per flow on every panel, in flow order
@@ -43,27 +39,21 @@ def flow_colours(*frames: pd.DataFrame) -> dict[str, str]:
     return {f: PALETTE[i % len(PALETTE)] for i, f in enumerate(ordered)}
 
 
-def theory_lines(fig: go.Figure, refs: list[dict[str, Any]], colour: dict[str, str], end_s: float) -> None:
-    """The references as dashed lines over their spans, each labelled once at its start; a line shared by
-    flows (one bottleneck's capacity or queue) drawn once."""
-    seen = set()
-    for ref in refs:
-        for row, keys in THEORY.items():
-            for key, label in keys:
-                y = ref.get(key)
-                if not isinstance(y, int | float) or (key == "fast_rate_mbps" and y == ref.get("capacity_mbps")):
-                    continue
-                shared = key in ("capacity_mbps", "fast_queue_pkts")
-                x0, x1 = float(ref.get("from_s") or 0), float(ref.get("to_s") or end_s)
-                if (row, y, x0, x1, None if shared else ref["flow"]) in seen:
-                    continue
-                seen.add((row, y, x0, x1, None if shared else ref["flow"]))
-                line = "#444444" if shared else colour.get(str(ref["flow"]), "#444444")
-                text = f"{ref.get('bottleneck') if shared else ref['flow']} {label} {y:g}"
-                fig.add_shape(type="line", x0=x0, x1=x1, y0=y, y1=y, line={"color": line, "dash": "dash", "width": 1.5},
-                              row=row, col=1)
-                fig.add_annotation(x=x0, y=y, text=text, showarrow=False, xanchor="left", yanchor="bottom",
-                                   font={"color": line, "size": 11}, row=row, col=1)
+def theory_lines(fig: go.Figure, refs: list[dict[str, Any]], colour: dict[str, str], end_s: float,
+                 marked: bool = False) -> None:
+    """The theory's lines (fastlab.chart_lines: the live page's list) dashed over their spans, each labelled at
+    its start -- with its value alone where the run is in parts (`marked`: it has change markers), as the live
+    page does; a line the flows share (a bottleneck's capacity or Σα) grey."""
+    charts = chart_lines.lines(refs)
+    segmented = marked or any(line["from_s"] > 0 for rows in charts.values() for line in rows)
+    for chart, row in THEORY_ROWS.items():
+        for line in charts[chart]:
+            x0, x1 = line["from_s"], line["to_s"] if line["to_s"] is not None else end_s
+            tint = colour.get(str(line["flow"]), "#444444") if line["flow"] else "#444444"
+            fig.add_shape(type="line", x0=x0, x1=x1, y0=line["y"], y1=line["y"],
+                          line={"color": tint, "dash": "dash", "width": 1.5}, row=row, col=1)
+            fig.add_annotation(x=x0, y=line["y"], text=line["short"] if segmented else line["label"], showarrow=False,
+                               xanchor="left", yanchor="bottom", font={"color": tint, "size": 11}, row=row, col=1)
 
 
 def figure(flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame,
@@ -120,7 +110,7 @@ def figure(flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame,
         fig.add_vline(x=at_s, line_dash="dot", line_color="#7b3294", annotation_text=text,
                       annotation_font_color="#7b3294")
     end = float(duration_s) if duration_s else float(flows["t"].max()) if not flows.empty else 1.0
-    theory_lines(fig, refs or [], colour, end)
+    theory_lines(fig, refs or [], colour, end, bool(marks))
     fig.update_xaxes(range=[0, end])
     fig.update_xaxes(title_text="time since the flows started (s)", row=len(titles), col=1)
     fig.update_layout(height=280 * len(titles), margin={"l": 60, "r": 20, "t": 40, "b": 40},

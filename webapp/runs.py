@@ -26,7 +26,7 @@ from flask import (
 )
 from werkzeug.exceptions import BadRequest
 
-from fastlab import explain, fidelity_view, paths
+from fastlab import chart_lines, explain, fidelity_view, paths
 from fastlab.labs import LabError
 from fastlab.rundir import REPORT, RunFolder
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
@@ -108,8 +108,8 @@ def run_page(run_id: str) -> str:
     if run.get("lab"):
         with contextlib.suppress(LabError, OSError):  # the lab is gone or broken: the step's id alone
             step_label = handout.render(guided.find_lab(run["lab"], sv.labs_dir)).labels.get(run["lab_step"])
-    return render_template("run.html", run=run, refs=refs, notes=notes, step_label=step_label,
-                           marks=change_marks(run.get("spec"), changes))
+    return render_template("run.html", run=run, refs=refs, lines=chart_lines.lines(refs), notes=notes,
+                           step_label=step_label, marks=change_marks(run.get("spec"), changes))
 
 
 @bp.get("/api/runs/<run_id>/references")
@@ -118,8 +118,8 @@ def api_references(run_id: str) -> Any:
     asks again after each change of a running run's parameters."""
     run = services().run_row(run_id)
     changes = run_changes(run)
-    return jsonify({"refs": chart_references(run.get("spec"), run.get("summary"), changes),
-                    "changes": change_marks(run.get("spec"), changes)})
+    refs = chart_references(run.get("spec"), run.get("summary"), changes)
+    return jsonify({"refs": refs, "lines": chart_lines.lines(refs), "changes": change_marks(run.get("spec"), changes)})
 
 
 @bp.get("/runs/<run_id>/report")

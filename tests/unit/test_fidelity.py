@@ -414,5 +414,5 @@ def test_report_draws_what_the_live_page_draws() -> None:
     spans = sorted((s.x0, s.x1, s.y0) for s in fig.layout.shapes if s.line.dash == "dash" and s.y0 in (30, 60))
     assert spans == [(0.0, 6.4, 30), (6.4, 20.0, 60)], spans
     texts = [a.text for a in fig.layout.annotations]
-    assert "bottleneck FAST equilibrium Σα 30" in texts and "bottleneck FAST equilibrium Σα 60" in texts
+    assert "Σα = 30" in texts and "Σα = 60" in texts  # fastlab.chart_lines' short labels, as on the live page
     assert any(s.line.dash == "dot" and s.x0 == 6.4 for s in fig.layout.shapes)

@@ -7,7 +7,9 @@ const initialStatus = root.dataset.status;
 // The theory's lines (fastlab.fast_theory, per flow): capacity, base RTT, FAST's equilibrium; each
 // over its span [from_s, to_s] between the run's parameter changes (fastlab.segments), whose markers
 // (`marks`: when, what) are drawn on every chart. A running run's are fetched again at each change.
+// `lines` (chart -> its lines) is fastlab.chart_lines' list, the one report.html draws too.
 let refs = JSON.parse(root.dataset.refs || '[]');
+let lines = JSON.parse(root.dataset.lines || '{}');
 let marks = JSON.parse(root.dataset.marks || '[]');
 
 // One colour per flow on every chart (f1 the first of plotly's palette, ...); links in greys.
@@ -63,80 +65,30 @@ function smoothed(ys, n) {
   return out;
 }
 
-// Reference lines per chart: [y, colour, label, short label, from_s, to_s]. The short label (the value
-// alone) marks each span of a run whose parameters changed; the full one a run-long line.
+// Reference lines per chart: [y, colour, label, short label, from_s, to_s], from fastlab.chart_lines (merged
+// there where they coincide). The short label (the value alone) marks each span of a run whose parameters
+// changed; the full one a run-long line. A line of no one flow (a bottleneck's) is grey.
 function referenceLines(id) {
-  // a line shared by flows (a bottleneck's capacity, its Σα) comes once per flow: merged() keeps one
-  const lines = [];
-  for (const r of refs) {
-    const span = [r.from_s ?? 0, r.to_s ?? null];
-    const add = (y, colour, label, short) => lines.push([y, colour, label, short, ...span]);
-    if ((id === 'chart-goodput' || id === 'chart-links') && r.capacity_mbps) {
-      add(r.capacity_mbps, '#444444', `${r.bottleneck} capacity ${r.capacity_mbps} Mb/s`, `${r.capacity_mbps} Mb/s`);
-    }
-    if (id === 'chart-goodput' && r.fast_rate_mbps && Math.abs(r.fast_rate_mbps - r.capacity_mbps) > 1e-6) {
-      add(r.fast_rate_mbps, flowColour(r.flow), `${r.flow} FAST rate α/q ${r.fast_rate_mbps.toFixed(2)} Mb/s`,
-        `${r.flow} ${r.fast_rate_mbps.toFixed(2)}`);
-    }
-    if (id === 'chart-cwnd' && r.fast_window_pkts) {
-      add(r.fast_window_pkts, flowColour(r.flow), `${r.flow} FAST window αD/(D−d) ${r.fast_window_pkts}`,
-        `${r.flow} ${r.fast_window_pkts}`);
-    }
-    if (id === 'chart-cwnd' && r.mathis_window_pkts) {
-      add(r.mathis_window_pkts, flowColour(r.flow),
-        `${r.flow} Mathis 1.22/√p = ${r.mathis_window_pkts} at p = ${(100 * r.loss_rate).toPrecision(2)} %`,
-        `${r.flow} Mathis ${r.mathis_window_pkts}`);
-    }
-    if (id === 'chart-cwnd' && r.hstcp_window_pkts) {
-      add(r.hstcp_window_pkts, flowColour(r.flow), `${r.flow} HSTCP w(p) = ${r.hstcp_window_pkts}`,
-        `${r.flow} HSTCP ${r.hstcp_window_pkts}`);
-    }
-    if (id === 'chart-rtt') {
-      add(r.base_rtt_ms, flowColour(r.flow), `${r.flow} base RTT ${r.base_rtt_ms} ms`, `${r.flow} d ${r.base_rtt_ms}`);
-      if (r.fast_rtt_ms) {
-        add(r.fast_rtt_ms, flowColour(r.flow), `${r.flow} FAST RTT d+Σα/C ${r.fast_rtt_ms.toFixed(1)} ms`,
-          `${r.flow} ${r.fast_rtt_ms.toFixed(1)} ms`);
-      }
-    }
-    if (id === 'chart-queue' && r.fast_queue_pkts) {
-      add(r.fast_queue_pkts, '#444444', `${r.bottleneck}: FAST equilibrium Σα = ${r.fast_queue_pkts} pkts`,
-        `Σα = ${r.fast_queue_pkts}`);
-    }
-  }
-  return lines;
-}
-
-// Lines that coincide (same value over the same span, e.g. two flows' base RTTs) are drawn once with
-// their labels joined: printed apart at one height they covered each other.
-function merged(lines) {
-  const out = new Map();
-  for (const line of lines) {
-    const key = `${Number(line[0]).toPrecision(4)} ${line[4]} ${line[5]}`;
-    const prev = out.get(key);
-    if (!prev) { out.set(key, [...line]); continue; }
-    if (prev[1] !== line[1]) prev[1] = '#444444';
-    if (!prev[2].includes(line[2])) prev[2] = `${prev[2]} · ${line[2]}`;
-    if (!prev[3].includes(line[3])) prev[3] = `${prev[3]} · ${line[3]}`;
-  }
-  return [...out.values()];
+  return (lines[id.replace(/^chart-/, '')] || []).map((l) =>
+    [l.y, l.flow ? flowColour(l.flow) : '#444444', l.label, l.short, l.from_s, l.to_s ?? null]);
 }
 
 function layout(c, id) {
   const size = largeFonts() ? 22 : 13;
-  const lines = merged(referenceLines(id));
-  const segmented = lines.some((l) => l[4] > 0) || marks.length > 0;
+  const drawn = referenceLines(id);
+  const segmented = drawn.some((l) => l[4] > 0) || marks.length > 0;
   const end = xMax > 0 ? xMax : null;
   const xaxis = {title: {text: 'time since flows started (s)'}};
   if (xMax > 0) Object.assign(xaxis, {range: [0, xMax], autorange: false});
-  const shapes = lines.map(([y, colour, , , from, to]) => (segmented
+  const shapes = drawn.map(([y, colour, , , from, to]) => (segmented
     ? {type: 'line', xref: 'x', x0: from, x1: to ?? end ?? from + 1, y0: y, y1: y}
     : {type: 'line', xref: 'paper', x0: 0, x1: 1, y0: y, y1: y})).map((shape, i) =>
-    ({...shape, line: {color: lines[i][1], width: 1.5, dash: 'dash'}}));
-  const annotations = lines.map(([y, colour, label, short, from]) => (segmented
+    ({...shape, line: {color: drawn[i][1], width: 1.5, dash: 'dash'}}));
+  const annotations = drawn.map(([y, colour, label, short, from]) => (segmented
     ? {xref: 'x', x: from, xanchor: 'left', text: short}
     : {xref: 'paper', x: 1, xanchor: 'right', text: label})).map((a, i) =>
-    ({...a, y: lines[i][0], yanchor: 'bottom', showarrow: false,
-      font: {color: lines[i][1], size: Math.round(size * 0.85)}}));
+    ({...a, y: drawn[i][0], yanchor: 'bottom', showarrow: false,
+      font: {color: drawn[i][1], size: Math.round(size * 0.85)}}));
   // a marker at each change of the run's parameters: a dotted vertical line, what changed on top
   for (const m of marks) {
     shapes.push({type: 'line', xref: 'x', yref: 'paper', x0: m.at_s, x1: m.at_s, y0: 0, y1: 1,
@@ -158,6 +110,7 @@ function refreshReferences() {
     const r = await api('GET', `/api/runs/${encodeURIComponent(runId)}/references`);
     if (!r.ok) return;
     refs = r.data.refs;
+    lines = r.data.lines;
     marks = r.data.changes;
     for (const [id, c] of Object.entries(charts)) Plotly.relayout(id, layout(c, id));
     document.body.dataset.marks = String(marks.length);
