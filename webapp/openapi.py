@@ -134,7 +134,8 @@ def document() -> dict[str, Any]:
                                    "changes, and a marker per change (at_s, text, live)",
                         "operationId": "getRunReferences", "parameters": [run_id],
                         "responses": {"200": {"description": "refs (fastlab.fast_theory per flow, with from_s and "
-                                                             "to_s) and changes",
+                                                             "to_s), lines (chart -> its lines: fastlab.chart_lines) "
+                                                             "and changes",
                                               "content": {"application/json": {"schema": {"type": "object"}}}},
                                       "404": error}}},
             "/api/runs/{run_id}/events": {
