@@ -31,13 +31,17 @@ from __future__ import annotations
 import functools
 import re
 import shlex
+import xml.etree.ElementTree as ET  # noqa: N817 -- the module's usual name
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
+import latex2mathml.converter
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from markupsafe import Markup, escape
+from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from fastlab.labs import Lab
 
@@ -50,9 +54,48 @@ CC_SET = re.compile(r"^(?:sudo\s+)?fastlab\s+cc\s+set\b")
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
+MATHML = "http://www.w3.org/1998/Math/MathML"
+# What a typeset formula may contain: MathML Core's presentation elements and their layout attributes.
+# latex2mathml passes some input through (\href's URL as an attribute, \text{<img ...>} as markup), so its
+# output is parsed and held to these lists; a formula with anything else is shown as its source.
+MATHML_TAGS = frozenset([
+    "math", "semantics", "annotation", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msub",
+    "msup", "msubsup", "mfrac", "msqrt", "mroot", "mover", "munder", "munderover", "mmultiscripts",
+    "mprescripts", "none", "mtable", "mtr", "mtd", "mstyle", "mpadded", "mphantom", "menclose", "merror"
+])
+MATHML_ATTRS = frozenset([
+    "display", "stretchy", "mathvariant", "fence", "separator", "lspace", "rspace", "accent",
+    "accentunder", "movablelimits", "linethickness", "columnalign", "rowalign", "columnspacing",
+    "rowspacing", "columnlines", "rowlines", "width", "height", "depth", "minsize", "maxsize",
+    "symmetric", "largeop", "displaystyle", "scriptlevel", "form", "notation", "frame", "framespacing",
+    "equalrows", "equalcolumns", "side", "align", "encoding"
+])
+ET.register_namespace("", MATHML)
+
+
+def _mathml(latex: str, options: dict[str, Any]) -> str:
+    """A handout's `$...$` (inline) or `$$...$$` (display) formula as MathML, typeset by the browser itself
+    (MathML Core: no script, no font download, nothing from a CDN). The converter's output is parsed and
+    re-serialized from the allowed elements and attributes only; a formula the converter cannot read, or
+    whose output holds anything else, stays as its source, in code."""
+    try:
+        tree = ET.fromstring(latex2mathml.converter.convert(
+            latex, display="block" if options.get("display_mode") else "inline"))
+    except Exception:  # noqa: BLE001 -- the converter and the parser raise many types on bad input
+        return f"<code>{escape(latex)}</code>"
+    for element in tree.iter():
+        namespace, _, tag = str(element.tag).rpartition("}")
+        if namespace != "{" + MATHML or tag not in MATHML_TAGS or not set(element.attrib) <= MATHML_ATTRS:
+            return f"<code>{escape(latex)}</code>"
+    return ET.tostring(tree, encoding="unicode")
+
+
 @functools.cache
 def _markdown() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    # formulas: $...$ and $$...$$, GitHub's syntax (the same README reads there); never "$5 and $6"
+    dollarmath_plugin(md, allow_space=False, allow_digits=False, double_inline=True, renderer=_mathml)
+    return md
 
 
 @dataclass

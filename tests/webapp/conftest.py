@@ -169,7 +169,8 @@ def browser() -> Iterator[Any]:
 TINY_HANDOUT = """\
 # Tiny lab
 
-A handout with an equation `w = alpha·D/(D−d)` and a table:
+A handout with an equation `w = alpha·D/(D−d)`, typeset $w = \\alpha D/(D-d)$, one that must not
+run $\\text{<img src=x onerror=window.pwned=4>}$, and a table:
 
 | rate | RTT |
 |------|-----|

@@ -64,6 +64,9 @@ def test_lab_page_renders_the_handout_without_its_html(lab_client) -> None:
     handout = page[page.index('<article id="handout"'):page.index("</article>")]
     assert "<h1>" not in handout and "<h1>Lab 01: Tiny lab of the web app tests</h1>" in page  # one title
     assert "<td>20 Mb/s</td>" in handout and "<code>w = alpha·D/(D−d)</code>" in handout
+    # formulas typeset on the server as MathML; one whose converter output carries markup stays its source
+    assert '<math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">' in handout and "<mi>α</mi>" in handout
+    assert "<code>\\text{&lt;img src=x onerror=window.pwned=4&gt;}</code>" in handout
     assert "&lt;script&gt;window.pwned = 1&lt;/script&gt;" in handout
     assert "<script" not in handout and "<img" not in handout and "javascript:" not in handout.split("[a link")[0]
     assert 'href="javascript' not in page
