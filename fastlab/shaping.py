@@ -33,12 +33,15 @@ from fastlab.spec import (
     MTU_BYTES,
     BernoulliLoss,
     Buffer,
+    CodelAqm,
     DocsisUpstreamPolicy,
     EveryNthLoss,
     GilbertElliottLoss,
     LinkDirection,
     LinkSpec,
+    PieAqm,
     PlannedLoss,
+    RedAqm,
     TokenBucketPolicy,
 )
 from fastlab.supervised import Supervised, stop_all
@@ -81,6 +84,7 @@ class Direction:
     loss: BernoulliLoss | EveryNthLoss | PlannedLoss | GilbertElliottLoss | None
     policy: TokenBucketPolicy | DocsisUpstreamPolicy | None = None
     mtu_bytes: int = MTU_BYTES  # the run's MTU: packet counts above are of this size
+    aqm: RedAqm | CodelAqm | PieAqm | None = None
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,7 @@ def _direction(d: LinkDirection, rtt_ms: float, mtu_bytes: int) -> Direction:
     rate_bps = int(round(d.rate_mbps * 1e6))
     pkts, nbytes = _limit(d.buffer, rate_bps, rtt_ms, mtu_bytes)
     return Direction(rate_bps, int(round(d.delay_ms * 1000)), int(round((d.jitter_ms or 0) * 1000)),
-                     pkts, nbytes, d.loss, d.policy, mtu_bytes)
+                     pkts, nbytes, d.loss, d.policy, mtu_bytes, d.aqm)
 
 
 def resolve(shaped: ShapedLinkPlan, override: LinkSpec | None, mtu_bytes: int = MTU_BYTES) -> ResolvedLink:
@@ -117,14 +121,14 @@ def resolve(shaped: ShapedLinkPlan, override: LinkSpec | None, mtu_bytes: int = 
 
     Forward fields set in the override replace the default's. The reverse direction takes the
     default's reverse, then the override's reverse; any of rate/delay/jitter/buffer still unset
-    follows the forward direction. Loss and link-layer policy are never inherited by it.
+    follows the forward direction. Loss, link-layer policy and AQM are never inherited by it.
     """
     base = shaped.profile
-    fields = ("rate_mbps", "delay_ms", "jitter_ms", "buffer", "loss", "policy")
+    fields = ("rate_mbps", "delay_ms", "jitter_ms", "buffer", "loss", "policy", "aqm")
     fwd = {k: getattr(base, k) for k in fields}
     if override is not None:
         fwd.update({k: getattr(override, k) for k in fields if k in override.model_fields_set})
-    rev: dict[str, Any] = {k: fwd[k] for k in fields[:4]} | {"loss": None, "policy": None}
+    rev: dict[str, Any] = {k: fwd[k] for k in fields[:4]} | {"loss": None, "policy": None, "aqm": None}
     for layer in (base.reverse, override.reverse if override is not None else None):
         if layer is not None:
             rev.update({k: getattr(layer, k) for k in fields if k in layer.model_fields_set})
@@ -218,9 +222,39 @@ def policy_args(tag: str, policy: TokenBucketPolicy | DocsisUpstreamPolicy | Non
     return []
 
 
+def aqm_args(tag: str, aqm: RedAqm | CodelAqm | PieAqm | None) -> list[str]:
+    """linkemu's --XX-aqm for a direction's AQM (linkemu/aqm.h's spec string: times in us, thresholds in
+    packets or bytes); none without one."""
+    if aqm is None:
+        return []
+    def us(ms: float) -> str:
+        return str(max(1, int(round(ms * 1000))))
+
+    def dec(x: float) -> str:  # linkemu reads plain decimals (no exponent); the spec keeps these >= 1e-6
+        return f"{x:.9f}".rstrip("0").rstrip(".")
+
+    if isinstance(aqm, RedAqm):
+        unit = "pkts" if aqm.mode == "packets" else "bytes"
+        keys = [f"min_th_{unit}={int(aqm.min_th)}", f"max_th_{unit}={int(aqm.max_th)}", f"max_p={dec(aqm.max_p)}",
+                f"wq={dec(aqm.wq)}", f"gentle={int(aqm.gentle)}", f"adaptive={int(aqm.adaptive)}",
+                f"mean_pkt_bytes={aqm.mean_pkt_bytes}"]
+    elif isinstance(aqm, CodelAqm):
+        keys = [f"target_us={us(aqm.target_ms)}", f"interval_us={us(aqm.interval_ms)}"]
+    else:
+        keys = [f"target_us={us(aqm.target_ms)}", f"tupdate_us={us(aqm.tupdate_ms)}", f"alpha={dec(aqm.alpha)}",
+                f"beta={dec(aqm.beta)}", f"max_burst_us={int(round(aqm.max_burst_ms * 1000))}"]
+    return [f"--{tag}-aqm", f"{aqm.model}:{','.join([*keys, f'ecn={int(aqm.ecn)}'])}"]
+
+
 def choose_backend(link: ResolvedLink, has_netem: bool, has_emulator: bool) -> tuple[str, str]:
     lossy = link.forward.loss is not None or link.reverse.loss is not None
     scheduled = link.forward.policy is not None or link.reverse.policy is not None
+    managed = link.forward.aqm is not None or link.reverse.aqm is not None
+    if managed and (link.backend == "tc" or not has_emulator):
+        # sch_red/sch_codel/sch_pie are not in this machine's kernel (CONFIG_NET_SCH_RED etc. off)
+        raise ShapingError(f"links.{link.id}.aqm: only the emulator runs AQM here"
+                           + ("" if has_emulator else ", and linkemu is not built"))
+    scheduled = scheduled or managed
     if scheduled and not has_emulator:
         raise ShapingError(f"links.{link.id}: a link-layer policy (token bucket, DOCSIS MAC) needs the emulator")
     if scheduled and link.backend == "tc":
@@ -235,7 +269,8 @@ def choose_backend(link: ResolvedLink, has_netem: bool, has_emulator: bool) -> t
             raise ShapingError(f"links.{link.id}.backend: tc cannot delay this link: sch_netem is missing")
         return "tc", "the spec asks for tc" + (" (netem loss is not seeded)" if lossy else "")
     if has_emulator and (lossy or scheduled or not has_netem):
-        return "emulator", ("the link runs a link-layer policy (token bucket / DOCSIS MAC)" if scheduled else
+        return "emulator", ("the link runs active queue management (RED / CoDel / PIE)" if managed else
+                            "the link runs a link-layer policy (token bucket / DOCSIS MAC)" if scheduled else
                             "loss must be seeded and repeatable" if lossy else
                             "sch_netem is missing, so delay comes from the userspace emulator" if delayed else
                             "sch_netem is missing: the emulator shapes every link, so all of them count "
@@ -314,7 +349,7 @@ def plan_link(link: ResolvedLink, devs: Devices, *, seed: int, stats_interval_ms
     resolved: dict[str, Any] = {"forward": asdict(link.forward), "reverse": asdict(link.reverse),
                                 "rtt_ms": link.rtt_ms}
     for direction in ("forward", "reverse"):
-        for key in ("loss", "policy"):
+        for key in ("loss", "policy", "aqm"):
             if resolved[direction][key] is not None:
                 resolved[direction][key] = getattr(getattr(link, direction), key).model_dump()
     if backend == "emulator":
@@ -327,7 +362,7 @@ def plan_link(link: ResolvedLink, devs: Devices, *, seed: int, stats_interval_ms
                      f"--{tag}-delay-us", str(d.delay_us),
                      f"--{tag}-jitter-us", str(d.jitter_us), f"--{tag}-limit-pkts", str(d.limit_pkts or 0),
                      f"--{tag}-limit-bytes", str(d.limit_bytes or 0), f"--{tag}-loss", loss_arg(d.loss)]
-            argv += policy_args(tag, d.policy)
+            argv += policy_args(tag, d.policy) + aqm_args(tag, d.aqm)
         docsis = [d.policy for d in (link.forward, link.reverse) if isinstance(d.policy, DocsisUpstreamPolicy)]
         if len(docsis) == 2 and docsis[0] != docsis[1]:
             raise ShapingError(f"links.{link.id}: both directions run a DOCSIS MAC with different parameters")

@@ -197,6 +197,64 @@ class DocsisUpstreamPolicy(Strict):
 PolicySpec = Annotated[TokenBucketPolicy | DocsisUpstreamPolicy, Field(discriminator="model")]
 
 
+# --- active queue management (emulator) ---------------------------------------------------------
+
+class RedAqm(Strict):
+    """RED (Floyd & Jacobson, "Random Early Detection Gateways for Congestion Avoidance", 1993): the
+    average queue is an EWMA (weight `wq`) of the backlog at each arrival; between `min_th` and `max_th`
+    a packet is dropped with p_a = p_b / (1 - count p_b), p_b = max_p (avg - min_th) / (max_th - min_th),
+    count = packets since the last drop. `gentle` (Floyd 2000) raises p from max_p to 1 between max_th and
+    2 max_th instead of dropping everything above max_th; `adaptive` (Floyd, Gummadi, Shenker 2001) moves
+    max_p to keep the average between the thresholds. Thresholds in packets, or in bytes with
+    `mode: bytes`. Defaults: Floyd's recommendations (wq 0.002, max_p 0.1, max_th = 3 min_th)."""
+
+    model: Literal["red"]
+    min_th: float = Field(5, gt=0, le=1e9, description="lower threshold of the average queue (packets, or bytes)")
+    max_th: float = Field(15, gt=0, le=1e9, description="upper threshold (packets, or bytes)")
+    max_p: float = Field(0.1, ge=1e-6, le=1, description="drop probability at max_th")
+    wq: float = Field(0.002, ge=1e-6, le=1, description="weight of the newest backlog in the average")
+    gentle: bool = True
+    adaptive: bool = False
+    mode: Literal["packets", "bytes"] = "packets"
+    mean_pkt_bytes: int = Field(500, ge=40, le=65535, description="the idle decay's typical small packet")
+    ecn: bool = Field(False, description="mark ECN-capable packets (CE) instead of dropping them")
+
+    @model_validator(mode="after")
+    def _thresholds(self) -> RedAqm:
+        if self.max_th <= self.min_th:
+            raise ValueError(f"max_th ({self.max_th:g}) must be above min_th ({self.min_th:g})")
+        if self.mode == "packets" and (self.min_th != int(self.min_th) or self.max_th != int(self.max_th)):
+            raise ValueError("thresholds in packets are whole numbers (mode: bytes for bytes)")
+        return self
+
+
+class CodelAqm(Strict):
+    """CoDel (RFC 8289): a packet whose sojourn time at the head of the queue stayed above `target_ms` for
+    `interval_ms` starts the dropping state; the next drops follow at interval/sqrt(count)."""
+
+    model: Literal["codel"]
+    target_ms: float = Field(5.0, ge=0.001, le=10_000, description="acceptable standing queue delay")
+    interval_ms: float = Field(100.0, ge=0.001, le=100_000, description="the sliding window, ~ a worst-case RTT")
+    ecn: bool = Field(False, description="mark ECN-capable packets (CE) instead of dropping them")
+
+
+class PieAqm(Strict):
+    """PIE (RFC 8033): every `tupdate_ms` the drop probability moves by alpha (qdelay - target) + beta
+    (qdelay - qdelay_old), scaled down while it is small; `max_burst_ms` of burst allowance after an idle
+    queue."""
+
+    model: Literal["pie"]
+    target_ms: float = Field(15.0, ge=0.001, le=10_000, description="target queueing delay")
+    tupdate_ms: float = Field(15.0, ge=0.001, le=10_000, description="probability update interval")
+    alpha: float = Field(0.125, ge=1e-6, le=100, description="weight of the delay's distance from target (1/s)")
+    beta: float = Field(1.25, ge=1e-6, le=100, description="weight of the delay's trend (1/s)")
+    max_burst_ms: float = Field(150.0, ge=0, le=100_000, description="burst allowance")
+    ecn: bool = Field(False, description="mark ECN-capable packets (CE) instead of dropping them")
+
+
+AqmSpec = Annotated[RedAqm | CodelAqm | PieAqm, Field(discriminator="model")]
+
+
 # --- links -------------------------------------------------------------------------------------
 
 class LinkDirection(Strict):
@@ -210,6 +268,7 @@ class LinkDirection(Strict):
     buffer: BufferField | None = None
     loss: LossSpec | None = None
     policy: PolicySpec | None = Field(None, description="link-layer scheduler (needs the emulator)")
+    aqm: AqmSpec | None = Field(None, description="active queue management in front of the buffer (needs the emulator)")
 
     @field_validator("buffer", mode="before")
     @classmethod

@@ -244,3 +244,30 @@ def test_fast_target_counts_alpha_in_packets_of_the_mtu() -> None:
 
     assert fast_target_ms(100, 1000) == pytest.approx(1.2)  # 100 x 1500 B at 1 Gb/s
     assert fast_target_ms(100, 1000, 9000) == pytest.approx(7.2)
+
+
+def test_aqm_runs_in_the_emulator_forward_only_with_the_papers_units() -> None:
+    """A link's AQM: the forward direction's (the reverse never inherits it, as with loss and policies),
+    handed to linkemu as its spec string (linkemu/aqm.h: times in us, thresholds in packets or bytes), in
+    the emulator whatever netem can do; tc is refused in one line naming the field (sch_red, sch_codel and
+    sch_pie are not in this kernel)."""
+    red = bottleneck({"aqm": {"model": "red", "min_th": 10, "max_th": 40, "max_p": 0.05, "ecn": True}})
+    assert red.reverse.aqm is None
+    assert choose_backend(red, has_netem=True, has_emulator=True) == (
+        "emulator", "the link runs active queue management (RED / CoDel / PIE)")
+    argv = list(plan_link(red, DEVS, seed=1, stats_interval_ms=50, has_netem=True, has_emulator=True,
+                          drops_log="-").emulator_argv)
+    assert argv[argv.index("--ab-aqm") + 1] == ("red:min_th_pkts=10,max_th_pkts=40,max_p=0.05,wq=0.002,gentle=1,"
+                                                "adaptive=0,mean_pkt_bytes=500,ecn=1")
+    assert "--ba-aqm" not in argv
+    codel = bottleneck({"aqm": {"model": "codel"}, "reverse": {"aqm": {"model": "pie", "alpha": 0.0000015}}})
+    argv = list(plan_link(codel, DEVS, seed=1, stats_interval_ms=50, has_netem=False, has_emulator=True,
+                          drops_log="-").emulator_argv)
+    assert argv[argv.index("--ab-aqm") + 1] == "codel:target_us=5000,interval_us=100000,ecn=0"
+    # no exponent: linkemu reads plain decimals
+    assert argv[argv.index("--ba-aqm") + 1] == ("pie:target_us=15000,tupdate_us=15000,alpha=0.0000015,beta=1.25,"
+                                                "max_burst_us=150000,ecn=0")
+    with pytest.raises(ShapingError, match=r"links.bottleneck.aqm: only the emulator runs AQM here"):
+        choose_backend(bottleneck({"aqm": {"model": "codel"}, "backend": "tc"}), has_netem=True, has_emulator=True)
+    with pytest.raises(ShapingError, match="linkemu is not built"):
+        choose_backend(codel, has_netem=True, has_emulator=False)

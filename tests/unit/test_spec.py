@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from fastlab.cc import Registry
 from fastlab.plan import validate
-from fastlab.spec import Buffer, SpecError, apply_overrides, load_spec, parse_buffer, read_spec_text
+from fastlab.spec import Buffer, SpecError, apply_overrides, load_spec, parse_buffer, parse_spec, read_spec_text
 from tests.conftest import EXAMPLE
 
 KERNEL = Registry(kernel_listing=lambda: {"reno", "cubic", "bbr"}, module_listing=set)
@@ -328,4 +328,26 @@ def test_mtu_defaults_to_standard_frames_and_takes_jumbo() -> None:
 def test_bad_mtus_name_the_field(value: object) -> None:
     with pytest.raises(SpecError, match=r"^mtu") as err:
         read_spec_text(ISSUE_SPEC + f"mtu: {_yaml(value)}\n")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("aqm, field", [
+    ({"model": "red", "min_th": 20, "max_th": 10}, "links.bottleneck.aqm.red"),
+    ({"model": "red", "min_th": 5.5}, "links.bottleneck.aqm.red"),
+    ({"model": "red", "max_p": 0}, "links.bottleneck.aqm.red.max_p"),
+    ({"model": "red", "wq": float("nan")}, "links.bottleneck.aqm.red.wq"),
+    ({"model": "red", "mode": "bits"}, "links.bottleneck.aqm.red.mode"),
+    ({"model": "codel", "target_ms": float("inf")}, "links.bottleneck.aqm.codel.target_ms"),
+    ({"model": "codel", "interval_ms": -1}, "links.bottleneck.aqm.codel.interval_ms"),
+    ({"model": "pie", "beta": "fast"}, "links.bottleneck.aqm.pie.beta"),
+    ({"model": "pie", "alpha": 10**400}, "links.bottleneck.aqm.pie.alpha"),
+    ({"model": "pie", "burst": 1}, "links.bottleneck.aqm.pie.burst"),
+    ({"model": "blue"}, "links.bottleneck.aqm"),
+    ([{"model": "red"}], "links.bottleneck.aqm"),
+])
+def test_bad_aqm_parameters_name_the_field(aqm: object, field: str) -> None:
+    spec = {"name": "x", "topology": "dumbbell", "duration_s": 5, "flows": [{"src": "h1", "dst": "h2"}],
+            "links": {"bottleneck": {"aqm": aqm}}}
+    with pytest.raises(SpecError, match=rf"^{field.replace('.', '[.]')}\b") as err:
+        parse_spec(spec)
     assert "\n" not in str(err.value)
