@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 FLOW_FIELDS = ("throughput_mbps", "mean_rtt_ms", "min_rtt_ms", "mean_cwnd_pkts", "retransmits")
-LINK_FIELDS = ("utilization", "mean_backlog_pkts", "max_backlog_pkts", "drops", "queue_drops", "loss_drops")
+LINK_FIELDS = ("utilization", "mean_backlog_pkts", "max_backlog_pkts", "drops", "queue_drops", "loss_drops",
+               "aqm_drops", "aqm_marks")
 IDLE_FIELDS = ("min_ms", "median_ms")
 
 

@@ -380,6 +380,20 @@ def plan_link(link: ResolvedLink, devs: Devices, *, seed: int, stats_interval_ms
 EMU_DIRECTIONS = {"ab": "forward", "ba": "reverse"}
 
 
+def aqm_figures(c: dict[str, Any]) -> dict[str, Any]:
+    """A direction's AQM counters and state from linkemu's stats (none without an AQM): early drops and
+    ECN marks; RED's average queue (packets or bytes, its mode's), PIE's drop probability and queue delay. A
+    direction without an AQM adds no columns (linkemu reports its zero counters anyway)."""
+    state = c.get("aqm")
+    if not isinstance(state, dict):  # no AQM on this direction: no columns for it
+        return {}
+    avg = state.get("avg_pkts", state.get("avg_bytes"))
+    qdelay = state.get("qdelay_us")
+    return {"aqm_drops": c.get("aqm_drops", 0), "aqm_marks": c.get("aqm_marks", 0),
+            "aqm_avg_queue": avg, "aqm_drop_prob": state.get("drop_prob"),
+            "aqm_qdelay_ms": qdelay / 1000 if isinstance(qdelay, int | float) else None}
+
+
 def emulator_samples(link: str, msg: dict[str, Any]) -> list[dict[str, Any]]:
     """An emulator stats line -> one link sample per direction, bytes counted at the IP layer."""
     out = []
@@ -392,6 +406,7 @@ def emulator_samples(link: str, msg: dict[str, Any]) -> list[dict[str, Any]]:
                     "tx_bytes": c["tx_bytes"] - ETH_HEADER_BYTES * c["tx_pkts"], "tx_pkts": c["tx_pkts"],
                     "rx_pkts": c["rx_pkts"], "sock_drops": c.get("sock_drops", 0),
                     "late_p99_us": (c.get("late_us") or {}).get("p99")})
+        out[-1] |= aqm_figures(c)
         if "mac" in c:
             out[-1] |= {"mac_grants": c["mac"]["grants"], "mac_requests": c["mac"]["requests"],
                         "mac_piggybacked": c["mac"]["piggybacked_requests"],

@@ -33,6 +33,7 @@ HEADERS = {
     "capacity_mbps": "capacity (Mb/s)", "utilization": "busy (%)", "arrivals_pkts": "arrivals (packets)",
     "mean_backlog_pkts": "mean queue (packets)", "max_backlog_pkts": "max queue (packets)",
     "queue_drops": "dropped by the full queue", "loss_drops": "dropped by the loss model", "drops": "dropped in all",
+    "aqm_drops": "dropped early by the AQM", "aqm_marks": "ECN-marked by the AQM",
     "job": "job", "backend": "backend", "why": "why", "link": "link",
 }
 PERCENT = {"utilization"}  # fractions shown as percentages

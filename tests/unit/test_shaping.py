@@ -271,3 +271,18 @@ def test_aqm_runs_in_the_emulator_forward_only_with_the_papers_units() -> None:
         choose_backend(bottleneck({"aqm": {"model": "codel"}, "backend": "tc"}), has_netem=True, has_emulator=True)
     with pytest.raises(ShapingError, match="linkemu is not built"):
         choose_backend(codel, has_netem=True, has_emulator=False)
+
+
+def test_aqm_counters_and_state_become_link_columns() -> None:
+    """linkemu's AQM counters and state (RED's average, PIE's probability and delay) in the link samples;
+    a direction without an AQM adds no columns, though linkemu reports its zero counters."""
+    base = {"rx_pkts": 10, "rx_bytes": 15140, "tx_pkts": 8, "tx_bytes": 12112, "queue_drops": 0, "loss_drops": 0,
+            "aqm_drops": 0, "aqm_marks": 0, "backlog_pkts": 0, "backlog_bytes": 0, "delay_line_pkts": 2}
+    red = base | {"aqm_drops": 3, "aqm_marks": 1, "aqm": {"model": "red", "avg_pkts": 7.25, "count": 2, "max_p": 0.1}}
+    pie = base | {"aqm_drops": 5, "aqm": {"model": "pie", "drop_prob": 0.02, "accu_prob": 0.1, "qdelay_us": 15500,
+                                          "burst_us": 0}}
+    fwd, rev = emulator_samples("bottleneck", {"event": "stats", "t": 1.0, "ab": red, "ba": base})
+    assert (fwd["aqm_drops"], fwd["aqm_marks"], fwd["aqm_avg_queue"], fwd["aqm_drop_prob"]) == (3, 1, 7.25, None)
+    assert not any(k.startswith("aqm") for k in rev)
+    fwd, _ = emulator_samples("bottleneck", {"event": "stats", "t": 1.0, "ab": pie, "ba": base})
+    assert (fwd["aqm_drops"], fwd["aqm_drop_prob"], fwd["aqm_qdelay_ms"], fwd["aqm_avg_queue"]) == (5, 0.02, 15.5, None)
