@@ -20,11 +20,14 @@
 #include "../aqm.h"
 #include "../ecn.h"
 #include "../gso.h"
+#include "../sched.h"
 #include "check.h"
 
 #define US 1000ULL
 #define MS 1000000ULL
 #define SEC 1000000000ULL
+
+static uint8_t frame[2048];
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -116,6 +119,35 @@ static void ip_frame(uint8_t *f, uint32_t len, bool v6, int ecn, uint64_t tag)
 static bool ipv4_csum_ok(const uint8_t *f)
 {
 	return gso_csum_fold(gso_csum_add(0, f + 14, 20)) == 0xffff;
+}
+
+static struct emu_dir_cfg core_cfg(const struct aqm_cfg *ac)
+{
+	struct emu_dir_cfg cfg;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.max_frame = 1518;
+	cfg.seed = 1;
+	cfg.rate_bps = 8000000;		/* 1 us per byte: 1000 bytes take 1 ms */
+	cfg.init_slots = 2048;
+	cfg.aqm = ac;
+	return cfg;
+}
+
+static enum emu_verdict enq(struct emu_dir *d, uint64_t now, uint32_t len,
+			    int ecn)
+{
+	ip_frame(frame, len, false, ecn, d->next_index);
+	return emu_dir_enqueue(d, now, frame, len, NULL);
+}
+
+static int invariant_ok(const struct emu_dir *d)
+{
+	const struct emu_counters *c = &d->c;
+
+	return c->rx_pkts == c->tx_pkts + c->tx_errors + c->queue_drops +
+			     c->loss_drops + c->aqm_drops + c->backlog_pkts +
+			     c->delay_line_pkts;
 }
 
 /* ---- RED ------------------------------------------------------------------ */
@@ -302,6 +334,26 @@ static void test_red_idle_decay(void)
 }
 
 /*
+ * The core's side of the idle decay: the queue empties when the last
+ * departure ends it.  A 1000-byte frame at t = 0 leaves at 1 ms (8 Mb/s);
+ * the next arrives at 51 ms to an empty queue: 50 ms idle, m = 100,
+ * avg 8 -> 6.548534 as above.
+ */
+static void test_red_idle_decay_in_core(void)
+{
+	struct aqm_cfg ac = spec("red");
+	struct emu_dir_cfg cfg = core_cfg(&ac);
+	struct emu_dir d;
+
+	CHECK(!emu_dir_init(&d, &cfg), "init");
+	CHECK(enq(&d, 0, 1000, 0) == EMU_QUEUED, "first");
+	d.aqm.red.avg = 8 * AQM_FRAC_ONE;
+	CHECK(enq(&d, 51 * MS, 1000, 0) == EMU_QUEUED, "second");
+	CHECK(fabs(avg_pkts(&d.aqm) - 6.548534) < 2e-6, "avg %.7f", avg_pkts(&d.aqm));
+	emu_dir_destroy(&d);
+}
+
+/*
  * Byte mode: thresholds 15000 and 45000 bytes, max_p 0.1, w_q = 1 so avg is
  * the backlog in bytes.  q = 30000: p_b = 0.1 (30000 - 15000) / 30000 = 0.05
  * for a full 1514-byte packet (MaximumPacketSize, the default MTU segment),
@@ -466,6 +518,177 @@ static void test_codel_exits_and_bursts(void)
 	CHECK(a.codel.drop_next > 2000 * MS, "the next one ahead");
 }
 
+/* ---- CoDel in the core: decided at the head ------------------------------- */
+
+/*
+ * 8 Mb/s, 1000-byte frames: 1 ms each, no delay.  200 frames arrive at
+ * t = 0, then one every 1 ms (frame 200 + j at j + 1 ms): the link serves
+ * one per ms, so a queue of ~200 stands (sojourn far above 5 ms).
+ * Frame k starts at k ms until the first drop.  As in the pure timeline:
+ *   frame 5 at 5 ms: sojourn 5 ms >= TARGET: first_above_time = 105 ms
+ *   105 ms: frame 105 dropped (entry); frame 106 starts at 105 ms, not
+ *           106 -- the drop took no link time -- and leaves at 106 ms;
+ *           drop_next = 205 ms
+ *   frame 106 + i starts at 105 + i ms, so at 205 ms frame 206: dropped,
+ *           count 2; frame 207 starts at 205; drop_next = 275.710678 ms
+ *   the first start >= 275.710678 is 276 ms: frame 207 + 71 = 278 dropped,
+ *           count 3; drop_next = 275.710678 + 57.735026 = 333.445704
+ *   334 ms: frame 279 + (334 - 276) = 337 dropped; drop_next + 50 = 383.445704
+ *   384 ms: frame 338 + 50 = 388; drop_next + 44.721359 = 428.167063
+ *   429 ms: frame 389 + 45 = 434
+ */
+static void test_codel_core_head_drops(void)
+{
+	struct aqm_cfg ac = spec("codel");
+	struct emu_dir_cfg cfg = core_cfg(&ac);
+	static const struct { uint64_t idx, t_ms; } want[] = {
+		{ 105, 105 }, { 206, 205 }, { 278, 276 }, { 337, 334 },
+		{ 388, 384 }, { 434, 429 },
+	};
+	struct emu_dir d;
+	struct emu_pkt *p;
+	uint64_t t, next = 0, dropped[16], prev_dep = 0;
+	unsigned int n = 0, k, j;
+	int bad = 0;
+
+	cfg.limit_pkts = 1000;
+	CHECK(!emu_dir_init(&d, &cfg), "init");
+	CHECK(d.max_run_segs == 1, "every super-frame cut into segments");
+	for (k = 0; k < 200; k++)
+		CHECK(enq(&d, 0, 1000, 0) == EMU_QUEUED, "burst");
+	for (t = 0; t <= 440 * MS; t += 100 * US) {
+		if (t && t % MS == 0)
+			enq(&d, t, 1000, 0);
+		while ((p = emu_dir_pop_due(&d, t))) {
+			while (next < p->index && n < 16) {
+				dropped[n] = next++;
+				/* the frame after a drop starts when the dropped one would have */
+				CHECK(p->departure_ns == prev_dep + 1 * MS,
+				      "frame %llu starts at the dropped one's instant",
+				      (unsigned long long)p->index);
+				n++;
+			}
+			if (p->departure_ns != (prev_dep > p->arrival_ns ? prev_dep :
+						p->arrival_ns) + 1 * MS)
+				bad++;
+			prev_dep = p->departure_ns;
+			next = p->index + 1;
+		}
+		if (!invariant_ok(&d))
+			bad++;
+	}
+	CHECK(!bad, "%d departures or invariants off", bad);
+	CHECK(n == sizeof(want) / sizeof(want[0]), "%u drops", n);
+	for (j = 0; j < n && j < sizeof(want) / sizeof(want[0]); j++)
+		CHECK(dropped[j] == want[j].idx, "drop %u: frame %llu, want %llu", j,
+		      (unsigned long long)dropped[j], (unsigned long long)want[j].idx);
+	CHECK(d.c.aqm_drops == n && d.c.queue_drops == 0 && d.c.aqm_marks == 0,
+	      "aqm_drops %llu", (unsigned long long)d.c.aqm_drops);
+	emu_dir_destroy(&d);
+}
+
+/*
+ * Decisions are made lazily but each at its own instant: the same arrivals
+ * into a direction peeked at every 1 ms and into one never peeked until
+ * the end leave the same frames at the same departures.  The loop is told
+ * to wake at the head frame's earliest release (here its departure: no
+ * delay).  Then the queue drains and the link idles: a frame into the idle
+ * link has sojourn 0, so CoDel leaves its dropping state.
+ */
+static void test_codel_core_lazy_and_exit(void)
+{
+	struct aqm_cfg ac = spec("codel");
+	struct emu_dir_cfg cfg = core_cfg(&ac);
+	static uint64_t idx[1000], dep[1000];
+	struct emu_dir a, b;
+	struct emu_pkt *p;
+	unsigned int k, n = 0, m = 0;
+	uint64_t t;
+	int bad = 0;
+
+	CHECK(!emu_dir_init(&a, &cfg) && !emu_dir_init(&b, &cfg), "init");
+	for (k = 0; k < 150; k++) {
+		enq(&a, 0, 1000, 0);
+		enq(&b, 0, 1000, 0);
+	}
+	CHECK(emu_dir_next_release_ns(&a) == 1 * MS, "wake at the first departure");
+	for (t = MS; t <= 200 * MS; t += MS) {
+		enq(&a, t, 1000, 0);
+		enq(&b, t, 1000, 0);
+		while ((p = emu_dir_pop_due(&a, t)) && n < 1000) {
+			idx[n] = p->index;
+			dep[n++] = p->departure_ns;
+		}
+	}
+	CHECK(a.aqm.codel.dropping && a.c.aqm_drops > 0, "dropping under the standing queue");
+	while ((p = emu_dir_pop_due(&b, 200 * MS)) && m < 1000) {
+		if (m >= n || idx[m] != p->index || dep[m] != p->departure_ns)
+			bad++;
+		m++;
+	}
+	CHECK(!bad && m == n && a.c.aqm_drops == b.c.aqm_drops,
+	      "%d frames differ (%u, %u sent)", bad, n, m);
+	while (emu_dir_pop_due(&a, 10 * SEC))
+		;
+	CHECK(a.c.backlog_pkts == 0 && invariant_ok(&a), "drained");
+	CHECK(enq(&a, 11 * SEC, 1000, 0) == EMU_QUEUED, "into the idle link");
+	CHECK(emu_dir_pop_due(&a, 11 * SEC + MS) != NULL, "sent");
+	CHECK(!a.aqm.codel.dropping && !a.aqm.codel.first_above_time,
+	      "left the dropping state");
+	CHECK(invariant_ok(&a), "invariant");
+	emu_dir_destroy(&a);
+	emu_dir_destroy(&b);
+}
+
+/*
+ * Arrivals at an instant join the queue before the dequeue at that instant
+ * (a qdisc enqueues, then runs): 8 Mb/s, TARGET 500 us.  A and B arrive at
+ * 0; B reaches the head at 1 ms (sojourn 1 ms >= TARGET) just as C and D
+ * arrive.  With C and D behind it (2000 bytes > MAXPACKET 1514) the clock
+ * starts: first_above_time = 1 + 100 = 101 ms; had B been decided before
+ * they were queued, nothing would be behind it and the clock would not
+ * start.
+ */
+static void test_codel_core_arrivals_first(void)
+{
+	struct aqm_cfg ac = spec("codel:target_us=500");
+	struct emu_dir_cfg cfg = core_cfg(&ac);
+	struct emu_dir d;
+
+	CHECK(!emu_dir_init(&d, &cfg), "init");
+	enq(&d, 0, 1000, 0);
+	enq(&d, 0, 1000, 0);
+	enq(&d, 1 * MS, 1000, 0);
+	enq(&d, 1 * MS, 1000, 0);
+	CHECK(!d.aqm.codel.first_above_time, "B not decided yet");
+	emu_dir_advance(&d, 1 * MS);
+	CHECK(d.aqm.codel.first_above_time == 101 * MS, "first_above_time %llu",
+	      (unsigned long long)d.aqm.codel.first_above_time);
+	emu_dir_destroy(&d);
+}
+
+/* A queue that stays under TARGET is never touched. */
+static void test_codel_core_short_queue(void)
+{
+	struct aqm_cfg ac = spec("codel");
+	struct emu_dir_cfg cfg = core_cfg(&ac);
+	struct emu_dir d;
+	uint64_t t;
+
+	CHECK(!emu_dir_init(&d, &cfg), "init");
+	enq(&d, 0, 1000, 0);
+	enq(&d, 0, 1000, 0);
+	enq(&d, 0, 1000, 0);	/* 3 queued: sojourn at most 3 ms */
+	for (t = MS; t < 5 * SEC; t += MS) {
+		enq(&d, t, 1000, 0);
+		while (emu_dir_pop_due(&d, t))
+			;
+	}
+	CHECK(d.c.aqm_drops == 0 && d.c.tx_pkts > 4990, "no drop, %llu sent",
+	      (unsigned long long)d.c.tx_pkts);
+	emu_dir_destroy(&d);
+}
+
 /* ---- PIE ------------------------------------------------------------------ */
 
 /*
@@ -521,6 +744,55 @@ static void test_pie_updates(void)
 	a.pie.burst_ns = 0;
 	aqm_pie_update(&a, 0);
 	CHECK(!a.pie.drop_prob && a.pie.burst_ns == 150 * MS, "6: reset");
+}
+
+/*
+ * PIE in the core reads its delay from the departures: 8 Mb/s, 30 frames of
+ * 1000 bytes at t = 0 keep the link busy until 30 ms.  An arrival at 31 ms
+ * runs the updates of 15 and 30 ms:
+ *   15 ms: qdelay = 30 - 15 = 15 ms: p = 0 + 1.25 * 0.015 = 0.01875, / 2048
+ *          = 9.1552734e-6; burst 135 ms; qdelay_old = 15 ms
+ *   30 ms: qdelay 0: p = 0.125 (-0.015) + 1.25 (0 - 0.015) = -0.020625,
+ *          / 512 (drop_prob in [1e-6, 1e-5)) = -4.03e-5: drop_prob 0; burst
+ *          120 ms (no reset: qdelay_old was 15 ms >= 7.5)
+ * No drop meanwhile: the burst allowance lasts.  After 10 s idle the state
+ * has settled (drop_prob 0, burst 150 ms) and the rest is skipped.
+ */
+static void test_pie_core_delay(void)
+{
+	struct aqm_cfg ac = spec("pie");
+	struct emu_dir_cfg cfg = core_cfg(&ac);
+	struct emu_dir d;
+	unsigned int k;
+
+	CHECK(!emu_dir_init(&d, &cfg), "init");
+	for (k = 0; k < 30; k++)
+		CHECK(enq(&d, 0, 1000, 0) == EMU_QUEUED, "queued");
+	CHECK(enq(&d, 14 * MS, 1000, 0) == EMU_QUEUED && !d.aqm.pie.last_update_ns,
+	      "no update before 15 ms");
+	/* that frame made the link busy until 31 ms: qdelay 16 ms at 15 ms */
+	CHECK(enq(&d, 16 * MS, 1000, 0) == EMU_QUEUED, "queued");
+	CHECK(d.aqm.pie.last_update_ns == 15 * MS && d.aqm.pie.qdelay_old_ns == 16 * MS,
+	      "update at 15 ms with qdelay %llu", (unsigned long long)d.aqm.pie.qdelay_old_ns);
+	/* p = 0.125 * 0.001 + 1.25 * 0.016 = 0.020125, / 2048 = 9.8266602e-6 */
+	CHECK(fabs(prob(d.aqm.pie.drop_prob) - 9.82666015625e-06) < 1e-15,
+	      "drop_prob %.12g", prob(d.aqm.pie.drop_prob));
+	emu_dir_destroy(&d);
+
+	CHECK(!emu_dir_init(&d, &cfg), "init");
+	for (k = 0; k < 30; k++)
+		enq(&d, 0, 1000, 0);
+	enq(&d, 31 * MS, 1000, 0);
+	CHECK(d.aqm.pie.last_update_ns == 30 * MS && !d.aqm.pie.drop_prob &&
+	      d.aqm.pie.burst_ns == 120 * MS && !d.aqm.pie.qdelay_old_ns,
+	      "updates at 15 and 30 ms: prob %.12g burst %llu",
+	      prob(d.aqm.pie.drop_prob), (unsigned long long)d.aqm.pie.burst_ns);
+	CHECK(d.c.aqm_drops == 0, "burst allowance: no drop");
+	/* the last instant at or before 10.031 s: 668 * 15 ms = 10.020 s */
+	enq(&d, 10 * SEC + 31 * MS, 1000, 0);
+	CHECK(d.aqm.pie.last_update_ns == 10 * SEC + 20 * MS &&
+	      d.aqm.pie.burst_ns == 150 * MS, "settled, then skipped");
+	emu_dir_destroy(&d);
 }
 
 /*
@@ -582,7 +854,60 @@ static void test_pie_drop_early(void)
 	CHECK(aqm_pie_enqueue(&a, &arr) == AQM_TAIL && !a.pie.accu_prob, "full");
 }
 
-/* ---- ECN ------------------------------------------------------------------ */
+/* ---- seeds, ECN, super-frames, invariants ---------------------------------- */
+
+/*
+ * The same arrivals (a fixed pseudo-random pattern of bursts at 2x the
+ * link's rate), run twice with the same seed, drop the same indices; another
+ * seed drops others.  RED and PIE draw one number per arrival index.
+ */
+static size_t drop_indices(const char *s, uint64_t seed, uint64_t *out, size_t max)
+{
+	struct aqm_cfg ac = spec(s);
+	struct emu_dir_cfg cfg = core_cfg(&ac);
+	struct emu_dir d;
+	struct prng traffic;
+	uint64_t t = 0, idx;
+	size_t n = 0, k;
+
+	cfg.seed = seed;
+	cfg.limit_pkts = 400;
+	prng_seed(&traffic, 99, 0, 7);
+	if (emu_dir_init(&d, &cfg))
+		return 0;
+	for (k = 0; k < 60000; k++) {
+		t += (prng_next(&traffic) % 1000) * US;	/* mean 0.5 ms: twice the rate */
+		ip_frame(frame, 1000, false, 0, k);
+		if (emu_dir_enqueue(&d, t, frame, 1000, &idx) == EMU_DROP_AQM && n < max)
+			out[n++] = idx;
+		while (emu_dir_pop_due(&d, t))
+			;
+	}
+	emu_dir_destroy(&d);
+	return n;
+}
+
+static void test_seeded_repeatability(void)
+{
+	static const char *const specs[] = {
+		"red:min_th_pkts=20,max_th_pkts=60,wq=0.01", "pie:target_us=5000",
+	};
+	enum { MAX = 30000 };
+	uint64_t *a = calloc(MAX, 8), *b = calloc(MAX, 8);
+	size_t s, na, nb;
+
+	for (s = 0; s < sizeof(specs) / sizeof(specs[0]); s++) {
+		na = drop_indices(specs[s], 7, a, MAX);
+		nb = drop_indices(specs[s], 7, b, MAX);
+		CHECK(na > 100 && na == nb && !memcmp(a, b, na * 8),
+		      "%s: same seed, same drops (%zu, %zu)", specs[s], na, nb);
+		nb = drop_indices(specs[s], 8, b, MAX);
+		CHECK(nb > 100 && (na != nb || memcmp(a, b, na * 8)),
+		      "%s: another seed, other drops", specs[s]);
+	}
+	free(a);
+	free(b);
+}
 
 /* The frame helpers: read, set CE, IPv4 checksum still valid; IPv6 too. */
 static void test_ecn_field(void)
@@ -607,6 +932,255 @@ static void test_ecn_field(void)
 	f[12] = 0x81;		/* a VLAN tag: not looked into */
 	CHECK(ecn_get(f, 200) == -1 && !ecn_capable(f, 200), "VLAN: not IP");
 	CHECK(ecn_get(f, 20) == -1, "short");
+}
+
+/*
+ * In the core, RED with min_th 1, max_th 2, max_p 1, w_q 1 (avg = q):
+ * q = 0, 1: p_b = 0, passes; q = 2, 3 (gentle, below 2 max_th = 4): p_b =
+ * 1 + 0 = 1, marked if ECT, dropped if not; q >= 4: forced, dropped.
+ * ECT frames: pass, pass, mark, mark, drop, drop (q stays 4); not-ECT:
+ * pass, pass, drop, drop...  A marked frame leaves with CE and a valid
+ * IPv4 checksum.  CoDel with ecn=1 marks the ECT head at 105 ms where it
+ * dropped it above, and the frame is sent.
+ */
+static void test_ecn_marks_in_core(void)
+{
+	struct aqm_cfg ac = spec("red:min_th_pkts=1,max_th_pkts=2,max_p=1,wq=1,gentle=1,ecn=1");
+	struct emu_dir_cfg cfg = core_cfg(&ac);
+	static const enum emu_verdict ect_want[] = {
+		EMU_QUEUED, EMU_QUEUED, EMU_QUEUED, EMU_QUEUED, EMU_DROP_AQM, EMU_DROP_AQM,
+	};
+	static const enum emu_verdict not_want[] = {
+		EMU_QUEUED, EMU_QUEUED, EMU_DROP_AQM, EMU_DROP_AQM,
+	};
+	struct emu_dir d;
+	struct emu_pkt *p;
+	unsigned int k, ce = 0;
+
+	CHECK(!emu_dir_init(&d, &cfg), "init");
+	for (k = 0; k < 6; k++)
+		CHECK(enq(&d, 0, 1000, ECN_ECT0) == ect_want[k], "ECT %u", k);
+	CHECK(d.c.aqm_marks == 2 && d.c.aqm_drops == 2, "2 marks, 2 drops");
+	while ((p = emu_dir_pop_due(&d, SEC))) {
+		int cp = ecn_get(p->data, p->len);
+
+		ce += cp == ECN_CE;
+		CHECK(ipv4_csum_ok(p->data), "checksum of frame %llu",
+		      (unsigned long long)p->index);
+		CHECK(cp == (p->index >= 2 ? ECN_CE : ECN_ECT0), "frame %llu: %d",
+		      (unsigned long long)p->index, cp);
+	}
+	CHECK(ce == 2 && invariant_ok(&d), "two left with CE");
+	emu_dir_destroy(&d);
+
+	CHECK(!emu_dir_init(&d, &cfg), "init");
+	for (k = 0; k < 4; k++)
+		CHECK(enq(&d, 0, 1000, ECN_NOT_ECT) == not_want[k], "not ECT %u", k);
+	CHECK(d.c.aqm_marks == 0 && d.c.aqm_drops == 2, "drops only");
+	emu_dir_destroy(&d);
+
+	ac = spec("codel:ecn=1");
+	cfg = core_cfg(&ac);
+	CHECK(!emu_dir_init(&d, &cfg), "init");
+	for (k = 0; k < 200; k++)
+		enq(&d, 0, 1000, ECN_ECT0);
+	for (k = 1; k <= 110; k++) {
+		enq(&d, k * MS, 1000, ECN_ECT0);
+		while ((p = emu_dir_pop_due(&d, k * MS))) {
+			bool marked = ecn_get(p->data, p->len) == ECN_CE;
+
+			CHECK(marked == (p->index == 105), "frame %llu CE %d",
+			      (unsigned long long)p->index, marked);
+			CHECK(ipv4_csum_ok(p->data), "checksum");
+		}
+	}
+	CHECK(d.c.aqm_marks == 1 && d.c.aqm_drops == 0 && d.aqm.codel.dropping,
+	      "a mark instead of the entry drop");
+	emu_dir_destroy(&d);
+}
+
+/*
+ * A TCP/IPv4 super-frame of 44 segments, ECT(0), into RED set to mark from
+ * a backlog of 20 segments (min_th 19, max_th 20, max_p 1, w_q 1, gentle:
+ * p_b = 1 at q in [20, 40), forced from 40): segments 0..19 pass, 20..39
+ * are marked, 40..43 dropped.  The frame is cut at each change: a run of
+ * 20 without CE, a run of 20 with CE (one frame, the kernel copies its
+ * header into every segment), and the dropped tail.  The same segments
+ * offered one by one get the same verdicts.
+ */
+static uint32_t tcp_super_frame(uint8_t *f, struct gso_vnet_hdr *vh, uint32_t segs)
+{
+	const uint32_t mss = 1448, hdr = 14 + 20 + 32;
+	uint32_t len = hdr + segs * mss, i;
+	uint16_t c;
+
+	memset(f, 0, hdr);
+	memset(f, 0xaa, 12);
+	f[12] = 0x08;
+	f[14] = 0x45;
+	f[15] = ECN_ECT0;
+	f[16] = (uint8_t)((len - 14) >> 8);
+	f[17] = (uint8_t)(len - 14);
+	f[22] = 64;
+	f[23] = 6;
+	memcpy(f + 26, "\x0a\x00\x00\x01\x0a\x00\x00\x02", 8);
+	c = (uint16_t)~gso_csum_fold(gso_csum_add(0, f + 14, 20));
+	f[24] = (uint8_t)(c >> 8);
+	f[25] = (uint8_t)c;
+	f[34 + 12] = (32 / 4) << 4;
+	f[34 + 13] = 0x10;
+	for (i = hdr; i < len; i++)
+		f[i] = (uint8_t)i;
+	memset(vh, 0, sizeof(*vh));
+	vh->flags = GSO_F_NEEDS_CSUM;
+	vh->gso_type = GSO_TYPE_TCPV4;
+	vh->gso_size = (uint16_t)mss;
+	vh->hdr_len = (uint16_t)hdr;
+	vh->csum_start = 34;
+	vh->csum_offset = 16;
+	return len;
+}
+
+static void test_super_frame_cut_by_aqm(void)
+{
+	static uint8_t sf[GSO_MAX_FRAME], seg[2048];
+	struct aqm_cfg ac = spec("red:min_th_pkts=19,max_th_pkts=20,max_p=1,wq=1,gentle=1,ecn=1");
+	struct emu_dir_cfg cfg = core_cfg(&ac);
+	struct gso_vnet_hdr vh, sv;
+	struct gso_layout lay, one;
+	struct emu_dir a, b;
+	struct emu_pkt *p;
+	uint32_t len, i, runs = 0;
+
+	cfg.max_frame = GSO_MAX_FRAME;
+	cfg.rate_bps = 1000000;		/* nothing leaves during the offer */
+	CHECK(!emu_dir_init(&a, &cfg) && !emu_dir_init(&b, &cfg), "init");
+	len = tcp_super_frame(sf, &vh, 44);
+	gso_parse(&lay, &vh, sf, len);
+	CHECK(lay.segs == 44, "44 segments");
+	CHECK(emu_dir_enqueue_frame(&a, 0, &lay, sf, NULL, NULL) == 40, "40 kept");
+	CHECK(a.c.aqm_marks == 20 && a.c.aqm_drops == 4 && a.c.backlog_pkts == 40,
+	      "marks %llu drops %llu", (unsigned long long)a.c.aqm_marks,
+	      (unsigned long long)a.c.aqm_drops);
+	for (i = 0; i < 44; i++) {
+		uint32_t sl = gso_cut(&lay, sf, i, 1, seg, &sv);
+
+		gso_parse(&one, &sv, seg, sl);
+		emu_dir_enqueue_frame(&b, 0, &one, seg, NULL, NULL);
+	}
+	CHECK(b.c.aqm_marks == 20 && b.c.aqm_drops == 4, "one by one: the same");
+	while ((p = emu_dir_pop_due(&a, 100 * SEC))) {
+		CHECK(p->segs == 20 && ecn_get(p->data, p->len) ==
+		      (runs ? ECN_CE : ECN_ECT0) && ipv4_csum_ok(p->data),
+		      "run %u: %u segments", runs, p->segs);
+		runs++;
+	}
+	CHECK(runs == 2 && invariant_ok(&a), "two runs");
+	emu_dir_destroy(&a);
+	emu_dir_destroy(&b);
+
+	ac = spec("codel");
+	cfg = core_cfg(&ac);
+	cfg.max_frame = GSO_MAX_FRAME;
+	CHECK(!emu_dir_init(&a, &cfg), "init");
+	CHECK(emu_dir_enqueue_frame(&a, 0, &lay, sf, NULL, NULL) == 44 && a.tail == 44,
+	      "CoDel: one stored frame per segment");
+	emu_dir_destroy(&a);
+}
+
+/*
+ * Random traffic with half the frames ECT, bursts above the rate, a small
+ * buffer and loss, for each model: the invariant holds at every step, and
+ * every counter moves.
+ */
+static void test_invariant_all_models(void)
+{
+	static const char *const specs[] = {
+		"red:min_th_pkts=5,max_th_pkts=15,wq=0.02,ecn=1",
+		"red:min_th_bytes=5000,max_th_bytes=20000,wq=0.02,adaptive=1,ecn=1",
+		"codel:target_us=2000,interval_us=20000,ecn=1",
+		"pie:target_us=3000,tupdate_us=3000,max_burst_us=0,ecn=1",
+	};
+	size_t s;
+
+	for (s = 0; s < sizeof(specs) / sizeof(specs[0]); s++) {
+		struct aqm_cfg ac = spec(specs[s]);
+		struct emu_dir_cfg cfg = core_cfg(&ac);
+		struct loss_model lm;
+		struct emu_dir d;
+		struct prng r;
+		uint64_t t = 0, k;
+		char err[64];
+		int bad = 0;
+
+		CHECK(!loss_parse(&lm, "bernoulli:0.01", err, sizeof(err)), "loss");
+		cfg.loss = &lm;
+		cfg.limit_pkts = 40;
+		cfg.delay_ns = 3 * MS;
+		cfg.jitter_ns = 500 * US;
+		prng_seed(&r, 5, 0, 9);
+		CHECK(!emu_dir_init(&d, &cfg), "%s: init", specs[s]);
+		for (k = 0; k < 50000; k++) {
+			/* mean 450 us (1.7 times the rate), then 1350 us (0.55) */
+			t += prng_next(&r) % 900 * US * (k % 2000 < 1000 ? 1 : 3);
+			enq(&d, t, 100 + (uint32_t)(prng_next(&r) % 1300),
+			    k % 2 ? ECN_ECT0 : ECN_NOT_ECT);
+			if (!invariant_ok(&d))
+				bad++;
+			if (k % 3 == 0)
+				while (emu_dir_pop_due(&d, t))
+					;
+			if (!invariant_ok(&d))
+				bad++;
+		}
+		while (emu_dir_pop_due(&d, t + 10 * SEC))
+			;
+		CHECK(!bad && invariant_ok(&d) && !d.c.backlog_pkts &&
+		      !d.c.delay_line_pkts, "%s: %d violations", specs[s], bad);
+		CHECK(d.c.aqm_drops && d.c.aqm_marks && d.c.loss_drops,
+		      "%s: aqm drops %llu marks %llu queue %llu", specs[s],
+		      (unsigned long long)d.c.aqm_drops,
+		      (unsigned long long)d.c.aqm_marks,
+		      (unsigned long long)d.c.queue_drops);
+		emu_dir_destroy(&d);
+	}
+}
+
+/* CoDel only with the core's own departures; PIE not with a later MAC. */
+static uint64_t later_enqueue(void *ctx, const struct emu_pkt *p, uint64_t now)
+{
+	(void)ctx;
+	(void)p;
+	(void)now;
+	return EMU_TIME_NEVER;
+}
+
+static void later_advance(void *ctx, struct emu_dir *d, uint64_t now)
+{
+	(void)ctx;
+	(void)d;
+	(void)now;
+}
+
+static const struct emu_departure_ops later_ops = {
+	.name = "later",
+	.enqueue = later_enqueue,
+	.advance = later_advance,
+};
+
+static void test_refused_combinations(void)
+{
+	struct aqm_cfg codel = spec("codel"), pie = spec("pie"), red = spec("red");
+	struct emu_dir_cfg cfg = core_cfg(&codel);
+	struct emu_dir d;
+
+	cfg.policy = &later_ops;
+	CHECK(emu_dir_init(&d, &cfg), "codel with a departure policy");
+	cfg.aqm = &pie;
+	CHECK(emu_dir_init(&d, &cfg), "pie with a policy that decides later");
+	cfg.aqm = &red;
+	CHECK(!emu_dir_init(&d, &cfg), "red with any policy");
+	emu_dir_destroy(&d);
 }
 
 /* ---- parameters ----------------------------------------------------------- */
@@ -711,13 +1285,24 @@ int main(void)
 	RUN(test_red_count_uniform_gaps);
 	RUN(test_red_gentle_and_forced);
 	RUN(test_red_idle_decay);
+	RUN(test_red_idle_decay_in_core);
 	RUN(test_red_byte_mode);
 	RUN(test_red_adaptive);
 	RUN(test_codel_drop_times);
 	RUN(test_codel_exits_and_bursts);
+	RUN(test_codel_core_head_drops);
+	RUN(test_codel_core_lazy_and_exit);
+	RUN(test_codel_core_arrivals_first);
+	RUN(test_codel_core_short_queue);
 	RUN(test_pie_updates);
+	RUN(test_pie_core_delay);
 	RUN(test_pie_drop_early);
+	RUN(test_seeded_repeatability);
 	RUN(test_ecn_field);
+	RUN(test_ecn_marks_in_core);
+	RUN(test_super_frame_cut_by_aqm);
+	RUN(test_invariant_all_models);
+	RUN(test_refused_combinations);
 	RUN(test_parse_good);
 	RUN(test_parse_bad);
 	CHECK_DONE();
