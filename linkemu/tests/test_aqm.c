@@ -1278,6 +1278,30 @@ static void test_parse_bad(void)
 	CHECK(aqm_check(&c, err, sizeof(err)) && strstr(err, "max_p"), "%s", err);
 }
 
+/* The model's state for the stats line: JSON members, numbers from integers. */
+static void test_state_json(void)
+{
+	struct aqm r = make("red", 0), c = make("codel", 0), p = make("pie", 0);
+	struct aqm n = make("none", 0);
+	char buf[256];
+
+	r.red.avg = 6 * AQM_FRAC_ONE + AQM_FRAC_ONE / 2;	/* 6.5 */
+	aqm_state_json(&r, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "\"model\":\"red\",\"avg_pkts\":6.500,\"count\":-1,"
+		      "\"max_p\":0.100000000"), "%s", buf);
+	c.codel.dropping = true;
+	c.codel.count = 3;
+	aqm_state_json(&c, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "\"model\":\"codel\",\"dropping\":true,\"count\":3"), "%s", buf);
+	p.pie.drop_prob = AQM_PROB_ONE / 4;
+	p.pie.qdelay_ns = 16 * MS;
+	aqm_state_json(&p, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "\"model\":\"pie\",\"drop_prob\":0.250000000,"
+		      "\"accu_prob\":0.000000000,\"qdelay_us\":16000,\"burst_us\":150000"),
+	      "%s", buf);
+	CHECK(aqm_state_json(&n, buf, sizeof(buf)) == 0 && !buf[0], "none: nothing");
+}
+
 int main(void)
 {
 	RUN(test_red_average);
@@ -1305,5 +1329,6 @@ int main(void)
 	RUN(test_refused_combinations);
 	RUN(test_parse_good);
 	RUN(test_parse_bad);
+	RUN(test_state_json);
 	CHECK_DONE();
 }
