@@ -657,21 +657,20 @@ static enum aqm_verdict judge_segment(struct emu_dir *d, uint64_t idx,
 		    (d->limit_bytes && q_bytes + seg > d->limit_bytes) ||
 		    (d->ops->admit &&
 		     !d->ops->admit(d->ops_ctx, r->bytes, r->n, seg, arrival_ns));
-	struct aqm_arrival arr = {
-		.index = idx,
-		.now_ns = arrival_ns,
-		.bytes = seg,
-		.q_pkts = q_pkts,
-		.q_bytes = q_bytes,
-		/* an empty backlog emptied when the last departure ended it */
-		.idle_since_ns = d->last_departure_ns,
-		.busy_until_ns = d->last_departure_ns,
-		.full = full,
-		.ect = ect,
-	};
+	struct aqm_arrival arr;
 
-	if (aqm_at_dequeue(&d->aqm))
+	if (!aqm_on(&d->aqm) || aqm_at_dequeue(&d->aqm))
 		return full ? AQM_TAIL : AQM_PASS;
+	arr.index = idx;
+	arr.now_ns = arrival_ns;
+	arr.bytes = seg;
+	arr.q_pkts = q_pkts;
+	arr.q_bytes = q_bytes;
+	/* an empty backlog emptied when the last departure ended it */
+	arr.idle_since_ns = d->last_departure_ns;
+	arr.busy_until_ns = d->last_departure_ns;
+	arr.full = full;
+	arr.ect = ect;
 	return aqm_enqueue(&d->aqm, &arr);
 }
 

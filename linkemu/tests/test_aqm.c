@@ -93,7 +93,7 @@ static void ip_frame(uint8_t *f, uint32_t len, bool v6, int ecn, uint64_t tag)
 	if (v6) {
 		f[12] = 0x86;
 		f[13] = 0xdd;
-		f[14] = 0x60 | 0x0b;		/* traffic class 0xb? (DSCP bits) */
+		f[14] = 0x60 | 0x0b;		/* traffic class 0xb_: DSCP bits, to see them kept */
 		f[15] = (uint8_t)(0x80 | (ecn << 4));
 		f[18] = (uint8_t)((len - 54) >> 8);
 		f[19] = (uint8_t)(len - 54);
