@@ -25,8 +25,8 @@
  *
  * All timing decisions live in
  * the core and its departure policies (rate, token bucket, DOCSIS upstream
- * MAC: policy_*.c), chosen per direction here; this file only moves bytes,
- * keeps the clock, and reports.
+ * MAC: policy_*.c) and AQMs (RED, CoDel, PIE: aqm*.c), chosen per direction
+ * here; this file only moves bytes, keeps the clock, and reports.
  *
  * Output protocol (stdout, one JSON object per line): see README.md.
  */
@@ -54,6 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "aqm.h"
 #include "gso.h"
 #include "loss.h"
 #include "policy_docsis.h"
@@ -108,7 +109,7 @@ enum dir_field {
 	F_RATE, F_DELAY, F_JITTER, F_LIMIT_PKTS, F_LIMIT_BYTES, F_LOSS,
 	F_POLICY, F_TBF_BURST, F_TBF_PEAK, F_UPSTREAM,
 	F_TBF_MAX_DELAY, F_TBF_GRANULARITY,
-	F_PHANTOM_MAX_DELAY, F_PHANTOM_KNEE, F_PHANTOM_WINDOW,
+	F_PHANTOM_MAX_DELAY, F_PHANTOM_KNEE, F_PHANTOM_WINDOW, F_AQM,
 	F_NFIELDS	/* at most 16: DIR_OPT's stride */
 };
 
@@ -173,6 +174,7 @@ static const struct option long_opts[] = {
 	{ "ab-phantom-max-delay-us", required_argument, NULL, DIR_OPT(0, F_PHANTOM_MAX_DELAY) },
 	{ "ab-phantom-knee-ppm", required_argument, NULL, DIR_OPT(0, F_PHANTOM_KNEE) },
 	{ "ab-phantom-window-us", required_argument, NULL, DIR_OPT(0, F_PHANTOM_WINDOW) },
+	{ "ab-aqm",		required_argument, NULL, DIR_OPT(0, F_AQM) },
 	{ "ba-rate-bps",	required_argument, NULL, DIR_OPT(1, F_RATE) },
 	{ "ba-delay-us",	required_argument, NULL, DIR_OPT(1, F_DELAY) },
 	{ "ba-jitter-us",	required_argument, NULL, DIR_OPT(1, F_JITTER) },
@@ -188,6 +190,7 @@ static const struct option long_opts[] = {
 	{ "ba-phantom-max-delay-us", required_argument, NULL, DIR_OPT(1, F_PHANTOM_MAX_DELAY) },
 	{ "ba-phantom-knee-ppm", required_argument, NULL, DIR_OPT(1, F_PHANTOM_KNEE) },
 	{ "ba-phantom-window-us", required_argument, NULL, DIR_OPT(1, F_PHANTOM_WINDOW) },
+	{ "ba-aqm",		required_argument, NULL, DIR_OPT(1, F_AQM) },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -219,6 +222,7 @@ _Static_assert(F_NFIELDS <= 16, "DIR_OPT gives each direction 16 option slots");
 struct dir_opts {
 	uint64_t v[F_NFIELDS];
 	struct loss_model loss;
+	struct aqm_cfg aqm;	/* --XX-aqm; link fields filled in at setup */
 	enum dir_policy policy;
 };
 
@@ -315,7 +319,14 @@ static void print_usage(FILE *f)
 "       [--docsis-request-transit-us 450] [--docsis-phy-rate-bps 2560000]\n"
 "       [--docsis-max-burst-bytes 3044] [--docsis-concatenation 1|0]\n"
 "       [--docsis-piggyback 1|0]\n"
+"       [--ab-aqm AQM] [--ba-aqm AQM]   (active queue management, per direction)\n"
 "MODEL: none | bernoulli:P | every_nth:N | ge:p:r[:h[:k]]\n"
+"AQM: none\n"
+"   | red[:min_th_pkts=5,max_th_pkts=15,max_p=0.1,wq=0.002,gentle=1,adaptive=0,\n"
+"         ecn=0,mean_pkt_bytes=500]   (byte mode: min_th_bytes=N,max_th_bytes=N)\n"
+"   | codel[:target_us=5000,interval_us=100000,ecn=0]   (--XX-policy rate only)\n"
+"   | pie[:target_us=15000,tupdate_us=15000,alpha=0.125,beta=1.25,\n"
+"         max_burst_us=150000,ecn=0]   (not with --XX-policy docsis)\n"
 "P: rate (default) | tbf | docsis; --XX-rate-bps is the (sustained) rate.\n"
 "rate 0 = unlimited, limit 0 = unlimited.  ab = frames received on A, sent on B.\n",
 		prog);
@@ -367,6 +378,15 @@ static void check_policies(const struct opts *o)
 		const struct dir_opts *dopt = &o->dir[d];
 		static const int tbf_only[] = { F_TBF_MAX_DELAY, F_TBF_GRANULARITY, F_PHANTOM_MAX_DELAY };
 		unsigned int k;
+
+		/* CoDel decides departures at the head of the queue: sched.h */
+		if (dopt->aqm.type == AQM_CODEL && dopt->policy != POL_RATE)
+			usage_error("--%s: codel needs --%s rate (it decides when a packet reaches the head of the queue; %s fixes departures itself)",
+				    opt_name(DIR_OPT(d, F_AQM)), opt_name(DIR_OPT(d, F_POLICY)),
+				    policy_names[dopt->policy]);
+		if (dopt->aqm.type == AQM_PIE && dopt->policy == POL_DOCSIS)
+			usage_error("--%s: pie cannot run with --%s docsis (its queue delay needs departures fixed on arrival; the MAC grants them later)",
+				    opt_name(DIR_OPT(d, F_AQM)), opt_name(DIR_OPT(d, F_POLICY)));
 
 		for (k = 0; k < sizeof(tbf_only) / sizeof(tbf_only[0]); k++)
 			if (dopt->policy != POL_TBF && dopt->v[tbf_only[k]])
@@ -494,6 +514,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			if ((c - OPT_DIR0) % 16 == F_LOSS) {
 				if (loss_parse(&o->dir[d].loss, optarg, err,
 					       sizeof(err)))
+					usage_error("--%s: %s", opt_name(c), err);
+			} else if ((c - OPT_DIR0) % 16 == F_AQM) {
+				if (aqm_parse(&o->dir[d].aqm, optarg, err,
+					      sizeof(err)))
 					usage_error("--%s: %s", opt_name(c), err);
 			} else if ((c - OPT_DIR0) % 16 == F_POLICY) {
 				o->dir[d].policy = parse_policy(c, optarg);
@@ -1064,10 +1088,12 @@ static int fmt_policy(char *b, size_t n, const struct dir_io *d,
 static int fmt_dir(char *b, size_t n, const struct dir_io *d, uint64_t now)
 {
 	const struct emu_counters *c = &d->q.c;
-	char extra[1024] = "";
+	char extra[1536] = "", aqm[256];
 	int k;
 
 	k = fmt_policy(extra, sizeof(extra), d, now);
+	if (aqm_on(&d->q.aqm) && aqm_state_json(&d->q.aqm, aqm, sizeof(aqm)) > 0)
+		k += snprintf(extra + k, sizeof(extra) - (size_t)k, ",\"aqm\":{%s}", aqm);
 	k += fmt_hist(extra + k, sizeof(extra) - (size_t)k, "late_us", &d->late);
 	k += fmt_hist(extra + k, sizeof(extra) - (size_t)k, "rx_wait_us", &d->rx_wait);
 	snprintf(extra + k, sizeof(extra) - (size_t)k,
@@ -1078,19 +1104,20 @@ static int fmt_dir(char *b, size_t n, const struct dir_io *d, uint64_t now)
 		"{\"rx_pkts\":%" PRIu64 ",\"rx_bytes\":%" PRIu64
 		",\"tx_pkts\":%" PRIu64 ",\"tx_bytes\":%" PRIu64
 		",\"queue_drops\":%" PRIu64 ",\"loss_drops\":%" PRIu64
+		",\"aqm_drops\":%" PRIu64 ",\"aqm_marks\":%" PRIu64
 		",\"backlog_pkts\":%" PRIu64 ",\"backlog_bytes\":%" PRIu64
 		",\"delay_line_pkts\":%" PRIu64 ",\"sock_drops\":%" PRIu64
 		",\"oversize\":%" PRIu64 ",\"tx_errors\":%" PRIu64
 		",\"tx_retries\":%" PRIu64 "%s}",
 		c->rx_pkts, c->rx_bytes, c->tx_pkts, c->tx_bytes,
-		c->queue_drops, c->loss_drops, c->backlog_pkts,
-		c->backlog_bytes, c->delay_line_pkts, d->sock_drops,
-		d->oversize, c->tx_errors, d->tx_retries, extra);
+		c->queue_drops, c->loss_drops, c->aqm_drops, c->aqm_marks,
+		c->backlog_pkts, c->backlog_bytes, c->delay_line_pkts,
+		d->sock_drops, d->oversize, c->tx_errors, d->tx_retries, extra);
 }
 
 static void emit_stats(struct app *a, uint64_t now, bool final)
 {
-	char ab[2048], ba[2048];
+	char ab[3072], ba[3072];
 
 	read_sock_stats(a);
 	emu_dir_advance(&a->dir[0].q, now);
@@ -1332,7 +1359,8 @@ static uint32_t max_run_segs(const struct opts *o, const struct dir_opts *dopt,
 {
 	uint64_t segs;
 
-	if (dopt->policy != POL_RATE || !o->max_burst_us)
+	/* (CoDel drops or sends each segment on its own at the head: sched.h) */
+	if (dopt->policy != POL_RATE || !o->max_burst_us || dopt->aqm.type == AQM_CODEL)
 		return 1;
 	if (!dopt->v[F_RATE])
 		return 0;
@@ -1370,6 +1398,7 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	sigset_t block, waitmask;
 	unsigned int mtu[2], mtu_max;
+	char aqm_desc[2][256];
 	bool up[2], vnet;
 	size_t slot;
 	int i;
@@ -1458,6 +1487,9 @@ int main(int argc, char **argv)
 		cfg.seed = a->o.seed;
 		cfg.dir = (unsigned int)i;
 		cfg.loss = &dopt->loss;
+		/* MAXPACKET / MEAN_PKTSIZE / MaximumPacketSize: an MTU segment on the wire */
+		a->o.dir[i].aqm.mtu_bytes = mtu_max + EMU_L2_HEADER_BYTES;
+		cfg.aqm = &a->o.dir[i].aqm;
 		dio->policy = dopt->policy;
 		if (dopt->policy == POL_TBF) {
 			struct emu_tbf_cfg tc = {
@@ -1535,12 +1567,16 @@ int main(int argc, char **argv)
 	a->dir[1].tx_fd = a->fd[0];
 	setup_epoll(a);
 
+	aqm_describe(&a->o.dir[0].aqm, aqm_desc[0], sizeof(aqm_desc[0]));
+	aqm_describe(&a->o.dir[1].aqm, aqm_desc[1], sizeof(aqm_desc[1]));
 	out_printf(false,
 		   "{\"event\":\"ready\",\"pid\":%d,\"max_frame\":%u,\"seed\":%" PRIu64
-		   ",\"gso\":%s,\"rt_priority\":%" PRIu64 ",\"max_run_segs\":[%u,%u]}\n",
+		   ",\"gso\":%s,\"rt_priority\":%" PRIu64 ",\"max_run_segs\":[%u,%u]"
+		   ",\"aqm\":[\"%s\",\"%s\"]}\n",
 		   (int)getpid(), a->max_frame, a->o.seed, vnet ? "true" : "false",
 		   a->o.rt_priority,
-		   a->dir[0].q.max_run_segs, a->dir[1].q.max_run_segs);
+		   a->dir[0].q.max_run_segs, a->dir[1].q.max_run_segs,
+		   aqm_desc[0], aqm_desc[1]);
 
 	run(a, &waitmask);
 

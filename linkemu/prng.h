@@ -3,7 +3,7 @@
  * loss models and its jitter generator.
  *
  * Role: every random decision the emulator makes (drop this packet? how much
- * jitter?) comes from one of these generators, seeded from (seed, direction,
+ * jitter? does RED or PIE drop it?) comes from one of these generators, seeded from (seed, direction,
  * stream).  Keeping streams separate means that, for example, turning jitter
  * on does not change which packets the loss model drops: a lab that varies
  * one parameter must see the other ones repeat exactly.
@@ -21,6 +21,7 @@
 /* Stream identifiers: distinct sequences for distinct purposes. */
 #define PRNG_STREAM_LOSS	1u
 #define PRNG_STREAM_JITTER	2u
+#define PRNG_STREAM_AQM		3u	/* RED's and PIE's drop draws */
 
 struct prng {
 	uint64_t s[4];

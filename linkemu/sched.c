@@ -14,19 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ecn.h"
+
 /* ---- built-in departure policy: FIFO serialization at rate_bps ---------- */
 
-static uint64_t rate_enqueue(void *ctx, const struct emu_pkt *pkt,
-			     uint64_t now_ns)
+/* When pkt, arriving at now_ns, would start serialization (pure). */
+static uint64_t rate_start(const struct emu_rate_policy *rp,
+			   const struct emu_pkt *pkt, uint64_t now_ns)
 {
-	struct emu_rate_policy *rp = ctx;
-	uint64_t start, num, ser, charged;
-
-	if (!rp->rate_bps)
-		return now_ns;		/* infinite rate: no serialization */
-
-	charged = emu_pkt_charged(pkt, rp->uncharged_bytes);
 	if (rp->upstream_bps && pkt->segs > 1) {
+		uint64_t charged = emu_pkt_charged(pkt, rp->uncharged_bytes);
 		/*
 		 * Pipelining (emu_dir_cfg.upstream_rate_bps): segment j came
 		 * (segs-1-j) upstream spacings before the whole frame, so on
@@ -41,13 +38,34 @@ static uint64_t rate_enqueue(void *ctx, const struct emu_pkt *pkt,
 
 		now_ns = now_ns > back ? now_ns - back : 0;
 	}
-	if (rp->last_departure_ns < now_ns) {
-		/* Link was idle: start now and forget the sub-ns remainder. */
-		start = now_ns;
-		rp->rem = 0;
-	} else {
-		start = rp->last_departure_ns;
-	}
+	return rp->last_departure_ns < now_ns ? now_ns : rp->last_departure_ns;
+}
+
+/* Its serialization time if it starts at start (pure). */
+static uint64_t rate_ser_ns(const struct emu_rate_policy *rp,
+			    const struct emu_pkt *pkt, uint64_t start)
+{
+	uint64_t rem = start > rp->last_departure_ns ? 0 : rp->rem;
+
+	if (!rp->rate_bps)
+		return 0;
+	return (emu_pkt_charged(pkt, rp->uncharged_bytes) * 8000000000ULL + rem) /
+	       rp->rate_bps;
+}
+
+static uint64_t rate_enqueue(void *ctx, const struct emu_pkt *pkt,
+			     uint64_t now_ns)
+{
+	struct emu_rate_policy *rp = ctx;
+	uint64_t start, num, ser, charged;
+
+	if (!rp->rate_bps)
+		return now_ns;		/* infinite rate: no serialization */
+
+	charged = emu_pkt_charged(pkt, rp->uncharged_bytes);
+	start = rate_start(rp, pkt, now_ns);
+	if (start > rp->last_departure_ns)
+		rp->rem = 0;	/* link was idle: forget the sub-ns remainder */
 	/*
 	 * len * 8e9 / rate in integer ns.  The remainder is carried to the next
 	 * back-to-back packet, so a long busy period has no cumulative rounding
@@ -245,6 +263,22 @@ int emu_dir_init(struct emu_dir *d, const struct emu_dir_cfg *cfg)
 		d->ops = &emu_rate_policy_ops;
 		d->ops_ctx = &d->rate;
 	}
+	if (cfg->aqm && cfg->aqm->type != AQM_NONE) {
+		struct aqm_cfg ac = *cfg->aqm;
+
+		ac.rate_bps = cfg->rate_bps;
+		if (aqm_init(&d->aqm, &ac, cfg->seed, cfg->dir, NULL, 0))
+			return -1;
+		/* CoDel decides departures at the head: the core's own only */
+		if (aqm_at_dequeue(&d->aqm) && cfg->policy)
+			return -1;
+		/* PIE reads its delay from departures fixed on arrival */
+		if (ac.type == AQM_PIE && d->ops->advance)
+			return -1;
+		/* each segment is dropped or sent on its own at the head */
+		if (aqm_at_dequeue(&d->aqm))
+			d->max_run_segs = 1;
+	}
 
 	d->arena.max = cfg->max_arena ? cfg->max_arena : EMU_DEFAULT_MAX_ARENA;
 	d->arena.size = roundup_pow2(cfg->init_arena ? cfg->init_arena :
@@ -359,26 +393,137 @@ static void advance_ser(struct emu_dir *d)
 	}
 }
 
-void emu_dir_advance(struct emu_dir *d, uint64_t now_ns)
+/* ---- CoDel: decisions at the head of the queue (sched.h) ---------------- */
+
+/* One-way latency a packet gets at the least: delay less the jitter. */
+static uint64_t min_latency(const struct emu_dir *d)
+{
+	return d->delay_ns > d->jitter_ns ? d->delay_ns - d->jitter_ns : 0;
+}
+
+/*
+ * When the oldest undecided packet p reaches the head of the queue: in the
+ * dequeue() that dropped the packet before it, if p had arrived by then;
+ * else when the link is done with the packets before it, or when p arrives.
+ */
+static uint64_t head_time(const struct emu_dir *d, const struct emu_pkt *p)
+{
+	if (d->aqm_call_open && p->arrival_ns <= d->aqm_call_ns)
+		return d->aqm_call_ns;
+	if (!d->rate.rate_bps)
+		return p->arrival_ns;
+	return rate_start(&d->rate, p, p->arrival_ns);
+}
+
+/*
+ * Wire bytes queued behind the oldest undecided packet at time t (arrived
+ * by then), counted until they exceed cap: CoDel only asks whether they
+ * exceed one MTU.
+ */
+static uint64_t bytes_behind(const struct emu_dir *d, uint64_t t, uint64_t cap)
+{
+	uint64_t pos, bytes = 0;
+
+	for (pos = d->assign + 1; pos != d->tail && bytes <= cap; pos++) {
+		const struct emu_pkt *q = slot(d, pos);
+
+		if (q->arrival_ns > t)
+			break;
+		bytes += q->wire_len;
+	}
+	return bytes;
+}
+
+/*
+ * Take the oldest undecided packet out of the ring: the ones behind it move
+ * up one slot (O(queue), once per drop, and CoDel drops at most one packet
+ * per INTERVAL / sqrt(count)).  Its arena bytes stay where they are until a
+ * later frame leaves the arena, which is FIFO.
+ */
+static void drop_first_unassigned(struct emu_dir *d)
+{
+	const struct emu_pkt *p = slot(d, d->assign);
+	uint64_t pos;
+
+	d->c.aqm_drops += p->segs;
+	d->c.backlog_pkts -= p->segs;
+	d->c.backlog_bytes -= p->wire_len;
+	for (pos = d->assign; pos + 1 != d->tail; pos++)
+		*slot(d, pos) = *slot(d, pos + 1);
+	d->tail--;
+}
+
+/*
+ * Decide, in time order, every packet that reached the head of the queue
+ * before `until` (exclusive: an arrival at that instant still joins the
+ * queue first) or at it (inclusive), each at its own instant.
+ */
+static void codel_advance(struct emu_dir *d, uint64_t until, bool inclusive)
+{
+	while (d->assign != d->tail) {
+		struct emu_pkt *p = slot(d, d->assign);
+		bool cont = d->aqm_call_open && p->arrival_ns <= d->aqm_call_ns;
+		uint64_t t = head_time(d, p);
+		struct aqm_head h;
+		enum aqm_verdict v;
+
+		if (t > until || (t == until && !inclusive))
+			break;
+		if (d->aqm_call_open && !cont) {
+			/* that dequeue() found the queue empty after its drop */
+			aqm_codel_dequeue(&d->aqm, d->aqm_call_ns, NULL, true);
+			d->aqm_call_open = false;
+		}
+		h.sojourn_ns = t - p->arrival_ns;
+		h.bytes_after = bytes_behind(d, t, d->aqm.cfg.mtu_bytes);
+		h.ect = d->aqm.cfg.ecn && ecn_capable(p->data, p->len);
+		v = aqm_codel_dequeue(&d->aqm, t, &h, cont);
+		if (v == AQM_DROP) {
+			drop_first_unassigned(d);
+			d->aqm_call_open = true;
+			d->aqm_call_ns = t;
+			continue;
+		}
+		d->aqm_call_open = false;
+		if (v == AQM_MARK && ecn_set_ce(p->data, p->len))
+			d->c.aqm_marks += p->segs;
+		set_departure(d, d->ops->enqueue(d->ops_ctx, p, p->arrival_ns));
+	}
+}
+
+/*
+ * Bring the direction up to now_ns.  arrival: a frame that arrived at now_ns
+ * (which may lie before the core's clock, a late read) is about to be
+ * queued, so CoDel decides only the heads before it.
+ */
+static void advance_to(struct emu_dir *d, uint64_t now_ns, bool arrival)
 {
 	/* Time never goes backwards inside the core, whatever the caller does. */
 	if (now_ns > d->now_ns)
 		d->now_ns = now_ns;
 	if (d->ops->advance)
 		d->ops->advance(d->ops_ctx, d, d->now_ns);
+	if (aqm_at_dequeue(&d->aqm))
+		codel_advance(d, arrival ? now_ns : d->now_ns, !arrival);
 	advance_ser(d);
+}
+
+void emu_dir_advance(struct emu_dir *d, uint64_t now_ns)
+{
+	advance_to(d, now_ns, false);
 }
 
 /* ---- data path ---------------------------------------------------------- */
 
 /*
- * Store segments [first, first + n) of a frame as one frame of the queue
- * and ask the departure policy about it.  Returns -1 when memory is out.
+ * Store segments [first, first + n) of a frame as one frame of the queue,
+ * with CE set if `mark`, and ask the departure policy about it (under CoDel
+ * the head of the queue decides later).  Returns -1 when memory is out.
  */
 static int queue_run(struct emu_dir *d, uint64_t arrival_ns,
 		     const struct gso_layout *lay, const uint8_t *frame,
 		     uint32_t first, uint32_t n, uint64_t first_index,
-		     bool in_place)
+		     bool in_place, bool mark)
 {
 	uint32_t pre = d->vnet ? GSO_VNET_HDR_LEN : 0;
 	uint32_t len = gso_run_len(lay, first, n), alloc;
@@ -415,7 +560,12 @@ static int queue_run(struct emu_dir *d, uint64_t arrival_ns,
 	d->tail++;
 	d->c.backlog_pkts += n;
 	d->c.backlog_bytes += p->wire_len;
+	/* (only an ECN-capable frame is ever marked; the check is the header's) */
+	if (mark && ecn_set_ce(p->data, p->len))
+		d->c.aqm_marks += n;
 
+	if (aqm_at_dequeue(&d->aqm))
+		return 0;	/* codel_advance(), when it reaches the head */
 	dep = d->ops->enqueue(d->ops_ctx, p, arrival_ns);
 	/* A known departure is only taken if nothing before it is deferred. */
 	if (dep != EMU_TIME_NEVER && d->assign == d->tail - 1)
@@ -449,17 +599,93 @@ static void backlog_since(const struct emu_dir *d, uint64_t t,
 	}
 }
 
+/* A run of kept segments of the frame being offered, not yet queued. */
+struct run {
+	uint32_t first;		/* its first segment */
+	uint32_t n;		/* segments */
+	uint64_t bytes;		/* their wire bytes */
+	uint64_t index;		/* arrival index of the first */
+	bool mark;		/* all marked CE, or none */
+};
+
+/*
+ * Queue the run (cut out of the frame unless it is the whole frame) and
+ * empty it; the number of segments kept.
+ */
+static uint32_t flush_run(struct emu_dir *d, uint64_t arrival_ns,
+			  const struct gso_layout *lay, const uint8_t **frame,
+			  bool *in_place, struct run *r)
+{
+	uint32_t kept = 0;
+
+	if (!r->n)
+		return 0;
+	if (*in_place && r->n != lay->segs) {
+		/*
+		 * A cut: its runs are written at the tail, where this frame
+		 * lies.  Nothing is stored yet (this is the first run), so
+		 * move the frame aside first.
+		 */
+		memcpy(d->scratch, *frame, lay->len);
+		*frame = d->scratch;
+		*in_place = false;
+	}
+	if (queue_run(d, arrival_ns, lay, *frame, r->first, r->n, r->index,
+		      *in_place, r->mark))
+		d->c.queue_drops += r->n;	/* out of ring or arena memory: a full buffer too */
+	else
+		kept = r->n;
+	r->n = 0;
+	r->bytes = 0;
+	return kept;
+}
+
+/*
+ * The buffer's and the AQM's verdict on segment idx of seg bytes arriving
+ * at arrival_ns behind the backlog, what a late read counts back
+ * (late_pkts/bytes) and its own frame's kept segments not yet queued (r).
+ */
+static enum aqm_verdict judge_segment(struct emu_dir *d, uint64_t idx,
+				      uint64_t arrival_ns, uint32_t seg,
+				      const struct run *r, uint64_t late_pkts,
+				      uint64_t late_bytes, bool ect)
+{
+	uint64_t q_pkts = d->c.backlog_pkts + late_pkts + r->n;
+	uint64_t q_bytes = d->c.backlog_bytes + late_bytes + r->bytes;
+	/* Drop-tail against what has not finished serialization. */
+	bool full = (d->limit_pkts && q_pkts + 1 > d->limit_pkts) ||
+		    (d->limit_bytes && q_bytes + seg > d->limit_bytes) ||
+		    (d->ops->admit &&
+		     !d->ops->admit(d->ops_ctx, r->bytes, r->n, seg, arrival_ns));
+	struct aqm_arrival arr;
+
+	if (!aqm_on(&d->aqm) || aqm_at_dequeue(&d->aqm))
+		return full ? AQM_TAIL : AQM_PASS;
+	arr.index = idx;
+	arr.now_ns = arrival_ns;
+	arr.bytes = seg;
+	arr.q_pkts = q_pkts;
+	arr.q_bytes = q_bytes;
+	/* an empty backlog emptied when the last departure ended it */
+	arr.idle_since_ns = d->last_departure_ns;
+	arr.busy_until_ns = d->last_departure_ns;
+	arr.full = full;
+	arr.ect = ect;
+	return aqm_enqueue(&d->aqm, &arr);
+}
+
 uint32_t emu_dir_enqueue_frame(struct emu_dir *d, uint64_t arrival_ns,
 			       const struct gso_layout *lay,
 			       const uint8_t *frame, emu_loss_cb on_loss,
 			       void *cb_ctx)
 {
-	uint32_t i, run_first = 0, run_n = 0, kept = 0;
-	uint64_t run_bytes = 0, run_index = 0;
+	uint32_t i, kept = 0;
 	uint32_t max_run = d->max_run_segs ? d->max_run_segs : UINT32_MAX;
 	uint64_t late_pkts = 0, late_bytes = 0;
 	bool in_place = d->rx_slot &&
 			frame == d->rx_slot + (d->vnet ? GSO_VNET_HDR_LEN : 0);
+	struct run run = { 0, 0, 0, 0, false };
+	bool ect;
 
 	d->rx_slot = NULL;
 	if (!lay->len || lay->len > d->max_frame)
@@ -476,16 +702,18 @@ uint32_t emu_dir_enqueue_frame(struct emu_dir *d, uint64_t arrival_ns,
 		arrival_ns = d->last_arrival_ns;
 	if (arrival_ns > d->last_arrival_ns)
 		d->last_arrival_ns = arrival_ns;
-	emu_dir_advance(d, arrival_ns);
+	advance_to(d, arrival_ns, true);
 	/* Read late (the kernel stamp predates the clock): judge the buffer
 	 * as it stood at the arrival, not as it stands now. */
 	if (arrival_ns < d->now_ns)
 		backlog_since(d, arrival_ns, &late_pkts, &late_bytes);
+	/* One IP header for every segment: ECN-capable or not, all alike. */
+	ect = d->aqm.cfg.ecn && ecn_capable(frame, lay->len);
 
 	for (i = 0; i < lay->segs; i++) {
 		uint64_t idx = d->next_index++;
 		uint32_t seg = gso_seg_len(lay, i);
-		bool drop = false;
+		enum aqm_verdict v;
 
 		d->c.rx_pkts++;
 		d->c.rx_bytes += seg;
@@ -494,48 +722,33 @@ uint32_t emu_dir_enqueue_frame(struct emu_dir *d, uint64_t arrival_ns,
 			d->c.loss_drops++;
 			if (on_loss)
 				on_loss(cb_ctx, idx);
-			drop = true;
-		} else if ((d->limit_pkts &&
-			    d->c.backlog_pkts + late_pkts + run_n + 1 >
-			    d->limit_pkts) ||
-			   (d->limit_bytes &&
-			    d->c.backlog_bytes + late_bytes + run_bytes + seg >
-			    d->limit_bytes) ||
-			   (d->ops->admit &&
-			    !d->ops->admit(d->ops_ctx, run_bytes, run_n, seg,
-					   arrival_ns))) {
-			/* Drop-tail against what has not finished serialization. */
-			d->c.queue_drops++;
-			drop = true;
+			v = AQM_DROP;
+		} else {
+			v = judge_segment(d, idx, arrival_ns, seg, &run,
+					  late_pkts, late_bytes, ect);
+			if (v == AQM_DROP)
+				d->c.aqm_drops++;
+			else if (v == AQM_TAIL)
+				d->c.queue_drops++;
 		}
-		if (!drop) {
-			if (!run_n) {
-				run_first = i;
-				run_index = idx;
+		if (v == AQM_PASS || v == AQM_MARK) {
+			/* a run is all marked or all not: a change cuts it */
+			if (run.n && run.mark != (v == AQM_MARK))
+				kept += flush_run(d, arrival_ns, lay, &frame,
+						  &in_place, &run);
+			if (!run.n) {
+				run.first = i;
+				run.index = idx;
+				run.mark = v == AQM_MARK;
 			}
-			run_n++;
-			run_bytes += seg;
-		}
-		if (run_n && (drop || run_n == max_run || i + 1 == lay->segs)) {
-			if (in_place && run_n != lay->segs) {
-				/*
-				 * A cut: its runs are written at the tail, where
-				 * this frame lies.  Nothing is stored yet (this is
-				 * the first run), so move the frame aside first.
-				 */
-				memcpy(d->scratch, frame, lay->len);
-				frame = d->scratch;
-				in_place = false;
-			}
-			if (queue_run(d, arrival_ns, lay, frame, run_first,
-				      run_n, run_index, in_place)) {
-				/* Out of ring or arena memory: a full buffer too. */
-				d->c.queue_drops += run_n;
-			} else {
-				kept += run_n;
-			}
-			run_n = 0;
-			run_bytes = 0;
+			run.n++;
+			run.bytes += seg;
+			if (run.n == max_run || i + 1 == lay->segs)
+				kept += flush_run(d, arrival_ns, lay, &frame,
+						  &in_place, &run);
+		} else {
+			kept += flush_run(d, arrival_ns, lay, &frame, &in_place,
+					  &run);
 		}
 	}
 	advance_ser(d);
@@ -562,17 +775,19 @@ enum emu_verdict emu_dir_enqueue(struct emu_dir *d, uint64_t now_ns,
 	struct gso_vnet_hdr vh = { 0 };
 	struct gso_layout lay;
 	struct loss_note note = { 0, false };
-	uint64_t idx = d->next_index;
+	uint64_t idx = d->next_index, aqm_drops = d->c.aqm_drops;
 
 	if (!len || len > d->max_frame)
 		return EMU_DROP_INVALID;
 	gso_parse(&lay, &vh, frame, len);	/* no GSO type: one segment */
-	emu_dir_advance(d, now_ns);
+	advance_to(d, now_ns, true);
 	if (index_out)
 		*index_out = idx;
 	if (emu_dir_enqueue_frame(d, d->now_ns, &lay, frame, note_loss, &note))
 		return EMU_QUEUED;
-	return note.lost ? EMU_DROP_LOSS : EMU_DROP_QUEUE;
+	if (note.lost)
+		return EMU_DROP_LOSS;
+	return d->c.aqm_drops != aqm_drops ? EMU_DROP_AQM : EMU_DROP_QUEUE;
 }
 
 uint64_t emu_dir_next_release_ns(const struct emu_dir *d)
@@ -581,6 +796,16 @@ uint64_t emu_dir_next_release_ns(const struct emu_dir *d)
 
 	if (d->head != d->assign)
 		t = slot(d, d->head)->release_ns;
+	if (aqm_at_dequeue(&d->aqm) && d->assign != d->tail) {
+		/* CoDel: decided at the latest when it could be released */
+		const struct emu_pkt *p = slot(d, d->assign);
+		uint64_t start = head_time(d, p);
+		uint64_t e = sat_add(sat_add(start, rate_ser_ns(&d->rate, p, start)),
+				     min_latency(d));
+
+		if (e < t)
+			t = e;
+	}
 	if (d->ops->next_event_ns) {
 		uint64_t e = d->ops->next_event_ns(d->ops_ctx, d);
 

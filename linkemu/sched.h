@@ -2,8 +2,8 @@
  * sched.h - linkemu's scheduler core: one direction of an emulated link.
  *
  * Role: given frames and the times they arrived, decide which are lost,
- * which overflow the buffer, when each one leaves the queue (departure) and
- * when it reaches the far end (release).  It performs no I/O and makes no
+ * which overflow the buffer, which an AQM drops or marks, when each one
+ * leaves the queue (departure) and when it reaches the far end (release).  It performs no I/O and makes no
  * syscalls: time is always passed in by the caller (CLOCK_MONOTONIC ns in
  * linkemu, a fake clock in the unit tests), so the same code is exercised
  * deterministically by tests and by the real forwarding loop.
@@ -11,17 +11,49 @@
  * Packet life cycle, in one FIFO ring (arrival order is preserved end to end):
  *
  *   arrive --loss model--> dropped (loss_drops)
+ *          --RED / PIE---> dropped (aqm_drops), or marked CE (aqm_marks)
  *          --drop-tail---> dropped (queue_drops)
  *          --> backlog: queued / being serialized (departure > now, or not
- *              yet decided by the departure policy)
+ *              yet decided by the departure policy or by CoDel)
+ *          --CoDel, at the head of the queue--> dropped (aqm_drops), or
+ *              marked CE (aqm_marks)
  *          --> delay line: serialized, propagating (departure <= now),
  *              including packets already due but not yet transmitted
  *          --> transmitted by the I/O loop (tx_pkts) or discarded on a
  *              transmit error (tx_errors)
  *
- * So at every instant:
- *   rx_pkts == tx_pkts + tx_errors + queue_drops + loss_drops
+ * So at every instant (marks are not removals, so they are not in it):
+ *   rx_pkts == tx_pkts + tx_errors + queue_drops + loss_drops + aqm_drops
  *              + backlog_pkts + delay_line_pkts
+ *
+ * Active queue management (aqm.h), per direction, per MTU segment:
+ *  - RED and PIE decide on arrival, after the loss model, from the backlog
+ *    the segment finds (queued + being serialized, as drop-tail counts it,
+ *    the segments of its own frame kept so far included); RED's idle decay
+ *    starts when the last departure ended the backlog, PIE's queue delay is
+ *    the time the link stays busy with that backlog (the departure of the
+ *    last packet queued, exact under the rate and tbf policies).  A drop or
+ *    mark inside a super-frame cuts it as a loss does (a marked run is a
+ *    frame of its own, its IP header carrying CE).
+ *  - CoDel decides at dequeue, on each packet's sojourn time, so under
+ *    CoDel the rate policy's departure is not fixed on arrival: a packet
+ *    stays undecided ([assign, tail)) until it reaches the head of the
+ *    queue, at the instant its serialization would start, max(arrival,
+ *    the previous departure); CoDel then drops it there -- it takes no link
+ *    time, and the next packet starts at that same instant, earlier than
+ *    it would have -- or serialization starts.  The core makes these
+ *    decisions in time order whenever it is advanced (before every
+ *    arrival, at every peek), with each decision's own instant, so a late
+ *    call changes nothing but when the answer is known; the I/O loop is
+ *    woken no later than the head packet's earliest release.  A dequeue()
+ *    that dropped a packet goes on with the next one only if that one had
+ *    arrived by then, else it found the queue empty (RFC 8289's dodequeue).
+ *    Arrivals at an instant come before the dequeue at that instant.
+ *    Every super-frame is cut into single segments (max_run_segs = 1), as
+ *    under tbf/docsis, so each segment is dropped or sent on its own.
+ *    CoDel needs departures decided by the core: with a departure policy
+ *    (tbf, docsis) emu_dir_init() refuses it; PIE with a policy that
+ *    decides departures later (->advance, docsis) likewise.
  *
  * Departure policy: "when does this packet leave the queue" is delegated to
  * struct emu_departure_ops.  The built-in policy is plain FIFO serialization
@@ -38,6 +70,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "aqm.h"
 #include "gso.h"
 #include "loss.h"
 #include "prng.h"
@@ -149,6 +182,8 @@ struct emu_counters {
 	uint64_t tx_bytes;
 	uint64_t queue_drops;	/* drop-tail (buffer or ring memory exhausted) */
 	uint64_t loss_drops;	/* loss model */
+	uint64_t aqm_drops;	/* AQM (RED, PIE at arrival; CoDel at the head) */
+	uint64_t aqm_marks;	/* AQM: CE set instead of a drop (still sent) */
 	uint64_t tx_errors;	/* discarded by the I/O loop after a send error */
 	uint64_t backlog_pkts;	/* instantaneous: queued + being serialized */
 	uint64_t backlog_bytes;
@@ -190,6 +225,8 @@ struct emu_dir_cfg {
 	uint64_t seed;
 	unsigned int dir;	/* 0 = ab, 1 = ba: selects the PRNG streams */
 	const struct loss_model *loss;	/* copied; NULL = none */
+	/* copied; NULL = none; its rate_bps is set from rate_bps above */
+	const struct aqm_cfg *aqm;
 	const struct emu_departure_ops *policy; /* NULL = rate serialization */
 	void *policy_ctx;
 };
@@ -228,13 +265,21 @@ struct emu_dir {
 	struct emu_rate_policy rate;
 	struct loss_model loss;
 	struct prng jitter_rng;
+	struct aqm aqm;
+	/*
+	 * CoDel: a dequeue() that dropped a packet at aqm_call_ns and goes on
+	 * with the next one, if it had arrived by then.
+	 */
+	bool aqm_call_open;
+	uint64_t aqm_call_ns;
 
 	/*
 	 * Ring of slots.  Positions are absolute, ever-increasing counters;
 	 * slot = pos & mask.  head <= ser <= assign <= tail:
 	 *   [head, ser)    delay line (departure <= now)
 	 *   [ser, assign)  backlog with a known departure > now
-	 *   [assign, tail) backlog still waiting for the policy's decision
+	 *   [assign, tail) backlog still waiting for the policy's (or
+	 *                  CoDel's) decision
 	 */
 	struct emu_pkt *ring;
 	size_t cap;
@@ -261,6 +306,7 @@ enum emu_verdict {
 	EMU_QUEUED = 0,
 	EMU_DROP_LOSS,		/* loss model; index is meaningful */
 	EMU_DROP_QUEUE,		/* drop-tail */
+	EMU_DROP_AQM,		/* RED or PIE (CoDel decides later) */
 	EMU_DROP_INVALID,	/* length 0 or > max_frame; not counted */
 };
 
@@ -278,10 +324,11 @@ typedef void (*emu_loss_cb)(void *ctx, uint64_t index);
 /*
  * Offer a frame described by lay (gso_parse) that arrived at arrival_ns.
  * Each of its lay->segs segments gets the next arrival index, then the loss
- * model and drop-tail decide per segment, exactly as if the segments had
- * arrived one by one (so a seed drops the same indices whether or not the
- * sender used TSO).  Runs of kept segments (at most max_run_segs each) are
- * cut out of the frame (gso_cut) and queued as frames of their own.
+ * model, the AQM and drop-tail decide per segment, exactly as if the
+ * segments had arrived one by one (so a seed drops the same indices whether
+ * or not the sender used TSO).  Runs of kept segments (at most max_run_segs each, all
+ * marked CE or none) are cut out of the frame (gso_cut) and queued as
+ * frames of their own.
  *
  * arrival_ns may lie before the last time seen by the core -- a kernel
  * receive timestamp of a frame that waited in the socket -- so that the

@@ -85,6 +85,42 @@ expect_usage_error --docsis-phy-rate-bps $OK --ba-policy docsis \
 expect_usage_error --docsis-max-burst-bytes $OK --docsis-max-burst-bytes 0
 expect_usage_error --docsis-concatenation $OK --docsis-concatenation 2
 expect_usage_error --docsis-piggyback $OK --docsis-piggyback yes
+# Active queue management: one line naming the option and the refused field.
+expect_usage_error "--ab-aqm.*max_p" $OK --ab-aqm red:max_p=nan
+expect_usage_error "--ab-aqm.*max_p" $OK --ab-aqm red:max_p=inf
+expect_usage_error "--ab-aqm.*max_p" $OK --ab-aqm red:max_p=-0.1
+expect_usage_error "--ab-aqm.*max_p" $OK --ab-aqm red:max_p=1.5
+expect_usage_error "--ab-aqm.*wq" $OK --ab-aqm red:wq=0.1,wq=0.2
+expect_usage_error "--ab-aqm.*foo" $OK --ab-aqm red:foo=1
+expect_usage_error "--ab-aqm.*max_th_pkts" $OK --ab-aqm red:min_th_pkts=30
+expect_usage_error "--ab-aqm.*max_th_pkts" $OK --ab-aqm red:max_th_pkts=18446744073709551616
+expect_usage_error "--ab-aqm.*max_th_bytes" $OK --ab-aqm red:min_th_bytes=7500
+expect_usage_error "--ab-aqm.*gentle" $OK --ab-aqm red:gentle=
+expect_usage_error "--ab-aqm.*key=value" $OK --ab-aqm red:
+expect_usage_error "--ab-aqm.*max_p" $OK --ab-aqm "red:max_p=0.1
+"
+expect_usage_error "--ba-aqm.*target_us" $OK --ba-aqm codel:target_us=-5
+expect_usage_error "--ba-aqm.*target_us" $OK --ba-aqm codel:target_us=5ms
+expect_usage_error "--ba-aqm.*interval_us" $OK --ba-aqm codel:interval_us=99999999999
+expect_usage_error "--ab-aqm.*alpha" $OK --ab-aqm pie:alpha=1e999
+expect_usage_error "--ab-aqm.*beta" $OK --ab-aqm pie:beta=nan
+expect_usage_error "--ab-aqm.*tupdate_us" $OK --ab-aqm pie:tupdate_us=1
+expect_usage_error "--ab-aqm.*unknown model" $OK --ab-aqm ""
+expect_usage_error "--ab-aqm.*unknown model" $OK --ab-aqm fq_codel
+expect_usage_error "--ab-aqm: codel needs --ab-policy rate" $OK --ab-policy tbf --ab-aqm codel
+expect_usage_error "--ba-aqm: codel needs --ba-policy rate" $OK --ba-aqm codel --ba-policy docsis
+expect_usage_error "--ba-aqm: pie cannot run with --ba-policy docsis" $OK --ba-policy docsis --ba-aqm pie
+# Good specs get past every option check: the first error is --if-b's own.
+for aqm in none red codel pie \
+	red:min_th_pkts=5,max_th_pkts=15,max_p=0.1,wq=0.002,gentle=1,adaptive=1,ecn=1,mean_pkt_bytes=500 \
+	red:min_th_bytes=7500,max_th_bytes=22500 \
+	codel:target_us=5000,interval_us=100000,ecn=1 \
+	pie:target_us=15000,tupdate_us=15000,alpha=0.125,beta=1.25,max_burst_us=150000,ecn=1; do
+	expect_usage_error "--if-b: must differ" $OK --ab-aqm "$aqm" --ba-aqm "$aqm"
+done
+expect_usage_error "--if-b: must differ" $OK --ab-policy tbf --ab-aqm red --ba-policy tbf --ba-aqm pie
+expect_usage_error "--if-b: must differ" $OK --ba-policy docsis --ba-aqm red
+
 # Needs two real, distinct interfaces to get past the interface checks.
 OTHER=$(ls /sys/class/net 2>/dev/null | grep -v '^lo$' | head -n 1)
 if [ -n "$OTHER" ]; then

@@ -57,7 +57,7 @@ static int invariant_ok(const struct emu_dir *d)
 	const struct emu_counters *c = &d->c;
 
 	return c->rx_pkts == c->tx_pkts + c->tx_errors + c->queue_drops +
-			     c->loss_drops + c->backlog_pkts +
+			     c->loss_drops + c->aqm_drops + c->backlog_pkts +
 			     c->delay_line_pkts;
 }
 
