@@ -275,6 +275,17 @@ class LinkDirection(Strict):
     def _buffer(cls, raw: object) -> Buffer | None:
         return None if raw is None else parse_buffer(raw)
 
+    @model_validator(mode="after")
+    def _aqm_with_policy(self) -> LinkDirection:
+        # CoDel decides where serialization starts, which a token bucket or the DOCSIS MAC decide themselves;
+        # PIE reads the delay from departures the DOCSIS MAC only assigns later (linkemu/aqm.h)
+        if isinstance(self.aqm, CodelAqm) and self.policy is not None:
+            raise ValueError(f"aqm: codel cannot run with the {self.policy.model} policy, which sets departures "
+                             "itself (red or pie can)")
+        if isinstance(self.aqm, PieAqm) and isinstance(self.policy, DocsisUpstreamPolicy):
+            raise ValueError("aqm: pie cannot run with the docsis_upstream policy (red can)")
+        return self
+
 
 class LinkSpec(LinkDirection):
     """A shaped link: fields describe the forward direction (a -> b); `reverse` overrides b -> a.

@@ -351,3 +351,17 @@ def test_bad_aqm_parameters_name_the_field(aqm: object, field: str) -> None:
     with pytest.raises(SpecError, match=rf"^{field.replace('.', '[.]')}\b") as err:
         parse_spec(spec)
     assert "\n" not in str(err.value)
+
+
+def test_aqm_refused_with_a_policy_that_sets_departures_itself() -> None:
+    """CoDel decides where serialization starts (a token bucket or the DOCSIS MAC decide that themselves),
+    PIE reads delays from departures the DOCSIS MAC assigns only later: refused before anything is built."""
+    def link(aqm: str, policy: str) -> dict:
+        return {"name": "x", "topology": "dumbbell", "duration_s": 5, "flows": [{"src": "h1", "dst": "h2"}],
+                "links": {"bottleneck": {"aqm": {"model": aqm}, "policy": {"model": policy}}}}
+    with pytest.raises(SpecError, match=r"^links.bottleneck: aqm: codel cannot run with the token_bucket policy"):
+        parse_spec(link("codel", "token_bucket"))
+    with pytest.raises(SpecError, match=r"^links.bottleneck: aqm: pie cannot run with the docsis_upstream policy"):
+        parse_spec(link("pie", "docsis_upstream"))
+    assert parse_spec(link("pie", "token_bucket")).links["bottleneck"].aqm is not None
+    assert parse_spec(link("red", "docsis_upstream")).links["bottleneck"].aqm is not None
