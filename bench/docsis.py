@@ -21,6 +21,13 @@ Three links: `simple`, `docsis` (the sourced MAC and shaper plus the calibrated 
   smallest alpha with >= 95 % utilization per link against the published band.
 - `--flows 2`, `--downstream 1,2,3`: the same experiments off the fitted conditions: what the
   calibrated model predicts there, printed, never fitted.
+- `--jobs N`: N runs at once, each in its own process with its own run-scoped network and emulators and
+  its own fidelity verdict (a run made unfaithful by a neighbour says so and is left out). A 3 Mb/s run
+  keeps ~20 % of one core busy (measured: 3.5 s of CPU in a 19-s run), so 4 at once stay far inside
+  this 2-core machine. FAST is registered once by the bench before the runs start (so no run owns it
+  and none unregisters it under another) and unregistered at the end if the bench registered it.
+  Caveat: runs at once share FAST's event ring buffer, so a run's CC event log may miss events the
+  other runs consumed; no figure here is read from the events.
 - `--plot FILE.html` (with `--from a.json,b.json` to draw saved `--json` dumps without running): the
   aggregate plots -- utilization and mean/minimum RTT against the fixed window, utilization and FAST's own
   window against alpha -- emulated medians with their min-max over the faithful runs, the published
@@ -36,11 +43,15 @@ mean srtt. Run as root: `sudo .venv/bin/python bench/docsis.py [--fit] [--window
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import math
+import multiprocessing
 import sys
 import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +62,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from fastlab.analysis import steady_goodput_mbps  # noqa: E402
+from fastlab.ccset import default_registry  # noqa: E402
 from fastlab.engine import run_experiment  # noqa: E402
 from fastlab.rundir import RTT_SAMPLES, RunFolder  # noqa: E402
 from fastlab.spec import PhantomDelay, parse_spec  # noqa: E402
@@ -74,6 +86,25 @@ def simple_mean_rtt_ms(w: float, data: dict[str, Any]) -> float:
     """The simple link's mean RTT for a fixed window: the base RTT, plus 4 ms a packet beyond the BDP."""
     ref = data["out_of_sample"]["simple_mean_rtt_ms"]
     return float(ref["base"] + max(0.0, w - ref["bdp_pkts"]) * ref["ms_per_pkt"])
+
+
+DATA_IP_BYTES, ACK_IP_BYTES, PING_IP_BYTES = 1500, 52, 84  # a full segment, its ACK (timestamps on), a ping
+
+
+def simple_physical_rtt_ms(w: float, idle_rtt_ms: float, downstream_mbps: float, upstream_kbps: float = 512.0,
+                           base_ms: float = 100.0) -> float:
+    """The simple link's mean RTT for a window held at `w`, from first principles (nothing fitted). Below the
+    pipe: the base RTT; two serializations of a full segment, because the receiver ACKs every second segment
+    (delayed ACKs), so each ACK releases two segments back to back and the newer one -- whose RTT the sample
+    is (rtt_samples.csv: RACK's, of the newest segment an ACK covers) -- waits behind the other at the
+    bottleneck before its own serialization; the ACK's serialization upstream; and the hosts' share, read off
+    the run's own idle ping (its RTT less the base and the ping's serializations). Once the window exceeds
+    that, the link is full and Little's law gives w serializations. An odd window below the pipe leaves one
+    segment a window to the delayed-ACK timer, which this leaves out."""
+    t_data = DATA_IP_BYTES * 8 / (downstream_mbps * 1e3)
+    t_ack = ACK_IP_BYTES * 8 / upstream_kbps
+    hosts = idle_rtt_ms - base_ms - PING_IP_BYTES * 8 / (downstream_mbps * 1e3) - PING_IP_BYTES * 8 / upstream_kbps
+    return max(base_ms + 2 * t_data + t_ack + hosts, w * t_data)
 
 
 def spec_for(link: str, duration_s: float, seed: int, flow: dict[str, Any], name: str, count: int = 1,
@@ -124,6 +155,36 @@ def run(kind: str, link: str, value: int, seed: int, args: argparse.Namespace, r
             **(phantom or {}), **steady_figures(out, args.warmup, downstream_mbps)}
 
 
+Task = tuple[str, str, int, int, dict[str, float] | None, float]  # kind, link, value, seed, phantom, downstream
+
+
+def _run_task(task: Task, args: argparse.Namespace, root: Path) -> dict[str, Any]:
+    kind, link, value, seed, phantom, downstream = task
+    return run(kind, link, value, seed, args, root, phantom, downstream)
+
+
+def run_all(tasks: list[Task], args: argparse.Namespace, root: Path) -> list[dict[str, Any]]:
+    """Every task's figures, in the tasks' order: one at a time, or `--jobs` at once (see the docstring)."""
+    if args.jobs <= 1:
+        return [_run_task(t, args, root) for t in tasks]
+    # spawn, not fork: each worker imports fastlab afresh (no Mininet or thread state copied from here)
+    with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_run_task, tasks, [args] * len(tasks), [root] * len(tasks)))
+
+
+@contextlib.contextmanager
+def fast_registered(needed: bool) -> Iterator[None]:
+    """FAST registered for the bench's whole life when runs go at once, so that no run owns (and
+    unregisters) it while another uses it; unregistered at the end only if this registered it."""
+    build = default_registry().lookup("fast").build
+    mine = needed and build.load()
+    try:
+        yield
+    finally:
+        if mine:
+            build.unload()
+
+
 # --- the fit (pure) -----------------------------------------------------------------------------------
 
 def residuals(rows: pd.DataFrame, points: list[dict[str, float]]) -> pd.DataFrame:
@@ -154,10 +215,10 @@ def best_fit(table: pd.DataFrame, points: list[dict[str, float]]) -> tuple[dict[
 def fit(args: argparse.Namespace, root: Path, data: dict[str, Any]) -> int:
     points = data["fit"]["docsis_mean_rtt_ms"]
     windows = [int(p["window"]) for p in points]
-    rows = [run("window", "docsis", w, 1 + r, args, root, {"max_delay_ms": d, "knee": k})
-            for d, k in itertools.product(FIT_GRID["max_delay_ms"], FIT_GRID["knee"])
-            for r in range(args.repeat) for w in windows]
-    table = pd.DataFrame(rows)
+    tasks: list[Task] = [("window", "docsis", w, 1 + r, {"max_delay_ms": d, "knee": k}, 3.0)
+                         for d, k in itertools.product(FIT_GRID["max_delay_ms"], FIT_GRID["knee"])
+                         for r in range(args.repeat) for w in windows]
+    table = pd.DataFrame(run_all(tasks, args, root))
     best, ranked = best_fit(table, points)
     print(f"fit of the phantom element to {len(points)} published mean RTTs (one flow, fixed window, DOCSIS), "
           f"{args.repeat} run(s) a point; residuals in half-widths of the published band:")
@@ -188,6 +249,15 @@ def smallest_full_alpha(util: pd.Series) -> int | None:
     return None
 
 
+def per_seed_smallest_alpha(table: pd.DataFrame, link: str) -> str:
+    """How many seeds give each smallest full alpha (each seed's runs over the alphas on their own), e.g.
+    "12: 9 seeds, 14: 1 seed": the spread a single seed's verdict would have."""
+    rows = table[table["link"] == link]
+    found = [smallest_full_alpha(seed_rows.set_index("value")["utilization"]) for _s, seed_rows in rows.groupby("seed")]
+    counts = pd.Series([-1 if f is None else f for f in found]).value_counts().sort_index()
+    return ", ".join(f"{'none' if a == -1 else a}: {n} seed{'s' if n > 1 else ''}" for a, n in counts.items())
+
+
 def faithful(table: pd.DataFrame) -> pd.Series:
     """Which runs the fidelity verdict calls faithful: the one filter of the printed tables and the plots."""
     return table["faithful"].astype(bool)
@@ -207,22 +277,25 @@ def experiments(args: argparse.Namespace, root: Path, data: dict[str, Any]) -> d
     for downstream in args.downstream:
         note = f"{args.flows} flow(s), downstream {downstream:g} Mb/s"
         if args.only != "alpha":
-            rows = [run("window", link, w, 1 + r, args, root, downstream_mbps=downstream)
-                    for r in range(args.repeat) for w in args.windows for link in args.links]
-            table = pd.DataFrame(rows)
+            tasks: list[Task] = [("window", link, w, 1 + r, None, downstream)
+                                 for r in range(args.repeat) for w in args.windows for link in args.links]
+            table = pd.DataFrame(run_all(tasks, args, root))
             med = faithful_only(table, "fixed windows").groupby(["value", "link"], sort=True)[
                 ["goodput_mbps", "utilization", "mean_rtt_ms", "min_rtt_ms", "idle_rtt_ms"]].median().reset_index()
             med = med.rename(columns={"value": "window"})
             med["published_mean_rtt"] = [published_rtt(link, w, data) if args.flows == 1 and downstream == 3.0
                                          else "-" for link, w in zip(med["link"], med["window"], strict=True)]
+            med["first_principles_ms"] = [
+                simple_physical_rtt_ms(w, idle, downstream) if link == "simple" and args.flows == 1 else math.nan
+                for link, w, idle in zip(med["link"], med["window"], med["idle_rtt_ms"], strict=True)]
             med["w_over_rtt_mbps"] = args.flows * med["window"] * PKT_BYTES * 8 / 1e3 / med["mean_rtt_ms"]
             print(f"fixed windows (Reno held at w), {note}, medians of {args.repeat} run(s):")
             print(med.to_string(index=False, float_format="{:.2f}".format))
             dump[f"windows {note}"] = table.to_dict("records")
         if args.only != "windows":
-            rows = [run("alpha", link, a, 1 + r, args, root, downstream_mbps=downstream)
-                    for r in range(args.repeat) for a in args.alphas for link in args.links]
-            table = pd.DataFrame(rows)
+            tasks = [("alpha", link, a, 1 + r, None, downstream)
+                     for r in range(args.repeat) for a in args.alphas for link in args.links]
+            table = pd.DataFrame(run_all(tasks, args, root))
             med = faithful_only(table, "FAST alphas").groupby(["value", "link"], sort=True)[
                 ["utilization", "mean_rtt_ms", "cwnd_mean"]].median()
             print(f"\nFAST alpha, each alpha its own run, {note}, medians of {args.repeat} run(s):")
@@ -236,6 +309,7 @@ def experiments(args: argparse.Namespace, root: Path, data: dict[str, Any]) -> d
                 said = (f"(published about {band['value']}, band {band['low']}-{band['high']})"
                         if band and args.flows == 1 and downstream == 3.0 else "(prediction: no published figure)")
                 print(f"{link}: smallest alpha with >= {FULL:.0%} utilization: {found} {said}")
+                print(f"  each seed's own: {per_seed_smallest_alpha(faithful_only(table, link), link)}")
             dump[f"alphas {note}"] = table.to_dict("records")
     return dump
 
@@ -363,6 +437,7 @@ def main() -> int:
     parser.add_argument("--only", choices=("windows", "alpha"))
     parser.add_argument("--flows", type=int, default=1)
     parser.add_argument("--downstream", type=csv_list(float), default=[3.0], help="downstream Mb/s")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once (each its own process and verdict)")
     parser.add_argument("--json", help="write every run's figures here")
     parser.add_argument("--plot", help="write the aggregate plots (HTML) of this run's figures, or of --from's")
     parser.add_argument("--from", dest="from_json", type=csv_list(str),
@@ -379,9 +454,12 @@ def main() -> int:
         print(f"written: {args.plot}")
         return 0
     root = Path(tempfile.mkdtemp(prefix="fastlab-docsis-"))
-    if args.fit:
-        return fit(args, root, data)
-    dump = experiments(args, root, data)
+    if not 1 <= args.jobs <= 8:
+        parser.error("--jobs: 1 to 8")
+    with fast_registered(args.jobs > 1 and not args.fit and args.only != "windows"):
+        if args.fit:
+            return fit(args, root, data)
+        dump = experiments(args, root, data)
     if args.json:
         Path(args.json).write_text(json.dumps(dump, indent=1, default=str))
     if args.plot:
