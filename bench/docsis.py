@@ -36,7 +36,8 @@ Three links: `simple`, `docsis` (the sourced MAC and shaper plus the calibrated 
 Measured per run, after --warmup seconds: goodput (bytes acked over time); for the fixed windows the
 mean and the minimum of every RTT sample the kernel took (one per ACK, `rtt_samples.csv`); for FAST the
 mean srtt. Run as root: `sudo .venv/bin/python bench/docsis.py [--fit] [--windows 5,10,...]
-[--alphas 1,2,...] [--links simple,docsis,docsis-off] [--repeat N] [--duration S] [--only windows|alpha]
+[--alphas 1,2,...] [--links simple,docsis,docsis-off] [--repeat N] [--first-seed N] [--jobs N]
+[--duration S] [--only windows|alpha]
 [--flows N] [--downstream 1,2,3] [--json FILE] [--plot FILE.html [--from JSON,...]]`.
 """
 
@@ -215,7 +216,7 @@ def best_fit(table: pd.DataFrame, points: list[dict[str, float]]) -> tuple[dict[
 def fit(args: argparse.Namespace, root: Path, data: dict[str, Any]) -> int:
     points = data["fit"]["docsis_mean_rtt_ms"]
     windows = [int(p["window"]) for p in points]
-    tasks: list[Task] = [("window", "docsis", w, 1 + r, {"max_delay_ms": d, "knee": k}, 3.0)
+    tasks: list[Task] = [("window", "docsis", w, args.first_seed + r, {"max_delay_ms": d, "knee": k}, 3.0)
                          for d, k in itertools.product(FIT_GRID["max_delay_ms"], FIT_GRID["knee"])
                          for r in range(args.repeat) for w in windows]
     table = pd.DataFrame(run_all(tasks, args, root))
@@ -277,7 +278,7 @@ def experiments(args: argparse.Namespace, root: Path, data: dict[str, Any]) -> d
     for downstream in args.downstream:
         note = f"{args.flows} flow(s), downstream {downstream:g} Mb/s"
         if args.only != "alpha":
-            tasks: list[Task] = [("window", link, w, 1 + r, None, downstream)
+            tasks: list[Task] = [("window", link, w, args.first_seed + r, None, downstream)
                                  for r in range(args.repeat) for w in args.windows for link in args.links]
             table = pd.DataFrame(run_all(tasks, args, root))
             med = faithful_only(table, "fixed windows").groupby(["value", "link"], sort=True)[
@@ -293,7 +294,7 @@ def experiments(args: argparse.Namespace, root: Path, data: dict[str, Any]) -> d
             print(med.to_string(index=False, float_format="{:.2f}".format))
             dump[f"windows {note}"] = table.to_dict("records")
         if args.only != "windows":
-            tasks = [("alpha", link, a, 1 + r, None, downstream)
+            tasks = [("alpha", link, a, args.first_seed + r, None, downstream)
                      for r in range(args.repeat) for a in args.alphas for link in args.links]
             table = pd.DataFrame(run_all(tasks, args, root))
             med = faithful_only(table, "FAST alphas").groupby(["value", "link"], sort=True)[
@@ -432,6 +433,8 @@ def main() -> int:
     parser.add_argument("--alphas", type=csv_list(int), default=csv_list(int)("1,2,3,4,5,6,8,10,12,14,16,20,25,35"))
     parser.add_argument("--links", type=csv_list(str), default=["simple", "docsis", "docsis-off"])
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--first-seed", type=int, default=1, help="seeds first-seed .. first-seed + repeat - 1 "
+                        "(more seeds for a condition whose runs came out unfaithful)")
     parser.add_argument("--duration", type=float, default=20.0, help="seconds per run")
     parser.add_argument("--warmup", type=float, default=6.0, help="seconds left out of every figure")
     parser.add_argument("--only", choices=("windows", "alpha"))
