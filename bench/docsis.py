@@ -390,7 +390,8 @@ def plot_html(dumps: list[dict[str, Any]], data: dict[str, Any]) -> str:
         fig.add_trace(go.Scatter(x=ws, y=simple, mode="lines", name="published: simple 100 + max(0, w-25) x 4 ms",
                                  line={"color": "#000", "dash": "dash"},
                                  error_y={"type": "constant", "value": tol}), row=1, col=2)
-        idle = windows[(windows["link"] == "simple") & (windows["downstream_mbps"] == 3.0)]["idle_rtt_ms"].median()
+        simple_runs = windows[(windows["link"] == "simple") & (windows["downstream_mbps"] == 3.0)]
+        idle = simple_runs["idle_rtt_ms"].median() if "idle_rtt_ms" in simple_runs else math.nan
         if idle == idle:  # the simple link's runs give the hosts' share: the first-principles line beside
             fig.add_trace(go.Scatter(x=ws, y=[simple_physical_rtt_ms(w, idle, 3.0) for w in ws], mode="lines",
                                      name="simple, first principles (not fitted)",

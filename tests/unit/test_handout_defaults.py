@@ -70,7 +70,7 @@ def test_mi_threshold_quoted_in_handouts_is_the_default() -> None:
 BDP_QUOTES = [
     (2, "equilibrium", None, "bdp", 4, "buffer 4 BDP (267 packets)"),
     (2, "equilibrium", None, "buffer", 1, "buffer 4 BDP (267 packets)"),
-    (3, "row-1", None, "bdp", 1, "`BDP = C·RTT/(1500·8)` = 15,000 packets"),
+    (3, "row-1", None, "bdp", 1, "$\\mathrm{BDP} = C \\cdot \\mathrm{RTT}/(1500 \\cdot 8)$ = 15,000 packets"),
     (4, "sc2002-fast-one", None, "bdp", 0.25, "a quarter of a\n180 ms BDP = 3,750 packets"),
     (4, "sc2002-fast-one", None, "buffer", 1, "a quarter of a\n180 ms BDP = 3,750 packets"),
     (4, "fast-one", None, "buffer", 1, "buffer one BDP = 300 packets"),
