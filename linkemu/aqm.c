@@ -11,6 +11,7 @@
  * out of range each give one line that names the key.
  */
 #include "aqm.h"
+#include "loss.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -98,20 +99,6 @@ struct key_def {
 
 #define MAX_KEYS	12
 
-static int parse_count(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	if (!*s || strspn(s, "0123456789") != strlen(s))
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -1;
-	*out = v;
-	return 0;
-}
 
 /* Plain decimal only: no sign, no "nan"/"inf", no hex floats. */
 static int parse_real(const char *s, double *out)
@@ -144,7 +131,7 @@ static int key_value(const char *spec, const struct key_def *k,
 		return 0;
 	case KEY_COUNT:
 	case KEY_US:
-		if (parse_count(val, &v) || v < k->min || v > k->max)
+		if (emu_parse_count(val, &v) || v < k->min || v > k->max)
 			return fail(err, errlen, spec,
 				    "%s must be an integer in [%" PRIu64 ", %" PRIu64 "]%s",
 				    k->name, k->min, k->max,

@@ -47,7 +47,7 @@ static int parse_prob(const char *s, size_t n, double *out)
 	return 0;
 }
 
-static int parse_count(const char *s, uint64_t *out)
+int emu_parse_count(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
@@ -88,7 +88,7 @@ int loss_parse(struct loss_model *m, const char *spec, char *err,
 	}
 
 	if (!strncmp(spec, "every_nth:", 10)) {
-		if (parse_count(spec + 10, &m->nth) || m->nth == 0) {
+		if (emu_parse_count(spec + 10, &m->nth) || m->nth == 0) {
 			snprintf(err, errlen,
 				 "invalid loss model '%s': N must be an integer >= 1",
 				 spec);
@@ -114,7 +114,7 @@ int loss_parse(struct loss_model *m, const char *spec, char *err,
 			}
 			memcpy(num, s, len);
 			num[len] = '\0';
-			if (parse_count(num, &v) || v == 0 ||
+			if (emu_parse_count(num, &v) || v == 0 ||
 			    (m->n_at && v <= m->at[m->n_at - 1])) {
 				m->n_at = 0;
 				break;

@@ -310,6 +310,20 @@ enum emu_verdict {
 	EMU_DROP_INVALID,	/* length 0 or > max_frame; not counted */
 };
 
+/*
+ * The core's conservation invariant (see the top of this file): every segment
+ * received is transmitted, failed, dropped (full queue, loss model or AQM),
+ * queued or on the delay line.  The tests check it after every step.
+ */
+static inline bool emu_dir_conserved(const struct emu_dir *d)
+{
+	const struct emu_counters *c = &d->c;
+
+	return c->rx_pkts == c->tx_pkts + c->tx_errors + c->queue_drops +
+			     c->loss_drops + c->aqm_drops + c->backlog_pkts +
+			     c->delay_line_pkts;
+}
+
 int emu_dir_init(struct emu_dir *d, const struct emu_dir_cfg *cfg);
 void emu_dir_destroy(struct emu_dir *d);
 

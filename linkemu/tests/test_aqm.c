@@ -141,15 +141,6 @@ static enum emu_verdict enq(struct emu_dir *d, uint64_t now, uint32_t len,
 	return emu_dir_enqueue(d, now, frame, len, NULL);
 }
 
-static int invariant_ok(const struct emu_dir *d)
-{
-	const struct emu_counters *c = &d->c;
-
-	return c->rx_pkts == c->tx_pkts + c->tx_errors + c->queue_drops +
-			     c->loss_drops + c->aqm_drops + c->backlog_pkts +
-			     c->delay_line_pkts;
-}
-
 /* ---- RED ------------------------------------------------------------------ */
 
 /*
@@ -574,7 +565,7 @@ static void test_codel_core_head_drops(void)
 			prev_dep = p->departure_ns;
 			next = p->index + 1;
 		}
-		if (!invariant_ok(&d))
+		if (!emu_dir_conserved(&d))
 			bad++;
 	}
 	CHECK(!bad, "%d departures or invariants off", bad);
@@ -630,12 +621,12 @@ static void test_codel_core_lazy_and_exit(void)
 	      "%d frames differ (%u, %u sent)", bad, n, m);
 	while (emu_dir_pop_due(&a, 10 * SEC))
 		;
-	CHECK(a.c.backlog_pkts == 0 && invariant_ok(&a), "drained");
+	CHECK(a.c.backlog_pkts == 0 && emu_dir_conserved(&a), "drained");
 	CHECK(enq(&a, 11 * SEC, 1000, 0) == EMU_QUEUED, "into the idle link");
 	CHECK(emu_dir_pop_due(&a, 11 * SEC + MS) != NULL, "sent");
 	CHECK(!a.aqm.codel.dropping && !a.aqm.codel.first_above_time,
 	      "left the dropping state");
-	CHECK(invariant_ok(&a), "invariant");
+	CHECK(emu_dir_conserved(&a), "invariant");
 	emu_dir_destroy(&a);
 	emu_dir_destroy(&b);
 }
@@ -970,7 +961,7 @@ static void test_ecn_marks_in_core(void)
 		CHECK(cp == (p->index >= 2 ? ECN_CE : ECN_ECT0), "frame %llu: %d",
 		      (unsigned long long)p->index, cp);
 	}
-	CHECK(ce == 2 && invariant_ok(&d), "two left with CE");
+	CHECK(ce == 2 && emu_dir_conserved(&d), "two left with CE");
 	emu_dir_destroy(&d);
 
 	CHECK(!emu_dir_init(&d, &cfg), "init");
@@ -1075,7 +1066,7 @@ static void test_super_frame_cut_by_aqm(void)
 		      "run %u: %u segments", runs, p->segs);
 		runs++;
 	}
-	CHECK(runs == 2 && invariant_ok(&a), "two runs");
+	CHECK(runs == 2 && emu_dir_conserved(&a), "two runs");
 	emu_dir_destroy(&a);
 	emu_dir_destroy(&b);
 
@@ -1125,17 +1116,17 @@ static void test_invariant_all_models(void)
 			t += prng_next(&r) % 900 * US * (k % 2000 < 1000 ? 1 : 3);
 			enq(&d, t, 100 + (uint32_t)(prng_next(&r) % 1300),
 			    k % 2 ? ECN_ECT0 : ECN_NOT_ECT);
-			if (!invariant_ok(&d))
+			if (!emu_dir_conserved(&d))
 				bad++;
 			if (k % 3 == 0)
 				while (emu_dir_pop_due(&d, t))
 					;
-			if (!invariant_ok(&d))
+			if (!emu_dir_conserved(&d))
 				bad++;
 		}
 		while (emu_dir_pop_due(&d, t + 10 * SEC))
 			;
-		CHECK(!bad && invariant_ok(&d) && !d.c.backlog_pkts &&
+		CHECK(!bad && emu_dir_conserved(&d) && !d.c.backlog_pkts &&
 		      !d.c.delay_line_pkts, "%s: %d violations", specs[s], bad);
 		CHECK(d.c.aqm_drops && d.c.aqm_marks && d.c.loss_drops,
 		      "%s: aqm drops %llu marks %llu queue %llu", specs[s],

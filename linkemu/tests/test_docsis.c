@@ -88,15 +88,6 @@ static size_t drain(struct emu_dir *d, uint64_t until, uint64_t *dep,
 	return n;
 }
 
-static int invariant_ok(const struct emu_dir *d)
-{
-	const struct emu_counters *c = &d->c;
-
-	return c->rx_pkts == c->tx_pkts + c->tx_errors + c->queue_drops +
-			     c->loss_drops + c->backlog_pkts +
-			     c->delay_line_pkts;
-}
-
 /*
  * One 100-byte (IP) frame at an idle CM at 3.3 ms: contention request at
  * the 4 ms MAP, at the CMTS at 4.45 ms, + 1.6 ms lookahead = 6.05 ms, so
@@ -192,7 +183,7 @@ static void run_long_run(bool concat, bool piggy, uint64_t phy,
 	CHECK(n > 100 && got > want_bps * 0.99 && got < want_bps * 1.01,
 	      "concat %d piggy %d phy %lu len %u: %.0f b/s (%lu pkts)",
 	      concat, piggy, (unsigned long)phy, len, got, (unsigned long)n);
-	CHECK(invariant_ok(&d), "invariant");
+	CHECK(emu_dir_conserved(&d), "invariant");
 	emu_dir_destroy(&d);
 }
 
@@ -478,7 +469,7 @@ static void test_droptail(void)
 	CHECK(m.req_bytes == 300, "request %lu", (unsigned long)m.req_bytes);
 	CHECK(enq(&d, 6 * MS + PHY_NS(100), 100 + L2) == EMU_QUEUED,
 	      "room once the first frame is on the wire");
-	CHECK(invariant_ok(&d), "invariant");
+	CHECK(emu_dir_conserved(&d), "invariant");
 	emu_dir_destroy(&d);
 }
 
@@ -555,7 +546,7 @@ static void run_random(const struct emu_docsis_cfg *mc, uint64_t seed)
 	      "granted %lu sent %lu", (unsigned long)granted,
 	      (unsigned long)charged);
 	CHECK(d2.c.tx_pkts + d2.c.queue_drops == N &&
-	      d2.c.backlog_pkts == 0 && invariant_ok(&d2), "accounting");
+	      d2.c.backlog_pkts == 0 && emu_dir_conserved(&d2), "accounting");
 	/* Offered ~1.7 Mb/s: a 512 kb/s bucket must overflow the buffer. */
 	CHECK(d1.c.queue_drops == d2.c.queue_drops &&
 	      (d2.c.queue_drops > 0 || !mc->rate_bps),

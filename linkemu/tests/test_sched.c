@@ -52,15 +52,6 @@ static enum emu_verdict enq(struct emu_dir *d, uint64_t now, uint32_t len)
 	return emu_dir_enqueue(d, now, frame, len, NULL);
 }
 
-static int invariant_ok(const struct emu_dir *d)
-{
-	const struct emu_counters *c = &d->c;
-
-	return c->rx_pkts == c->tx_pkts + c->tx_errors + c->queue_drops +
-			     c->loss_drops + c->aqm_drops + c->backlog_pkts +
-			     c->delay_line_pkts;
-}
-
 /* 8 Mb/s => 1 us per byte: 1000-byte frames take exactly 1 ms. */
 static void test_serialization_and_delay(void)
 {
@@ -111,7 +102,7 @@ static void test_serialization_and_delay(void)
 	CHECK(p && p->arrival_ns == 10 * MS &&
 	      p->departure_ns == 10 * MS + 500 * US &&
 	      p->release_ns == 15 * MS + 500 * US, "idle restart");
-	CHECK(invariant_ok(&d), "invariant");
+	CHECK(emu_dir_conserved(&d), "invariant");
 	emu_dir_destroy(&d);
 }
 
@@ -194,7 +185,7 @@ static void test_droptail_pkts(void)
 	CHECK(enq(&d, 1 * MS, 64) == EMU_QUEUED, "room after 1 ms");
 	CHECK(enq(&d, 1 * MS, 64) == EMU_DROP_QUEUE, "full again");
 	CHECK(d.c.rx_pkts == 8 && d.c.queue_drops == 4, "rx/drops");
-	CHECK(invariant_ok(&d), "invariant");
+	CHECK(emu_dir_conserved(&d), "invariant");
 	emu_dir_destroy(&d);
 }
 
@@ -280,7 +271,7 @@ static void test_backlog_accounting(void)
 		}
 		if (d.c.backlog_pkts != bl_pkts || d.c.backlog_bytes != bl_bytes)
 			mism++;
-		if (!invariant_ok(&d))
+		if (!emu_dir_conserved(&d))
 			inv++;
 		while ((p = emu_dir_pop_due(&d, now))) {
 			if (shead >= nsh || p->departure_ns != sh[shead].dep ||
@@ -344,7 +335,7 @@ static void run_jitter(uint64_t seed, uint64_t delay, uint64_t jitter,
 		}
 		now += 10 * US;
 	}
-	CHECK(invariant_ok(&d), "invariant");
+	CHECK(emu_dir_conserved(&d), "invariant");
 	emu_dir_destroy(&d);
 }
 
@@ -445,7 +436,7 @@ static void test_ring_memory_cap(void)
 		queued += enq(&d, 0, 100) == EMU_QUEUED;
 	CHECK(queued == 8 && d.c.queue_drops == 2, "queued %d drops %lu",
 	      queued, (unsigned long)d.c.queue_drops);
-	CHECK(invariant_ok(&d), "invariant");
+	CHECK(emu_dir_conserved(&d), "invariant");
 	emu_dir_destroy(&d);
 }
 
@@ -495,7 +486,7 @@ static void test_loss_in_core(void)
 	CHECK(!bad, "%d wrong verdicts", bad);
 	CHECK(d.c.rx_pkts == 9 && d.c.loss_drops == 3 &&
 	      d.c.queue_drops == 4 && d.c.backlog_pkts == 2, "counters");
-	CHECK(invariant_ok(&d), "invariant");
+	CHECK(emu_dir_conserved(&d), "invariant");
 	emu_dir_destroy(&d);
 }
 
@@ -521,7 +512,7 @@ static void test_clock_clamp_and_batches(void)
 	CHECK(n == 4 && out[0]->index == 3, "resume at 3");
 	CHECK(d.c.tx_pkts == 2 && d.c.tx_errors == 1 &&
 	      d.c.delay_line_pkts == 7, "tx/err counters");
-	CHECK(invariant_ok(&d), "invariant");
+	CHECK(emu_dir_conserved(&d), "invariant");
 	emu_dir_destroy(&d);
 }
 
@@ -606,7 +597,7 @@ static void test_departure_policy(void)
 	CHECK(p && p->index == 2 && p->departure_ns == 2 * MS &&
 	      p->release_ns == 2500 * US, "third via second grant");
 	CHECK(emu_dir_next_release_ns(&d) == EMU_TIME_NEVER, "idle");
-	CHECK(invariant_ok(&d), "invariant");
+	CHECK(emu_dir_conserved(&d), "invariant");
 	emu_dir_destroy(&d);
 	CHECK(mac.destroyed, "policy destroyed with the direction");
 }
@@ -646,7 +637,7 @@ static void test_late_read_droptail(void)
 	/* Stamped at 2.2 ms: one waited, so there was room. */
 	CHECK(enq_stamped(&d, 2200 * US, 1000), "late frame queued");
 	CHECK(d.c.queue_drops == 1, "one drop-tail");
-	CHECK(invariant_ok(&d), "invariant");
+	CHECK(emu_dir_conserved(&d), "invariant");
 	emu_dir_destroy(&d);
 }
 
