@@ -59,6 +59,8 @@
 #include "loss.h"
 #include "policy_docsis.h"
 #include "policy_tbf.h"
+#include "policy_trace.h"
+#include "schedule.h"
 #include "sched.h"
 
 #define BATCH			64	/* frames per recvmmsg/sendmmsg call */
@@ -110,14 +112,19 @@ enum dir_field {
 	F_POLICY, F_TBF_BURST, F_TBF_PEAK, F_UPSTREAM,
 	F_TBF_MAX_DELAY, F_TBF_GRANULARITY,
 	F_PHANTOM_MAX_DELAY, F_PHANTOM_KNEE, F_PHANTOM_WINDOW, F_AQM,
-	F_NFIELDS	/* at most 16: DIR_OPT's stride */
+	F_SCHEDULE, F_TRACE,
+	F_NFIELDS	/* at most DIR_STRIDE */
 };
 
-/* Departure policy of a direction (--XX-policy). */
-enum dir_policy { POL_RATE, POL_TBF, POL_DOCSIS };
+/*
+ * Departure policy of a direction (--XX-policy; trace: set by --XX-trace,
+ * not a --XX-policy value, since it needs its file).
+ */
+enum dir_policy { POL_RATE, POL_TBF, POL_DOCSIS, POL_TRACE };
 
 static const char *const policy_names[] = {
 	[POL_RATE] = "rate", [POL_TBF] = "tbf", [POL_DOCSIS] = "docsis",
+	[POL_TRACE] = "trace",
 };
 
 /*
@@ -132,10 +139,11 @@ enum {
 	OPT_DOCSIS_MAP, OPT_DOCSIS_LOOKAHEAD, OPT_DOCSIS_TRANSIT,
 	OPT_DOCSIS_PHY, OPT_DOCSIS_BURST, OPT_DOCSIS_CONCAT,
 	OPT_DOCSIS_PIGGYBACK,
-	OPT_DIR0 = 512,		/* OPT_DIR0 + dir * 16 + field */
+	OPT_DIR0 = 512,		/* OPT_DIR0 + dir * DIR_STRIDE + field */
 };
 
-#define DIR_OPT(dir, field) (OPT_DIR0 + (dir) * 16 + (field))
+#define DIR_STRIDE	32	/* option slots per direction */
+#define DIR_OPT(dir, field) (OPT_DIR0 + (dir) * DIR_STRIDE + (field))
 
 static const struct option long_opts[] = {
 	{ "if-a",		required_argument, NULL, OPT_IF_A },
@@ -175,6 +183,8 @@ static const struct option long_opts[] = {
 	{ "ab-phantom-knee-ppm", required_argument, NULL, DIR_OPT(0, F_PHANTOM_KNEE) },
 	{ "ab-phantom-window-us", required_argument, NULL, DIR_OPT(0, F_PHANTOM_WINDOW) },
 	{ "ab-aqm",		required_argument, NULL, DIR_OPT(0, F_AQM) },
+	{ "ab-schedule",	required_argument, NULL, DIR_OPT(0, F_SCHEDULE) },
+	{ "ab-trace",		required_argument, NULL, DIR_OPT(0, F_TRACE) },
 	{ "ba-rate-bps",	required_argument, NULL, DIR_OPT(1, F_RATE) },
 	{ "ba-delay-us",	required_argument, NULL, DIR_OPT(1, F_DELAY) },
 	{ "ba-jitter-us",	required_argument, NULL, DIR_OPT(1, F_JITTER) },
@@ -191,6 +201,8 @@ static const struct option long_opts[] = {
 	{ "ba-phantom-knee-ppm", required_argument, NULL, DIR_OPT(1, F_PHANTOM_KNEE) },
 	{ "ba-phantom-window-us", required_argument, NULL, DIR_OPT(1, F_PHANTOM_WINDOW) },
 	{ "ba-aqm",		required_argument, NULL, DIR_OPT(1, F_AQM) },
+	{ "ba-schedule",	required_argument, NULL, DIR_OPT(1, F_SCHEDULE) },
+	{ "ba-trace",		required_argument, NULL, DIR_OPT(1, F_TRACE) },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -211,7 +223,7 @@ static const uint64_t field_max[F_NFIELDS] = {
 	[F_PHANTOM_WINDOW] = EMU_PHANTOM_MAX_WINDOW_NS / 1000,
 };
 
-_Static_assert(F_NFIELDS <= 16, "DIR_OPT gives each direction 16 option slots");
+_Static_assert(F_NFIELDS <= DIR_STRIDE, "DIR_OPT gives each direction DIR_STRIDE option slots");
 
 /* The phantom element's load window unless given: 1 s, many RTTs of a 100-ms path. */
 #define PHANTOM_DEF_WINDOW_US	1000000ULL
@@ -224,6 +236,9 @@ struct dir_opts {
 	struct loss_model loss;
 	struct aqm_cfg aqm;	/* --XX-aqm; link fields filled in at setup */
 	enum dir_policy policy;
+	struct emu_schedule sched;	/* --XX-schedule; n == 0: none */
+	const char *trace_path;		/* --XX-trace; NULL: none */
+	struct emu_trace trace;		/* its opportunities, loaded at parse time */
 };
 
 struct opts {
@@ -320,6 +335,8 @@ static void print_usage(FILE *f)
 "       [--docsis-max-burst-bytes 3044] [--docsis-concatenation 1|0]\n"
 "       [--docsis-piggyback 1|0]\n"
 "       [--ab-aqm AQM] [--ba-aqm AQM]   (active queue management, per direction)\n"
+"       [--ab-schedule STEPS] [--ba-schedule STEPS]   (time-varying rate, delay, loss)\n"
+"       [--ab-trace FILE] [--ba-trace FILE]   (mahimahi delivery trace: the departures)\n"
 "MODEL: none | bernoulli:P | every_nth:N | ge:p:r[:h[:k]]\n"
 "AQM: none\n"
 "   | red[:min_th_pkts=5,max_th_pkts=15,max_p=0.1,wq=0.002,gentle=1,adaptive=0,\n"
@@ -328,19 +345,49 @@ static void print_usage(FILE *f)
 "   | pie[:target_us=15000,tupdate_us=15000,alpha=0.125,beta=1.25,\n"
 "         max_burst_us=150000,ecn=0]   (not with --XX-policy docsis)\n"
 "P: rate (default) | tbf | docsis; --XX-rate-bps is the (sustained) rate.\n"
+"STEPS: T:key=value[,key=value...][;T:...], T in us after t0 (the ready line),\n"
+"   keys rate_bps (rate policy only), delay_us, loss (Bernoulli P); at most %d steps\n"
+"FILE: one ms timestamp per line per 1504-byte opportunity, repeating (mm-link)\n"
 "rate 0 = unlimited, limit 0 = unlimited.  ab = frames received on A, sent on B.\n",
-		prog);
+		prog, EMU_SCHEDULE_MAX_STEPS);
 }
 
 static enum dir_policy parse_policy(int val, const char *arg)
 {
 	unsigned int i;
 
-	for (i = 0; i < sizeof(policy_names) / sizeof(policy_names[0]); i++)
+	/* (trace is chosen by --XX-trace, not named here) */
+	for (i = 0; i <= POL_DOCSIS; i++)
 		if (!strcmp(arg, policy_names[i]))
 			return (enum dir_policy)i;
 	usage_error("--%s: unknown policy '%s' (expected rate, tbf or docsis)",
 		    opt_name(val), arg);
+}
+
+/* What a schedule or a trace cannot run with (policy_trace.h, schedule.h). */
+static void check_time_varying(const struct opts *o, int d)
+{
+	const struct dir_opts *dopt = &o->dir[d];
+	unsigned int set = dopt->sched.set;
+
+	if (dopt->trace_path && dopt->policy != POL_RATE)
+		usage_error("--%s: a trace is the departure policy itself: not with --%s %s",
+			    opt_name(DIR_OPT(d, F_TRACE)), opt_name(DIR_OPT(d, F_POLICY)),
+			    policy_names[dopt->policy]);
+	if (dopt->trace_path && dopt->aqm.type == AQM_CODEL)
+		usage_error("--%s: codel cannot run with --%s (it decides departures at the head of the queue; the trace fixes them)",
+			    opt_name(DIR_OPT(d, F_AQM)), opt_name(DIR_OPT(d, F_TRACE)));
+	if ((set & EMU_STEP_RATE) && dopt->trace_path)
+		usage_error("--%s: rate_bps steps cannot run with --%s (the trace sets the departures; delay_us and loss steps can)",
+			    opt_name(DIR_OPT(d, F_SCHEDULE)), opt_name(DIR_OPT(d, F_TRACE)));
+	if ((set & EMU_STEP_RATE) && dopt->policy != POL_RATE)
+		usage_error("--%s: rate_bps steps need --%s rate (%s has rates of its own; delay_us and loss steps work with it)",
+			    opt_name(DIR_OPT(d, F_SCHEDULE)), opt_name(DIR_OPT(d, F_POLICY)),
+			    policy_names[dopt->policy]);
+	if ((set & EMU_STEP_LOSS) && dopt->loss.type != LOSS_NONE &&
+	    dopt->loss.type != LOSS_BERNOULLI)
+		usage_error("--%s: loss steps need --%s none or bernoulli:P (they change a Bernoulli probability)",
+			    opt_name(DIR_OPT(d, F_SCHEDULE)), opt_name(DIR_OPT(d, F_LOSS)));
 }
 
 /* Checks that involve more than one option, before any interface lookup. */
@@ -392,6 +439,7 @@ static void check_policies(const struct opts *o)
 			if (dopt->policy != POL_TBF && dopt->v[tbf_only[k]])
 				usage_error("--%s: needs --%s tbf", opt_name(DIR_OPT(d, tbf_only[k])),
 					    opt_name(DIR_OPT(d, F_POLICY)));
+		check_time_varying(o, d);
 	}
 	/* One byte per MAP at least, or no frame could ever be granted. */
 	if ((o->dir[0].policy == POL_DOCSIS || o->dir[1].policy == POL_DOCSIS) &&
@@ -401,6 +449,42 @@ static void check_policies(const struct opts *o)
 			    "one byte per %" PRIu64 " us MAP interval",
 			    o->docsis.phy_rate_bps,
 			    o->docsis.map_interval_ns / 1000);
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+fatal(const char *fmt, ...);
+
+/*
+ * --XX-trace FILE: read and check the whole file now, so that a bad trace is
+ * a usage error naming the file and line, before anything starts.
+ */
+static void load_trace(int val, const char *path, struct dir_opts *dopt)
+{
+	char err[320];
+	size_t len;
+	char *buf;
+	FILE *f;
+
+	if (!*path)
+		usage_error("--%s: empty file name", opt_name(val));
+	f = fopen(path, "re");
+	if (!f)
+		usage_error("--%s: cannot open '%s': %s", opt_name(val), path,
+			    strerror(errno));
+	/* one byte more than allowed tells a file that is too large */
+	buf = malloc((size_t)EMU_TRACE_MAX_FILE_BYTES + 1);
+	if (!buf)
+		fatal("out of memory");
+	len = fread(buf, 1, (size_t)EMU_TRACE_MAX_FILE_BYTES + 1, f);
+	if (ferror(f))
+		usage_error("--%s: cannot read '%s': %s", opt_name(val), path,
+			    strerror(errno));
+	fclose(f);
+	emu_trace_free(&dopt->trace);	/* given twice: the last one counts */
+	if (emu_trace_parse(&dopt->trace, buf, len, path, err, sizeof(err)))
+		usage_error("--%s: %s", opt_name(val), err);
+	free(buf);
+	dopt->trace_path = path;
 }
 
 static void parse_args(int argc, char **argv, struct opts *o)
@@ -508,21 +592,27 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				usage_error("unknown option '-%c'", optopt);
 			usage_error("unknown option '%s'", argv[optind - 1]);
 		default:
-			if (c < OPT_DIR0 || c >= OPT_DIR0 + 32)
+			if (c < OPT_DIR0 || c >= OPT_DIR0 + 2 * DIR_STRIDE)
 				usage_error("unhandled option");
-			d = (c - OPT_DIR0) / 16;
-			if ((c - OPT_DIR0) % 16 == F_LOSS) {
+			d = (c - OPT_DIR0) / DIR_STRIDE;
+			if ((c - OPT_DIR0) % DIR_STRIDE == F_SCHEDULE) {
+				if (emu_schedule_parse(&o->dir[d].sched, optarg, err,
+						       sizeof(err)))
+					usage_error("--%s: %s", opt_name(c), err);
+			} else if ((c - OPT_DIR0) % DIR_STRIDE == F_TRACE) {
+				load_trace(c, optarg, &o->dir[d]);
+			} else if ((c - OPT_DIR0) % DIR_STRIDE == F_LOSS) {
 				if (loss_parse(&o->dir[d].loss, optarg, err,
 					       sizeof(err)))
 					usage_error("--%s: %s", opt_name(c), err);
-			} else if ((c - OPT_DIR0) % 16 == F_AQM) {
+			} else if ((c - OPT_DIR0) % DIR_STRIDE == F_AQM) {
 				if (aqm_parse(&o->dir[d].aqm, optarg, err,
 					      sizeof(err)))
 					usage_error("--%s: %s", opt_name(c), err);
-			} else if ((c - OPT_DIR0) % 16 == F_POLICY) {
+			} else if ((c - OPT_DIR0) % DIR_STRIDE == F_POLICY) {
 				o->dir[d].policy = parse_policy(c, optarg);
 			} else {
-				int f = (c - OPT_DIR0) % 16;
+				int f = (c - OPT_DIR0) % DIR_STRIDE;
 
 				o->dir[d].v[f] = opt_u64(c, optarg, field_max[f]);
 			}
@@ -532,6 +622,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
 	check_policies(o);
+	for (d = 0; d < 2; d++)
+		if (o->dir[d].trace_path)
+			o->dir[d].policy = POL_TRACE;
 	for (d = 0; d < 2; d++) {
 		const char *name = o->if_name[d];
 		const char *opt = d ? "--if-b" : "--if-a";
@@ -697,6 +790,7 @@ struct dir_io {
 		struct emu_tbf tbf;
 		struct emu_docsis docsis;
 	} pol;
+	const struct emu_trace *trace;	/* POL_TRACE: its opportunities (in opts) */
 	int rx_fd, tx_fd;
 	uint64_t sock_drops;	/* PACKET_STATISTICS tp_drops on rx socket */
 	uint64_t oversize;	/* frames longer than the slot size */
@@ -1080,9 +1174,32 @@ static int fmt_policy(char *b, size_t n, const struct dir_io *d,
 			st->req_grant_delay_max_ns / 1000,
 			st->req_grant_delay_max_ns % 1000,
 			emu_docsis_tokens_bytes(&d->pol.docsis, now));
+	case POL_TRACE: {
+		const struct emu_trace *t = d->trace;
+
+		/* opportunities so far: the capacity the trace delivered */
+		return snprintf(b, n, ",\"trace\":{\"opportunities\":%" PRIu64
+				",\"opp_bytes\":%u,\"lines\":%" PRIu64 ",\"period_ms\":%u}",
+				emu_trace_first_after(t, now), EMU_TRACE_OPP_BYTES, t->n,
+				t->ms[t->n - 1]);
+	}
 	default:
 		return 0;
 	}
+}
+
+/* The schedule's step and values in force now (a step -1: the options'). */
+static int fmt_schedule(char *b, size_t n, const struct emu_dir *q, uint64_t now)
+{
+	size_t i;
+
+	if (!q->tl.n)
+		return 0;
+	i = emu_timeline_index(&q->tl, now);
+	return snprintf(b, n, ",\"schedule\":{\"step\":%lld,\"rate_bps\":%" PRIu64
+			",\"delay_us\":%" PRIu64 ",\"loss\":%.10g}",
+			(long long)i - 1, q->tl.step[i].rate_bps,
+			q->tl.step[i].delay_ns / 1000, q->tl.step[i].loss_p);
 }
 
 static int fmt_dir(char *b, size_t n, const struct dir_io *d, uint64_t now)
@@ -1092,6 +1209,7 @@ static int fmt_dir(char *b, size_t n, const struct dir_io *d, uint64_t now)
 	int k;
 
 	k = fmt_policy(extra, sizeof(extra), d, now);
+	k += fmt_schedule(extra + k, sizeof(extra) - (size_t)k, &d->q, now);
 	if (aqm_on(&d->q.aqm) && aqm_state_json(&d->q.aqm, aqm, sizeof(aqm)) > 0)
 		k += snprintf(extra + k, sizeof(extra) - (size_t)k, ",\"aqm\":{%s}", aqm);
 	k += fmt_hist(extra + k, sizeof(extra) - (size_t)k, "late_us", &d->late);
@@ -1318,6 +1436,44 @@ static void run(struct app *a, const sigset_t *waitmask)
 }
 
 /*
+ * A direction's smallest and largest delay (us) and smallest non-zero and
+ * largest rate (bit/s, 0 = none) over its options and its schedule's steps:
+ * what the read deferral, the run length and the arena are sized by.  The
+ * options count even where a step at 0 replaces them: bounds on the safe
+ * side.
+ */
+struct dir_range {
+	uint64_t min_delay_us, max_delay_us;
+	uint64_t min_rate_bps, max_rate_bps;
+};
+
+static struct dir_range dir_range(const struct dir_opts *dopt)
+{
+	struct dir_range r = { dopt->v[F_DELAY], dopt->v[F_DELAY],
+			       dopt->v[F_RATE], dopt->v[F_RATE] };
+	size_t i;
+
+	for (i = 0; i < dopt->sched.n; i++) {
+		const struct emu_step *st = &dopt->sched.step[i];
+		uint64_t us = st->delay_ns / EMU_SCHEDULE_NS_PER_US;
+
+		if (st->set & EMU_STEP_DELAY) {
+			if (us < r.min_delay_us)
+				r.min_delay_us = us;
+			if (us > r.max_delay_us)
+				r.max_delay_us = us;
+		}
+		if ((st->set & EMU_STEP_RATE) && st->rate_bps) {
+			if (!r.min_rate_bps || st->rate_bps < r.min_rate_bps)
+				r.min_rate_bps = st->rate_bps;
+			if (st->rate_bps > r.max_rate_bps)
+				r.max_rate_bps = st->rate_bps;
+		}
+	}
+	return r;
+}
+
+/*
  * How long an arrival may wait in its socket before the loop reads it.  Only
  * the rate policy schedules from the kernel's receive time; the token bucket
  * and the DOCSIS MAC keep a clock of their own and take a late frame as
@@ -1332,9 +1488,11 @@ static uint64_t rx_defer_ns(const struct opts *o)
 
 	for (i = 0; i < 2; i++) {
 		const struct dir_opts *d = &o->dir[i];
-		uint64_t lat = d->v[F_DELAY] > d->v[F_JITTER] ?
-			       d->v[F_DELAY] - d->v[F_JITTER] : 0;
+		/* the smallest delay a schedule ever sets */
+		uint64_t delay = dir_range(d).min_delay_us;
+		uint64_t lat = delay > d->v[F_JITTER] ? delay - d->v[F_JITTER] : 0;
 
+		/* (a trace, too, takes a late frame as arriving now) */
 		if (d->policy != POL_RATE)
 			return 0;
 		if (lat / 2 < us)
@@ -1350,21 +1508,23 @@ static uint64_t rx_defer_ns(const struct opts *o)
 
 /*
  * Segments one stored frame may carry in a direction: as many as the link
- * serializes in --max-burst-us (at least 1); every super-frame is cut into
- * single segments under a token bucket or the DOCSIS MAC, whose decisions
- * are per frame; no limit without a rate (nothing is serialized).
+ * serializes in --max-burst-us (at least 1; under rate steps, at the
+ * slowest rate); every super-frame is cut into single segments under a
+ * token bucket, the DOCSIS MAC or a trace, whose decisions are per frame;
+ * no limit without a rate (nothing is serialized).
  */
 static uint32_t max_run_segs(const struct opts *o, const struct dir_opts *dopt,
 			     unsigned int mtu)
 {
-	uint64_t segs;
+	/* under rate steps: at the slowest rate, so no run is ever longer */
+	uint64_t rate = dir_range(dopt).min_rate_bps, segs;
 
 	/* (CoDel drops or sends each segment on its own at the head: sched.h) */
 	if (dopt->policy != POL_RATE || !o->max_burst_us || dopt->aqm.type == AQM_CODEL)
 		return 1;
-	if (!dopt->v[F_RATE])
+	if (!rate)
 		return 0;
-	segs = o->max_burst_us * dopt->v[F_RATE] / (8000000ULL * mtu);
+	segs = o->max_burst_us * rate / (8000000ULL * mtu);
 	return segs < 1 ? 1 : segs > 65535 ? 65535 : (uint32_t)segs;
 }
 
@@ -1379,8 +1539,11 @@ static uint32_t max_run_segs(const struct opts *o, const struct dir_opts *dopt,
 
 static uint64_t arena_hint(const struct dir_opts *dopt, unsigned int mtu)
 {
-	uint64_t ns = (dopt->v[F_DELAY] + dopt->v[F_JITTER]) * 1000ULL;
-	uint64_t line = dopt->v[F_RATE] / 8 * ns / 1000000000ULL;
+	struct dir_range r = dir_range(dopt);
+	uint64_t ns = (r.max_delay_us + dopt->v[F_JITTER]) * 1000ULL;
+	uint64_t rate = dopt->policy == POL_TRACE ?
+			emu_trace_mean_rate_bps(&dopt->trace) : r.max_rate_bps;
+	uint64_t line = rate / 8 * ns / 1000000000ULL;
 	uint64_t queue = dopt->v[F_LIMIT_BYTES] ? dopt->v[F_LIMIT_BYTES] :
 			 dopt->v[F_LIMIT_PKTS] * (mtu + EMU_L2_HEADER_BYTES);
 	uint64_t want;
@@ -1400,6 +1563,7 @@ int main(int argc, char **argv)
 	unsigned int mtu[2], mtu_max;
 	char aqm_desc[2][256];
 	bool up[2], vnet;
+	uint64_t origin;
 	size_t slot;
 	int i;
 
@@ -1466,6 +1630,14 @@ int main(int argc, char **argv)
 	/* Precise wake-ups: the default 50 us slack would dwarf serialization. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 
+	/*
+	 * t0: schedules and traces count from here, the links' setup, just
+	 * before the ready line, which prints it in the stats lines' clock.
+	 * linkemu has no start signal: the caller offsets its times by the
+	 * gap between t0 and its flows' start.
+	 */
+	origin = mono_ns();
+
 	for (i = 0; i < 2; i++) {
 		struct emu_dir_cfg cfg;
 		const struct dir_opts *dopt = &a->o.dir[i];
@@ -1490,6 +1662,8 @@ int main(int argc, char **argv)
 		/* MAXPACKET / MEAN_PKTSIZE / MaximumPacketSize: an MTU segment on the wire */
 		a->o.dir[i].aqm.mtu_bytes = mtu_max + EMU_L2_HEADER_BYTES;
 		cfg.aqm = &a->o.dir[i].aqm;
+		cfg.schedule = &dopt->sched;
+		cfg.schedule_origin_ns = origin;
 		dio->policy = dopt->policy;
 		if (dopt->policy == POL_TBF) {
 			struct emu_tbf_cfg tc = {
@@ -1527,6 +1701,15 @@ int main(int argc, char **argv)
 				      dio->name);
 			cfg.policy = &emu_docsis_policy_ops;
 			cfg.policy_ctx = &dio->pol.docsis;
+		} else if (dopt->policy == POL_TRACE) {
+			struct emu_trace *t = &a->o.dir[i].trace;
+
+			emu_trace_start(t, origin, EMU_L2_HEADER_BYTES);
+			cfg.policy = &emu_trace_policy_ops;
+			cfg.policy_ctx = t;
+			dio->trace = t;
+			/* the rate plays no part; RED's idle decay uses the mean */
+			cfg.rate_bps = emu_trace_mean_rate_bps(t);
 		}
 		if (emu_dir_init(&dio->q, &cfg))
 			fatal("out of memory");
@@ -1572,11 +1755,12 @@ int main(int argc, char **argv)
 	out_printf(false,
 		   "{\"event\":\"ready\",\"pid\":%d,\"max_frame\":%u,\"seed\":%" PRIu64
 		   ",\"gso\":%s,\"rt_priority\":%" PRIu64 ",\"max_run_segs\":[%u,%u]"
-		   ",\"aqm\":[\"%s\",\"%s\"]}\n",
+		   ",\"aqm\":[\"%s\",\"%s\"],\"t0\":%" PRIu64 ".%06" PRIu64 "}\n",
 		   (int)getpid(), a->max_frame, a->o.seed, vnet ? "true" : "false",
 		   a->o.rt_priority,
 		   a->dir[0].q.max_run_segs, a->dir[1].q.max_run_segs,
-		   aqm_desc[0], aqm_desc[1]);
+		   aqm_desc[0], aqm_desc[1], origin / UINT64_C(1000000000),
+		   (origin % UINT64_C(1000000000)) / 1000);
 
 	run(a, &waitmask);
 
@@ -1591,6 +1775,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < 2; i++) {
 		close(a->fd[i]);
 		emu_dir_destroy(&a->dir[i].q);
+		emu_trace_free(&a->o.dir[i].trace);
 	}
 	free(a->rxbuf);
 	return 0;

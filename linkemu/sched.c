@@ -18,12 +18,28 @@
 
 /* ---- built-in departure policy: FIFO serialization at rate_bps ---------- */
 
+/* Units of work per byte: a rate of r bit/s does r units per ns. */
+#define RATE_UNITS_PER_BYTE	8000000000ULL
+
+/* The rate in force at t: the schedule's, or the fixed one. */
+static uint64_t rate_at(const struct emu_rate_policy *rp, uint64_t t)
+{
+	return rp->tl ? emu_timeline_at(rp->tl, t)->rate_bps : rp->rate_bps;
+}
+
+/* No serialization at all: a fixed infinite rate and no rate steps. */
+static bool rate_unlimited(const struct emu_rate_policy *rp)
+{
+	return !rp->rate_bps && !rp->tl;
+}
+
 /* When pkt, arriving at now_ns, would start serialization (pure). */
 static uint64_t rate_start(const struct emu_rate_policy *rp,
 			   const struct emu_pkt *pkt, uint64_t now_ns)
 {
 	if (rp->upstream_bps && pkt->segs > 1) {
 		uint64_t charged = emu_pkt_charged(pkt, rp->uncharged_bytes);
+		uint64_t rate = rate_at(rp, now_ns);
 		/*
 		 * Pipelining (emu_dir_cfg.upstream_rate_bps): segment j came
 		 * (segs-1-j) upstream spacings before the whole frame, so on
@@ -32,8 +48,7 @@ static uint64_t rate_start(const struct emu_rate_policy *rp,
 		 * = start (segs-1) min(s_up, s_here) early, then serialize all.
 		 */
 		uint64_t seg_bits = charged * 8 / pkt->segs;
-		uint64_t faster = rp->upstream_bps > rp->rate_bps ?
-				  rp->upstream_bps : rp->rate_bps;
+		uint64_t faster = rp->upstream_bps > rate ? rp->upstream_bps : rate;
 		uint64_t back = (pkt->segs - 1) * (seg_bits * 1000000000ULL / faster);
 
 		now_ns = now_ns > back ? now_ns - back : 0;
@@ -46,11 +61,14 @@ static uint64_t rate_ser_ns(const struct emu_rate_policy *rp,
 			    const struct emu_pkt *pkt, uint64_t start)
 {
 	uint64_t rem = start > rp->last_departure_ns ? 0 : rp->rem;
+	uint64_t units = emu_pkt_charged(pkt, rp->uncharged_bytes) *
+			 RATE_UNITS_PER_BYTE + rem;
 
+	if (rp->tl)
+		return emu_timeline_serialize(rp->tl, start, units, &rem) - start;
 	if (!rp->rate_bps)
 		return 0;
-	return (emu_pkt_charged(pkt, rp->uncharged_bytes) * 8000000000ULL + rem) /
-	       rp->rate_bps;
+	return units / rp->rate_bps;
 }
 
 static uint64_t rate_enqueue(void *ctx, const struct emu_pkt *pkt,
@@ -59,7 +77,7 @@ static uint64_t rate_enqueue(void *ctx, const struct emu_pkt *pkt,
 	struct emu_rate_policy *rp = ctx;
 	uint64_t start, num, ser, charged;
 
-	if (!rp->rate_bps)
+	if (rate_unlimited(rp))
 		return now_ns;		/* infinite rate: no serialization */
 
 	charged = emu_pkt_charged(pkt, rp->uncharged_bytes);
@@ -73,7 +91,13 @@ static uint64_t rate_enqueue(void *ctx, const struct emu_pkt *pkt,
 	 * Overflow: a frame's wire bytes stay below 2^20 (a 64 KB super-frame
 	 * of 64-byte segments) and rate <= 1e12, so num stays below 2^64.
 	 */
-	num = charged * 8000000000ULL + rp->rem;
+	num = charged * RATE_UNITS_PER_BYTE + rp->rem;
+	if (rp->tl) {
+		/* each part at the rate in force (schedule.h), the same carry */
+		rp->last_departure_ns = emu_timeline_serialize(rp->tl, start,
+							       num, &rp->rem);
+		return rp->last_departure_ns;
+	}
 	ser = num / rp->rate_bps;
 	rp->rem = num % rp->rate_bps;
 	rp->last_departure_ns = start + ser;
@@ -251,30 +275,53 @@ int emu_dir_init(struct emu_dir *d, const struct emu_dir_cfg *cfg)
 	loss_seed(&d->loss, cfg->seed, cfg->dir);
 	prng_seed(&d->jitter_rng, cfg->seed, cfg->dir, PRNG_STREAM_JITTER);
 
+	if (cfg->schedule && cfg->schedule->n) {
+		struct emu_step_base base = { cfg->rate_bps, cfg->delay_ns, 0, 0.0 };
+		unsigned int set = cfg->schedule->set;
+
+		/* Bernoulli P steps: the model's draws are Bernoulli's anyway */
+		if ((set & EMU_STEP_LOSS) && d->loss.type != LOSS_NONE &&
+		    d->loss.type != LOSS_BERNOULLI)
+			return -1;
+		/* rates are serialized by the built-in policy only */
+		if ((set & EMU_STEP_RATE) && cfg->policy)
+			return -1;
+		if (d->loss.type == LOSS_BERNOULLI) {
+			base.loss_thr = d->loss.thr_loss;
+			base.loss_p = d->loss.p;
+		}
+		if (emu_timeline_init(&d->tl, cfg->schedule, &base,
+				      cfg->schedule_origin_ns))
+			return -1;
+	}
 	if (cfg->policy) {
 		if (!cfg->policy->enqueue)
-			return -1;
+			goto fail_tl;
 		d->ops = cfg->policy;
 		d->ops_ctx = cfg->policy_ctx;
 	} else {
 		d->rate.rate_bps = cfg->rate_bps;
 		d->rate.upstream_bps = cfg->upstream_rate_bps;
 		d->rate.uncharged_bytes = cfg->uncharged_bytes;
+		d->rate.tl = (d->tl.set & EMU_STEP_RATE) ? &d->tl : NULL;
 		d->ops = &emu_rate_policy_ops;
 		d->ops_ctx = &d->rate;
 	}
 	if (cfg->aqm && cfg->aqm->type != AQM_NONE) {
 		struct aqm_cfg ac = *cfg->aqm;
 
-		ac.rate_bps = cfg->rate_bps;
+		/* RED's idle decay: under rate steps, the rate at the origin */
+		ac.rate_bps = d->rate.tl ?
+			      rate_at(&d->rate, cfg->schedule_origin_ns) :
+			      cfg->rate_bps;
 		if (aqm_init(&d->aqm, &ac, cfg->seed, cfg->dir, NULL, 0))
-			return -1;
+			goto fail_tl;
 		/* CoDel decides departures at the head: the core's own only */
 		if (aqm_at_dequeue(&d->aqm) && cfg->policy)
-			return -1;
+			goto fail_tl;
 		/* PIE reads its delay from departures fixed on arrival */
 		if (ac.type == AQM_PIE && d->ops->advance)
-			return -1;
+			goto fail_tl;
 		/* each segment is dropped or sent on its own at the head */
 		if (aqm_at_dequeue(&d->aqm))
 			d->max_run_segs = 1;
@@ -297,9 +344,12 @@ int emu_dir_init(struct emu_dir *d, const struct emu_dir_cfg *cfg)
 		d->ring = NULL;
 		d->arena.buf = NULL;
 		d->scratch = NULL;
-		return -1;
+		goto fail_tl;
 	}
 	return 0;
+fail_tl:
+	emu_timeline_free(&d->tl);
+	return -1;
 }
 
 void emu_dir_destroy(struct emu_dir *d)
@@ -309,6 +359,7 @@ void emu_dir_destroy(struct emu_dir *d)
 	free(d->arena.buf);
 	free(d->ring);
 	free(d->scratch);
+	emu_timeline_free(&d->tl);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -321,19 +372,30 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 	return a > UINT64_MAX - b ? UINT64_MAX - 1 : a + b;
 }
 
-/* One-way latency for the next packet: delay + U[-jitter, +jitter], >= 0. */
-static uint64_t next_latency(struct emu_dir *d)
+/* The one-way delay of a packet departing at dep: the schedule's, or fixed. */
+static uint64_t delay_at(const struct emu_dir *d, uint64_t dep)
 {
-	uint64_t span, u;
+	if (d->tl.set & EMU_STEP_DELAY)
+		return emu_timeline_at(&d->tl, dep)->delay_ns;
+	return d->delay_ns;
+}
+
+/*
+ * One-way latency for the next packet, departing at dep: delay +
+ * U[-jitter, +jitter], >= 0.
+ */
+static uint64_t next_latency(struct emu_dir *d, uint64_t dep)
+{
+	uint64_t delay = delay_at(d, dep), span, u;
 
 	if (!d->jitter_ns)
-		return d->delay_ns;
+		return delay;
 	span = 2 * d->jitter_ns + 1;
 	/* Multiply-high maps a 64-bit draw onto [0, span) without modulo bias. */
 	u = (uint64_t)(((u128)prng_next(&d->jitter_rng) * span) >> 64);
-	if (d->delay_ns + u < d->jitter_ns)
+	if (delay + u < d->jitter_ns)
 		return 0;
-	return d->delay_ns + u - d->jitter_ns;
+	return delay + u - d->jitter_ns;
 }
 
 /*
@@ -355,7 +417,7 @@ static void set_departure(struct emu_dir *d, uint64_t dep)
 	p->departure_ns = dep;
 	d->last_departure_ns = dep;
 
-	rel = sat_add(dep, next_latency(d));
+	rel = sat_add(dep, next_latency(d, dep));
 	if (d->ops->latency_ns)
 		rel = sat_add(rel, d->ops->latency_ns(d->ops_ctx, p, dep));
 	if (rel < d->last_release_ns)
@@ -398,7 +460,10 @@ static void advance_ser(struct emu_dir *d)
 /* One-way latency a packet gets at the least: delay less the jitter. */
 static uint64_t min_latency(const struct emu_dir *d)
 {
-	return d->delay_ns > d->jitter_ns ? d->delay_ns - d->jitter_ns : 0;
+	uint64_t delay = (d->tl.set & EMU_STEP_DELAY) ? d->tl.min_delay_ns :
+			 d->delay_ns;
+
+	return delay > d->jitter_ns ? delay - d->jitter_ns : 0;
 }
 
 /*
@@ -410,7 +475,7 @@ static uint64_t head_time(const struct emu_dir *d, const struct emu_pkt *p)
 {
 	if (d->aqm_call_open && p->arrival_ns <= d->aqm_call_ns)
 		return d->aqm_call_ns;
-	if (!d->rate.rate_bps)
+	if (rate_unlimited(&d->rate))
 		return p->arrival_ns;
 	return rate_start(&d->rate, p, p->arrival_ns);
 }
@@ -709,6 +774,11 @@ uint32_t emu_dir_enqueue_frame(struct emu_dir *d, uint64_t arrival_ns,
 		backlog_since(d, arrival_ns, &late_pkts, &late_bytes);
 	/* One IP header for every segment: ECN-capable or not, all alike. */
 	ect = d->aqm.cfg.ecn && ecn_capable(frame, lay->len);
+	/* Loss steps: the Bernoulli P in force at the arrival (same draws). */
+	if (d->tl.set & EMU_STEP_LOSS) {
+		d->loss.type = LOSS_BERNOULLI;
+		d->loss.thr_loss = emu_timeline_at(&d->tl, arrival_ns)->loss_thr;
+	}
 
 	for (i = 0; i < lay->segs; i++) {
 		uint64_t idx = d->next_index++;

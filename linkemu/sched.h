@@ -62,6 +62,13 @@
  * departures in FIFO order with emu_dir_assign_departure() from its
  * ->advance() hook, announcing its own wake-ups through ->next_event_ns().
  * The I/O loop only ever calls emu_dir_*() and never sees the policy.
+ *
+ * Time-varying links (schedule.h): with a schedule the rate policy
+ * serializes each part of a packet at the rate then in force, a packet's
+ * delay is the one in force at its departure (releases stay FIFO) and its
+ * Bernoulli loss probability the one in force at its arrival.  Delay and
+ * loss steps work with every departure policy; rate steps need the built-in
+ * one (emu_dir_init() refuses them with another).
  */
 #ifndef LINKEMU_SCHED_H
 #define LINKEMU_SCHED_H
@@ -74,6 +81,7 @@
 #include "gso.h"
 #include "loss.h"
 #include "prng.h"
+#include "schedule.h"
 
 #define EMU_TIME_NEVER UINT64_MAX
 
@@ -156,6 +164,7 @@ struct emu_departure_ops {
 
 struct emu_rate_policy {
 	uint64_t rate_bps;	/* 0 = infinite */
+	const struct emu_timeline *tl; /* rate steps (schedule.h); NULL = fixed */
 	uint64_t upstream_bps;	/* see emu_dir_cfg.upstream_rate_bps; 0 = none */
 	uint32_t uncharged_bytes; /* per frame, not counted against the rate */
 	uint64_t last_departure_ns;
@@ -229,6 +238,14 @@ struct emu_dir_cfg {
 	const struct aqm_cfg *aqm;
 	const struct emu_departure_ops *policy; /* NULL = rate serialization */
 	void *policy_ctx;
+	/*
+	 * copied; NULL = a fixed link.  Its times count from schedule_origin_ns;
+	 * rate_bps, delay_ns and the loss model's Bernoulli P (none = 0) hold
+	 * until a step changes them.  Loss steps need loss none or bernoulli,
+	 * rate steps the built-in rate policy.
+	 */
+	const struct emu_schedule *schedule;
+	uint64_t schedule_origin_ns;
 };
 
 struct emu_arena {
@@ -263,6 +280,7 @@ struct emu_dir {
 	const struct emu_departure_ops *ops;
 	void *ops_ctx;
 	struct emu_rate_policy rate;
+	struct emu_timeline tl;	/* schedule.h; tl.n == 0: nothing varies */
 	struct loss_model loss;
 	struct prng jitter_rng;
 	struct aqm aqm;

@@ -121,6 +121,55 @@ done
 expect_usage_error "--if-b: must differ" $OK --ab-policy tbf --ab-aqm red --ba-policy tbf --ba-aqm pie
 expect_usage_error "--if-b: must differ" $OK --ba-policy docsis --ba-aqm red
 
+# Time-varying links: schedules and mahimahi traces, refused naming the
+# option and the step/field, or the file and line.
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+printf '1\n2\n2\n3\n4\n5\n5\n6\n7\n8\n9\n10\n' > "$TMP/good.trace"
+printf '5\n3\n' > "$TMP/down.trace"
+printf '0\n0\n' > "$TMP/zero.trace"
+printf '1\n\n2\n' > "$TMP/blank.trace"
+printf '1\n2ms\n' > "$TMP/unit.trace"
+: > "$TMP/empty.trace"
+expect_usage_error "--ab-schedule.*expected T:key=value" $OK --ab-schedule ""
+expect_usage_error "--ab-schedule.*step 1: unknown key 'rate'" $OK --ab-schedule 0:rate=5
+expect_usage_error "--ab-schedule.*step 1: rate_bps" $OK --ab-schedule 0:rate_bps=5M
+expect_usage_error "--ab-schedule.*step 2: time" $OK --ab-schedule "0:rate_bps=5;0:rate_bps=6"
+expect_usage_error "--ab-schedule.*step 1: time" $OK --ab-schedule -5:rate_bps=5
+expect_usage_error "--ba-schedule.*step 1: loss" $OK --ba-schedule 0:loss=2
+expect_usage_error "--ba-schedule.*step 1: delay_us" $OK --ba-schedule 0:delay_us=-1
+expect_usage_error "--ab-schedule.*given twice" $OK --ab-schedule 0:loss=0.1,loss=0.2
+expect_usage_error "--ab-schedule.*step 2: empty step" $OK --ab-schedule "0:loss=0.1;"
+expect_usage_error "--ab-schedule: rate_bps steps need --ab-policy rate" $OK --ab-policy tbf \
+	--ab-schedule 0:rate_bps=1000000
+expect_usage_error "--ab-schedule: loss steps need --ab-loss none or bernoulli" $OK \
+	--ab-loss every_nth:3 --ab-schedule 0:loss=0.1
+expect_usage_error "--ab-trace: empty file name" $OK --ab-trace ""
+expect_usage_error "--ab-trace: cannot open" $OK --ab-trace "$TMP/missing.trace"
+expect_usage_error "--ab-trace: cannot read" $OK --ab-trace "$TMP"
+expect_usage_error "--ab-trace: .*down.trace:2: 3 is below" $OK --ab-trace "$TMP/down.trace"
+expect_usage_error "--ba-trace: .*zero.trace:2: the last timestamp" $OK --ba-trace "$TMP/zero.trace"
+expect_usage_error "--ab-trace: .*blank.trace:2: empty line" $OK --ab-trace "$TMP/blank.trace"
+expect_usage_error "--ab-trace: .*unit.trace:2: '2ms'" $OK --ab-trace "$TMP/unit.trace"
+expect_usage_error "--ab-trace: .*empty.trace: no timestamps" $OK --ab-trace "$TMP/empty.trace"
+expect_usage_error "--ab-trace: a trace is the departure policy" $OK \
+	--ab-trace "$TMP/good.trace" --ab-policy docsis
+expect_usage_error "--ab-aqm: codel cannot run with --ab-trace" $OK \
+	--ab-trace "$TMP/good.trace" --ab-aqm codel
+expect_usage_error "--ab-schedule: rate_bps steps cannot run with --ab-trace" $OK \
+	--ab-trace "$TMP/good.trace" --ab-schedule 0:rate_bps=1000000
+# Good ones get past every option check: the first error is --if-b's own.
+expect_usage_error "--if-b: must differ" $OK \
+	--ab-schedule "0:rate_bps=10000000;1000000:rate_bps=5000000,delay_us=30000,loss=0.01" \
+	--ba-schedule "5000000:delay_us=20000"
+expect_usage_error "--if-b: must differ" $OK --ab-rate-bps 10000000 --ab-loss bernoulli:0.01 \
+	--ab-schedule "10000000:rate_bps=5000000,loss=0" --ab-aqm codel
+expect_usage_error "--if-b: must differ" $OK --ab-policy tbf --ab-schedule 0:delay_us=1000,loss=0.1
+expect_usage_error "--if-b: must differ" $OK --ab-trace "$TMP/good.trace" --ba-trace "$TMP/good.trace"
+expect_usage_error "--if-b: must differ" $OK --ab-trace "$TMP/good.trace" --ab-aqm red \
+	--ab-schedule 0:delay_us=5000,loss=0.001
+expect_usage_error "--if-b: must differ" $OK --ab-trace "$TMP/good.trace" --ab-aqm pie
+
 # Needs two real, distinct interfaces to get past the interface checks.
 OTHER=$(ls /sys/class/net 2>/dev/null | grep -v '^lo$' | head -n 1)
 if [ -n "$OTHER" ]; then
