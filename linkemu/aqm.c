@@ -11,7 +11,7 @@
  * out of range each give one line that names the key.
  */
 #include "aqm.h"
-#include "loss.h"
+#include "parse.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -38,26 +38,7 @@
 #define PIE_DEF_BETA		1.25
 #define PIE_DEF_MAX_BURST_US	150000
 
-/* Longest spec quoted back in an error line. */
-#define SPEC_QUOTE_MAX		80
-
 /* ---- errors -------------------------------------------------------------- */
-
-/* The spec as it may appear in one line: printable ASCII, shortened. */
-static void quote(char *out, size_t outlen, const char *spec)
-{
-	size_t i, n = 0;
-
-	for (i = 0; spec[i] && n + 4 < outlen; i++) {
-		if (n >= SPEC_QUOTE_MAX) {
-			memcpy(out + n, "...", 3);
-			n += 3;
-			break;
-		}
-		out[n++] = spec[i] >= 0x20 && spec[i] < 0x7f ? spec[i] : '?';
-	}
-	out[n] = '\0';
-}
 
 static int __attribute__((format(printf, 4, 5)))
 fail(char *err, size_t errlen, const char *spec, const char *fmt, ...)
@@ -71,7 +52,7 @@ fail(char *err, size_t errlen, const char *spec, const char *fmt, ...)
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	if (spec) {
-		quote(q, sizeof(q), spec);
+		emu_quote_spec(q, sizeof(q), spec);
 		snprintf(err, errlen, "invalid AQM '%s': %s", q, why);
 	} else {
 		snprintf(err, errlen, "%s", why);

@@ -8,6 +8,7 @@
  * draws 2k and 2k+1 of the stream.
  */
 #include "loss.h"
+#include "parse.h"
 
 #include <errno.h>
 #include <math.h>
@@ -42,21 +43,6 @@ static int parse_prob(const char *s, size_t n, double *out)
 	errno = 0;
 	v = strtod(buf, &end);
 	if (errno || *end || end == buf || !isfinite(v) || v < 0.0 || v > 1.0)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-int emu_parse_count(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!*s || strspn(s, "0123456789") != strlen(s))
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end)
 		return -1;
 	*out = v;
 	return 0;

@@ -89,11 +89,4 @@ bool loss_drop(struct loss_model *m, uint64_t index);
 /* Human-readable canonical form, e.g. "ge:0.01:0.1:0:1". */
 int loss_describe(const struct loss_model *m, char *buf, size_t len);
 
-/*
- * A plain unsigned decimal (digits only: no sign, space, hex or exponent) into
- * *out; -1 if s is anything else or overflows 64 bits.  The loss and AQM
- * parsers' one reader of counts.
- */
-int emu_parse_count(const char *s, uint64_t *out);
-
 #endif /* LINKEMU_LOSS_H */

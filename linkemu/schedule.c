@@ -13,6 +13,7 @@
  */
 #include "schedule.h"
 #include "loss.h"
+#include "parse.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -20,27 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Longest spec quoted back in an error line, and longest step item. */
-#define SPEC_QUOTE_MAX		80
+/* Longest step item. */
 #define ITEM_MAX		64
 
 /* ---- errors -------------------------------------------------------------- */
-
-/* The spec as it may appear in one line: printable ASCII, shortened. */
-static void quote(char *out, size_t outlen, const char *spec)
-{
-	size_t i, n = 0;
-
-	for (i = 0; spec[i] && n + 4 < outlen; i++) {
-		if (n >= SPEC_QUOTE_MAX) {
-			memcpy(out + n, "...", 3);
-			n += 3;
-			break;
-		}
-		out[n++] = spec[i] >= 0x20 && spec[i] < 0x7f ? spec[i] : '?';
-	}
-	out[n] = '\0';
-}
 
 static int __attribute__((format(printf, 5, 6)))
 fail(char *err, size_t errlen, const char *spec, size_t step,
@@ -54,7 +38,7 @@ fail(char *err, size_t errlen, const char *spec, size_t step,
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	quote(q, sizeof(q), spec);
+	emu_quote_spec(q, sizeof(q), spec);
 	if (step)
 		snprintf(err, errlen, "invalid schedule '%s': step %zu: %s", q,
 			 step, why);
