@@ -128,3 +128,42 @@ def test_four_refusals_read_in_plain_words_at_their_field(tmp_path: Path, live_s
         page.screenshot(path=str(ARTIFACTS / f"webapp-32-words-{n}.png"))
         page.fill(selector, right)
         wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
+
+
+@pytest.mark.timeout(120)
+def test_the_form_offers_an_aqm_per_link(tmp_path: Path, live_server_factory, browser) -> None:
+    """Issue 33 item 4 (part): each shaped link offers drop-tail or an AQM (RED, CoDel, PIE from the spec's own
+    models), its parameters with their labels, ranges and on/off choices; the choice lands in the spec, and a
+    refused combination (RED's max_th under its min_th) is marked at the link's AQM with Start disabled."""
+    server = live_server_factory(create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False))
+    page = browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: m.type in ("error", "warning") and "status of 422" not in m.text
+            and problems.append(f"console {m.type}: {m.text}"))
+    page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
+    page.goto(server.url + "/new")
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    page.select_option("#preset", "fast-alpha30-loss1")
+    page.click("#load-preset")
+    wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
+    aqm = "[name='bottleneck-aqm-model']"
+    options = page.eval_on_selector(aqm, "s => [...s.options].map((o) => o.value)")
+    assert sorted(options) == ["", "codel", "pie", "red"], options
+    page.select_option(aqm, "red")
+    wait_until(page, "document.querySelector(\"[name='bottleneck-aqm-max_p']\") !== null")
+    assert label_of(page, "[name='bottleneck-aqm-max_p']")[1] == "drop probability at max_th"
+    page.fill("[name='bottleneck-aqm-max_p']", "0.05")
+    page.select_option("[name='bottleneck-aqm-gentle']", "false")
+    wait_until(page, "document.getElementById('spec-yaml').textContent.includes('max_p: 0.05')", timeout=10_000)
+    spec_yaml = page.inner_text("#spec-yaml")
+    assert "model: red" in spec_yaml and "gentle: false" in spec_yaml, spec_yaml
+    wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
+    page.fill("[name='bottleneck-aqm-max_th']", "2")  # under min_th's default 5
+    wait_until(page, f"document.querySelector({aqm!r}).getAttribute('aria-invalid') === 'true'", timeout=10_000)
+    assert page.is_disabled("#start")
+    assert any("max_th (2) must be above min_th (5)" in n for n in page.evaluate(BESIDE)), page.evaluate(BESIDE)
+    page.screenshot(path=str(ARTIFACTS / "webapp-33-form-aqm.png"))
+    page.select_option(aqm, "")  # drop-tail again: no AQM in the spec, valid
+    wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
+    assert "aqm" not in page.inner_text("#spec-yaml")
+    assert problems == [], problems

@@ -36,7 +36,12 @@ function numberSchema(prop) {
 function field(key, prop, label = labelOf(key, prop)) {
   const wrap = el('label', {class: 'field'}, el('span', {class: 'label', text: label}), ' ');
   let input;
-  if (prop.enum) {
+  if (prop.type === 'boolean') {  // on/off (an AQM's gentle, ecn): the default said, then yes or no
+    input = el('select', {'data-key': key});
+    input.append(el('option', {value: '', text: `(default ${prop.default ? 'yes' : 'no'})`}),
+      el('option', {value: 'true', text: 'yes'}), el('option', {value: 'false', text: 'no'}));
+    input.dataset.kind = 'boolean';
+  } else if (prop.enum) {
     input = el('select', {'data-key': key});
     input.append(el('option', {value: '', text: `(default ${prop.default ?? ''})`}));
     for (const v of prop.enum) input.append(el('option', {value: v, text: v}));
@@ -57,6 +62,7 @@ function readFields(container) {
   for (const input of container.querySelectorAll(':scope [data-key]')) {
     const v = input.value.trim();
     if (v === '') continue;
+    if (input.dataset.kind === 'boolean') { out[input.dataset.key] = v === 'true'; continue; }
     out[input.dataset.key] = input.dataset.kind === 'number' || input.dataset.kind === 'integer' || input.dataset.kind === 'int' || input.dataset.kind === 'float' ? Number(v) : v;
   }
   return out;
@@ -64,7 +70,7 @@ function readFields(container) {
 function setFields(container, values) {
   for (const [k, v] of Object.entries(values || {})) {
     const input = container.querySelector(`[data-key="${CSS.escape(k)}"]`);
-    if (input) input.value = v;
+    if (input) input.value = typeof v === 'boolean' ? String(v) : v;
   }
 }
 
@@ -178,12 +184,15 @@ function readFlow(row) {
   return f;
 }
 
-// --- shaped links: loss model and rate, buffer ---------------------------------------------------
-function lossModels() {
+// --- shaped links: loss model, AQM, rate, buffer ---------------------------------------------------
+// The models a link field offers (`loss`, `aqm`), each with its parameters, from the spec's own schema.
+function modelsOf(key) {
   const defs = S.spec_schema.$defs;
-  const mapping = defs.LinkSpec.properties.loss.anyOf.find((a) => a.discriminator).discriminator.mapping;
+  const mapping = defs.LinkSpec.properties[key].anyOf.find((a) => a.discriminator).discriminator.mapping;
   return Object.entries(mapping).map(([model, ref]) => ({model, schema: defs[ref.split('/').pop()]}));
 }
+const lossModels = () => modelsOf('loss');
+const MODEL_KEYS = {loss: 'no loss', aqm: 'drop-tail (no AQM)'};  // a link's model fields and their "none"
 
 function renderLinks() {
   const box = $('links');
@@ -196,10 +205,15 @@ function renderLinks() {
     model.append(el('option', {value: '', text: 'no loss'}));
     for (const m of lossModels()) model.append(el('option', {value: m.model, text: m.model}));
     const lossBox = el('span', {class: 'loss-params'});
+    const aqm = el('select', {'data-aqm': 'model', name: `${id}-aqm-model`,
+      title: 'active queue management in front of the buffer (RED, CoDel, PIE: the papers\' defaults)'});
+    aqm.append(el('option', {value: '', text: MODEL_KEYS.aqm}));
+    for (const m of modelsOf('aqm')) aqm.append(el('option', {value: m.model, text: m.model}));
+    const aqmBox = el('span', {class: 'aqm-params'});
     const buffer = el('input', {'data-link-key': 'buffer', name: `${id}-buffer`, size: 10,
       placeholder: 'e.g. 100, 150KB, 50ms, 1.5bdp', title: 'queue size; empty = the topology default'});
     row.append(el('strong', {text: `${id}: `}), el('label', {}, 'loss model ', model), lossBox,
-      el('label', {}, 'buffer ', buffer));
+      el('label', {}, 'queue ', aqm), aqmBox, el('label', {}, 'buffer ', buffer));
     for (const key of ['rate_mbps', 'delay_ms', 'jitter_ms']) {
       const f = field(key, props[key]);
       f.querySelector('input').placeholder = 'topology';
@@ -207,36 +221,43 @@ function renderLinks() {
       row.append(f);
     }
     model.addEventListener('change', () => { renderLoss(row); changed(); });
+    aqm.addEventListener('change', () => { renderModel(row, 'aqm'); changed(); });
     box.append(row);
     const prev = old[id];
     if (prev) {
       if (prev.loss) { model.value = prev.loss.model; renderLoss(row); setFields(lossBox, prev.loss); }
+      if (prev.aqm) { aqm.value = prev.aqm.model; renderModel(row, 'aqm'); setFields(aqmBox, prev.aqm); }
       if (prev.buffer) buffer.value = prev.buffer;
       for (const key of ['rate_mbps', 'delay_ms', 'jitter_ms']) if (prev[key] !== undefined) row.querySelector(`[data-key="${key}"]`).value = prev[key];
     }
   }
 }
 
-function renderLoss(row) {
-  const model = row.querySelector('[data-loss="model"]').value;
-  const box = row.querySelector('.loss-params');
+// A link's model field (`loss`, `aqm`): the chosen model's parameters, each with its label and range.
+function renderModel(row, kind) {
+  const model = row.querySelector(`[data-${kind}="model"]`).value;
+  const box = row.querySelector(`.${kind}-params`);
   box.replaceChildren();
-  const m = lossModels().find((x) => x.model === model);
+  const m = modelsOf(kind).find((x) => x.model === model);
   if (!m) return;
   for (const [key, prop] of Object.entries(m.schema.properties)) {
     if (key === 'model') continue;
     const f = field(key, prop);
-    f.querySelector('input').name = `${row.dataset.link}-loss-${key}`;
+    if (!f) continue;  // a parameter the form has no input for: the spec's default holds
+    f.querySelector('input, select').name = `${row.dataset.link}-${kind}-${key}`;
     box.append(f);
   }
 }
+const renderLoss = (row) => renderModel(row, 'loss');
 
 function readLinks() {
   const out = {};
   for (const row of document.querySelectorAll('.link')) {
     const link = {};
-    const model = row.querySelector('[data-loss="model"]').value;
-    if (model) link.loss = {model, ...readFields(row.querySelector('.loss-params'))};
+    for (const kind of Object.keys(MODEL_KEYS)) {
+      const model = row.querySelector(`[data-${kind}="model"]`).value;
+      if (model) link[kind] = {model, ...readFields(row.querySelector(`.${kind}-params`))};
+    }
     const buffer = row.querySelector('[data-link-key="buffer"]').value.trim();
     if (buffer) link.buffer = /^[0-9.]+$/.test(buffer) ? Number(buffer) : buffer;
     for (const key of ['rate_mbps', 'delay_ms', 'jitter_ms']) {
@@ -366,6 +387,10 @@ function fieldFor(path, message) {
     const row = document.querySelector(`.link[data-link="${CSS.escape(m[1])}"]`);
     if (!row) return null;
     if (m[2] === 'loss') return row.querySelector(m[3] && m[3] !== 'model' ? `.loss-params [data-key="${CSS.escape(m[3])}"]` : '[data-loss="model"]');
+    if (m[2] === 'aqm') {  // links.X.aqm.<model>.<param>: the parameter's input, else the model's select
+      const param = path.split('.')[4];
+      return (param && row.querySelector(`.aqm-params [data-key="${CSS.escape(param)}"]`)) || row.querySelector('[data-aqm="model"]');
+    }
     if (m[2] === 'buffer') return row.querySelector('[data-link-key="buffer"]');
     return m[2] ? row.querySelector(`[data-key="${CSS.escape(m[2])}"]`) : null;
   }
@@ -459,6 +484,7 @@ async function fillForm(spec) {
     const row = document.querySelector(`.link[data-link="${CSS.escape(id)}"]`);
     if (!row) continue;
     if (link.loss) { row.querySelector('[data-loss="model"]').value = link.loss.model; renderLoss(row); setFields(row.querySelector('.loss-params'), link.loss); }
+    if (link.aqm) { row.querySelector('[data-aqm="model"]').value = link.aqm.model; renderModel(row, 'aqm'); setFields(row.querySelector('.aqm-params'), link.aqm); }
     if (link.buffer !== undefined) row.querySelector('[data-link-key="buffer"]').value = link.buffer;
     for (const key of ['rate_mbps', 'delay_ms', 'jitter_ms']) if (link[key] !== undefined) row.querySelector(`[data-key="${key}"]`).value = link[key];
   }
