@@ -43,21 +43,18 @@
 static int __attribute__((format(printf, 4, 5)))
 fail(char *err, size_t errlen, const char *spec, const char *fmt, ...)
 {
-	char q[SPEC_QUOTE_MAX + 4], why[256];
+	char q[SPEC_QUOTE_MAX + 4], prefix[sizeof(q) + 16] = "";
 	va_list ap;
+	int r;
 
-	if (!err || !errlen)
-		return -1;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
 	if (spec) {
 		emu_quote_spec(q, sizeof(q), spec);
-		snprintf(err, errlen, "invalid AQM '%s': %s", q, why);
-	} else {
-		snprintf(err, errlen, "%s", why);
+		snprintf(prefix, sizeof(prefix), "invalid AQM '%s'", q);
 	}
-	return -1;
+	va_start(ap, fmt);
+	r = emu_failv(err, errlen, prefix, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 /* ---- key=value lists ------------------------------------------------------ */

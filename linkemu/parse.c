@@ -4,6 +4,7 @@
 #include "parse.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,4 +36,19 @@ void emu_quote_spec(char *out, size_t outlen, const char *spec)
 		out[n++] = spec[i] >= 0x20 && spec[i] < 0x7f ? spec[i] : '?';
 	}
 	out[n] = '\0';
+}
+
+int emu_failv(char *err, size_t errlen, const char *prefix, const char *fmt,
+	      va_list ap)
+{
+	char why[256];
+
+	if (!err || !errlen)
+		return -1;
+	vsnprintf(why, sizeof(why), fmt, ap);
+	if (prefix && *prefix)
+		snprintf(err, errlen, "%s: %s", prefix, why);
+	else
+		snprintf(err, errlen, "%s", why);
+	return -1;
 }

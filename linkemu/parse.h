@@ -9,6 +9,7 @@
 #ifndef LINKEMU_PARSE_H
 #define LINKEMU_PARSE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,5 +28,13 @@ int emu_parse_count(const char *s, uint64_t *out);
  * SPEC_QUOTE_MAX + 4 is always enough.
  */
 void emu_quote_spec(char *out, size_t outlen, const char *spec);
+
+/*
+ * The parsers' one error line: "prefix: why" (or "why" alone when prefix is
+ * NULL or empty), why formatted from fmt and ap, into err (errlen bytes; none
+ * written when err is NULL).  Returns -1, the parsers' failure value.
+ */
+int emu_failv(char *err, size_t errlen, const char *prefix, const char *fmt,
+	      va_list ap);
 
 #endif /* LINKEMU_PARSE_H */

@@ -8,6 +8,7 @@
  * fake clock runs the same code as linkemu.
  */
 #include "policy_trace.h"
+#include "parse.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,20 +23,19 @@ static int __attribute__((format(printf, 5, 6)))
 fail(char *err, size_t errlen, const char *name, uint64_t line,
      const char *fmt, ...)
 {
-	char why[160];
+	char prefix[320];
 	va_list ap;
+	int r;
 
-	if (!err || !errlen)
-		return -1;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
 	if (line)
-		snprintf(err, errlen, "%s:%llu: %s", name,
-			 (unsigned long long)line, why);
+		snprintf(prefix, sizeof(prefix), "%s:%llu", name,
+			 (unsigned long long)line);
 	else
-		snprintf(err, errlen, "%s: %s", name, why);
-	return -1;
+		snprintf(prefix, sizeof(prefix), "%s", name);
+	va_start(ap, fmt);
+	r = emu_failv(err, errlen, prefix, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 /* The line as it may appear in an error: printable ASCII, shortened. */

@@ -30,21 +30,20 @@ static int __attribute__((format(printf, 5, 6)))
 fail(char *err, size_t errlen, const char *spec, size_t step,
      const char *fmt, ...)
 {
-	char q[SPEC_QUOTE_MAX + 4], why[192];
+	char q[SPEC_QUOTE_MAX + 4], prefix[sizeof(q) + 48];
 	va_list ap;
+	int r;
 
-	if (!err || !errlen)
-		return -1;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
 	emu_quote_spec(q, sizeof(q), spec);
 	if (step)
-		snprintf(err, errlen, "invalid schedule '%s': step %zu: %s", q,
-			 step, why);
+		snprintf(prefix, sizeof(prefix), "invalid schedule '%s': step %zu",
+			 q, step);
 	else
-		snprintf(err, errlen, "invalid schedule '%s': %s", q, why);
-	return -1;
+		snprintf(prefix, sizeof(prefix), "invalid schedule '%s'", q);
+	va_start(ap, fmt);
+	r = emu_failv(err, errlen, prefix, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 /* ---- parsing ------------------------------------------------------------- */
