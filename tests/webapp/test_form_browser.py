@@ -17,6 +17,16 @@ MARKED = "[...document.querySelectorAll('[aria-invalid=\"true\"]')].map((e) => e
 BESIDE = "[...document.querySelectorAll('.field-note')].map((e) => e.textContent)"
 
 
+def watch(page) -> list[str]:
+    """The page's console errors and warnings and uncaught exceptions, as they come. The 422s of /api/validate
+    while a field is wrong are Chromium's resource log, not the page's errors."""
+    problems: list[str] = []
+    page.on("console", lambda m: m.type in ("error", "warning") and "status of 422" not in m.text
+            and problems.append(f"console {m.type}: {m.text}"))
+    page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
+    return problems
+
+
 def label_of(page, selector: str) -> tuple[str, str]:
     """(label text, explanation) of the labelled field holding `selector`."""
     label, help_line = page.eval_on_selector(
@@ -33,11 +43,7 @@ def test_labels_yaml_command_and_scheduled_changes(tmp_path: Path, live_server_f
     context = browser.new_context(viewport={"width": width, "height": height})
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
     page = context.new_page()
-    problems: list[str] = []
-    # (the 422s of /api/validate while a field is wrong are Chromium's resource log, not the page's errors)
-    page.on("console", lambda m: m.type in ("error", "warning") and "status of 422" not in m.text
-            and problems.append(f"console {m.type}: {m.text}"))
-    page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
+    problems = watch(page)
     page.goto(server.url + "/new")
     page.wait_for_selector("body[data-ready='1']", timeout=20_000)
     page.select_option("#preset", "fast-alpha30-loss1")
@@ -137,10 +143,7 @@ def test_the_form_offers_an_aqm_per_link(tmp_path: Path, live_server_factory, br
     refused combination (RED's max_th under its min_th) is marked at the link's AQM with Start disabled."""
     server = live_server_factory(create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False))
     page = browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: m.type in ("error", "warning") and "status of 422" not in m.text
-            and problems.append(f"console {m.type}: {m.text}"))
-    page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
+    problems = watch(page)
     page.goto(server.url + "/new")
     page.wait_for_selector("body[data-ready='1']", timeout=20_000)
     page.select_option("#preset", "fast-alpha30-loss1")
