@@ -136,6 +136,7 @@ static const char *const policy_names[] = {
 enum {
 	OPT_IF_A = 256, OPT_IF_B, OPT_SEED, OPT_STATS, OPT_DROPS_LOG, OPT_CPU,
 	OPT_MAX_FRAME, OPT_SPIN, OPT_RX_DEFER, OPT_HELP, OPT_GSO, OPT_MAX_BURST, OPT_RT_PRIO,
+	OPT_EPOCH,
 	OPT_DOCSIS_MAP, OPT_DOCSIS_LOOKAHEAD, OPT_DOCSIS_TRANSIT,
 	OPT_DOCSIS_PHY, OPT_DOCSIS_BURST, OPT_DOCSIS_CONCAT,
 	OPT_DOCSIS_PIGGYBACK,
@@ -159,6 +160,7 @@ static const struct option long_opts[] = {
 	{ "gso",		required_argument, NULL, OPT_GSO },
 	{ "max-burst-us",	required_argument, NULL, OPT_MAX_BURST },
 	{ "rt-priority",	required_argument, NULL, OPT_RT_PRIO },
+	{ "epoch-on-signal",	no_argument,	   NULL, OPT_EPOCH },
 	{ "docsis-map-interval-us", required_argument, NULL, OPT_DOCSIS_MAP },
 	{ "docsis-lookahead-us", required_argument, NULL, OPT_DOCSIS_LOOKAHEAD },
 	{ "docsis-request-transit-us", required_argument, NULL,
@@ -253,6 +255,7 @@ struct opts {
 	uint64_t gso;		/* 1 = PACKET_VNET_HDR fast path */
 	uint64_t max_burst_us;
 	uint64_t rt_priority;	/* SCHED_FIFO priority, 0 = normal scheduling */
+	bool epoch_on_signal;	/* schedules wait for SIGUSR1 (the epoch) */
 	struct dir_opts dir[2];
 	struct emu_docsis_cfg docsis;	/* for every direction with docsis */
 };
@@ -337,6 +340,7 @@ static void print_usage(FILE *f)
 "       [--ab-aqm AQM] [--ba-aqm AQM]   (active queue management, per direction)\n"
 "       [--ab-schedule STEPS] [--ba-schedule STEPS]   (time-varying rate, delay, loss)\n"
 "       [--ab-trace FILE] [--ba-trace FILE]   (mahimahi delivery trace: the departures)\n"
+"       [--epoch-on-signal]   (schedules hold the options' values until SIGUSR1)\n"
 "MODEL: none | bernoulli:P | every_nth:N | ge:p:r[:h[:k]]\n"
 "AQM: none\n"
 "   | red[:min_th_pkts=5,max_th_pkts=15,max_p=0.1,wq=0.002,gentle=1,adaptive=0,\n"
@@ -345,7 +349,8 @@ static void print_usage(FILE *f)
 "   | pie[:target_us=15000,tupdate_us=15000,alpha=0.125,beta=1.25,\n"
 "         max_burst_us=150000,ecn=0]   (not with --XX-policy docsis)\n"
 "P: rate (default) | tbf | docsis; --XX-rate-bps is the (sustained) rate.\n"
-"STEPS: T:key=value[,key=value...][;T:...], T in us after t0 (the ready line),\n"
+"STEPS: T:key=value[,key=value...][;T:...], T in us after the epoch (SIGUSR1;\n"
+"   until then t0, the ready line's),\n"
 "   keys rate_bps (rate policy only), delay_us, loss (Bernoulli P); at most %d steps\n"
 "FILE: one ms timestamp per line per 1504-byte opportunity, repeating (mm-link)\n"
 "rate 0 = unlimited, limit 0 = unlimited.  ab = frames received on A, sent on B.\n",
@@ -547,6 +552,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_RT_PRIO:
 			o->rt_priority = opt_u64(c, optarg, 99);
+			break;
+		case OPT_EPOCH:
+			o->epoch_on_signal = true;
 			break;
 		case OPT_DOCSIS_MAP:
 			o->docsis.map_interval_ns =
@@ -821,6 +829,7 @@ struct app {
 	uint64_t spin_ns;
 	uint64_t rx_defer_ns;	/* 0 = wake for every arrival */
 	struct dir_io dir[2];
+	bool epoch_done;	/* the epoch (SIGUSR1) has been set */
 	FILE *drops;
 	uint8_t *rxbuf;
 	struct mmsghdr rx_msgs[BATCH];
@@ -828,12 +837,14 @@ struct app {
 	uint8_t rx_cmsg[BATCH][CMSG_BUF];
 };
 
-static volatile sig_atomic_t stop_flag;
+static volatile sig_atomic_t stop_flag, epoch_flag;
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop_flag = 1;
+	if (sig == SIGUSR1)
+		epoch_flag = 1;
+	else
+		stop_flag = 1;
 }
 
 static inline uint64_t mono_ns(void)
@@ -1363,6 +1374,27 @@ static void setup_epoll(struct app *a)
 	a->ep_rx = a->ep_timer = -1;
 }
 
+/*
+ * The first SIGUSR1: the flows start now.  Every schedule and trace counts
+ * from here (a schedule's steps held back by --epoch-on-signal come into
+ * force; one counted from t0 starts again, as does a trace), and the line
+ * says when, in the stats lines' clock.  Later signals change nothing: a
+ * run has one time origin.
+ */
+static void set_epoch(struct app *a, uint64_t now)
+{
+	int i;
+
+	a->epoch_done = true;
+	for (i = 0; i < 2; i++) {
+		emu_dir_set_origin(&a->dir[i].q, now);
+		if (a->dir[i].trace)
+			emu_trace_rebase(&a->o.dir[i].trace, now);
+	}
+	out_printf(false, "{\"event\":\"epoch\",\"t\":%" PRIu64 ".%06" PRIu64 "}\n",
+		   now / UINT64_C(1000000000), (now % UINT64_C(1000000000)) / 1000);
+}
+
 static void run(struct app *a, const sigset_t *waitmask)
 {
 	uint64_t interval = a->o.stats_ms * 1000000ULL;
@@ -1376,6 +1408,8 @@ static void run(struct app *a, const sigset_t *waitmask)
 		int r;
 
 		now = mono_ns();
+		if (epoch_flag && !a->epoch_done)
+			set_epoch(a, now);
 		for (i = 0; i < 2; i++)
 			tx_dir(a, &a->dir[i], now);
 
@@ -1632,9 +1666,11 @@ int main(int argc, char **argv)
 
 	/*
 	 * t0: schedules and traces count from here, the links' setup, just
-	 * before the ready line, which prints it in the stats lines' clock.
-	 * linkemu has no start signal: the caller offsets its times by the
-	 * gap between t0 and its flows' start.
+	 * before the ready line, which prints it in the stats lines' clock,
+	 * until the epoch (SIGUSR1, set_epoch()) re-counts them from the
+	 * flows' start.  With --epoch-on-signal a schedule's steps wait for
+	 * it (the options' values hold); a trace plays from t0 either way (it
+	 * has no values of its own to hold).
 	 */
 	origin = mono_ns();
 
@@ -1663,7 +1699,8 @@ int main(int argc, char **argv)
 		a->o.dir[i].aqm.mtu_bytes = mtu_max + EMU_L2_HEADER_BYTES;
 		cfg.aqm = &a->o.dir[i].aqm;
 		cfg.schedule = &dopt->sched;
-		cfg.schedule_origin_ns = origin;
+		cfg.schedule_origin_ns = a->o.epoch_on_signal ?
+					 EMU_ORIGIN_PENDING : origin;
 		dio->policy = dopt->policy;
 		if (dopt->policy == POL_TBF) {
 			struct emu_tbf_cfg tc = {
@@ -1726,7 +1763,10 @@ int main(int argc, char **argv)
 		a->rx_msgs[i].msg_hdr.msg_iovlen = 1;
 	}
 
-	/* Block termination signals; ppoll() unblocks them atomically. */
+	/*
+	 * Block termination signals and SIGUSR1 (the epoch); the waits unblock
+	 * them atomically, so the loop sees them only between its steps.
+	 */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
@@ -1734,13 +1774,16 @@ int main(int argc, char **argv)
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &block, &waitmask);
 	sigdelset(&waitmask, SIGINT);
 	sigdelset(&waitmask, SIGTERM);
 	sigdelset(&waitmask, SIGHUP);
+	sigdelset(&waitmask, SIGUSR1);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	a->dir[0].drops = a->dir[1].drops = a->drops;

@@ -126,6 +126,21 @@ void emu_trace_start(struct emu_trace *t, uint64_t origin_ns,
 {
 	t->origin_ns = origin_ns;
 	t->uncharged_bytes = uncharged_bytes;
+	t->resume_ns = 0;
+	t->started = false;
+	t->opp = 0;
+	t->left = 0;
+}
+
+void emu_trace_rebase(struct emu_trace *t, uint64_t origin_ns)
+{
+	if (t->started) {
+		uint64_t last = emu_trace_opp_ns(t, t->opp);
+
+		if (last > t->resume_ns)
+			t->resume_ns = last;
+	}
+	t->origin_ns = origin_ns;
 	t->started = false;
 	t->opp = 0;
 	t->left = 0;
@@ -195,8 +210,12 @@ static uint64_t trace_enqueue(void *ctx, const struct emu_pkt *pkt,
 		k = t->opp;
 		left = t->left;
 	} else {
-		/* The first opportunity after its arrival and after the last used. */
-		k = emu_trace_first_after(t, now_ns);
+		/*
+		 * The first opportunity after its arrival and after the last
+		 * used (before an epoch: after the last departure then).
+		 */
+		k = emu_trace_first_after(t, now_ns > t->resume_ns ?
+					     now_ns : t->resume_ns);
 		if (t->started && k <= t->opp)
 			k = t->opp + 1;
 		left = EMU_TRACE_OPP_BYTES;

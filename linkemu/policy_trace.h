@@ -13,8 +13,8 @@
  *
  * so a line at 0 and the last line of the previous period coincide, as in
  * mm-link (its base timestamp advances by the last value at each wrap).
- * The origin is linkemu's (schedule.h: t0 of the ready line), as mm-link's
- * is its own start.
+ * The origin is linkemu's (schedule.h: t0 of the ready line, then the
+ * epoch, emu_trace_rebase()), as mm-link's is its own start.
  *
  * What an opportunity carries, as mahimahi's LinkQueue::rationalize() does:
  *   - EMU_TRACE_OPP_BYTES (1504: mahimahi's PACKET_SIZE, a 1500-byte MTU
@@ -71,6 +71,11 @@ struct emu_trace {
 	uint64_t period_ns;	/* last offset */
 	uint64_t origin_ns;
 	uint32_t uncharged_bytes; /* per segment, e.g. EMU_L2_HEADER_BYTES */
+	/*
+	 * After a re-basing (the epoch), no packet leaves before this, the
+	 * departure of the last one queued before it; 0 = no floor.
+	 */
+	uint64_t resume_ns;
 	/* state: where the last packet queued finished */
 	bool started;
 	uint64_t opp;		/* its opportunity (absolute index) */
@@ -88,6 +93,15 @@ int emu_trace_parse(struct emu_trace *t, const char *text, size_t len,
 /* Set the origin and the per-segment bytes not charged; reset the state. */
 void emu_trace_start(struct emu_trace *t, uint64_t origin_ns,
 		     uint32_t uncharged_bytes);
+
+/*
+ * The epoch: the opportunities count from origin_ns from now on, the trace
+ * starting again at its first line.  Packets already queued keep their
+ * departures; the next one takes the first opportunity after both its
+ * arrival and the last of them (so the link stays FIFO); the rest of the
+ * last opportunity used before the epoch is not carried over.
+ */
+void emu_trace_rebase(struct emu_trace *t, uint64_t origin_ns);
 
 void emu_trace_free(struct emu_trace *t);
 

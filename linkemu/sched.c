@@ -352,6 +352,12 @@ fail_tl:
 	return -1;
 }
 
+void emu_dir_set_origin(struct emu_dir *d, uint64_t origin_ns)
+{
+	if (d->tl.n)
+		emu_timeline_rebase(&d->tl, origin_ns);
+}
+
 void emu_dir_destroy(struct emu_dir *d)
 {
 	if (d->ops && d->ops->destroy)

@@ -345,6 +345,15 @@ static inline bool emu_dir_conserved(const struct emu_dir *d)
 int emu_dir_init(struct emu_dir *d, const struct emu_dir_cfg *cfg);
 void emu_dir_destroy(struct emu_dir *d);
 
+/*
+ * The epoch: the schedule's times count from origin_ns from now on (its
+ * steps were pending, EMU_ORIGIN_PENDING, or counted from linkemu's t0).
+ * Packets already queued keep the departures they got; the next one starts
+ * after the last of them (the rate policy is FIFO), at the rates now in
+ * force.  No schedule: nothing to do.
+ */
+void emu_dir_set_origin(struct emu_dir *d, uint64_t origin_ns);
+
 /* Offer a plain frame (one segment) that arrived at now_ns; it is copied. */
 enum emu_verdict emu_dir_enqueue(struct emu_dir *d, uint64_t now_ns,
 				 const void *frame, uint32_t len,

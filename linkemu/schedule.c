@@ -203,6 +203,7 @@ int emu_timeline_init(struct emu_timeline *tl, const struct emu_schedule *s,
 		return -1;
 	tl->n = s->n + 1;
 	tl->set = s->set;
+	tl->origin_ns = origin_ns;
 	tl->step[0].at_ns = 0;
 	tl->step[0].rate_bps = base->rate_bps;
 	tl->step[0].delay_ns = base->delay_ns;
@@ -244,6 +245,16 @@ void emu_timeline_free(struct emu_timeline *tl)
 {
 	free(tl->step);
 	memset(tl, 0, sizeof(*tl));
+}
+
+void emu_timeline_rebase(struct emu_timeline *tl, uint64_t origin_ns)
+{
+	size_t i;
+
+	/* at_ns - old origin is the parsed offset, <= one week: no wrap */
+	for (i = 1; i < tl->n; i++)
+		tl->step[i].at_ns = tl->step[i].at_ns - tl->origin_ns + origin_ns;
+	tl->origin_ns = origin_ns;
 }
 
 size_t emu_timeline_index(const struct emu_timeline *tl, uint64_t t)

@@ -6,8 +6,10 @@
  * Role: let a lab change a link's capacity (and optionally its delay and
  * loss) during a run -- "10 Mb/s, then 5 from t = 10 s, then 20" -- with
  * the same exactness as a fixed link.  A schedule is a list of steps, each
- * at a time relative to an origin (linkemu: the instant it set up its
- * links, printed as t0 in its ready line), each setting one or more of:
+ * at a time relative to an origin (linkemu: the epoch, its first SIGUSR1,
+ * sent as the flows start; until then t0, the instant it set up its links,
+ * or with --epoch-on-signal pending: EMU_ORIGIN_PENDING), each setting
+ * one or more of:
  *
  *   rate_bps   serialization rate in bit/s, IP bytes as --XX-rate-bps
  *              (0 = unlimited, as there); needs the built-in rate policy
@@ -68,6 +70,13 @@
 
 #define EMU_SCHEDULE_NS_PER_US		UINT64_C(1000)
 
+/*
+ * An origin not yet known (linkemu --epoch-on-signal: the flows have not
+ * started): the steps lie ~292 years ahead, so the base values hold, and
+ * origin + the latest step time (one week) stays far from 2^64.
+ */
+#define EMU_ORIGIN_PENDING		(UINT64_MAX / 2)
+
 /* Which fields a step sets (a bit mask). */
 #define EMU_STEP_RATE	(1u << 0)
 #define EMU_STEP_DELAY	(1u << 1)
@@ -108,6 +117,7 @@ struct emu_timeline {
 	uint64_t min_delay_ns, max_delay_ns;
 	uint64_t min_rate_bps;	/* smallest non-zero rate, 0 if none */
 	uint64_t max_rate_bps;	/* largest rate (0 = unlimited counts as none) */
+	uint64_t origin_ns;	/* what the steps' times count from */
 };
 
 /* The direction's own values, in force until a step changes them. */
@@ -125,6 +135,13 @@ struct emu_step_base {
 int emu_timeline_init(struct emu_timeline *tl, const struct emu_schedule *s,
 		      const struct emu_step_base *base, uint64_t origin_ns);
 void emu_timeline_free(struct emu_timeline *tl);
+
+/*
+ * Move the origin (the epoch: the flows start now): every step's time is
+ * re-counted from origin_ns; step[0], the base values, stays at 0.  Pure
+ * bookkeeping: what a caller computed before (a departure) is its own.
+ */
+void emu_timeline_rebase(struct emu_timeline *tl, uint64_t origin_ns);
 
 /* Index of the step in force at t (0 = the base values); tl->n >= 1. */
 size_t emu_timeline_index(const struct emu_timeline *tl, uint64_t t);

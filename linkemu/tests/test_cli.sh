@@ -169,6 +169,9 @@ expect_usage_error "--if-b: must differ" $OK --ab-trace "$TMP/good.trace" --ba-t
 expect_usage_error "--if-b: must differ" $OK --ab-trace "$TMP/good.trace" --ab-aqm red \
 	--ab-schedule 0:delay_us=5000,loss=0.001
 expect_usage_error "--if-b: must differ" $OK --ab-trace "$TMP/good.trace" --ab-aqm pie
+expect_usage_error "--if-b: must differ" $OK --epoch-on-signal --ab-schedule 0:rate_bps=1000000 \
+	--ba-trace "$TMP/good.trace"
+expect_usage_error "unknown option '--epoch-on-signal=1'" $OK --epoch-on-signal=1
 
 # Needs two real, distinct interfaces to get past the interface checks.
 OTHER=$(ls /sys/class/net 2>/dev/null | grep -v '^lo$' | head -n 1)

@@ -496,10 +496,77 @@ static void test_parser(void)
 	CHECK(refused("0:rate_bps=5;1:delay_us=x", "step 2: delay_us"), "step numbered");
 }
 
+/*
+ * The epoch (linkemu --epoch-on-signal, then SIGUSR1): until it, the steps
+ * are pending (EMU_ORIGIN_PENDING) and the options hold, even a step at 0;
+ * at it the steps count from the epoch.  8 Mb/s (1 byte/us) as the option,
+ * steps "0: 4 Mb/s; 10 ms: 16 Mb/s", 1000-byte IP packets:
+ *   at 1 s (pending): 8 Mb/s, 1 ms: departs 1.001 s; step index 0;
+ *   at 1.9995 s: 8 Mb/s, departs 2.0005 s -- the epoch comes at 2 s, but a
+ *     departure is fixed on arrival and keeps its value;
+ *   epoch at 2 s; at 2 s: starts after the queued one, 2.0005 s, at 4 Mb/s
+ *     (2 ms): 2.0025 s;
+ *   at 2.020 s: 16 Mb/s (0.5 ms): 2.0205 s.
+ * A schedule counted from t0 = 0 moves too: "1 s: 4 Mb/s" re-based to 5 s
+ * is not in force at 1.5 s (8 Mb/s, 1.501 s), it is at 6 s (6.002 s).
+ */
+static void test_epoch_rebases_the_steps(void)
+{
+	struct emu_dir_cfg cfg = base_cfg();
+	struct emu_dir d;
+	struct emu_pkt *p;
+
+	cfg.rate_bps = 8000000;
+	cfg.schedule = schedule("0:rate_bps=4000000;10000:rate_bps=16000000");
+	cfg.schedule_origin_ns = EMU_ORIGIN_PENDING;
+	CHECK(!emu_dir_init(&d, &cfg), "init");
+	CHECK(emu_timeline_index(&d.tl, 1 * SEC) == 0, "pending: the options' values");
+	enq(&d, 1 * SEC, 1000 + L2);
+	p = emu_dir_pop_due(&d, 1 * SEC + 1 * MS);	/* the fake clock only goes forward */
+	CHECK(p && p->departure_ns == 1 * SEC + 1 * MS, "8 Mb/s before the epoch: 1.001 s");
+	enq(&d, 1 * SEC + 999500 * US, 1000 + L2);
+	emu_dir_set_origin(&d, 2 * SEC);
+	CHECK(d.tl.step[1].at_ns == 2 * SEC && d.tl.step[2].at_ns == 2 * SEC + 10 * MS,
+	      "steps at the epoch + their offsets");
+	CHECK(emu_timeline_index(&d.tl, 2 * SEC + 5 * MS) == 1 &&
+	      emu_timeline_index(&d.tl, 2 * SEC + 10 * MS) == 2, "in force from the epoch");
+	enq(&d, 2 * SEC, 1000 + L2);
+	enq(&d, 2 * SEC + 20 * MS, 1000 + L2);
+	p = emu_dir_pop_due(&d, 100 * SEC);
+	CHECK(p && p->departure_ns == 2 * SEC + 500 * US, "queued before: keeps 2.0005 s");
+	p = emu_dir_pop_due(&d, 100 * SEC);
+	CHECK(p && p->departure_ns == 2 * SEC + 2500 * US,
+	      "after it, 4 Mb/s: 2.0025 s, got %llu", p ? (unsigned long long)p->departure_ns : 0ULL);
+	p = emu_dir_pop_due(&d, 100 * SEC);
+	CHECK(p && p->departure_ns == 2 * SEC + 20500 * US, "16 Mb/s from 10 ms: 2.0205 s");
+	CHECK(emu_dir_conserved(&d), "invariant");
+	emu_dir_destroy(&d);
+
+	cfg.schedule = schedule("1000000:rate_bps=4000000");
+	cfg.schedule_origin_ns = 0;
+	CHECK(!emu_dir_init(&d, &cfg), "init");
+	emu_dir_set_origin(&d, 5 * SEC);
+	enq(&d, 1 * SEC + 500 * MS, 1000 + L2);
+	enq(&d, 6 * SEC, 1000 + L2);
+	p = emu_dir_pop_due(&d, 100 * SEC);
+	CHECK(p && p->departure_ns == 1 * SEC + 501 * MS, "the step moved away from 1 s");
+	p = emu_dir_pop_due(&d, 100 * SEC);
+	CHECK(p && p->departure_ns == 6 * SEC + 2 * MS, "to 6 s: 4 Mb/s");
+	emu_dir_destroy(&d);
+
+	/* without a schedule there is nothing to move */
+	cfg.schedule = NULL;
+	CHECK(!emu_dir_init(&d, &cfg), "init");
+	emu_dir_set_origin(&d, 5 * SEC);
+	CHECK(d.tl.n == 0, "no timeline");
+	emu_dir_destroy(&d);
+}
+
 int main(void)
 {
 	RUN(test_saturated_steps_deliver_each_rate);
 	RUN(test_options_hold_before_the_first_step);
+	RUN(test_epoch_rebases_the_steps);
 	RUN(test_packet_spanning_a_change);
 	RUN(test_super_frame_spanning_a_change);
 	RUN(test_delay_steps_never_reorder);

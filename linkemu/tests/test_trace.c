@@ -211,6 +211,45 @@ static void test_arrivals_and_lost_rests(void)
 }
 
 /*
+ * The epoch (linkemu: SIGUSR1) starts the trace again at its first line.
+ * trace_1ms from 0: three full packets at 0.5 ms leave at 1, 2 and 3 ms.
+ * Epoch at 2.5 ms: the opportunities are now at 3.5, 4.5, ... ms (period
+ * 10 ms: ..., 12.5, 13.5, ...).  The next packet, at 2.5 ms, must not leave
+ * before the last queued one (3 ms): the first opportunity after it, 3.5
+ * ms; the one after, 4.5 ms.  A packet at 20 ms on the idle link: 20.5 ms
+ * (21 ms without the epoch).  The capacity since the epoch: 10
+ * opportunities by 12.5 ms.
+ */
+static void test_epoch_restarts_the_trace(void)
+{
+	struct emu_dir d;
+	struct emu_trace t;
+	struct emu_pkt *p;
+	static const uint64_t want[] = { 1 * MS, 2 * MS, 3 * MS, 3500 * US, 4500 * US,
+					 20500 * US };
+	size_t k;
+
+	CHECK(!setup(&d, &t, trace_1ms, NULL), "init");
+	for (k = 0; k < 3; k++)
+		enq(&d, 500 * US, FULL);
+	emu_trace_rebase(&t, 2500 * US);
+	enq(&d, 2500 * US, FULL);
+	enq(&d, 2500 * US, FULL);
+	for (k = 0; k < 5; k++) {
+		p = emu_dir_pop_due(&d, 15 * MS);
+		CHECK(p && p->departure_ns == want[k], "packet %zu at %llu ns, got %llu", k,
+		      (unsigned long long)want[k], p ? (unsigned long long)p->departure_ns : 0ULL);
+	}
+	enq(&d, 20 * MS, FULL);
+	p = emu_dir_pop_due(&d, 1 * SEC);
+	CHECK(p && p->departure_ns == want[5], "idle, then 20 ms: 20.5 ms");
+	CHECK(emu_trace_first_after(&t, 12500 * US) == 10, "10 opportunities since the epoch");
+	CHECK(emu_trace_first_after(&t, 2 * MS) == 0, "none before it");
+	CHECK(emu_dir_conserved(&d), "invariant");
+	teardown(&d, &t);
+}
+
+/*
  * The trace's link keeps the core's delay, buffer and loss; RED and PIE
  * run (PIE's delay is the last departure, fixed on arrival); CoDel is
  * refused.  Delay 20 ms with a step to 5 ms at 5 ms (schedule.h): under
@@ -381,6 +420,7 @@ int main(void)
 	RUN(test_bursts_and_the_period_boundary);
 	RUN(test_bytes_span_opportunities);
 	RUN(test_arrivals_and_lost_rests);
+	RUN(test_epoch_restarts_the_trace);
 	RUN(test_buffer_delay_and_aqm);
 	RUN(test_invariant_under_random_traffic);
 	RUN(test_bad_traces);
