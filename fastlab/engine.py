@@ -23,13 +23,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from fastlab import analysis, explain, paths, report, segments
+from fastlab import analysis, explain, linktrace, paths, report, rundir, segments
 from fastlab.capabilities import Capabilities
 from fastlab.cc import Registry
 from fastlab.ccruntime import CCRuntime, LiveControl
@@ -251,6 +251,40 @@ def _open_folder(spec: ExperimentSpec, prep: Prepared, prefix: str, out: Path | 
     return folder
 
 
+def _copy_traces(prep: Prepared, folder: RunFolder) -> dict[tuple[str, str], str]:
+    """Each mahimahi trace a link runs, copied into the run folder, and the link set to run the copy (what
+    ran is what the folder holds); the copy must be the file the plan checked. (link, direction) -> the
+    copy's name."""
+    copies = {}
+    for link_id, link in prep.links.items():
+        for name in ("forward", "reverse"):
+            d = getattr(link, name)
+            if d.trace is None:
+                continue
+            try:
+                copy = folder.copy_in(Path(d.trace.path), rundir.trace_name(link_id, name))
+            except RunFolderError as exc:
+                raise RunError(str(exc)) from None
+            if linktrace.digest(copy) != d.trace.sha256:
+                raise RunError(f"links.{link_id}{'' if name == 'forward' else '.reverse'}.trace: {d.trace.path} "
+                               "changed since it was checked")
+            link = replace(link, **{name: replace(d, trace=replace(d.trace, path=str(copy)))})
+            copies[(link_id, name)] = copy.name
+        prep.links[link_id] = link
+    return copies
+
+
+def _spec_yaml(spec: ExperimentSpec, copies: dict[tuple[str, str], str]) -> str:
+    """spec.yaml: the spec as run, its traces named by their copies beside it."""
+    data = to_plain(spec)
+    for (link_id, name), copy in copies.items():
+        node = data.get("links", {}).get(link_id, {})
+        node = node.get("reverse", {}) if name == "reverse" else node
+        if "trace" in node:
+            node["trace"] = copy
+    return yaml.safe_dump(data, sort_keys=False)
+
+
 def _parts(spec: ExperimentSpec, prep: Prepared, prefix: str, folder: RunFolder,
            on_sample: Callable[[dict[str, Any]], None] | None, cancel: threading.Event | None,
            live: LiveControl | None) -> _Run:
@@ -322,7 +356,9 @@ def _flows_phase(run: _Run) -> None:
     traffic.cgroup = run.clamp.cgroup
     log.info("run %s: %d flow(s) for %g s", run.prefix, len(run.prep.flows), spec.duration_s)
     run.cpu["start"] = (PROC_STAT.read_text(), run.shaper.cpu_seconds(), time.monotonic())
-    bus.start(time.monotonic())
+    t0 = time.monotonic()
+    run.shaper.start_epoch(t0)  # schedules and traces count from here, the charts' time zero
+    bus.start(t0)
     traffic.start(bus.t0)
     run.ccs.schedule(spec, bus.t0, run.state.hosts)
     if run.live is not None:
@@ -408,6 +444,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     prep = prepare(spec, registry, caps)
     prefix = new_prefix()
     folder = _open_folder(spec, prep, prefix, out)
+    copies = _copy_traces(prep, folder)
     run = _parts(spec, prep, prefix, folder, on_sample, cancel, live)
     with Teardown() as teardown:
         for stop in run.stops():
@@ -419,7 +456,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         run.bus.frame("event")
     summary = _summary(run, flows_df, links_df)
     environment = _environment(run)
-    spec_yaml = yaml.safe_dump(to_plain(spec), sort_keys=False)
+    spec_yaml = _spec_yaml(spec, copies)
     # the report's theory lines: the live page's (per part of a run whose parameters changed)
     refs = explain.response_lines(segments.reference_spans(spec, segments.applied_changes(environment)), summary)
     try:

@@ -1,11 +1,12 @@
 """The layout of fastlab's result folders: the one writer and reader of run folders (`RunFolder`) and
 the names of the files in run and sweep folders (issue 13).
 
-A run folder holds spec.yaml (the spec as run), environment.json (where and how it ran: the plan's
-decisions, tools, sysctls), flows.csv, links.csv, cc_events.csv (fastlab's algorithms' events, when
-any ran), rtt_samples.csv (clamped flows' per-second RTT statistics), summary.json (written when
-the run completed) and report.html. The engine writes it with `RunFolder.write`; the labs, replay,
-bundles, sweeps and the web app read it through `RunFolder`, which also reads a CSV stored gzipped
+A run folder holds spec.yaml (the spec as run; a link's mahimahi trace beside it,
+`trace_<link>_<direction>.txt`), environment.json (where and how it ran: the plan's decisions, tools,
+sysctls), flows.csv, links.csv, cc_events.csv (fastlab's algorithms' events, when any ran),
+rtt_samples.csv (clamped flows' per-second RTT statistics), summary.json (written when the run
+completed) and report.html. The engine writes it with `RunFolder.write`; the labs, replay, bundles,
+sweeps and the web app read it through `RunFolder`, which also reads a CSV stored gzipped
 (`flows.csv.gz`, as the labs' recorded runs are).
 
 It also owns a run folder's life: its name (`RunFolder.named`), the check that it can be written
@@ -48,6 +49,12 @@ ROW_BYTES = 400  # a sample in flows/links.csv and the web app's partial.jsonl, 
 SWEEP_STATE = "sweep.json"  # a sweep folder's state
 POINT_FILE = "point.json"  # a sweep point's record, written last
 POINTS = "points"  # a sweep folder's point run folders
+
+
+def trace_name(link: str, direction: str) -> str:
+    """A link direction's mahimahi trace as copied into its run folder: spec.yaml names the copy (relative to
+    itself), so a bundle carries it and a replay runs it."""
+    return f"trace_{link}_{direction}.txt"
 
 
 def is_finished(point_dir: Path) -> bool:
@@ -115,6 +122,13 @@ class RunFolder:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunFolderError(f"cannot create the results folder {self.directory}: {exc.strerror}") from None
+
+    def copy_in(self, source: Path, name: str) -> Path:
+        """A file the run reads (a link's trace) copied into the folder as `name`."""
+        try:
+            return Path(shutil.copyfile(source, self.directory / name))
+        except OSError as exc:
+            raise RunFolderError(f"cannot copy {source} into {self.directory}: {exc.strerror}") from None
 
     def finish(self, report: Callable[[], str], **files: Any) -> None:
         """The end of a run: its files (`write`), then its report (drawn by `report()` after them, so a

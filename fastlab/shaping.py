@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from fastlab import paths, placement
+from fastlab import linktrace, paths, placement
 from fastlab.qdisc_stats import QdiscReader, QdiscStatsError, queue_stats
 from fastlab.spec import (
     MTU_BYTES,
@@ -42,7 +42,10 @@ from fastlab.spec import (
     PieAqm,
     PlannedLoss,
     RedAqm,
+    ScheduleStep,
     TokenBucketPolicy,
+    check_varying,
+    schedule_us,
 )
 from fastlab.supervised import Supervised, stop_all
 from fastlab.topology import ShapedLinkPlan
@@ -85,6 +88,8 @@ class Direction:
     policy: TokenBucketPolicy | DocsisUpstreamPolicy | None = None
     mtu_bytes: int = MTU_BYTES  # the run's MTU: packet counts above are of this size
     aqm: RedAqm | CodelAqm | PieAqm | None = None
+    schedule: tuple[ScheduleStep, ...] = ()  # changes after the flows start; rate_bps etc. hold before
+    trace: linktrace.TraceFacts | None = None  # sets the departures; rate_bps is then its mean rate
 
 
 @dataclass(frozen=True)
@@ -107,13 +112,18 @@ def _limit(buffer: Buffer, rate_bps: int, rtt_ms: float, mtu_bytes: int = MTU_BY
     return max(1, math.ceil(rate_bps * seconds / (8 * mtu_bytes) - 1e-9)), None
 
 
-def _direction(d: LinkDirection, rtt_ms: float, mtu_bytes: int) -> Direction:
-    # only resolve() calls this, after refusing a direction without rate, delay or buffer
-    assert d.rate_mbps is not None and d.delay_ms is not None and d.buffer is not None, d
-    rate_bps = int(round(d.rate_mbps * 1e6))
+def _direction(d: LinkDirection, rtt_ms: float, mtu_bytes: int, trace: linktrace.TraceFacts | None) -> Direction:
+    # only resolve() calls this, after refusing a direction without rate, delay or buffer.  A trace's
+    # mean rate is the link's rate: a buffer in ms or BDP is sized at it (a schedule's: at the link's own)
+    assert d.delay_ms is not None and d.buffer is not None, d
+    if trace is not None:
+        rate_bps = trace.mean_rate_bps
+    else:
+        assert d.rate_mbps is not None, d
+        rate_bps = int(round(d.rate_mbps * 1e6))
     pkts, nbytes = _limit(d.buffer, rate_bps, rtt_ms, mtu_bytes)
     return Direction(rate_bps, int(round(d.delay_ms * 1000)), int(round((d.jitter_ms or 0) * 1000)),
-                     pkts, nbytes, d.loss, d.policy, mtu_bytes, d.aqm)
+                     pkts, nbytes, d.loss, d.policy, mtu_bytes, d.aqm, tuple(d.schedule or ()), trace)
 
 
 def resolve(shaped: ShapedLinkPlan, override: LinkSpec | None, mtu_bytes: int = MTU_BYTES) -> ResolvedLink:
@@ -121,29 +131,51 @@ def resolve(shaped: ShapedLinkPlan, override: LinkSpec | None, mtu_bytes: int = 
 
     Forward fields set in the override replace the default's. The reverse direction takes the
     default's reverse, then the override's reverse; any of rate/delay/jitter/buffer still unset
-    follows the forward direction. Loss, link-layer policy and AQM are never inherited by it.
+    follows the forward direction. Loss, link-layer policy, AQM, schedule and trace are never inherited
+    by it. A trace file is read and checked here, once (fastlab.linktrace); its mean rate is the
+    direction's rate.
     """
     base = shaped.profile
-    fields = ("rate_mbps", "delay_ms", "jitter_ms", "buffer", "loss", "policy", "aqm")
+    fields = ("rate_mbps", "delay_ms", "jitter_ms", "buffer", "loss", "policy", "aqm", "schedule", "trace")
     fwd = {k: getattr(base, k) for k in fields}
     if override is not None:
         fwd.update({k: getattr(override, k) for k in fields if k in override.model_fields_set})
-    rev: dict[str, Any] = {k: fwd[k] for k in fields[:4]} | {"loss": None, "policy": None, "aqm": None}
+    rev: dict[str, Any] = {k: fwd[k] for k in fields[:4]} | {k: None for k in fields[4:]}
     for layer in (base.reverse, override.reverse if override is not None else None):
         if layer is not None:
             rev.update({k: getattr(layer, k) for k in fields if k in layer.model_fields_set})
     backend = override.backend if override is not None and "backend" in override.model_fields_set \
         else base.backend
     for name, values in (("forward", fwd), ("reverse", rev)):
+        if values["trace"] is not None:
+            values["rate_mbps"] = None  # the trace is the capacity (a spec's own rate_mbps with it is refused)
         for key in ("rate_mbps", "delay_ms", "buffer"):
-            if values[key] is None:
+            if values[key] is None and not (key == "rate_mbps" and values["trace"] is not None):
                 raise ShapingError(f"links.{shaped.id}: {name} {key} is not set")
-    forward = _direction(LinkDirection(**fwd), shaped.rtt_ms, mtu_bytes)
-    reverse = _direction(LinkDirection(**rev), shaped.rtt_ms, mtu_bytes)
+    traces: dict[str, linktrace.TraceFacts | None] = {}
+    for name, where, values in (("forward", "", fwd), ("reverse", ".reverse", rev)):
+        # the merged direction: a default's policy or loss model may meet the spec's schedule or trace
+        try:
+            check_varying(values["schedule"], values["trace"] is not None, False, values["policy"], values["loss"],
+                          values["aqm"])
+        except ValueError as exc:
+            raise ShapingError(f"links.{shaped.id}{where}: {exc}") from None
+        try:
+            traces[name] = linktrace.read(values["trace"], f"links.{shaped.id}{where}.trace") \
+                if values["trace"] is not None else None
+        except linktrace.TraceError as exc:
+            raise ShapingError(str(exc)) from None
+    forward = _direction(LinkDirection(**fwd), shaped.rtt_ms, mtu_bytes, traces["forward"])
+    reverse = _direction(LinkDirection(**rev), shaped.rtt_ms, mtu_bytes, traces["reverse"])
     for name, direction in (("forward", forward), ("reverse", reverse)):
         if direction.rate_bps < MIN_RATE_BPS:  # e.g. 1e-300 Mb/s, or a tiny scale: 0 b/s would mean unlimited
             raise ShapingError(f"links.{shaped.id}: {name} rate {direction.rate_bps} b/s is below "
                                f"{MIN_RATE_BPS} b/s: no link is that slow (a rate of 0 would mean unlimited)")
+        for i, step in enumerate(direction.schedule):
+            if step.rate_mbps is not None and step.rate_mbps * 1e6 < MIN_RATE_BPS:
+                raise ShapingError(f"links.{shaped.id}{'' if name == 'forward' else '.reverse'}.schedule[{i}]"
+                                   f".rate_mbps: {step.rate_mbps:g} Mb/s is below {MIN_RATE_BPS} b/s: no link is "
+                                   "that slow")
     return ResolvedLink(shaped.id, forward, reverse, backend, shaped.rtt_ms)
 
 
@@ -177,6 +209,7 @@ class LinkPlanResult:
     emulator_argv: tuple[str, ...] = ()
     stats_devs: dict[str, tuple[str, str]] = field(default_factory=dict)  # direction -> (node, dev)
     resolved: dict[str, Any] = field(default_factory=dict)
+    epoch: bool = False  # the emulator waits for the flows' start (SIGUSR1) to count its schedule/trace
 
 
 def link_seed(seed: int, link_id: str) -> int:
@@ -246,7 +279,32 @@ def aqm_args(tag: str, aqm: RedAqm | CodelAqm | PieAqm | None) -> list[str]:
     return [f"--{tag}-aqm", f"{aqm.model}:{','.join([*keys, f'ecn={int(aqm.ecn)}'])}"]
 
 
+def plain_decimal(x: float) -> str:
+    """A number as linkemu reads decimals: digits and a point, no exponent (1e-05 -> 0.00001)."""
+    return f"{x:.12f}".rstrip("0").rstrip(".") or "0"
+
+
+def schedule_arg(steps: tuple[ScheduleStep, ...]) -> str:
+    """linkemu's --XX-schedule for a direction's steps (schedule.h: T in us, rate in b/s, delay in us)."""
+    out = []
+    for step in steps:
+        items = ([f"rate_bps={int(round(step.rate_mbps * 1e6))}"] if step.rate_mbps is not None else []) + \
+                ([f"delay_us={int(round(step.delay_ms * 1000))}"] if step.delay_ms is not None else []) + \
+                ([f"loss={plain_decimal(step.loss)}"] if step.loss is not None else [])
+        out.append(f"{schedule_us(step.at_s)}:{','.join(items)}")
+    return ";".join(out)
+
+
+def varies(link: ResolvedLink) -> bool:
+    """A link with a schedule or a trace: the emulator must know when the flows start (its epoch)."""
+    return any(d.schedule or d.trace is not None for d in (link.forward, link.reverse))
+
+
 def choose_backend(link: ResolvedLink, has_netem: bool, has_emulator: bool) -> tuple[str, str]:
+    if varies(link) and (link.backend == "tc" or not has_emulator):
+        field = "trace" if any(d.trace is not None for d in (link.forward, link.reverse)) else "schedule"
+        raise ShapingError(f"links.{link.id}.{field}: only the emulator runs a time-varying link (tc cannot)"
+                           + ("" if has_emulator else ", and linkemu is not built"))
     lossy = link.forward.loss is not None or link.reverse.loss is not None
     scheduled = link.forward.policy is not None or link.reverse.policy is not None
     managed = link.forward.aqm is not None or link.reverse.aqm is not None
@@ -254,7 +312,7 @@ def choose_backend(link: ResolvedLink, has_netem: bool, has_emulator: bool) -> t
         # sch_red/sch_codel/sch_pie are not in this machine's kernel (CONFIG_NET_SCH_RED etc. off)
         raise ShapingError(f"links.{link.id}.aqm: only the emulator runs AQM here"
                            + ("" if has_emulator else ", and linkemu is not built"))
-    scheduled = scheduled or managed
+    scheduled = scheduled or managed or varies(link)
     if scheduled and not has_emulator:
         raise ShapingError(f"links.{link.id}: a link-layer policy (token bucket, DOCSIS MAC) needs the emulator")
     if scheduled and link.backend == "tc":
@@ -269,7 +327,8 @@ def choose_backend(link: ResolvedLink, has_netem: bool, has_emulator: bool) -> t
             raise ShapingError(f"links.{link.id}.backend: tc cannot delay this link: sch_netem is missing")
         return "tc", "the spec asks for tc" + (" (netem loss is not seeded)" if lossy else "")
     if has_emulator and (lossy or scheduled or not has_netem):
-        return "emulator", ("the link runs active queue management (RED / CoDel / PIE)" if managed else
+        return "emulator", ("the link varies in time (a schedule or a mahimahi trace)" if varies(link) else
+                            "the link runs active queue management (RED / CoDel / PIE)" if managed else
                             "the link runs a link-layer policy (token bucket / DOCSIS MAC)" if scheduled else
                             "loss must be seeded and repeatable" if lossy else
                             "sch_netem is missing, so delay comes from the userspace emulator" if delayed else
@@ -352,6 +411,8 @@ def plan_link(link: ResolvedLink, devs: Devices, *, seed: int, stats_interval_ms
         for key in ("loss", "policy", "aqm"):
             if resolved[direction][key] is not None:
                 resolved[direction][key] = getattr(getattr(link, direction), key).model_dump()
+        resolved[direction]["schedule"] = [s.model_dump(exclude_none=True)
+                                           for s in getattr(link, direction).schedule]
     if backend == "emulator":
         argv = [str(paths.linkemu_binary()), "--if-a", devs.dev_a, "--if-b", devs.dev_b,
                 "--seed", str(link_seed(seed, link.id)), "--stats-interval-ms", str(stats_interval_ms),
@@ -363,10 +424,15 @@ def plan_link(link: ResolvedLink, devs: Devices, *, seed: int, stats_interval_ms
                      f"--{tag}-jitter-us", str(d.jitter_us), f"--{tag}-limit-pkts", str(d.limit_pkts or 0),
                      f"--{tag}-limit-bytes", str(d.limit_bytes or 0), f"--{tag}-loss", loss_arg(d.loss)]
             argv += policy_args(tag, d.policy) + aqm_args(tag, d.aqm)
+            argv += [f"--{tag}-schedule", schedule_arg(d.schedule)] if d.schedule else []
+            argv += [f"--{tag}-trace", d.trace.path] if d.trace is not None else []
+        if varies(link):  # steps wait for the flows' start; until then the link's own values hold
+            argv.append("--epoch-on-signal")
         docsis = [d.policy for d in (link.forward, link.reverse) if isinstance(d.policy, DocsisUpstreamPolicy)]
         if len(docsis) == 2 and docsis[0] != docsis[1]:
             raise ShapingError(f"links.{link.id}: both directions run a DOCSIS MAC with different parameters")
-        return LinkPlanResult(link.id, backend, why, emulator_argv=tuple(argv), resolved=resolved)
+        return LinkPlanResult(link.id, backend, why, emulator_argv=tuple(argv), resolved=resolved,
+                              epoch=varies(link))
     cmds = _tc_link_node(devs.node, devs.dev_a, devs.dev_b, link.forward.mtu_bytes)
     cmds += _tc_wire(devs.node, WIRE_A, link.forward) + _tc_wire(devs.node, WIRE_B, link.reverse)
     cmds += _tc_queue(devs.node, devs.dev_b, link.forward) + _tc_queue(devs.node, devs.dev_a, link.reverse)
@@ -430,6 +496,8 @@ class Shaper:
     _lines: dict[str, int] = field(default_factory=dict)  # link -> stats lines read so far
     _fresh: threading.Condition = field(default_factory=threading.Condition)
     _colocated: int = 0  # emulators placed on a CPU with their receive threads so far
+    _epoch_links: list[str] = field(default_factory=list)  # links whose emulator waits for the epoch
+    _flows_t0: float | None = None  # when the flows started (time.monotonic()), set by start_epoch
 
     def apply(self, plan: LinkPlanResult, sample_interval_s: float) -> None:
         record: dict[str, Any] = {"link": plan.link, "backend": plan.backend, "why": plan.why,
@@ -452,6 +520,11 @@ class Shaper:
         def on_message(msg: dict[str, Any]) -> None:
             if msg.get("event") == "ready":
                 ready.set()
+            elif msg.get("event") == "epoch" and self._flows_t0 is not None:
+                # the emulator's time origin against the flows' (the charts' zero): the gap it was late by
+                record = next(r for r in self.applied if r["link"] == plan.link)
+                late_ms = round((msg["t"] - self._flows_t0) * 1e3, 3)
+                record["epoch"] = {"t": msg["t"], "after_flows_start_ms": late_ms}
             elif msg.get("event") == "stats":
                 with self._fresh:
                     self.final[plan.link] = msg
@@ -463,6 +536,8 @@ class Shaper:
         emulator = Supervised.start(f"linkemu {plan.link}", list(plan.emulator_argv), state=self.net.state,
                                     on_message=on_message, popen=node.popen)
         self._emulators[plan.link] = emulator
+        if plan.epoch:
+            self._epoch_links.append(plan.link)
         if not ready.wait(EMULATOR_READY_TIMEOUT_S):
             emulator.stop(EMULATOR_STOP_GRACE_S)
             raise ShapingError(f"links.{plan.link}: linkemu did not start: "
@@ -537,6 +612,16 @@ class Shaper:
         if error is not None:
             self._stop.set()
             raise ShapingError(f"links.{plan.link}: cannot read tc queue statistics over rtnetlink: {error}")
+
+    def start_epoch(self, t0: float) -> None:
+        """The flows start at `t0` (time.monotonic()): every emulator running a schedule or a trace counts its
+        times from now (SIGUSR1, linkemu/README.md "Time-varying links"); each answers with an epoch line,
+        recorded with its gap from `t0` in the shaping record."""
+        self._flows_t0 = t0
+        for link in self._epoch_links:
+            emulator = self._emulators[link]
+            if emulator.running():
+                emulator.proc.send_signal(signal.SIGUSR1)
 
     def fresh_stats(self, timeout_s: float) -> dict[str, dict[str, Any]]:
         """Each emulator's first stats line written after this call (its counters are cumulative, so

@@ -10,6 +10,7 @@ it is about.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, cast
@@ -20,6 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, f
 MTU_BYTES = 1500  # standard Ethernet frames: the default throughout (DESIGN.md §5)
 MTU_MIN_BYTES = 576  # the smallest datagram every IPv4 host must accept (RFC 791)
 MTU_MAX_BYTES = 9000  # jumbo frames, as the 2002-2003 records used (Abilene, DataTAG)
+# One table of ranges for a link's values, fixed or scheduled (all within linkemu's: 1 Tb/s, 1 h).
+RATE_MAX_MBPS = 400_000
+DELAY_MAX_MS = 10_000
+DURATION_MAX_S = 3600
+SCHEDULE_MAX_STEPS = 1024  # linkemu's EMU_SCHEDULE_MAX_STEPS
+TRACE_PATH_MAX = 4096  # PATH_MAX
 
 
 class SpecError(ValueError):
@@ -255,20 +262,63 @@ class PieAqm(Strict):
 AqmSpec = Annotated[RedAqm | CodelAqm | PieAqm, Field(discriminator="model")]
 
 
+# --- time-varying links (emulator) ---------------------------------------------------------------
+
+class ScheduleStep(Strict):
+    """One change of a time-varying link, `at_s` seconds after the flows start (the time zero of the charts
+    and of links.csv's `t`): the values it sets hold until a later step sets them again; before the first
+    step the link's own values hold (linkemu/README.md, "Time-varying links")."""
+
+    at_s: float = Field(ge=0, le=DURATION_MAX_S, strict=True, allow_inf_nan=False,
+                        description="seconds after the flows start")
+    rate_mbps: float | None = Field(None, gt=0, le=RATE_MAX_MBPS, strict=True, allow_inf_nan=False,
+                                    description="the rate from then on")
+    delay_ms: float | None = Field(None, ge=0, le=DELAY_MAX_MS, strict=True, allow_inf_nan=False,
+                                   description="the one-way delay from then on")
+    loss: float | None = Field(None, ge=0, le=1, strict=True, allow_inf_nan=False,
+                               description="Bernoulli loss probability from then on (a fraction)")
+
+    @model_validator(mode="after")
+    def _sets_something(self) -> ScheduleStep:
+        if self.rate_mbps is None and self.delay_ms is None and self.loss is None:
+            raise ValueError("a step sets at least one of rate_mbps, delay_ms, loss")
+        return self
+
+
+def schedule_us(at_s: float) -> int:
+    """A step's time as linkemu counts it: whole microseconds."""
+    return int(round(at_s * 1e6))
+
+
 # --- links -------------------------------------------------------------------------------------
 
 class LinkDirection(Strict):
     """Impairments of one direction of a shaped link; unset fields inherit."""
 
-    rate_mbps: float | None = Field(None, gt=0, le=400_000, title="Capacity (Mb/s)",
+    rate_mbps: float | None = Field(None, gt=0, le=RATE_MAX_MBPS, title="Capacity (Mb/s)",
                                     description="this link's rate; empty = the topology's")
-    delay_ms: float | None = Field(None, ge=0, le=10_000, title="Delay (ms)", description="one-way propagation delay")
-    jitter_ms: float | None = Field(None, ge=0, le=10_000, title="Jitter (ms)",
+    delay_ms: float | None = Field(None, ge=0, le=DELAY_MAX_MS, title="Delay (ms)",
+                                   description="one-way propagation delay")
+    jitter_ms: float | None = Field(None, ge=0, le=DELAY_MAX_MS, title="Jitter (ms)",
                                     description="random variation of the delay")
     buffer: BufferField | None = None
     loss: LossSpec | None = None
     policy: PolicySpec | None = Field(None, description="link-layer scheduler (needs the emulator)")
     aqm: AqmSpec | None = Field(None, description="active queue management in front of the buffer (needs the emulator)")
+    schedule: list[ScheduleStep] | None = Field(None, min_length=1, max_length=SCHEDULE_MAX_STEPS,
+                                                description="changes of rate, delay or loss during the run, "
+                                                            "times increasing (needs the emulator)")
+    trace: str | None = Field(None, min_length=1, max_length=TRACE_PATH_MAX,
+                              description="a mahimahi packet-delivery trace file (mm-link's format) that sets "
+                                          "the departures, in place of a rate (needs the emulator); relative to "
+                                          "the spec file's folder")
+
+    @field_validator("trace")
+    @classmethod
+    def _trace_path(cls, path: str | None) -> str | None:
+        if path is not None and any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+            raise ValueError("the file name holds a control character")
+        return path
 
     @field_validator("buffer", mode="before")
     @classmethod
@@ -284,7 +334,38 @@ class LinkDirection(Strict):
                              "itself (red or pie can)")
         if isinstance(self.aqm, PieAqm) and isinstance(self.policy, DocsisUpstreamPolicy):
             raise ValueError("aqm: pie cannot run with the docsis_upstream policy (red can)")
+        steps = self.schedule or []
+        for i in range(1, len(steps)):
+            if schedule_us(steps[i].at_s) <= schedule_us(steps[i - 1].at_s):
+                raise ValueError(f"schedule[{i}].at_s ({steps[i].at_s:g}) must be after schedule[{i - 1}].at_s "
+                                 f"({steps[i - 1].at_s:g}) by at least 1 us (times increase)")
+        check_varying(self.schedule, self.trace is not None, self.rate_mbps is not None, self.policy, self.loss,
+                      self.aqm)
         return self
+
+
+def check_varying(schedule: list[ScheduleStep] | None, trace: bool, rate: bool, policy: object, loss: object,
+                  aqm: object) -> None:
+    """What a schedule or a trace cannot run with, as linkemu refuses it (linkemu/main.c check_policies): the
+    one check of a direction as written and, in fastlab.shaping.resolve, of one merged with its defaults."""
+    if trace:
+        if rate:
+            raise ValueError("trace: the trace sets the link's capacity: rate_mbps cannot be given with it")
+        if policy is not None:
+            raise ValueError("trace: the trace sets the departures: no link-layer policy with it")
+        if isinstance(aqm, CodelAqm):
+            raise ValueError("trace: codel cannot run on a trace link (it decides departures itself; red or "
+                             "pie can)")
+    for i, step in enumerate(schedule or []):
+        if step.rate_mbps is not None and trace:
+            raise ValueError(f"schedule[{i}].rate_mbps: the trace sets the link's capacity (delay_ms and loss "
+                             "steps can run with it)")
+        if step.rate_mbps is not None and policy is not None:
+            raise ValueError(f"schedule[{i}].rate_mbps: the link-layer policy sets its own rate (delay_ms and "
+                             "loss steps can run with it)")
+        if step.loss is not None and loss is not None and not isinstance(loss, BernoulliLoss):
+            raise ValueError(f"schedule[{i}].loss: loss steps are Bernoulli: the link's loss must be none or "
+                             "bernoulli")
 
 
 class LinkSpec(LinkDirection):
@@ -359,7 +440,7 @@ class ExperimentSpec(Strict):
 
     topology: str = Field(pattern=r"^[a-z0-9_-]{1,32}$")
     topology_args: dict[str, Any] = Field(default_factory=dict)
-    duration_s: float = Field(gt=0, le=3600, strict=True, title="Duration (s)",  # strict: not true, not '5'
+    duration_s: float = Field(gt=0, le=DURATION_MAX_S, strict=True, title="Duration (s)",  # strict: not true, not '5'
                               description="how long the flows run")
     seed: int = Field(1, ge=0, le=2**32 - 1, strict=True, title="Seed",
                       description="random loss and start jitter repeat with the same seed")
@@ -412,6 +493,12 @@ class ExperimentSpec(Strict):
         for i, reroute in enumerate(self.reroutes):
             if reroute.at_s >= self.duration_s:
                 raise ValueError(f"reroutes[{i}].at_s ({reroute.at_s}) must be before duration_s ({self.duration_s})")
+        for link_id, link in self.links.items():
+            for where, direction in (("", link), (".reverse", link.reverse)):
+                for i, step in enumerate((direction.schedule or []) if direction is not None else []):
+                    if step.at_s >= self.duration_s:
+                        raise ValueError(f"links.{link_id}{where}.schedule[{i}].at_s ({step.at_s:g}) must be "
+                                         f"before duration_s ({self.duration_s:g})")
         if self.reroutes and self.controller is None:
             raise ValueError("reroutes: a reroute needs a controller (add `controller: {app: paths}`)")
         return self
@@ -588,6 +675,17 @@ def read_spec_text(text: str, overrides: list[str] | None = None) -> ExperimentS
     return parse_spec(data)
 
 
+def _traces_beside(data: Any, folder: str) -> None:
+    """A spec file's relative trace paths, made relative to its folder (in place): a trace named beside a
+    spec, as a run folder's copy is beside its spec.yaml, is found wherever fastlab runs."""
+    links = data.get("links") if isinstance(data, dict) else None
+    for link in (links.values() if isinstance(links, dict) else []):
+        for direction in (link, link.get("reverse") if isinstance(link, dict) else None):
+            if isinstance(direction, dict) and isinstance(direction.get("trace"), str) and direction["trace"] \
+                    and not os.path.isabs(direction["trace"]):
+                direction["trace"] = os.path.join(folder, direction["trace"])
+
+
 def load_spec(path: str, overrides: list[str] | None = None) -> ExperimentSpec:
     try:
         with open(path, encoding="utf-8") as fh:
@@ -596,4 +694,8 @@ def load_spec(path: str, overrides: list[str] | None = None) -> ExperimentSpec:
         raise SpecError(f"spec: cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise SpecError(f"spec: {path} is not UTF-8 text") from None
-    return read_spec_text(text, overrides)
+    data = read_spec_document(text)
+    if isinstance(data, dict) and overrides:
+        data = apply_overrides(data, overrides)
+    _traces_beside(data, os.path.dirname(os.path.abspath(path)))
+    return parse_spec(data)

@@ -223,7 +223,9 @@ FUZZ_BASE = {"name": "fuzz", "topology": "dumbbell", "topology_args": {"rate_mbp
                         "count": 2, "start_s": 0, "stop_s": 8, "max_cwnd_pkts": 30}],
              "cc_changes": [{"at_s": 5, "host": "h1", "cc": "fast", "args": {"alpha": 40}}],
              "links": {"bottleneck": {"rate_mbps": 10, "delay_ms": 5, "buffer": "1bdp",
-                                      "loss": {"model": "bernoulli", "rate": 0.001}}}}
+                                      "loss": {"model": "bernoulli", "rate": 0.001},
+                                      "schedule": [{"at_s": 2, "rate_mbps": 5, "delay_ms": 8, "loss": 0.01}],
+                                      "reverse": {"trace": "cell.up"}}}}
 
 
 def _deep(depth: int) -> object:
