@@ -16,7 +16,16 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, cast
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 MTU_BYTES = 1500  # standard Ethernet frames: the default throughout (DESIGN.md §5)
 MTU_MIN_BYTES = 576  # the smallest datagram every IPv4 host must accept (RFC 791)
@@ -56,6 +65,10 @@ class Buffer:
 
     def __str__(self) -> str:
         return f"{self.value:g} {self.unit}"
+
+    def spec_text(self) -> str:
+        """As a spec writes it, read back by parse_buffer: "100p", "150000B", "50ms", "1.5bdp"."""
+        return f"{self.value:g}{ {'packets': 'p', 'bytes': 'B', 'ms': 'ms', 'bdp': 'bdp'}[self.unit]}"
 
 
 def parse_buffer(raw: object) -> Buffer:
@@ -325,6 +338,12 @@ class LinkDirection(Strict):
     def _buffer(cls, raw: object) -> Buffer | None:
         return None if raw is None else parse_buffer(raw)
 
+    @field_serializer("buffer")
+    def _buffer_text(self, buffer: Buffer | None) -> str | None:
+        # dumped as a spec writes it: model_dump made a {value, unit} mapping of it, which spec.yaml then held
+        # and no spec reader accepts (a replayed bundle of a run with a buffer override was refused)
+        return None if buffer is None else buffer.spec_text()
+
     @model_validator(mode="after")
     def _aqm_with_policy(self) -> LinkDirection:
         # CoDel decides where serialization starts, which a token bucket or the DOCSIS MAC decide themselves;
@@ -519,7 +538,7 @@ def to_plain(spec: ExperimentSpec) -> dict[str, Any]:
     """The spec as plain data (buffers as strings), suitable for YAML/JSON."""
     def plain(value: Any) -> Any:
         if isinstance(value, Buffer):
-            return f"{value.value:g}{ {'packets': 'p', 'bytes': 'B', 'ms': 'ms', 'bdp': 'bdp'}[value.unit]}"
+            return value.spec_text()
         if isinstance(value, dict):
             return {k: plain(v) for k, v in value.items()}
         if isinstance(value, list):

@@ -5,12 +5,22 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastlab.cc import Registry
 from fastlab.plan import validate
-from fastlab.spec import Buffer, SpecError, apply_overrides, load_spec, parse_buffer, parse_spec, read_spec_text
+from fastlab.spec import (
+    Buffer,
+    SpecError,
+    apply_overrides,
+    load_spec,
+    parse_buffer,
+    parse_spec,
+    read_spec_text,
+    to_plain,
+)
 from tests.conftest import EXAMPLE
 
 KERNEL = Registry(kernel_listing=lambda: {"reno", "cubic", "bbr"}, module_listing=set)
@@ -367,3 +377,12 @@ def test_aqm_refused_with_a_policy_that_sets_departures_itself() -> None:
         parse_spec(link("pie", "docsis_upstream"))
     assert parse_spec(link("pie", "token_bucket")).links["bottleneck"].aqm is not None
     assert parse_spec(link("red", "docsis_upstream")).links["bottleneck"].aqm is not None
+
+
+def test_a_spec_with_buffer_overrides_reads_back_from_its_yaml() -> None:
+    """spec.yaml as a run writes it (to_plain) is read back as the same spec: bundle replay runs it. The
+    buffers were dumped as {value, unit} mappings, which the reader refused."""
+    spec = read_spec_text(EXAMPLE.read_text(), ["links.bottleneck.buffer=100", "links.bottleneck.reverse.buffer=1.5bdp",
+                                                "links.bottleneck.rate_mbps=20"])
+    assert to_plain(spec)["links"]["bottleneck"]["buffer"] == "100p"
+    assert read_spec_text(yaml.safe_dump(to_plain(spec))) == spec
