@@ -477,6 +477,25 @@ def emulator_samples(link: str, msg: dict[str, Any]) -> list[dict[str, Any]]:
             out[-1] |= {"mac_grants": c["mac"]["grants"], "mac_requests": c["mac"]["requests"],
                         "mac_piggybacked": c["mac"]["piggybacked_requests"],
                         "mac_grant_delay_mean_us": c["mac"]["req_grant_delay_mean_us"]}
+        out[-1] |= varying_figures(c)
+    return out
+
+
+def varying_figures(c: dict[str, Any]) -> dict[str, Any]:
+    """A time-varying direction's state from linkemu's stats (none for a fixed one): the schedule's step in
+    force (-1: the link's own values, before the first step or the flows' start) and its values; a trace's
+    delivery opportunities since the flows' start (its capacity so far: 1504 bytes each). A trace direction
+    has no rate of its own in force, so no schedule rate is reported for it."""
+    out: dict[str, Any] = {}
+    step = c.get("schedule")
+    if isinstance(step, dict):
+        out = {"schedule_step": step.get("step"), "schedule_delay_ms": step.get("delay_us", 0) / 1000,
+               "schedule_loss": step.get("loss")}
+        if "trace" not in c:
+            out["schedule_rate_mbps"] = step.get("rate_bps", 0) / 1e6
+    trace = c.get("trace")
+    if isinstance(trace, dict):
+        out["trace_opportunities"] = trace.get("opportunities")
     return out
 
 

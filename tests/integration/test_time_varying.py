@@ -32,14 +32,19 @@ FLOWS = 3  # CUBIC flows: enough to keep a 150-packet buffer from running dry af
 COMMON = ("--set", f"flows.0.count={FLOWS}", "--set", "links.bottleneck.buffer=150 packets")
 
 
+def forward(out: Path) -> pd.DataFrame:
+    """The bottleneck's forward samples in links.csv, in time order."""
+    rows = pd.read_csv(out / "links.csv")
+    return rows[(rows["link"] == "bottleneck") & (rows["direction"] == "forward")].sort_values("t")
+
+
 def delivered_mbps(out: Path) -> tuple[dict[int, float], set[int]]:
     """The bottleneck's forward delivered IP rate in each whole second since the flows' start: links.csv's
     cumulative tx_bytes between the first and the last sample inside the second (20 a second, each
     linkemu's own stamp of its counters), over the time between them -- not interpolated at the second's
     edges, which would lend a second next to a change part of the other rate. And the seconds whose queue
     held packets at every sample: saturated, so the link's capacity is what was delivered."""
-    rows = pd.read_csv(out / "links.csv")
-    fwd = rows[(rows["link"] == "bottleneck") & (rows["direction"] == "forward")].sort_values("t")
+    fwd = forward(out)
     t, sent = fwd["t"].to_numpy(float), fwd["tx_bytes"].to_numpy(float)
     backlog = fwd["backlog_pkts"].to_numpy(float)
     rate, saturated = {}, set()
@@ -85,6 +90,10 @@ def test_a_spec_schedule_drives_the_delivered_rate(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     argv = json.loads((out / "environment.json").read_text())["shaping"][0]["emulator_argv"]
     assert argv[argv.index("--ab-schedule") + 1] == "5000000:rate_bps=8000000;10000000:rate_bps=30000000"
+    rows = forward(out)
+    for lo, hi, step, rate in ((-1.0, 4.99, -1, 20.0), (5.01, 9.99, 0, 8.0), (10.01, 15.0, 1, 30.0)):
+        inside = rows[(rows["t"] > lo) & (rows["t"] < hi)]  # links.csv: the step in force at each sample
+        assert (inside["schedule_step"] == step).all() and (inside["schedule_rate_mbps"] == rate).all(), (lo, hi)
     want = {s: 20.0 for s in range(2, 5)} | {s: 8.0 for s in range(6, 10)} | {s: 30.0 for s in range(11, 15)}
     judge(out, want)
 
@@ -110,5 +119,8 @@ def test_a_mahimahi_trace_drives_the_delivered_rate(tmp_path: Path) -> None:
     assert "trace: trace_bottleneck_forward.txt" in (out / "spec.yaml").read_text()
     argv = json.loads((out / "environment.json").read_text())["shaping"][0]["emulator_argv"]
     assert argv[argv.index("--ab-trace") + 1] == str(copy)
+    rows = forward(out)
+    early = rows[(rows["t"] > 0.05) & (rows["t"] < 4.99)]  # 12 opportunities per 10 ms since the flows' start
+    assert ((early["trace_opportunities"] - 1200 * early["t"]).abs() <= 24).all(), early[["t", "trace_opportunities"]]
     want = {s: 14.4 for s in range(2, 5)} | {s: 6.0 for s in range(6, 10)}
     judge(out, want)

@@ -268,3 +268,22 @@ def test_a_trace_changed_after_the_check_stops_the_run(tmp_path: Path) -> None:
     folder.create()
     with pytest.raises(RunError, match=rf"^links.bottleneck.trace: {source.resolve()} changed since it was checked"):
         _copy_traces(prep, folder)  # type: ignore[arg-type]
+
+
+def test_the_step_in_force_and_the_traces_opportunities_become_link_columns() -> None:
+    """linkemu's schedule and trace state in the link samples (links.csv): the step in force and its values,
+    the trace's opportunities since the flows' start; a fixed direction adds no columns."""
+    from fastlab.shaping import emulator_samples
+
+    base = {"rx_pkts": 10, "rx_bytes": 15140, "tx_pkts": 8, "tx_bytes": 12112, "queue_drops": 0, "loss_drops": 0,
+            "backlog_pkts": 0, "backlog_bytes": 0, "delay_line_pkts": 2}
+    scheduled = base | {"schedule": {"step": 1, "rate_bps": 8000000, "delay_us": 30000, "loss": 0.01}}
+    traced = base | {"trace": {"opportunities": 1200, "opp_bytes": 1504, "lines": 12, "period_ms": 10},
+                     "schedule": {"step": -1, "rate_bps": 14438400, "delay_us": 20000, "loss": 0}}
+    fwd, rev = emulator_samples("bottleneck", {"event": "stats", "t": 1.0, "ab": scheduled, "ba": base})
+    assert (fwd["schedule_step"], fwd["schedule_rate_mbps"], fwd["schedule_delay_ms"], fwd["schedule_loss"]) == \
+        (1, 8.0, 30.0, 0.01)
+    assert not any(k.startswith(("schedule", "trace")) for k in rev)
+    fwd, _ = emulator_samples("bottleneck", {"event": "stats", "t": 1.0, "ab": traced, "ba": base})
+    assert (fwd["trace_opportunities"], fwd["schedule_step"], fwd["schedule_delay_ms"]) == (1200, -1, 20.0)
+    assert "schedule_rate_mbps" not in fwd
