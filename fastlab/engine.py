@@ -40,7 +40,7 @@ from fastlab.network import Network
 from fastlab.plan import IDLE_PING_MAX_GAP_S, IDLE_PING_TIMEOUT_S, IDLE_PINGS_LOST_MAX, Prepared, prepare
 from fastlab.rundir import RunFolder, RunFolderError, expected_bytes
 from fastlab.runstate import RunState, new_prefix
-from fastlab.shaping import Devices, Shaper, plan_link
+from fastlab.shaping import Devices, Shaper, mean_rate_bps, plan_link
 from fastlab.spec import ExperimentSpec, to_plain
 from fastlab.tracing import SampleBus
 from fastlab.traffic import Flow, Traffic
@@ -392,7 +392,9 @@ def _summary(run: _Run, flows_df: Any, links_df: Any) -> dict[str, Any]:
     run whose parameters changed (scheduled or live: measured and judged per part) and the note."""
     spec, prep = run.spec, run.prep
     infos = [analysis.FlowInfo(f.id, f.src, f.dst, f.cc, f.start_s, f.stop_s) for f in prep.flows]
-    capacities = {k: link.forward.rate_bps / 1e6 for k, link in prep.links.items()}
+    # a schedule's capacity: its rate in force averaged over the flows' active window (analysis.summarize's)
+    active = (min(f.start_s for f in prep.flows), max(f.stop_s for f in prep.flows))
+    capacities = {k: round(mean_rate_bps(link.forward, *active) / 1e6, 6) for k, link in prep.links.items()}
     summary = analysis.summarize(infos, flows_df, run.traffic.finished, links_df, capacities)
     summary["idle_rtt"] = run.idle
     summary["fidelity"] = assess_run(prep, run.shaper.final, run.cpu, flows_df, links_df, run.idle_stats)

@@ -295,6 +295,21 @@ def schedule_arg(steps: tuple[ScheduleStep, ...]) -> str:
     return ";".join(out)
 
 
+def mean_rate_bps(d: Direction, t0: float, t1: float) -> float:
+    """The rate in force over [t0, t1] (s after the flows' start), averaged: a schedule's rate steps each
+    weighted by how long it held in that window (the direction's own rate before the first step); a fixed
+    direction's rate, or a trace's mean. The capacity a run's utilization is judged against."""
+    steps = [(-math.inf, float(d.rate_bps))] + [(s.at_s, s.rate_mbps * 1e6) for s in d.schedule
+                                                if s.rate_mbps is not None]
+    if t1 <= t0 or len(steps) == 1:
+        return float(d.rate_bps)
+    held = 0.0
+    for i, (start, rate) in enumerate(steps):
+        end = steps[i + 1][0] if i + 1 < len(steps) else math.inf
+        held += rate * max(0.0, min(end, t1) - max(start, t0))
+    return held / (t1 - t0)
+
+
 def varies(link: ResolvedLink) -> bool:
     """A link with a schedule or a trace: the emulator must know when the flows start (its epoch)."""
     return any(d.schedule or d.trace is not None for d in (link.forward, link.reverse))

@@ -81,7 +81,9 @@ def fidelity_counters(prep: Prepared, links_df: Any,
                     side.rate_bps, tuple(rows["t"].astype(float)),
                     tuple((rows["tx_bytes"] + rows["backlog_bytes"]).astype(float)),
                     tuple(rows["backlog_bytes"].astype(float)), late_p99_us.get((link, direction), 0.0),
-                    paced=side.policy is None and not side.jitter_us)
+                    # a schedule's steps (a rate above rate_bps, a delay drop bunching releases) and a
+                    # trace's bursts of opportunities leave faster than rate_bps: not paced, like jitter
+                    paced=side.policy is None and not side.jitter_us and not side.schedule and side.trace is None)
     return out
 
 

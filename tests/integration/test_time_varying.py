@@ -94,6 +94,9 @@ def test_a_spec_schedule_drives_the_delivered_rate(tmp_path: Path) -> None:
     for lo, hi, step, rate in ((-1.0, 4.99, -1, 20.0), (5.01, 9.99, 0, 8.0), (10.01, 15.0, 1, 30.0)):
         inside = rows[(rows["t"] > lo) & (rows["t"] < hi)]  # links.csv: the step in force at each sample
         assert (inside["schedule_step"] == step).all() and (inside["schedule_rate_mbps"] == rate).all(), (lo, hi)
+    link = json.loads((out / "summary.json").read_text())["links"][0]
+    assert link["capacity_mbps"] == pytest.approx(58 / 3, abs=1e-4)  # (20 + 8 + 30) x 5 s / 15 s
+    assert 0.9 < link["utilization"] <= 1.01, link
     want = {s: 20.0 for s in range(2, 5)} | {s: 8.0 for s in range(6, 10)} | {s: 30.0 for s in range(11, 15)}
     judge(out, want)
 

@@ -287,3 +287,32 @@ def test_the_step_in_force_and_the_traces_opportunities_become_link_columns() ->
     fwd, _ = emulator_samples("bottleneck", {"event": "stats", "t": 1.0, "ab": traced, "ba": base})
     assert (fwd["trace_opportunities"], fwd["schedule_step"], fwd["schedule_delay_ms"]) == (1200, -1, 20.0)
     assert "schedule_rate_mbps" not in fwd
+
+
+def test_a_schedules_capacity_is_its_rate_averaged_over_the_window() -> None:
+    """20 Mb/s (the link's own) until 5 s, 8 until 10, 30 after: over [0, 15] (20 x 5 + 8 x 5 + 30 x 5) / 15
+    = 19.33 Mb/s; over [6, 12] (8 x 4 + 30 x 2) / 6 = 15.33; a window inside one step has its rate; delay
+    steps change no capacity."""
+    from fastlab.shaping import mean_rate_bps
+
+    d = bottleneck({"rate_mbps": 20, "schedule": [{"at_s": 5, "rate_mbps": 8},
+                                                  {"at_s": 10, "rate_mbps": 30, "delay_ms": 5}]}).forward
+    assert mean_rate_bps(d, 0, 15) == pytest.approx(58e6 / 3)
+    assert mean_rate_bps(d, 6, 12) == pytest.approx(92e6 / 6)
+    assert mean_rate_bps(d, 1, 4) == 20e6 and mean_rate_bps(d, 11, 14) == 30e6
+    assert mean_rate_bps(bottleneck({"schedule": [{"at_s": 1, "delay_ms": 5}]}).forward, 0, 10) == 50e6
+
+
+def test_a_varying_direction_is_not_judged_as_paced() -> None:
+    """The verdict's conservation check holds a paced crossing to its rate: a schedule may leave faster than
+    the link's own rate (a rate step up, a delay drop bunching releases), a trace in bursts."""
+    import pandas as pd
+
+    from fastlab.verdict import fidelity_counters
+
+    rows = pd.DataFrame([{"t": t, "link": "bottleneck", "direction": d, "tx_bytes": 1000.0 * t, "backlog_bytes": 0.0}
+                         for t in (0.0, 1.0) for d in ("forward", "reverse")])
+    prep = SimpleNamespace(backends={"bottleneck": ("emulator", "")},
+                           links={"bottleneck": bottleneck({"schedule": [{"at_s": 1, "delay_ms": 5}]})})
+    counters = fidelity_counters(prep, rows, {})  # type: ignore[arg-type]
+    assert not counters[("bottleneck", "forward")].paced and counters[("bottleneck", "reverse")].paced
