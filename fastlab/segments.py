@@ -143,26 +143,46 @@ def described(spec: Any, changes: list[Change]) -> list[str]:
     return [c.text(b) for c, b in with_before(spec, changes)]
 
 
+def _rate_steps(spec: Any) -> list[tuple[float, str, float]]:
+    """The spec's links' forward rate steps (links.X.schedule): (at_s, link, Mb/s), in time order."""
+    return sorted((float(step.at_s), link_id, float(step.rate_mbps)) for link_id, link in spec.links.items()
+                  for step in (link.schedule or []) if step.rate_mbps is not None)
+
+
+def _rated(spec: Any, at_s: float) -> Any:
+    """`spec` with each scheduled link's rate the one in force at `at_s` (its own before the first step)."""
+    rates = {link: rate for at, link, rate in _rate_steps(spec) if at <= at_s}
+    if not rates:
+        return spec
+    links = {k: v.model_copy(update={"rate_mbps": rates[k]}) if k in rates else v for k, v in spec.links.items()}
+    return spec.model_copy(update={"links": links})
+
+
 def reference_spans(spec: Any, changes: list[Change], end_s: float | None = None) -> list[dict[str, Any]]:
     """fast_theory's reference of every flow per segment, each with `from_s`/`to_s`: a line that does
-    not change across segments is one span. [] where the theory cannot place the flows."""
+    not change across segments is one span. A link schedule's rate steps cut the segments further: the
+    capacity line (and FAST's equilibrium at it) steps with the link. [] where the theory cannot place
+    the flows."""
     from fastlab import fast_theory
 
     spans: list[dict[str, Any]] = []
     open_by_flow: dict[str, dict[str, Any]] = {}
     for seg in segments(spec, changes, end_s):
-        try:
-            refs = fast_theory.references(seg.spec)
-        except (ValueError, KeyError, TypeError, RuntimeError):
-            return []
-        for ref in refs:
-            prev = open_by_flow.get(ref["flow"])
-            if prev is not None and {k: v for k, v in prev.items() if k not in ("from_s", "to_s")} == ref:
-                prev["to_s"] = seg.end_s
-                continue
-            span = {**ref, "from_s": seg.start_s, "to_s": seg.end_s}
-            spans.append(span)
-            open_by_flow[ref["flow"]] = span
+        cuts = [seg.start_s, *sorted({at for at, _, _ in _rate_steps(spec) if seg.start_s < at < seg.end_s}),
+                seg.end_s]
+        for start, stop in zip(cuts, cuts[1:], strict=False):
+            try:
+                refs = fast_theory.references(_rated(seg.spec, start))
+            except (ValueError, KeyError, TypeError, RuntimeError):
+                return []
+            for ref in refs:
+                prev = open_by_flow.get(ref["flow"])
+                if prev is not None and {k: v for k, v in prev.items() if k not in ("from_s", "to_s")} == ref:
+                    prev["to_s"] = stop
+                    continue
+                span = {**ref, "from_s": start, "to_s": stop}
+                spans.append(span)
+                open_by_flow[ref["flow"]] = span
     return spans
 
 

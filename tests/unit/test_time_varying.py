@@ -316,3 +316,26 @@ def test_a_varying_direction_is_not_judged_as_paced() -> None:
                            links={"bottleneck": bottleneck({"schedule": [{"at_s": 1, "delay_ms": 5}]})})
     counters = fidelity_counters(prep, rows, {})  # type: ignore[arg-type]
     assert not counters[("bottleneck", "forward")].paced and counters[("bottleneck", "reverse")].paced
+
+
+def test_the_capacity_line_steps_with_the_schedule() -> None:
+    """The charts' reference lines (report and live page): the bottleneck's capacity, and FAST's equilibrium
+    at it, per span of the schedule's rate (20 until 5 s, then 8, then 30); a delay or loss step, or the
+    reverse direction's, changes no line."""
+    from fastlab import segments
+
+    steps = [{"at_s": 5, "rate_mbps": 8}, {"at_s": 7, "delay_ms": 30}, {"at_s": 10, "rate_mbps": 30}]
+    spec = parse_spec(BASE | {"duration_s": 15.0, "flows": [{"src": "h1", "dst": "h2", "cc": "fast"}],
+                              "links": {"bottleneck": {"rate_mbps": 20, "schedule": steps,
+                                                       "reverse": {"schedule": [{"at_s": 3, "rate_mbps": 1}]}}}})
+    spans = segments.reference_spans(spec, [])
+    assert [(r["from_s"], r["to_s"], r["capacity_mbps"]) for r in spans] == [(0.0, 5.0, 20), (5.0, 10.0, 8),
+                                                                              (10.0, 15.0, 30)]
+    # FAST's rate is the whole capacity for one flow; its window αD/(D−d) needs D - d = α / C: shorter at 30
+    assert spans[2]["fast_rtt_ms"] < spans[0]["fast_rtt_ms"] < spans[1]["fast_rtt_ms"]
+    # with a cc change at 6 s too: cut there as well, the capacity carried across it
+    from fastlab.segments import Change
+
+    cut = segments.reference_spans(spec, [Change(6.0, "fast", {"alpha": 60})])
+    assert [(r["from_s"], r["to_s"], r["capacity_mbps"]) for r in cut] == [(0.0, 5.0, 20), (5.0, 6.0, 8),
+                                                                            (6.0, 10.0, 8), (10.0, 15.0, 30)]
