@@ -516,8 +516,8 @@ class ExperimentSpec(Strict):
             for where, direction in (("", link), (".reverse", link.reverse)):
                 for i, step in enumerate((direction.schedule or []) if direction is not None else []):
                     if step.at_s >= self.duration_s:
-                        raise ValueError(f"links.{link_id}{where}.schedule[{i}].at_s ({step.at_s:g}) must be "
-                                         f"before duration_s ({self.duration_s:g})")
+                        raise ValueError(f"links.{link_id}{where}.schedule[{i}].at_s: {step.at_s:g} s is not "
+                                         f"before duration_s ({self.duration_s:g} s): the step would never come")
         if self.reroutes and self.controller is None:
             raise ValueError("reroutes: a reroute needs a controller (add `controller: {app: paths}`)")
         return self

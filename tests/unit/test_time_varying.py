@@ -74,7 +74,7 @@ def test_a_schedule_is_read_with_its_steps() -> None:
     ([{"at_s": 5, "rate_mbps": 5}, {"at_s": 5, "rate_mbps": 6}], "schedule[1].at_s (5) must be after schedule[0]"),
     ([{"at_s": 5, "rate_mbps": 5}, {"at_s": 4, "rate_mbps": 6}], "schedule[1].at_s (4) must be after"),
     ([{"at_s": 5, "rate_mbps": 5}, {"at_s": 5.0000001, "rate_mbps": 6}], "by at least 1 us"),
-    ([{"at_s": 20, "rate_mbps": 5}], "links.bottleneck.schedule[0].at_s (20) must be before duration_s (20)"),
+    ([{"at_s": 20, "rate_mbps": 5}], "links.bottleneck.schedule[0].at_s: 20 s is not before duration_s (20 s)"),
     ([{"at_s": i / 100, "delay_ms": 1} for i in range(SCHEDULE_MAX_STEPS + 1)], "List should have at most 1024"),
 ])
 def test_hostile_schedules_are_refused_in_one_line_naming_the_field(steps: object, field: str) -> None:
@@ -84,7 +84,7 @@ def test_hostile_schedules_are_refused_in_one_line_naming_the_field(steps: objec
 def test_a_reverse_schedule_is_named_as_such() -> None:
     assert "links.bottleneck.reverse.schedule[0].delay_ms" in spec_error(
         {"reverse": {"schedule": [{"at_s": 1, "delay_ms": -1}]}})
-    assert "links.bottleneck.reverse.schedule[0].at_s (30) must be before duration_s" in spec_error(
+    assert "links.bottleneck.reverse.schedule[0].at_s: 30 s is not before duration_s" in spec_error(
         {"reverse": {"schedule": [{"at_s": 30, "delay_ms": 1}]}})
 
 

@@ -170,3 +170,43 @@ def test_the_form_offers_an_aqm_per_link(tmp_path: Path, live_server_factory, br
     wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
     assert "aqm" not in page.inner_text("#spec-yaml")
     assert problems == [], problems
+
+
+@pytest.mark.timeout(120)
+def test_the_form_takes_a_link_schedule(tmp_path: Path, live_server_factory, browser) -> None:
+    """Issue 33 item 5 (part): each shaped link takes schedule steps (at a time, the rate, delay and/or loss
+    from then on), labelled from the spec's ScheduleStep; they land in the spec in order, and a step the
+    spec refuses (after the run's end) is marked at its own time with Start disabled."""
+    server = live_server_factory(create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False))
+    page = browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: m.type in ("error", "warning") and "status of 422" not in m.text
+            and problems.append(f"console {m.type}: {m.text}"))
+    page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
+    page.goto(server.url + "/new")
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    page.select_option("#preset", "example")
+    page.click("#load-preset")
+    wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
+    add = ".link[data-link='bottleneck'] [data-schedule='add']"
+    page.click(add)
+    page.click(add)
+    at, rate = "[name='bottleneck-schedule-at_s']", "[name='bottleneck-schedule-rate_mbps']"
+    assert label_of(page, rate)[1] == "the rate from then on"
+    page.locator(at).nth(0).fill("5")
+    page.locator(rate).nth(0).fill("8")
+    page.locator(at).nth(1).fill("10")
+    page.locator("[name='bottleneck-schedule-delay_ms']").nth(1).fill("30")
+    wait_until(page, "document.getElementById('spec-yaml').textContent.includes('delay_ms: 30')", timeout=10_000)
+    spec_yaml = page.inner_text("#spec-yaml")
+    assert "schedule:" in spec_yaml and spec_yaml.index("at_s: 5") < spec_yaml.index("at_s: 10"), spec_yaml
+    wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
+    page.locator(at).nth(1).fill("99")  # after duration_s: the step would never come
+    wait_until(page, "document.querySelectorAll(\"[name='bottleneck-schedule-at_s']\")[1]"
+                     ".getAttribute('aria-invalid') === 'true'", timeout=10_000)
+    assert page.is_disabled("#start")
+    page.screenshot(path=str(ARTIFACTS / "webapp-33-form-schedule.png"))
+    page.locator(".schedule-step button").nth(1).click()  # removed: one step left, valid
+    wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
+    assert "at_s: 10" not in page.inner_text("#spec-yaml") and "rate_mbps: 8" in page.inner_text("#spec-yaml")
+    assert problems == [], problems

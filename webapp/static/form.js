@@ -220,6 +220,11 @@ function renderLinks() {
       f.querySelector('input').name = `${id}-${key}`;
       row.append(f);
     }
+    const steps = el('div', {class: 'schedule-steps'});
+    const addStep = el('button', {type: 'button', 'data-schedule': 'add', text: 'add a step',
+      title: 'change the rate, delay or loss at a time after the flows start (emulator)'});
+    row.append(el('div', {class: 'schedule'}, el('span', {class: 'label', text: 'schedule '}), steps, addStep));
+    addStep.addEventListener('click', () => { addScheduleStep(row); changed(); });
     model.addEventListener('change', () => { renderLoss(row); changed(); });
     aqm.addEventListener('change', () => { renderModel(row, 'aqm'); changed(); });
     box.append(row);
@@ -229,9 +234,28 @@ function renderLinks() {
       if (prev.aqm) { aqm.value = prev.aqm.model; renderModel(row, 'aqm'); setFields(aqmBox, prev.aqm); }
       if (prev.buffer) buffer.value = prev.buffer;
       for (const key of ['rate_mbps', 'delay_ms', 'jitter_ms']) if (prev[key] !== undefined) row.querySelector(`[data-key="${key}"]`).value = prev[key];
+      for (const step of prev.schedule || []) addScheduleStep(row, step);
     }
   }
 }
+
+// A step of a link's schedule (links.X.schedule): at a time after the flows start, the rate, delay and/or
+// loss from then on; its inputs labelled from the spec's ScheduleStep, read back in order.
+function addScheduleStep(row, values = {}) {
+  const props = S.spec_schema.$defs.ScheduleStep.properties;
+  const step = el('div', {class: 'schedule-step'});
+  for (const key of ['at_s', 'rate_mbps', 'delay_ms', 'loss']) {
+    const f = field(key, props[key]);
+    f.querySelector('input').name = `${row.dataset.link}-schedule-${key}`;
+    step.append(f);
+  }
+  const remove = el('button', {type: 'button', text: 'remove'});
+  remove.addEventListener('click', () => { step.remove(); changed(); });
+  step.append(remove);
+  row.querySelector('.schedule-steps').append(step);
+  setFields(step, values);
+}
+const scheduleSteps = (row) => [...row.querySelectorAll('.schedule-step')];
 
 // A link's model field (`loss`, `aqm`): the chosen model's parameters, each with its label and range.
 function renderModel(row, kind) {
@@ -264,6 +288,8 @@ function readLinks() {
       const v = row.querySelector(`[data-key="${key}"]`).value;
       if (v !== '') link[key] = Number(v);
     }
+    const steps = scheduleSteps(row).map(readFields);
+    if (steps.length) link.schedule = steps;
     if (Object.keys(link).length) out[row.dataset.link] = link;
   }
   return out;
@@ -392,6 +418,12 @@ function fieldFor(path, message) {
       return (param && row.querySelector(`.aqm-params [data-key="${CSS.escape(param)}"]`)) || row.querySelector('[data-aqm="model"]');
     }
     if (m[2] === 'buffer') return row.querySelector('[data-link-key="buffer"]');
+    // links.X.schedule[i].key, or links.X: schedule[i].key ... (a check across the steps): the step's input
+    const s = (m[2] === 'schedule' ? path : m[2] ? '' : message).match(/schedule\[(\d+)\](?:\.(\w+))?/);
+    if (s || m[2] === 'schedule') {
+      const step = s && scheduleSteps(row)[Number(s[1])];
+      return (step && step.querySelector(`[data-key="${CSS.escape(s[2] || 'at_s')}"]`)) || row.querySelector('[data-schedule="add"]');
+    }
     return m[2] ? row.querySelector(`[data-key="${CSS.escape(m[2])}"]`) : null;
   }
   return null;
