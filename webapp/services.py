@@ -152,6 +152,13 @@ class Services:
                 and duration > limit:  # the web app's limit, before the schema's 3600
             raise SpecError(f"duration_s: at most {limit:g} s in the web app")
         spec = parse_spec(data)  # duration_s is strict: the number checked above is the spec's
+        for link_id, link in spec.links.items():
+            for where, direction in (("", link), (".reverse", link.reverse)):
+                # a path is a file on this server: reading it for a web client would show a part of any file
+                # (a bad trace's error quotes its line); traces run from the CLI, whose user owns the files
+                if direction is not None and direction.trace is not None:
+                    raise SpecError(f"links.{link_id}{where}.trace: the web app opens no file a spec names; run a "
+                                    "trace with `fastlab run` (schedules work here)")
         try:
             prepared = prepare(spec, caps=self.caps())
         except SpecError:

@@ -424,3 +424,21 @@ def test_a_run_is_its_submitters_and_the_instructors(tmp_path: Path) -> None:
     assert client.delete(f"/api/runs/{second}", headers=wrong, environ_base=bob).status_code == 403
     with pytest.raises(ValueError, match="at least 16"):
         create_app(results_root=tmp_path / "r2", start_worker=False, instructor_token="short")
+
+
+def test_a_trace_path_is_refused_and_no_file_is_read(app, client, csrf, tmp_path: Path) -> None:
+    """A spec's trace names a file on the server: the web app refuses it before reading anything (a bad
+    trace's error quotes its line, which would show a web client part of any file), for a run, a check
+    and a reverse direction alike; nothing is queued. A schedule is accepted."""
+    secret = tmp_path / "secret"
+    secret.write_text("root:s3cr3t-hash:19000\n")
+    for links in ({"bottleneck": {"trace": str(secret)}}, {"bottleneck": {"reverse": {"trace": str(secret)}}}):
+        for url in ("/api/validate", "/api/runs"):
+            resp = client.post(url, json=good_spec() | {"links": links}, headers=csrf)
+            assert resp.status_code == 422, resp.get_json()
+            error = resp.get_json()["error"]
+            assert re.match(r"links\.bottleneck(\.reverse)?\.trace: the web app opens no file", error), error
+            assert "s3cr3t" not in error and "root" not in error
+    assert queued_count(app) == 0
+    steps = {"bottleneck": {"schedule": [{"at_s": 1, "rate_mbps": 5}]}}
+    assert client.post("/api/validate", json=good_spec() | {"links": steps}, headers=csrf).status_code == 200
