@@ -18,7 +18,7 @@ import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from fastlab import chart_lines, fidelity_view
-from fastlab.tables import run_tables
+from fastlab.tables import base_css, human_time, run_tables
 
 PANELS = (("goodput_mbps", "Goodput (Mb/s)"), ("cwnd_pkts", "cwnd (packets)"), ("srtt_ms", "smoothed RTT (ms)"))
 WORDS = {"goodput_mbps": "goodput", "cwnd_pkts": "window", "srtt_ms": "RTT"}  # legend names, as on the live page
@@ -127,6 +127,7 @@ def fidelity_section(summary: dict[str, Any]) -> str:
 
 TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("fastlab", "templates"),
                                autoescape=True, undefined=jinja2.StrictUndefined)
+TEMPLATES.filters["when"] = human_time
 
 
 def render(spec_yaml: str, summary: dict[str, Any], environment: dict[str, Any],
@@ -138,7 +139,7 @@ def render(spec_yaml: str, summary: dict[str, Any], environment: dict[str, Any],
     plot = pio.to_html(figure(flows, links, events, marks, refs, duration_s), include_plotlyjs=True, full_html=False)
     return TEMPLATES.get_template("report.html").render(
         run=environment["run"], kernel=environment["kernel"], jain_index=summary["jain_index"],
-        fidelity_css=fidelity_view.CSS, fidelity=fidelity_section(summary),
+        base_css=base_css(), fidelity_css=fidelity_view.CSS, fidelity=fidelity_section(summary),
         what_happened=[str(line) for line in summary.get("what_happened") or []],
         **run_tables(summary, environment), plot=plot, spec_yaml=spec_yaml,
         tools=json.dumps(environment["tools"], indent=1))

@@ -41,9 +41,9 @@ from markupsafe import Markup
 
 from fastlab import fidelity_view, paths, tables
 from fastlab.labs import LABS_DIR
+from fastlab.tables import human_time
 from webapp import compare, guided, labs, live, runs, security, sweeps
 from webapp import runner as q
-from webapp.runs import human_time
 from webapp.services import Services
 
 __all__ = ["create_app", "human_time"]

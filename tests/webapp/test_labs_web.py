@@ -69,7 +69,13 @@ def test_the_cli_commands_become_the_pages_buttons_and_links(lab_app: Any, tiny_
     assert ('<button type="button" class="run-step" data-step="fill" data-short="0">▶ Run step 2: fill</button>'
             in text)
     assert '<button type="button" class="run-step" data-step="nocc" data-short="0">▶ Run step 3: nocc</button>' in text
-    assert "<h3>Step 2 · <code>fill</code>" in page and "<h3>Step 3 · <code>nocc</code>" in page
+    # each step's panel once, under the item that runs it: no second list of the steps below the handout
+    for step, number in (("fill", "2"), ("nocc", "3")):
+        assert page.count(f'id="step-{step}"') == 1 and f"<h3>Step {number} · {step}:" in text
+        assert text.index(f'data-step="{step}" data-short="0">▶ Run step {number}: {step}') \
+            < text.index(f'id="step-{step}"') < text.index("<h2>Questions</h2>")
+    assert text.index('id="step-fill"') < text.index("No such CC") and "Other steps" not in page
+    assert '<details class="step" id="step-fill" data-step="fill">' in text  # folded: no runs yet
     assert '<a class="step-link" href="#step-fill">details</a>' in text
     # the whole lab, --step ID, --short, report.html (no run yet: the step), lab check
     assert '<button type="button" class="run-all" data-short="0">▶ Run every step</button>' in text
@@ -83,6 +89,17 @@ def test_the_cli_commands_become_the_pages_buttons_and_links(lab_app: Any, tiny_
     for cli in ("fastlab lab run", "fastlab lab check", "report.html", "--step", "--run DIR", "fastlab run"):
         assert cli not in text, cli
     assert (tiny_labs / "01-tiny" / "README.md").read_text() == before  # the CLI handout is the source
+
+
+def test_a_step_the_handout_never_runs_gets_its_panel_below(lab_app: Any, tiny_labs: Path) -> None:
+    readme = tiny_labs / "01-tiny" / "README.md"
+    readme.write_text(readme.read_text().replace("3. **No such CC:** `--step nocc` fails before anything runs.",
+                                                 "3. **No such CC:** a step that fails before anything runs."))
+    page = lab_app.test_client().get("/labs/1").get_data(as_text=True)
+    assert 'id="step-fill"' in handout_of(page) and 'id="step-nocc"' not in handout_of(page)
+    below = page[page.index("</article>"):]
+    assert '<h2 id="steps">Other steps of this lab</h2>' in below and below.count('id="step-nocc"') == 1
+    assert "<h3>Step nocc: A step whose congestion control" in below
 
 
 def test_answer_boxes_per_question_and_per_step_that_runs_nothing(lab_app: Any) -> None:
