@@ -143,6 +143,13 @@ def described(spec: Any, changes: list[Change]) -> list[str]:
     return [c.text(b) for c, b in with_before(spec, changes)]
 
 
+def chart_marks(spec: Any, changes: list[Change]) -> list[dict[str, Any]]:
+    """The charts' markers (fastlab/templates/charts.js): when each change took effect and what it was,
+    with the values it replaced where the spec is known (spec None: without them)."""
+    pairs = with_before(spec, changes) if spec is not None else [(c, {}) for c in changes]
+    return [{"at_s": c.at_s, "text": c.what(before), "live": c.live} for c, before in pairs]
+
+
 def reference_spans(spec: Any, changes: list[Change], end_s: float | None = None) -> list[dict[str, Any]]:
     """fast_theory's reference of every flow per segment, each with `from_s`/`to_s`: a line that does
     not change across segments is one span. [] where the theory cannot place the flows."""

@@ -14,12 +14,17 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+ASSETS = ("base.css", "charts.js")  # what report.html inlines and the web app serves from fastlab/templates
+
 
 @functools.cache
-def base_css() -> str:
-    """fastlab's base styles (templates/base.css: palette, type, tables): inlined into report.html and
-    served to the web app's pages, so a run's tables read the same in both."""
-    return resources.files("fastlab").joinpath("templates", "base.css").read_text(encoding="utf-8")
+def asset(name: str) -> str:
+    """One of fastlab's shared page assets (templates/base.css: palette, type, tables; templates/charts.js:
+    a run's charts): inlined into report.html and served to the web app's pages, so a run reads and is
+    drawn the same in both."""
+    if name not in ASSETS:
+        raise ValueError(f"asset: {name!r} is not one of {', '.join(ASSETS)}")
+    return resources.files("fastlab").joinpath("templates", name).read_text(encoding="utf-8")
 
 
 def finite_number(value: Any) -> float | None:

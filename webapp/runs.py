@@ -129,7 +129,13 @@ def favicon() -> Any:
 @bp.get("/static/base.css")
 def base_css() -> Any:
     """The palette, type scale and tables: one source (fastlab/templates/base.css) for this app and report.html."""
-    return Response(tables.base_css(), mimetype="text/css", headers={"Cache-Control": "max-age=3600"})
+    return Response(tables.asset("base.css"), mimetype="text/css", headers={"Cache-Control": "max-age=3600"})
+
+
+@bp.get("/static/charts.js")
+def charts_js() -> Any:
+    """A run's charts: one source (fastlab/templates/charts.js) for the live page and report.html."""
+    return Response(tables.asset("charts.js"), mimetype="text/javascript", headers={"Cache-Control": "max-age=3600"})
 
 
 @bp.get("/static/fidelity.css")
