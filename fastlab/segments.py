@@ -43,7 +43,10 @@ class Change:
     def what(self, before: dict[str, Any] | None = None) -> str:
         """e.g. "h1: α 30 → 60" (with the values it replaced, `before`) or "h1: α = 60"."""
         parts = []
-        for key, value in self.args.items():
+        # a parameter the change sets to the value it had says nothing ("gamma 1 → 1"): left out, unless
+        # the change sets nothing else
+        changed = {k: v for k, v in self.args.items() if (before or {}).get(k) != v} or self.args
+        for key, value in changed.items():
             name = "α" if key == "alpha" else key
             old = (before or {}).get(key)
             numbers = isinstance(old, int | float) and isinstance(value, int | float)

@@ -138,6 +138,17 @@ def test_every_lab_of_the_repository_renders_for_the_web(folder: Path, client: A
         assert 'id="prefill-note"' in page and "prefill-error" not in page, href
 
 
+def test_a_steps_scheduled_changes_are_said_in_words_not_as_a_yaml_list(client: Any) -> None:
+    """Lab 06's sweep steps schedule six alpha changes (a cc_changes list of 300 characters in lab.yaml):
+    the step's panel says them in words, with the values they replace; no lab page prints such a list."""
+    page = client.get("/labs/6").get_data(as_text=True)
+    assert "scheduled changes: server: α 1 → 2 at 3.0 s; server: α 2 → 4 at 6.0 s;" in page
+    for n in range(1, len(lab_folders(LABS_DIR)) + 1):
+        assert "cc_changes=[" not in client.get(f"/labs/{n}").get_data(as_text=True), n
+    # a change that also sets a parameter to the value it had says only what changed (lab 09: gamma stays 1)
+    assert "h1: α 20 → 60 at 8.0 s" in client.get("/labs/9").get_data(as_text=True)
+
+
 def test_lab_02_numbers_its_steps_as_its_handout() -> None:
     web = handout.render(load_lab(2), {"equilibrium": RECORDED_RUN})
     assert web.labels == {"equilibrium": "2", "alphas": "3", "live": "4"}
