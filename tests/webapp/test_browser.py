@@ -108,8 +108,10 @@ def test_form_live_charts_results_and_bundle(tmp_path: Path, live_server_factory
     report = page.request.get(f"{server.url}/runs/{run_id}/report")
     assert report.status == 200 and b"plotly" in report.body().lower()
     assert "sandbox" in report.headers["content-security-policy"]  # its inline code runs in an opaque origin
-    page.goto(f"{server.url}/runs/{run_id}/report")  # ... and still draws its plots
-    wait_until(page, "document.querySelectorAll('.plotly-graph-div .main-svg').length > 0", timeout=20_000)
+    page.goto(f"{server.url}/runs/{run_id}/report")  # ... and still draws its charts, with the run's traces
+    wait_until(page, "document.body.dataset.ready === '1'", timeout=20_000)
+    assert page.evaluate("document.querySelectorAll('.chart .main-svg').length") >= 5
+    assert page.evaluate("document.getElementById('chart-goodput').data.length") >= 1
     assert not errors, errors
 
 
