@@ -97,7 +97,7 @@ def link_summary(link_id: str, capacity_mbps: float, links: pd.DataFrame, t0: fl
         sent, span = counter_delta(rows, "tx_bytes", t0, t1) if not rows.empty else (0.0, 0.0)
         queue_drops = int(rows["queue_drops"].max()) if not rows.empty else 0
         loss_drops = int(rows["loss_drops"].max()) if not rows.empty else 0
-        # the AQM's (linkemu's aqm_drops / aqm_marks; none before AQM, or on a tc link)
+        # the AQM's (linkemu's or the kernel qdisc's aqm_drops / aqm_marks; none on a link without one)
         aqm_drops, aqm_marks = (int(rows[c].max()) if not rows.empty and c in rows and rows[c].notna().any() else 0
                                 for c in ("aqm_drops", "aqm_marks"))
         arrivals = int(rows["rx_pkts"].max()) if not rows.empty and rows["rx_pkts"].notna().any() else None

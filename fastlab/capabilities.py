@@ -17,6 +17,10 @@ from fastlab import paths
 from fastlab.cwndclamp import cgroup2_root
 
 TRACEFS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
+# The kernel AQM qdiscs (spec model -> the options of a probe that must be accepted): tc RED needs its
+# limit and avpkt; CoDel and PIE take their defaults.
+AQM_QDISCS = {"red": "limit 100000 min 15000 max 45000 avpkt 1500 burst 20 probability 0.1 bandwidth 10mbit",
+              "codel": "", "pie": ""}
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,12 @@ class Capabilities:
         chosen["loss"] = (("emulator", "seeded, per packet index, repeatable") if self.has("linkemu")
                           else ("netem", "emulator not built: loss is random, not seeded") if self.has("netem")
                           else ("none", "neither the link emulator nor sch_netem is available"))
+        kernel_aqm = ", ".join(f"sch_{m}" for m in sorted(self.tc_aqms()))
+        tc_aqm = (f"links with backend: tc use the kernel's {kernel_aqm}" if kernel_aqm
+                  else "this kernel has no sch_red, sch_codel or sch_pie")
+        chosen["aqm"] = (("emulator", f"RED, CoDel and PIE run as their papers define them, seeded; {tc_aqm}")
+                         if self.has("linkemu") else ("tc", f"linkemu is not built: {tc_aqm}") if kernel_aqm
+                         else ("none", f"linkemu is not built and {tc_aqm}"))
         chosen["switch"] = self.switch_choice("auto")
         chosen["congestion control"] = self.cc_backend(self.cc_impl_choice("auto"))
         chosen["flow tracing"] = ("tcp_info", "per-socket getsockopt(TCP_INFO) in each sender")
@@ -56,6 +66,10 @@ class Capabilities:
                                   if chosen["delay"][0] == "emulator"
                                   else ("rtnetlink qdisc dump", "tc queue counters over netlink"))
         return chosen
+
+    def tc_aqms(self) -> frozenset[str]:
+        """The AQM models (spec names) whose kernel qdisc works here: red, codel, pie."""
+        return frozenset(model for model in AQM_QDISCS if self.has(f"sch_{model}"))
 
     def switch_choice(self, wanted: str) -> tuple[str, str]:
         """Pick the switch implementation.
@@ -157,6 +171,8 @@ def probe() -> Capabilities:
     add("netem", Probe("netem", netem.present, netem.detail))
     add("htb", _qdisc("htb", "default 1"))
     add("tbf", _qdisc("tbf", "rate 10mbit burst 10kb latency 10ms"))
+    for model, args in AQM_QDISCS.items():  # sch_red, sch_codel, sch_pie: the tc backend's AQM
+        add(f"sch_{model}", _qdisc(model, args))
     add("modules", Probe("modules", Path("/proc/modules").exists(),
                          "loadable modules supported" if Path("/proc/modules").exists()
                          else "CONFIG_MODULES off: kernel modules cannot be loaded"))

@@ -93,3 +93,10 @@ def lines(refs: list[Ref]) -> dict[str, list[dict[str, Any]]]:
                     if line[part] not in prev[part]:
                         prev[part] = f"{prev[part]} · {line[part]}"
     return {chart: list(merged.values()) for chart, merged in out.items()}
+
+
+def kinds(refs: list[Ref]) -> set[str]:
+    """Which theories the references draw ("fast": FAST's equilibrium, "mathis": standard TCP's response
+    function, "hstcp": HSTCP's), for the note that explains the dashed lines (templates/charts.html)."""
+    keys = {"fast": "fast_window_pkts", "mathis": "mathis_window_pkts", "hstcp": "hstcp_window_pkts"}
+    return {kind for kind, key in keys.items() if any(isinstance(r, dict) and r.get(key) for r in refs or [])}

@@ -178,7 +178,7 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
     backends = {}
     for link_id, link in links.items():
         try:
-            backends[link_id] = choose_backend(link, caps.has("netem"), caps.has("linkemu"))
+            backends[link_id] = choose_backend(link, caps.has("netem"), caps.has("linkemu"), caps.tc_aqms())
         except RuntimeError as exc:
             raise SpecError(str(exc)) from None
     for i, f in enumerate(spec.flows):

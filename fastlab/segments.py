@@ -43,7 +43,10 @@ class Change:
     def what(self, before: dict[str, Any] | None = None) -> str:
         """e.g. "h1: α 30 → 60" (with the values it replaced, `before`) or "h1: α = 60"."""
         parts = []
-        for key, value in self.args.items():
+        # a parameter the change sets to the value it had says nothing ("gamma 1 → 1"): left out, unless
+        # the change sets nothing else
+        changed = {k: v for k, v in self.args.items() if (before or {}).get(k) != v} or self.args
+        for key, value in changed.items():
             name = "α" if key == "alpha" else key
             old = (before or {}).get(key)
             numbers = isinstance(old, int | float) and isinstance(value, int | float)
@@ -141,6 +144,13 @@ def with_before(spec: Any, changes: list[Change]) -> list[tuple[Change, dict[str
 def described(spec: Any, changes: list[Change]) -> list[str]:
     """Each change in words with the values it replaced ("h1: α 30 → 60 at 6.4 s (live)")."""
     return [c.text(b) for c, b in with_before(spec, changes)]
+
+
+def chart_marks(spec: Any, changes: list[Change]) -> list[dict[str, Any]]:
+    """The charts' markers (fastlab/templates/charts.js): when each change took effect and what it was,
+    with the values it replaced where the spec is known (spec None: without them)."""
+    pairs = with_before(spec, changes) if spec is not None else [(c, {}) for c in changes]
+    return [{"at_s": c.at_s, "text": c.what(before), "live": c.live} for c, before in pairs]
 
 
 def _rate_steps(spec: Any) -> list[tuple[float, str, float]]:

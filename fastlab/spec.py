@@ -217,7 +217,7 @@ class DocsisUpstreamPolicy(Strict):
 PolicySpec = Annotated[TokenBucketPolicy | DocsisUpstreamPolicy, Field(discriminator="model")]
 
 
-# --- active queue management (emulator) ---------------------------------------------------------
+# --- active queue management (emulator; tc where the kernel has the qdisc: shaping.tc_aqm) -----------------
 
 class RedAqm(Strict):
     """RED (Floyd & Jacobson, "Random Early Detection Gateways for Congestion Avoidance", 1993): the
@@ -317,7 +317,8 @@ class LinkDirection(Strict):
     buffer: BufferField | None = None
     loss: LossSpec | None = None
     policy: PolicySpec | None = Field(None, description="link-layer scheduler (needs the emulator)")
-    aqm: AqmSpec | None = Field(None, description="active queue management in front of the buffer (needs the emulator)")
+    aqm: AqmSpec | None = Field(None, description="active queue management in front of the buffer (the emulator; "
+                                "with backend tc, the kernel's sch_red, sch_codel or sch_pie where it has them)")
     schedule: list[ScheduleStep] | None = Field(None, min_length=1, max_length=SCHEDULE_MAX_STEPS,
                                                 description="changes of rate, delay or loss during the run, "
                                                             "times increasing (needs the emulator)")

@@ -7,9 +7,24 @@ Pure: no plotting library is imported here, so the web app can use it cheaply.
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import math
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
+
+ASSETS = ("base.css", "charts.js")  # what report.html inlines and the web app serves from fastlab/templates
+
+
+@functools.cache
+def asset(name: str) -> str:
+    """One of fastlab's shared page assets (templates/base.css: palette, type, tables; templates/charts.js:
+    a run's charts): inlined into report.html and served to the web app's pages, so a run reads and is
+    drawn the same in both."""
+    if name not in ASSETS:
+        raise ValueError(f"asset: {name!r} is not one of {', '.join(ASSETS)}")
+    return resources.files("fastlab").joinpath("templates", name).read_text(encoding="utf-8")
 
 
 def finite_number(value: Any) -> float | None:
@@ -22,6 +37,19 @@ def finite_number(value: Any) -> float | None:
     except OverflowError:
         return None
     return number if math.isfinite(number) else None
+
+
+def human_time(stamp: str | None) -> str:
+    """'2026-11-24T14:02:52.351+00:00' -> '24 Nov 2026, 14:02:52 UTC' (run times are UTC);
+    anything that is not such a time is shown as it is."""
+    if not stamp:
+        return ""
+    try:
+        when = dt.datetime.fromisoformat(stamp)
+    except (TypeError, ValueError):
+        return str(stamp)
+    when = when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
+    return f"{when.day} {when:%b %Y, %H:%M:%S} UTC"
 
 
 # Table headers in words, with units; each cell keeps its summary.json key as a tooltip. A key

@@ -39,11 +39,11 @@ import jinja2
 from flask import Flask
 from markupsafe import Markup
 
-from fastlab import fidelity_view, paths, tables
+from fastlab import chart_lines, fidelity_view, paths, tables
 from fastlab.labs import LABS_DIR
+from fastlab.tables import human_time
 from webapp import compare, guided, labs, live, runs, security, sweeps
 from webapp import runner as q
-from webapp.runs import human_time
 from webapp.services import Services
 
 __all__ = ["create_app", "human_time"]
@@ -81,6 +81,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     # fastlab's own templates too: tables.html, the summary tables report.html draws the same way
     app.jinja_loader = jinja2.ChoiceLoader([app.jinja_loader, jinja2.PackageLoader("fastlab", "templates")])
     app.jinja_env.globals["run_tables"] = tables.run_tables
+    app.jinja_env.globals["theory_kinds"] = chart_lines.kinds
     root = Path(results_root or paths.results_root())
     database = Path(db_path or root / "history.sqlite3")
     app.config.update(RESULTS_ROOT=root, DATABASE=database, MAX_CONTENT_LENGTH=256 * 1024,

@@ -22,7 +22,7 @@ from flask import Blueprint, jsonify, render_template, request
 
 from fastlab import fidelity_view, segments
 from fastlab.rundir import RunFolder
-from fastlab.spec import SpecError, parse_spec
+from fastlab.spec import SpecError, parse_spec, to_plain
 from fastlab.tables import finite_number as number
 from webapp.apierror import api_error
 from webapp.services import RUN_ID_RE, Services, services
@@ -91,11 +91,20 @@ def change_texts(spec: dict[str, Any] | None, environment: dict[str, Any] | None
     return "; ".join(texts) or "none"
 
 
+def completed(spec: dict[str, Any] | None) -> dict[str, Any]:
+    """A run's spec with every default the engine filled in (so a field one spec.yaml leaves out is no
+    difference when its default is what the other says); a spec that does not parse, as written."""
+    try:
+        return to_plain(parse_spec(spec))
+    except SpecError:
+        return spec or {}
+
+
 def differences(specs: list[dict[str, Any] | None], changes: list[str] | None = None) -> list[dict[str, Any]]:
-    """The spec fields whose values are not the same in every run (absent: None), in field order; then
-    the parameter changes each run applied (scheduled and live: a live one is in no spec), when they
-    differ."""
-    flat = [flatten(spec or {}) for spec in specs]
+    """The spec fields whose values are not the same in every run (absent: None), in field order, each
+    spec with its defaults; then the parameter changes each run applied (scheduled and live: a live one
+    is in no spec), when they differ."""
+    flat = [flatten(completed(spec)) for spec in specs]
     fields: list[str] = []
     for f in flat:
         fields += [k for k in f if k not in fields]

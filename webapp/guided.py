@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
+from fastlab import segments
 from fastlab.labs import (
     FOLDER_RE,
     PASS,
@@ -116,13 +117,27 @@ def detail(lab: Lab) -> dict[str, Any]:
     data = lab.as_dict() | {"url": f"/labs/{lab.name}", "handout": lab.handout()}
     for step in data["steps"]:
         try:
-            step["experiment"] = to_plain(lab.build_spec(step["id"]))
-            step["experiment_short"] = to_plain(lab.build_spec(step["id"], short=True))
-            step["error"] = None
+            built, short = lab.build_spec(step["id"]), lab.build_spec(step["id"], short=True)
         except LabError as exc:
             step["experiment"] = step["experiment_short"] = None
             step["error"] = str(exc)
+            step["set_shown"], step["changes"], step["short_shown"], step["short_changes"] = step["set"], [], \
+                step["short"], []
+            continue
+        step["experiment"], step["experiment_short"], step["error"] = to_plain(built), to_plain(short), None
+        step["set_shown"], step["changes"] = overrides_in_words(step["set"], built)
+        step["short_shown"], step["short_changes"] = overrides_in_words(step["short"], short)
     return data
+
+
+def overrides_in_words(sets: list[str], built: ExperimentSpec) -> tuple[list[str], list[str]]:
+    """A step's overrides as a student reads them: those that set scheduled parameter changes (a cc_changes
+    list in YAML, hundreds of characters) said in words from the spec they build ("server: α 1 → 2 at
+    3.0 s"); the others kept as the --set lines they are."""
+    shown = [s for s in sets if not s.startswith("cc_changes")]
+    if len(shown) == len(sets):
+        return shown, []
+    return shown, segments.described(built, segments.scheduled_changes(built))
 
 
 def spec_yaml(plain: dict[str, Any] | None) -> str:

@@ -17,7 +17,9 @@ decided at render time from lab.yaml's step ids, never by editing the file:
 - the handout's title (the page heading says it) is left out.
 
 Step numbers: each run step takes the number of the item of the handout's Steps list that first runs
-it (two steps in one item: 5a, 5b), so the buttons, the step sections and the handout agree.
+it (two steps in one item: 5a, 5b), so the buttons, the step panels and the handout agree. Each step's
+panel (its buttons, spec, checkpoints and the student's runs: templates/lab_step.html) is placed once,
+under that item, so the page lists the steps once; a step the handout never runs gets its panel below.
 
 Answer boxes: every item of the Questions list, and every item of the Steps list that runs nothing
 (predict, compute, tabulate), gets a textarea (kept in the browser by lab.js).
@@ -32,6 +34,7 @@ import functools
 import re
 import shlex
 import xml.etree.ElementTree as ET  # noqa: N817 -- the module's usual name
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,6 +106,7 @@ class WebHandout:
     html: Markup
     labels: dict[str, str] = field(default_factory=dict)  # step id -> its number in the handout ("2", "5a")
     answers: list[dict[str, str]] = field(default_factory=list)  # {key, label} of each answer box
+    placed: list[str] = field(default_factory=list)  # step ids whose panel sits under their handout item
 
 
 @dataclass
@@ -134,11 +138,14 @@ def _sets(words: list[str]) -> list[str] | None:
 
 
 class _Renderer:
-    def __init__(self, lab: Lab, latest_runs: dict[str, str]) -> None:
+    def __init__(self, lab: Lab, latest_runs: dict[str, str],
+                 panel: Callable[[str, str | None], str] | None = None) -> None:
         self.lab = lab
         self.latest_runs = latest_runs
+        self.panel = panel
         self.ids = [s.id for s in lab.steps]
         self.labels: dict[str, str] = {}
+        self.placed: list[str] = []
 
     # --- which step a code span runs ----------------------------------------------------------
     def step_of(self, code: str, after_step: bool) -> tuple[str, bool] | None:
@@ -288,6 +295,14 @@ class _Renderer:
                 index += 1
                 item = items[index]
             elif tok.type == "list_item_close" and depth == 1 and item is not None:
+                if self.panel is not None and item.section == "steps":
+                    # the step's panel under the item that first runs it: the page lists each step once
+                    for step in item.steps:
+                        if step not in self.placed and self.labels.get(step, "").rstrip(LETTERS) == str(item.number):
+                            self.placed.append(step)
+                            block = Token("html_block", "", 0)
+                            block.content = self.panel(step, self.labels.get(step)) + "\n"
+                            out.append(block)
                 box = self.answer_box(item)
                 if box:
                     answers.append(box)
@@ -325,17 +340,19 @@ class _Renderer:
         return None
 
 
-def render(lab: Lab, latest_runs: dict[str, str] | None = None) -> WebHandout:
+def render(lab: Lab, latest_runs: dict[str, str] | None = None,
+           panel: Callable[[str, str | None], str] | None = None) -> WebHandout:
     """The handout as HTML for the lab page (see the module's docstring); latest_runs maps a step id
-    to the id of its latest run, for the links that stand for `report.html`."""
+    to the id of its latest run, for the links that stand for `report.html`; panel(step id, its number) gives the
+    HTML (already escaped) of a step's panel, placed under the Steps item that first runs the step."""
     md = _markdown()
     text = CHECK_SENTENCE.sub(CHECK_INSTEAD, lab.handout())
     tokens = md.parse(text)
     if len(tokens) >= 3 and tokens[0].type == "heading_open" and tokens[0].tag == "h1":
         del tokens[:3]  # the page heading carries the lab's title
-    renderer = _Renderer(lab, latest_runs or {})
+    renderer = _Renderer(lab, latest_runs or {}, panel)
     items = renderer.items(tokens)
     renderer.number_steps(items)
     answers = renderer.transform(tokens, items)
     html = md.renderer.render(tokens, md.options, {})
-    return WebHandout(Markup(html), renderer.labels, answers)  # noqa: S704 - raw HTML off; ours is escaped
+    return WebHandout(Markup(html), renderer.labels, answers, renderer.placed)  # noqa: S704 - raw HTML off; ours is escaped

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, jsonify, render_template
+from flask import Blueprint, get_template_attribute, jsonify, render_template
 from werkzeug.exceptions import BadRequest
 
 from fastlab.labs import LabError
@@ -33,9 +33,17 @@ def lab_page(ref: str) -> str:
     runs = sv.step_runs(lab.name)
     latest = {step: done[0]["id"] for step, rows in runs.items()  # the newest finished run of each step
               if (done := [r for r in rows if r["status"] == "done"])}
-    web = handout.render(lab, latest)
-    return render_template("lab.html", lab=guided.detail(lab), handout=web.html, labels=web.labels,
-                           answers=web.answers, runs=runs, spec_yaml=guided.spec_yaml)
+    detail = guided.detail(lab)
+    steps = {s["id"]: s for s in detail["steps"]}
+    make_panel = get_template_attribute("lab_step.html", "panel")
+
+    def panel(step: str, number: str | None) -> str:
+        return str(make_panel(steps[step], number, runs.get(step, []), guided.spec_yaml))
+
+    web = handout.render(lab, latest, panel)
+    others = [s for s in detail["steps"] if s["id"] not in web.placed]
+    return render_template("lab.html", lab=detail, handout=web.html, labels=web.labels, answers=web.answers,
+                           runs=runs, spec_yaml=guided.spec_yaml, others=others)
 
 
 @bp.get("/api/labs")

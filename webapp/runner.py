@@ -22,8 +22,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from fastlab import chart_data
 from fastlab.ccruntime import LiveControl
-from fastlab.rundir import PARTIAL
+from fastlab.rundir import PARTIAL, RunFolder
 from fastlab.spec import parse_spec
 from webapp.events import encode
 
@@ -150,9 +153,12 @@ class PartialWriter:
 
 def iter_partial(run_dir: Path, limit: int = 2_000_000) -> Iterator[dict[str, Any]]:
     """The samples of a run's partial.jsonl, one at a time (the file stays open while the iterator is
-    used: a replay reads it a few chunks a poll)."""
+    used: a replay reads it a few chunks a poll). A finished run made without the web app (a CLI run, a
+    bundle's, a lab's recording) has none: its samples from its CSVs instead (fastlab.chart_data, what
+    its report.html draws), so its page draws its charts too."""
     path = run_dir / PARTIAL
     if not path.is_file():
+        yield from recorded_samples(run_dir, limit)
         return
     with path.open(encoding="utf-8", errors="replace") as fh:
         for n, line in enumerate(fh):
@@ -165,6 +171,20 @@ def iter_partial(run_dir: Path, limit: int = 2_000_000) -> Iterator[dict[str, An
             if isinstance(sample, dict):
                 yield sample
 
+
+def recorded_samples(run_dir: Path, limit: int) -> Iterator[dict[str, Any]]:
+    """A finished run's samples from its flows.csv, links.csv and cc_events.csv (those it has); nothing
+    for a folder that is no finished run or whose tables cannot be read."""
+    folder = RunFolder(run_dir)
+    if not folder.is_run():
+        return
+    frames = []
+    for read in (folder.flows, folder.links, folder.events):
+        try:
+            frames.append(read())
+        except (FileNotFoundError, OSError, ValueError, pd.errors.ParserError):
+            frames.append(pd.DataFrame())
+    yield from chart_data.chart_samples(*frames)[:limit]
 
 
 class ProgressToStream(logging.Handler):

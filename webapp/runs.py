@@ -6,7 +6,6 @@ the form is generated from (topologies, algorithms, the spec schema, presets), a
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import shutil
 import tempfile
@@ -26,7 +25,7 @@ from flask import (
 )
 from werkzeug.exceptions import BadRequest
 
-from fastlab import chart_lines, explain, fidelity_view, paths
+from fastlab import chart_lines, explain, fidelity_view, paths, tables
 from fastlab.labs import LabError
 from fastlab.rundir import REPORT, RunFolder
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
@@ -48,19 +47,6 @@ def presets() -> list[dict[str, Any]]:
             "links": {"bottleneck": {"loss": {"model": "bernoulli", "rate": 0.01}}}}
     return [{"id": "example", "label": "example: simple-cubic.yaml", "spec": example},
             {"id": "fast-alpha30-loss1", "label": "FAST alpha 30 + 1% loss on the dumbbell", "spec": fast}]
-
-
-def human_time(stamp: str | None) -> str:
-    """'2026-11-24T14:02:52.351+00:00' -> '24 Nov 2026, 14:02:52 UTC' (the history's times are UTC);
-    anything that is not such a time is shown as it is."""
-    if not stamp:
-        return ""
-    try:
-        when = dt.datetime.fromisoformat(stamp)
-    except (TypeError, ValueError):
-        return str(stamp)
-    when = when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
-    return f"{when.day} {when:%b %Y, %H:%M:%S} UTC"
 
 
 def old_notes(spec: Any, summary: dict[str, Any]) -> list[str]:
@@ -138,6 +124,18 @@ def report(run_id: str) -> Any:
 @bp.get("/favicon.ico")
 def favicon() -> Any:
     return redirect("/static/favicon.svg", code=301)
+
+
+@bp.get("/static/base.css")
+def base_css() -> Any:
+    """The palette, type scale and tables: one source (fastlab/templates/base.css) for this app and report.html."""
+    return Response(tables.asset("base.css"), mimetype="text/css", headers={"Cache-Control": "max-age=3600"})
+
+
+@bp.get("/static/charts.js")
+def charts_js() -> Any:
+    """A run's charts: one source (fastlab/templates/charts.js) for the live page and report.html."""
+    return Response(tables.asset("charts.js"), mimetype="text/javascript", headers={"Cache-Control": "max-age=3600"})
 
 
 @bp.get("/static/fidelity.css")

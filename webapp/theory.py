@@ -49,7 +49,7 @@ def change_marks(spec: Any, changes: list[segments.Change]) -> list[dict[str, An
     """The charts' markers: when each change took effect and what it was (with the values it replaced
     where the spec parses)."""
     try:
-        pairs = segments.with_before(parse_spec(spec), changes)
+        parsed = parse_spec(spec)
     except SpecError:
-        pairs = [(c, {}) for c in changes]
-    return [{"at_s": c.at_s, "text": c.what(before), "live": c.live} for c, before in pairs]
+        parsed = None
+    return segments.chart_marks(parsed, changes)

@@ -7,11 +7,13 @@ sample times), made up here. Each threshold crossed alone must give exactly its 
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
 import pandas as pd
 import pytest
+import yaml
 
 from fastlab import fidelity, fidelity_view, report
 
@@ -252,7 +254,7 @@ def test_report_tables_speak_words_and_keep_the_keys() -> None:
     assert f"{num}10000</td>" in page and '<th title="id">link</th>' in page and '<th title="id">flow</th>' in page
     assert '<th title="future_metric">future_metric</th>' in page  # never hidden
     assert "reverse" not in page.split("<h2>Links</h2>")[1].split("</table>")[0]  # nested: not a column
-    assert page.index("<h2>Flows</h2>") < page.index("<h2>Backends</h2>")
+    assert page.index("<h2>Flows</h2>") < page.index("<h2>Traces</h2>") and "<h2>Backends</h2>" not in page  # none
 
 
 def test_report_escapes_everything_it_did_not_build() -> None:
@@ -267,22 +269,29 @@ def test_report_escapes_everything_it_did_not_build() -> None:
     assert "<img src=x" not in page and "<b>x</b>" not in page and "<i>fast</i>" not in page
 
 
-def test_report_gives_each_flow_one_colour_on_every_panel() -> None:
-    """f1's goodput, window, RTT and FAST state share one colour, f2's another (f10 after f2); the FAST
-    state's quantities differ by dash, not colour."""
-    flows = pd.DataFrame({"flow": ["f1", "f2", "f10"] * 2, "t": [0, 0, 0, 1, 1, 1], "goodput_mbps": 1.0,
-                          "cwnd_pkts": 10.0, "srtt_ms": 40.0})
-    events = pd.DataFrame({"flow": ["f1", "f2"], "t": [0.5, 0.5], "event": ["update", "update"],
-                           "target": [30.0, 30.0], "backlog": [28.0, 31.0]})
-    fig = report.figure(flows, pd.DataFrame(), events)
-    by_flow: dict[str, set[str]] = {}
-    for trace in fig.data:
-        by_flow.setdefault(trace.name.split()[0], set()).add(trace.line.color)
-    assert all(len(colours) == 1 for colours in by_flow.values()), by_flow
-    assert len({next(iter(c)) for c in by_flow.values()}) == 3
-    assert report.flow_colours(flows) == {"f1": report.PALETTE[0], "f2": report.PALETTE[1], "f10": report.PALETTE[2]}
-    dashes = {t.line.dash for t in fig.data if t.name.startswith("f1 ") and t.name.split()[1] in report.STATE_DASH}
-    assert dashes == {"dot", "solid"}
+def test_the_reports_charts_are_fed_the_live_pages_samples() -> None:
+    """report.html draws with the live page's code (templates/charts.js): its data are the run's rows as
+    the samples the live page is streamed, in time order, with the columns the charts read; NaN and
+    infinities become null, events the charts do not draw are left out, and nothing in the data can end
+    the <script> that holds it."""
+    from fastlab.chart_data import chart_samples, script_json
+
+    flows = pd.DataFrame({"flow": ["f1", "f2"], "t": [0.1, 0.05], "goodput_mbps": [1.5, float("nan")],
+                          "cwnd_pkts": [10, 12], "srtt_ms": [40.0, float("inf")], "bytes_acked": [1, 2]})
+    links = pd.DataFrame({"t": [-0.5, float("nan")], "link": "bottleneck", "direction": "forward",
+                          "backlog_pkts": [3, 4], "tx_bytes": [1000, 2000], "late_p99_us": [1, 2]})
+    events = pd.DataFrame({"t": [0.2, 0.3, 0.4], "flow": "f1", "event": ["init", "update", "reroute"],
+                           "target": [0, 30, None], "path": [None, None, "</script><script>alert(1)"]})
+    samples = chart_samples(flows, links, events)
+    assert [(s["kind"], s["t"]) for s in samples] == [("link", -0.5), ("flow", 0.05), ("flow", 0.1), ("event", 0.3),
+                                                      ("event", 0.4)]
+    assert samples[1] == {"kind": "flow", "t": 0.05, "flow": "f2", "goodput_mbps": None, "cwnd_pkts": 12,
+                          "srtt_ms": None}
+    assert samples[0] == {"kind": "link", "t": -0.5, "link": "bottleneck", "direction": "forward", "backlog_pkts": 3,
+                          "tx_bytes": 1000}
+    text = str(script_json(samples))
+    assert "</script" not in text and "<" not in text and json.loads(text) == samples
+    assert chart_samples(pd.DataFrame(), pd.DataFrame(), pd.DataFrame()) == []
 
 
 def test_steal_is_reported_beside_the_verdict_not_judged() -> None:
@@ -388,31 +397,31 @@ def test_a_burst_above_the_budget_makes_the_run_unfaithful_and_a_small_one_does_
 
 
 def test_report_draws_what_the_live_page_draws() -> None:
-    """report.html's panels as the live page (issue 32 item 4): legends in words, goodput smoothed and said
-    so, time since the flows started from 0 to the duration, an idle link's flat queue left out, the
-    theory's dashed lines over their spans (Σα 30 then 60 after a change at 6.4 s) and a dotted marker at
-    the change."""
+    """report.html holds the live page's chart block (templates/charts.html: the theory's note, goodput's
+    smoothing, a div per chart, FAST's for a FAST run) and the data its charts are drawn from: the theory's
+    lines (Σα 30 then 60 after a change at 6.4 s), the marker at the change, the duration and the samples.
+    That the two pages then draw the same is tested in the browser (tests/webapp/test_charts.py)."""
     from fastlab import segments
-    from fastlab.spec import parse_spec
+    from fastlab.spec import parse_spec, to_plain
 
     spec = parse_spec({"name": "x", "topology": "dumbbell", "topology_args": {"rate_mbps": 20, "rtt_ms": 40},
                        "duration_s": 20, "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 30}}]})
     change = segments.Change(6.4, "fast", {"alpha": 60}, "h1", live=True)
     refs = segments.reference_spans(spec, [change])
     t = [i / 10 for i in range(-20, 201)]
-    flows = pd.DataFrame({"flow": "f1", "t": t, "goodput_mbps": [40.0 if i % 2 else 0.0 for i in range(len(t))],
-                          "cwnd_pkts": 50.0, "srtt_ms": 60.0})
-    links = pd.DataFrame({"t": t * 2, "link": ["bottleneck"] * len(t) + ["h3-access"] * len(t),
-                          "direction": "forward", "backlog_pkts": [30.0] * len(t) + [0.0] * len(t)})
-    fig = report.figure(flows, links, pd.DataFrame(), [(6.4, "h1: α 30 → 60")], refs, 20)
-    names = [trace.name for trace in fig.data]
-    assert names == ["f1 goodput", "f1 window", "f1 RTT", "bottleneck backlog"], names
-    goodput = list(fig.data[0].y)
-    assert max(goodput[10:]) < 30 and min(goodput[10:]) > 10  # 0/40 alternating, averaged over 5 samples
-    assert "moving average of 5 samples" in fig.layout.annotations[0].text
-    assert list(fig.layout.xaxis.range) == [0, 20]
-    spans = sorted((s.x0, s.x1, s.y0) for s in fig.layout.shapes if s.line.dash == "dash" and s.y0 in (30, 60))
+    flows = pd.DataFrame({"flow": "f1", "t": t, "goodput_mbps": 20.0, "cwnd_pkts": 50.0, "srtt_ms": 60.0})
+    env = dict(ENVIRONMENT) | {"congestion_control": {"applied": [
+        {"at_s": 6.4, "host": "h1", "cc": "fast", "args": {"alpha": 60}, "live": True}]}}
+    page = report.render(yaml.safe_dump(to_plain(spec)), {"flows": [], "links": [], "jain_index": 1.0}, env, flows,
+                         pd.DataFrame(), pd.DataFrame(), refs, 20)
+    for chart in ("goodput", "links", "cwnd", "rtt", "queue", "fast-window", "fast-rtt"):
+        assert f'<div class="chart" id="chart-{chart}"></div>' in page, chart
+    assert 'id="chart-ports"' not in page and '<select id="smooth">' in page and 'id="theory-note"' in page
+    data = json.loads(re.search(r'<script type="application/json" id="run-data">(.*?)</script>', page, re.S)[1])
+    assert data["duration"] == 20 and data["sampleHz"] == 20 and len(data["samples"]) == len(t)
+    assert data["marks"] == [{"at_s": 6.4, "text": "h1: α 30 → 60", "live": True}]
+    spans = sorted((line["from_s"], line["to_s"], line["y"]) for line in data["lines"]["queue"])
     assert spans == [(0.0, 6.4, 30), (6.4, 20.0, 60)], spans
-    texts = [a.text for a in fig.layout.annotations]
-    assert "Σα = 30" in texts and "Σα = 60" in texts  # fastlab.chart_lines' short labels, as on the live page
-    assert any(s.line.dash == "dot" and s.x0 == 6.4 for s in fig.layout.shapes)
+    assert "export function createCharts(" in page and "runCharts.onSamples(data.samples)" in page
+
+

@@ -13,7 +13,10 @@ import pytest
 
 from fastlab.bundle import verify
 from tests.webapp.conftest import ARTIFACTS, FLOW_POINTS, wait_until
+from tests.webapp.test_compare import write_run
 from webapp import create_app
+
+OTHER = "20261124-100000-fast-a30-wabc001"  # a recorded-shape run to compare with (test_compare's writer)
 
 
 @pytest.mark.timeout(240)
@@ -105,8 +108,10 @@ def test_form_live_charts_results_and_bundle(tmp_path: Path, live_server_factory
     report = page.request.get(f"{server.url}/runs/{run_id}/report")
     assert report.status == 200 and b"plotly" in report.body().lower()
     assert "sandbox" in report.headers["content-security-policy"]  # its inline code runs in an opaque origin
-    page.goto(f"{server.url}/runs/{run_id}/report")  # ... and still draws its plots
-    wait_until(page, "document.querySelectorAll('.plotly-graph-div .main-svg').length > 0", timeout=20_000)
+    page.goto(f"{server.url}/runs/{run_id}/report")  # ... and still draws its charts, with the run's traces
+    wait_until(page, "document.body.dataset.ready === '1'", timeout=20_000)
+    assert page.evaluate("document.querySelectorAll('.chart .main-svg').length") >= 5
+    assert page.evaluate("document.getElementById('chart-goodput').data.length") >= 1
     assert not errors, errors
 
 
@@ -181,12 +186,13 @@ def test_a_bad_value_is_marked_at_its_field_with_the_reason_beside_it(tmp_path: 
 @pytest.mark.timeout(180)
 def test_alpha_changed_from_the_live_page_reaches_the_running_flow(tmp_path: Path, live_server_factory,
                                                                     browser) -> None:
-    """A real FAST run (alpha 20, 12 s): from its live page a student first asks for alpha 0 (refused
+    """A real FAST run (alpha 30, 12 s): from its live page a student first asks for alpha 0 (refused
     beside the field, nothing changes), then sets 60; the run's cc_events.csv has the cc_set event, and
     FAST's own updates carry alpha 60 within 1 s of it. The run is then two parts (issue 32): the queue
-    chart's Σα line steps from 20 to 60 at the change and a marker shows it, live and on the results
+    chart's Σα line steps from 30 to 60 at the change and a marker shows it, live and on the results
     page; "What happened", the parts' table and the report name the change and judge each part against
-    its own α. After the run the control is gone."""
+    its own α; compared with another run, the differences list the change (it is in no spec). After the
+    run the control is gone."""
     import pandas as pd
 
     from tests.webapp.conftest import good_spec, wait_status
@@ -196,7 +202,7 @@ def test_alpha_changed_from_the_live_page_reaches_the_running_flow(tmp_path: Pat
     csrf = {"X-CSRF-Token": app.config["CSRF_TOKEN"]}
     run = app.test_client().post("/api/runs", json=good_spec(name="live-alpha", duration_s=12, links={},
                                                              flows=[{"src": "h1", "dst": "h2", "cc": "fast",
-                                                                     "cc_args": {"alpha": 20}}]),
+                                                                     "cc_args": {"alpha": 30}}]),
                                  headers=csrf).get_json()
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
@@ -214,14 +220,14 @@ def test_alpha_changed_from_the_live_page_reaches_the_running_flow(tmp_path: Pat
     page.click(f"{form} button")
     wait_until(page, f"document.querySelector(\"{form} .live-result\").textContent.startsWith('α 60')",
                timeout=10_000)
-    # the theory steps at the change, live: Σα 20 until it, 60 from it, and a marker where it happened
+    # the theory steps at the change, live: Σα 30 until it, 60 from it, and a marker where it happened
     queue_lines = """() => (document.getElementById('chart-queue').layout.shapes || [])
         .map((s) => [s.x0, s.y0, s.line.dash])"""
     wait_until(page, f"({queue_lines})().some(([x, y, dash]) => y === 60 && x > 0 && dash === 'dash')",
                timeout=10_000)
     shapes = page.evaluate(queue_lines)
     at_live = next(x for x, y, dash in shapes if y == 60 and dash == "dash")
-    assert any(y == 20 and x == 0 and dash == "dash" for x, y, dash in shapes), shapes
+    assert any(y == 30 and x == 0 and dash == "dash" for x, y, dash in shapes), shapes
     assert any(dash == "dot" and abs(x - at_live) < 1e-6 for x, _y, dash in shapes), shapes  # the marker
     page.screenshot(path=str(ARTIFACTS / "webapp-6-live-alpha.png"))
     assert wait_status(app, run["id"], ("done", "failed"), 120) == "done"
@@ -241,10 +247,18 @@ def test_alpha_changed_from_the_live_page_reaches_the_running_flow(tmp_path: Pat
                timeout=10_000)
     assert abs(at_live - at) < 0.5, (at_live, at)  # the live page's change time is the recorded one
     said = page.inner_text("#what-happened")
-    assert "the run's parameters changed 1 time" in said and "h1: α 20 → 60 at" in said, said
-    assert "α = 20" in said and "α = 60" in said, said  # each part judged against its own α
-    assert "h1: α 20 → 60 at" in page.inner_text("#summary-segments")
+    assert "the run's parameters changed 1 time" in said and "h1: α 30 → 60 at" in said, said
+    assert "α = 30" in said and "α = 60" in said, said  # each part judged against its own α
+    assert "h1: α 30 → 60 at" in page.inner_text("#summary-segments")
     page.screenshot(path=str(ARTIFACTS / "webapp-6b-live-alpha-results.png"), full_page=True)
     report = app.test_client().get(f"/runs/{run['id']}/report").get_data(as_text=True)
-    assert "Parts of the run" in report and "h1: α 20 → 60 at" in report
+    assert "Parts of the run" in report and "h1: α 30 → 60 at" in report
+    # compare: beside a run that changed nothing, the differences name the change (a live one is in no spec)
+    write_run(tmp_path / "results", OTHER, "fast-a30", "fast", 30, 18.0)
+    assert app.test_client().get("/api/runs").status_code == 200  # the history indexes the folder
+    page.goto(f"{server.url}/compare?runs={run['id']},{OTHER}")
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    row = page.locator("#compare-differences tr", has_text="changes during the run").inner_text()
+    assert "h1: α 30 → 60 at" in row, row
+    page.screenshot(path=str(ARTIFACTS / "webapp-6c-live-alpha-compare.png"), full_page=True)
     assert not errors, errors

@@ -154,3 +154,67 @@ def test_fast_at_equilibrium_is_said_so_without_loss_lines(tmp_path: Path, live_
     annotations = page.evaluate("document.getElementById('chart-cwnd').layout.annotations")
     assert not any("Mathis" in a["text"] for a in annotations)
     assert problems == [], problems
+
+
+CHART_STATE = """() => Object.fromEntries([...document.querySelectorAll('.chart')].map((d) => [d.id, {
+  title: d.layout.title.text, x: d.layout.xaxis.range,
+  traces: d.data.map((t) => [t.name, t.line.color, t.line.dash, t.x.length,
+                             Math.round(1000 * t.y.reduce((a, b) => a + b, 0))]),
+  shapes: (d.layout.shapes || []).map((s) => [s.x0, s.x1, s.y0, s.y1, s.line.dash, s.line.color]),
+  notes: (d.layout.annotations || []).map((a) => a.text)}]))"""
+
+
+@pytest.mark.timeout(180)
+def test_the_report_draws_the_run_pages_charts(tmp_path: Path, live_server_factory, browser) -> None:
+    """Issue 32 item 4: report.html draws with the run page's chart code (fastlab/templates/charts.js), so
+    both show the same charts, titles, traces (names, colours, points, goodput's moving average), theory
+    lines over their spans, markers and x range. The run was made without the web app (no
+    partial.jsonl, as a CLI run): its page replays its CSVs (fastlab.chart_data), as the report does. It
+    is a FAST flow whose α went 30 -> 60 at 4 s, a busy bottleneck and an idle access link."""
+    import pandas as pd
+
+    from fastlab import explain, report, segments
+    from fastlab.rundir import RunFolder
+    from fastlab.spec import parse_spec
+
+    run = write_lossy_fast_run(tmp_path)
+    samples = [json.loads(line) for line in (run / "partial.jsonl").read_text().splitlines()]
+    (run / "partial.jsonl").unlink()
+    for kind, name in (("flow", "flows.csv"), ("link", "links.csv"), ("event", "cc_events.csv")):
+        pd.DataFrame([{k: v for k, v in s.items() if k != "kind"} for s in samples if s["kind"] == kind]) \
+            .to_csv(run / name, index=False)
+    env = json.loads((run / "environment.json").read_text()) | {"tools": {}, "congestion_control": {"applied": [
+        {"at_s": 4.0, "host": "h1", "cc": "fast", "args": {"alpha": 60}, "live": True}]}}
+    (run / "environment.json").write_text(json.dumps(env))
+    folder = RunFolder(run)
+    spec, summary = parse_spec(folder.spec()), folder.summary()
+    refs = explain.response_lines(segments.reference_spans(spec, segments.applied_changes(env)), summary)
+    folder.write_report(report.render(folder.path("spec.yaml").read_text(), summary, env, folder.flows(),
+                                      folder.links(), folder.events(), refs, spec.duration_s))
+    app = create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False)
+    server = live_server_factory(app)
+    states = {}
+    for url, ready in ((f"/runs/{RUN}", "document.body.dataset.streamEnded"),
+                       (f"/runs/{RUN}/report", "document.body.dataset.ready")):
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        problems = watch(page)
+        page.goto(server.url + url)
+        wait_until(page, ready, timeout=30_000)
+        page.wait_for_timeout(600)  # the last coalesced draw
+        states[url] = page.evaluate(CHART_STATE)
+        page.screenshot(path=str(ARTIFACTS / f"webapp-14-charts-{'report' if 'report' in url else 'page'}.png"),
+                        full_page=True)
+        assert not problems, (url, problems)
+        page.close()
+    page_state, report_state = states.values()
+    assert set(page_state) == {"chart-goodput", "chart-links", "chart-cwnd", "chart-rtt", "chart-queue",
+                               "chart-fast-window", "chart-fast-rtt"}
+    assert report_state == page_state
+    queue = page_state["chart-queue"]
+    assert [t[0] for t in queue["traces"]] == ["bottleneck forward backlog"]  # the idle access link left out
+    sigma = sorted((x0, x1, y0) for x0, x1, y0, _y1, dash, _c in queue["shapes"] if dash == "dash" and y0 in (30, 60))
+    assert sigma == [(0, 4.0, 30), (4.0, DURATION, 60)], sigma
+    assert any(dash == "dot" and x0 == 4.0 for x0, _x1, _y0, _y1, dash, _c in queue["shapes"])  # the marker
+    assert "h1: α 30 → 60 (live)" in queue["notes"]
+    assert page_state["chart-goodput"]["title"].startswith("Goodput per flow — moving average of 5 samples")
+    assert page_state["chart-goodput"]["x"] == [0, DURATION]

@@ -72,6 +72,10 @@ def test_run_lists_differences_metrics_and_thinning() -> None:
         {"field": "name", "values": ["x", "y"]}, {"field": "flows[0].cc_args.alpha", "values": [10, 40]},
         {"field": "flows[1].cc", "values": [None, "reno"]}]  # empty mappings are no fields: no row
     assert compare.differences([a, a]) == []
+    # whole specs are compared with their defaults: a field one leaves out at its default is no difference
+    full = {"name": "x", "topology": "dumbbell", "duration_s": 10, "flows": [{"src": "h1", "dst": "h2", "cc": "cubic"}]}
+    assert compare.differences([full, full | {"sample_hz": 20, "seed": 1, "mtu": 1500}]) == []
+    assert compare.differences([full, full | {"sample_hz": 50}]) == [{"field": "sample_hz", "values": [20.0, 50.0]}]
     rows = compare.metrics([{"flows": [{"id": "f1", "cc": "fast", "throughput_mbps": 18.0}],
                              "links": [{"id": "bottleneck", "utilization": 0.9}], "jain_index": 1.0}, None])
     by = {r["quantity"]: r["values"] for r in rows}

@@ -74,8 +74,8 @@ def test_lab_page_renders_the_handout_without_its_html(lab_client) -> None:
     button = '<button type="button" class="run-step" data-step="fill" data-short="0">▶ Run step 2</button>'
     assert page.count(button) == 1
     assert page.count('data-short="1" title=') == 2 and ">▶ Run step 3 short</button>" in page
-    assert "<h3>Step 2 · <code>fill</code>: One cubic flow fills the bottleneck</h3>" in page
-    assert "duration_s: 8.0" in page and "short form adds <code>duration_s=4</code>" in page
+    assert "<h3>Step 2 · fill: One cubic flow fills the bottleneck</h3>" in page
+    assert "duration_s: 8.0" in page and "short form (shorter, same physics) adds <code>duration_s=4</code>" in page
     assert "impossible utilization" in page
     assert lab_client.get("/labs/99").status_code == 404
 

@@ -40,8 +40,10 @@ def test_run_a_lab_step_and_see_live_traces_and_checkpoints(tmp_path: Path, tiny
     assert page.evaluate("window.pwned") is None
     assert page.locator("#handout a[href^='javascript']").count() == 0  # the javascript: link is not a link
     assert page.locator("#handout a:has-text('a link that must not run')").count() == 0
-    step = page.locator("#step-fill")
-    step.locator("summary").click()
+    step = page.locator("#step-fill")  # the step's panel under its handout item, folded: no runs yet
+    assert not step.evaluate("d => d.open")
+    step.locator("> summary").click()
+    step.locator("details.step-spec > summary").click()
     assert "duration_s: 8.0" in step.locator("pre").inner_text()
     page.screenshot(path=str(ARTIFACTS / "labs-1-lab-page.png"), full_page=True)
 

@@ -69,7 +69,13 @@ def test_the_cli_commands_become_the_pages_buttons_and_links(lab_app: Any, tiny_
     assert ('<button type="button" class="run-step" data-step="fill" data-short="0">▶ Run step 2: fill</button>'
             in text)
     assert '<button type="button" class="run-step" data-step="nocc" data-short="0">▶ Run step 3: nocc</button>' in text
-    assert "<h3>Step 2 · <code>fill</code>" in page and "<h3>Step 3 · <code>nocc</code>" in page
+    # each step's panel once, under the item that runs it: no second list of the steps below the handout
+    for step, number in (("fill", "2"), ("nocc", "3")):
+        assert page.count(f'id="step-{step}"') == 1 and f"<h3>Step {number} · {step}:" in text
+        assert text.index(f'data-step="{step}" data-short="0">▶ Run step {number}: {step}') \
+            < text.index(f'id="step-{step}"') < text.index("<h2>Questions</h2>")
+    assert text.index('id="step-fill"') < text.index("No such CC") and "Other steps" not in page
+    assert '<details class="step" id="step-fill" data-step="fill">' in text  # folded: no runs yet
     assert '<a class="step-link" href="#step-fill">details</a>' in text
     # the whole lab, --step ID, --short, report.html (no run yet: the step), lab check
     assert '<button type="button" class="run-all" data-short="0">▶ Run every step</button>' in text
@@ -83,6 +89,17 @@ def test_the_cli_commands_become_the_pages_buttons_and_links(lab_app: Any, tiny_
     for cli in ("fastlab lab run", "fastlab lab check", "report.html", "--step", "--run DIR", "fastlab run"):
         assert cli not in text, cli
     assert (tiny_labs / "01-tiny" / "README.md").read_text() == before  # the CLI handout is the source
+
+
+def test_a_step_the_handout_never_runs_gets_its_panel_below(lab_app: Any, tiny_labs: Path) -> None:
+    readme = tiny_labs / "01-tiny" / "README.md"
+    readme.write_text(readme.read_text().replace("3. **No such CC:** `--step nocc` fails before anything runs.",
+                                                 "3. **No such CC:** a step that fails before anything runs."))
+    page = lab_app.test_client().get("/labs/1").get_data(as_text=True)
+    assert 'id="step-fill"' in handout_of(page) and 'id="step-nocc"' not in handout_of(page)
+    below = page[page.index("</article>"):]
+    assert '<h2 id="steps">Other steps of this lab</h2>' in below and below.count('id="step-nocc"') == 1
+    assert "<h3>Step nocc: A step whose congestion control" in below
 
 
 def test_answer_boxes_per_question_and_per_step_that_runs_nothing(lab_app: Any) -> None:
@@ -119,6 +136,17 @@ def test_every_lab_of_the_repository_renders_for_the_web(folder: Path, client: A
     for href in re.findall(r'href="(/new\?[^"]+)"', html):  # each link to the form opens its spec
         page = client.get(unescape(href)).get_data(as_text=True)
         assert 'id="prefill-note"' in page and "prefill-error" not in page, href
+
+
+def test_a_steps_scheduled_changes_are_said_in_words_not_as_a_yaml_list(client: Any) -> None:
+    """Lab 06's sweep steps schedule six alpha changes (a cc_changes list of 300 characters in lab.yaml):
+    the step's panel says them in words, with the values they replace; no lab page prints such a list."""
+    page = client.get("/labs/6").get_data(as_text=True)
+    assert "scheduled changes: server: α 1 → 2 at 3.0 s; server: α 2 → 4 at 6.0 s;" in page
+    for n in range(1, len(lab_folders(LABS_DIR)) + 1):
+        assert "cc_changes=[" not in client.get(f"/labs/{n}").get_data(as_text=True), n
+    # a change that also sets a parameter to the value it had says only what changed (lab 09: gamma stays 1)
+    assert "h1: α 20 → 60 at 8.0 s" in client.get("/labs/9").get_data(as_text=True)
 
 
 def test_lab_02_numbers_its_steps_as_its_handout() -> None:

@@ -22,7 +22,7 @@ import pytest
 
 from fastlab import bundle
 from fastlab.labs import load_lab
-from tests.webapp.conftest import ARTIFACTS
+from tests.webapp.conftest import ARTIFACTS, wait_until
 from tests.webapp.test_labs_web import LAB02, RECORDED_RUN, recorded_band, register_lab_run
 from webapp import create_app, handout
 
@@ -58,8 +58,17 @@ def test_a_lab_page_for_the_web(tmp_path: Path, live_server_factory, browser, wi
         chip = page.locator(f"#handout button.run-step[data-step='{step}']").first
         assert chip.inner_text() == f"▶ Run step {number}: {step}"
         assert page.inner_text(f"#step-{step} h3").startswith(f"Step {number} · {step}:")
-        assert page.inner_text(f"#step-{step} button.run-step[data-short='0']") == f"▶ Run step {number}"
-        assert page.inner_text(f"#step-{step} button.run-step[data-short='1']") == f"▶ Run step {number} short"
+        # the step's panel, once, under the handout's item; folded until the step has runs
+        assert page.locator(f"#handout li #step-{step}").count() == page.locator(f"#step-{step}").count() == 1
+        panel = page.locator(f"#step-{step}")
+        assert panel.evaluate("d => d.open") == (step == "equilibrium")
+        assert panel.locator("button.run-step[data-short='0']").text_content() == f"▶ Run step {number}"
+        assert panel.locator("button.run-step[data-short='1']").text_content() == f"▶ Run step {number} short"
+    assert page.locator("#steps").count() == 0  # no second list of the steps: the handout runs them all
+    # the handout's "details" link unfolds the step's panel
+    page.locator("#handout .step-ref[data-step='alphas'] a.step-link").first.click()
+    wait_until(page, "document.getElementById('step-alphas').open")
+    assert page.locator("#step-alphas button.run-step[data-short='1']").is_visible()
     page.screenshot(path=str(ARTIFACTS / f"{shot}-top.png"))
     page.evaluate("[...document.querySelectorAll('#handout h2')].find(h => h.textContent === 'Steps').scrollIntoView()")
     page.screenshot(path=str(ARTIFACTS / f"{shot}-handout-steps.png"))

@@ -444,7 +444,11 @@ function showFieldError(error, words) {
   if (!input) return null;
   input.setAttribute('aria-invalid', 'true');
   const note = el('span', {class: 'field-error field-note', role: 'alert', text: words || m[2], title: error});
-  (input.closest('label') || input).after(note);
+  // inside the field's label, on a line of its own under the input: the row keeps its layout (a note
+  // beside the field pushed the next fields sideways); a field without a label gets it after it
+  const label = input.closest('label.field');
+  if (label) input.after(note);
+  else (input.closest('label') || input).after(note);
   return input;
 }
 

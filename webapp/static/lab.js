@@ -87,7 +87,7 @@ for (const button of document.querySelectorAll('#lab button.run-step')) {
 }
 // "Run every step" (the handout's `fastlab lab run N`): each step queued in the lab's order, then the
 // first one's live page (the queue runs them one after the other).
-const stepIds = [...document.querySelectorAll('#lab section.step[data-step]')].map((s) => s.dataset.step);
+const stepIds = JSON.parse(document.getElementById('lab')?.dataset.steps || '[]');
 for (const button of document.querySelectorAll('#lab button.run-all')) {
   button.addEventListener('click', async () => {
     const message = button.closest('.step-ref').querySelector('.run-message');
@@ -111,6 +111,18 @@ for (const button of document.querySelectorAll('#lab button.run-all')) {
   });
 }
 for (const box of document.querySelectorAll('[data-checkpoints-run]')) showCheckpoints(box);
+
+// A step's panel is folded until it has runs: a link to it (the handout's "details", a run page's
+// "back to the lab") unfolds it.
+function unfoldTarget() {
+  const target = window.location.hash ? document.getElementById(decodeURIComponent(window.location.hash.slice(1))) : null;
+  if (target instanceof HTMLDetailsElement && target.classList.contains('step')) {
+    target.open = true;
+    target.scrollIntoView();
+  }
+}
+window.addEventListener('hashchange', unfoldTarget);
+unfoldTarget();
 
 // --- answer boxes (lab page) -------------------------------------------------------------------------
 // The question a box answers: its list item's text without the box.

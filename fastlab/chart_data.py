@@ -1,0 +1,62 @@
+"""What a run's charts draw (fastlab/templates/charts.js), from its rows: the samples the engine streamed
+to the live page (`kind` flow, link, event; the columns of flows.csv, links.csv and cc_events.csv), so
+report.html and the replay of a run made without the web app (no partial.jsonl: a CLI run, a bundle's)
+draw through the live page's own code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pandas as pd
+from markupsafe import Markup
+
+# The columns of each kind of sample the charts read (fastlab/templates/charts.js), as the engine streams them
+# to the live page: a report carries no more than its charts draw.
+SAMPLE_COLUMNS = {
+    "flow": ("t", "flow", "goodput_mbps", "cwnd_pkts", "srtt_ms"),
+    "link": ("t", "link", "direction", "backlog_pkts", "tx_bytes"),
+    "event": ("t", "flow", "event", "base_rtt_us", "avg_rtt_us", "target", "cwnd", "path"),
+}
+CHART_EVENTS = ("update", "reroute")  # the events the charts draw
+
+
+def _finite(value: Any) -> Any:
+    """A JSON-safe cell: NaN/inf and pandas' missing values -> None, numpy numbers -> Python's."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, bool | str):
+        return value
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if not math.isfinite(number):
+        return None
+    return int(value) if float(number).is_integer() and not isinstance(value, float) else number
+
+
+def chart_samples(flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame) -> list[dict[str, Any]]:
+    """A run's rows as the samples its live page was streamed (`kind` flow, link, event), in time order,
+    with the columns the charts read: what report.html's charts draw, through the live page's own code."""
+    out: list[dict[str, Any]] = []
+    for kind, frame in (("flow", flows), ("link", links), ("event", events)):
+        if frame.empty or "t" not in frame:
+            continue
+        if kind == "event":
+            frame = frame[frame["event"].isin(CHART_EVENTS)] if "event" in frame else frame.iloc[0:0]
+        columns = [c for c in SAMPLE_COLUMNS[kind] if c in frame]
+        for row in frame[columns].itertuples(index=False, name=None):
+            sample = {"kind": kind} | {c: _finite(v) for c, v in zip(columns, row, strict=True)}
+            if isinstance(sample["t"], int | float):
+                out.append(sample)
+    out.sort(key=lambda s: s["t"])
+    return out
+
+
+def script_json(data: Any) -> Markup:
+    """JSON to sit inside a <script type="application/json">: no '<', '>' or '&' that could end it."""
+    text = json.dumps(data, allow_nan=False, separators=(",", ":"))
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))  # noqa: S704

@@ -1,0 +1,265 @@
+// A run's charts: one definition for the web app's run page (live, over Server-Sent Events, and a
+// finished run's replay: webapp/static/live.js) and report.html (offline, every sample at once:
+// fastlab/report.py inlines this file). Both feed the same samples -- the run's rows of flows.csv,
+// links.csv and cc_events.csv with a `kind` (flow, link, event), as the engine streams them -- so the
+// titles, units, colours, goodput smoothing, time origin, the theory's dashed lines
+// (fastlab.chart_lines' list) and the markers at each change are the same on both.
+//
+// The page holds the chart <div>s (fastlab/templates/charts.html): a chart whose div is absent (FAST's
+// charts for a run without FAST) is not drawn. Needs plotly.js loaded (window.Plotly).
+
+// One colour per flow on every chart (f1 the first of plotly's palette, ...); links in greys.
+const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#bcbd22', '#17becf'];
+const GREYS = ['#8c8c8c', '#b0b0b0', '#6e6e6e', '#c8c8c8'];
+const BOTTLENECK_GREY = '#222222';  // a bottleneck's rate and queue: darker than any other link's
+const MARK_COLOUR = '#7b3294';  // a change of the run's parameters, a reroute
+export function flowColour(flow) {
+  const n = Number(String(flow).replace(/^f/, ''));
+  return Number.isInteger(n) && n > 0 ? PALETTE[(n - 1) % PALETTE.length] : '#000000';
+}
+// A lighter shade of a flow's colour (FAST's target beside its cwnd): mixed half with white.
+function tint(hex) {
+  const n = parseInt(hex.slice(1), 16);
+  const mix = (v) => Math.round(v + (255 - v) * 0.5).toString(16).padStart(2, '0');
+  return `#${mix(n >> 16)}${mix((n >> 8) & 255)}${mix(n & 255)}`;
+}
+
+// chart id -> title and y axis label. Flows and links on separate charts, one unit per axis: FAST's RTT
+// estimates (ms) apart from its windows (packets).
+export const CHARTS = {
+  'chart-goodput': {title: 'Goodput per flow', y: 'goodput (Mb/s)'},
+  'chart-links': {title: 'Link rate, data direction', y: 'rate (Mb/s)'},
+  'chart-cwnd': {title: 'Congestion window per flow', y: 'cwnd (packets)'},
+  'chart-rtt': {title: 'Smoothed RTT per flow', y: 'RTT (ms)'},
+  'chart-queue': {title: 'Bottleneck queue', y: 'backlog (packets)'},
+  'chart-fast-rtt': {title: "FAST's RTT estimates", y: 'RTT (ms)'},
+  'chart-fast-window': {title: "FAST's window and target", y: 'window (packets)'},
+  'chart-ports': {title: 'OpenFlow switch ports, transmitted', y: 'rate (Mb/s)'},
+};
+
+// A trailing moving average over n samples (1 = the raw samples).
+export function smoothed(ys, n) {
+  const out = new Array(ys.length);
+  let sum = 0;
+  for (let i = 0; i < ys.length; i++) {
+    sum += ys[i];
+    if (i >= n) sum -= ys[i - n];
+    out[i] = sum / Math.min(i + 1, n);
+  }
+  return out;
+}
+
+// Redraws are coalesced: a live stream brings up to 10 messages a second, and each plotly extend redraws a
+// whole chart, so drawing every message kept a browser's main thread busy for whole seconds on a slow
+// machine (measured: a headless Chromium without GPU at ~100 % of a core through a 10 s run, the page
+// answering nothing until the run ended). Points wait at most DRAW_EVERY_MS to be drawn.
+const DRAW_EVERY_MS = 250;
+
+/**
+ * The charts of one run.
+ * opts: refs, lines, marks (the theory and the changes: fastlab.chart_lines / webapp.theory),
+ *       sampleHz, duration (the x axis spans 0 .. duration), smoothN (goodput's moving average),
+ *       largeFonts (a function: bigger text for a projector), drawEveryMs (0: draw at once).
+ * Returns {onSamples(samples) -> newest t, flush(), setReferences(refs, lines, marks), setSmoothing(n),
+ *          relayout()}.
+ */
+export function createCharts(opts) {
+  let refs = opts.refs || [];
+  let lines = opts.lines || {};
+  let marks = opts.marks || [];
+  const eventMarks = [];  // reroutes, as they happen
+  const sampleHz = Number(opts.sampleHz) || 20;
+  let xMax = Number(opts.duration) || 0;
+  let smoothN = Math.max(1, Number(opts.smoothN) || 1);
+  const largeFonts = opts.largeFonts || (() => false);
+  const drawEvery = opts.drawEveryMs ?? DRAW_EVERY_MS;
+  const charts = {};
+  for (const [id, c] of Object.entries(CHARTS)) if (document.getElementById(id)) charts[id] = {...c};
+  const bottlenecks = () => new Set(refs.map((r) => r.bottleneck).filter(Boolean));
+
+  function goodputTitle() {
+    return smoothN > 1
+      ? `Goodput per flow — moving average of ${smoothN} samples (${(smoothN / sampleHz).toFixed(2)} s)`
+      : `Goodput per flow — raw ${sampleHz} Hz samples`;
+  }
+  if (charts['chart-goodput']) charts['chart-goodput'].title = goodputTitle();
+
+  // Reference lines per chart: [y, colour, label, short label, from_s, to_s], from fastlab.chart_lines (merged
+  // there where they coincide). The short label (the value alone) marks each span of a run whose parameters
+  // changed; the full one a run-long line. A line of no one flow (a bottleneck's) is grey.
+  function referenceLines(id) {
+    return (lines[id.replace(/^chart-/, '')] || []).map((l) =>
+      [l.y, l.flow ? flowColour(l.flow) : '#444444', l.label, l.short, l.from_s, l.to_s ?? null]);
+  }
+
+  function layout(c, id) {
+    const size = largeFonts() ? 22 : 13;
+    const drawn = referenceLines(id);
+    const segmented = drawn.some((l) => l[4] > 0) || marks.length > 0;
+    const end = xMax > 0 ? xMax : null;
+    const xaxis = {title: {text: 'time since flows started (s)'}};
+    if (xMax > 0) Object.assign(xaxis, {range: [0, xMax], autorange: false});
+    const shapes = drawn.map(([y, colour, , , from, to]) => (segmented
+      ? {type: 'line', xref: 'x', x0: from, x1: to ?? end ?? from + 1, y0: y, y1: y}
+      : {type: 'line', xref: 'paper', x0: 0, x1: 1, y0: y, y1: y})).map((shape, i) =>
+      ({...shape, line: {color: drawn[i][1], width: 1.5, dash: 'dash'}}));
+    const annotations = drawn.map(([y, colour, label, short, from]) => (segmented
+      ? {xref: 'x', x: from, xanchor: 'left', text: short}
+      : {xref: 'paper', x: 1, xanchor: 'right', text: label})).map((a, i) =>
+      ({...a, y: drawn[i][0], yanchor: 'bottom', showarrow: false,
+        font: {color: drawn[i][1], size: Math.round(size * 0.85)}}));
+    // a marker at each change of the run's parameters (and each reroute): a dotted vertical line, what
+    // changed on top
+    for (const m of [...marks, ...eventMarks]) {
+      shapes.push({type: 'line', xref: 'x', yref: 'paper', x0: m.at_s, x1: m.at_s, y0: 0, y1: 1,
+        line: {color: MARK_COLOUR, width: 1.5, dash: 'dot'}});
+      annotations.push({xref: 'x', yref: 'paper', x: m.at_s, y: 1, xanchor: 'left', yanchor: 'bottom',
+        text: m.text + (m.live ? ' (live)' : ''), showarrow: false, font: {color: MARK_COLOUR, size: Math.round(size * 0.8)}});
+    }
+    return {title: {text: c.title}, font: {size}, margin: {t: segmented || eventMarks.length ? 70 : 50, r: 20,
+      b: largeFonts() ? 150 : 100, l: 80}, xaxis, yaxis: {title: {text: c.y}, rangemode: 'tozero'},
+      legend: {orientation: 'h', y: largeFonts() ? -0.45 : -0.3}, uirevision: 'keep', shapes, annotations};
+  }
+
+  function relayout() {
+    for (const [id, c] of Object.entries(charts)) Plotly.relayout(id, layout(c, id)).then(() => Plotly.Plots.resize(id));
+  }
+
+  for (const [id, c] of Object.entries(charts)) {
+    c.traces = {};
+    c.raw = {};
+    c.links = 0;
+    Plotly.newPlot(id, [], layout(c, id), {responsive: true, displaylogo: false});
+  }
+
+  function widenTo(t) {
+    if (!(xMax > 0) || !(t > xMax)) return;  // no duration known: plotly's autorange
+    xMax = Math.ceil(t);
+    for (const id of Object.keys(charts)) Plotly.relayout(id, {'xaxis.range': [0, xMax], 'xaxis.autorange': false});
+  }
+
+  function setSmoothing(n) {
+    smoothN = Math.max(1, Number(n) || 1);
+    const c = charts['chart-goodput'];
+    if (!c) return;
+    c.title = goodputTitle();
+    const keys = Object.keys(c.traces);
+    if (keys.length) {
+      Plotly.restyle('chart-goodput', {y: keys.map((k) => smoothed(c.raw[k], smoothN))}, keys.map((k) => c.traces[k]));
+    }
+    Plotly.relayout('chart-goodput', {'title.text': c.title});
+  }
+
+  // Append points (grouped per trace) to a chart, creating traces as new keys appear. The goodput
+  // chart keeps each flow's raw samples and plots their moving average.
+  function extend(id, points) {
+    const c = charts[id];
+    if (!c) return;
+    const groups = new Map();
+    for (const [key, name, x, y, flow, dash, opts] of points) {
+      if (y === null || y === undefined || Number.isNaN(y)) continue;
+      if (!(key in c.traces)) {
+        // a link's trace appears once it carries or queues something: an idle access link adds a flat 0
+        if (opts?.link && !(y > 0)) continue;
+        c.traces[key] = Object.keys(c.traces).length;
+        c.raw[key] = [];
+        let colour = flow ? flowColour(flow) : GREYS[c.links++ % GREYS.length];
+        if (opts?.link && bottlenecks().has(opts.link)) colour = BOTTLENECK_GREY;
+        if (flow && opts?.tint) colour = tint(colour);
+        Plotly.addTraces(id, {x: [], y: [], name, mode: 'lines', type: 'scatter', line: {color: colour, dash: dash || 'solid'}});
+      }
+      if (!groups.has(key)) groups.set(key, {x: [], y: []});
+      const g = groups.get(key);
+      g.x.push(x);
+      if (id === 'chart-goodput') {
+        const raw = c.raw[key];
+        raw.push(y);
+        const from = Math.max(0, raw.length - smoothN);
+        let sum = 0;
+        for (let i = from; i < raw.length; i++) sum += raw[i];
+        g.y.push(sum / (raw.length - from));
+      } else {
+        g.y.push(y);
+      }
+    }
+    if (!groups.size) return;
+    const keys = [...groups.keys()];
+    Plotly.extendTraces(id, {x: keys.map((k) => groups.get(k).x), y: keys.map((k) => groups.get(k).y)},
+      keys.map((k) => c.traces[k]));
+  }
+
+  const pending = Object.fromEntries(Object.keys(CHARTS).map((id) => [id, []]));
+  let pendingLatest = -Infinity;
+  let drawTimer = null;
+  let marksChanged = false;
+  function flush() {
+    if (drawTimer !== null) clearTimeout(drawTimer);
+    drawTimer = null;
+    widenTo(pendingLatest);
+    for (const [id, p] of Object.entries(pending)) {
+      if (p.length) extend(id, p.splice(0));
+    }
+    if (marksChanged) {
+      marksChanged = false;
+      for (const [id, c] of Object.entries(charts)) Plotly.relayout(id, layout(c, id));
+    }
+  }
+
+  const queuedReverse = new Set();
+  const lastTx = {};  // link/direction -> [t, tx_bytes]
+  // The samples' points for each chart; returns the newest sample time (-Infinity: none).
+  function onSamples(samples) {
+    const pts = pending;
+    let latest = -Infinity;
+    for (const s of samples) {
+      if (typeof s.t === 'number') latest = Math.max(latest, s.t);
+      if (s.kind === 'flow') {
+        pts['chart-goodput'].push([s.flow, s.flow, s.t, s.goodput_mbps, s.flow]);
+        pts['chart-cwnd'].push([s.flow, s.flow, s.t, s.cwnd_pkts, s.flow]);
+        pts['chart-rtt'].push([s.flow, s.flow, s.t, s.srtt_ms, s.flow]);
+      } else if (s.kind === 'link') {
+        const key = `${s.link} ${s.direction}`;
+        const prev = lastTx[key];
+        const rate = prev && s.tx_bytes != null && s.t > prev[0] ? (s.tx_bytes - prev[1]) * 8 / 1e6 / (s.t - prev[0]) : null;
+        if (s.tx_bytes != null) lastTx[key] = [s.t, s.tx_bytes];
+        if (s.direction === 'port') {  // an OpenFlow switch port (the controller's port statistics)
+          if (rate !== null) pts['chart-ports'].push([key, `${s.link} tx`, s.t, rate, null, null, {link: s.link}]);
+          continue;
+        }
+        // The reverse direction carries ACKs: its queue is drawn only once it holds something.
+        if (s.backlog_pkts > 0 && s.direction === 'reverse') queuedReverse.add(key);
+        if (s.backlog_pkts != null && (s.direction !== 'reverse' || queuedReverse.has(key))) {
+          pts['chart-queue'].push([key, `${key} backlog`, s.t, s.backlog_pkts, null, null, {link: s.link}]);
+        }
+        // Only the data direction's rate: the reverse carries ACKs, whose rate says nothing here.
+        if (rate !== null && s.direction === 'forward') {
+          pts['chart-links'].push([`${key} tx`, `${s.link} link rate`, s.t, rate, null, null, {link: s.link}]);
+        }
+      } else if (s.kind === 'event' && s.event === 'reroute') {
+        if (!eventMarks.some((m) => m.at_s === s.t && m.text.endsWith(` onto ${s.path}`))) {
+          eventMarks.push({at_s: s.t, text: `${s.flow} rerouted onto ${s.path}`, live: false});
+          marksChanged = true;
+        }
+      } else if (s.kind === 'event' && s.event === 'update') {
+        pts['chart-fast-rtt'].push([`${s.flow} base`, `${s.flow} baseRTT`, s.t, s.base_rtt_us / 1000, s.flow, 'dot']);
+        pts['chart-fast-rtt'].push([`${s.flow} avg`, `${s.flow} avgRTT`, s.t, s.avg_rtt_us / 1000, s.flow, 'solid']);
+        pts['chart-fast-window'].push([`${s.flow} target`, `${s.flow} target window`, s.t, s.target, s.flow, 'dash',
+          {tint: true}]);
+        pts['chart-fast-window'].push([`${s.flow} cwnd`, `${s.flow} cwnd`, s.t, s.cwnd, s.flow, 'solid']);
+      }
+    }
+    pendingLatest = Math.max(pendingLatest, latest);
+    if (drawEvery <= 0) flush();
+    else if (drawTimer === null) drawTimer = setTimeout(flush, drawEvery);
+    return latest;
+  }
+
+  function setReferences(newRefs, newLines, newMarks) {
+    refs = newRefs;
+    lines = newLines;
+    marks = newMarks;
+    for (const [id, c] of Object.entries(charts)) Plotly.relayout(id, layout(c, id));
+  }
+
+  return {onSamples, flush, setReferences, setSmoothing, relayout, get marks() { return marks; }};
+}
