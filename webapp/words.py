@@ -23,6 +23,10 @@ PATTERN_WORDS = {
 # mapping fields, with what follows them.
 PATH = re.compile(r"\b(?:flows|links|topology_args|cc_changes|reroutes|controller|sweep)"
                   r"(?:\[\d+\]|\.[A-Za-z0-9_][\w-]*)+")
+# The spec's top-level fields a check's message may name beside the field it refuses ("is not before
+# duration_s (20 s)"), as a student reads them.
+TOP_FIELD_WORDS = {"duration_s": "the run's duration", "sample_hz": "the samples per second"}
+TOP_FIELDS = re.compile(r"\b(?:duration_s|sample_hz)\b")
 OUT_OF_RANGE = re.compile(r"^(\w+)=(.+?) is out of range \[([^,\]]+), ([^\]]+)\](?: (.+))?$")
 
 
@@ -98,7 +102,12 @@ def what_is_wrong(path: str, message: str) -> str:
             return re.sub(pattern, words, message)
     if " is not of the form " in message:  # a CC parameter's pattern
         return PATTERN_WORDS.get(message.split("=", 1)[0], "is not written in a form fastlab reads")
-    return PATH.sub(lambda m: field_words(m.group(0)), message)
+    return fields_in_words(message)
+
+
+def fields_in_words(text: str) -> str:
+    """Every spec path and top-level field a message names, in words."""
+    return TOP_FIELDS.sub(lambda t: TOP_FIELD_WORDS[t.group(0)], PATH.sub(lambda p: field_words(p.group(0)), text))
 
 
 def plain(error: str) -> tuple[str, str]:
@@ -113,7 +122,7 @@ def plain(error: str) -> tuple[str, str]:
         return m.group(1), f"{field_words(m.group(1))}: {what_is_wrong(m.group(1), first)}"
     m = re.match(r"^([A-Za-z_][\w.\[\]-]*): (.*)$", first, re.S)
     if not m:
-        return "", PATH.sub(lambda p: field_words(p.group(0)), first)
+        return "", fields_in_words(first)
     path, message = m.groups()
     # a nested refusal ("flows[0].cc_args: alpha=0 is out of range ..." or "param: x: y") names its own part
     inner = re.match(r"^([a-z_][\w]*(?:\.[\w-]+)*): (.*)$", message, re.S)

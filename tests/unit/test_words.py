@@ -26,7 +26,11 @@ TECHNICAL = re.compile(r"[\^$\\{}]|\[[A-Za-z]|\b[a-z_]+(\[\d+\]|\.[a-z_]+)+")
     ("topology_args.rate_mbps: Input should be a finite number", "topology_args.rate_mbps",
      "rate (Mb/s): must be an ordinary number (not NaN or infinity)"),
     ("seed: Input should be a valid integer", "seed", "seed: must be a whole number"),
-    ("flows[0].start_s (3) must be before duration_s (2)", "", "flow 1, start (s) (3) must be before duration_s (2)"),
+    ("flows[0].start_s (3) must be before duration_s (2)", "",
+     "flow 1, start (s) (3) must be before the run's duration (2)"),
+    ("links.bottleneck.schedule[1].at_s: 99 s is not before duration_s (20 s): the step would never come",
+     "links.bottleneck.schedule[1].at_s",
+     "link bottleneck, schedule 2, at (s): 99 s is not before the run's duration (20 s): the step would never come"),
 ])
 def test_each_refusal_in_words(error: str, field: str, words: str) -> None:
     assert plain(error) == (field, words)
