@@ -198,3 +198,33 @@ def window_limited(run: StepRun, lo: float = 0.93, hi: float = 1.07, t0: float =
                   f"put in flight, capped at its capacity; +-7%: srtt is the kernel's smoothed RTT (a queue "
                   f"building in a round reads late) and a round's windows are sampled once (measured 0.95-1.02 "
                   f"over 10 runs of lab 10's points, 2026-11-27) [{prediction(run)}]")
+
+
+RECOVERED_S = 0.5  # after a cut, the window is read from this long on: fast recovery is over
+MIN_SEGMENT_S = 2.0  # a stretch between two cuts this long at least, to fit a slope to
+
+
+@checkpoint
+def additive_increase(run: StepRun, lo: float = 0.9, hi: float = 1.1, t0: float = T0_S) -> CheckResult:
+    """Reno's growth between cuts, in packets per round trip: the slope of each flow's cwnd over every
+    stretch of at least 2 s without a cut (from half a second after one), times the stretch's mean srtt;
+    the median over the stretches. One packet per RTT is why a halved window of W takes W/2 RTTs to
+    refill the pipe: 42 s at the 10 Gb/s point."""
+    t0, end = _window(run, t0)
+    slopes = []
+    for flow in sorted(run.flows["flow"].unique()):
+        rows = run.flow(str(flow)).reset_index(drop=True)
+        cuts = [float(rows["t"].iloc[0]), *rows.loc[loss_starts(rows, reductions=True), "t"].astype(float),
+                float(rows["t"].iloc[-1])]
+        for a, b in zip(cuts, cuts[1:], strict=False):
+            lo_t, hi_t = max(a + RECOVERED_S, t0), min(b - SAMPLE_S, end)
+            seg = rows[(rows["t"] >= lo_t) & (rows["t"] <= hi_t) & (rows["ca_state"] == "open")]
+            if hi_t - lo_t >= MIN_SEGMENT_S and len(seg) >= MIN_SEGMENT_S / SAMPLE_S / 2:
+                slope = float(np.polyfit(seg["t"].to_numpy(float), seg["cwnd_pkts"].to_numpy(float), 1)[0])
+                slopes.append(slope * float(seg["srtt_ms"].mean()) / 1000)
+    if not slopes:
+        raise MissingData(f"no flow ran {MIN_SEGMENT_S:g} s without a cut between {t0:g} and {end:g} s")
+    return within("Reno's window growth between cuts, pkts per RTT", float(np.median(slopes)), lo, hi,
+                  f"Reno's congestion avoidance adds one packet per round trip (Linux counts the packets each ACK "
+                  f"covers, so delayed ACKs do not halve it); median of {len(slopes)} stretches, +-10%: a slope "
+                  f"fitted to 50-ms samples of a window that rises by steps (measured 0.99-1.01) [{prediction(run)}]")
