@@ -79,6 +79,8 @@ BDP_QUOTES = [
     (8, "reroute", "abilene", "bdp", 1, "the new path's BDP at 20 Mb/s is 317"),
     (9, "gamma-half", None, "buffer", 1, "buffer 4 BDP (267 packets)"),
     (9, "reno", None, "buffer", 1, "one-BDP buffer (67 packets)"),
+    (10, "red-10g", None, "bdp", 1, "| 10 Gb/s | 0.01 | 1 | 833 packets |"),
+    (10, "red-2g5", None, "bdp", 0.25, "| 2.5 Gb/s | 0.04 | 4 | 208 packets |"),
 ]
 
 

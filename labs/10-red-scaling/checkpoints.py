@@ -1,0 +1,233 @@
+"""Checkpoints of lab 10 (why TCP/RED does not scale and FAST does): the bottleneck's utilization,
+how often its queue runs empty, RED's average against the model's fixed point, and how synchronized
+the Reno flows' window cuts are, at each of four capacities carried by SHRiNK scaling (README.md),
+each result with the linearized TCP/RED model's prediction for the point beside it
+(fastlab.red_theory); and two checks of the mechanism that ties them together: the link delivers
+what the flows' windows allow, and Reno regrows its window one packet per round trip.
+
+A step's run carries N' flows through a C' = 100 Mb/s, 100 ms bottleneck; it stands for the slides'
+N = 100 flows at C = C' N/N' (N' = 32, 16, 4, 1: 312 Mb/s, 625 Mb/s, 2.5 Gb/s, 10 Gb/s) with each
+flow's window in packets, R C/N, kept. The model is evaluated at the carried point; red_theory.shrink
+shows it is the real point's (the whole linearized loop is invariant; tests/unit/test_red_theory.py).
+
+Figures are read from t0 (10 s: past every step's start-up, the slow-start overshoot and its recovery at
+N' = 32 and 16) to a second before the run ends (the flows stop together and the queue drains).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastlab.fast_theory import packet_bits, run_mtu
+from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, loss_starts, within
+from fastlab.red_theory import Point, Red, equilibrium, hmtg_condition, nyquist_gain_margin
+
+REAL_FLOWS = 100  # the slides' experiment: 100 flows, 100 ms, 155 Mb/s .. 10 Gb/s (Low et al. 2002)
+LINK = "bottleneck"
+T0_S = 10.0
+TAIL_S = 1.0
+
+
+def _window(run: StepRun, t0: float) -> tuple[float, float]:
+    end = float(run.spec["duration_s"]) - TAIL_S
+    if end <= t0:
+        raise MissingData(f"the run lasts {run.spec['duration_s']} s: nothing to read after {t0:g} s")
+    return t0, end
+
+
+def _carried(run: StepRun) -> tuple[int, float, float]:
+    """(N' flows, C' packets/s, propagation RTT s) of the run, from its resolved spec."""
+    args = run.spec.get("topology_args") or {}
+    try:
+        flows = sum(int(f.get("count", 1)) for f in run.spec["flows"])
+        capacity_pps = float(args["rate_mbps"]) * 1e6 / packet_bits(run_mtu(run.spec))
+        rtt_s = float(args["rtt_ms"]) / 1000
+    except (KeyError, TypeError) as exc:
+        raise MissingData(f"spec.yaml does not say the dumbbell's rate_mbps, rtt_ms and flows: {exc}") from None
+    return flows, capacity_pps, rtt_s
+
+
+def _red(run: StepRun) -> Red | None:
+    aqm = ((run.spec.get("links") or {}).get(LINK) or {}).get("aqm")
+    if not aqm or aqm.get("model") != "red":
+        return None
+    if aqm.get("mode", "packets") != "packets":
+        raise MissingData("lab 10's model reads RED's thresholds in packets")
+    return Red(float(aqm["min_th"]), float(aqm["max_th"]), float(aqm["max_p"]), float(aqm["wq"]),
+               bool(aqm.get("gentle", True)))
+
+
+def prediction(run: StepRun) -> str:
+    """The model's figures for the run's point, in words: what the result prints beside its measurement."""
+    flows, capacity_pps, rtt_s = _carried(run)
+    carried_mbps = capacity_pps * packet_bits(run_mtu(run.spec)) / 1e6
+    pipe = rtt_s * capacity_pps / flows
+    head = (f"point: N' = {flows} flows at {carried_mbps:g} Mb/s stands for {REAL_FLOWS} flows at "
+            f"{carried_mbps * REAL_FLOWS / flows / 1000:.3g} Gb/s (per-flow pipe R C/N = {pipe:.0f} pkts)")
+    red = _red(run)
+    ccs = {f.get("cc") for f in run.spec["flows"]}
+    if red is not None and ccs == {"reno"}:
+        point = Point(flows, capacity_pps, rtt_s, red)
+        eq = equilibrium(point)
+        h = hmtg_condition(point)
+        gm = nyquist_gain_margin(point, eq)
+        verdict = "stable" if gm > 1 else "UNSTABLE"
+        return (f"{head}; model (Reno/RED fluid equilibrium, HMTG 2001 linearization): W* = {eq.window_pkts:.1f} pkts, "
+                f"drop rate p* = {eq.p:.2g}, avg queue q* = {eq.queue_pkts:.0f} pkts; HMTG condition "
+                f"{h.lhs:.3g} <= {h.rhs:.6g}: {'holds' if h.stable else 'fails'} (margin {h.margin:.2g}); exact gain "
+                f"margin {gm:.2g}: {verdict}; a Reno sawtooth from W*/2 takes W*/2 RTTs = "
+                f"{eq.window_pkts / 2 * eq.rtt_s:.1f} s to refill")
+    if ccs == {"fast"}:
+        alphas = [int((f.get("cc_args") or {}).get("alpha", 0)) * int(f.get("count", 1)) for f in run.spec["flows"]]
+        return (f"{head}; model (FAST's equilibrium, Jin-Wei-Low 2004): the queue holds sum(alpha) = {sum(alphas)} "
+                "pkts whatever the capacity, so the link never idles; stability does not depend on capacity")
+    return (f"{head}; drop-tail: no AQM loop to linearize; Reno's sawtooth takes W/2 RTTs = "
+            f"{rtt_s * capacity_pps / flows / 2 * rtt_s:.1f} s from W/2 back to the pipe")
+
+
+def _backlog(run: StepRun, t0: float) -> tuple[np.ndarray, float, float]:
+    t0, end = _window(run, t0)
+    rows = run.link(LINK)
+    rows = rows[(rows["t"] >= t0) & (rows["t"] <= end)]
+    if len(rows) < 20:
+        raise MissingData(f"fewer than 20 samples of {LINK} between {t0:g} and {end:g} s")
+    return rows["backlog_pkts"].to_numpy(dtype=float), t0, end
+
+
+def link_utilization(run: StepRun, t0: float) -> tuple[float, float, float]:
+    """(the bottleneck's delivered rate over its capacity, t0, end) from t0 to a second before the end."""
+    t0, end = _window(run, t0)
+    rows = run.link(LINK)
+    rows = rows[(rows["t"] >= t0) & (rows["t"] <= end)].dropna(subset=["tx_bytes"])
+    if len(rows) < 20:
+        raise MissingData(f"fewer than 20 samples of {LINK} between {t0:g} and {end:g} s")
+    sent = float(rows["tx_bytes"].iloc[-1] - rows["tx_bytes"].iloc[0])
+    span = float(rows["t"].iloc[-1] - rows["t"].iloc[0])
+    return sent * 8 / (float(run.link_summary(LINK)["capacity_mbps"]) * 1e6 * span), t0, end
+
+
+@checkpoint
+def utilization(run: StepRun, lo: float, hi: float, why: str, t0: float = T0_S) -> CheckResult:
+    """The bottleneck's delivered rate over its capacity from t0 to a second before the end."""
+    used, t0, end = link_utilization(run, t0)
+    return within(f"{LINK} utilization {t0:g}-{end:g} s", used, lo, hi, f"{why} [{prediction(run)}]")
+
+
+@checkpoint
+def queue_empty(run: StepRun, lo: float, hi: float, why: str, t0: float = T0_S) -> CheckResult:
+    """The share of the bottleneck's backlog samples (every 50 ms) that found the queue empty: the
+    oscillation's depth. An empty queue is a link that may be idling."""
+    backlog, t0, end = _backlog(run, t0)
+    share = float(np.mean(backlog <= 0))
+    p5, p95 = np.quantile(backlog, [0.05, 0.95])
+    return within(f"{LINK} queue empty, share of samples {t0:g}-{end:g} s", share, lo, hi,
+                  f"{why} (the queue's p5-p95: {p5:.0f}-{p95:.0f} pkts) [{prediction(run)}]")
+
+
+def cut_times(run: StepRun, t0: float, end: float) -> dict[str, np.ndarray]:
+    """Per flow, when its window was cut (a loss recovery begins, or ssthresh falls: labs.loss_starts)."""
+    cuts = {}
+    for flow in sorted(run.flows["flow"].unique()):
+        rows = run.flow(flow).reset_index(drop=True)
+        times = rows.loc[loss_starts(rows, reductions=True), "t"].to_numpy(dtype=float)
+        cuts[str(flow)] = times[(times >= t0) & (times <= end)]
+    return cuts
+
+
+@checkpoint
+def synchronized_cuts(run: StepRun, lo: float, hi: float, why: str, t0: float = T0_S) -> CheckResult:
+    """How synchronized the flows' window cuts are, over chance: for each cut, the share of the other
+    flows that cut within one propagation RTT of it, averaged; divided by what independent flows would
+    show (2 R times a flow's cut rate)."""
+    t0, end = _window(run, t0)
+    flows, _, rtt_s = _carried(run)
+    cuts = cut_times(run, t0, end)
+    if len(cuts) < 2:
+        raise MissingData("synchronization needs at least two flows")
+    events = [(f, t) for f, times in cuts.items() for t in times]
+    if len(events) < 4:
+        raise MissingData(f"only {len(events)} window cuts between {t0:g} and {end:g} s")
+    together = [sum(1 for g, times in cuts.items() if g != f and np.any(np.abs(times - t) <= rtt_s)) / (len(cuts) - 1)
+                for f, t in events]
+    chance = min(1.0, 2 * rtt_s * len(events) / len(cuts) / (end - t0))
+    ratio = float(np.mean(together)) / chance
+    return within("window cuts together, over chance", ratio, lo, hi,
+                  f"{why} (measured: {np.mean(together):.3f} of the other flows cut within {rtt_s * 1e3:.0f} ms of a "
+                  f"cut; independent flows with the same {len(events)} cuts: {chance:.3f}) [{prediction(run)}]")
+
+
+@checkpoint
+def average_queue(run: StepRun, lo: float, hi: float, why: str, t0: float = T0_S) -> CheckResult:
+    """RED's own average queue (links.csv aqm_avg_queue, the EWMA it drops by), its mean from t0 on, over
+    the model's equilibrium q*: near 1 where the loop is stable and the queue sits at its fixed point;
+    far below 1 where it is unstable, the queue swinging down to empty and the average following it."""
+    flows, capacity_pps, rtt_s = _carried(run)
+    red = _red(run)
+    if red is None:
+        raise MissingData(f"{LINK} has no RED in the spec")
+    t0, end = _window(run, t0)
+    rows = run.link(LINK)
+    rows = rows[(rows["t"] >= t0) & (rows["t"] <= end)].dropna(subset=["aqm_avg_queue"])
+    if len(rows) < 20:
+        raise MissingData(f"fewer than 20 samples of RED's average queue between {t0:g} and {end:g} s")
+    q_star = equilibrium(Point(flows, capacity_pps, rtt_s, red)).queue_pkts
+    measured = float(rows["aqm_avg_queue"].mean())
+    return within(f"RED's average queue over the model's q* ({t0:g}-{end:g} s)", measured / q_star, lo, hi,
+                  f"{why} (measured mean {measured:.1f} pkts, q* = {q_star:.1f}) [{prediction(run)}]")
+
+
+SAMPLE_S = 0.05  # flows.csv samples every flow every 50 ms: one bin per sampling round
+
+
+@checkpoint
+def window_limited(run: StepRun, lo: float = 0.94, hi: float = 1.07, t0: float = T0_S) -> CheckResult:
+    """The link's utilization over what the flows' windows allow: each 50-ms round, the flows together
+    send at most sum(cwnd x packet / srtt), the link at most its capacity; the mean of the smaller of the
+    two over the window is the utilization the windows allow. Where the link idles it is because the
+    windows are below the pipe (Reno's halvings refilled one packet an RTT), not because of anything
+    else the emulation did."""
+    t0, end = _window(run, t0)
+    flows = run.flows[(run.flows["t"] >= t0) & (run.flows["t"] <= end)].dropna(subset=["cwnd_pkts", "srtt_ms"])
+    if flows.empty:
+        raise MissingData(f"flows.csv has no cwnd and srtt samples between {t0:g} and {end:g} s")
+    capacity_bps = float(run.link_summary(LINK)["capacity_mbps"]) * 1e6
+    offered = (flows["cwnd_pkts"] * packet_bits(run_mtu(run.spec)) / (flows["srtt_ms"] / 1000) / capacity_bps)
+    rounds = offered.groupby((flows["t"] / SAMPLE_S).round().astype(int)).sum()
+    allowed = float(np.minimum(rounds, 1.0).mean())
+    used, _, _ = link_utilization(run, t0)
+    return within(f"{LINK} utilization over what the windows allow ({t0:g}-{end:g} s)", used / allowed, lo, hi,
+                  f"measured {used:.3f}, the windows allow {allowed:.3f}: the link delivers what the flows' windows "
+                  f"put in flight, capped at its capacity; -6%..+7%: srtt is the kernel's smoothed RTT (a queue "
+                  f"building in a round reads late) and a round's windows are sampled once (measured 0.977-1.036 "
+                  f"over every run of lab 10's points, 2026-11-27: a tenth less delivered falls out) "
+                  f"[{prediction(run)}]")
+
+
+RECOVERED_S = 0.5  # after a cut, the window is read from this long on: fast recovery is over
+MIN_SEGMENT_S = 2.0  # a stretch between two cuts this long at least, to fit a slope to
+
+
+@checkpoint
+def additive_increase(run: StepRun, lo: float = 0.9, hi: float = 1.1, t0: float = T0_S) -> CheckResult:
+    """Reno's growth between cuts, in packets per round trip: the slope of each flow's cwnd over every
+    stretch of at least 2 s without a cut (from half a second after one), times the stretch's mean srtt;
+    the median over the stretches. One packet per RTT is why a halved window of W takes W/2 RTTs to
+    refill the pipe: 42 s at the 10 Gb/s point."""
+    t0, end = _window(run, t0)
+    slopes = []
+    for flow in sorted(run.flows["flow"].unique()):
+        rows = run.flow(str(flow)).reset_index(drop=True)
+        cuts = [float(rows["t"].iloc[0]), *rows.loc[loss_starts(rows, reductions=True), "t"].astype(float),
+                float(rows["t"].iloc[-1])]
+        for a, b in zip(cuts, cuts[1:], strict=False):
+            lo_t, hi_t = max(a + RECOVERED_S, t0), min(b - SAMPLE_S, end)
+            seg = rows[(rows["t"] >= lo_t) & (rows["t"] <= hi_t) & (rows["ca_state"] == "open")]
+            if hi_t - lo_t >= MIN_SEGMENT_S and len(seg) >= MIN_SEGMENT_S / SAMPLE_S / 2:
+                slope = float(np.polyfit(seg["t"].to_numpy(float), seg["cwnd_pkts"].to_numpy(float), 1)[0])
+                slopes.append(slope * float(seg["srtt_ms"].mean()) / 1000)
+    if not slopes:
+        raise MissingData(f"no flow ran {MIN_SEGMENT_S:g} s without a cut between {t0:g} and {end:g} s")
+    return within("Reno's window growth between cuts, pkts per RTT", float(np.median(slopes)), lo, hi,
+                  f"Reno's congestion avoidance adds one packet per round trip (Linux counts the packets each ACK "
+                  f"covers, so delayed ACKs do not halve it); median of {len(slopes)} stretches, +-10%: a slope "
+                  f"fitted to 50-ms samples of a window that rises by steps (measured 0.99-1.01) [{prediction(run)}]")
