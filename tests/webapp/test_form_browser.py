@@ -179,10 +179,7 @@ def test_the_form_takes_a_link_schedule(tmp_path: Path, live_server_factory, bro
     spec refuses (after the run's end) is marked at its own time with Start disabled."""
     server = live_server_factory(create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False))
     page = browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: m.type in ("error", "warning") and "status of 422" not in m.text
-            and problems.append(f"console {m.type}: {m.text}"))
-    page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
+    problems = watch(page)
     page.goto(server.url + "/new")
     page.wait_for_selector("body[data-ready='1']", timeout=20_000)
     page.select_option("#preset", "example")
