@@ -6,6 +6,7 @@ marked at its field with Start disabled. Only validation runs: no experiment sta
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,19 @@ def watch(page) -> list[str]:
             and problems.append(f"console {m.type}: {m.text}"))
     page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
     return problems
+
+
+def form_with_preset(tmp_path: Path, live_server_factory, browser, preset: str) -> tuple[Any, list[str]]:
+    """The new-run form at 1024x768 (a projector) with a preset loaded and valid, and its page's problems."""
+    server = live_server_factory(create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False))
+    page = browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
+    problems = watch(page)
+    page.goto(server.url + "/new")
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    page.select_option("#preset", preset)
+    page.click("#load-preset")
+    wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
+    return page, problems
 
 
 def label_of(page, selector: str) -> tuple[str, str]:
@@ -141,14 +155,7 @@ def test_the_form_offers_an_aqm_per_link(tmp_path: Path, live_server_factory, br
     """Issue 33 item 4 (part): each shaped link offers drop-tail or an AQM (RED, CoDel, PIE from the spec's own
     models), its parameters with their labels, ranges and on/off choices; the choice lands in the spec, and a
     refused combination (RED's max_th under its min_th) is marked at the link's AQM with Start disabled."""
-    server = live_server_factory(create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False))
-    page = browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
-    problems = watch(page)
-    page.goto(server.url + "/new")
-    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
-    page.select_option("#preset", "fast-alpha30-loss1")
-    page.click("#load-preset")
-    wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
+    page, problems = form_with_preset(tmp_path, live_server_factory, browser, "fast-alpha30-loss1")
     aqm = "[name='bottleneck-aqm-model']"
     options = page.eval_on_selector(aqm, "s => [...s.options].map((o) => o.value)")
     assert sorted(options) == ["", "codel", "pie", "red"], options
@@ -177,14 +184,7 @@ def test_the_form_takes_a_link_schedule(tmp_path: Path, live_server_factory, bro
     """Issue 33 item 5 (part): each shaped link takes schedule steps (at a time, the rate, delay and/or loss
     from then on), labelled from the spec's ScheduleStep; they land in the spec in order, and a step the
     spec refuses (after the run's end) is marked at its own time with Start disabled."""
-    server = live_server_factory(create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False))
-    page = browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
-    problems = watch(page)
-    page.goto(server.url + "/new")
-    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
-    page.select_option("#preset", "example")
-    page.click("#load-preset")
-    wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
+    page, problems = form_with_preset(tmp_path, live_server_factory, browser, "example")
     add = ".link[data-link='bottleneck'] [data-schedule='add']"
     page.click(add)
     page.click(add)
