@@ -9,6 +9,7 @@
 #                                                the modules' build, the KVM probe; make test runs it
 #                                                beside its first tiers, which judge nothing by time)
 #   STOCK_KERNEL_IMAGE=/boot/vmlinuz-X [STOCK_KERNEL_HEADERS=DIR] scripts/stock-kernel.sh   (another kernel)
+#   FASTLAB_LANE_REPEATS=N scripts/stock-kernel.sh -k ...   (tests that repeat read N in the guest: bench/red_lane.py)
 #
 # The kernel is the image matching the newest Debian header package set-up installed
 # (/usr/src/linux-headers-<abi>-amd64; the modules are compiled against it), unpacked into
@@ -126,7 +127,7 @@ if [ "$PREPARE_ONLY" = 1 ]; then
     exit 0
 fi
 log "booting $abi (${accel[*]:-KVM}) and running tests/stock_kernel inside"
-guest="cd '$REPO' && FASTLAB_STOCK_KERNEL_VM=1 FASTLAB_MODULES_DIR='$mods/modules' FASTLAB_LANE_OUT='$out' \
+guest="cd '$REPO' && FASTLAB_STOCK_KERNEL_VM=1 FASTLAB_MODULES_DIR='$mods/modules' FASTLAB_LANE_OUT='$out' FASTLAB_LANE_REPEATS='${FASTLAB_LANE_REPEATS:-1}' \
 PYTHONPATH='$REPO' '$VENV/bin/python' -m pytest -p no:cacheprovider tests/stock_kernel --durations=0 -rP $* \
 > '$out/pytest.log' 2>&1; echo \$? > '$out/rc'"
 set +e
