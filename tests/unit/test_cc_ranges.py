@@ -222,3 +222,17 @@ def test_a_table_parameter_reads_back_from_the_modules_text_as_it_was_written(na
     assert mapping is not None and mapping.read is not None
     (text,) = (str(v) for v in mapping.values(value).values())
     assert mapping.read(text) == value
+
+
+HSTCP_LITERALS = re.compile(r"\b83_?000\b|\bhigh_p\b[^\n]{0,20}\b1e-0?7\b|\blow_window\b[^\n]{0,20}\b38\b")
+
+
+def test_hstcps_defaults_are_typed_only_in_the_header() -> None:
+    """RFC 3649's Low_Window 38, High_Window 83000 and High_P 1e-7 come from core/hstcp_core.h (via
+    ccset.HSTCP_DEFAULTS): no engine, web or lab source types them again (issue 35 found four copies)."""
+    repo = KERNEL_MODULES.parent
+    sources = [p for d in ("fastlab", "webapp", "labs", "bench", "controllers", "topologies")
+               for p in (repo / d).rglob("*") if p.suffix in (".py", ".js", ".html")]
+    assert len(sources) > 50
+    found = [f"{p.relative_to(repo)}: {m.group(0)}" for p in sources for m in HSTCP_LITERALS.finditer(p.read_text())]
+    assert not found, found
