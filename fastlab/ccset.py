@@ -211,10 +211,7 @@ class BpfLoader:
         before the network is built, in the tool's own words."""
         table = {k: v for k, v in args.items() if self.name == "hstcp" and k in HSTCP_TABLE_KEYS}
         if table and TOOL.exists():
-            try:
-                run_tool("table", *(f"{k}={tool_value(k, v)}" for k, v in table.items()))
-            except ToolError as exc:
-                raise CCError(str(exc).split(": ", 2)[-1]) from None
+            generate_table(table)
 
 
 @dataclass
@@ -334,15 +331,12 @@ class ModuleLoader:
 MODULE_TABLE_MAX_BYTES = 4095
 
 
-def module_table(args: dict[str, Any]) -> str:
-    """tcp_hstcp.ko's `table` text for checked table parameters `args` (the others at their defaults):
-    `fastlab-cc table --module` (pure, nothing registered). CCError names the first key when the
-    generator refuses the set or its rows do not fit one sysfs write (about 270 rows)."""
+def generate_table(args: dict[str, Any], *options: str) -> str:
+    """`fastlab-cc table` for checked HSTCP table parameters `args` (the others at their defaults; pure,
+    nothing registered): its output, or CCError in the tool's words, which start with the field at
+    fault (e.g. `high_window: table would need more than 1024 rows ...`)."""
     first = next(iter(args))
-    if not TOOL.exists():
-        raise CCError(f"{first}: {TOOL} is not built (run `make setup`); the module build gets HSTCP's "
-                      f"table from it")
-    argv = [str(TOOL), "table", *(f"{k}={tool_value(k, v)}" for k, v in args.items()), "--module"]
+    argv = [str(TOOL), "table", *(f"{k}={tool_value(k, v)}" for k, v in args.items()), *options]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -350,7 +344,18 @@ def module_table(args: dict[str, Any]) -> str:
     if proc.returncode != 0:
         raise CCError(proc.stderr.strip().removeprefix("fastlab-cc: ").removeprefix("table: ")
                       or f"{first}: fastlab-cc table: exit {proc.returncode}")
-    text = proc.stdout.strip()
+    return proc.stdout.strip()
+
+
+def module_table(args: dict[str, Any]) -> str:
+    """tcp_hstcp.ko's `table` line for checked table parameters `args` (`fastlab-cc table --module`).
+    CCError names the first key when fastlab-cc is missing or the rows do not fit one sysfs write
+    (about 270 rows)."""
+    first = next(iter(args))
+    if not TOOL.exists():
+        raise CCError(f"{first}: {TOOL} is not built (run `make setup`); the module build gets HSTCP's "
+                      f"table from it")
+    text = generate_table(args, "--module")
     if len(text) > MODULE_TABLE_MAX_BYTES:
         raise CCError(f"{first}: the module build takes an HSTCP table of at most {MODULE_TABLE_MAX_BYTES} "
                       f"bytes (one sysfs write), and these parameters give {text.split()[4]} rows "
