@@ -57,7 +57,10 @@ IDLE_STATS_WAIT_INTERVALS = 3
 PROC_STAT = Path("/proc/stat")  # machine CPU around the flows, for the fidelity verdict
 ROOT_SYSCTLS = ("net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
                 "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_available_congestion_control",
-                "net.core.default_qdisc")
+                "net.core.default_qdisc",
+                # bridged frames pass the host's netfilter hooks when these are 1 (cost: bench/brnf.py)
+                "net.bridge.bridge-nf-call-iptables", "net.bridge.bridge-nf-call-ip6tables",
+                "net.bridge.bridge-nf-call-arptables", "net.netfilter.nf_conntrack_count")
 
 
 class RunError(RuntimeError):
