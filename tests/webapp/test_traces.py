@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -74,8 +75,9 @@ def test_resolve_replaces_references_with_the_stored_file_and_refuses_everything
     assert done.links["bottleneck"].trace == stored and done.links["bottleneck"].reverse.trace == stored
     assert spec.links["bottleneck"].trace == ref  # the spec given is left as it was
     assert linktrace.read(stored, FIELD).sha256 == ref.removeprefix("upload:")
-    for bad, why in ((str(tmp_path / "store" / (ref[7:] + ".txt")), "opens no file"), ("upload:" + "0" * 64, "no uploaded"),
-                     ("upload:../../etc/passwd", "opens no file"), ("UPLOAD:" + ref[7:], "opens no file")):
+    for bad, why in ((str(tmp_path / "store" / (ref[7:] + ".txt")), "opens no file"),
+                     ("upload:" + "0" * 64, "no uploaded"), ("upload:../../etc/passwd", "opens no file"),
+                     ("UPLOAD:" + ref[7:], "opens no file")):
         with pytest.raises(SpecError, match=rf"^links\.bottleneck\.trace: .*{why}"):
             uploads.resolve(parse_spec(good_spec(links={"bottleneck": {"trace": bad}})), store)
 
@@ -99,7 +101,7 @@ def test_a_bad_trace_is_one_line_naming_the_field_and_nothing_is_stored(app, cli
     assert resp.status_code == 422, resp.get_json()
     error = resp.get_json()["error"]
     assert error.startswith(f"{FIELD}: ") and "\n" not in error and len(error) < 200, error
-    assert __import__("re").search(why, error), error
+    assert re.search(why, error), error
     assert stored_files(app) == [] and queued_count(app) == 0
 
 
