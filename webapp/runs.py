@@ -25,7 +25,7 @@ from flask import (
 )
 from werkzeug.exceptions import BadRequest
 
-from fastlab import chart_lines, explain, fidelity_view, paths, tables
+from fastlab import chart_lines, explain, fidelity_view, linktrace, paths, tables
 from fastlab.labs import LabError
 from fastlab.rundir import REPORT, RunFolder
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
@@ -95,7 +95,8 @@ def run_page(run_id: str) -> str:
         with contextlib.suppress(LabError, OSError):  # the lab is gone or broken: the step's id alone
             step_label = handout.render(guided.find_lab(run["lab"], sv.labs_dir)).labels.get(run["lab_step"])
     return render_template("run.html", run=run, refs=refs, lines=chart_lines.lines(refs), notes=notes,
-                           step_label=step_label, marks=change_marks(run.get("spec"), changes))
+                           step_label=step_label, marks=change_marks(run.get("spec"), changes),
+                           traces=uploads.describe(run.get("spec"), sv.traces))
 
 
 @bp.get("/api/runs/<run_id>/references")
@@ -221,7 +222,8 @@ def api_ccs() -> Any:
 def api_schema() -> Any:
     return jsonify({"spec_schema": ExperimentSpec.model_json_schema(), "topologies": topologies(),
                     "ccs": ccs(), "presets": presets(),
-                    "limits": {"max_duration_s": current_app.config["MAX_DURATION_S"]}})
+                    "limits": {"max_duration_s": current_app.config["MAX_DURATION_S"],
+                               "trace_max_bytes": linktrace.MAX_FILE_BYTES}})
 
 
 # --- API: runs -----------------------------------------------------------------------------------------

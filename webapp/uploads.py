@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fastlab import linktrace
+from fastlab import linktrace, rundir
 from fastlab.spec import ExperimentSpec, LinkDirection, SpecError
 
 PREFIX = "upload:"
@@ -154,3 +154,33 @@ def resolve(spec: ExperimentSpec, store: TraceStore) -> ExperimentSpec:
             link = link.model_copy(update={"trace": str(stored)})
         links[link_id] = link
     return spec.model_copy(update={"links": links})
+
+
+def describe(spec: Any, store: TraceStore) -> list[str]:
+    """A run's traces in words for its page (its spec as the history keeps it, a plain mapping): for each
+    direction that runs one, the field, the upload it names, its opportunities and period, and the copy
+    the run folder keeps. Robust to any spec (an old or CLI run's): what it cannot read it leaves out."""
+    out: list[str] = []
+    links = spec.get("links") if isinstance(spec, dict) else None
+    for link_id, link in (links or {}).items() if isinstance(links, dict) else ():
+        for where, direction, name in (("", link, "forward"),
+                                       (".reverse", link.get("reverse") if isinstance(link, dict) else None,
+                                        "reverse")):
+            trace = direction.get("trace") if isinstance(direction, dict) else None
+            if not isinstance(trace, str):
+                continue
+            match = REF_RE.match(trace)
+            copy = rundir.trace_name(str(link_id), name)
+            if match is None:  # a CLI run's spec.yaml names its copy
+                out.append(f"links.{link_id}{where}.trace: the mahimahi trace {trace} (a copy in the run folder)")
+                continue
+            try:
+                facts = linktrace.read(str(store.path(match.group(1))), f"links.{link_id}{where}.trace")
+            except linktrace.TraceError:
+                out.append(f"links.{link_id}{where}.trace: the uploaded trace {match.group(1)[:12]}… "
+                           f"(no longer on this server); the run folder keeps its copy, {copy}")
+                continue
+            out.append(f"links.{link_id}{where}.trace: the uploaded trace {match.group(1)[:12]}…, "
+                       f"{facts.lines:,} delivery opportunities every {facts.period_ms:,} ms (mean "
+                       f"{facts.mean_rate_bps / 1e6:.3g} Mb/s); the run folder keeps its copy, {copy}")
+    return out

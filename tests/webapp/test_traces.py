@@ -236,3 +236,20 @@ def test_the_worker_runs_the_stored_file(tmp_path: Path) -> None:
         spec_json = conn.execute("SELECT spec FROM runs WHERE id = ?", (run_id,)).fetchone()["spec"]
     manager.execute(run_id, spec_json)
     assert seen == [str(uploads.TraceStore.under(tmp_path / "results").path(ref[7:]))]
+
+
+def test_the_run_page_names_the_uploaded_trace(app, client, csrf) -> None:
+    ref = upload(client, csrf, TRACE).get_json()["trace"]
+    spec = good_spec(links={"bottleneck": {"reverse": {"trace": ref}}})
+    run_id = client.post("/api/runs", json=spec, headers=csrf).get_json()["id"]
+    page = client.get(f"/runs/{run_id}").get_data(as_text=True)
+    assert (f"links.bottleneck.reverse.trace: the uploaded trace {ref[7:19]}…, 12 delivery opportunities every "
+            "10 ms (mean 14.4 Mb/s); the run folder keeps its copy, trace_bottleneck_reverse.txt") in page
+    # a CLI run's spec names its copy; a spec without traces says nothing; junk is left out
+    store = uploads.TraceStore.under(Path(app.config["RESULTS_ROOT"]))
+    assert uploads.describe({"links": {"b": {"trace": "trace_b_forward.txt"}}}, store) == [
+        "links.b.trace: the mahimahi trace trace_b_forward.txt (a copy in the run folder)"]
+    assert uploads.describe({"links": {"b": {"trace": "upload:" + "1" * 64}}}, store)[0].endswith(
+        "(no longer on this server); the run folder keeps its copy, trace_b_forward.txt")
+    for junk in (None, [], {"links": []}, {"links": {"b": None}}, {"links": {"b": {"reverse": 3, "trace": 5}}}):
+        assert uploads.describe(junk, store) == []
