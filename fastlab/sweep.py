@@ -117,12 +117,69 @@ class ValueRange(Strict):
         return [round(v) if integral else float(f"{v:.12g}") for v in raw]
 
 
+# Whole flows: N' is rounded half up, and the rounding may change each flow's window by this share at
+# most (10 %: beyond it the point carries another experiment's windows, e.g. N' = 1.4 run as 1 flow has
+# windows 40 % larger than the reference's).
+MAX_WINDOW_ROUNDING = 0.10
+
+
+class FlowScaling(Strict):
+    """`sweep.scale_flows`: a sweep over a link's capacity that scales the number of flows with it, so each
+    flow's window in packets (its share of the capacity times the RTT) stays what it was at a reference
+    point: N' = N C'/C (SHRiNK, Pan et al. 2003; fastlab.red_theory.window_preserving_flows, lab 10)."""
+
+    capacity: str = Field(description="the swept parameter that is the link's capacity in Mb/s, e.g. "
+                                      "topology_args.rate_mbps or links.bottleneck.rate_mbps")
+    flow: int = Field(0, ge=0, le=63, strict=True, description="the flows row whose count is scaled")
+    reference_flows: int = Field(ge=1, le=1_000_000, strict=True, description="N: flows at the reference")
+    reference_capacity_mbps: float = Field(gt=0, le=1e7, allow_inf_nan=False,
+                                           description="C: the reference capacity (Mb/s)")
+
+    def words(self, flows: int) -> str:
+        """What a point carries, in words (the point's spec description and the sweep's report)."""
+        return (f"scaled: {flows} flows carry the per-flow window of {self.reference_flows} flows at "
+                f"{self.reference_capacity_mbps:g} Mb/s")
+
+    def flows_at(self, capacity: object) -> int:
+        """N' for a swept capacity (Mb/s): N C'/C rounded half up to whole flows; SpecError (one line) for a
+        capacity that is not a number, N' below 1, more flows than a flows row holds, or a rounding that
+        changes each flow's window by more than MAX_WINDOW_ROUNDING."""
+        from fastlab.red_theory import window_preserving_flows
+        from fastlab.spec import FlowSpec
+
+        where = "sweep.scale_flows"
+        if isinstance(capacity, bool) or not isinstance(capacity, int | float) or not math.isfinite(capacity) \
+                or capacity <= 0:
+            raise SpecError(f"{where}.capacity: {self.capacity} takes {capacity!r}, not a capacity in Mb/s")
+        try:
+            _k, exact = window_preserving_flows(self.reference_flows, self.reference_capacity_mbps, capacity)
+        except ValueError as exc:
+            raise SpecError(f"{where}: {exc}") from None
+        if exact < 1:
+            raise SpecError(f"{where}: at {capacity:g} Mb/s, N' = {self.reference_flows} x {capacity:g}/"
+                            f"{self.reference_capacity_mbps:g} = {exact:.3g} flows, fewer than one")
+        flows = math.floor(exact + 0.5)
+        most = FlowSpec.model_fields["count"].metadata
+        cap = next(m.le for m in most if hasattr(m, "le"))
+        if flows > cap:
+            raise SpecError(f"{where}: at {capacity:g} Mb/s, N' = {flows} flows, more than a flows row carries "
+                            f"({cap})")
+        if abs(exact / flows - 1) > MAX_WINDOW_ROUNDING:
+            raise SpecError(f"{where}: at {capacity:g} Mb/s, N' = {exact:.3g} rounds to {flows} flows, which "
+                            f"changes each flow's window by {abs(exact / flows - 1):.0%} (at most "
+                            f"{MAX_WINDOW_ROUNDING:.0%}): choose capacities near multiples of "
+                            f"{self.reference_capacity_mbps / self.reference_flows:g} Mb/s")
+        return flows
+
+
 class SweepDef(Strict):
     """The `sweep:` section, its value lists resolved (`parse_sweep`)."""
 
     params: dict[str, list[Any]] = Field(min_length=1, max_length=16)
     mode: Literal["grid", "zip"] = "grid"
     repeat: int = Field(1, ge=1, le=1000, description="runs per parameter combination")
+    scale_flows: FlowScaling | None = Field(None, description="scale a flows row's count with the swept "
+                                                              "capacity, keeping each flow's window")
 
     @model_validator(mode="after")
     def _sizes(self) -> SweepDef:
@@ -132,6 +189,13 @@ class SweepDef(Strict):
         combos = next(iter(lengths.values())) if self.mode == "zip" else math.prod(lengths.values())
         if combos * self.repeat > MAX_POINTS:
             raise ValueError(f"repeat: {combos} combinations x {self.repeat} repetitions exceed {MAX_POINTS} points")
+        scale = self.scale_flows
+        if scale is not None:
+            if scale.capacity not in self.params:
+                raise ValueError(f"scale_flows.capacity: {scale.capacity} is not a swept parameter "
+                                 f"({', '.join(self.params)})")
+            if f"flows.{scale.flow}.count" in self.params:
+                raise ValueError(f"scale_flows.flow: flows.{scale.flow}.count is swept itself; the scaling sets it")
         return self
 
     def combinations(self) -> list[dict[str, Any]]:
@@ -191,9 +255,10 @@ class Point:
     rep: int
     seed: int
     params: dict[str, Any]
+    derived: dict[str, Any] = field(default_factory=dict)  # set from the params (scale_flows: the count)
 
     def overrides(self) -> list[str]:
-        return [f"{k}={yaml_value(v)}" for k, v in self.params.items()] + [f"seed={self.seed}"]
+        return [f"{k}={yaml_value(v)}" for k, v in (self.params | self.derived).items()] + [f"seed={self.seed}"]
 
     def label(self) -> str:
         return " ".join(f"{k}={yaml_value(v)}" for k, v in self.params.items()) + f" seed={self.seed}"
@@ -238,9 +303,31 @@ def plan_sweep(document: object, overrides: list[str] | None = None) -> SweepPla
             raise SpecError(f"sweep.params.seed: seeds are whole numbers from 0, got {value!r}")
     combos = sweep.combinations()
     width = max(2, len(str(len(combos) - 1)))
-    points = [Point(f"p{c:0{width}d}-r{r}", c, r, params.get("seed", base_seed) + r, params)
+    derived = [scaled_flows(sweep.scale_flows, base, params) for params in combos]
+    points = [Point(f"p{c:0{width}d}-r{r}", c, r, params.get("seed", base_seed) + r, params, derived[c])
               for c, params in enumerate(combos) for r in range(sweep.repeat)]
     return SweepPlan(str(base.get("name", "sweep")), base, sweep, points)
+
+
+def scale_words(scale: FlowScaling, capacity: float, flows: int) -> str:
+    """One point's scaling in words: "at 20 Mb/s, scaled: 4 flows carry the per-flow window of 2 flows at
+    10 Mb/s" (its spec's description and the sweep's report)."""
+    return f"at {capacity:g} Mb/s, {scale.words(flows)}"
+
+
+def scaled_flows(scale: FlowScaling | None, base: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """The overrides a combination's flow scaling sets (pure): the flows row's count, N', and the spec's
+    description saying it and the reference (`FlowScaling.words`); {} without scale_flows."""
+    if scale is None:
+        return {}
+    flows = base.get("flows")
+    if not isinstance(flows, list) or not scale.flow < len(flows):
+        raise SpecError(f"sweep.scale_flows.flow: the spec has no flows.{scale.flow} to scale")
+    count = scale.flows_at(params[scale.capacity])
+    said = scale_words(scale, params[scale.capacity], count)
+    before = base.get("description")
+    return {f"flows.{scale.flow}.count": count,
+            "description": f"{before}; {said}" if isinstance(before, str) and before else said}
 
 
 def load_sweep(path: str | Path, overrides: list[str] | None = None) -> SweepPlan:
@@ -268,8 +355,9 @@ def check_points(plan: SweepPlan, check: Callable[[ExperimentSpec], object] = la
 # --- aggregation -------------------------------------------------------------------------------
 
 def point_row(point: Point, summary: dict[str, Any]) -> dict[str, Any]:
+    scaled = {k: v for k, v in point.derived.items() if k != "description"}  # N' of a scale_flows sweep
     return {"point": point.id, "combo": point.combo, "rep": point.rep, "seed": point.seed,
-            **{k: param_cell(v) for k, v in point.params.items()}, **summary_metrics(summary)}
+            **{k: param_cell(v) for k, v in (point.params | scaled).items()}, **summary_metrics(summary)}
 
 
 # --- sweep directory ---------------------------------------------------------------------------
@@ -407,8 +495,22 @@ def write_aggregates(plan: SweepPlan, directory: Path) -> pd.DataFrame:
     means = aggregate(table, params)
     table.to_csv(directory / "aggregate.csv", index=False)
     means.to_csv(directory / "aggregate_mean.csv", index=False)
-    (directory / "sweep.html").write_text(render(plan.name, means, params, len(rows), len(plan.points), verdicts))
+    (directory / "sweep.html").write_text(render(plan.name, means, params, len(rows), len(plan.points), verdicts,
+                                                 notes=scaling_lines(plan)))
     return table
+
+
+def scaling_lines(plan: SweepPlan) -> list[str]:
+    """A scale_flows sweep's scaling in words, one line per capacity (the report says it): "at 20 Mb/s,
+    scaled: 4 flows carry the per-flow window of 2 flows at 10 Mb/s"; [] for any other sweep."""
+    scale, lines = plan.sweep.scale_flows, list[str]()
+    if scale is None:
+        return lines
+    for point in plan.points:
+        line = scale_words(scale, point.params[scale.capacity], point.derived[f"flows.{scale.flow}.count"])
+        if line not in lines:
+            lines.append(line)
+    return lines
 
 
 # --- running -----------------------------------------------------------------------------------
