@@ -137,8 +137,11 @@ class FlowScaling(Strict):
 
     def words(self, flows: int) -> str:
         """What a point carries, in words (the point's spec description and the sweep's report)."""
-        return (f"scaled: {flows} flows carry the per-flow window of {self.reference_flows} flows at "
-                f"{self.reference_capacity_mbps:g} Mb/s")
+        def many(n: int) -> str:
+            return f"{n} flow" + ("s" if n != 1 else "")
+
+        return (f"scaled: {many(flows)} carr{'y' if flows != 1 else 'ies'} the per-flow window of "
+                f"{many(self.reference_flows)} at {self.reference_capacity_mbps:g} Mb/s")
 
     def flows_at(self, capacity: object) -> int:
         """N' for a swept capacity (Mb/s): N C'/C rounded half up to whole flows; SpecError (one line) for a
@@ -165,7 +168,8 @@ class FlowScaling(Strict):
             raise SpecError(f"{where}: at {capacity:g} Mb/s, N' = {flows} flows, more than a flows row carries "
                             f"({cap})")
         if abs(exact / flows - 1) > MAX_WINDOW_ROUNDING:
-            raise SpecError(f"{where}: at {capacity:g} Mb/s, N' = {exact:.3g} rounds to {flows} flows, which "
+            unit = "flows" if flows != 1 else "flow"
+            raise SpecError(f"{where}: at {capacity:g} Mb/s, N' = {exact:.3g} rounds to {flows} {unit}, which "
                             f"changes each flow's window by {abs(exact / flows - 1):.0%} (at most "
                             f"{MAX_WINDOW_ROUNDING:.0%}): choose capacities near multiples of "
                             f"{self.reference_capacity_mbps / self.reference_flows:g} Mb/s")
@@ -191,6 +195,9 @@ class SweepDef(Strict):
             raise ValueError(f"repeat: {combos} combinations x {self.repeat} repetitions exceed {MAX_POINTS} points")
         scale = self.scale_flows
         if scale is not None:
+            if scale.capacity.rsplit(".", 1)[-1] != "rate_mbps":
+                raise ValueError(f"scale_flows.capacity: {scale.capacity} is not a capacity in Mb/s (a rate_mbps "
+                                 "field: topology_args.rate_mbps, links.<link>.rate_mbps)")
             if scale.capacity not in self.params:
                 raise ValueError(f"scale_flows.capacity: {scale.capacity} is not a swept parameter "
                                  f"({', '.join(self.params)})")

@@ -609,12 +609,29 @@ async function fillForm(spec) {
   changed();
 }
 
+// A capacity sweep that scales a flows row's count (fastlab.sweep.FlowScaling): the row (1-based here) and
+// the reference, N flows at C Mb/s; an empty field is sent as null, which the server refuses in one line.
+const numberOrNull = (id) => ($(id).value.trim() === '' ? null : Number($(id).value));
+function scaleFlows() {
+  const row = numberOrNull('sweep-scale-flow');
+  return {flow: row === null ? null : row - 1, reference_flows: numberOrNull('sweep-scale-n'),
+    reference_capacity_mbps: numberOrNull('sweep-scale-c')};
+}
+// The reference starts as the form's own point: the row's count at the topology's capacity.
+function fillScaleDefaults() {
+  const row = document.querySelectorAll('.flow')[Number($('sweep-scale-flow').value || 1) - 1];
+  if ($('sweep-scale-n').value === '') $('sweep-scale-n').value = (row && row.querySelector('[data-flow="count"]').value) || 1;
+  const rate = $('topology-args').querySelector('[data-key="rate_mbps"]');
+  if ($('sweep-scale-c').value === '' && rate) $('sweep-scale-c').value = rate.value || rate.placeholder;
+}
+
 // A sweep: the form's spec, one field path and its values (numbers where they read as numbers).
 async function startSweep() {
   const values = $('sweep-values').value.split(',').map((v) => v.trim()).filter((v) => v !== '')
     .map((v) => (/^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(v) ? Number(v) : v));
-  const r = await api('POST', '/api/sweeps', {spec: buildSpec(), param: sweepParam(), values,
-    repeat: Number($('sweep-repeat').value)});
+  const body = {spec: buildSpec(), param: sweepParam(), values, repeat: Number($('sweep-repeat').value)};
+  if ($('sweep-scale').checked) body.scale_flows = scaleFlows();
+  const r = await api('POST', '/api/sweeps', body);
   if (r.status === 201) { window.location = r.data.url; return; }
   $('sweep-error').textContent = errorText(r);
 }
@@ -648,8 +665,13 @@ async function init() {
     showResult(r);
   });
   $('start-sweep').addEventListener('click', startSweep);
+  $('sweep-scale').addEventListener('change', () => {
+    $('sweep-scale-fields').hidden = !$('sweep-scale').checked;
+    if ($('sweep-scale').checked) fillScaleDefaults();
+    $('sweep-error').textContent = '';
+  });
   $('sweep-param').addEventListener('change', () => { $('sweep-path').hidden = $('sweep-param').value !== OTHER; });
-  for (const id of ['sweep-param', 'sweep-path', 'sweep-values', 'sweep-repeat']) {  // an edit answers the last error
+  for (const id of ['sweep-param', 'sweep-path', 'sweep-values', 'sweep-repeat', 'sweep-scale-flow', 'sweep-scale-n', 'sweep-scale-c']) {  // an edit answers the last error
     $(id).addEventListener('input', () => { $('sweep-error').textContent = ''; });
   }
   // a lab handout's link fills the form with one of its specs (data-prefill, built by the server)
