@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from fastlab import red_theory, sweep, sweep_report
+from fastlab import red_theory, sweep, sweep_report, sweep_scaling
 from fastlab.spec import SpecError, parse_spec
 
 SCALE = {"capacity": "topology_args.rate_mbps", "reference_flows": 4, "reference_capacity_mbps": 10}
@@ -58,7 +58,7 @@ def test_the_scaling_is_red_theorys_shrink_as_lab_10_carries_it() -> None:
     for real_mbps, carried in ((2500, 4), (10_000, 1), (625, 16)):
         real = red_theory.Point(100, real_mbps * 1e6 / 12000, 0.1, red)
         shrunk = red_theory.shrink(real, 100e6 / 12000)
-        scale = sweep.FlowScaling(capacity="x", reference_flows=100, reference_capacity_mbps=real_mbps)
+        scale = sweep_scaling.FlowScaling(capacity="x", reference_flows=100, reference_capacity_mbps=real_mbps)
         assert scale.flows_at(100) == shrunk.flows_rounded == carried
         assert red_theory.window_preserving_flows(100, real_mbps, 100)[1] == pytest.approx(shrunk.point.n_flows)
 
