@@ -29,6 +29,7 @@ from fastlab import chart_data
 from fastlab.ccruntime import LiveControl
 from fastlab.rundir import PARTIAL, RunFolder
 from fastlab.spec import parse_spec
+from webapp import uploads
 from webapp.events import encode
 
 END = object()
@@ -345,7 +346,8 @@ class RunManager:
         if FASTLAB_LOG.getEffectiveLevel() > logging.INFO:
             FASTLAB_LOG.setLevel(logging.INFO)  # progress lines are INFO: the stream shows them
         try:
-            spec = parse_spec(json.loads(spec_json))
+            # an uploaded trace's reference becomes the stored file (webapp.uploads), which the engine copies
+            spec = uploads.resolve(parse_spec(json.loads(spec_json)), uploads.TraceStore.under(self.root))
             self._cancel_running.clear()
             if self.runner is None:
                 from fastlab.engine import run_experiment
