@@ -72,7 +72,7 @@ def send(args: argparse.Namespace) -> int:
             time.sleep(0.05)
     chosen = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\0")[0].decode()
     start = time.monotonic()
-    stop_at = start + args.duration_s
+    stop_at = stop_time(start, args.duration_s, args.stop_at)
     emit({"event": "start", "flow": args.flow, "t": start, "cc": chosen})
     done = threading.Event()
 
@@ -114,6 +114,15 @@ def send(args: argparse.Namespace) -> int:
     return 0
 
 
+def stop_time(start: float, duration_s: float, stop_at: float | None) -> float:
+    """When a sender stops (pure): at the run's planned end when the engine gives it (`--stop-at`, on the
+    monotonic clock every namespace shares), so that a sender that started late -- a Python interpreter
+    takes seconds to start on a slow or emulated machine -- still ends with the others instead of running
+    its whole duration past the run's end; never later than `duration_s` after its own start."""
+    end = start + duration_s
+    return end if stop_at is None else min(end, stop_at)
+
+
 def recv(args: argparse.Namespace) -> int:
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -148,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--port", type=int, required=True)
     s.add_argument("--cc", required=True)
     s.add_argument("--duration-s", type=float, required=True)
+    s.add_argument("--stop-at", type=float, help="time.monotonic() at which to stop, if before the duration's end")
     s.add_argument("--interval-s", type=float, default=0.05)
     s.add_argument("--flow", required=True)
     s.add_argument("--cgroup", help="name of the cgroup v2 directory (under the hierarchy's root) to be in "

@@ -8,7 +8,6 @@ samples back, which go onto the sample bus.
 
 from __future__ import annotations
 
-import contextlib
 import subprocess
 import threading
 import time
@@ -126,6 +125,7 @@ class Traffic:
 
             self._spawn(flow.src, ["send", "--dst", flow.dst_ip, "--port", str(flow.port), "--cc", flow.cc,
                                    "--duration-s", str(flow.stop_s - flow.start_s),
+                                   "--stop-at", repr(t0 + flow.stop_s),
                                    "--interval-s", str(self.interval_s), "--flow", flow.id,
                                    *(["--cgroup", self.cgroup.name] if clamped and self.cgroup else [])],
                         on_send, f"sender {flow.id}", self.cgroup if clamped else None)
@@ -134,9 +134,11 @@ class Traffic:
         """Wait until every tool has ended by itself, for at most `timeout_s` in all."""
         deadline = time.monotonic() + timeout_s
         for tool in list(self._procs):
-            with contextlib.suppress(subprocess.TimeoutExpired):
+            try:
                 tool.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            tool.join_reader(2)  # its last lines (the "done" summary) handed over
+            except subprocess.TimeoutExpired:
+                continue  # still running: `stop` ends it (waiting on its reader would only add 2 s a tool)
+            tool.join_reader(2)  # it has exited: its last lines (the "done" summary) handed over
         for thread in self._threads:
             thread.join(timeout=2)
 

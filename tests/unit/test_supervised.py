@@ -140,3 +140,14 @@ def test_teardown_runs_every_stop_in_reverse_and_raises_the_first_failure() -> N
         teardown.stop(lambda: ran.append("clean"))
         raise RunError("cancelled")
     assert ran[-1] == "clean"
+
+
+def test_a_late_sender_stops_at_the_runs_planned_end() -> None:
+    """fastlab.flowtool.stop_time: a sender that started 3 s late (an interpreter starting on a slow or
+    emulated machine) stops at the run's end, not 3 s after it; one given no end runs its duration; an
+    end beyond the duration does not extend it."""
+    from fastlab.flowtool import stop_time
+
+    assert stop_time(103.0, 25.0, 125.0) == 125.0
+    assert stop_time(100.0, 25.0, None) == 125.0
+    assert stop_time(100.0, 25.0, 200.0) == 125.0
