@@ -81,6 +81,14 @@ def prediction(run: StepRun) -> str:
         alphas = [int((f.get("cc_args") or {}).get("alpha", 0)) * int(f.get("count", 1)) for f in run.spec["flows"]]
         return (f"{head}; model (FAST's equilibrium, Jin-Wei-Low 2004): the queue holds sum(alpha) = {sum(alphas)} "
                 "pkts whatever the capacity, so the link never idles; stability does not depend on capacity")
+    aqm = ((run.spec.get("links") or {}).get(LINK) or {}).get("aqm") or {}
+    if aqm.get("model") in ("codel", "pie") and ccs == {"reno"}:
+        target_ms = float(aqm.get("target_ms", 5 if aqm["model"] == "codel" else 15))
+        queue = target_ms / 1000 * capacity_pps
+        window = (rtt_s * capacity_pps + queue) / flows
+        return (f"{head}; model ({aqm['model']}, a delay target): the queue held near {target_ms:g} ms = "
+                f"{queue:.0f} pkts at this capacity, the same {target_ms:g} ms at any; each flow's window "
+                f"(pipe + queue)/N = {window:.1f} pkts, Reno's drop rate 1.5/W^2 = {1.5 / window**2:.2g}")
     return (f"{head}; drop-tail: no AQM loop to linearize; Reno's sawtooth takes W/2 RTTs = "
             f"{rtt_s * capacity_pps / flows / 2 * rtt_s:.1f} s from W/2 back to the pipe")
 
@@ -231,3 +239,82 @@ def additive_increase(run: StepRun, lo: float = 0.9, hi: float = 1.1, t0: float 
                   f"Reno's congestion avoidance adds one packet per round trip (Linux counts the packets each ACK "
                   f"covers, so delayed ACKs do not halve it); median of {len(slopes)} stretches, +-10%: a slope "
                   f"fitted to 50-ms samples of a window that rises by steps (measured 0.99-1.01) [{prediction(run)}]")
+
+
+# --- Part 4: CoDel and PIE beside RED and drop-tail, at one capacity ------------------------------
+
+def aqm_text(run: StepRun) -> str:
+    """The bottleneck's queue discipline and the delay it aims at, in words."""
+    aqm = ((run.spec.get("links") or {}).get(LINK) or {}).get("aqm") or {}
+    model = aqm.get("model")
+    if model == "codel":
+        return (f"CoDel (RFC 8289): target {aqm.get('target_ms', 5):g} ms of sojourn time, interval "
+                f"{aqm.get('interval_ms', 100):g} ms")
+    if model == "pie":
+        return f"PIE (RFC 8033): target {aqm.get('target_ms', 15):g} ms of queueing delay"
+    if model == "red":
+        return f"RED: min_th {aqm.get('min_th')} and max_th {aqm.get('max_th')} packets"
+    return "drop-tail"
+
+
+@checkpoint
+def queue_delay(run: StepRun, lo: float, hi: float, why: str, t0: float = T0_S) -> CheckResult:
+    """The bottleneck's mean queueing delay in ms from t0: its backlog samples (every 50 ms) in packet
+    times (a packet that finds n packets queued waits n packet times at the link's rate). It is what
+    every flow's RTT carries above the propagation delay, and what the AQMs compared here aim at."""
+    backlog, t0, end = _backlog(run, t0)
+    _, capacity_pps, _ = _carried(run)
+    delays = backlog / capacity_pps * 1e3
+    p5, p95 = np.quantile(delays, [0.05, 0.95])
+    return within(f"{LINK} mean queueing delay {t0:g}-{end:g} s, ms", float(delays.mean()), lo, hi,
+                  f"{why} ({aqm_text(run)}; the delay's p5-p95: {p5:.1f}-{p95:.1f} ms) [{prediction(run)}]", "ms")
+
+
+def _drops(run: StepRun, t0: float) -> tuple[float, float, float, float]:
+    """(AQM drops, buffer-overflow drops, packets delivered, end) on the bottleneck's forward direction
+    from t0 to a second before the end: differences of linkemu's cumulative counters."""
+    t0, end = _window(run, t0)
+    rows = run.link(LINK)
+    rows = rows[(rows["t"] >= t0) & (rows["t"] <= end)].dropna(subset=["tx_bytes"])
+    if len(rows) < 20 or "queue_drops" not in rows:
+        raise MissingData(f"fewer than 20 samples of {LINK}'s drop counters between {t0:g} and {end:g} s")
+
+    def grew(column: str) -> float:
+        if column not in rows or rows[column].isna().all():
+            return 0.0  # drop-tail: no AQM, no AQM drops
+        values = rows[column].dropna()
+        return float(values.iloc[-1] - values.iloc[0])
+
+    delivered = grew("tx_bytes") / (packet_bits(run_mtu(run.spec)) / 8)
+    return grew("aqm_drops"), grew("queue_drops"), delivered, end
+
+
+@checkpoint
+def aqm_drops(run: StepRun, lo: float, hi: float, why: str, t0: float = T0_S) -> CheckResult:
+    """The share of the bottleneck's drops that its AQM made early, the rest being the buffer overflowing:
+    an AQM that holds the delay at its target never lets a two-BDP buffer fill."""
+    aqm, overflow, delivered, end = _drops(run, t0)
+    if aqm + overflow < 1:
+        raise MissingData(f"{LINK} dropped nothing between {t0:g} and {end:g} s")
+    return within(f"{LINK} drops made by the AQM, share ({t0:g}-{end:g} s)", aqm / (aqm + overflow), lo, hi,
+                  f"{why} (measured: {aqm:.0f} early drops, {overflow:.0f} overflows, {delivered:.0f} packets "
+                  f"delivered; {aqm_text(run)}) [{prediction(run)}]")
+
+
+@checkpoint
+def drop_rate(run: StepRun, lo: float, hi: float, why: str, t0: float = T0_S) -> CheckResult:
+    """The bottleneck's drop rate (drops per packet delivered) over Reno's response function at the
+    flows' measured mean window: a sawtooth between 2W/3 and 4W/3 loses one packet per cycle of W/3
+    RTTs, W^2/2 packets: p = 1.5/W^2 (Mathis et al. 1997). Near 1 where each drop is a loss event of
+    its own, as an AQM's spread-out drops are; above 1 where drops come in bursts."""
+    aqm, overflow, delivered, end = _drops(run, t0)
+    flows = run.flows[(run.flows["t"] >= t0) & (run.flows["t"] <= end)].dropna(subset=["cwnd_pkts"])
+    if flows.empty or delivered < 1:
+        raise MissingData(f"no windows or no deliveries between {t0:g} and {end:g} s")
+    window = float(flows["cwnd_pkts"].mean())
+    p = (aqm + overflow) / delivered
+    p_reno = 1.5 / window**2
+    return within(f"{LINK} drop rate over Reno's 1.5/W^2 ({t0:g}-{end:g} s)", p / p_reno, lo, hi,
+                  f"{why} (measured: {p:.2g} of the delivered packets dropped, the flows' mean window "
+                  f"{window:.1f} pkts gives 1.5/W^2 = {p_reno:.2g}; {aqm_text(run)}) [{prediction(run)}]")
+

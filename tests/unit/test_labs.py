@@ -8,6 +8,7 @@ import gzip
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,8 @@ from fastlab.labrecord import Case, fingerprint, judge_case, load_cases, spec_dr
 from fastlab.labrun import check_lab_run
 from fastlab.labs import (
     LABS_DIR,
+    CheckResult,
+    Lab,
     LabError,
     MissingData,
     StepRun,
@@ -571,3 +574,36 @@ def test_hstcp_reno_loss_sharing_limits_are_ordered_and_meet_where_hstcp_is_reno
     for ratio in (module._synchronized_ratio(params, 40, cuts_follow_increase=True),
                   module._independent_ratio(params, 40), module._synchronized_ratio(params, 40)):
         assert ratio == pytest.approx(1.0, abs=0.02)
+
+
+def _lab10() -> Lab:
+    return load_lab_folder(next(f for f in lab_folders() if f.name.startswith("10-")))
+
+
+def _rewrite(folder: Path, name: str, change: Callable[[pd.DataFrame], None]) -> None:
+    """One trace of a copied recording, changed in place and stored back gzipped."""
+    frame = pd.read_csv(folder / f"{name}.csv.gz")
+    change(frame)
+    (folder / f"{name}.csv.gz").unlink()
+    frame.to_csv(folder / f"{name}.csv.gz", index=False)
+
+
+def _by_label(lab: Lab, step_id: str, run: Path) -> dict[str, CheckResult]:
+    """A step's results on a run folder, by the label lab.yaml gives each checkpoint call."""
+    labels = [c.label for c in lab.step(step_id).checkpoints]
+    return dict(zip(labels, evaluate_step(lab, step_id, run), strict=True))
+
+
+def test_lab10_buffer_overflows_fail_the_aqm_share(tmp_path: Path) -> None:
+    """CoDel's step, with 500 buffer overflows added over its window: the drops are no longer the AQM's."""
+    lab = _lab10()
+    copy = tmp_path / "codel-312m"
+    shutil.copytree(lab.recording("codel-312m"), copy)
+
+    def overflow(links: pd.DataFrame) -> None:
+        late = (links["t"] >= 15.0) & (links["direction"] == "forward")
+        links.loc[late, "queue_drops"] = links.loc[late, "queue_drops"] + 500
+
+    _rewrite(copy, "links", overflow)
+    share = _by_label(lab, "codel-312m", copy)["aqm_drops"]
+    assert not share.passed and float(share.measured) < 0.5, share
