@@ -81,6 +81,14 @@ def prediction(run: StepRun) -> str:
         alphas = [int((f.get("cc_args") or {}).get("alpha", 0)) * int(f.get("count", 1)) for f in run.spec["flows"]]
         return (f"{head}; model (FAST's equilibrium, Jin-Wei-Low 2004): the queue holds sum(alpha) = {sum(alphas)} "
                 "pkts whatever the capacity, so the link never idles; stability does not depend on capacity")
+    aqm = ((run.spec.get("links") or {}).get(LINK) or {}).get("aqm") or {}
+    if aqm.get("model") in ("codel", "pie") and ccs == {"reno"}:
+        target_ms = float(aqm.get("target_ms", 5 if aqm["model"] == "codel" else 15))
+        queue = target_ms / 1000 * capacity_pps
+        window = (rtt_s * capacity_pps + queue) / flows
+        return (f"{head}; model ({aqm['model']}, a delay target): the queue held near {target_ms:g} ms = "
+                f"{queue:.0f} pkts at this capacity, the same {target_ms:g} ms at any; each flow's window "
+                f"(pipe + queue)/N = {window:.1f} pkts, Reno's drop rate 1.5/W^2 = {1.5 / window**2:.2g}")
     return (f"{head}; drop-tail: no AQM loop to linearize; Reno's sawtooth takes W/2 RTTs = "
             f"{rtt_s * capacity_pps / flows / 2 * rtt_s:.1f} s from W/2 back to the pipe")
 
@@ -231,3 +239,202 @@ def additive_increase(run: StepRun, lo: float = 0.9, hi: float = 1.1, t0: float 
                   f"Reno's congestion avoidance adds one packet per round trip (Linux counts the packets each ACK "
                   f"covers, so delayed ACKs do not halve it); median of {len(slopes)} stretches, +-10%: a slope "
                   f"fitted to 50-ms samples of a window that rises by steps (measured 0.99-1.01) [{prediction(run)}]")
+
+
+# --- Part 4: CoDel and PIE beside RED and drop-tail, at one capacity ------------------------------
+
+def aqm_text(run: StepRun) -> str:
+    """The bottleneck's queue discipline and the delay it aims at, in words."""
+    aqm = ((run.spec.get("links") or {}).get(LINK) or {}).get("aqm") or {}
+    model = aqm.get("model")
+    if model == "codel":
+        return (f"CoDel (RFC 8289): target {aqm.get('target_ms', 5):g} ms of sojourn time, interval "
+                f"{aqm.get('interval_ms', 100):g} ms")
+    if model == "pie":
+        return f"PIE (RFC 8033): target {aqm.get('target_ms', 15):g} ms of queueing delay"
+    if model == "red":
+        return f"RED: min_th {aqm.get('min_th')} and max_th {aqm.get('max_th')} packets"
+    return "drop-tail"
+
+
+@checkpoint
+def queue_delay(run: StepRun, lo: float, hi: float, why: str, t0: float = T0_S) -> CheckResult:
+    """The bottleneck's mean queueing delay in ms from t0: its backlog samples (every 50 ms) in packet
+    times (a packet that finds n packets queued waits n packet times at the link's rate). It is what
+    every flow's RTT carries above the propagation delay, and what the AQMs compared here aim at."""
+    backlog, t0, end = _backlog(run, t0)
+    _, capacity_pps, _ = _carried(run)
+    delays = backlog / capacity_pps * 1e3
+    p5, p95 = np.quantile(delays, [0.05, 0.95])
+    return within(f"{LINK} mean queueing delay {t0:g}-{end:g} s, ms", float(delays.mean()), lo, hi,
+                  f"{why} ({aqm_text(run)}; the delay's p5-p95: {p5:.1f}-{p95:.1f} ms) [{prediction(run)}]", "ms")
+
+
+def _drops(run: StepRun, t0: float) -> tuple[float, float, float, float]:
+    """(AQM drops, buffer-overflow drops, packets delivered, end) on the bottleneck's forward direction
+    from t0 to a second before the end: differences of linkemu's cumulative counters."""
+    t0, end = _window(run, t0)
+    rows = run.link(LINK)
+    rows = rows[(rows["t"] >= t0) & (rows["t"] <= end)].dropna(subset=["tx_bytes"])
+    if len(rows) < 20 or "queue_drops" not in rows:
+        raise MissingData(f"fewer than 20 samples of {LINK}'s drop counters between {t0:g} and {end:g} s")
+
+    def grew(column: str) -> float:
+        if column not in rows or rows[column].isna().all():
+            return 0.0  # drop-tail: no AQM, no AQM drops
+        values = rows[column].dropna()
+        return float(values.iloc[-1] - values.iloc[0])
+
+    delivered = grew("tx_bytes") / (packet_bits(run_mtu(run.spec)) / 8)
+    return grew("aqm_drops"), grew("queue_drops"), delivered, end
+
+
+@checkpoint
+def aqm_drops(run: StepRun, lo: float, hi: float, why: str, t0: float = T0_S) -> CheckResult:
+    """The share of the bottleneck's drops that its AQM made early, the rest being the buffer overflowing:
+    an AQM that holds the delay at its target never lets a two-BDP buffer fill."""
+    aqm, overflow, delivered, end = _drops(run, t0)
+    if aqm + overflow < 1:
+        raise MissingData(f"{LINK} dropped nothing between {t0:g} and {end:g} s")
+    return within(f"{LINK} drops made by the AQM, share ({t0:g}-{end:g} s)", aqm / (aqm + overflow), lo, hi,
+                  f"{why} (measured: {aqm:.0f} early drops, {overflow:.0f} overflows, {delivered:.0f} packets "
+                  f"delivered; {aqm_text(run)}) [{prediction(run)}]")
+
+
+@checkpoint
+def drop_rate(run: StepRun, lo: float, hi: float, why: str, t0: float = T0_S) -> CheckResult:
+    """The bottleneck's drop rate (drops per packet delivered) over Reno's response function at the
+    flows' measured mean window: a sawtooth between 2W/3 and 4W/3 loses one packet per cycle of W/3
+    RTTs, W^2/2 packets: p = 1.5/W^2 (Mathis et al. 1997). Near 1 where each drop is a loss event of
+    its own, as an AQM's spread-out drops are; above 1 where drops come in bursts."""
+    aqm, overflow, delivered, end = _drops(run, t0)
+    flows = run.flows[(run.flows["t"] >= t0) & (run.flows["t"] <= end)].dropna(subset=["cwnd_pkts"])
+    if flows.empty or delivered < 1:
+        raise MissingData(f"no windows or no deliveries between {t0:g} and {end:g} s")
+    window = float(flows["cwnd_pkts"].mean())
+    p = (aqm + overflow) / delivered
+    p_reno = 1.5 / window**2
+    return within(f"{LINK} drop rate over Reno's 1.5/W^2 ({t0:g}-{end:g} s)", p / p_reno, lo, hi,
+                  f"{why} (measured: {p:.2g} of the delivered packets dropped, the flows' mean window "
+                  f"{window:.1f} pkts gives 1.5/W^2 = {p_reno:.2g}; {aqm_text(run)}) [{prediction(run)}]")
+
+
+# --- Part 5: a time-varying link: FAST and CUBIC following a capacity step ------------------------
+
+def segments(run: StepRun) -> list[tuple[float, float, float]]:
+    """The bottleneck's capacity over the run as (from s, to s, Mb/s): the topology's rate until the first
+    scheduled step that sets one, each such step's from then on (links.bottleneck.schedule)."""
+    link = (run.spec.get("links") or {}).get(LINK) or {}
+    try:
+        rate = float(link.get("rate_mbps") or (run.spec.get("topology_args") or {})["rate_mbps"])
+        steps = [(float(s["at_s"]), float(s["rate_mbps"])) for s in link.get("schedule") or []
+                 if s.get("rate_mbps") is not None]
+        duration = float(run.spec["duration_s"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MissingData(f"spec.yaml does not say the bottleneck's rate and schedule: {exc}") from None
+    starts = [(0.0, rate), *steps]
+    return [(a, b, r) for (a, r), (b, _) in zip(starts, [*starts[1:], (duration, 0.0)], strict=True)]
+
+
+def _segment(run: StepRun, segment: int, settle_s: float = 0.0) -> tuple[float, float, float]:
+    """(from s, to s, Mb/s) of one segment of the schedule, its end a second before the run's (the flows
+    stop together); `segment` and `settle_s` as lab.yaml gave them, checked here (no schema types them)."""
+    if isinstance(segment, bool) or not isinstance(segment, int):
+        raise MissingData(f"segment: {segment!r} is not a segment number (0, 1, ...)")
+    if isinstance(settle_s, bool) or not isinstance(settle_s, int | float) or not 0 <= settle_s < 3600:
+        raise MissingData(f"settle_s: {settle_s!r} is not a number of seconds from 0 to 3600")
+    spans = segments(run)
+    if not 0 <= segment < len(spans):
+        raise MissingData(f"the bottleneck's schedule has {len(spans)} segments: no segment {segment}")
+    start, end, rate = spans[segment]
+    return start, min(end, float(run.spec["duration_s"]) - TAIL_S), rate
+
+
+def _alpha_pkts(run: StepRun) -> int:
+    """The packets FAST's flows keep queued together: the sum of their alphas (0 without FAST)."""
+    return sum(int((f.get("cc_args") or {}).get("alpha", 0)) * int(f.get("count", 1))
+               for f in run.spec["flows"] if f.get("cc") == "fast")
+
+
+def _base_rtt_s(run: StepRun) -> float:
+    try:
+        return float((run.spec.get("topology_args") or {})["rtt_ms"]) / 1000
+    except (KeyError, TypeError, ValueError):
+        raise MissingData("spec.yaml does not say the dumbbell's rtt_ms") from None
+
+
+def _schedule_text(run: StepRun) -> str:
+    return " -> ".join(f"{r:g} Mb/s from {a:g} s" for a, _, r in segments(run))
+
+
+@checkpoint
+def follows_capacity(run: StepRun, segment: int, settle_s: float, lo: float, hi: float, why: str) -> CheckResult:
+    """What the bottleneck delivered over its scheduled capacity in one segment of the schedule, from
+    `settle_s` after the capacity changed to the segment's end: the flow found the new capacity."""
+    start, end, rate = _segment(run, segment, settle_s)
+    rows = run.link(LINK)
+    rows = rows[(rows["t"] >= start + settle_s) & (rows["t"] <= end)].dropna(subset=["tx_bytes"])
+    if len(rows) < 20:
+        raise MissingData(f"fewer than 20 samples of {LINK} between {start + settle_s:g} and {end:g} s")
+    sent = float(rows["tx_bytes"].iloc[-1] - rows["tx_bytes"].iloc[0])
+    span = float(rows["t"].iloc[-1] - rows["t"].iloc[0])
+    return within(f"{LINK} delivered over its {rate:g} Mb/s, {start + settle_s:g}-{end:g} s",
+                  sent * 8 / (rate * 1e6 * span), lo, hi, f"{why} (schedule: {_schedule_text(run)})")
+
+
+@checkpoint
+def settle_rtts(run: StepRun, segment: int, lo: float, hi: float, why: str, band_lo: float = 0.5,
+                band_hi: float = 2.0) -> CheckResult:
+    """How long after the capacity changed the queue came back to FAST's equilibrium for good, in base
+    RTTs: the time of the last backlog sample (every 50 ms) in the segment outside [band_lo, band_hi] x
+    sum(alpha), counted from the step. FAST's window update moves halfway (gamma 1/2) to its target
+    every RTT, so the distance to equilibrium halves each RTT and a few tens of RTTs cover any step."""
+    alpha = _alpha_pkts(run)
+    if alpha <= 0:
+        raise MissingData("no FAST flow: no alpha to settle at")
+    start, end, rate = _segment(run, segment)
+    rows = run.link(LINK)
+    rows = rows[(rows["t"] >= start) & (rows["t"] <= end)].dropna(subset=["backlog_pkts"])
+    if len(rows) < 20:
+        raise MissingData(f"fewer than 20 samples of {LINK} between {start:g} and {end:g} s")
+    backlog = rows["backlog_pkts"].to_numpy(dtype=float)
+    times = rows["t"].to_numpy(dtype=float)
+    outside = (backlog < band_lo * alpha) | (backlog > band_hi * alpha)
+    last = float(times[outside][-1]) if outside.any() else start
+    rtt = _base_rtt_s(run)
+    peak = float(backlog.max())
+    return within(f"FAST's queue back to alpha after the step to {rate:g} Mb/s at {start:g} s, base RTTs",
+                  (last - start) / rtt, lo, hi,
+                  f"{why} (the queue within {band_lo:g}-{band_hi:g} x alpha = {band_lo * alpha:.0f}-"
+                  f"{band_hi * alpha:.0f} pkts for good from {last:.2f} s; its peak after the step {peak:.0f} pkts; "
+                  f"base RTT {rtt * 1e3:.0f} ms; schedule: {_schedule_text(run)})")
+
+
+@checkpoint
+def segment_queue(run: StepRun, segment: int, settle_s: float, lo: float, hi: float, why: str,
+                  per: str = "alpha") -> CheckResult:
+    """The bottleneck's mean backlog in one segment of the schedule, from `settle_s` after the step to the
+    segment's end, over sum(alpha) (per: alpha, FAST's equilibrium) or over the buffer (per: buffer, what
+    a loss-based flow fills); the mean queueing delay it makes at the segment's capacity beside it."""
+    start, end, rate = _segment(run, segment, settle_s)
+    rows = run.link(LINK)
+    rows = rows[(rows["t"] >= start + settle_s) & (rows["t"] <= end)].dropna(subset=["backlog_pkts"])
+    if len(rows) < 20:
+        raise MissingData(f"fewer than 20 samples of {LINK} between {start + settle_s:g} and {end:g} s")
+    if per == "alpha":
+        unit, scale = "sum(alpha)", float(_alpha_pkts(run))
+    elif per == "buffer":
+        try:
+            shaped = next(s for s in run.environment["shaping"] if s.get("link") == LINK)
+            unit, scale = "the buffer", float(shaped["resolved"]["forward"]["limit_pkts"])
+        except (KeyError, StopIteration, TypeError, ValueError):
+            raise MissingData("environment.json does not say the bottleneck's buffer in packets") from None
+    else:
+        raise MissingData(f"per: {per!r} is neither alpha nor buffer")
+    if scale <= 0:
+        raise MissingData(f"{unit} is 0 packets: nothing to compare the queue with")
+    mean = float(rows["backlog_pkts"].mean())
+    delay_ms = mean * packet_bits(run_mtu(run.spec)) / (rate * 1e6) * 1e3
+    return within(f"{LINK} mean queue over {unit}, {start + settle_s:g}-{end:g} s", mean / scale, lo, hi,
+                  f"{why} (measured mean {mean:.0f} pkts, {unit} {scale:.0f} pkts: {delay_ms:.0f} ms of queueing "
+                  f"at {rate:g} Mb/s; schedule: {_schedule_text(run)})")

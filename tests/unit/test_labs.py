@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,6 +22,8 @@ from fastlab.labrecord import Case, fingerprint, judge_case, load_cases, spec_dr
 from fastlab.labrun import check_lab_run
 from fastlab.labs import (
     LABS_DIR,
+    CheckResult,
+    Lab,
     LabError,
     MissingData,
     StepRun,
@@ -216,6 +221,11 @@ def recording(folder: Path, step_id: str, short: bool) -> Path:
     return directory
 
 
+# A lab's recordings, all forms and cases: 3.5 MB. Lab 10, the largest, has 16 steps, six of them 32 Reno flows
+# sampled at 20 Hz (flows.csv, 170-240 kB each once trimmed): 3.07 MB on 2026-11-27.
+RECORDED_MAX_BYTES = 3_500_000
+
+
 @pytest.mark.parametrize("folder", LABS, ids=step_label)
 def test_lab_loads_and_is_complete(folder: Path) -> None:
     lab = load_lab_folder(folder)
@@ -223,7 +233,7 @@ def test_lab_loads_and_is_complete(folder: Path) -> None:
         assert (folder / part).stat().st_size > 500, part
     assert f"fastlab lab run {lab.number}" in lab.handout()
     size = sum(p.stat().st_size for p in (folder / "recorded").rglob("*") if p.is_file())
-    assert size < 3_000_000, size
+    assert size < RECORDED_MAX_BYTES, size
     for step in lab.steps:
         lab.build_spec(step.id)
         lab.build_spec(step.id, short=True)
@@ -571,3 +581,80 @@ def test_hstcp_reno_loss_sharing_limits_are_ordered_and_meet_where_hstcp_is_reno
     for ratio in (module._synchronized_ratio(params, 40, cuts_follow_increase=True),
                   module._independent_ratio(params, 40), module._synchronized_ratio(params, 40)):
         assert ratio == pytest.approx(1.0, abs=0.02)
+
+
+def _lab10() -> Lab:
+    return load_lab_folder(next(f for f in lab_folders() if f.name.startswith("10-")))
+
+
+def _rewrite(folder: Path, name: str, change: Callable[[pd.DataFrame], None]) -> None:
+    """One trace of a copied recording, changed in place and stored back gzipped."""
+    frame = pd.read_csv(folder / f"{name}.csv.gz")
+    change(frame)
+    (folder / f"{name}.csv.gz").unlink()
+    frame.to_csv(folder / f"{name}.csv.gz", index=False)
+
+
+def _by_label(lab: Lab, step_id: str, run: Path) -> dict[str, CheckResult]:
+    """A step's results on a run folder, by the label lab.yaml gives each checkpoint call."""
+    labels = [c.label for c in lab.step(step_id).checkpoints]
+    return dict(zip(labels, evaluate_step(lab, step_id, run), strict=True))
+
+
+def test_lab10_capacity_segments_follow_the_schedule(tmp_path: Path) -> None:
+    """Lab 10's capacity step reads the bottleneck's capacity over time from the spec's schedule: the
+    topology's rate, then each step that sets a rate; a step that sets only the delay changes nothing."""
+    lab = _lab10()
+    recorded = lab.recording("step-fast")
+    segments = sys.modules["fastlab_lab_10_red_scaling"].segments  # load_lab_folder imported it
+    assert segments(StepRun(recorded)) == [(0.0, 10.0, 40.0), (10.0, 20.0, 10.0), (20.0, 30.0, 40.0)]
+    copy = tmp_path / "step-fast"
+    shutil.copytree(recorded, copy)
+    spec = yaml.safe_load((copy / "spec.yaml").read_text())
+    spec["links"]["bottleneck"]["schedule"].insert(1, {"at_s": 15.0, "delay_ms": 30.0})
+    (copy / "spec.yaml").write_text(yaml.safe_dump(spec))
+    assert segments(StepRun(copy)) == [(0.0, 10.0, 40.0), (10.0, 20.0, 10.0), (20.0, 30.0, 40.0)]
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"segment": 7, "settle_s": 2}, "no segment 7"), ({"segment": "1", "settle_s": 2}, "segment: '1'"),
+    ({"segment": True, "settle_s": 2}, "segment: True"), ({"segment": 1, "settle_s": float("nan")}, "settle_s: nan"),
+    ({"segment": 1, "settle_s": -1}, "settle_s: -1"), ({"segment": 1, "settle_s": 1e300}, "settle_s: 1e+300")])
+def test_lab10_capacity_step_refuses_bad_arguments_by_name(args: dict[str, Any], message: str) -> None:
+    """A segment that is no segment number, or a settling time that is not a sane number of seconds, is one
+    clear line naming the argument (the checkpoint measured nothing), never a crash."""
+    lab = _lab10()
+    with pytest.raises(MissingData, match=re.escape(message)):
+        lab.checks["follows_capacity"](StepRun(lab.recording("step-fast")), lo=0.9, hi=1.02, why="x", **args)
+
+
+def test_lab10_fast_settling_late_fails(tmp_path: Path) -> None:
+    """FAST's queue held at 100 packets for the 3 s after the step down (60 base RTTs, where the recording
+    settles in ~12) fails the settling checkpoint and FAST's queue at 10 Mb/s."""
+    lab = _lab10()
+    copy = tmp_path / "step-fast"
+    shutil.copytree(lab.recording("step-fast"), copy)
+
+    def swell(links: pd.DataFrame) -> None:
+        links.loc[(links["t"] >= 10.0) & (links["t"] <= 13.0) & (links["direction"] == "forward"),
+                  "backlog_pkts"] = 100
+
+    _rewrite(copy, "links", swell)
+    results = _by_label(lab, "step-fast", copy)
+    assert not results["settle_down"].passed and float(results["settle_down"].measured) > 55, results["settle_down"]
+    assert results["settle_up"].passed
+
+
+def test_lab10_buffer_overflows_fail_the_aqm_share(tmp_path: Path) -> None:
+    """CoDel's step, with 500 buffer overflows added over its window: the drops are no longer the AQM's."""
+    lab = _lab10()
+    copy = tmp_path / "codel-312m"
+    shutil.copytree(lab.recording("codel-312m"), copy)
+
+    def overflow(links: pd.DataFrame) -> None:
+        late = (links["t"] >= 15.0) & (links["direction"] == "forward")
+        links.loc[late, "queue_drops"] = links.loc[late, "queue_drops"] + 500
+
+    _rewrite(copy, "links", overflow)
+    share = _by_label(lab, "codel-312m", copy)["aqm_drops"]
+    assert not share.passed and float(share.measured) < 0.5, share
