@@ -18,7 +18,7 @@ from typing import Any
 
 from fastlab.cc import CCError, CongestionControl, Registry
 from fastlab.ccset import GLOBAL_ONLY, ModuleLoader, ToolError
-from fastlab.runstate import RunState
+from fastlab.runstate import RunState, cc_acquire, cc_release
 from fastlab.spec import ExperimentSpec, SpecError
 from fastlab.supervised import Supervised, stop_all
 
@@ -96,7 +96,8 @@ class CCRuntime:
     _streams: list[Supervised] = field(default_factory=list)
     _threads: list[threading.Thread] = field(default_factory=list)
     _cancel: threading.Event = field(default_factory=threading.Event)
-    _owned: list[CongestionControl] = field(default_factory=list)
+    _held: list[CongestionControl] = field(default_factory=list)  # a reference taken (fastlab.runstate)
+    _owned: list[CongestionControl] = field(default_factory=list)  # registered by this run's reference
     _configured: list[tuple[HostParams, int]] = field(default_factory=list)
     _apply_lock: threading.Lock = field(default_factory=threading.Lock)
     # Module parameters found before this run set them, put back at the end when the module stays
@@ -107,24 +108,20 @@ class CCRuntime:
         return [self.registry.lookup(n) for n in sorted({h.cc for h in self.hosts})]
 
     def load(self) -> None:
+        """Take the run's reference on each of its algorithms (fastlab.runstate: registered by the first
+        run that needs it, unregistered by the last one to finish), then set the global parameters."""
+        self.state.cc_refcounted = True
         for cc in self.ours():
             entry = f"{cc.name}:{cc.build.impl}"
-            # Recorded before it is registered: a kill between the two (measured: the web server's
-            # kill -9 test at 0.26 s) must not leave it registered with no run owning it. Cleanup
-            # of an entry whose registration never happened finds nothing registered and passes.
-            claim = not cc.build.registered()
-            if claim:
-                self.state.cc_loaded.append(entry)
-                self.state.save()
-            loaded = cc.build.load()
+            # Recorded before the reference is taken: a kill between the two (measured: the web server's
+            # kill -9 test at 0.26 s) must not leave a reference no run state names. Releasing a
+            # reference that was never taken finds none and passes.
+            self.state.cc_loaded.append(entry)
+            self.state.save()
+            loaded = cc_acquire(entry, self.state.prefix, cc.build)
+            self._held.append(cc)
             if loaded:
                 self._owned.append(cc)
-                if not claim:  # registered by someone else a moment ago, and gone again
-                    self.state.cc_loaded.append(entry)
-                self.state.save()
-            elif claim:  # another run registered it between our look and our call: theirs
-                self.state.cc_loaded.remove(entry)
-                self.state.save()
             self.applied.append({"cc": cc.name, "impl": cc.build.impl, "loaded_by_run": loaded,
                                  "available": cc.build.available()[1]})
             if self.global_args.get(cc.name):
@@ -143,7 +140,8 @@ class CCRuntime:
             if hp.cc not in owned:  # registered before this run: its map may hold a dead run's
                 # overrides on a reused namespace inode; every host starts from the global values
                 cc.build.clear(pids[hp.host])
-                self._configured.append((hp, pids[hp.host]))
+            # cleared at the end too: another run may keep the algorithm registered after this one
+            self._configured.append((hp, pids[hp.host]))
             if hp.args:
                 cc.build.set(hp.args, netns_pid=pids[hp.host])
             self.applied.append({"cc": hp.cc, "scope": "host", "host": hp.host, "args": hp.args})
@@ -218,13 +216,11 @@ class CCRuntime:
         # Every step runs even when one fails: a failed override clear must not leave the
         # algorithm registered after the run. Failures are recorded, the first one raised.
         errors: list[str] = []
-        owned = {cc.name for cc in self._owned}
-        for hp, pid in self._configured:
-            if hp.cc not in owned:  # a namespace inode may be reused: leave no override behind
-                try:
-                    self.registry.lookup(hp.cc).build.clear(pid)
-                except ToolError as exc:
-                    errors.append(f"{hp.cc}: clearing {hp.host}'s parameters: {exc}")
+        for hp, pid in self._configured:  # a namespace inode may be reused: leave no override behind
+            try:
+                self.registry.lookup(hp.cc).build.clear(pid)
+            except ToolError as exc:
+                errors.append(f"{hp.cc}: clearing {hp.host}'s parameters: {exc}")
         self._configured.clear()
         for name, values in self._restore.items():
             loader = self.registry.lookup(name).build
@@ -235,14 +231,20 @@ class CCRuntime:
             except ToolError as exc:
                 errors.append(f"{name}: restoring its module parameters {values}: {exc}")
         self._restore.clear()
-        for cc in self._owned:
+        for cc in self._held:
+            entry = f"{cc.name}:{cc.build.impl}"
             try:
-                self.applied.append({"cc": cc.name, "unload": cc.build.unload()})
+                released = cc_release(entry, self.state.prefix, cc.build)
             except ToolError as exc:  # left in the run state: `fastlab cleanup` retries
                 errors.append(f"{cc.name}: unload: {exc}")
                 continue
-            self.state.cc_loaded.remove(f"{cc.name}:{cc.build.impl}")
+            if released.status is not None:
+                self.applied.append({"cc": cc.name, "unload": released.status})
+            elif released.others:  # the last of them unregisters it
+                self.applied.append({"cc": cc.name, "unload": None, "still_used_by": released.others})
+            self.state.cc_loaded.remove(entry)
             self.state.save()
+        self._held.clear()
         self._owned.clear()
         if errors:
             self.applied.append({"errors": errors})
