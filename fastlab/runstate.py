@@ -133,6 +133,21 @@ class RunState:
         return cls(**data)
 
 
+def live_runs(exclude: str = "") -> list[RunState]:
+    """The runs whose engine is alive now, by their state files (any process: the web app's, a CLI
+    run, another checkout's), except `exclude`: a run's neighbours on the machine."""
+    found = []
+    if paths.STATE_DIR.is_dir():
+        for path in sorted(paths.STATE_DIR.glob("fl*.json")):
+            try:
+                state = RunState.load(path)
+            except (OSError, ValueError, TypeError):
+                continue  # being written, or not a state file: cleanup's to judge
+            if state.prefix != exclude and state.engine_alive():
+                found.append(state)
+    return found
+
+
 def kill_tracked(pids: list[TrackedPid], grace_s: float = 2.0) -> list[str]:
     """SIGTERM, then SIGKILL, the tracked processes that are still the same processes."""
     done = []
