@@ -118,8 +118,8 @@ class CCRuntime:
             # reference that was never taken finds none and passes.
             self.state.cc_loaded.append(entry)
             self.state.save()
+            self._held.append(cc)  # before: stop() releases even a reference whose registration failed
             loaded = cc_acquire(entry, self.state.prefix, cc.build)
-            self._held.append(cc)
             if loaded:
                 self._owned.append(cc)
             self.applied.append({"cc": cc.name, "impl": cc.build.impl, "loaded_by_run": loaded,
