@@ -10,8 +10,8 @@ submission to the last run's end, each run's status, fidelity verdict, neighbour
 (GET /api/runs/ID/checkpoints), and what is left on the machine afterwards (state files, interfaces,
 bridges and cgroups with the runs' prefixes; references on an algorithm; FAST's registration against
 before). Prints both modes, the wall-time ratio, and exits 0 when every run finished, every run's
-checkpoints are judged (a faithful run: pass or fail on its figures; an unfaithful one: inconclusive,
-never a pass or fail on figures it cannot vouch for) and nothing is left.
+checkpoints are judged (a faithful run's pass, as lab 02's do alone; an unfaithful one's are
+inconclusive, never a pass or fail on figures it cannot vouch for) and nothing is left.
 
 Run as root under the machine's live lock, as one command:
 `flock /tmp/fastlab-live.lock .venv/bin/python bench/classroom.py [--runs 20] [--modes serial,concurrent]
@@ -172,10 +172,14 @@ def leftovers(prefixes: set[str]) -> list[str]:
 
 
 def judged(run: dict[str, Any]) -> bool:
-    """A faithful run's checkpoints pass or fail on its figures; an unfaithful run's are inconclusive."""
+    """A faithful run's checkpoints pass; an unfaithful run's are inconclusive. Lab 02's short
+    checkpoints pass on every faithful run alone (20 of 20 one at a time here, 2026-11-27, and the lab's
+    own bench), so a faithful run that fails one beside neighbours was made wrong by them, silently:
+    the first run of this bench found one (two event readers sharing FAST's ring buffer, each taking
+    some of the other's events; fastlab.ccruntime.EventHub since)."""
     if run["status"] != "done" or run["checkpoints"] is None:
         return False
-    return run["checkpoints"] == "inconclusive" if run["faithful"] is False else run["checkpoints"] in ("pass", "fail")
+    return run["checkpoints"] == ("inconclusive" if run["faithful"] is False else "pass")
 
 
 def show(mode: Mode) -> None:

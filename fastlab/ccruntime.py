@@ -18,7 +18,7 @@ from typing import Any
 
 from fastlab.cc import CCError, CongestionControl, Registry
 from fastlab.ccset import GLOBAL_ONLY, ModuleLoader, ToolError
-from fastlab.runstate import RunState, cc_acquire, cc_release
+from fastlab.runstate import RunState, cc_acquire, cc_holders_elsewhere, cc_release
 from fastlab.spec import ExperimentSpec, SpecError
 from fastlab.supervised import Supervised, stop_all
 
@@ -85,6 +85,59 @@ def plan_parameters(spec: ExperimentSpec, registry: Registry) -> tuple[list[Host
     return hosts, {cc: args for cc, (_i, args) in global_args.items()}
 
 
+Subscriber = Callable[[dict[str, Any]], None]
+
+
+class EventHub:
+    """One event stream per algorithm per process, shared by the runs going in it (the web queue's).
+    An algorithm's events come from one pinned BPF ring buffer, and a ring buffer is consumed by
+    whoever reads it: two `fastlab-cc events` readers would each take some of the other run's events
+    (lab 02's checkpoints, read from cc_events.csv, then failed on runs that were faithful). The first
+    run to subscribe starts the reader, every subscriber's run state tracks its PID (a killed process's
+    cleanup stops it), each event goes to every subscriber (each keeps its own namespaces' sockets), and
+    the last one to leave stops it. Runs in other processes (a CLI run beside the web app) still read
+    the ring themselves: `others` says when one holds the algorithm."""
+
+    _lock = threading.Lock()
+    _streams: dict[str, tuple[Supervised, list[Subscriber]]] = {}
+
+    @classmethod
+    def subscribe(cls, cc: str, argv: list[str], state: RunState, callback: Subscriber) -> bool:
+        """Add `callback` to `cc`'s stream; True when this call started the reader."""
+        with cls._lock:
+            entry = cls._streams.get(cc)
+            started = entry is None or not entry[0].running()
+            if started:
+                subs: list[Subscriber] = []
+
+                def dispatch(event: dict[str, Any]) -> None:
+                    for sub in list(subs):
+                        sub(dict(event))  # each subscriber may change its copy (CCRuntime pops ts)
+
+                entry = (Supervised.start(f"cc events {cc}", argv, state=state, on_message=dispatch), subs)
+                cls._streams[cc] = entry
+            else:
+                assert entry is not None
+                state.add_pid(entry[0].pid, f"cc events {cc} (shared)")
+            entry[1].append(callback)
+            return started
+
+    @classmethod
+    def unsubscribe(cls, cc: str, callback: Subscriber, grace_s: float) -> None:
+        """Remove `callback`; the last subscriber stops the reader (holding the lock, so a new
+        subscriber's reader never overlaps the old one's last moments)."""
+        with cls._lock:
+            entry = cls._streams.get(cc)
+            if entry is None:
+                return
+            if callback in entry[1]:
+                entry[1].remove(callback)
+            if entry[1]:
+                return
+            del cls._streams[cc]
+            stop_all([entry[0]], grace_s)
+
+
 @dataclass
 class CCRuntime:
     registry: Registry
@@ -93,7 +146,7 @@ class CCRuntime:
     hosts: list[HostParams]
     global_args: dict[str, dict[str, Any]]
     applied: list[dict[str, Any]] = field(default_factory=list)
-    _streams: list[Supervised] = field(default_factory=list)
+    _streams: list[tuple[str, Subscriber]] = field(default_factory=list)  # (cc, callback) on the EventHub
     _threads: list[threading.Thread] = field(default_factory=list)
     _cancel: threading.Event = field(default_factory=threading.Event)
     _held: list[CongestionControl] = field(default_factory=list)  # a reference taken (fastlab.runstate)
@@ -150,6 +203,7 @@ class CCRuntime:
         """Stream events of the run's sender sockets (matched by namespace and destination port)."""
         by_ino = {os.stat(f"/proc/{pids[h]}/ns/net").st_ino: h for h in {hp.host for hp in self.hosts}}
         by_socket = {(f.src, f.port): f.id for f in flows}
+        fresh = False
         for cc in self.ours():
             argv = cc.build.events_argv()
             if argv is None:
@@ -161,9 +215,15 @@ class CCRuntime:
                 if flow is not None:
                     self.emit("event", {"t": event.pop("ts"), "flow": flow, "host": host, **event})
 
-            self._streams.append(Supervised.start(f"cc events {cc.name}", argv, state=self.state,
-                                                  on_message=on_event))
-        if self._streams:
+            started = EventHub.subscribe(cc.name, argv, self.state, on_event)
+            self._streams.append((cc.name, on_event))
+            # a run in another process reads the same ring: each would take some of the other's events
+            others = cc_holders_elsewhere(f"{cc.name}:{cc.build.impl}", os.getpid())
+            self.applied.append({"cc": cc.name, "events": "reader started" if started else "reader shared"}
+                                | ({"other_processes": others} if others else {}))
+            if started:
+                fresh = True
+        if fresh:
             time.sleep(EVENTS_READY_S)  # the ring buffers are being read before the first socket opens
 
     def apply(self, host: str, cc: str, args: dict[str, Any], pid: int, at_s: float, live: bool = False) -> None:
@@ -210,7 +270,9 @@ class CCRuntime:
 
     def stop(self) -> None:
         self._cancel.set()
-        stop_all(self._streams, STREAM_STOP_GRACE_S)
+        for name, callback in self._streams:
+            EventHub.unsubscribe(name, callback, STREAM_STOP_GRACE_S)
+        self._streams.clear()
         for thread in self._threads:
             thread.join(timeout=5)
         # Every step runs even when one fails: a failed override clear must not leave the

@@ -420,6 +420,13 @@ def cc_holders(entry: str) -> list[str]:
         return [h.prefix for _p, h in _cc_holders(cc_entry_dir(entry)) if h is not None and h.alive()]
 
 
+def cc_holders_elsewhere(entry: str, pid: int) -> list[str]:
+    """Prefixes of the live runs holding `entry` whose engine is another process than `pid`."""
+    with cc_locked():
+        return sorted(h.prefix for _p, h in _cc_holders(cc_entry_dir(entry))
+                      if h is not None and h.pid != pid and h.alive())
+
+
 def cc_acquire(entry: str, prefix: str, loader: CCLoader, pid: int | None = None) -> bool:
     """Take a reference on `entry` for run `prefix` (engine `pid`, this process by default) and register
     the algorithm if nobody has; True when this call registered it."""
