@@ -360,6 +360,7 @@ class RunManager:
         while not self._stop.is_set():
             row = self._next()
             if row is None:
+                self.admission = None  # nothing waits: no decision to show
                 self._wake.wait(1.0)
                 self._wake.clear()
                 continue

@@ -42,6 +42,10 @@ def test_runs_go_two_at_a_time_in_order_and_the_third_says_why_it_waits(tmp_path
         assert sorted(engine.calls[:2]) == ["r0", "r1"] and engine.calls[2] == "r2"
         for run_id in ids:
             assert wait_status(app, run_id, ("done",), 5) == "done"
+        deadline = time.monotonic() + 5
+        while app.test_client().get("/api/queue").get_json()["head"] is not None:
+            assert time.monotonic() < deadline, "the last decision stays shown with nothing queued"
+            time.sleep(0.1)
         page = app.test_client().get("/").get_data(as_text=True)
         assert 'id="admission"' not in page  # nothing going, nothing waiting: no admission to show
     finally:
