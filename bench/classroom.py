@@ -72,6 +72,7 @@ class Mode:
     runs: list[dict[str, Any]] = field(default_factory=list)
     most_at_once: int = 0
     left: list[str] = field(default_factory=list)
+    api_errors: list[str] = field(default_factory=list)
 
 
 def run_mode(mode: Mode, count: int, tmp: Path) -> None:
@@ -122,7 +123,11 @@ def run_mode(mode: Mode, count: int, tmp: Path) -> None:
         while pending:
             if time.monotonic() > ends:
                 raise RuntimeError(f"{mode.name}: {len(pending)} runs unfinished after {RUN_TIMEOUT_S:g} s")
-            _, rows = call(port, "GET", "/api/runs")
+            code, rows = call(port, "GET", "/api/runs")
+            if code != 200 or not isinstance(rows, list):  # a busy moment of the server: say so, ask again
+                mode.api_errors.append(f"GET /api/runs: {code} {str(rows)[:120]}")
+                time.sleep(1.0)
+                continue
             status_of = {r["id"]: r["status"] for r in rows}
             mode.most_at_once = max(mode.most_at_once, sum(1 for r in rows if r["status"] == "running"))
             pending = {i for i in pending if status_of.get(i) in ("queued", "running")}
@@ -192,6 +197,8 @@ def show(mode: Mode) -> None:
               + ("" if r["faithful"] is not False else f"  ({'; '.join(r['reasons'])[:200]})")
               + (f"\n      failed: {'; '.join(r['failed'])}" if r["failed"] else ""))
     print(f"  left behind: {mode.left or 'nothing'}")
+    if mode.api_errors:
+        print(f"  server errors while polling: {len(mode.api_errors)}, first: {mode.api_errors[0]}")
 
 
 def main() -> int:

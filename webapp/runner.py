@@ -208,6 +208,7 @@ class ProgressToStream(logging.Handler):
 
 
 Runner = Callable[..., Any]
+END_WRITE_ATTEMPTS = 3
 MAX_RUNNING = 4  # runs going at once at most, whatever their predicted cost: each one's build and
 # teardown (namespaces, emulators, iperf3) costs a few seconds of CPU the cost model leaves out
 
@@ -390,6 +391,22 @@ class RunManager:
             return bool(conn.execute("UPDATE runs SET status = 'running', started = ? WHERE id = ? "
                                      "AND status = 'queued'", (now(), run_id)).rowcount)
 
+    def _record_end(self, run_id: str, *values: str | None) -> None:
+        """How a run ended, into the history. Runs end in threads of their own now, each with a connection
+        of its own: a write that finds the database locked past the connection's 30 s (seen once, twenty
+        runs queued and polled) is tried again, for a row left `running` would never end."""
+        for attempt in range(END_WRITE_ATTEMPTS):
+            try:
+                with connect(self.database) as conn:
+                    conn.execute("UPDATE runs SET status = ?, error = ?, summary = COALESCE(?, summary), "
+                                 "environment = COALESCE(?, environment), finished = ? WHERE id = ?",
+                                 (*values[:4], now(), run_id))
+                return
+            except sqlite3.OperationalError:
+                if attempt == END_WRITE_ATTEMPTS - 1:
+                    raise
+                traceback.print_exc()
+
     def execute(self, run_id: str, spec_json: str, going: Going | None = None) -> None:
         """Run one queued run through the engine (in the calling thread) and record how it ended."""
         if going is None:  # called directly: claim it and run it as the only one
@@ -438,10 +455,7 @@ class RunManager:
             FASTLAB_LOG.removeHandler(progress)
             going.live = None
             writer.close()
-            with connect(self.database) as conn:
-                conn.execute("UPDATE runs SET status = ?, error = ?, summary = COALESCE(?, summary), "
-                             "environment = COALESCE(?, environment), finished = ? WHERE id = ?",
-                             (status, error, summary, environment, now(), run_id))
+            self._record_end(run_id, status, error, summary, environment)
             channel.publish({"kind": "status", "t": None, "status": status, "error": error})
             channel.close()
             with self._lock:
