@@ -13,6 +13,13 @@ before). Prints both modes, the wall-time ratio, and exits 0 when every run fini
 checkpoints are judged (a faithful run's pass, as lab 02's do alone; an unfaithful one's are
 inconclusive, never a pass or fail on figures it cannot vouch for) and nothing is left.
 
+Measured 2026-11-27 (bench/data/classroom-2026-11-27.txt): one at a time 377.0 s, concurrently 116.4 s
+(4 at once), ratio 0.31; 40 of 40 runs faithful, nothing left behind; every checkpoint passed one at a
+time, and 19 of 20 concurrently: one faithful `alphas` run measured a mean backlog of 83.9 packets
+against 75.8..80.3 (FAST counts any added delay as queue: ~2 ms of receive-path delay from CPU
+contention that the emulators' lateness, hence the verdict, does not see). The first run
+(classroom-2026-11-27-shared-ring.txt: 0.26) lost events to a second ring-buffer reader.
+
 Run as root under the machine's live lock, as one command:
 `flock /tmp/fastlab-live.lock .venv/bin/python bench/classroom.py [--runs 20] [--modes serial,concurrent]
 [--keep DIR]`
