@@ -16,8 +16,11 @@ inconclusive, never a pass or fail on figures it cannot vouch for) and nothing i
 Measured 2026-11-27 (bench/data/classroom-2026-11-27.txt): one at a time 377.0 s, concurrently 116.4 s
 (4 at once), ratio 0.31; 40 of 40 runs faithful, nothing left behind; every checkpoint passed one at a
 time, and 19 of 20 concurrently: one faithful `alphas` run measured a mean backlog of 83.9 packets
-against 75.8..80.3 (FAST counts any added delay as queue: ~2 ms of receive-path delay from CPU
-contention that the emulators' lateness, hence the verdict, does not see). The first run
+against 75.8..80.3. Its f2 never saw its empty 80-ms path (min RTT 85.2 ms; 80.5 alone): FAST's
+baseRTT then holds queue it counts as base, and the band, which takes the flow's own min RTT as the
+base, does not allow for it; why f2 met a standing queue from its first packet (a late start under
+load?) is not settled. The verdict (emulation delay 0.06-0.14 ms, machine busy 0.40) saw nothing. The
+first run
 (classroom-2026-11-27-shared-ring.txt: 0.26) lost events to a second ring-buffer reader.
 
 Run as root under the machine's live lock, as one command:
