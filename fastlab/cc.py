@@ -27,10 +27,14 @@ class CCError(ValueError):
 @dataclass(frozen=True)
 class ModuleMapping:
     """How a module build writes one parameter: its sysfs parameters' names, and their integer
-    values from a checked value (e.g. gamma 1/3 -> gamma_num 1, gamma_den 3)."""
+    values from a checked value (e.g. gamma 1/3 -> gamma_num 1, gamma_den 3). With `through`, the
+    names are read-only and report the value, which is written through that parameter instead
+    (HSTCP's low_window: read back as low_window, written as rows of tcp_hstcp.ko's `table`)."""
 
     names: tuple[str, ...]
     values: Callable[[Any], dict[str, int]]
+    through: str = ""
+    read: Callable[[str], Any] | None = None  # with `through`: the spec's value from its sysfs text
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ class Param:
     # A value form of its own (e.g. a ratio "1/3" for a float): returns the checked value or raises CCError.
     parse: Callable[[object], float | str] | None = None
     # The module build's parameters (sysfs names) this one is written as, and their values; None: the
-    # module build cannot set it at run time (e.g. HSTCP's a(w)/b(w) table, compiled in).
+    # module build cannot set it at run time.
     module: ModuleMapping | None = None
 
     def check(self, value: object) -> float | str:

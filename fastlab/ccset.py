@@ -104,17 +104,27 @@ FAST_PARAMS = (
     Param("pacing_pct", int, 0, FAST_C["FAST_PACING_PCT_MAX"], FAST_C["FAST_DEF_PACING_PCT"], "%",
           "pacing rate = cwnd*mss/avgRTT*pct/100; 0 = off", module=_same("pacing_pct")),
 )
-# The four table parameters have no module equivalent: tcp_hstcp.ko's a(w)/b(w) table is compiled in
-# (kernel code has no floating point to regenerate it), so the module build refuses them before the run.
+# The four table parameters are written to tcp_hstcp.ko as the rows fastlab-cc generates from them
+# (kernel code has no floating point to do it) through its `table` parameter; the module reports each
+# under its own name in integer units (high_p in 1e-15, high_decrease in 1e-6, as hstcp_core.h keeps them).
+def _table(name: str, scale: int = 1) -> ModuleMapping:
+    return ModuleMapping((name,), lambda value: {name: round(value * scale)}, through="table",
+                         read=lambda text: int(text) / scale if scale != 1 else int(text))
+
+
 HSTCP_PARAMS = (
     Param("low_window", int, HSTCP_C["HSTCP_LOW_WINDOW_MIN"], HSTCP_C["HSTCP_LOW_WINDOW_MAX"],
-          HSTCP_C["HSTCP_DEF_LOW_WINDOW"], "packets", "standard TCP up to this window (global)"),
+          HSTCP_C["HSTCP_DEF_LOW_WINDOW"], "packets", "standard TCP up to this window (global)",
+          module=_table("low_window")),
     Param("high_window", int, HSTCP_C["HSTCP_LOW_WINDOW_MIN"] + 1, HSTCP_C["HSTCP_HIGH_WINDOW_MAX"],
-          HSTCP_C["HSTCP_DEF_HIGH_WINDOW"], "packets", "window reached at loss rate high_p (global)"),
+          HSTCP_C["HSTCP_DEF_HIGH_WINDOW"], "packets", "window reached at loss rate high_p (global)",
+          module=_table("high_window")),
     Param("high_p", float, HSTCP_C["HSTCP_HIGH_P_MIN_FEMTO"] / 1e15, HSTCP_C["HSTCP_HIGH_P_MAX_FEMTO"] / 1e15,
-          HSTCP_C["HSTCP_DEF_HIGH_P_FEMTO"] / 1e15, "", "loss rate at high_window (global)"),
+          HSTCP_C["HSTCP_DEF_HIGH_P_FEMTO"] / 1e15, "", "loss rate at high_window (global)",
+          module=_table("high_p_femto", 10**15)),
     Param("high_decrease", float, HSTCP_C["HSTCP_HIGH_DEC_MIN_PPM"] / 1e6, HSTCP_C["HSTCP_HIGH_DEC_MAX_PPM"] / 1e6,
-          HSTCP_C["HSTCP_DEF_HIGH_DEC_PPM"] / 1e6, "", "b(w) at high_window (global)"),
+          HSTCP_C["HSTCP_DEF_HIGH_DEC_PPM"] / 1e6, "", "b(w) at high_window (global)",
+          module=_table("high_decrease_ppm", 10**6)),
     Param("max_ssthresh", int, 0, HSTCP_C["HSTCP_MAX_SSTHRESH_MAX"], HSTCP_C["HSTCP_DEF_MAX_SSTHRESH"], "packets",
           "RFC 3742 Limited Slow-Start; 0 = off", module=_same("max_ssthresh")),
 )
@@ -201,10 +211,7 @@ class BpfLoader:
         before the network is built, in the tool's own words."""
         table = {k: v for k, v in args.items() if self.name == "hstcp" and k in HSTCP_TABLE_KEYS}
         if table and TOOL.exists():
-            try:
-                run_tool("table", *(f"{k}={tool_value(k, v)}" for k, v in table.items()))
-            except ToolError as exc:
-                raise CCError(str(exc).split(": ", 2)[-1]) from None
+            generate_table(table)
 
 
 @dataclass
@@ -250,17 +257,23 @@ class ModuleLoader:
     def check_args(self, args: dict[str, Any]) -> None:
         self.module_values(args)
 
-    def module_values(self, args: dict[str, Any]) -> dict[str, int]:
-        """The module's own parameters (sysfs names and integer values) for checked spec `args`, by the
-        one table (e.g. gamma 1/3 -> gamma_num 1, gamma_den 3); CCError names a key it cannot take."""
+    def module_values(self, args: dict[str, Any]) -> dict[str, int | str]:
+        """The module's own parameters (sysfs names and values) for checked spec `args`, by the one
+        table (e.g. gamma 1/3 -> gamma_num 1, gamma_den 3; HSTCP's table parameters -> `table`, the
+        rows fastlab-cc generates from them); CCError names a key it cannot take."""
         params = self.params
-        values: dict[str, int] = {}
+        values: dict[str, int | str] = {}
+        through: dict[str, dict[str, Any]] = {}
         for key, value in args.items():
             mapping = params[key].module
             if mapping is None:
-                raise CCError(f"{key}: the module build of {self.name} cannot set it (its a(w)/b(w) table is "
-                              f"compiled into {self.module}.ko); use cc_impl: bpf")
-            values.update(mapping.values(value))
+                raise CCError(f"{key}: the module build of {self.name} cannot set it; use cc_impl: bpf")
+            if mapping.through:
+                through.setdefault(mapping.through, {})[key] = value
+            else:
+                values.update(mapping.values(value))
+        if "table" in through:
+            values["table"] = module_table(through["table"])
         return values
 
     def set(self, args: dict[str, Any], netns_pid: int | None = None) -> dict[str, Any]:
@@ -272,7 +285,7 @@ class ModuleLoader:
             raise ToolError(str(exc)) from None
         return dict(args)
 
-    def write(self, values: dict[str, int] | dict[str, str]) -> None:
+    def write(self, values: dict[str, int | str] | dict[str, str]) -> None:
         """Write module parameters as sysfs names them."""
         for key, value in values.items():
             path = Path("/sys/module", self.module, "parameters", key)
@@ -281,24 +294,73 @@ class ModuleLoader:
             path.write_text(str(value))
 
     def get(self, keys: list[str]) -> dict[str, str]:
-        """Current values of the module parameters that spec `keys` are written as, as sysfs shows them
-        (what `write` puts back)."""
+        """Current values of the module parameters that spec `keys` are written as, as `write` puts them
+        back: sysfs's text, and for HSTCP's table parameters the `table` line regenerated from the four
+        parameters the module reports (the compiled-in table is fastlab-cc's default one)."""
         params = self.params
         values = {}
         for key in keys:
             mapping = params[key].module
+            if mapping and mapping.through:
+                continue
             for name in mapping.names if mapping else ():
-                path = Path("/sys/module", self.module, "parameters", name)
-                if not path.exists():
-                    raise ToolError(f"module {self.module} has no parameter {name}")
-                values[name] = path.read_text().strip()
+                values[name] = self._read(name)
+        if any((m := params[k].module) and m.through for k in keys):
+            try:
+                values["table"] = module_table({p.name: p.module.read(self._read(p.module.names[0]))
+                                                for p in params.values() if p.module and p.module.read})
+            except CCError as exc:
+                raise ToolError(f"module {self.module}: its table cannot be regenerated: {exc}") from None
         return values
+
+    def _read(self, name: str) -> str:
+        path = Path("/sys/module", self.module, "parameters", name)
+        if not path.exists():
+            raise ToolError(f"module {self.module} has no parameter {name}")
+        return path.read_text().strip()
 
     def clear(self, netns_pid: int) -> None:
         """Module parameters are global: nothing is kept per namespace."""
 
     def events_argv(self) -> list[str] | None:
         return None
+
+
+# sysfs hands a parameter's store at most one page (x86-64: 4096 bytes); a longer `table` would
+# arrive cut and be refused by the module after the network is built, so it is refused before.
+MODULE_TABLE_MAX_BYTES = 4095
+
+
+def generate_table(args: dict[str, Any], *options: str) -> str:
+    """`fastlab-cc table` for checked HSTCP table parameters `args` (the others at their defaults; pure,
+    nothing registered): its output, or CCError in the tool's words, which start with the field at
+    fault (e.g. `high_window: table would need more than 1024 rows ...`)."""
+    first = next(iter(args))
+    argv = [str(TOOL), "table", *(f"{k}={tool_value(k, v)}" for k, v in args.items()), *options]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CCError(f"{first}: fastlab-cc table: {exc}") from None
+    if proc.returncode != 0:
+        raise CCError(proc.stderr.strip().removeprefix("fastlab-cc: ").removeprefix("table: ")
+                      or f"{first}: fastlab-cc table: exit {proc.returncode}")
+    return proc.stdout.strip()
+
+
+def module_table(args: dict[str, Any]) -> str:
+    """tcp_hstcp.ko's `table` line for checked table parameters `args` (`fastlab-cc table --module`).
+    CCError names the first key when fastlab-cc is missing or the rows do not fit one sysfs write
+    (about 270 rows)."""
+    first = next(iter(args))
+    if not TOOL.exists():
+        raise CCError(f"{first}: {TOOL} is not built (run `make setup`); the module build gets HSTCP's "
+                      f"table from it")
+    text = generate_table(args, "--module")
+    if len(text) > MODULE_TABLE_MAX_BYTES:
+        raise CCError(f"{first}: the module build takes an HSTCP table of at most {MODULE_TABLE_MAX_BYTES} "
+                      f"bytes (one sysfs write), and these parameters give {text.split()[4]} rows "
+                      f"({len(text)} bytes); use cc_impl: bpf")
+    return text
 
 
 def _checked(argv: list[str]) -> None:

@@ -14,6 +14,7 @@ import datetime as dt
 import functools
 import hashlib
 import logging
+import os
 import platform
 import random
 import re
@@ -58,7 +59,10 @@ NEIGHBOURS_EVERY_S = 1.0  # how often the flows' phase looks for other runs on t
 PROC_STAT = Path("/proc/stat")  # machine CPU around the flows, for the fidelity verdict
 ROOT_SYSCTLS = ("net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
                 "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_available_congestion_control",
-                "net.core.default_qdisc")
+                "net.core.default_qdisc",
+                # bridged frames pass the host's netfilter hooks when these are 1 (cost: bench/brnf.py)
+                "net.bridge.bridge-nf-call-iptables", "net.bridge.bridge-nf-call-ip6tables",
+                "net.bridge.bridge-nf-call-arptables", "net.netfilter.nf_conntrack_count")
 
 
 class RunError(RuntimeError):
@@ -93,9 +97,16 @@ def _tool_versions() -> dict[str, str]:
     (whose own code is the checkout as it was imported), and `git describe --dirty` stats every
     file of the checkout, which takes seconds on a slow file system."""
     versions = {"python": sys.version.split()[0]}
-    for name, argv in (("fastlab", ["git", "-C", str(paths.REPO), "describe", "--always", "--dirty"]),
-                       ("iperf3", ["iperf3", "--version"]), ("tc", ["tc", "-V"]),
-                       ("ovs-vsctl", ["ovs-vsctl", "--version"]), ("ethtool", ["ethtool", "--version"])):
+    # The stock-kernel lane's guest sees this checkout read-only over 9p, where `git describe` takes over
+    # 10 s: its host computes the version of the same checkout and passes it (scripts/stock-kernel.sh).
+    given = os.environ.get("FASTLAB_GIT_DESCRIBE", "").strip()[:100]
+    commands = {"fastlab": ["git", "-C", str(paths.REPO), "describe", "--always", "--dirty"],
+                "iperf3": ["iperf3", "--version"], "tc": ["tc", "-V"],
+                "ovs-vsctl": ["ovs-vsctl", "--version"], "ethtool": ["ethtool", "--version"]}
+    if given:
+        versions["fastlab"] = given
+        del commands["fastlab"]
+    for name, argv in commands.items():
         line = _first_line(argv)
         if line is not None:
             versions[name] = line
@@ -351,6 +362,7 @@ def _build(run: _Run) -> None:
 def _idle_phase(run: _Run) -> None:
     """Idle pings per host pair, then the emulators' lateness on them (cumulative counters as of now),
     before any flow's."""
+    log.info("run %s: network built; idle RTTs (%d pings per host pair)", run.prefix, run.spec.idle_pings)
     for flow in {(f.src, f.dst): f for f in run.prep.flows}.values():
         run.idle.append(_idle_rtt(run.net, flow, run.spec.idle_pings, random.Random(run.spec.seed),
                                   run.stop_if_cancelled))
@@ -479,6 +491,9 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         _build(run)
         _idle_phase(run)
         _flows_phase(run)
+        flows_ended = time.monotonic()
+    written_from = time.monotonic()
+    log.info("run %s: network and processes removed in %.1f s", prefix, written_from - flows_ended)
     flows_df, links_df, events_df = run.bus.frame("flow"), analysis.add_rates(run.bus.frame("link")), \
         run.bus.frame("event")
     summary = _summary(run, flows_df, links_df)
@@ -493,4 +508,6 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
                       links=links_df, events=events_df, rtt_samples=run.rtt_samples, rtt_columns=RTT_COLUMNS)
     except RunFolderError as exc:
         raise RunError(str(exc)) from None
+    # where a run's time goes after its flows (under the stock-kernel lane's TCG guest: ~40 s a run)
+    log.info("run %s: results and report written in %.1f s", prefix, time.monotonic() - written_from)
     return RunResult(folder.directory, summary, environment)

@@ -284,6 +284,16 @@ class Shrunk:
         return Point(float(self.flows_rounded), p.capacity_pps, p.prop_rtt_s, p.red)
 
 
+def window_preserving_flows(n_flows: float, capacity: float, carried: float) -> tuple[float, float]:
+    """SHRiNK's sample of the flows (Pan et al. 2003): (k, N') with k = C'/C and N' = kN, so that each
+    flow's window R C/N in packets, and its share of the capacity, are kept. Both capacities in one unit
+    (packets/s here, Mb/s in a sweep's scale_flows). N' is not rounded: what a run carries is whole flows."""
+    n = _positive("n_flows", n_flows, MAX_FLOWS)
+    c = _positive("capacity", capacity, MAX_PPS)
+    k = _positive("carried capacity", carried, MAX_PPS) / c
+    return k, n * k
+
+
 def shrink(real: Point, capacity_pps: float) -> Shrunk:
     """SHRiNK (Pan et al. 2003) with the EWMA kept in seconds: k = C'/C; N' = kN; min_th, max_th times k
     (so L_red C and the queueing delays are kept); w_q' = 1 - (1 - w_q)^(1/k), so that
@@ -291,14 +301,14 @@ def shrink(real: Point, capacity_pps: float) -> Shrunk:
     whole linearized loop are unchanged (module docstring). Thresholds come out fractional: in a spec
     they go in bytes (RED's `mode: bytes`) or are rounded, which `carried` does not do for them."""
     carried = _positive("capacity_pps", capacity_pps, MAX_PPS)
-    k = carried / real.capacity_pps
+    k, n_carried = window_preserving_flows(real.n_flows, real.capacity_pps, carried)
     red = real.red
     wq = -math.expm1(math.log1p(-red.wq) / k)
     if not wq < 1.0:
         raise ValueError(f"capacity_pps: {carried:g} is so far below the real {real.capacity_pps:g} that RED's average "
                          "would need w_q = 1 (no averaging) to keep its time constant")
     scaled = Red(red.min_th_pkts * k, red.max_th_pkts * k, red.max_p, wq, red.gentle, red.uniform_spacing)
-    return Shrunk(scale=k, point=Point(real.n_flows * k, carried, real.prop_rtt_s, scaled))
+    return Shrunk(scale=k, point=Point(n_carried, carried, real.prop_rtt_s, scaled))
 
 
 def red_in_time(capacity_pps: float, min_th_s: float, max_th_s: float, max_p: float, ewma_s: float,

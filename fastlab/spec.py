@@ -219,6 +219,14 @@ PolicySpec = Annotated[TokenBucketPolicy | DocsisUpstreamPolicy, Field(discrimin
 
 # --- active queue management (emulator; tc where the kernel has the qdisc: shaping.tc_aqm) -----------------
 
+# The ranges linkemu accepts (linkemu/aqm.h, aqm.c's key tables), so that a spec the schema accepts is
+# never refused by the emulator after the network is built; tests/unit/test_spec.py reads the C and holds
+# every AQM field's range inside linkemu's.
+AQM_TIME_MAX_MS = 60_000  # AQM_MAX_TIME_US: targets, intervals, bursts
+PIE_TUPDATE_MIN_MS = 0.1  # AQM_PIE_MIN_TUPDATE_US: PIE catches up on its updates per arrival
+PIE_GAIN_MAX_HZ = 100  # AQM_PIE_MAX_GAIN_HZ: alpha and beta
+RED_TH_MAX = 2**30  # AQM_RED_MAX_TH: packets or bytes
+
 class RedAqm(Strict):
     """RED (Floyd & Jacobson, "Random Early Detection Gateways for Congestion Avoidance", 1993): the
     average queue is an EWMA (weight `wq`) of the backlog at each arrival; between `min_th` and `max_th`
@@ -229,8 +237,9 @@ class RedAqm(Strict):
     `mode: bytes`. Defaults: Floyd's recommendations (wq 0.002, max_p 0.1, max_th = 3 min_th)."""
 
     model: Literal["red"]
-    min_th: float = Field(5, gt=0, le=1e9, description="lower threshold of the average queue (packets, or bytes)")
-    max_th: float = Field(15, gt=0, le=1e9, description="upper threshold (packets, or bytes)")
+    min_th: float = Field(5, gt=0, le=RED_TH_MAX - 1,
+                          description="lower threshold of the average queue (packets, or bytes)")
+    max_th: float = Field(15, ge=1, le=RED_TH_MAX, description="upper threshold (packets, or bytes)")
     max_p: float = Field(0.1, ge=1e-6, le=1, description="drop probability at max_th")
     wq: float = Field(0.002, ge=1e-6, le=1, description="weight of the newest backlog in the average")
     gentle: bool = True
@@ -253,8 +262,9 @@ class CodelAqm(Strict):
     `interval_ms` starts the dropping state; the next drops follow at interval/sqrt(count)."""
 
     model: Literal["codel"]
-    target_ms: float = Field(5.0, ge=0.001, le=10_000, description="acceptable standing queue delay")
-    interval_ms: float = Field(100.0, ge=0.001, le=100_000, description="the sliding window, ~ a worst-case RTT")
+    target_ms: float = Field(5.0, ge=0.001, le=AQM_TIME_MAX_MS, description="acceptable standing queue delay")
+    interval_ms: float = Field(100.0, ge=0.001, le=AQM_TIME_MAX_MS,
+                               description="the sliding window, ~ a worst-case RTT")
     ecn: bool = Field(False, description="mark ECN-capable packets (CE) instead of dropping them")
 
 
@@ -264,11 +274,13 @@ class PieAqm(Strict):
     queue."""
 
     model: Literal["pie"]
-    target_ms: float = Field(15.0, ge=0.001, le=10_000, description="target queueing delay")
-    tupdate_ms: float = Field(15.0, ge=0.001, le=10_000, description="probability update interval")
-    alpha: float = Field(0.125, ge=1e-6, le=100, description="weight of the delay's distance from target (1/s)")
-    beta: float = Field(1.25, ge=1e-6, le=100, description="weight of the delay's trend (1/s)")
-    max_burst_ms: float = Field(150.0, ge=0, le=100_000, description="burst allowance")
+    target_ms: float = Field(15.0, ge=0.001, le=AQM_TIME_MAX_MS, description="target queueing delay")
+    tupdate_ms: float = Field(15.0, ge=PIE_TUPDATE_MIN_MS, le=AQM_TIME_MAX_MS,
+                              description="probability update interval")
+    alpha: float = Field(0.125, ge=1e-6, le=PIE_GAIN_MAX_HZ,
+                         description="weight of the delay's distance from target (1/s)")
+    beta: float = Field(1.25, ge=1e-6, le=PIE_GAIN_MAX_HZ, description="weight of the delay's trend (1/s)")
+    max_burst_ms: float = Field(150.0, ge=0, le=AQM_TIME_MAX_MS, description="burst allowance")
     ecn: bool = Field(False, description="mark ECN-capable packets (CE) instead of dropping them")
 
 

@@ -9,6 +9,8 @@ spec itself):
         links.bottleneck.loss.rate: {from: 0, to: 0.001, num: 3}    # or {from, to, step}; scale: log
       mode: grid                            # grid: every combination; zip: the i-th values together
       repeat: 3                             # runs per combination; repetition r runs with seed + r
+      scale_flows: {capacity: topology_args.rate_mbps, flow: 0, reference_flows: 4,
+                    reference_capacity_mbps: 100}   # optional: N' = N C'/C flows (fastlab.sweep_scaling)
 
 Pure parts, unit-tested: `parse_sweep` and `plan_sweep` (definition -> points, each a list of
 `--set` overrides and a seed); the tables and the page (`summary_metrics`, `aggregate`, `figure`,
@@ -64,6 +66,7 @@ from fastlab.spec import (
     read_spec_document,
 )
 from fastlab.sweep_report import FAITHFUL, PointFidelity, aggregate, param_cell, render, summary_metrics
+from fastlab.sweep_scaling import FlowScaling, scale_words, scaled_flows
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +126,8 @@ class SweepDef(Strict):
     params: dict[str, list[Any]] = Field(min_length=1, max_length=16)
     mode: Literal["grid", "zip"] = "grid"
     repeat: int = Field(1, ge=1, le=1000, description="runs per parameter combination")
+    scale_flows: FlowScaling | None = Field(None, description="scale a flows row's count with the swept "
+                                                              "capacity, keeping each flow's window")
 
     @model_validator(mode="after")
     def _sizes(self) -> SweepDef:
@@ -132,6 +137,16 @@ class SweepDef(Strict):
         combos = next(iter(lengths.values())) if self.mode == "zip" else math.prod(lengths.values())
         if combos * self.repeat > MAX_POINTS:
             raise ValueError(f"repeat: {combos} combinations x {self.repeat} repetitions exceed {MAX_POINTS} points")
+        scale = self.scale_flows
+        if scale is not None:
+            if scale.capacity.rsplit(".", 1)[-1] != "rate_mbps":
+                raise ValueError(f"scale_flows.capacity: {scale.capacity} is not a capacity in Mb/s (a rate_mbps "
+                                 "field: topology_args.rate_mbps, links.<link>.rate_mbps)")
+            if scale.capacity not in self.params:
+                raise ValueError(f"scale_flows.capacity: {scale.capacity} is not a swept parameter "
+                                 f"({', '.join(self.params)})")
+            if f"flows.{scale.flow}.count" in self.params:
+                raise ValueError(f"scale_flows.flow: flows.{scale.flow}.count is swept itself; the scaling sets it")
         return self
 
     def combinations(self) -> list[dict[str, Any]]:
@@ -191,9 +206,10 @@ class Point:
     rep: int
     seed: int
     params: dict[str, Any]
+    derived: dict[str, Any] = field(default_factory=dict)  # set from the params (scale_flows: the count)
 
     def overrides(self) -> list[str]:
-        return [f"{k}={yaml_value(v)}" for k, v in self.params.items()] + [f"seed={self.seed}"]
+        return [f"{k}={yaml_value(v)}" for k, v in (self.params | self.derived).items()] + [f"seed={self.seed}"]
 
     def label(self) -> str:
         return " ".join(f"{k}={yaml_value(v)}" for k, v in self.params.items()) + f" seed={self.seed}"
@@ -238,7 +254,8 @@ def plan_sweep(document: object, overrides: list[str] | None = None) -> SweepPla
             raise SpecError(f"sweep.params.seed: seeds are whole numbers from 0, got {value!r}")
     combos = sweep.combinations()
     width = max(2, len(str(len(combos) - 1)))
-    points = [Point(f"p{c:0{width}d}-r{r}", c, r, params.get("seed", base_seed) + r, params)
+    derived = [scaled_flows(sweep.scale_flows, base, params) for params in combos]
+    points = [Point(f"p{c:0{width}d}-r{r}", c, r, params.get("seed", base_seed) + r, params, derived[c])
               for c, params in enumerate(combos) for r in range(sweep.repeat)]
     return SweepPlan(str(base.get("name", "sweep")), base, sweep, points)
 
@@ -268,8 +285,9 @@ def check_points(plan: SweepPlan, check: Callable[[ExperimentSpec], object] = la
 # --- aggregation -------------------------------------------------------------------------------
 
 def point_row(point: Point, summary: dict[str, Any]) -> dict[str, Any]:
+    scaled = {k: v for k, v in point.derived.items() if k != "description"}  # N' of a scale_flows sweep
     return {"point": point.id, "combo": point.combo, "rep": point.rep, "seed": point.seed,
-            **{k: param_cell(v) for k, v in point.params.items()}, **summary_metrics(summary)}
+            **{k: param_cell(v) for k, v in (point.params | scaled).items()}, **summary_metrics(summary)}
 
 
 # --- sweep directory ---------------------------------------------------------------------------
@@ -407,8 +425,22 @@ def write_aggregates(plan: SweepPlan, directory: Path) -> pd.DataFrame:
     means = aggregate(table, params)
     table.to_csv(directory / "aggregate.csv", index=False)
     means.to_csv(directory / "aggregate_mean.csv", index=False)
-    (directory / "sweep.html").write_text(render(plan.name, means, params, len(rows), len(plan.points), verdicts))
+    (directory / "sweep.html").write_text(render(plan.name, means, params, len(rows), len(plan.points), verdicts,
+                                                 notes=scaling_lines(plan)))
     return table
+
+
+def scaling_lines(plan: SweepPlan) -> list[str]:
+    """A scale_flows sweep's scaling in words, one line per capacity (the report says it): "at 20 Mb/s,
+    scaled: 4 flows carry the per-flow window of 2 flows at 10 Mb/s"; [] for any other sweep."""
+    scale, lines = plan.sweep.scale_flows, list[str]()
+    if scale is None:
+        return lines
+    for point in plan.points:
+        line = scale_words(scale, point.params[scale.capacity], point.derived[f"flows.{scale.flow}.count"])
+        if line not in lines:
+            lines.append(line)
+    return lines
 
 
 # --- running -----------------------------------------------------------------------------------

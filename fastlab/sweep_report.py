@@ -161,11 +161,14 @@ def fidelity_html(points: list[PointFidelity]) -> str:
 
 
 def render(name: str, means: pd.DataFrame, params: list[str], finished: int, total: int,
-           fidelity: list[PointFidelity] | None = None) -> str:
-    """sweep.html: fidelity of the points, the mean table and the plots."""
+           fidelity: list[PointFidelity] | None = None, notes: list[str] | None = None) -> str:
+    """sweep.html: fidelity of the points, what the sweep scaled (`notes`: a scale_flows sweep's lines), the
+    mean table and the plots."""
     plot = pio.to_html(figure(means, params), include_plotlyjs=True, full_html=False) if not means.empty else ""
     shown = ["combo", *params, "n", "faithful_n", "assessed_n"] + [f"{m}_mean" for m, _ in plotted_metrics(means)]
     table = means[[c for c in shown if c in means.columns]].to_html(index=False, float_format=lambda v: f"{v:.4g}")
+    scaled_html = ('<ul class="scaling">' + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
+                   if notes else "")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>fastlab sweep {html.escape(name)}</title>
 <style>body{{font-family:sans-serif;margin:2em;font-size:16px}} table{{border-collapse:collapse;margin:1em 0}}
@@ -176,6 +179,7 @@ td,th{{border:1px solid #bbb;padding:4px 8px;text-align:right}}
 Full tables: aggregate.csv (every point, with faithful: 1, 0 or empty for not assessed), aggregate_mean.csv
 (per combination; faithful_n of assessed_n repetitions were faithful).</p>
 {fidelity_html(fidelity or [])}
+{scaled_html}
 {table}
 {plot}
 </body></html>

@@ -9,6 +9,7 @@
 #                                                the modules' build, the KVM probe; make test runs it
 #                                                beside its first tiers, which judge nothing by time)
 #   STOCK_KERNEL_IMAGE=/boot/vmlinuz-X [STOCK_KERNEL_HEADERS=DIR] scripts/stock-kernel.sh   (another kernel)
+#   FASTLAB_LANE_REPEATS=N scripts/stock-kernel.sh -k ...   (tests that repeat read N in the guest: bench/red_lane.py)
 #
 # The kernel is the image matching the newest Debian header package set-up installed
 # (/usr/src/linux-headers-<abi>-amd64; the modules are compiled against it), unpacked into
@@ -125,8 +126,11 @@ if [ "$PREPARE_ONLY" = 1 ]; then
     log "prepared: $abi, modules built, ${accel[*]:-KVM}"
     exit 0
 fi
+# the checkout's version, computed here: over the guest's 9p root `git describe --dirty` takes over 10 s
+repeats="${FASTLAB_LANE_REPEATS:-1}"; repeats="${repeats//[^0-9]/}"
+describe="$(git -C "$REPO" describe --always --dirty 2>/dev/null | tr -cd 'A-Za-z0-9._-')"
 log "booting $abi (${accel[*]:-KVM}) and running tests/stock_kernel inside"
-guest="cd '$REPO' && FASTLAB_STOCK_KERNEL_VM=1 FASTLAB_MODULES_DIR='$mods/modules' FASTLAB_LANE_OUT='$out' \
+guest="cd '$REPO' && FASTLAB_STOCK_KERNEL_VM=1 FASTLAB_MODULES_DIR='$mods/modules' FASTLAB_LANE_OUT='$out' FASTLAB_LANE_REPEATS='$repeats' FASTLAB_GIT_DESCRIBE='$describe' \
 PYTHONPATH='$REPO' '$VENV/bin/python' -m pytest -p no:cacheprovider tests/stock_kernel --durations=0 -rP $* \
 > '$out/pytest.log' 2>&1; echo \$? > '$out/rc'"
 set +e

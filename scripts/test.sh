@@ -12,7 +12,7 @@ tiers=(
     "unit (recorded runs, pure code)|$PY -m pytest -p no:cacheprovider -q -n 2 -m 'not root and not slow' tests/unit"
     "leftovers of killed runs|$PY -m fastlab cleanup"
     "stock-kernel lane: preparation, beside the tiers above|@lane-prepared"
-    "host suite (real namespaces, live runs)|$PY -m pytest -p no:cacheprovider -rs --durations=25 --ignore=tests/unit tests"
+    "host suite (real namespaces, live runs)|$PY -m pytest -p no:cacheprovider -rs --durations=60 --ignore=tests/unit tests"
     "stock-kernel lane (VM)|make -s test-stock-kernel"
 )
 report=()

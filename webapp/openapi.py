@@ -59,6 +59,28 @@ def document() -> dict[str, Any]:
                          "responses": {"201": {"description": "queued", "content": {"application/json": {
                              "schema": {"$ref": "#/components/schemas/Run"}}}},
                              "400": error, "403": error, "413": error, "415": error, "422": error}}},
+            "/api/traces": {
+                "post": {"summary": "upload a mahimahi packet-delivery trace (the file's bytes as the body, at "
+                                    "most 8 MiB); a spec's links.X.trace then names it by the answer's reference",
+                         "operationId": "uploadTrace",
+                         "parameters": [csrf,
+                                        {"name": "field", "in": "query", "required": True,
+                                         "description": "the spec field it is for: links.<link>.trace or "
+                                                        "links.<link>.reverse.trace (its errors name it)",
+                                         "schema": {"type": "string"}},
+                                        {"name": "name", "in": "query", "required": False,
+                                         "description": "the file's name, for messages only (never a path)",
+                                         "schema": {"type": "string"}}],
+                         "requestBody": {"required": True, "content": {"application/octet-stream": {
+                             "schema": {"type": "string", "format": "binary"}}}},
+                         "responses": {"201": {"description": "checked and stored", "content": {
+                             "application/json": {"schema": {"type": "object", "properties": {
+                                 "trace": {"type": "string", "description": "upload:<sha256>"},
+                                 "name": {"type": "string"}, "lines": {"type": "integer"},
+                                 "period_ms": {"type": "integer"}, "size_bytes": {"type": "integer"},
+                                 "mean_rate_mbps": {"type": "number"}}}}}},
+                             "400": error, "403": error, "413": error, "415": error, "422": error,
+                             "507": error}}},
             "/api/runs/{run_id}": {
                 "get": {"summary": "one run", "operationId": "getRun", "parameters": [run_id],
                         "responses": {"200": {"description": "the run", "content": {"application/json": {

@@ -12,6 +12,7 @@ and fans out to one queue per subscriber (each SSE client).
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import json
 import logging
@@ -32,7 +33,8 @@ from fastlab import chart_data
 from fastlab.ccruntime import LiveControl
 from fastlab.cost import Cost, admit, for_spec
 from fastlab.rundir import PARTIAL, RunFolder
-from fastlab.spec import SpecError, parse_spec
+from fastlab.spec import parse_spec
+from webapp import uploads
 from webapp.events import encode
 
 END = object()
@@ -179,17 +181,54 @@ def iter_partial(run_dir: Path, limit: int = 2_000_000) -> Iterator[dict[str, An
 
 def recorded_samples(run_dir: Path, limit: int) -> Iterator[dict[str, Any]]:
     """A finished run's samples from its flows.csv, links.csv and cc_events.csv (those it has); nothing
-    for a folder that is no finished run or whose tables cannot be read."""
+    for a folder that is no finished run or whose tables cannot be read. Parsed once per version of the
+    tables (their sizes and times): a class opening the same recorded run reads its CSVs once, not once a
+    viewer (a lab recording's tables take ~0.1-1 s to parse and chart)."""
     folder = RunFolder(run_dir)
     if not folder.is_run():
         return
+    stamp = []
+    for name in ("flows.csv", "links.csv", "cc_events.csv"):
+        try:
+            st = folder.path(name).stat()  # the table as RunFolder reads it (name or name.gz)
+            stamp.append((st.st_size, st.st_mtime_ns))
+        except OSError:
+            stamp.append(None)
+    key = (str(run_dir.resolve()), tuple(stamp), limit)
+    with _RECORDED_LOCK:
+        samples = _RECORDED.get(key)
+        if samples is not None:
+            _RECORDED.move_to_end(key)
+            RECORDED_STATS["hits"] += 1
+    if samples is None:
+        samples = _parse_recorded(folder, limit)
+        with _RECORDED_LOCK:
+            RECORDED_STATS["parses"] += 1
+            if len(samples) <= RECORDED_CACHE_MAX_SAMPLES:
+                _RECORDED[key] = samples
+                while len(_RECORDED) > RECORDED_CACHE_RUNS:
+                    _RECORDED.popitem(last=False)
+    yield from samples
+
+
+# Recorded runs' samples kept for the next viewer: the last few runs opened, each only if small enough
+# that the cache stays bounded (~0.3 KB a sample: 8 x 50,000 samples is ~120 MB at most).
+RECORDED_CACHE_RUNS = 8
+RECORDED_CACHE_MAX_SAMPLES = 50_000
+_RECORDED: collections.OrderedDict[tuple[Any, ...], tuple[dict[str, Any], ...]] = collections.OrderedDict()
+_RECORDED_LOCK = threading.Lock()
+RECORDED_STATS = {"hits": 0, "parses": 0}
+
+
+def _parse_recorded(folder: RunFolder, limit: int) -> tuple[dict[str, Any], ...]:
+    """recorded_samples' parse (the result is shared by every viewer: read, never changed)."""
     frames = []
     for read in (folder.flows, folder.links, folder.events):
         try:
             frames.append(read())
         except (FileNotFoundError, OSError, ValueError, pd.errors.ParserError):
             frames.append(pd.DataFrame())
-    yield from chart_data.chart_samples(*frames)[:limit]
+    return tuple(chart_data.chart_samples(*frames)[:limit])
 
 
 class ProgressToStream(logging.Handler):
@@ -347,10 +386,10 @@ class RunManager:
             if self._caps is None:
                 from fastlab.capabilities import probe
                 self._caps = probe()  # once per app: it runs commands
-            try:
-                spec = parse_spec(json.loads(row["spec"]))
-            except (ValueError, TypeError, SpecError) as exc:
-                self._costs[row["id"]] = (Cost(0.0, {}, f"its spec no longer parses: {exc}"), {})
+            try:  # as the run thread will read it (an uploaded trace resolved to its stored file)
+                spec = uploads.resolve(parse_spec(json.loads(row["spec"])), uploads.TraceStore.under(self.root))
+            except Exception as exc:  # noqa: BLE001 - the run thread reports it; here it only runs alone
+                self._costs[row["id"]] = (Cost(0.0, {}, f"its spec no longer reads: {exc}"), {})
             else:
                 self._costs[row["id"]] = predicted(spec, self._caps)
         return self._costs[row["id"]]
@@ -432,7 +471,8 @@ class RunManager:
         if FASTLAB_LOG.getEffectiveLevel() > logging.INFO:
             FASTLAB_LOG.setLevel(logging.INFO)  # progress lines are INFO: the stream shows them
         try:
-            spec = parse_spec(json.loads(spec_json))
+            # an uploaded trace's reference becomes the stored file (webapp.uploads), which the engine copies
+            spec = uploads.resolve(parse_spec(json.loads(spec_json)), uploads.TraceStore.under(self.root))
             if self.runner is None:
                 from fastlab.engine import run_experiment
                 going.live = LiveControl()

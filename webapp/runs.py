@@ -25,11 +25,11 @@ from flask import (
 )
 from werkzeug.exceptions import BadRequest
 
-from fastlab import chart_lines, explain, fidelity_view, paths, tables
+from fastlab import chart_lines, explain, fidelity_view, linktrace, paths, tables
 from fastlab.labs import LabError
 from fastlab.rundir import REPORT, RunFolder
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
-from webapp import cli_text, guided, handout
+from webapp import cli_text, guided, handout, uploads
 from webapp.apierror import api_error
 from webapp.openapi import document
 from webapp.security import REPORT_CSP
@@ -96,7 +96,8 @@ def run_page(run_id: str) -> str:
         with contextlib.suppress(LabError, OSError):  # the lab is gone or broken: the step's id alone
             step_label = handout.render(guided.find_lab(run["lab"], sv.labs_dir)).labels.get(run["lab_step"])
     return render_template("run.html", run=run, refs=refs, lines=chart_lines.lines(refs), notes=notes,
-                           step_label=step_label, marks=change_marks(run.get("spec"), changes))
+                           step_label=step_label, marks=change_marks(run.get("spec"), changes),
+                           traces=uploads.describe(run.get("spec"), sv.traces))
 
 
 @bp.get("/api/runs/<run_id>/references")
@@ -222,7 +223,8 @@ def api_ccs() -> Any:
 def api_schema() -> Any:
     return jsonify({"spec_schema": ExperimentSpec.model_json_schema(), "topologies": topologies(),
                     "ccs": ccs(), "presets": presets(),
-                    "limits": {"max_duration_s": current_app.config["MAX_DURATION_S"]}})
+                    "limits": {"max_duration_s": current_app.config["MAX_DURATION_S"],
+                               "trace_max_bytes": linktrace.MAX_FILE_BYTES}})
 
 
 # --- API: runs -----------------------------------------------------------------------------------------
@@ -252,6 +254,24 @@ def api_validate() -> Any:
                     "links": {k: {"backend": b[0], "why": b[1]} for k, b in prepared.backends.items()},
                     "flows": [f.id for f in prepared.flows],
                     "yaml": cli_text.spec_yaml(spec), "command": cli_text.run_command(spec)})
+
+
+@bp.post("/api/traces")
+def api_trace_upload() -> Any:
+    """An uploaded mahimahi trace (the body: the file's bytes; ?field=links.X[.reverse].trace names the
+    field its errors name, ?name= the file's name, for messages only): checked by fastlab.linktrace and
+    stored under the server's own name (webapp.uploads); 201 with the reference a spec's trace carries,
+    422 with one line (nothing stored) for a bad file. The body's bound is webapp.security's RAW_BODIES."""
+    field = request.args.get("field", "")
+    if not uploads.FIELD_RE.fullmatch(field):
+        return api_error(400, "field: name the trace's field, links.<link>.trace or links.<link>.reverse.trace")
+    try:
+        stored = services().traces.put(request.get_data(cache=False), request.args.get("name", ""), field)
+    except uploads.UploadError as exc:
+        return api_error(exc.status, str(exc))
+    resp = jsonify(stored.as_json())
+    resp.status_code = 201
+    return resp
 
 
 @bp.post("/api/runs")

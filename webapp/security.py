@@ -17,6 +17,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, redirect, request
 
+from fastlab import linktrace
 from webapp.apierror import api_error
 
 bp = Blueprint("security", __name__)
@@ -32,6 +33,10 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline';
 REPORT_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
               "sandbox allow-scripts")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+# The one route whose body is a file's bytes (application/octet-stream), not JSON, and its own bound: an
+# uploaded mahimahi trace (webapp.uploads), at most what fastlab.linktrace reads.
+RAW_BODIES = {"/api/traces": linktrace.MAX_FILE_BYTES}
+RAW_TYPE = "application/octet-stream"
 
 
 def host_name(header: str) -> str:
@@ -90,7 +95,16 @@ def guard() -> Any:
         sent = request.headers.get("X-CSRF-Token", "")
         if not hmac.compare_digest(sent.encode(), config["CSRF_TOKEN"].encode()):
             return api_error(403, "missing or wrong X-CSRF-Token header")
-        if request.content_length and not request.is_json:
+        raw_limit = RAW_BODIES.get(request.path)
+        if raw_limit is not None:
+            # refused from its Content-Length, before a byte is read; a body without one (chunked) is read
+            # to one byte past the bound at most (werkzeug's limit), which linktrace then refuses
+            request.max_content_length = raw_limit + 1
+            if request.content_length is not None and request.content_length > raw_limit:
+                return too_large(None)
+            if request.mimetype != RAW_TYPE:
+                return api_error(415, f"send the file's bytes as the body (Content-Type: {RAW_TYPE})")
+        elif request.content_length and not request.is_json:
             return api_error(415, "request bodies must be JSON (Content-Type: application/json)")
     return None
 
@@ -114,7 +128,8 @@ def not_found(exc: Any) -> Any:
 
 @bp.app_errorhandler(413)
 def too_large(_e: Any) -> Any:
-    return api_error(413, f"request body larger than {current_app.config['MAX_CONTENT_LENGTH']} bytes")
+    limit = RAW_BODIES.get(request.path) or current_app.config["MAX_CONTENT_LENGTH"]  # a route's own bound
+    return api_error(413, f"request body larger than {limit:,} bytes")
 
 
 @bp.app_context_processor

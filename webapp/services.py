@@ -27,7 +27,7 @@ from flask import Response, abort, current_app, g, jsonify, request
 from fastlab.labs import Lab, LabError
 from fastlab.rundir import SUMMARY, RunFolder
 from fastlab.spec import ExperimentSpec, SpecError, parse_spec, to_plain
-from webapp import guided
+from webapp import guided, uploads
 from webapp import runner as q
 from webapp.apierror import api_error
 
@@ -44,6 +44,7 @@ class Services:
         self.database = database
         self.manager = manager
         self._caps: Any = None
+        self.traces = uploads.TraceStore.under(root)  # uploaded traces (webapp.uploads)
 
     # --- the request's connection and the machine's capabilities ------------------------------------
     def db(self) -> sqlite3.Connection:
@@ -156,15 +157,11 @@ class Services:
                 and duration > limit:  # the web app's limit, before the schema's 3600
             raise SpecError(f"duration_s: at most {limit:g} s in the web app")
         spec = parse_spec(data)  # duration_s is strict: the number checked above is the spec's
-        for link_id, link in spec.links.items():
-            for where, direction in (("", link), (".reverse", link.reverse)):
-                # a path is a file on this server: reading it for a web client would show a part of any file
-                # (a bad trace's error quotes its line); traces run from the CLI, whose user owns the files
-                if direction is not None and direction.trace is not None:
-                    raise SpecError(f"links.{link_id}{where}.trace: the web app opens no file a spec names; run a "
-                                    "trace with `fastlab run` (schedules work here)")
+        # a trace is an upload's reference (webapp.uploads), never a path: the engine gets the stored file;
+        # the spec returned (queued, kept in the history) keeps the reference
+        resolved = uploads.resolve(spec, self.traces)
         try:
-            prepared = prepare(spec, caps=self.caps())
+            prepared = prepare(resolved, caps=self.caps())
         except SpecError:
             raise
         except (ValueError, TypeError, KeyError, ArithmeticError) as exc:

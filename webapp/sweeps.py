@@ -40,7 +40,7 @@ from werkzeug.exceptions import BadRequest
 from fastlab import bundle, explain, fast_theory
 from fastlab.rundir import PARTIAL, RunFolder
 from fastlab.spec import SpecError, format_validation_error, parse_spec
-from fastlab.sweep import finish_point, plan_sweep, prepare_directory, write_aggregates
+from fastlab.sweep import finish_point, plan_sweep, prepare_directory, scaling_lines, write_aggregates
 from fastlab.tables import finite_number
 from webapp import runner as q
 from webapp.apierror import api_error
@@ -71,6 +71,9 @@ class SweepRequest(BaseModel):
     values: list[Any] = Field(min_length=2, max_length=MAX_POINTS,
                               description="the values it takes, in order: numbers, or words such as cubic")
     repeat: StrictInt = Field(1, ge=1, le=5, description="runs per value (repetition r runs with seed + r)")
+    scale_flows: dict[str, Any] | None = Field(
+        None, description="the swept parameter is a capacity (Mb/s) and a flows row's count scales with it: "
+                          "{flow, reference_flows, reference_capacity_mbps} (fastlab.sweep.FlowScaling)")
 
 
 # A sweep's default plot fits its parameter: FAST's alpha moves the queue (the link stays full), a loss
@@ -189,7 +192,10 @@ def parse_request(data: Any) -> SweepRequest:
 
 def sweep_document(req: SweepRequest) -> dict[str, Any]:
     """The request as a fastlab.sweep file: the form's spec with a `sweep:` section (one parameter)."""
-    return {**copy.deepcopy(req.spec), "sweep": {"params": {req.param: list(req.values)}, "repeat": req.repeat}}
+    section: dict[str, Any] = {"params": {req.param: list(req.values)}, "repeat": req.repeat}
+    if req.scale_flows is not None:  # the form's one parameter is the capacity it scales with
+        section["scale_flows"] = {**copy.deepcopy(req.scale_flows), "capacity": req.param}
+    return {**copy.deepcopy(req.spec), "sweep": section}
 
 
 def point_specs(req: SweepRequest) -> list[tuple[int, int, dict[str, Any]]]:
@@ -199,8 +205,8 @@ def point_specs(req: SweepRequest) -> list[tuple[int, int, dict[str, Any]]]:
     that does not fit."""
     try:
         plan = plan_sweep(sweep_document(req))
-    except SpecError as exc:
-        raise SpecError(f"param: {exc}") from None
+    except SpecError as exc:  # the scaling's own errors name their field (sweep.scale_flows...)
+        raise SpecError(str(exc) if str(exc).startswith("sweep.scale_flows") else f"param: {exc}") from None
     name = str(req.spec.get("name") or "sweep")[:40]
     out = []
     for point in plan.points:
@@ -327,10 +333,14 @@ def sweep_state(sweep_id: str) -> dict[str, Any]:
                        "theory": theory(run["spec"]) if run.get("spec") else dict.fromkeys(METRICS)})
     finished = sum(p["status"] not in q.ACTIVE for p in points)
     first_spec = next((p["spec"] for p in points if p.get("spec")), None)
+    try:  # a capacity sweep with scaled flows says what each point carries (fastlab.sweep.scaling_lines)
+        scaling = scaling_lines(plan_sweep(json.loads(row["document"]))) if row["document"] else []
+    except (SpecError, ValueError, TypeError):
+        scaling = []
     label = param_label(first_spec, row["param"])
     return {"id": sweep_id, "name": row["name"], "param": row["param"], "param_label": label,
             "default_metric": default_metric(row["param"]), "values": values, "repeat": row["repeat"],
-            "created": row["created"], "total": len(points), "finished": finished,
+            "created": row["created"], "total": len(points), "finished": finished, "scaling": scaling,
             "done": sum(p["status"] == "done" for p in points),
             "points": [{k: v for k, v in p.items() if k not in ("summary", "theory", "spec")} for p in points],
             "metrics": {k: {"label": label, "unit": unit} for k, (label, unit) in METRICS.items()},

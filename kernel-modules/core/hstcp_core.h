@@ -198,6 +198,33 @@ CC_INLINE bool hstcp_table_valid(const struct hstcp_table *t)
 	return t && t->nrows >= 1 && t->nrows <= HSTCP_MAX_ROWS;
 }
 
+/* a(w) in Q8 must fit a u32 (hstcp_ab). */
+#define HSTCP_ROW_A_MAX		((1U << (32 - HSTCP_A_SHIFT)) - 1)
+
+/*
+ * A table handed in from outside (the module's `table` parameter): 0 if
+ * the lookup can use it as is, else -1. Rows strictly increasing in cwnd,
+ * 1 <= a(w) <= HSTCP_ROW_A_MAX, 0 < b(w) <= 0.5. The BPF build needs no
+ * such check (only fastlab-cc, as root, writes its map).
+ */
+CC_INLINE int hstcp_table_check(const struct hstcp_table *t)
+{
+	u32 i;
+
+	if (!hstcp_table_valid(t))
+		return -1;
+	for (i = 0; i < t->nrows; i++) {
+		const struct hstcp_row *r = &t->rows[i & HSTCP_ROW_MASK];
+
+		if (r->a < 1 || r->a > HSTCP_ROW_A_MAX ||
+		    r->b_q16 < 1 || r->b_q16 > HSTCP_B_HALF)
+			return -1;
+		if (i && r->cwnd <= t->rows[(i - 1) & HSTCP_ROW_MASK].cwnd)
+			return -1;
+	}
+	return 0;
+}
+
 /*
  * Index of the last row whose cwnd is <= the current window (row 0 below
  * the table); hstcp_ab() interpolates from there towards the next row.

@@ -230,6 +230,37 @@ static void test_index_matches_linux_walk(void)
 	check(hstcp_row_a(NULL, 0) == 1, "NULL table");
 }
 
+/* What the module's `table` parameter accepts: every generated table, nothing the lookup cannot use. */
+static void test_table_check(void)
+{
+	static struct hstcp_table t;
+	struct hstcp_gen g;
+	char err[256];
+
+	check(hstcp_table_check(&tab_default) == 0, "default table refused");
+	hstcp_gen_default(&g);
+	g.low_window = 10;
+	check(hstcp_gen_table(&g, &t, err, sizeof(err)) == 0, "%s", err);
+	check(hstcp_table_check(&t) == 0, "generated table (low_window 10) refused");
+	t.rows[5].cwnd = t.rows[4].cwnd;
+	check(hstcp_table_check(&t) != 0, "repeated w accepted");
+	hstcp_default_table(&t);
+	t.rows[3].a = 0;
+	check(hstcp_table_check(&t) != 0, "a = 0 accepted");
+	t.rows[3].a = HSTCP_ROW_A_MAX + 1;
+	check(hstcp_table_check(&t) != 0, "a(w) << 8 past u32 accepted");
+	hstcp_default_table(&t);
+	t.rows[0].b_q16 = HSTCP_B_HALF + 1;
+	check(hstcp_table_check(&t) != 0, "b > 0.5 accepted");
+	t.rows[0].b_q16 = 0;
+	check(hstcp_table_check(&t) != 0, "b = 0 accepted");
+	hstcp_default_table(&t);
+	t.nrows = 0;
+	check(hstcp_table_check(&t) != 0, "no rows accepted");
+	t.nrows = HSTCP_MAX_ROWS + 1;
+	check(hstcp_table_check(&t) != 0, "too many rows accepted");
+}
+
 static void test_generator_rejects_bad_params(void)
 {
 	struct hstcp_gen g;
@@ -872,6 +903,7 @@ int main(void)
 	run("hstcp: table for default params is the RFC table", test_table_for_defaults_is_rfc_table);
 	run("hstcp: index lookup == reference walk (last row <= cwnd)", test_index_matches_linux_walk);
 	run("hstcp: generator rejects bad parameters", test_generator_rejects_bad_params);
+	run("hstcp: table check (module's table parameter)", test_table_check);
 	run("hstcp: response function w = 0.12/p^0.835 (deterministic loss)", test_response_function);
 	run("hstcp: Linux's lookup, for reference, overshoots at p=1e-3", test_linux_lookup_reference);
 	run("hstcp: Limited Slow-Start <= max_ssthresh/2 per RTT", test_limited_slow_start);

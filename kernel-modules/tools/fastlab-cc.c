@@ -972,7 +972,7 @@ static int do_table(int argc, char **argv)
 	struct hstcp_gen g;
 	struct hstcp_response r;
 	char err[512];
-	bool c_out = false;
+	bool c_out = false, module_out = false;
 	u32 i, given = 0;
 	int k;
 
@@ -983,6 +983,10 @@ static int do_table(int argc, char **argv)
 
 		if (!strcmp(argv[k], "--c")) {
 			c_out = true;
+			continue;
+		}
+		if (!strcmp(argv[k], "--module")) {
+			module_out = true;
 			continue;
 		}
 		if (!strcmp(argv[k], "hstcp"))
@@ -1002,6 +1006,17 @@ static int do_table(int argc, char **argv)
 	if (hstcp_table_for(&g, &t, err, sizeof(err)))
 		die(EXIT_USAGE, "table: %s", err);
 	hstcp_gen_response(&g, &r);
+	if (module_out) {
+		/* tcp_hstcp.ko's `table` parameter (modules/tcp_hstcp.c parses it) */
+		printf("%u %u %llu %u %u", p.low_window, p.high_window,
+		       (unsigned long long)p.high_p_femto, p.high_decrease_ppm,
+		       t.nrows);
+		for (i = 0; i < t.nrows; i++)
+			printf(" %u,%u,%u", t.rows[i].cwnd, t.rows[i].a,
+			       t.rows[i].b_q16);
+		printf("\n");
+		return 0;
+	}
 	if (c_out) {
 		printf("/* fastlab-cc table: low_window=%u high_window=%u high_p=%g high_decrease=%g */\n",
 		       p.low_window, p.high_window, g.high_p, g.high_decrease);
@@ -1039,7 +1054,7 @@ static void __attribute__((noreturn)) usage(int code)
 		"       fastlab-cc set        fast|hstcp NETNS --clear\n"
 		"       fastlab-cc get        fast|hstcp [NETNS]\n"
 		"       fastlab-cc events     fast|hstcp [--duration-s D]\n"
-		"       fastlab-cc table      [hstcp] [low_window=..] [high_window=..] [high_p=..] [high_decrease=..] [--c]\n"
+		"       fastlab-cc table      [hstcp] [low_window=..] [high_window=..] [high_p=..] [high_decrease=..] [--c|--module]\n"
 		"NETNS: --netns-ino N | --netns-pid PID | --netns-name NAME (no NETNS = global)\n"
 		"fast keys:  %s\n"
 		"hstcp keys: %s\n"

@@ -7,6 +7,7 @@ rates are a few Mb/s and bounds are generous and physical (stated at each assert
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import shutil
@@ -52,6 +53,27 @@ def caps(ovs: None) -> Capabilities:
 def lane_out() -> Path:
     """The folder the host reads after the VM stops (run folders of failed tests are kept there)."""
     return Path(os.environ.get("FASTLAB_LANE_OUT", "/tmp"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def engine_log(lane_out: Path) -> Iterator[None]:
+    """The engine's progress lines with their times, in engine.log beside pytest.log (kept in the lane's
+    output folder, .cache/stock-kernel/out): where a run's minutes go in the guest (its build, idle pings,
+    flows and teardown) without re-running the lane."""
+    if not IN_VM:
+        yield
+        return
+    handler = logging.FileHandler(lane_out / "engine.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    handler.setLevel(logging.INFO)
+    logger = logging.getLogger("fastlab")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    yield
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+    handler.close()
 
 
 def loaded_modules() -> set[str]:

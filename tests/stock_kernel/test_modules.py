@@ -1,6 +1,7 @@
 """FAST and HSTCP as loadable kernel modules on a stock kernel: chosen, registered, carrying flows
 through a netem-shaped path, FAST's alpha changed through /sys/module/tcp_fast/parameters while the
-flow runs, FAST beside the kernel's Vegas, the spec's parameters written as the modules' own, and
+flow runs, FAST beside the kernel's Vegas, the spec's parameters written as the modules' own (HSTCP's
+table as the rows fastlab-cc generates), and
 nothing left loaded afterwards."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 
 from fastlab.capabilities import Capabilities
 from fastlab.cc import kernel_available
+from fastlab.ccset import default_registry, module_table
 from fastlab.engine import run_experiment
 from fastlab.plan import prepare
 from fastlab.spec import SpecError, parse_spec
@@ -22,6 +24,7 @@ from tests.stock_kernel.conftest import backlog_mean, dumbbell, flow_rows, loade
 ALPHA_SYSFS = Path("/sys/module/tcp_fast/parameters/alpha")
 CHANGE_AT_S = 10.0  # seconds into the flow
 FAST_WRITTEN = ("alpha", "gamma_num", "gamma_den", "period_kind", "ewma_cap_q16")
+HSTCP_WRITTEN = ("max_ssthresh", "low_window", "high_window", "high_p_femto", "high_decrease_ppm", "table")
 
 
 def module_parameters(module: str, names: tuple[str, ...]) -> dict[str, str]:
@@ -104,24 +107,45 @@ def test_fast_module_follows_alpha_from_sysfs_and_vegas_keeps_less(lane_out: Pat
 
 
 def test_hstcp_module_carries_a_flow(lane_out: Path, caps: Capabilities) -> None:
-    """max_ssthresh written to the module (read back from sysfs); the table's parameters have no module
-    equivalent (the a(w)/b(w) table is compiled in): refused before anything is built, the field named."""
-    with pytest.raises(SpecError, match=r"flows\[0\]\.cc_args: low_window: the module build of hstcp cannot"):
+    """HSTCP's table parameters reach the module: low_window 10 goes to tcp_hstcp.ko as the 71 rows
+    fastlab-cc generates (its `table` parameter), read back from sysfs beside max_ssthresh as the flow
+    starts; a cut table and a direct low_window write are refused by the module, the live table kept.
+    A high_p past the header's range is refused before anything is built, the field named."""
+    with pytest.raises(SpecError, match=r"flows\[0\]\.cc_args: high_p=0.012 is out of range \[1e-12, 0.01\]"):
         prepare(parse_spec(dumbbell("module-table", 2, [{"src": "h1", "dst": "h2", "cc": "hstcp",
-                                                         "cc_args": {"low_window": 10}}], cc_impl="module")),
-                caps=caps)
+                                                         "cc_args": {"low_window": 10, "high_p": 0.012}}],
+                                    cc_impl="module")), caps=caps)
     spec = parse_spec(dumbbell("module-hstcp", 6, [{"src": "h1", "dst": "h2", "cc": "hstcp",
-                                                    "cc_args": {"max_ssthresh": 100}}], cc_impl="module"))
+                                                    "cc_args": {"low_window": 10, "max_ssthresh": 100}}],
+                               cc_impl="module"))
     written: dict[str, str] = {}
+    after: dict[str, str] = {}
+    saved: dict[str, str] = {}
+    refused: list[str] = []
 
     def read_back(sample: dict[str, Any]) -> None:
-        if sample.get("kind") == "flow" and not written:
-            written.update(module_parameters("tcp_hstcp", ("max_ssthresh",)))
+        if sample.get("kind") != "flow" or written:
+            return
+        written.update(module_parameters("tcp_hstcp", HSTCP_WRITTEN))
+        # what a run that did not load the module would put back at its end: the same table line
+        saved.update(default_registry("module").lookup("hstcp").build.get(["low_window", "max_ssthresh"]))
+        for name, text in (("table", "10 83000 100000000 100000 3 10,1,32768 38,2,28889"), ("low_window", "38")):
+            try:
+                Path(f"/sys/module/tcp_hstcp/parameters/{name}").write_text(text)
+            except OSError as exc:
+                refused.append(f"{name}: {exc.strerror}")
+        after.update(module_parameters("tcp_hstcp", ("table", "low_window")))
 
     result = run_experiment(spec, out=lane_out / "module-hstcp", on_sample=read_back, caps=caps)
     env = json.loads((result.directory / "environment.json").read_text())
     assert env["congestion_control"]["applied"][0]["impl"] == "module"
-    assert written == {"max_ssthresh": "100"}  # RFC 3742: above 100 packets slow start adds at most 50 a round
+    # RFC 3742: above 100 packets slow start adds at most 50 a round; the table from low_window 10 has 71 rows
+    assert written == {"max_ssthresh": "100", "low_window": "10", "high_window": "83000", "high_p_femto": "100000000",
+                       "high_decrease_ppm": "100000", "table": "71 rows"}, written
+    # the cut table (3 rows announced, 2 given) and the read-only label, the live table kept
+    assert refused == ["table: Invalid argument", "low_window: Permission denied"], refused
+    assert after == {"table": "71 rows", "low_window": "10"}, after
+    assert saved == {"max_ssthresh": "100", "table": module_table({"low_window": 10})}, saved
     # It carries the flow: at least half the link over its last 4 s. Not a utilization claim: a 6 s
     # flow is mostly slow start overshooting a 2-BDP buffer and the recovery after it (in the VM now
     # and then a timeout); HSTCP's steady behaviour is test_kernel_peers' subject.

@@ -111,3 +111,25 @@ def test_phantom_defaults_are_the_fit_output() -> None:
     assert (top["max_delay_ms"], top["knee"]) == (fit["best"]["max_delay_ms"], fit["best"]["knee"])
     element = PhantomDelay(model="calibrated_load_delay")
     assert (element.max_delay_ms, element.knee) == (PHANTOM_FIT_MAX_DELAY_MS, PHANTOM_FIT_KNEE)
+
+
+def test_red_lane_judges_only_faithful_pairs_and_says_how_far_apart() -> None:
+    """bench/red_lane.py on two pairs the lane recorded (2026-11-27, on a busy host: both unfaithful, so
+    nothing is judged), then on the same pairs as if faithful: each pair's relative differences (tc's
+    figure against linkemu's) and the pass rate of "both within 20 %"."""
+    red = bench_module("red_lane")
+    pairs = json.loads((REPO / "tests" / "fixtures" / "red_lane_pairs.json").read_text())
+    busy = red.judge(pairs)
+    assert busy["faithful_pairs"] == 0 and "medians" not in busy
+    assert "no faithful pair among 2" in red.report(busy)
+    for p in pairs:
+        p["tc"]["faithful"] = p["emulator"]["faithful"] = True
+    j = red.judge(pairs)
+    tc, emu = pairs[0]["tc"], pairs[0]["emulator"]
+    assert j["pairs"][0]["d_drop"] == abs(tc["drop_rate"] - emu["drop_rate"]) / emu["drop_rate"]
+    assert 0.01 < j["pairs"][0]["d_drop"] < 0.03  # 0.0285 against 0.0291
+    assert j["faithful_pairs"] == 2 and j["passes"] == 2
+    # one pair 30 % apart on drops fails "both within 20 %"
+    pairs[1]["tc"]["drop_rate"] = pairs[1]["emulator"]["drop_rate"] * 1.3
+    assert red.judge(pairs)["passes"] == 1
+    assert "both within 20 %: 1/2" in red.report(red.judge(pairs)).replace("20%", "20 %")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fastlab.capabilities import Capabilities, Probe
+from fastlab.cc import CCError
 from fastlab.ccruntime import plan_parameters
 from fastlab.ccset import default_registry
 from fastlab.spec import SpecError, parse_spec
@@ -69,3 +70,27 @@ def test_module_build_change_of_a_shared_algorithm_is_refused() -> None:
 def test_cc_impl_bad_values_are_refused(bad: object) -> None:
     with pytest.raises(SpecError, match="cc_impl"):
         spec([{"src": "h1", "dst": "h2", "cc": "cubic"}], cc_impl=bad)
+
+
+@pytest.mark.parametrize("impl, bpf, modules", [("bpf", True, False), ("module", False, True)])
+@pytest.mark.parametrize("args, message", [
+    ({"low_window": 10, "high_p": 0.012}, r"high_p=0.012 is out of range \[1e-12, 0.01\]"),
+    ({"low_window": 10, "high_p": 0.009}, r"high_window: table would need more than 1024 rows"),
+    ({"low_window": "10"}, r"low_window must be a number"),
+    ({"high_decrease": float("inf")}, r"high_decrease must be a finite number"),
+    ({"low_window": 10**400}, r"low_window=a 401-digit number is out of range"),
+])
+def test_hostile_hstcp_table_values_are_refused_by_prepare_naming_the_field(
+        impl: str, bpf: bool, modules: bool, args: dict, message: str) -> None:
+    """Issue 35: {low_window: 10, high_p: 0.012} passed the Python check and was refused after the
+    network was built; now the spec's checks (prepare, nothing built) refuse it and its like, for
+    both builds (the stock-kernel lane runs prepare on the module build)."""
+    from fastlab.plan import prepare
+
+    s = spec([{"src": "h1", "dst": "h2", "cc": "hstcp", "cc_args": args}], cc_impl=impl)
+    if impl == "bpf":
+        with pytest.raises(SpecError, match=rf"^flows\[0\]\.cc_args: {message}"):
+            prepare(s, caps=caps(bpf, modules))
+    else:  # this machine cannot load modules, which prepare says first: the module build's check itself
+        with pytest.raises(CCError, match=rf"^{message}"):
+            default_registry("module").lookup("hstcp").validate_args(args)

@@ -27,6 +27,7 @@ from fastlab.ccset import (
 )
 
 TOOL = KERNEL_MODULES / "fastlab-cc"
+HSTCP_DEFAULTS_CHECKED = {p.name: p.check(p.default) for p in HSTCP_PARAMS}
 
 # Around every edge of every numeric range, and the timed period's.
 CASES = [
@@ -94,8 +95,8 @@ def test_python_and_the_c_tool_agree_on_hstcp_ranges(name: str, value: object) -
 
 
 def module_parameters(source: str) -> set[str]:
-    """The `module_param(NAME, ...)` names of a module's C source."""
-    return set(re.findall(r"^module_param\((\w+),", source, re.MULTILINE))
+    """The `module_param(NAME, ...)` and `module_param_cb(NAME, ...)` names of a module's C source."""
+    return set(re.findall(r"^module_param(?:_cb)?\((\w+),", source, re.MULTILINE))
 
 
 @pytest.mark.parametrize("cc, params", [("fast", FAST_PARAMS), ("hstcp", HSTCP_PARAMS)])
@@ -105,7 +106,11 @@ def test_the_table_names_exactly_the_modules_parameters(cc: str, params: tuple[P
     tcp_fast.ko does not have: the run failed after the network was built)."""
     source = (KERNEL_MODULES / "modules" / f"tcp_{cc}.c").read_text()
     named = [n for p in params if p.module for n in p.module.names]
-    assert len(named) == len(set(named)) and set(named) == module_parameters(source), (named, source[:0])
+    through = {p.module.through for p in params if p.module and p.module.through}  # HSTCP's `table`
+    assert len(named) == len(set(named)) and set(named) | through == module_parameters(source), named
+    # a parameter written through another is read-only in sysfs (0444): only its writer sets it
+    for name in (n for p in params if p.module and p.module.through for n in p.module.names):
+        assert re.search(rf"^module_param_cb\({name}, &\w+, &{name}, 0444\);", source, re.MULTILINE), name
 
 
 def test_the_module_build_gets_its_own_parameters_and_refuses_the_table_before_the_run() -> None:
@@ -114,9 +119,61 @@ def test_the_module_build_gets_its_own_parameters_and_refuses_the_table_before_t
     assert fast.build.module_values(checked) == {"gamma_num": 1, "gamma_den": 3, "period_kind": 1,
                                                  "ewma_cap_q16": 16384, "mode": 1}
     assert fast.build.module_values({"period": "20ms"}) == {"period_kind": 2, "period_us": 20_000}
-    with pytest.raises(CCError, match=r"^low_window: the module build of hstcp cannot set it"):
-        hstcp.validate_args({"low_window": 10})
     assert hstcp.build.module_values(hstcp.validate_args({"max_ssthresh": 100})) == {"max_ssthresh": 100}
+
+
+def module_table_rows(text: str) -> tuple[list[int], list[tuple[int, int, int]]]:
+    """tcp_hstcp.ko's `table` text: its four parameters and its rows (w, a, b_q16)."""
+    head, rows = text.split()[:5], text.split()[5:]
+    assert int(head[4]) == len(rows), text
+    return [int(x) for x in head[:4]], [tuple(int(x) for x in row.split(",")) for row in rows]  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("args", [{"low_window": 10}, {"high_window": 20_000, "high_decrease": 0.2},
+                                  {"low_window": 38, "high_window": 83_000, "high_p": 1e-7, "high_decrease": 0.1}])
+def test_the_module_build_writes_hstcps_table_as_the_generator_makes_it(args: dict[str, object]) -> None:
+    """HSTCP's table parameters go to tcp_hstcp.ko as the rows fastlab-cc generates (the module has no
+    floating point): the `table` text carries the parameters in the units the module reports them
+    (read-only low_window, high_window, high_p_femto, high_decrease_ppm, by the one table's mappings)
+    and the same rows as the generator's JSON (b there to 4 decimals)."""
+    if not TOOL.is_file():
+        pytest.fail(f"{TOOL} is not built: run `make setup` once")
+    hstcp = default_registry("module").lookup("hstcp")
+    checked = hstcp.validate_args(args)
+    values = hstcp.build.module_values(checked)
+    assert set(values) == {"table"}
+    head, rows = module_table_rows(str(values["table"]))
+    full = {**HSTCP_DEFAULTS_CHECKED, **checked}
+    expected = {}
+    for name in ("low_window", "high_window", "high_p", "high_decrease"):
+        mapping = next(p for p in HSTCP_PARAMS if p.name == name).module
+        assert mapping is not None and mapping.through == "table"
+        expected.update(mapping.values(full[name]))
+    assert dict(zip(("low_window", "high_window", "high_p_femto", "high_decrease_ppm"), head, strict=True)) == expected
+    generated = ccset.run_tool("table", *(f"{k}={ccset.tool_value(k, v)}" for k, v in checked.items()))
+    assert [(w, a) for w, a, _b in rows] == [(r["w"], r["a"]) for r in generated["rows"]]
+    assert all(abs(b / 65536 - r["b"]) <= 5e-5 for (_w, _a, b), r in zip(rows, generated["rows"], strict=True))
+    assert all(0 < b <= 32768 for _w, _a, b in rows) and [w for w, _a, _b in rows] == sorted({w for w, _a, _b in rows})
+
+
+def test_a_table_too_long_for_one_sysfs_write_is_refused_for_the_module_build_only() -> None:
+    """high_window 300000 needs 910 rows (~14 KB): the BPF build's map takes them, the module's `table`
+    (one sysfs write, at most a page) cannot: refused before anything is built, the field named."""
+    if not TOOL.is_file():
+        pytest.fail(f"{TOOL} is not built: run `make setup` once")
+    default_registry("bpf").lookup("hstcp").validate_args({"high_window": 300_000})
+    with pytest.raises(CCError, match=r"^high_window: the module build takes an HSTCP table of at most 4095 "
+                                      r"bytes .* 910 rows"):
+        default_registry("module").lookup("hstcp").validate_args({"high_window": 300_000})
+
+
+@pytest.mark.parametrize("args, field", [({"low_window": 10, "high_p": 0.009}, "high_window"),
+                                         ({"low_window": 10, "high_p": 0.012}, "high_p"),
+                                         ({"high_decrease": float("nan")}, "high_decrease")])
+def test_the_module_build_refuses_what_the_generator_refuses_naming_the_field(args: dict[str, object],
+                                                                             field: str) -> None:
+    with pytest.raises(CCError, match=rf"^{field}"):
+        default_registry("module").lookup("hstcp").validate_args(args)
 
 
 @pytest.mark.parametrize("impl", ["bpf", "module"])
@@ -153,3 +210,29 @@ def test_header_constants_reads_integer_defines_only() -> None:
 def test_a_too_short_period_is_refused_before_anything_is_built() -> None:
     with pytest.raises(CCError, match=r"period=5us is out of range \[100us, 60 s\]"):
         check_fast({"period": "5us"})
+
+
+@pytest.mark.parametrize("name, value", [("low_window", 10), ("high_window", 83_000), ("high_p", 1e-7),
+                                         ("high_p", 0.01), ("high_p", 1e-12), ("high_decrease", 0.1),
+                                         ("high_decrease", 0.001)])
+def test_a_table_parameter_reads_back_from_the_modules_text_as_it_was_written(name: str, value: float) -> None:
+    """What `ModuleLoader.get` regenerates a table from (to put it back after a run): the module's
+    report of a parameter, in its integer units, gives back the spec's value."""
+    mapping = next(p for p in HSTCP_PARAMS if p.name == name).module
+    assert mapping is not None and mapping.read is not None
+    (text,) = (str(v) for v in mapping.values(value).values())
+    assert mapping.read(text) == value
+
+
+HSTCP_LITERALS = re.compile(r"\b83_?000\b|\bhigh_p\b[^\n]{0,20}\b1e-0?7\b|\blow_window\b[^\n]{0,20}\b38\b")
+
+
+def test_hstcps_defaults_are_typed_only_in_the_header() -> None:
+    """RFC 3649's Low_Window 38, High_Window 83000 and High_P 1e-7 come from core/hstcp_core.h (via
+    ccset.HSTCP_DEFAULTS): no engine, web or lab source types them again (issue 35 found four copies)."""
+    repo = KERNEL_MODULES.parent
+    sources = [p for d in ("fastlab", "webapp", "labs", "bench", "controllers", "topologies")
+               for p in (repo / d).rglob("*") if p.suffix in (".py", ".js", ".html")]
+    assert len(sources) > 50
+    found = [f"{p.relative_to(repo)}: {m.group(0)}" for p in sources for m in HSTCP_LITERALS.finditer(p.read_text())]
+    assert not found, found

@@ -354,6 +354,9 @@ def test_bad_mtus_name_the_field(value: object) -> None:
     ({"model": "pie", "beta": "fast"}, "links.bottleneck.aqm.pie.beta"),
     ({"model": "pie", "alpha": 10**400}, "links.bottleneck.aqm.pie.alpha"),
     ({"model": "pie", "burst": 1}, "links.bottleneck.aqm.pie.burst"),
+    ({"model": "pie", "tupdate_ms": 0.05}, "links.bottleneck.aqm.pie.tupdate_ms"),  # linkemu: 100 us at least
+    ({"model": "codel", "interval_ms": 70_000}, "links.bottleneck.aqm.codel.interval_ms"),  # linkemu: 60 s at most
+    ({"model": "red", "min_th": 0.5, "max_th": 0.9, "mode": "bytes"}, "links.bottleneck.aqm.red.max_th"),
     ({"model": "blue"}, "links.bottleneck.aqm"),
     ([{"model": "red"}], "links.bottleneck.aqm"),
 ])
@@ -386,3 +389,80 @@ def test_a_spec_with_buffer_overrides_reads_back_from_its_yaml() -> None:
                                                 "links.bottleneck.rate_mbps=20"])
     assert to_plain(spec)["links"]["bottleneck"]["buffer"] == "100p"
     assert read_spec_text(yaml.safe_dump(to_plain(spec))) == spec
+
+
+def linkemu_aqm_ranges() -> dict[tuple[str, str], tuple[float, float]]:
+    """linkemu's AQM key tables (linkemu/aqm.c, constants from aqm.h) read from the C: (model, key) ->
+    (lowest, highest) value the emulator accepts, in its own units (us for times)."""
+    import re
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "linkemu"
+    defines = {m[1]: m[2] for m in re.finditer(r"#define\s+(AQM_\w+)\s+(.+?)(?:\s*/\*.*)?$",
+                                                (src / "aqm.h").read_text(), re.M)}
+
+    def value(expr: str) -> float:
+        """A C constant expression of the header's kind (literals, U suffixes, UINT64_C, <<, -, +, *)."""
+        import ast
+        import operator
+
+        for _ in range(4):  # constants defined from constants
+            expr = re.sub(r"AQM_\w+", lambda m: f"({defines[m[0]]})", expr)
+        expr = re.sub(r"(\d)U\b", r"\1", re.sub(r"UINT64_C\((\w+)\)", r"\1", expr.strip()))
+        ops = {ast.LShift: operator.lshift, ast.Sub: operator.sub, ast.Add: operator.add, ast.Mult: operator.mul}
+
+        def ev(node: ast.expr) -> float:
+            if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+                return node.value
+            if isinstance(node, ast.BinOp) and type(node.op) in ops:
+                return ops[type(node.op)](ev(node.left), ev(node.right))
+            raise ValueError(f"not a constant expression: {ast.dump(node)}")
+
+        return float(ev(ast.parse(expr, mode="eval").body))
+
+    ranges = {}
+    models = {"red_keys": "red", "codel_keys": "codel", "pie_keys": "pie"}
+    for table, body in re.findall(r"static const struct key_def (\w+)\[\w+\] = \{(.*?)\n\};",
+                                  (src / "aqm.c").read_text(), re.S):
+        for key, kind, rest in re.findall(r'\{ "(\w+)", (KEY_\w+)(.*?)\}', body, re.S):
+            if kind in ("KEY_COUNT", "KEY_US"):
+                lo, hi = rest.strip(", ").split(", ")
+                ranges[(models[table], key)] = (value(lo), value(hi))
+            elif kind == "KEY_REAL":
+                ranges[(models[table], key)] = (value(re.search(r"\.rmin = ([^,]+)", rest)[1]),
+                                                value(re.search(r"\.rmax = ([^,\s]+)", rest)[1]))
+    return ranges
+
+
+# spec field -> linkemu key and the factor from the spec's unit to linkemu's
+AQM_FIELDS = {
+    ("red", "min_th"): ("min_th_pkts", 1), ("red", "max_th"): ("max_th_pkts", 1), ("red", "max_p"): ("max_p", 1),
+    ("red", "wq"): ("wq", 1), ("red", "mean_pkt_bytes"): ("mean_pkt_bytes", 1),
+    ("codel", "target_ms"): ("target_us", 1000), ("codel", "interval_ms"): ("interval_us", 1000),
+    ("pie", "target_ms"): ("target_us", 1000), ("pie", "tupdate_ms"): ("tupdate_us", 1000),
+    ("pie", "alpha"): ("alpha", 1), ("pie", "beta"): ("beta", 1), ("pie", "max_burst_ms"): ("max_burst_us", 1000),
+}
+
+
+def test_every_aqm_range_of_the_spec_lies_inside_linkemus() -> None:
+    """A spec the schema accepts is never refused by the emulator after the network is built: each AQM
+    field's range, in linkemu's units, lies inside the range linkemu's key table accepts (read from the C).
+    Before, PIE's tupdate_ms took 0.001 (linkemu: 100 us at least) and CoDel's interval 100 s (linkemu: 60)."""
+    from annotated_types import Ge, Gt, Le, Lt
+
+    from fastlab.spec import CodelAqm, PieAqm, RedAqm
+
+    emu = linkemu_aqm_ranges()
+    assert len(emu) >= 13, emu  # the parse found the tables
+    for (model, field), (key, factor) in AQM_FIELDS.items():
+        cls = {"red": RedAqm, "codel": CodelAqm, "pie": PieAqm}[model]
+        lo = hi = None
+        for m in cls.model_fields[field].metadata:
+            if isinstance(m, Ge | Gt):
+                lo = float(m.ge if isinstance(m, Ge) else m.gt)
+            if isinstance(m, Le | Lt):
+                hi = float(m.le if isinstance(m, Le) else m.lt)
+        assert lo is not None and hi is not None, (model, field)
+        emu_lo, emu_hi = emu[(model, key)]
+        assert emu_lo <= lo * factor and hi * factor <= emu_hi, \
+            f"{model}.{field}: spec {lo:g}..{hi:g} x {factor} outside linkemu's {key} {emu_lo:g}..{emu_hi:g}"

@@ -442,3 +442,23 @@ def test_a_trace_path_is_refused_and_no_file_is_read(app, client, csrf, tmp_path
     assert queued_count(app) == 0
     steps = {"bottleneck": {"schedule": [{"at_s": 1, "rate_mbps": 5}]}}
     assert client.post("/api/validate", json=good_spec() | {"links": steps}, headers=csrf).status_code == 200
+
+
+def test_the_forms_cc_parameters_are_the_one_tables(client) -> None:
+    """The form draws each algorithm parameter's input (range, default, unit, choices) from /api/ccs:
+    for FAST and HSTCP that is the one table (fastlab.ccset, its ranges from the cores' headers),
+    field for field, nothing typed again."""
+    from fastlab.ccset import FAST_PARAMS, HSTCP_PARAMS, default_registry
+
+    ccs = {c["name"]: c for c in client.get("/api/ccs").get_json()}
+    usable = default_registry("bpf").lookup("fast").build.available()[0]
+    assert ({"fast", "hstcp"} <= set(ccs)) == usable, (set(ccs), usable)
+    for name, params in (("fast", FAST_PARAMS), ("hstcp", HSTCP_PARAMS)):
+        if name in ccs:
+            assert ccs[name]["params"] == [{"name": p.name, "kind": p.kind.__name__, "minimum": p.minimum,
+                                            "maximum": p.maximum, "default": p.default, "unit": p.unit,
+                                            "help": p.help, "pattern": p.pattern} for p in params], name
+    hstcp = {p["name"]: p for p in ccs.get("hstcp", {"params": []})["params"]}
+    if hstcp:  # issue 35: 0.012 passed the Python range (1e-12..0.09) that the form showed, not the header's
+        assert (hstcp["high_p"]["minimum"], hstcp["high_p"]["maximum"]) == (1e-12, 0.01)
+        assert (hstcp["low_window"]["default"], hstcp["high_window"]["default"]) == (38, 83_000)

@@ -28,9 +28,11 @@ def watch(page) -> list[str]:
     return problems
 
 
-def form_with_preset(tmp_path: Path, live_server_factory, browser, preset: str) -> tuple[Any, list[str]]:
-    """The new-run form at 1024x768 (a projector) with a preset loaded and valid, and its page's problems."""
-    server = live_server_factory(create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False))
+def form_with_preset(tmp_path: Path, live_server_factory, browser, preset: str,
+                     worker: bool = False) -> tuple[Any, list[str]]:
+    """The new-run form at 1024x768 (a projector) with a preset loaded and valid, and its page's problems;
+    `worker`: the app runs what is queued (a real experiment), else only validates."""
+    server = live_server_factory(create_app(results_root=tmp_path, start_worker=worker, cleanup_on_start=False))
     page = browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
     problems = watch(page)
     page.goto(server.url + "/new")

@@ -127,7 +127,7 @@ def test_openapi_operations_reject_hostile_bodies(fuzz_app) -> None:
     doc = fuzz_app.test_client().get("/api/openapi.json").get_json()
     before = queued_count(fuzz_app)
     posts = [p for p, ops in doc["paths"].items() if "post" in ops and "{" not in p]
-    assert set(posts) == {"/api/runs", "/api/validate", "/api/sweeps", "/api/sweeps/parameters"}
+    assert set(posts) == {"/api/runs", "/api/validate", "/api/sweeps", "/api/sweeps/parameters", "/api/traces"}
     for path in posts:
         for body in ({"name": "$(reboot)", "topology": "../../etc", "duration_s": 1e308, "flows": []},
                      [1, 2], "; rm -rf /", None):

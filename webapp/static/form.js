@@ -1,5 +1,5 @@
 // The experiment form, generated from /api/schema (spec schema, topology catalogue, usable CCs).
-import {api, errorText} from '/static/common.js';
+import {api, csrfToken, errorText} from '/static/common.js';
 
 let S = null;            // the schema bundle
 let hosts = [];          // hosts of the chosen topology (for its current arguments)
@@ -197,6 +197,7 @@ const MODEL_KEYS = {loss: 'no loss', aqm: 'drop-tail (no AQM)'};  // a link's mo
 function renderLinks() {
   const box = $('links');
   const old = readLinks();
+  const traceLabels = Object.fromEntries([...document.querySelectorAll('.link')].map((r) => [r.dataset.link, r.dataset.traceLabel]));
   box.replaceChildren();
   const props = S.spec_schema.$defs.LinkSpec.properties;
   for (const id of shaped) {
@@ -220,6 +221,7 @@ function renderLinks() {
       f.querySelector('input').name = `${id}-${key}`;
       row.append(f);
     }
+    row.append(traceBox(row));
     const steps = el('div', {class: 'schedule-steps'});
     const addStep = el('button', {type: 'button', 'data-schedule': 'add', text: 'add a step',
       title: 'change the rate, delay or loss at a time after the flows start (emulator)'});
@@ -235,8 +237,81 @@ function renderLinks() {
       if (prev.buffer) buffer.value = prev.buffer;
       for (const key of ['rate_mbps', 'delay_ms', 'jitter_ms']) if (prev[key] !== undefined) row.querySelector(`[data-key="${key}"]`).value = prev[key];
       for (const step of prev.schedule || []) addScheduleStep(row, step);
+      if (traceLabels[id]) row.dataset.traceLabel = traceLabels[id];
+      setTrace(row, prev);
     }
   }
+}
+
+// A link's mahimahi trace (links.X.trace, links.X.reverse.trace): the student picks a file, the server
+// checks it with the CLI's parser and keeps it under its own name (POST /api/traces); the spec then
+// carries the answer's reference (upload:<sha256>), never a path. A bad file: the server's one line beside
+// the field, and the link keeps the trace it had.
+const TRACE_DIRECTIONS = {forward: 'this direction (a → b)', reverse: 'the reverse direction (b → a)', both: 'both directions'};
+function traceBox(row) {
+  const id = row.dataset.link;
+  const file = el('input', {type: 'file', name: `${id}-trace`, 'data-trace': 'file', accept: '.txt,.trace,.up,.down,text/plain',
+    title: 'a mahimahi packet-delivery trace: one line per 1504-byte delivery opportunity, its millisecond'});
+  const where = el('select', {'data-trace': 'where', name: `${id}-trace-where`});
+  for (const [value, text] of Object.entries(TRACE_DIRECTIONS)) where.append(el('option', {value, text}));
+  const shown = el('span', {class: 'trace-name', 'data-trace': 'shown'});
+  const clear = el('button', {type: 'button', 'data-trace': 'clear', text: 'remove the trace', hidden: ''});
+  const box = el('div', {class: 'field trace'}, el('span', {class: 'label', text: 'trace (mahimahi)'}), ' ', file, ' for ', where,
+    el('div', {class: 'trace-current'}, shown, ' ', clear), helpLine(`sets the link's departures in place of a rate (the emulator); at most ${(S.limits.trace_max_bytes / 2 ** 20).toFixed(0)} MiB`));
+  file.addEventListener('change', () => uploadTrace(row));
+  where.addEventListener('change', changed);
+  clear.addEventListener('click', (ev) => { ev.preventDefault(); setTrace(row, {}); file.value = ''; changed(); });
+  return box;
+}
+
+function traceNote(row, text) {
+  row.querySelector('.trace-error')?.remove();
+  const file = row.querySelector('[data-trace="file"]');
+  file.removeAttribute('aria-invalid');
+  if (!text) return;
+  file.setAttribute('aria-invalid', 'true');
+  row.querySelector('[data-trace="where"]').after(el('span', {class: 'field-error trace-error', role: 'alert', text}));
+}
+
+async function uploadTrace(row) {
+  const file = row.querySelector('[data-trace="file"]').files[0];
+  traceNote(row, '');
+  if (!file) return;
+  const field = `links.${row.dataset.link}.trace`;
+  if (file.size > S.limits.trace_max_bytes) {  // the server refuses it too: say so before sending it
+    traceNote(row, `${file.name}: larger than ${S.limits.trace_max_bytes.toLocaleString('en')} bytes`);
+    return;
+  }
+  const resp = await fetch(`/api/traces?field=${encodeURIComponent(field)}&name=${encodeURIComponent(file.name)}`, {
+    method: 'POST', credentials: 'same-origin', body: file,
+    headers: {'X-CSRF-Token': csrfToken(), 'Content-Type': 'application/octet-stream'}});
+  let data = null;
+  try { data = await resp.json(); } catch (e) { data = null; }
+  if (resp.status !== 201) {
+    traceNote(row, (data && data.error ? data.error.replace(`${field}: `, '') : `error ${resp.status}`));
+    return;
+  }
+  row.dataset.trace = data.trace;
+  row.dataset.traceLabel = `${data.name}: ${data.lines.toLocaleString('en')} opportunities per ${data.period_ms.toLocaleString('en')} ms, mean ${data.mean_rate_mbps} Mb/s`;
+  showTrace(row);
+  changed();
+}
+
+function showTrace(row) {
+  const ref = row.dataset.trace || '';
+  row.querySelector('[data-trace="shown"]').textContent = ref ? `${row.dataset.traceLabel || ref}` : '';
+  row.querySelector('[data-trace="shown"]').title = ref;
+  row.querySelector('[data-trace="clear"]').hidden = !ref;
+}
+
+// A spec's trace fields back into the row (a reference: what the form itself sent).
+function setTrace(row, link) {
+  const fwd = link.trace, rev = link.reverse && link.reverse.trace;
+  row.dataset.trace = fwd || rev || '';
+  if (!row.dataset.trace) delete row.dataset.traceLabel;
+  else if (!row.dataset.traceLabel) row.dataset.traceLabel = `uploaded trace ${row.dataset.trace.slice(7, 19)}…`;
+  row.querySelector('[data-trace="where"]').value = fwd && rev ? 'both' : rev ? 'reverse' : 'forward';
+  showTrace(row);
 }
 
 // A step of a link's schedule (links.X.schedule): at a time after the flows start, the rate, delay and/or
@@ -290,6 +365,11 @@ function readLinks() {
     }
     const steps = scheduleSteps(row).map(readFields);
     if (steps.length) link.schedule = steps;
+    if (row.dataset.trace) {
+      const where = row.querySelector('[data-trace="where"]').value;
+      if (where !== 'reverse') link.trace = row.dataset.trace;
+      if (where !== 'forward') link.reverse = {trace: row.dataset.trace};
+    }
     if (Object.keys(link).length) out[row.dataset.link] = link;
   }
   return out;
@@ -418,6 +498,7 @@ function fieldFor(path, message) {
       return (param && row.querySelector(`.aqm-params [data-key="${CSS.escape(param)}"]`)) || row.querySelector('[data-aqm="model"]');
     }
     if (m[2] === 'buffer') return row.querySelector('[data-link-key="buffer"]');
+    if (m[2] === 'trace' || (m[2] === 'reverse' && m[3] === 'trace')) return row.querySelector('[data-trace="file"]');
     // links.X.schedule[i].key, or links.X: schedule[i].key ... (a check across the steps): the step's input
     const s = (m[2] === 'schedule' ? path : m[2] ? '' : message).match(/schedule\[(\d+)\](?:\.(\w+))?/);
     if (s || m[2] === 'schedule') {
@@ -523,16 +604,34 @@ async function fillForm(spec) {
     if (link.aqm) { row.querySelector('[data-aqm="model"]').value = link.aqm.model; renderModel(row, 'aqm'); setFields(row.querySelector('.aqm-params'), link.aqm); }
     if (link.buffer !== undefined) row.querySelector('[data-link-key="buffer"]').value = link.buffer;
     for (const key of ['rate_mbps', 'delay_ms', 'jitter_ms']) if (link[key] !== undefined) row.querySelector(`[data-key="${key}"]`).value = link[key];
+    setTrace(row, link);
   }
   changed();
+}
+
+// A capacity sweep that scales a flows row's count (fastlab.sweep.FlowScaling): the row (1-based here) and
+// the reference, N flows at C Mb/s; an empty field is sent as null, which the server refuses in one line.
+const numberOrNull = (id) => ($(id).value.trim() === '' ? null : Number($(id).value));
+function scaleFlows() {
+  const row = numberOrNull('sweep-scale-flow');
+  return {flow: row === null ? null : row - 1, reference_flows: numberOrNull('sweep-scale-n'),
+    reference_capacity_mbps: numberOrNull('sweep-scale-c')};
+}
+// The reference starts as the form's own point: the row's count at the topology's capacity.
+function fillScaleDefaults() {
+  const row = document.querySelectorAll('.flow')[Number($('sweep-scale-flow').value || 1) - 1];
+  if ($('sweep-scale-n').value === '') $('sweep-scale-n').value = (row && row.querySelector('[data-flow="count"]').value) || 1;
+  const rate = $('topology-args').querySelector('[data-key="rate_mbps"]');
+  if ($('sweep-scale-c').value === '' && rate) $('sweep-scale-c').value = rate.value || rate.placeholder;
 }
 
 // A sweep: the form's spec, one field path and its values (numbers where they read as numbers).
 async function startSweep() {
   const values = $('sweep-values').value.split(',').map((v) => v.trim()).filter((v) => v !== '')
     .map((v) => (/^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(v) ? Number(v) : v));
-  const r = await api('POST', '/api/sweeps', {spec: buildSpec(), param: sweepParam(), values,
-    repeat: Number($('sweep-repeat').value)});
+  const body = {spec: buildSpec(), param: sweepParam(), values, repeat: Number($('sweep-repeat').value)};
+  if ($('sweep-scale').checked) body.scale_flows = scaleFlows();
+  const r = await api('POST', '/api/sweeps', body);
   if (r.status === 201) { window.location = r.data.url; return; }
   $('sweep-error').textContent = errorText(r);
 }
@@ -566,8 +665,13 @@ async function init() {
     showResult(r);
   });
   $('start-sweep').addEventListener('click', startSweep);
+  $('sweep-scale').addEventListener('change', () => {
+    $('sweep-scale-fields').hidden = !$('sweep-scale').checked;
+    if ($('sweep-scale').checked) fillScaleDefaults();
+    $('sweep-error').textContent = '';
+  });
   $('sweep-param').addEventListener('change', () => { $('sweep-path').hidden = $('sweep-param').value !== OTHER; });
-  for (const id of ['sweep-param', 'sweep-path', 'sweep-values', 'sweep-repeat']) {  // an edit answers the last error
+  for (const id of ['sweep-param', 'sweep-path', 'sweep-values', 'sweep-repeat', 'sweep-scale-flow', 'sweep-scale-n', 'sweep-scale-c']) {  // an edit answers the last error
     $(id).addEventListener('input', () => { $('sweep-error').textContent = ''; });
   }
   // a lab handout's link fills the form with one of its specs (data-prefill, built by the server)
