@@ -40,7 +40,7 @@ from fastlab.cwndclamp import RTT_COLUMNS, ClampError, CwndClamp
 from fastlab.network import Network
 from fastlab.plan import IDLE_PING_MAX_GAP_S, IDLE_PING_TIMEOUT_S, IDLE_PINGS_LOST_MAX, Prepared, prepare
 from fastlab.rundir import RunFolder, RunFolderError, expected_bytes
-from fastlab.runstate import RunState, live_runs, new_prefix
+from fastlab.runstate import Neighbours, RunState, new_prefix
 from fastlab.shaping import Devices, Shaper, mean_rate_bps, plan_link
 from fastlab.spec import ExperimentSpec, to_plain
 from fastlab.tracing import SampleBus
@@ -54,8 +54,6 @@ PROGRESS_EVERY_S = 10.0  # runs longer than this report elapsed / total time at 
 # An emulator writes stats every sample interval: waiting up to three for one written after the idle
 # pings returned leaves room for a late line on a busy machine, and costs a run 0.15 s at 20 Hz.
 IDLE_STATS_WAIT_INTERVALS = 3
-NEIGHBOURS_EVERY_S = 1.0  # how often the flows' phase looks for other runs on the machine (a glob and a
-# few small reads of /run/fastlab: ~1 ms)
 PROC_STAT = Path("/proc/stat")  # machine CPU around the flows, for the fidelity verdict
 ROOT_SYSCTLS = ("net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
                 "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_available_congestion_control",
@@ -238,16 +236,10 @@ class _Run:
     cpu: dict[str, Any] = field(default_factory=dict)  # machine and emulator CPU at the start and end of the flows
     rtt_samples: list[dict[str, object]] = field(default_factory=list)  # clamped flows' per-second RTTs
     admission: dict[str, Any] | None = None  # the queue's decision that started it (fastlab.cost), if any
-    neighbours: dict[str, dict[str, Any]] = field(default_factory=dict)  # other runs seen while the flows ran
+    neighbours: Neighbours | None = None  # other runs seen while the flows ran
 
-    def see_neighbours(self) -> None:
-        """Note the other runs alive now (any process's: fastlab.runstate.live_runs), with when, in
-        seconds of the flows, each was first and last seen."""
-        t = round(time.monotonic() - self.bus.t0, 1) if self.bus.t0 else 0.0
-        for other in live_runs(exclude=self.prefix):
-            seen = self.neighbours.setdefault(other.prefix, {"prefix": other.prefix,
-                                                             "run": Path(other.results_dir).name, "first_s": t})
-            seen["last_s"] = t
+    def neighbours_seen(self) -> list[dict[str, Any]]:
+        return list(self.neighbours.seen.values()) if self.neighbours is not None else []
 
     def stop_if_cancelled(self) -> None:
         if self.cancel is not None and self.cancel.is_set():
@@ -384,7 +376,8 @@ def _flows_phase(run: _Run) -> None:
     t0 = time.monotonic()
     run.shaper.start_epoch(t0)  # schedules and traces count from here, the charts' time zero
     bus.start(t0)
-    run.see_neighbours()
+    run.neighbours = neighbours = Neighbours(run.prefix)
+    neighbours.look(0.0, force=True)
     traffic.start(bus.t0)
     run.ccs.schedule(spec, bus.t0, run.state.hosts)
     if run.live is not None:
@@ -393,11 +386,8 @@ def _flows_phase(run: _Run) -> None:
         control.schedule(spec.reroutes, bus.t0)
     end = bus.t0 + spec.duration_s
     next_progress = bus.t0 + PROGRESS_EVERY_S
-    next_look = bus.t0 + NEIGHBOURS_EVERY_S
     while time.monotonic() < end:
-        if time.monotonic() >= next_look:
-            run.see_neighbours()
-            next_look += NEIGHBOURS_EVERY_S
+        neighbours.look(time.monotonic() - bus.t0)
         if traffic.errors or (control is not None and control.errors):
             raise RunError("; ".join(traffic.errors + (control.errors if control else [])))
         run.stop_if_cancelled()
@@ -408,7 +398,7 @@ def _flows_phase(run: _Run) -> None:
             next_progress += PROGRESS_EVERY_S
         time.sleep(min(0.2, max(0.0, end - time.monotonic())))
     run.cpu["end"] = (PROC_STAT.read_text(), run.shaper.cpu_seconds(), time.monotonic())
-    run.see_neighbours()
+    neighbours.look(time.monotonic() - bus.t0, force=True)
     traffic.wait(SENDER_GRACE_S)
     if traffic.errors:
         raise RunError("; ".join(traffic.errors))
@@ -429,7 +419,7 @@ def _summary(run: _Run, flows_df: Any, links_df: Any) -> dict[str, Any]:
     summary = analysis.summarize(infos, flows_df, run.traffic.finished, links_df, capacities)
     summary["idle_rtt"] = run.idle
     summary["fidelity"] = note_neighbours(assess_run(prep, run.shaper.final, run.cpu, flows_df, links_df,
-                                                     run.idle_stats), list(run.neighbours.values()))
+                                                     run.idle_stats), run.neighbours_seen())
     changes = segments.applied_changes({"congestion_control": {"applied": run.ccs.applied}})
     if changes:
         summary["segments"] = segments.measured(spec, changes, flows_df, links_df, capacities)
@@ -461,14 +451,12 @@ def _environment(run: _Run) -> dict[str, Any]:
     }
     if run.control is not None:
         environment["openflow"] = run.control.applied
-    # what else ran while the flows did, and why this run started beside them (the web queue's figures)
-    environment["concurrency"] = {"neighbours": list(run.neighbours.values()), "admission": run.admission}
+    environment["concurrency"] = {"neighbours": run.neighbours_seen(), "admission": run.admission}
     return environment
 
 
 def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: Registry | None = None,
-                   caps: Capabilities | None = None,
-                   on_sample: Callable[[dict[str, Any]], None] | None = None,
+                   caps: Capabilities | None = None, on_sample: Callable[[dict[str, Any]], None] | None = None,
                    cancel: threading.Event | None = None, live: LiveControl | None = None,
                    admission: dict[str, Any] | None = None) -> RunResult:
     """Run a spec; setting `cancel` stops it early (RunError "cancelled") after a full cleanup;
@@ -483,8 +471,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     prefix = new_prefix()
     folder = _open_folder(spec, prep, prefix, out)
     copies = _copy_traces(prep, folder)
-    run = _parts(spec, prep, prefix, folder, on_sample, cancel, live)
-    run.admission = admission
+    run = replace(_parts(spec, prep, prefix, folder, on_sample, cancel, live), admission=admission)
     with Teardown() as teardown:
         for stop in run.stops():
             teardown.stop(stop)

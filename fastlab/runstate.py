@@ -148,6 +148,28 @@ def live_runs(exclude: str = "") -> list[RunState]:
     return found
 
 
+NEIGHBOURS_EVERY_S = 1.0  # how often a run looks for other runs (a glob and a few small reads: ~1 ms)
+
+
+@dataclass
+class Neighbours:
+    """The other runs alive while a run's flows go (live_runs: any process's), each with when, in seconds
+    of the flows, it was first and last seen; `look` at most every NEIGHBOURS_EVERY_S unless forced."""
+
+    prefix: str
+    seen: dict[str, dict[str, object]] = field(default_factory=dict)
+    _next: float = 0.0
+
+    def look(self, t: float, force: bool = False) -> None:
+        if not force and t < self._next:
+            return
+        self._next = t + NEIGHBOURS_EVERY_S
+        for other in live_runs(exclude=self.prefix):
+            entry = self.seen.setdefault(other.prefix, {"prefix": other.prefix, "run": Path(other.results_dir).name,
+                                                        "first_s": round(t, 1)})
+            entry["last_s"] = round(t, 1)
+
+
 def kill_tracked(pids: list[TrackedPid], grace_s: float = 2.0) -> list[str]:
     """SIGTERM, then SIGKILL, the tracked processes that are still the same processes."""
     done = []

@@ -23,7 +23,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +30,11 @@ import pandas as pd
 
 from fastlab import chart_data
 from fastlab.ccruntime import LiveControl
-from fastlab.cost import Cost, admit, for_spec
+from fastlab.cost import Cost, admit
 from fastlab.rundir import PARTIAL, RunFolder
 from fastlab.spec import parse_spec
 from webapp import uploads
+from webapp.admission import Going, predicted
 from webapp.events import encode
 
 END = object()
@@ -250,31 +250,6 @@ Runner = Callable[..., Any]
 END_WRITE_ATTEMPTS = 3
 MAX_RUNNING = 4  # runs going at once at most, whatever their predicted cost: each one's build and
 # teardown (namespaces, emulators, iperf3) costs a few seconds of CPU the cost model leaves out
-
-
-@dataclass
-class Going:
-    """A run the queue has started: its predicted cost, the admission decision that started it, and
-    what a request may do to it (cancel it, change its parameters while its flows run)."""
-
-    run_id: str
-    cost: Cost
-    admission: dict[str, Any]
-    cancel: threading.Event = field(default_factory=threading.Event)
-    live: LiveControl | None = None
-    thread: threading.Thread | None = None
-
-
-def predicted(spec: Any, caps: Any) -> tuple[Cost, dict[str, Any]]:
-    """A queued spec's predicted cost and the machine's figures (fastlab.cost); a spec that no longer
-    prepares here runs alone (it fails at once, with the engine's own message)."""
-    from fastlab.plan import prepare
-
-    try:
-        cost, figures = for_spec(prepare(spec, caps=caps))
-    except Exception as exc:  # noqa: BLE001 - any failure to plan is the engine's to report
-        return Cost(0.0, {}, f"its cost could not be predicted ({exc.__class__.__name__}: {exc})"), {}
-    return cost, figures.as_dict()
 
 
 class RunManager:

@@ -235,3 +235,19 @@ def test_one_event_reader_per_algorithm_serves_every_run_of_the_process(state_di
     assert len(set(got_a) & set(got_b)) >= 10  # while both listened, both got the events
     assert all(n < got_b[0] for n in set(got_a) - set(got_b))  # a missed none of b's: only earlier ones
     assert max(got_b) > max(got_a)  # b went on reading after a left
+
+
+def test_neighbours_are_the_other_live_runs_seen_while_the_flows_go(state_dir: Path) -> None:
+    """fastlab.runstate.Neighbours: other runs with a live engine (this process), not the run itself nor
+    a dead one; looked at most every NEIGHBOURS_EVERY_S unless forced."""
+    runstate.RunState("flmine", results_dir="/r/mine").save()
+    runstate.RunState("flothr", results_dir="/r/20261127-other").save()
+    runstate.RunState("fldead", engine_pid=4_194_304).save()  # > pid_max: dead
+    seen = runstate.Neighbours("flmine")
+    seen.look(0.0, force=True)
+    assert list(seen.seen) == ["flothr"] and seen.seen["flothr"]["run"] == "20261127-other"
+    runstate.RunState("fllate").save()
+    seen.look(0.5)  # within NEIGHBOURS_EVERY_S of the last look: not looked
+    assert "fllate" not in seen.seen
+    seen.look(runstate.NEIGHBOURS_EVERY_S + 0.1)
+    assert sorted(seen.seen) == ["fllate", "flothr"] and seen.seen["flothr"]["last_s"] == 1.1
