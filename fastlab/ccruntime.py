@@ -18,7 +18,7 @@ from typing import Any
 
 from fastlab.cc import CCError, CongestionControl, Registry
 from fastlab.ccset import GLOBAL_ONLY, ModuleLoader, ToolError
-from fastlab.runstate import RunState
+from fastlab.runstate import RunState, cc_acquire, cc_holders_elsewhere, cc_release
 from fastlab.spec import ExperimentSpec, SpecError
 from fastlab.supervised import Supervised, stop_all
 
@@ -85,6 +85,59 @@ def plan_parameters(spec: ExperimentSpec, registry: Registry) -> tuple[list[Host
     return hosts, {cc: args for cc, (_i, args) in global_args.items()}
 
 
+Subscriber = Callable[[dict[str, Any]], None]
+
+
+class EventHub:
+    """One event stream per algorithm per process, shared by the runs going in it (the web queue's).
+    An algorithm's events come from one pinned BPF ring buffer, and a ring buffer is consumed by
+    whoever reads it: two `fastlab-cc events` readers would each take some of the other run's events
+    (lab 02's checkpoints, read from cc_events.csv, then failed on runs that were faithful). The first
+    run to subscribe starts the reader, every subscriber's run state tracks its PID (a killed process's
+    cleanup stops it), each event goes to every subscriber (each keeps its own namespaces' sockets), and
+    the last one to leave stops it. Runs in other processes (a CLI run beside the web app) still read
+    the ring themselves: `others` says when one holds the algorithm."""
+
+    _lock = threading.Lock()
+    _streams: dict[str, tuple[Supervised, list[Subscriber]]] = {}
+
+    @classmethod
+    def subscribe(cls, cc: str, argv: list[str], state: RunState, callback: Subscriber) -> bool:
+        """Add `callback` to `cc`'s stream; True when this call started the reader."""
+        with cls._lock:
+            entry = cls._streams.get(cc)
+            started = entry is None or not entry[0].running()
+            if started:
+                subs: list[Subscriber] = []
+
+                def dispatch(event: dict[str, Any]) -> None:
+                    for sub in list(subs):
+                        sub(dict(event))  # each subscriber may change its copy (CCRuntime pops ts)
+
+                entry = (Supervised.start(f"cc events {cc}", argv, state=state, on_message=dispatch), subs)
+                cls._streams[cc] = entry
+            else:
+                assert entry is not None
+                state.add_pid(entry[0].pid, f"cc events {cc} (shared)")
+            entry[1].append(callback)
+            return started
+
+    @classmethod
+    def unsubscribe(cls, cc: str, callback: Subscriber, grace_s: float) -> None:
+        """Remove `callback`; the last subscriber stops the reader (holding the lock, so a new
+        subscriber's reader never overlaps the old one's last moments)."""
+        with cls._lock:
+            entry = cls._streams.get(cc)
+            if entry is None:
+                return
+            if callback in entry[1]:
+                entry[1].remove(callback)
+            if entry[1]:
+                return
+            del cls._streams[cc]
+            stop_all([entry[0]], grace_s)
+
+
 @dataclass
 class CCRuntime:
     registry: Registry
@@ -93,10 +146,11 @@ class CCRuntime:
     hosts: list[HostParams]
     global_args: dict[str, dict[str, Any]]
     applied: list[dict[str, Any]] = field(default_factory=list)
-    _streams: list[Supervised] = field(default_factory=list)
+    _streams: list[tuple[str, Subscriber]] = field(default_factory=list)  # (cc, callback) on the EventHub
     _threads: list[threading.Thread] = field(default_factory=list)
     _cancel: threading.Event = field(default_factory=threading.Event)
-    _owned: list[CongestionControl] = field(default_factory=list)
+    _held: list[CongestionControl] = field(default_factory=list)  # a reference taken (fastlab.runstate)
+    _owned: list[CongestionControl] = field(default_factory=list)  # registered by this run's reference
     _configured: list[tuple[HostParams, int]] = field(default_factory=list)
     _apply_lock: threading.Lock = field(default_factory=threading.Lock)
     # Module parameters found before this run set them, put back at the end when the module stays
@@ -107,24 +161,20 @@ class CCRuntime:
         return [self.registry.lookup(n) for n in sorted({h.cc for h in self.hosts})]
 
     def load(self) -> None:
+        """Take the run's reference on each of its algorithms (fastlab.runstate: registered by the first
+        run that needs it, unregistered by the last one to finish), then set the global parameters."""
+        self.state.cc_refcounted = True
         for cc in self.ours():
             entry = f"{cc.name}:{cc.build.impl}"
-            # Recorded before it is registered: a kill between the two (measured: the web server's
-            # kill -9 test at 0.26 s) must not leave it registered with no run owning it. Cleanup
-            # of an entry whose registration never happened finds nothing registered and passes.
-            claim = not cc.build.registered()
-            if claim:
-                self.state.cc_loaded.append(entry)
-                self.state.save()
-            loaded = cc.build.load()
+            # Recorded before the reference is taken: a kill between the two (measured: the web server's
+            # kill -9 test at 0.26 s) must not leave a reference no run state names. Releasing a
+            # reference that was never taken finds none and passes.
+            self.state.cc_loaded.append(entry)
+            self.state.save()
+            self._held.append(cc)  # before: stop() releases even a reference whose registration failed
+            loaded = cc_acquire(entry, self.state.prefix, cc.build)
             if loaded:
                 self._owned.append(cc)
-                if not claim:  # registered by someone else a moment ago, and gone again
-                    self.state.cc_loaded.append(entry)
-                self.state.save()
-            elif claim:  # another run registered it between our look and our call: theirs
-                self.state.cc_loaded.remove(entry)
-                self.state.save()
             self.applied.append({"cc": cc.name, "impl": cc.build.impl, "loaded_by_run": loaded,
                                  "available": cc.build.available()[1]})
             if self.global_args.get(cc.name):
@@ -143,7 +193,8 @@ class CCRuntime:
             if hp.cc not in owned:  # registered before this run: its map may hold a dead run's
                 # overrides on a reused namespace inode; every host starts from the global values
                 cc.build.clear(pids[hp.host])
-                self._configured.append((hp, pids[hp.host]))
+            # cleared at the end too: another run may keep the algorithm registered after this one
+            self._configured.append((hp, pids[hp.host]))
             if hp.args:
                 cc.build.set(hp.args, netns_pid=pids[hp.host])
             self.applied.append({"cc": hp.cc, "scope": "host", "host": hp.host, "args": hp.args})
@@ -152,6 +203,7 @@ class CCRuntime:
         """Stream events of the run's sender sockets (matched by namespace and destination port)."""
         by_ino = {os.stat(f"/proc/{pids[h]}/ns/net").st_ino: h for h in {hp.host for hp in self.hosts}}
         by_socket = {(f.src, f.port): f.id for f in flows}
+        fresh = False
         for cc in self.ours():
             argv = cc.build.events_argv()
             if argv is None:
@@ -163,9 +215,15 @@ class CCRuntime:
                 if flow is not None:
                     self.emit("event", {"t": event.pop("ts"), "flow": flow, "host": host, **event})
 
-            self._streams.append(Supervised.start(f"cc events {cc.name}", argv, state=self.state,
-                                                  on_message=on_event))
-        if self._streams:
+            started = EventHub.subscribe(cc.name, argv, self.state, on_event)
+            self._streams.append((cc.name, on_event))
+            # a run in another process reads the same ring: each would take some of the other's events
+            others = cc_holders_elsewhere(f"{cc.name}:{cc.build.impl}", os.getpid())
+            self.applied.append({"cc": cc.name, "events": "reader started" if started else "reader shared"}
+                                | ({"other_processes": others} if others else {}))
+            if started:
+                fresh = True
+        if fresh:
             time.sleep(EVENTS_READY_S)  # the ring buffers are being read before the first socket opens
 
     def apply(self, host: str, cc: str, args: dict[str, Any], pid: int, at_s: float, live: bool = False) -> None:
@@ -212,19 +270,19 @@ class CCRuntime:
 
     def stop(self) -> None:
         self._cancel.set()
-        stop_all(self._streams, STREAM_STOP_GRACE_S)
+        for name, callback in self._streams:
+            EventHub.unsubscribe(name, callback, STREAM_STOP_GRACE_S)
+        self._streams.clear()
         for thread in self._threads:
             thread.join(timeout=5)
         # Every step runs even when one fails: a failed override clear must not leave the
         # algorithm registered after the run. Failures are recorded, the first one raised.
         errors: list[str] = []
-        owned = {cc.name for cc in self._owned}
-        for hp, pid in self._configured:
-            if hp.cc not in owned:  # a namespace inode may be reused: leave no override behind
-                try:
-                    self.registry.lookup(hp.cc).build.clear(pid)
-                except ToolError as exc:
-                    errors.append(f"{hp.cc}: clearing {hp.host}'s parameters: {exc}")
+        for hp, pid in self._configured:  # a namespace inode may be reused: leave no override behind
+            try:
+                self.registry.lookup(hp.cc).build.clear(pid)
+            except ToolError as exc:
+                errors.append(f"{hp.cc}: clearing {hp.host}'s parameters: {exc}")
         self._configured.clear()
         for name, values in self._restore.items():
             loader = self.registry.lookup(name).build
@@ -235,14 +293,20 @@ class CCRuntime:
             except ToolError as exc:
                 errors.append(f"{name}: restoring its module parameters {values}: {exc}")
         self._restore.clear()
-        for cc in self._owned:
+        for cc in self._held:
+            entry = f"{cc.name}:{cc.build.impl}"
             try:
-                self.applied.append({"cc": cc.name, "unload": cc.build.unload()})
+                released = cc_release(entry, self.state.prefix, cc.build)
             except ToolError as exc:  # left in the run state: `fastlab cleanup` retries
                 errors.append(f"{cc.name}: unload: {exc}")
                 continue
-            self.state.cc_loaded.remove(f"{cc.name}:{cc.build.impl}")
+            if released.status is not None:
+                self.applied.append({"cc": cc.name, "unload": released.status})
+            elif released.others:  # the last of them unregisters it
+                self.applied.append({"cc": cc.name, "unload": None, "still_used_by": released.others})
+            self.state.cc_loaded.remove(entry)
             self.state.save()
+        self._held.clear()
         self._owned.clear()
         if errors:
             self.applied.append({"errors": errors})

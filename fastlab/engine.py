@@ -40,12 +40,12 @@ from fastlab.cwndclamp import RTT_COLUMNS, ClampError, CwndClamp
 from fastlab.network import Network
 from fastlab.plan import IDLE_PING_MAX_GAP_S, IDLE_PING_TIMEOUT_S, IDLE_PINGS_LOST_MAX, Prepared, prepare
 from fastlab.rundir import RunFolder, RunFolderError, expected_bytes
-from fastlab.runstate import RunState, new_prefix
+from fastlab.runstate import Neighbours, RunState, new_prefix
 from fastlab.shaping import Devices, Shaper, mean_rate_bps, plan_link
 from fastlab.spec import ExperimentSpec, to_plain
 from fastlab.tracing import SampleBus
 from fastlab.traffic import Flow, Traffic
-from fastlab.verdict import assess_run
+from fastlab.verdict import assess_run, note_neighbours
 
 log = logging.getLogger(__name__)  # progress at INFO: the CLI prints it, the web app streams it
 
@@ -235,6 +235,11 @@ class _Run:
     idle_stats: dict[str, dict[str, Any]] = field(default_factory=dict)  # the emulators' on the idle pings
     cpu: dict[str, Any] = field(default_factory=dict)  # machine and emulator CPU at the start and end of the flows
     rtt_samples: list[dict[str, object]] = field(default_factory=list)  # clamped flows' per-second RTTs
+    admission: dict[str, Any] | None = None  # the queue's decision that started it (fastlab.cost), if any
+    neighbours: Neighbours | None = None  # other runs seen while the flows ran
+
+    def neighbours_seen(self) -> list[dict[str, Any]]:
+        return list(self.neighbours.seen.values()) if self.neighbours is not None else []
 
     def stop_if_cancelled(self) -> None:
         if self.cancel is not None and self.cancel.is_set():
@@ -371,6 +376,8 @@ def _flows_phase(run: _Run) -> None:
     t0 = time.monotonic()
     run.shaper.start_epoch(t0)  # schedules and traces count from here, the charts' time zero
     bus.start(t0)
+    run.neighbours = neighbours = Neighbours(run.prefix)
+    neighbours.look(0.0, force=True)
     traffic.start(bus.t0)
     run.ccs.schedule(spec, bus.t0, run.state.hosts)
     if run.live is not None:
@@ -380,6 +387,7 @@ def _flows_phase(run: _Run) -> None:
     end = bus.t0 + spec.duration_s
     next_progress = bus.t0 + PROGRESS_EVERY_S
     while time.monotonic() < end:
+        neighbours.look(time.monotonic() - bus.t0)
         if traffic.errors or (control is not None and control.errors):
             raise RunError("; ".join(traffic.errors + (control.errors if control else [])))
         run.stop_if_cancelled()
@@ -390,6 +398,7 @@ def _flows_phase(run: _Run) -> None:
             next_progress += PROGRESS_EVERY_S
         time.sleep(min(0.2, max(0.0, end - time.monotonic())))
     run.cpu["end"] = (PROC_STAT.read_text(), run.shaper.cpu_seconds(), time.monotonic())
+    neighbours.look(time.monotonic() - bus.t0, force=True)
     traffic.wait(SENDER_GRACE_S)
     if traffic.errors:
         raise RunError("; ".join(traffic.errors))
@@ -409,7 +418,8 @@ def _summary(run: _Run, flows_df: Any, links_df: Any) -> dict[str, Any]:
     capacities = {k: round(mean_rate_bps(link.forward, *active) / 1e6, 6) for k, link in prep.links.items()}
     summary = analysis.summarize(infos, flows_df, run.traffic.finished, links_df, capacities)
     summary["idle_rtt"] = run.idle
-    summary["fidelity"] = assess_run(prep, run.shaper.final, run.cpu, flows_df, links_df, run.idle_stats)
+    summary["fidelity"] = note_neighbours(assess_run(prep, run.shaper.final, run.cpu, flows_df, links_df,
+                                                     run.idle_stats), run.neighbours_seen())
     changes = segments.applied_changes({"congestion_control": {"applied": run.ccs.applied}})
     if changes:
         summary["segments"] = segments.measured(spec, changes, flows_df, links_df, capacities)
@@ -441,15 +451,17 @@ def _environment(run: _Run) -> dict[str, Any]:
     }
     if run.control is not None:
         environment["openflow"] = run.control.applied
+    environment["concurrency"] = {"neighbours": run.neighbours_seen(), "admission": run.admission}
     return environment
 
 
 def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: Registry | None = None,
-                   caps: Capabilities | None = None,
-                   on_sample: Callable[[dict[str, Any]], None] | None = None,
-                   cancel: threading.Event | None = None, live: LiveControl | None = None) -> RunResult:
+                   caps: Capabilities | None = None, on_sample: Callable[[dict[str, Any]], None] | None = None,
+                   cancel: threading.Event | None = None, live: LiveControl | None = None,
+                   admission: dict[str, Any] | None = None) -> RunResult:
     """Run a spec; setting `cancel` stops it early (RunError "cancelled") after a full cleanup;
-    `live` is bound while the flows run, so a front end can change CC parameters then.
+    `live` is bound while the flows run, so a front end can change CC parameters then; `admission`
+    is the queue's decision that started it beside other runs (fastlab.cost), kept in environment.json.
 
     The phases: prepare (nothing touched) -> the results folder -> build -> idle pings -> flows ->
     teardown (whatever happened) -> collect -> write. Stopping is cooperative (checked between phases
@@ -459,7 +471,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     prefix = new_prefix()
     folder = _open_folder(spec, prep, prefix, out)
     copies = _copy_traces(prep, folder)
-    run = _parts(spec, prep, prefix, folder, on_sample, cancel, live)
+    run = replace(_parts(spec, prep, prefix, folder, on_sample, cancel, live), admission=admission)
     with Teardown() as teardown:
         for stop in run.stops():
             teardown.stop(stop)

@@ -44,6 +44,12 @@ def napi_threads(proc: Path = Path("/proc")) -> dict[int, str]:
     return found
 
 
+def run_offset(prefix: str) -> int:
+    """Where a run starts its turn over the CPUs (pure): its prefix's random letters as a number, so
+    runs going at once (the web queue's) begin on different CPUs in turn instead of all on the last."""
+    return int(prefix[2:], 36) if prefix[2:].isalnum() else 0
+
+
 def pick_cpu(cpus: set[int], placed_before: int) -> int:
     """The CPU for the next colocated emulator (pure): from the last CPU down, in turn."""
     ordered = sorted(cpus)

@@ -99,7 +99,9 @@ def run(duration_s: float = DURATION_S) -> dict[str, Any]:
                 util = steady_utilization(RunFolder(result.directory).path(FLOWS), step.rate_mbps, WARMUP_S)
                 ok, why = judge(util, result.summary["fidelity"])
                 out["steps"].append({"step": step.label, "rate_mbps": step.rate_mbps, "flows": step.flows,
-                                     "utilization": round(util, 4), "passed": ok, "why": why})
+                                     "utilization": round(util, 4), "passed": ok, "why": why,
+                                     # the machine's measured cost: fastlab.cost's cores per Gb/s
+                                     "machine_busy": result.summary["fidelity"].get("machine_busy")})
                 log.info("self-test: %s: %s (%s)", step.label, "pass" if ok else "FAIL", why)
                 if not ok:
                     break

@@ -813,7 +813,8 @@ class Shaper:
         """The emulator and the receive threads it wakes on one CPU, if its link is slow enough."""
         threads = self.net.receive_threads.get(plan.link, [])
         rate = max(int(plan.resolved[d]["rate_bps"] or 0) for d in ("forward", "reverse"))
-        placed = placement.colocate(plan.link, self._emulators[plan.link].pid, threads, rate, self._colocated)
+        placed = placement.colocate(plan.link, self._emulators[plan.link].pid, threads, rate,
+                                    self._colocated + placement.run_offset(self.net.prefix))
         self._colocated += placed["cpu"] is not None
         return placed
 

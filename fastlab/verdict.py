@@ -52,6 +52,19 @@ def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[s
             for d, fig in fidelity.link_figures(stats).items()})))
 
 
+def note_neighbours(verdict: dict[str, Any], neighbours: list[dict[str, Any]]) -> dict[str, Any]:
+    """The verdict with the other runs that shared the machine while the flows ran (`neighbours`, as
+    the engine saw them); an unfaithful verdict with neighbours says they may be the cause, for the
+    machine's load it judges was theirs too."""
+    out = dict(verdict, neighbours=[n.get("prefix") for n in neighbours])
+    if neighbours and not verdict.get("faithful"):
+        names = ", ".join(str(n.get("run") or n.get("prefix")) for n in neighbours)
+        out["reasons"] = [*verdict.get("reasons", []),
+                          f"{len(neighbours)} other run{'s' if len(neighbours) > 1 else ''} shared the machine while "
+                          f"these flows ran ({names}): their load may be the cause; run it again alone"]
+    return out
+
+
 def fidelity_routes(prep: Prepared) -> tuple[tuple[fidelity.Crossing, ...], ...]:
     """Every route the flows' data and ACKs take over the run (each flow's path and every reroute's) as
     ordered shaped crossings: the feeders of the conservation check."""

@@ -29,7 +29,12 @@ parser.add_argument("--token-file", help="read the access token from this file (
 parser.add_argument("--instructor-token-file",
                     help="read the instructor's token from this file (first line; default $FASTLAB_INSTRUCTOR_TOKEN): "
                          "it may cancel, delete and change every run, where a student acts only on their own")
+parser.add_argument("--max-running", type=int, default=None,
+                    help="runs going at once at most (default 4; each also within the machine's CPU budget, "
+                         "fastlab.cost); 1 runs them one at a time")
 args = parser.parse_args()
+if args.max_running is not None and not 1 <= args.max_running <= 64:
+    parser.error(f"--max-running: from 1 to 64, not {args.max_running}")
 
 
 def first_line(path: str, option: str) -> str:
@@ -45,7 +50,8 @@ if args.token_file:
 instructor = (first_line(args.instructor_token_file, "--instructor-token-file") if args.instructor_token_file
               else os.environ.get("FASTLAB_INSTRUCTOR_TOKEN"))
 try:  # refuses an off-loopback host without a token, and weak tokens
-    app = create_app(host=args.host, token=args.token, instructor_token=instructor)
+    app = create_app(host=args.host, token=args.token, instructor_token=instructor,
+                     **({"max_running": args.max_running} if args.max_running is not None else {}))
 except ValueError as exc:
     parser.error(str(exc))
 

@@ -64,7 +64,7 @@ def replay(encoded: list[str]) -> list[str]:
 
 
 class EventStream:
-    """The stream of `run_id` for one viewer. `manager` is the app's RunManager (channels, current);
+    """The stream of `run_id` for one viewer. `manager` is the app's RunManager (channels, runs going);
     `status_of()` reads the run's status row; `partial()` reads its saved partial traces."""
 
     def __init__(self, manager: Any, run_id: str, status_of: Callable[[], dict[str, Any]],
@@ -92,7 +92,7 @@ class EventStream:
             channel = self.manager.channels.get(self.run_id)
             if channel is None:
                 st = self.status_of()
-                if st["status"] == "queued" and self.manager.current != self.run_id:
+                if st["status"] == "queued" and not self.manager.is_running(self.run_id):
                     if now >= self.next_status:
                         out.append(message("status", st))
                         self.next_status = now + QUEUED_EVERY_S

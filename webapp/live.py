@@ -77,10 +77,10 @@ def api_live_cc(run_id: str) -> Any:
     """Change a running run's algorithm parameters now, per host (FAST's alpha while it runs)."""
     sv = services()
     row = sv.run_row(run_id)
-    live = sv.manager.live
+    live = sv.manager.live_of(run_id)
     if not sv.may_act_on(row):
         return api_error(403, sv.not_yours(row, "change its parameters"))
-    if row["status"] != "running" or sv.manager.current != run_id or live is None:
+    if row["status"] != "running" or live is None:
         return api_error(409, f"run is {row['status']}: only a running run's parameters can change")
     body = body_json()  # one line (and no traceback) for a body that is not JSON or nested too deep
     if not isinstance(body, dict) or set(body) - {"host", "cc", "args"}:

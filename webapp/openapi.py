@@ -90,6 +90,14 @@ def document() -> dict[str, Any]:
                            "responses": {"200": {"description": "deleted", "content": {"application/json": {
                                "schema": {"type": "object", "properties": {"deleted": {"type": "string"}}}}}},
                                "403": error, "404": error, "409": error}}},
+            "/api/queue": {
+                "get": {"summary": "the queue's admission: the runs going with their predicted cores and the "
+                                   "decisions that started them, and the last decision about the queue's head",
+                        "operationId": "getQueue",
+                        "responses": {"200": {"description": "running (id, cost, admission), max_running, head "
+                                                             "(start, why, running_cores, candidate_cores, "
+                                                             "budget_cores, cost, figures) or null",
+                                              "content": {"application/json": {"schema": {"type": "object"}}}}}}},
             "/api/sweeps": {
                 "get": {"summary": "the latest sweeps", "operationId": "listSweeps",
                         "responses": {"200": {"description": "sweeps, newest first (id, name, param, values, "

@@ -1,7 +1,10 @@
-"""The web app's run queue: SQLite-backed history, one worker thread, live sample fan-out.
+"""The web app's run queue: SQLite-backed history, admission by predicted cost, live sample fan-out.
 
 The queue is the `runs` table itself (status `queued`, ordered by `created`), so it survives
-restarts. One worker thread runs one experiment at a time through the engine; each sample the
+restarts. A dispatcher thread starts the queue's head when its predicted cost (fastlab.cost) fits
+beside the runs going, within the machine's budget and MAX_RUNNING; each run goes through the
+engine in its own thread (run-scoped names, emulators, state: runs do not share what they build),
+and its environment.json records the admission decision and its neighbours. Each sample the
 engine emits is appended to the run's `partial.jsonl` (kept: a run cut by a restart still has
 its traces) and published on the run's `Channel`, which keeps the history for late subscribers
 and fans out to one queue per subscriber (each SSE client).
@@ -27,9 +30,11 @@ import pandas as pd
 
 from fastlab import chart_data
 from fastlab.ccruntime import LiveControl
+from fastlab.cost import Cost, admit
 from fastlab.rundir import PARTIAL, RunFolder
 from fastlab.spec import parse_spec
 from webapp import uploads
+from webapp.admission import Going, predicted
 from webapp.events import encode
 
 END = object()
@@ -242,19 +247,30 @@ class ProgressToStream(logging.Handler):
 
 
 Runner = Callable[..., Any]
+END_WRITE_ATTEMPTS = 3
+MAX_RUNNING = 4  # runs going at once at most, whatever their predicted cost: each one's build and
+# teardown (namespaces, emulators, iperf3) costs a few seconds of CPU the cost model leaves out
 
 
 class RunManager:
-    def __init__(self, root: Path, database: Path, runner: Runner | None = None) -> None:
+    """The queue's worker: a dispatcher thread starts the queue's head, in order, whenever fastlab.cost's
+    admission says it fits beside the runs going (each run in its own thread, through the engine), and
+    keeps the last decision for the queue page."""
+
+    def __init__(self, root: Path, database: Path, runner: Runner | None = None,
+                 max_running: int = MAX_RUNNING) -> None:
         self.root = root
         self.database = database
         self.runner = runner
+        self.max_running = max_running
         self.channels: dict[str, Channel] = {}
-        self.current: str | None = None
-        self.live: LiveControl | None = None  # the running run's live parameter control
+        self.running: dict[str, Going] = {}
+        self.admission: dict[str, Any] | None = None  # the last decision about the queue's head
+        self._lock = threading.Lock()
+        self._caps: Any = None
+        self._costs: dict[str, tuple[Cost, dict[str, Any]]] = {}  # queued run -> its prediction (made once)
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._cancel_running = threading.Event()
         self._thread: threading.Thread | None = None
         self._shutting_down = False
 
@@ -274,10 +290,30 @@ class RunManager:
                 "SELECT id FROM runs WHERE status = 'queued' ORDER BY created, id")]
         return rows.index(run_id) + 1 if run_id in rows else None
 
+    def is_running(self, run_id: str) -> bool:
+        with self._lock:
+            return run_id in self.running
+
+    def live_of(self, run_id: str) -> LiveControl | None:
+        """The live parameter control of a run going now (None: not going, or a test runner's)."""
+        with self._lock:
+            going = self.running.get(run_id)
+        return going.live if going is not None else None
+
+    def queue_state(self) -> dict[str, Any]:
+        """What the queue page shows: the runs going with their costs and admissions, and the last
+        decision about the queue's head (why it waits, or why it started)."""
+        with self._lock:
+            going = [{"id": g.run_id, "cost": g.cost.as_dict(), "admission": g.admission}
+                     for g in self.running.values()]
+        return {"running": going, "max_running": self.max_running, "head": self.admission}
+
     def cancel(self, run_id: str) -> str:
-        """Cancel a queued run, or ask the running one to stop; returns its status afterwards."""
-        if run_id == self.current and self.runner is None:
-            self._cancel_running.set()  # the engine stops at its next check and cleans up
+        """Cancel a queued run, or ask a running one to stop; returns its status afterwards."""
+        with self._lock:
+            going = self.running.get(run_id)
+        if going is not None and self.runner is None:
+            going.cancel.set()  # the engine stops at its next check and cleans up
             return "cancelling"
         with connect(self.database) as conn:
             conn.execute("UPDATE runs SET status = 'cancelled', finished = ? WHERE id = ? AND status = 'queued'",
@@ -291,7 +327,7 @@ class RunManager:
     # --- worker ------------------------------------------------------------------------------
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="fastlab-run-worker", daemon=True)
+            self._thread = threading.Thread(target=self._loop, name="fastlab-run-dispatcher", daemon=True)
             self._thread.start()
 
     def stop(self) -> None:
@@ -299,38 +335,102 @@ class RunManager:
         self._wake.set()
 
     def shutdown(self, timeout_s: float) -> bool:
-        """Server stopping: take no more runs, stop the running one after its full cleanup (it
-        becomes `interrupted`, partial traces kept) and wait for that; False if it took too long."""
+        """Server stopping: take no more runs, stop the running ones after their full cleanup (they
+        become `interrupted`, partial traces kept) and wait for that; False if it took too long."""
         self._shutting_down = True
         self.stop()
-        self._cancel_running.set()
+        deadline = time.monotonic() + timeout_s
         if self._thread is not None:
             self._thread.join(timeout_s)
-            return not self._thread.is_alive()
-        return True
+        with self._lock:
+            going = list(self.running.values())
+        for g in going:
+            g.cancel.set()
+        for g in going:
+            if g.thread is not None:
+                g.thread.join(max(0.0, deadline - time.monotonic()))
+        return not (self._thread is not None and self._thread.is_alive()) and \
+            not any(g.thread is not None and g.thread.is_alive() for g in going)
 
     def _next(self) -> sqlite3.Row | None:
         with connect(self.database) as conn:
             return conn.execute("SELECT * FROM runs WHERE status = 'queued' ORDER BY created, id LIMIT 1").fetchone()
 
+    def _predict(self, row: sqlite3.Row) -> tuple[Cost, dict[str, Any]]:
+        if row["id"] not in self._costs:
+            if self._caps is None:
+                from fastlab.capabilities import probe
+                self._caps = probe()  # once per app: it runs commands
+            try:  # as the run thread will read it (an uploaded trace resolved to its stored file)
+                spec = uploads.resolve(parse_spec(json.loads(row["spec"])), uploads.TraceStore.under(self.root))
+            except Exception as exc:  # noqa: BLE001 - the run thread reports it; here it only runs alone
+                self._costs[row["id"]] = (Cost(0.0, {}, f"its spec no longer reads: {exc}"), {})
+            else:
+                self._costs[row["id"]] = predicted(spec, self._caps)
+        return self._costs[row["id"]]
+
     def _loop(self) -> None:
+        """Start the queue's head whenever the admission rule lets it; in order (no run overtakes the
+        head, so a full-scale run waiting for an empty machine is not starved by small ones)."""
         while not self._stop.is_set():
             row = self._next()
             if row is None:
+                self.admission = None  # nothing waits: no decision to show
                 self._wake.wait(1.0)
                 self._wake.clear()
                 continue
-            self.execute(row["id"], row["spec"])
+            cost, figures = self._predict(row)
+            with self._lock:
+                costs = [g.cost for g in self.running.values()]
+            budget = figures.get("budget_cores", 0.0)
+            decision = admit(costs, cost, budget, self.max_running)
+            self.admission = {"run": row["id"], **decision.as_dict(), "cost": cost.as_dict(), "figures": figures,
+                              "decided": now()}
+            if not decision.start:
+                self._wake.wait(1.0)  # a run ending wakes it
+                self._wake.clear()
+                continue
+            self._costs.pop(row["id"], None)
+            if not self._claim(row["id"]):
+                continue  # cancelled meanwhile
+            with self._lock:
+                going = Going(row["id"], cost, dict(self.admission, started_beside=sorted(self.running)))
+                self.running[row["id"]] = going
+            going.thread = threading.Thread(target=self.execute, args=(row["id"], row["spec"], going),
+                                            name=f"fastlab-run-{row['id'][-7:]}", daemon=True)
+            going.thread.start()
 
-    def execute(self, run_id: str, spec_json: str) -> None:
+    def _claim(self, run_id: str) -> bool:
+        with connect(self.database) as conn:
+            return bool(conn.execute("UPDATE runs SET status = 'running', started = ? WHERE id = ? "
+                                     "AND status = 'queued'", (now(), run_id)).rowcount)
+
+    def _record_end(self, run_id: str, *values: str | None) -> None:
+        """How a run ended, into the history. Runs end in threads of their own now, each with a connection
+        of its own: a write that finds the database locked past the connection's 30 s (seen once, twenty
+        runs queued and polled) is tried again, for a row left `running` would never end."""
+        for attempt in range(END_WRITE_ATTEMPTS):
+            try:
+                with connect(self.database) as conn:
+                    conn.execute("UPDATE runs SET status = ?, error = ?, summary = COALESCE(?, summary), "
+                                 "environment = COALESCE(?, environment), finished = ? WHERE id = ?",
+                                 (*values[:4], now(), run_id))
+                return
+            except sqlite3.OperationalError:
+                if attempt == END_WRITE_ATTEMPTS - 1:
+                    raise
+                traceback.print_exc()
+
+    def execute(self, run_id: str, spec_json: str, going: Going | None = None) -> None:
+        """Run one queued run through the engine (in the calling thread) and record how it ended."""
+        if going is None:  # called directly: claim it and run it as the only one
+            if not self._claim(run_id):
+                return  # cancelled meanwhile
+            going = Going(run_id, Cost(0.0), {"why": "run directly"})
+            with self._lock:
+                self.running[run_id] = going
         run_dir = self.root / run_id
         channel = Channel()
-        with connect(self.database) as conn:
-            changed = conn.execute("UPDATE runs SET status = 'running', started = ? WHERE id = ? AND status = 'queued'",
-                                   (now(), run_id)).rowcount
-        if not changed:
-            return  # cancelled meanwhile
-        self.current = run_id
         self.channels[run_id] = channel
         run_dir.mkdir(parents=True, exist_ok=True)
         writer = PartialWriter(run_dir / PARTIAL)
@@ -348,12 +448,11 @@ class RunManager:
         try:
             # an uploaded trace's reference becomes the stored file (webapp.uploads), which the engine copies
             spec = uploads.resolve(parse_spec(json.loads(spec_json)), uploads.TraceStore.under(self.root))
-            self._cancel_running.clear()
             if self.runner is None:
                 from fastlab.engine import run_experiment
-                self.live = LiveControl()
-                result = run_experiment(spec, out=run_dir, on_sample=on_sample, cancel=self._cancel_running,
-                                        live=self.live)
+                going.live = LiveControl()
+                result = run_experiment(spec, out=run_dir, on_sample=on_sample, cancel=going.cancel,
+                                        live=going.live, admission=going.admission)
             else:
                 result = self.runner(spec, out=run_dir, on_sample=on_sample)
             status = "done"
@@ -363,19 +462,18 @@ class RunManager:
             error = f"{exc.__class__.__name__}: {exc}"
             if self._shutting_down:
                 status, error = "interrupted", INTERRUPTED_BY_SHUTDOWN
-            elif self._cancel_running.is_set():
+            elif going.cancel.is_set():
                 status, error = "cancelled", "cancelled while running; partial traces kept"
             else:
                 traceback.print_exc()
         finally:
             FASTLAB_LOG.removeHandler(progress)
-            self.live = None
+            going.live = None
             writer.close()
-            with connect(self.database) as conn:
-                conn.execute("UPDATE runs SET status = ?, error = ?, summary = COALESCE(?, summary), "
-                             "environment = COALESCE(?, environment), finished = ? WHERE id = ?",
-                             (status, error, summary, environment, now(), run_id))
+            self._record_end(run_id, status, error, summary, environment)
             channel.publish({"kind": "status", "t": None, "status": status, "error": error})
             channel.close()
-            self.current = None
+            with self._lock:
+                self.running.pop(run_id, None)
             self.channels.pop(run_id, None)
+            self._wake.set()  # room for the next run

@@ -64,7 +64,8 @@ def old_notes(spec: Any, summary: dict[str, Any]) -> list[str]:
 def index() -> str:
     """The landing page: what fastlab is, the labs first, a new experiment second, recent runs third."""
     sv = services()
-    return render_template("index.html", runs=sv.all_runs(), labs=guided.catalogue(sv.labs_dir))
+    return render_template("index.html", runs=sv.all_runs(), labs=guided.catalogue(sv.labs_dir),
+                           queue=sv.manager.queue_state())
 
 
 @bp.get("/new")
@@ -230,6 +231,12 @@ def api_schema() -> Any:
 @bp.get("/api/runs")
 def api_runs() -> Any:
     return jsonify(services().all_runs())
+
+
+@bp.get("/api/queue")
+def api_queue() -> Any:
+    """The queue's admission now (webapp.runner.RunManager.queue_state): what the home page shows."""
+    return jsonify(services().manager.queue_state())
 
 
 @bp.get("/api/runs/<run_id>")

@@ -116,8 +116,12 @@ class Services:
 
     def all_runs(self) -> list[dict[str, Any]]:
         self.sync()
-        return [self.as_dict(r)
-                for r in self.db().execute("SELECT * FROM runs ORDER BY COALESCE(created, started) DESC")]
+        # fetched whole before as_dict opens its own connections (a queued run's position): a cursor
+        # still being read holds the database's shared lock, and a run ending meanwhile waits for it
+        # while holding the pending lock that keeps position() out, until both time out (30 s: seen
+        # with twenty runs queued and polled, bench/classroom.py)
+        rows = self.db().execute("SELECT * FROM runs ORDER BY COALESCE(created, started) DESC").fetchall()
+        return [self.as_dict(r) for r in rows]
 
     def status_row(self, run_id: str) -> dict[str, Any]:
         """A run's status for the live stream: its own connection, for it is polled outside requests."""
@@ -136,7 +140,7 @@ class Services:
         """The latest runs of each step of a lab, newest first."""
         out: dict[str, list[dict[str, Any]]] = {}
         for row in self.db().execute("SELECT * FROM runs WHERE lab = ? ORDER BY COALESCE(created, started) DESC",
-                                     (lab_name,)):
+                                     (lab_name,)).fetchall():  # whole: as_dict connects too (all_runs)
             runs = out.setdefault(row["lab_step"], [])
             if len(runs) < per_step:
                 runs.append(self.as_dict(row))

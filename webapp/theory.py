@@ -23,9 +23,9 @@ def run_changes(run: dict[str, Any]) -> list[segments.Change]:
     except SpecError:
         return []
     sv = services()
-    live = sv.manager.live
+    live = sv.manager.live_of(str(run.get("id")))
     so_far = segments.applied_changes({"congestion_control": {"applied": live.applied()}}) \
-        if live is not None and sv.manager.current == run.get("id") else []
+        if live is not None else []
     done = {(c.at_s, c.host, c.cc, json.dumps(c.args, sort_keys=True)) for c in so_far}
     # a scheduled change is applied with its own at_s: one applied so far appears once
     pending = [c for c in scheduled if (c.at_s, c.host, c.cc, json.dumps(c.args, sort_keys=True)) not in done]

@@ -425,3 +425,14 @@ def test_report_draws_what_the_live_page_draws() -> None:
     assert "export function createCharts(" in page and "runCharts.onSamples(data.samples)" in page
 
 
+def test_an_unfaithful_verdict_names_the_runs_that_shared_the_machine() -> None:
+    from fastlab.verdict import note_neighbours
+
+    neighbours = [{"prefix": "flaaaa", "run": "20261127-lab02-a", "first_s": 0.0, "last_s": 9.0}]
+    bad = note_neighbours({"faithful": False, "reasons": ["the machine was 97% busy"]}, neighbours)
+    assert bad["neighbours"] == ["flaaaa"] and bad["reasons"][0] == "the machine was 97% busy"
+    assert "1 other run shared the machine while these flows ran (20261127-lab02-a)" in bad["reasons"][1]
+    good = note_neighbours({"faithful": True, "reasons": []}, neighbours)
+    assert good["reasons"] == [] and good["neighbours"] == ["flaaaa"]  # faithful beside them: no excuse needed
+    alone = note_neighbours({"faithful": False, "reasons": ["late"]}, [])
+    assert alone["reasons"] == ["late"] and alone["neighbours"] == []

@@ -29,3 +29,10 @@ def test_napi_threads_are_read_by_name(tmp_path: Path) -> None:
     (tmp_path / "13").mkdir()  # gone while read: no comm
     (tmp_path / "self").mkdir()
     assert placement.napi_threads(tmp_path) == {10: "napi/eth1-8193", 12: "napi/s1-eth2-81"}
+
+
+def test_runs_start_their_turn_over_the_cpus_at_their_prefix() -> None:
+    """Runs going at once begin on different CPUs in turn (their prefixes' letters), not all on the last."""
+    starts = {placement.pick_cpu({0, 1}, placement.run_offset(p)) for p in ("fl0000", "fl0001")}
+    assert starts == {0, 1}
+    assert placement.run_offset("fl000a") == 10 and placement.run_offset("fl") == 0

@@ -46,11 +46,11 @@ def wait_for(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def start_server(tmp_path: Path, results: Path) -> tuple[subprocess.Popen, str]:
-    """The real `python -m webapp` in a subprocess (this test's own child)."""
+def start_server(tmp_path: Path, results: Path, *extra: str) -> tuple[subprocess.Popen, str]:
+    """The real `python -m webapp` in a subprocess (this test's own child), with `extra` arguments."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO), "FASTLAB_RESULTS": str(results)}
-    server = subprocess.Popen([sys.executable, "-m", "webapp", "--port", str(port)], cwd=REPO, env=env,
+    server = subprocess.Popen([sys.executable, "-m", "webapp", "--port", str(port), *extra], cwd=REPO, env=env,
                               stdout=(tmp_path / "server.log").open("w"), stderr=subprocess.STDOUT)
     return server, f"http://127.0.0.1:{port}"
 
@@ -76,7 +76,8 @@ def test_restart_marks_interrupted_keeps_partial_cleans_up_and_the_queue_continu
         pytest.fail("the restart test runs real experiments: run it as root")
     fast_before = "fast" in kernel_available()  # e.g. registered by a run of another user
     results = tmp_path / "results"
-    server, base = start_server(tmp_path, results)
+    # one at a time: the second run waits behind the first (runs side by side: test_queue_admission.py)
+    server, base = start_server(tmp_path, results, "--max-running", "1")
     try:
         csrf = csrf_of(base)
         status, first = http("POST", base + "/api/runs", good_spec(name="killed", duration_s=6), csrf)

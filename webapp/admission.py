@@ -1,0 +1,36 @@
+"""What the web queue's admission keeps of each run it starts, and a queued spec's predicted cost
+(fastlab.cost); webapp.runner.RunManager decides with them."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastlab.ccruntime import LiveControl
+from fastlab.cost import Cost, for_spec
+
+
+@dataclass
+class Going:
+    """A run the queue has started: its predicted cost, the admission decision that started it, and
+    what a request may do to it (cancel it, change its parameters while its flows run)."""
+
+    run_id: str
+    cost: Cost
+    admission: dict[str, Any]
+    cancel: threading.Event = field(default_factory=threading.Event)
+    live: LiveControl | None = None
+    thread: threading.Thread | None = None
+
+
+def predicted(spec: Any, caps: Any) -> tuple[Cost, dict[str, Any]]:
+    """A queued spec's predicted cost and the machine's figures (fastlab.cost); a spec that no longer
+    prepares here runs alone (it fails at once, with the engine's own message)."""
+    from fastlab.plan import prepare
+
+    try:
+        cost, figures = for_spec(prepare(spec, caps=caps))
+    except Exception as exc:  # noqa: BLE001 - any failure to plan is the engine's to report
+        return Cost(0.0, {}, f"its cost could not be predicted ({exc.__class__.__name__}: {exc})"), {}
+    return cost, figures.as_dict()
