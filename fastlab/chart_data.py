@@ -17,7 +17,7 @@ from markupsafe import Markup
 # to the live page: a report carries no more than its charts draw.
 SAMPLE_COLUMNS = {
     "flow": ("t", "flow", "goodput_mbps", "cwnd_pkts", "srtt_ms"),
-    "link": ("t", "link", "direction", "backlog_pkts", "tx_bytes"),
+    "link": ("t", "link", "direction", "backlog_pkts", "tx_bytes", "aqm_avg_pkts", "aqm_drop_prob"),
     "event": ("t", "flow", "event", "base_rtt_us", "avg_rtt_us", "target", "cwnd", "path"),
 }
 CHART_EVENTS = ("update", "reroute")  # the events the charts draw

@@ -134,7 +134,7 @@ def aqm_counters(q: Qdisc) -> dict[str, Any]:
         # dropped: PIE's own drops at enqueue, overlimit: the limit; delay in us
         early, marks, qdelay, prob = x["dropped"], x["ecn_mark"], x["delay"] / 1000, x["prob"] / PIE_PROB_ONE
     return {"queue_drops": max(0, q.drops - early), "aqm_drops": early, "aqm_marks": marks,
-            "aqm_avg_queue": None, "aqm_drop_prob": prob, "aqm_qdelay_ms": qdelay}
+            "aqm_avg_queue": None, "aqm_avg_pkts": None, "aqm_drop_prob": prob, "aqm_qdelay_ms": qdelay}
 
 
 def queue_stats(qdiscs: Iterable[Qdisc], ifindex: int) -> dict[str, Any]:

@@ -695,7 +695,7 @@ EMU_DIRECTIONS = {"ab": "forward", "ba": "reverse"}
 
 def aqm_figures(c: dict[str, Any]) -> dict[str, Any]:
     """A direction's AQM counters and state from linkemu's stats (none without an AQM): early drops and
-    ECN marks; RED's average queue (packets or bytes, its mode's), PIE's drop probability and queue delay. A
+    ECN marks; RED's average queue (packets or bytes, its mode's) and p_b, PIE's drop probability and queue delay. A
     direction without an AQM adds no columns (linkemu reports its zero counters anyway)."""
     state = c.get("aqm")
     if not isinstance(state, dict):  # no AQM on this direction: no columns for it
@@ -703,7 +703,8 @@ def aqm_figures(c: dict[str, Any]) -> dict[str, Any]:
     avg = state.get("avg_pkts", state.get("avg_bytes"))
     qdelay = state.get("qdelay_us")
     return {"aqm_drops": c.get("aqm_drops", 0), "aqm_marks": c.get("aqm_marks", 0),
-            "aqm_avg_queue": avg, "aqm_drop_prob": state.get("drop_prob"),
+            "aqm_avg_queue": avg, "aqm_avg_pkts": state.get("avg_pkts"),  # the charts': packets mode's only
+            "aqm_drop_prob": state.get("drop_prob"),
             "aqm_qdelay_ms": qdelay / 1000 if isinstance(qdelay, int | float) else None}
 
 

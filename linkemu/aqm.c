@@ -494,15 +494,22 @@ int aqm_state_json(const struct aqm *a, char *buf, size_t len)
 	switch (a->cfg.type) {
 	case AQM_RED: {
 		uint64_t avg = a->red.avg;
+		bool forced;
 
 		fmt_prob(p1, sizeof(p1), a->red.max_p);
+		/*
+		 * p_b as the average stands now, for a full-sized packet (the
+		 * charts' "drop probability"; each arrival's p_a also counts the
+		 * packets since the last drop).
+		 */
+		fmt_prob(p2, sizeof(p2), aqm_red_pb(a, a->cfg.mtu_bytes, &forced));
 		return snprintf(buf, len,
 				"\"model\":\"red\",\"avg_%s\":%" PRIu64 ".%03" PRIu64
-				",\"count\":%" PRId64 ",\"max_p\":%s",
+				",\"count\":%" PRId64 ",\"max_p\":%s,\"drop_prob\":%s",
 				a->cfg.red.bytes ? "bytes" : "pkts",
 				avg >> AQM_FRAC_SHIFT,
 				((avg & (AQM_FRAC_ONE - 1)) * 1000) >> AQM_FRAC_SHIFT,
-				a->red.count, p1);
+				a->red.count, p1, p2);
 	}
 	case AQM_CODEL:
 		return snprintf(buf, len,

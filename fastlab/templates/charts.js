@@ -35,6 +35,7 @@ export const CHARTS = {
   'chart-fast-rtt': {title: "FAST's RTT estimates", y: 'RTT (ms)'},
   'chart-fast-window': {title: "FAST's window and target", y: 'window (packets)'},
   'chart-ports': {title: 'OpenFlow switch ports, transmitted', y: 'rate (Mb/s)'},
+  'chart-aqm': {title: "Queue management's drop probability (RED's p_b, PIE's p)", y: 'drop probability'},
 };
 
 // A trailing moving average over n samples (1 = the raw samples).
@@ -230,6 +231,13 @@ export function createCharts(opts) {
         if (s.backlog_pkts > 0 && s.direction === 'reverse') queuedReverse.add(key);
         if (s.backlog_pkts != null && (s.direction !== 'reverse' || queuedReverse.has(key))) {
           pts['chart-queue'].push([key, `${key} backlog`, s.t, s.backlog_pkts, null, null, {link: s.link}]);
+          // RED's average queue (its EWMA, what it drops by), dashed beside the queue it follows
+          if (s.aqm_avg_pkts != null) {
+            pts['chart-queue'].push([`${key} avg`, `${key} RED average`, s.t, s.aqm_avg_pkts, null, 'dash', {link: s.link}]);
+          }
+        }
+        if (s.aqm_drop_prob != null) {
+          pts['chart-aqm'].push([`${key} p`, `${key} drop probability`, s.t, s.aqm_drop_prob, null, null, {link: s.link}]);
         }
         // Only the data direction's rate: the reverse carries ACKs, whose rate says nothing here.
         if (rate !== null && s.direction === 'forward') {

@@ -1278,8 +1278,9 @@ static void test_state_json(void)
 
 	r.red.avg = 6 * AQM_FRAC_ONE + AQM_FRAC_ONE / 2;	/* 6.5 */
 	aqm_state_json(&r, buf, sizeof(buf));
+	/* p_b = 0.1 (6.5 - 5) / (15 - 5) = 0.015, truncated to 2^-56 units */
 	CHECK(!strcmp(buf, "\"model\":\"red\",\"avg_pkts\":6.500,\"count\":-1,"
-		      "\"max_p\":0.100000000"), "%s", buf);
+		      "\"max_p\":0.100000000,\"drop_prob\":0.014999999"), "%s", buf);
 	c.codel.dropping = true;
 	c.codel.count = 3;
 	aqm_state_json(&c, buf, sizeof(buf));

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from fastlab import chart_lines
 
 
@@ -43,3 +45,35 @@ def test_figures_the_theory_has_nothing_for_draw_nothing() -> None:
     for value in (None, 0, math.nan, math.inf, -math.inf, 10**400, True, "40", [40], {"y": 1}):
         lines = chart_lines.lines([ref("f1", capacity_mbps=value, base_rtt_ms=value, fast_queue_pkts=value)])
         assert all(rows == [] for rows in lines.values()), (value, lines)
+
+
+@pytest.mark.parametrize("links, drawn", [
+    ({"bottleneck": {"aqm": {"model": "red"}}}, True),
+    ({"bottleneck": {"reverse": {"aqm": {"model": "pie"}}}}, True),
+    ({"bottleneck": {"aqm": {"model": "codel"}}}, False),  # CoDel has no probability: its drops are counted
+    ({"bottleneck": {"rate_mbps": 10}}, False),
+    ({}, False),
+    ({"bottleneck": "not a mapping", "x": {"aqm": "red"}}, False),  # a hostile spec draws nothing, fails nothing
+])
+def test_the_aqm_chart_is_there_for_a_red_or_pie_link_only(links: dict, drawn: bool) -> None:
+    """templates/charts.html: the drop-probability chart's <div> (charts.js draws RED's p_b and PIE's p there)
+    exists when a link direction runs RED or PIE, for the run page and report.html alike."""
+    from fastlab.report import TEMPLATES
+
+    macro = TEMPLATES.get_template("charts.html").module.charts  # type: ignore[attr-defined]
+    html = str(macro({"name": "x", "flows": [{"cc": "reno"}], "links": links}, [], [], True))
+    assert ('id="chart-aqm"' in html) is drawn, html[-400:]
+    assert 'id="chart-queue"' in html
+
+
+def test_chart_samples_carry_reds_average_and_drop_probability() -> None:
+    """fastlab.chart_data: a link's RED average (packets mode) and drop probability reach the charts."""
+    import pandas as pd
+
+    from fastlab.chart_data import chart_samples
+
+    links = pd.DataFrame([{"t": 1.0, "link": "bottleneck", "direction": "forward", "backlog_pkts": 12,
+                           "tx_bytes": 1500, "aqm_avg_pkts": 9.5, "aqm_drop_prob": 0.045, "aqm_avg_queue": 9.5}])
+    (sample,) = chart_samples(pd.DataFrame(), links, pd.DataFrame())
+    assert (sample["aqm_avg_pkts"], sample["aqm_drop_prob"]) == (9.5, 0.045)
+    assert "aqm_avg_queue" not in sample  # a report carries no more than its charts draw
