@@ -371,6 +371,10 @@ def _flows_phase(run: _Run) -> None:
     except ClampError as exc:
         raise RunError(str(exc)) from None
     traffic.cgroup = run.clamp.cgroup
+    try:
+        traffic.prepare()  # every receiver listening and every sender ready before time zero
+    except RuntimeError as exc:
+        raise RunError(str(exc)) from None
     log.info("run %s: %d flow(s) for %g s", run.prefix, len(run.prep.flows), spec.duration_s)
     run.cpu["start"] = (PROC_STAT.read_text(), run.shaper.cpu_seconds(), time.monotonic())
     t0 = time.monotonic()
@@ -378,7 +382,7 @@ def _flows_phase(run: _Run) -> None:
     bus.start(t0)
     run.neighbours = neighbours = Neighbours(run.prefix)
     neighbours.look(0.0, force=True)
-    traffic.start(bus.t0)
+    traffic.go(bus.t0)
     run.ccs.schedule(spec, bus.t0, run.state.hosts)
     if run.live is not None:
         run.live.bind(run.ccs, run.state.hosts, bus.t0)

@@ -50,6 +50,17 @@ def wait_for_cgroup(name: str, timeout_s: float = CGROUP_WAIT_S) -> str | None:
     return f"not moved into cgroup {name} within {timeout_s:g} s"
 
 
+def wait_for_go(line: str) -> tuple[float, float] | None:
+    """The traffic layer's go line (pure): {"start_at": T, "stop_at": T} on the monotonic clock every
+    namespace shares; None for anything else (an empty line: the run ended before its flows started)."""
+    try:
+        msg = json.loads(line)
+        start_at, stop_at = float(msg["start_at"]), float(msg["stop_at"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    return start_at, stop_at
+
+
 def send(args: argparse.Namespace) -> int:
     if args.cgroup and (why := wait_for_cgroup(args.cgroup)):
         print(why, file=sys.stderr)
@@ -60,6 +71,17 @@ def send(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"cannot use congestion control {args.cc!r}: {exc.strerror}", file=sys.stderr)
         return 2
+    if args.go_on_stdin:
+        # Started before the flows' time zero and told when to begin: the interpreter's start (tenths of a
+        # second here, seconds in an emulated guest or beside other runs) is paid before it, so flows that
+        # start together do -- a FAST flow that starts after its neighbours has filled the queue never sees
+        # the empty path (bench/classroom.py, 2026-11-27: 143 ms apart, one run's f2 kept ~4 extra packets).
+        emit({"event": "ready", "flow": args.flow, "t": time.monotonic()})
+        go = wait_for_go(sys.stdin.readline())
+        if go is None:
+            return 0  # the run ended (or failed) before this flow's start: nothing to send
+        args.stop_at = go[1]
+        time.sleep(max(0.0, go[0] - time.monotonic()))
     deadline = time.monotonic() + CONNECT_TIMEOUT_S
     while True:
         try:
@@ -158,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--cc", required=True)
     s.add_argument("--duration-s", type=float, required=True)
     s.add_argument("--stop-at", type=float, help="time.monotonic() at which to stop, if before the duration's end")
+    s.add_argument("--go-on-stdin", action="store_true",
+                   help="say ready, then start at the start_at of a JSON line read from stdin (its stop_at too)")
     s.add_argument("--interval-s", type=float, default=0.05)
     s.add_argument("--flow", required=True)
     s.add_argument("--cgroup", help="name of the cgroup v2 directory (under the hierarchy's root) to be in "

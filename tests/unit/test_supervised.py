@@ -8,6 +8,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from fastlab.supervised import STDERR_KEEP_CHARS, Supervised, json_objects, stop_all
 
 
@@ -151,3 +153,16 @@ def test_a_late_sender_stops_at_the_runs_planned_end() -> None:
     assert stop_time(103.0, 25.0, 125.0) == 125.0
     assert stop_time(100.0, 25.0, None) == 125.0
     assert stop_time(100.0, 25.0, 200.0) == 125.0
+
+
+@pytest.mark.parametrize("line, want", [
+    ('{"start_at": 12.5, "stop_at": 37.5}\n', (12.5, 37.5)),
+    ("", None),  # the run ended before the flows' time zero: stdin closed
+    ("go\n", None), ('{"start_at": 1}\n', None), ('{"start_at": "x", "stop_at": 2}\n', None), ("[1, 2]\n", None),
+])
+def test_a_ready_sender_starts_when_told_and_only_then(line: str, want: tuple[float, float] | None) -> None:
+    """fastlab.flowtool.wait_for_go: the traffic layer's one line (start and stop on the shared monotonic
+    clock); anything else, an empty line included, means no flow to send."""
+    from fastlab.flowtool import wait_for_go
+
+    assert wait_for_go(line) == want
