@@ -95,12 +95,9 @@ def _tool_versions() -> dict[str, str]:
     (whose own code is the checkout as it was imported), and `git describe --dirty` stats every
     file of the checkout, which takes seconds on a slow file system."""
     versions = {"python": sys.version.split()[0]}
-    # The stock-kernel lane's guest sees this checkout read-only over 9p, where `git describe` takes over
-    # 10 s: its host computes the version of the same checkout and passes it (scripts/stock-kernel.sh).
-    given = os.environ.get("FASTLAB_GIT_DESCRIBE", "").strip()[:100]
-    commands = {"fastlab": ["git", "-C", str(paths.REPO), "describe", "--always", "--dirty"],
-                "iperf3": ["iperf3", "--version"], "tc": ["tc", "-V"],
-                "ovs-vsctl": ["ovs-vsctl", "--version"], "ethtool": ["ethtool", "--version"]}
+    given = os.environ.get("FASTLAB_GIT_DESCRIBE", "").strip()[:100]  # the lane's host's: git takes >10 s over 9p
+    commands = {"fastlab": ["git", "-C", str(paths.REPO), "describe", "--always", "--dirty"], "tc": ["tc", "-V"],
+                **{tool: [tool, "--version"] for tool in ("iperf3", "ovs-vsctl", "ethtool")}}
     if given:
         versions["fastlab"] = given
         del commands["fastlab"]
@@ -354,7 +351,7 @@ def _build(run: _Run) -> None:
 def _idle_phase(run: _Run) -> None:
     """Idle pings per host pair, then the emulators' lateness on them (cumulative counters as of now),
     before any flow's."""
-    log.info("run %s: network built; idle RTTs (%d pings per host pair)", run.prefix, run.spec.idle_pings)
+    log.info("run %s: network built; idle RTTs (%d pings a host pair)", run.prefix, run.spec.idle_pings)
     for flow in {(f.src, f.dst): f for f in run.prep.flows}.values():
         run.idle.append(_idle_rtt(run.net, flow, run.spec.idle_pings, random.Random(run.spec.seed),
                                   run.stop_if_cancelled))
@@ -485,8 +482,8 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         flows_ended = time.monotonic()
     written_from = time.monotonic()
     log.info("run %s: network and processes removed in %.1f s", prefix, written_from - flows_ended)
-    flows_df, links_df, events_df = run.bus.frame("flow"), analysis.add_rates(run.bus.frame("link")), \
-        run.bus.frame("event")
+    flows_df, links_df, events_df = (run.bus.frame("flow"), analysis.add_rates(run.bus.frame("link")),
+                                     run.bus.frame("event"))
     summary = _summary(run, flows_df, links_df)
     environment = _environment(run)
     spec_yaml = _spec_yaml(spec, copies)
@@ -499,6 +496,5 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
                       links=links_df, events=events_df, rtt_samples=run.rtt_samples, rtt_columns=RTT_COLUMNS)
     except RunFolderError as exc:
         raise RunError(str(exc)) from None
-    # where a run's time goes after its flows (under the stock-kernel lane's TCG guest: ~40 s a run)
     log.info("run %s: results and report written in %.1f s", prefix, time.monotonic() - written_from)
     return RunResult(folder.directory, summary, environment)
