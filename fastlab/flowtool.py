@@ -71,6 +71,7 @@ def send(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"cannot use congestion control {args.cc!r}: {exc.strerror}", file=sys.stderr)
         return 2
+    planned_stop: float | None = None  # the run's planned end, when the traffic layer gives it
     if args.go_on_stdin:
         # Started before the flows' time zero and told when to begin: the interpreter's start (tenths of a
         # second here, seconds in an emulated guest or beside other runs) is paid before it, so flows that
@@ -80,7 +81,7 @@ def send(args: argparse.Namespace) -> int:
         go = wait_for_go(sys.stdin.readline())
         if go is None:
             return 0  # the run ended (or failed) before this flow's start: nothing to send
-        args.stop_at = go[1]
+        planned_stop = go[1]
         time.sleep(max(0.0, go[0] - time.monotonic()))
     deadline = time.monotonic() + CONNECT_TIMEOUT_S
     while True:
@@ -94,7 +95,7 @@ def send(args: argparse.Namespace) -> int:
             time.sleep(0.05)
     chosen = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\0")[0].decode()
     start = time.monotonic()
-    stop_at = stop_time(start, args.duration_s, args.stop_at)
+    stop_at = stop_time(start, args.duration_s, planned_stop)
     emit({"event": "start", "flow": args.flow, "t": start, "cc": chosen})
     done = threading.Event()
 
@@ -137,7 +138,7 @@ def send(args: argparse.Namespace) -> int:
 
 
 def stop_time(start: float, duration_s: float, stop_at: float | None) -> float:
-    """When a sender stops (pure): at the run's planned end when the engine gives it (`--stop-at`, on the
+    """When a sender stops (pure): at the run's planned end when the traffic layer gives it (its go line, on the
     monotonic clock every namespace shares), so that a sender that started late -- a Python interpreter
     takes seconds to start on a slow or emulated machine -- still ends with the others instead of running
     its whole duration past the run's end; never later than `duration_s` after its own start."""
@@ -179,7 +180,6 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--port", type=int, required=True)
     s.add_argument("--cc", required=True)
     s.add_argument("--duration-s", type=float, required=True)
-    s.add_argument("--stop-at", type=float, help="time.monotonic() at which to stop, if before the duration's end")
     s.add_argument("--go-on-stdin", action="store_true",
                    help="say ready, then start at the start_at of a JSON line read from stdin (its stop_at too)")
     s.add_argument("--interval-s", type=float, default=0.05)
