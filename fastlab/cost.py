@@ -33,7 +33,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from fastlab import routing, selftest
+from fastlab import selftest
 from fastlab.plan import Prepared
 
 HOP_CORES_PER_GBPS = 1.5
@@ -107,14 +107,11 @@ def predict(prep: Prepared, figures: Figures) -> Cost:
     links: set[str] = set()  # emulated links (an emulator process each) some flow's packets or ACKs cross
     fastest, hop_gbps = 0.0, 0.0
     for flow in prep.flows:
-        mbps = routing.figures(prep.plan, prep.links, flow.src, flow.dst, flow.path).bottleneck_mbps or 0.0
+        path = prep.paths[flow.id]
+        mbps = path.figures.bottleneck_mbps or 0.0
         fastest = max(fastest, mbps)
-        for there in (True, False):  # data one way, ACKs the other
-            a, b = (flow.src, flow.dst) if there else (flow.dst, flow.src)
-            for hop in routing.hops(prep.plan, a, b, flow.path):
-                link = hop.link.shaped
-                if link is None:
-                    continue
+        for way, there in ((path.data, True), (path.acks, False)):  # data one way, ACKs the other
+            for link, _forward in way:
                 hop_gbps += mbps / 1000 if there else 0.0  # a tc-shaped hop's work is the kernel's
                 if prep.backends.get(link, ("",))[0] == "emulator":
                     links.add(link)

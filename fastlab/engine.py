@@ -332,12 +332,10 @@ def _build(run: _Run) -> None:
     for link_id, link in prep.links.items():
         e = net.link_ends[link_id]
         plan = plan_link(link, Devices(e.a, e.a_dev, e.b, e.b_dev, e.node, e.dev_a, e.dev_b),
-                         seed=spec.seed, stats_interval_ms=max(1, int(1000 / spec.sample_hz)),
-                         has_netem=prep.caps.has("netem"), has_emulator=prep.caps.has("linkemu"),
+                         decided=prep.backends[link_id], seed=spec.seed,
+                         stats_interval_ms=max(1, int(1000 / spec.sample_hz)),
                          drops_log=str(run.folder.directory / f"loss_drops_{link_id}.txt"), gso=prep.offloads[0],
-                         upstream_bps=(prep.upstream.get((link_id, True), 0),
-                                       prep.upstream.get((link_id, False), 0)),
-                         decided=prep.backends[link_id])  # the backend is chosen once, by the plan
+                         upstream_bps=(prep.upstream.get((link_id, True), 0), prep.upstream.get((link_id, False), 0)))
         run.shaper.apply(plan, 1.0 / spec.sample_hz)
     run.stop_if_cancelled()
     if run.control is not None:

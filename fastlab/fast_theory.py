@@ -1,11 +1,12 @@
 """What the theory says a run should show: the reference lines on the web app's charts.
 
-Pure functions of a spec (no probe, no network): each flow's path from the topology plan and the
-spec's link overrides (base RTT, bottleneck link and its capacity), and, where every flow through a
-bottleneck runs FAST, FAST's equilibrium (Jin, Wei, Low 2004): the queue holds the sum of the alphas,
-q = sum(alpha) / C seconds of queueing delay, each flow's rate is x_i = alpha_i / q, its RTT
-D_i = d_i + q and its window w_i = x_i * D_i = alpha_i * D_i / q. fastlab's integer update floors the
-window, so measured windows and queues sit up to 2 packets per flow under these lines (lab 02).
+Pure functions of a spec (no probe, no network): each flow's path as the run's plan has it
+(fastlab.plan.layout: base RTT, bottleneck link and its capacity, the spec's link overrides applied),
+and, where every flow through a bottleneck runs FAST, FAST's equilibrium (Jin, Wei, Low 2004): the
+queue holds the sum of the alphas, q = sum(alpha) / C seconds of queueing delay, each flow's rate is
+x_i = alpha_i / q, its RTT D_i = d_i + q and its window w_i = x_i * D_i = alpha_i * D_i / q.
+fastlab's integer update floors the window, so measured windows and queues sit up to 2 packets per
+flow under these lines (lab 02).
 Mixed with loss-based flows the equilibrium has no closed form here: only the capacity is drawn.
 
 Packets are the run's MTU (spec `mtu`, 1500 bytes unless set; 9000 for jumbo frames): the unit
@@ -22,7 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from fastlab.spec import MTU_BYTES, numbered_flows
+from fastlab.plan import Layout, layout
+from fastlab.spec import MTU_BYTES
 
 
 def packet_bits(mtu_bytes: int = MTU_BYTES) -> int:
@@ -70,21 +72,15 @@ def fast_equilibrium(capacity_mbps: float, alphas: dict[str, int], base_rtt_ms: 
 
 
 def references(spec: Any) -> list[dict[str, Any]]:
-    """One FlowReference (as a dict) per flow of an ExperimentSpec, in flow order (f1, f2, ...)."""
-    from fastlab.ccset import FAST_PARAMS
-    from fastlab.routing import figures
-    from fastlab.shaping import resolve
-    from fastlab.topology import build_plan
+    """One FlowReference (as a dict) per flow of an ExperimentSpec, in flow order (f1, f2, ...), from the
+    pure part of its run's plan (fastlab.plan.layout: no capability probe)."""
+    return plan_references(layout(spec))
 
-    plan = build_plan(spec.topology, spec.topology_args)
-    links = {link_id: resolve(shaped, spec.links.get(link_id), spec.mtu) for link_id, shaped in plan.shaped.items()}
-    default_alpha = int(next(p.default for p in FAST_PARAMS if p.name == "alpha"))
-    rows: list[tuple[str, Any, Any, int | None]] = []
-    for flow_id, entry in numbered_flows(spec):
-        path = entry.path or (plan.metadata.get("openflow") or {}).get("default_path")
-        fig = figures(plan, links, entry.src, entry.dst, path)
-        alpha = int(entry.cc_args.get("alpha", default_alpha)) if entry.cc == "fast" else None
-        rows.append((flow_id, fig, entry.cc, alpha))
+
+def plan_references(lay: Layout) -> list[dict[str, Any]]:
+    """The references of a plan's flows: each flow's path figures and alpha as the plan computed them
+    (the paths the engine builds and the fidelity verdict judges)."""
+    rows = [(f.id, lay.paths[f.id].figures, f.cc, lay.paths[f.id].alpha) for f in lay.flows]
     refs = {flow: FlowReference(flow, fig.bottleneck_link, fig.bottleneck_mbps, fig.rtt_ms, alpha, cc=cc,
                                 links=tuple(fig.shaped_links))
             for flow, fig, cc, alpha in rows}
@@ -96,7 +92,7 @@ def references(spec: Any) -> list[dict[str, Any]]:
         if not all(cc == "fast" for _f, _fig, cc, _a in members):
             continue
         eq = fast_equilibrium(members[0][1].bottleneck_mbps, {f: a for f, _fig, _cc, a in members if a},
-                              {f: fig.rtt_ms for f, fig, _cc, _a in members}, run_mtu(spec))
+                              {f: fig.rtt_ms for f, fig, _cc, _a in members}, lay.spec.mtu)
         for flow, (queue, rtt, window, rate) in eq.items():
             refs[flow] = FlowReference(**{**asdict(refs[flow]), "fast_queue_pkts": queue, "fast_rtt_ms": round(rtt, 3),
                                           "fast_window_pkts": round(window, 1), "fast_rate_mbps": round(rate, 3)})

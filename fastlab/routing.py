@@ -1,18 +1,23 @@
 """Paths through a topology plan, found by following its static routes (pure).
 
-Used to tell users what a path is before they run it — RTT, bottleneck, BDP — and by tests to
-know what the emulated network must show. Forwarding is longest-prefix match over each node's
-routes and directly connected subnets, hop by hop, across switches at layer 2.
+`hops` finds a route; `figures` says what a path is — RTT, bottleneck, BDP — from the shaped links its
+routes cross; `upstream_rates` and `idle_links` judge the links from the same routes. fastlab.plan finds
+every route a run needs once (`trace`) and every consumer reads them there. Forwarding is
+longest-prefix match over each node's routes and directly connected subnets, hop by hop, across
+switches at layer 2.
 """
 
 from __future__ import annotations
 
 import ipaddress
 from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from fastlab.shaping import ResolvedLink
 from fastlab.topology import LinkPlan, TopologyError, TopologyPlan
+
+Crossing = tuple[str, bool]  # a shaped link crossed: (link id, from a to b?)
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,8 @@ def _l2_hops(plan: TopologyPlan, start: str, goal: str, off_path: set[str]) -> l
 
 
 def hops(plan: TopologyPlan, src: str, dst: str, path: str | None = None) -> list[Hop]:
+    """The links src's packets to dst cross, hop by hop (over `path` of an OpenFlow core, default its
+    default path). Called from one place, fastlab.plan.trace: everything else reads its Routes."""
     off_path = _off_path_links(plan, path)
     interfaces = _interfaces(plan)
     owner = {iface.ip: node for node, ifaces in interfaces.items() for iface in ifaces}
@@ -99,62 +106,60 @@ def hops(plan: TopologyPlan, src: str, dst: str, path: str | None = None) -> lis
     raise TopologyError(f"routing loop from {src} to {dst}")
 
 
-def figures(plan: TopologyPlan, links: dict[str, ResolvedLink], src: str, dst: str,
-            path: str | None = None) -> PathFigures:
-    """Base RTT (both directions' one-way delays), the bottleneck and the BDP of src -> dst
-    (over `path` of an OpenFlow core, default its default path)."""
-    there, back = hops(plan, src, dst, path), hops(plan, dst, src, path)
+def crossings(route: list[Hop]) -> tuple[Crossing, ...]:
+    """The shaped links a route crosses, in order, each with its direction (True: from a to b)."""
+    return tuple((hop.link.shaped, hop.forward) for hop in route if hop.link.shaped)
+
+
+def figures(links: dict[str, ResolvedLink], src: str, dst: str, there: Sequence[Crossing],
+            back: Sequence[Crossing]) -> PathFigures:
+    """Base RTT (both directions' one-way delays), the bottleneck and the BDP of src -> dst, from the
+    shaped crossings of its way there and back (fastlab.plan.Routes: the one place routes are found)."""
     delay_us = 0
     bottleneck: tuple[float, str] | None = None
     for route, outbound in ((there, True), (back, False)):
-        for hop in route:
-            if hop.link.shaped is None:
-                continue
-            link = links[hop.link.shaped]
-            direction = link.forward if hop.forward else link.reverse
+        for link_id, forward in route:
+            link = links[link_id]
+            direction = link.forward if forward else link.reverse
             delay_us += direction.delay_us
             if outbound and (bottleneck is None or direction.rate_bps / 1e6 < bottleneck[0]):
-                bottleneck = (direction.rate_bps / 1e6, hop.link.shaped)
+                bottleneck = (direction.rate_bps / 1e6, link_id)
     rtt_ms = delay_us / 1000
     # in packets of the run's MTU (every direction carries it)
     bdp = (bottleneck[0] * 1e6 * rtt_ms / 1000 / (8 * links[bottleneck[1]].forward.mtu_bytes)
            if bottleneck else None)
     return PathFigures(src, dst, rtt_ms, bottleneck[0] if bottleneck else None, bottleneck[1] if bottleneck else None,
-                       round(bdp, 1) if bdp is not None else None,
-                       [h.link.shaped for h in there if h.link.shaped])
+                       round(bdp, 1) if bdp is not None else None, [link_id for link_id, _ in there])
 
 
-def upstream_per_crossing(plan: TopologyPlan, links: dict[str, ResolvedLink],
-                          routes: list[tuple[str, str, str | None]]) -> dict[tuple[str, bool], list[int]]:
+def upstream_per_crossing(links: dict[str, ResolvedLink],
+                          routes: Iterable[Sequence[Crossing]]) -> dict[Crossing, list[int]]:
     """For each shaped link direction (link id, forward?): per route that crosses it, the rate of
     the slowest shaped hop the route crossed before it, bit/s (0: none yet, frames straight from a
     host, whose bursts arrive unspaced). On the emulated path a super-frame's segments stay spaced
     by the slowest hop so far."""
-    arriving: dict[tuple[str, bool], list[int]] = {}
-    for src, dst, path in routes:
+    arriving: dict[Crossing, list[int]] = {}
+    for route in routes:
         so_far = 0
-        for hop in hops(plan, src, dst, path):
-            if hop.link.shaped is None:
-                continue
-            arriving.setdefault((hop.link.shaped, hop.forward), []).append(so_far)
-            link = links[hop.link.shaped]
-            rate = (link.forward if hop.forward else link.reverse).rate_bps
+        for link_id, forward in route:
+            arriving.setdefault((link_id, forward), []).append(so_far)
+            link = links[link_id]
+            rate = (link.forward if forward else link.reverse).rate_bps
             if rate:
                 so_far = rate if so_far == 0 else min(so_far, rate)
     return arriving
 
 
-def upstream_rates(plan: TopologyPlan, links: dict[str, ResolvedLink],
-                   routes: list[tuple[str, str, str | None]]) -> dict[tuple[str, bool], int]:
+def upstream_rates(links: dict[str, ResolvedLink], routes: Iterable[Sequence[Crossing]]) -> dict[Crossing, int]:
     """Per shaped link direction, the upstream rate linkemu may pipeline runs with
     (--XX-upstream-bps): 0 where some route reaches it straight from a host; over several routes
     the fastest upstream rate, which back-dates least."""
     return {key: 0 if 0 in rates else max(rates)
-            for key, rates in upstream_per_crossing(plan, links, routes).items()}
+            for key, rates in upstream_per_crossing(links, routes).items()}
 
 
-def idle_links(plan: TopologyPlan, links: dict[str, ResolvedLink], data_routes: list[tuple[str, str, str | None]],
-               ack_routes: list[tuple[str, str, str | None]]) -> dict[str, str]:
+def idle_links(links: dict[str, ResolvedLink], data_routes: Sequence[Sequence[Crossing]],
+               ack_routes: Sequence[Sequence[Crossing]]) -> dict[str, str]:
     """Shaped links that can never hold a packet, with the reason: no delay, jitter, loss or
     link-layer policy in either direction, and in each direction the data that crosses it was
     already spaced by upstream bottlenecks whose rates add up to no more than its own (a host's
@@ -164,9 +169,8 @@ def idle_links(plan: TopologyPlan, links: dict[str, ResolvedLink], data_routes: 
     Such a link adds one segment's serialization per packet and nothing else; building it as a
     plain link drops that constant (12 us at 1 Gb/s) and saves an emulator process.
     """
-    arriving = upstream_per_crossing(plan, links, data_routes)
-    crossed = {h.link.shaped for src, dst, path in data_routes + ack_routes
-               for h in hops(plan, src, dst, path) if h.link.shaped}
+    arriving = upstream_per_crossing(links, data_routes)
+    crossed = {link_id for route in (*data_routes, *ack_routes) for link_id, _ in route}
     idle = {}
     for link_id in sorted(crossed):
         link = links[link_id]

@@ -1,8 +1,9 @@
 """Link shaping: one pure planner, one executor that records exactly what it applied.
 
 `resolve` merges a topology's default link profile with the spec's overrides into concrete
-per-direction numbers. `plan_link` (pure) picks the backend and returns either tc commands or
-an emulator command line, with the reason for the choice. `Shaper` runs plans in the link's
+per-direction numbers. `choose_backend` picks a link's backend, with the reason (called by the run's
+plan, fastlab.plan.prepare, and nowhere else); `plan_link` (pure) carries that choice out as tc
+commands or an emulator command line. `Shaper` runs plans in the link's
 namespaces, keeps the emulator processes, and turns their counters (or the tc queues' counters,
 read over rtnetlink by `fastlab.qdisc_stats`) into link samples.
 
@@ -636,17 +637,13 @@ def tc_aqm(d: Direction, where: str) -> TcAqm | None:
     return None
 
 
-def plan_link(link: ResolvedLink, devs: Devices, *, seed: int, stats_interval_ms: int,
-              has_netem: bool, has_emulator: bool, drops_log: str, gso: bool = True,
-              upstream_bps: tuple[int, int] = (0, 0), decided: tuple[str, str] | None = None,
-              tc_aqms: frozenset[str] = frozenset()) -> LinkPlanResult:
-    """One link's plan. `gso`: the emulator takes TSO/GSO super-frames whole (the network's
-    offloads are on); without it, one frame per MTU packet (offloads off). `upstream_bps`:
-    forward and reverse rate of the slowest hop before this link (routing.upstream_rates).
-    `decided`: the backend the run's plan chose (fastlab.plan.prepare, with its reason), carried out as
-    decided; without it (a plan of its own, as the unit tests make) it is decided here the same way
-    (`tc_aqms`: the AQM models the kernel has, as for `choose_backend`)."""
-    backend, why = decided or choose_backend(link, has_netem, has_emulator, tc_aqms)
+def plan_link(link: ResolvedLink, devs: Devices, *, decided: tuple[str, str], seed: int, stats_interval_ms: int,
+              drops_log: str, gso: bool = True, upstream_bps: tuple[int, int] = (0, 0)) -> LinkPlanResult:
+    """One link's plan, for the backend and its reason the run's plan `decided` (fastlab.plan.prepare,
+    by `choose_backend`). `gso`: the emulator takes TSO/GSO super-frames whole (the network's offloads
+    are on); without it, one frame per MTU packet (offloads off). `upstream_bps`: forward and reverse
+    rate of the slowest hop before this link (routing.upstream_rates)."""
+    backend, why = decided
     resolved: dict[str, Any] = {"forward": asdict(link.forward), "reverse": asdict(link.reverse),
                                 "rtt_ms": link.rtt_ms}
     for direction in ("forward", "reverse"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastlab import fidelity, routing
+from fastlab import fidelity
 from fastlab.plan import Prepared
 
 
@@ -72,9 +72,13 @@ def fidelity_routes(prep: Prepared) -> tuple[tuple[fidelity.Crossing, ...], ...]
     for f in prep.flows:
         for path in {f.path, *(r.path for r in prep.spec.reroutes if not r.flows or f.id in r.flows)}:
             for a, b in ((f.src, f.dst), (f.dst, f.src)):
-                routes.append(tuple((h.link.shaped, "forward" if h.forward else "reverse")
-                                    for h in routing.hops(prep.plan, a, b, path) if h.link.shaped))
+                routes.append(tuple(_named(prep.routes.of(a, b, path))))
     return tuple(dict.fromkeys(routes))
+
+
+def _named(way: tuple[tuple[str, bool], ...]) -> list[fidelity.Crossing]:
+    """The plan's crossings (link, forward?) as the verdict names them (link, "forward" | "reverse")."""
+    return [(link, "forward" if forward else "reverse") for link, forward in way]
 
 
 def fidelity_counters(prep: Prepared, links_df: Any,
@@ -101,16 +105,6 @@ def fidelity_counters(prep: Prepared, links_df: Any,
 
 
 def fidelity_paths(prep: Prepared) -> list[fidelity.PathInfo]:
-    """Each flow's emulated crossings (data and ACKs) and the basis of its delay budget."""
-    out = []
-    for f in prep.flows:
-        crossings = tuple((h.link.shaped, "forward" if h.forward else "reverse")
-                          for a, b in ((f.src, f.dst), (f.dst, f.src))
-                          for h in routing.hops(prep.plan, a, b, f.path) if h.link.shaped)
-        fig = routing.figures(prep.plan, prep.links, f.src, f.dst, f.path)
-        target = None
-        if f.cc == "fast" and fig.bottleneck_mbps:
-            alpha = f.cc_args.get("alpha", prep.registry.lookup("fast").param("alpha").default)
-            target = fidelity.fast_target_ms(float(alpha), fig.bottleneck_mbps, prep.spec.mtu)
-        out.append(fidelity.PathInfo(f.id, crossings, fig.rtt_ms, target, prep.spec.mtu))
-    return out
+    """Each flow's emulated crossings (data and ACKs) and the basis of its delay budget, from the plan."""
+    return [fidelity.PathInfo(f.id, tuple(_named(p.data + p.acks)), p.figures.rtt_ms, p.target_queue_ms, prep.spec.mtu)
+            for f in prep.flows for p in (prep.paths[f.id],)]

@@ -149,7 +149,7 @@ class Services:
     # --- submissions ------------------------------------------------------------------------------
     def check(self, data: Any) -> tuple[ExperimentSpec, Any]:
         """Schema + the engine's own prepare(); raises SpecError with the engine's message."""
-        from fastlab.plan import idle_phase_s, prepare
+        from fastlab.plan import prepare
 
         limit = current_app.config["MAX_DURATION_S"]
         duration = data.get("duration_s") if isinstance(data, dict) else None
@@ -166,7 +166,7 @@ class Services:
             raise
         except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
             raise SpecError(f"spec: {exc}") from None
-        pings_s = idle_phase_s(prepared.plan, prepared.links, spec)
+        pings_s = prepared.idle_pings_s
         if spec.duration_s + pings_s > limit:  # the idle pings run before the flows: the same budget
             raise SpecError(f"idle_pings: {spec.idle_pings} pings a path take up to {pings_s:.0f} s before the "
                             f"{spec.duration_s:g} s of flows: more than the web app's {limit:g} s in all")

@@ -90,7 +90,8 @@ def cmd_topo_list(args: argparse.Namespace) -> int:
 
 
 def cmd_topo_show(args: argparse.Namespace) -> int:
-    from fastlab import routing, selftest
+    from fastlab import selftest
+    from fastlab.plan import core_paths, trace
     from fastlab.shaping import resolve
     from fastlab.spec import SpecError, parse_override
     from fastlab.topology import TopologyError, build_plan
@@ -131,9 +132,10 @@ def cmd_topo_show(args: argparse.Namespace) -> int:
     capacity = selftest.load()
     design = plan.metadata.get("openflow")
     rows = []
+    routes = trace(plan, [(end["src"], end["dst"]) for end in plan.metadata.get("endpoints", [])])
     for end in plan.metadata.get("endpoints", []):
-        for core_path in sorted(design["paths"]) if design else [None]:
-            fig = routing.figures(plan, links, end["src"], end["dst"], core_path)
+        for core_path in core_paths(plan):
+            fig = routes.figures(links, end["src"], end["dst"], core_path)
             over = selftest.over_capacity(fig.bottleneck_mbps or 0, capacity, len(fig.shaped_links))
             rows.append({"path": f"{fig.src} -> {fig.dst}", "via": core_path or "", "RTT ms": f"{fig.rtt_ms:g}",
                          "documented RTT ms": f"{end['rtt_ms']:g}", "bottleneck": fig.bottleneck_link,

@@ -13,7 +13,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fastlab import routing
 from fastlab.engine import run_experiment
 from fastlab.plan import prepare
 from fastlab.spec import ExperimentSpec, parse_spec
@@ -37,11 +36,10 @@ def ping_serialization_ms(spec: ExperimentSpec, src: str, dst: str) -> float:
     prep = prepare(spec)
     total = 0.0
     for a, b in ((src, dst), (dst, src)):
-        for hop in routing.hops(prep.plan, a, b):
-            if hop.link.shaped:
-                link = prep.links[hop.link.shaped]
-                rate = (link.forward if hop.forward else link.reverse).rate_bps
-                total += PING_IP_BYTES * 8 / rate * 1000 if rate else 0.0
+        for link_id, forward in prep.routes.of(a, b):
+            link = prep.links[link_id]
+            rate = (link.forward if forward else link.reverse).rate_bps
+            total += PING_IP_BYTES * 8 / rate * 1000 if rate else 0.0
     return total
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from fastlab import routing
 from fastlab.ccset import default_registry
 from fastlab.labs import load_lab
 from fastlab.plan import validate
 from fastlab.shaping import resolve
+from tests.unit.test_topologies import figures
 
 REPO = Path(__file__).resolve().parents[2]
 CORE = (REPO / "kernel-modules" / "core" / "fast_core.h").read_text()
@@ -95,7 +95,7 @@ def test_bdp_and_buffer_figures_in_handouts_follow_the_specs(lab_no: int, step: 
     plan = validate(spec, default_registry("bpf"))
     links = {k: resolve(v, spec.links.get(k), spec.mtu) for k, v in plan.shaped.items()}
     flow = spec.flows[0]
-    fig = routing.figures(plan, links, flow.src, flow.dst, path)
+    fig = figures(plan, links, flow.src, flow.dst, path)
     assert fig.bottleneck_link is not None and fig.bdp_pkts is not None
     value = fig.bdp_pkts if quantity == "bdp" else links[fig.bottleneck_link].forward.limit_pkts
     assert value is not None

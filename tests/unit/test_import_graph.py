@@ -128,3 +128,52 @@ def test_flows_are_numbered_in_one_place() -> None:
     builders = [str(p.relative_to(PACKAGE.parent)) for p in PACKAGE.rglob("*.py")
                 if re.search(r'f"f\{', p.read_text())]
     assert builders == ["fastlab/spec.py"], builders
+
+
+def _calls(node: ast.AST, where: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], ast.Call]]:
+    """Every call under `node` with the functions and classes it is inside (outermost first)."""
+    out = []
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Call):
+            out.append((where, child))
+        named = isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        out += _calls(child, (*where, child.name) if named else where)
+    return out
+
+
+def callers(name: str, module: str) -> set[str]:
+    """Every function (file:function, methods as Class.method) of the project's code that calls
+    fastlab.`module`.`name`: as `module.name(...)`, or as `name(...)` in `module` itself or in a file that
+    imports it from there. A function calling itself (recursion) is not counted."""
+    out = set()
+    root = PACKAGE.parent
+    for folder in ("fastlab", "webapp", "bench", "labs", "topologies", "controllers"):
+        for path in (root / folder).rglob("*.py"):
+            tree = ast.parse(path.read_text())
+            bare = path == PACKAGE / f"{module}.py" or any(
+                isinstance(n, ast.ImportFrom) and n.module == f"fastlab.{module}"
+                and any(a.name == name for a in n.names) for n in ast.walk(tree))
+            for where, call in _calls(tree):
+                f = call.func
+                direct = isinstance(f, ast.Attribute) and f.attr == name and \
+                    isinstance(f.value, ast.Name) and f.value.id == module
+                called = bare and isinstance(f, ast.Name) and f.id == name and where[-1:] != (name,)
+                if direct or called:
+                    out.add(f"{path.relative_to(root)}:{'.'.join(where) or '<module>'}")
+    return out
+
+
+def test_backends_are_chosen_and_routes_followed_in_one_place() -> None:
+    """Issue 35: the backend was chosen twice (plan.py and shaping.plan_link) and routes and path figures
+    recomputed in the verdict, the cost prediction and the theory; the run's plan (fastlab.plan) now
+    does each once and everything after reads it."""
+    assert callers("choose_backend", "shaping") == {"fastlab/plan.py:prepare"}
+    assert callers("hops", "routing") == {"fastlab/plan.py:trace"}
+    assert callers("figures", "routing") == {"fastlab/plan.py:Routes.figures"}
+    assert callers("numbered_flows", "spec") <= {"fastlab/spec.py:numbered_flows", "fastlab/plan.py:_validate_paths",
+                                                 "fastlab/traffic.py:expand_flows"}
+
+
+def test_the_callers_check_sees_calls() -> None:
+    assert "fastlab/plan.py:layout" in callers("idle_links", "routing")
+    assert "fastlab/engine.py:run_experiment" in callers("prepare", "plan")

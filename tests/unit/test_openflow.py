@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from fastlab import routing
 from fastlab.cc import Registry
 from fastlab.controller import port_samples
 from fastlab.openflow import (
@@ -23,6 +22,7 @@ from fastlab.plan import validate
 from fastlab.shaping import resolve
 from fastlab.spec import SpecError, parse_spec
 from fastlab.topology import build_plan
+from tests.unit.test_topologies import figures
 
 SWITCHED = {"scale": 0.02, "core": "switched", "cern_hosts": 1, "chicago_hosts": 1, "sunnyvale_hosts": 1,
             "baltimore_hosts": 1}
@@ -97,8 +97,8 @@ def test_port_statistics_become_link_samples_named_by_what_the_port_leads_to() -
 def test_switched_core_paths_have_the_documented_rtts() -> None:
     plan = build_plan("sc2002", SWITCHED)
     links = {k: resolve(v, None) for k, v in plan.shaped.items()}
-    assert routing.figures(plan, links, "cern", "sunnyvale", "level3").rtt_ms == pytest.approx(180, abs=0.5)
-    assert routing.figures(plan, links, "cern", "sunnyvale", "abilene").rtt_ms == pytest.approx(190, abs=0.5)
+    assert figures(plan, links, "cern", "sunnyvale", "level3").rtt_ms == pytest.approx(180, abs=0.5)
+    assert figures(plan, links, "cern", "sunnyvale", "abilene").rtt_ms == pytest.approx(190, abs=0.5)
     assert "rabil" not in plan.nodes and {"s5", "s6", "s7"} <= {n for n, p in plan.nodes.items() if p.openflow}
 
 

@@ -29,6 +29,13 @@ from fastlab.topology import build_plan
 DEVS = Devices("r1", "r1-eth1", "r2", "r2-eth1", "x2", "x2-a", "x2-b")
 
 
+def planned(link, devs: Devices = DEVS, *, has_netem: bool, has_emulator: bool,
+            tc_aqms: frozenset[str] = frozenset(), **kw):
+    """plan_link for the backend choose_backend picks on a machine with these capabilities, as the run's
+    plan (fastlab.plan.prepare) decides it."""
+    return plan_link(link, devs, decided=choose_backend(link, has_netem, has_emulator, tc_aqms), **kw)
+
+
 def bottleneck(override: dict | None = None, **args: float):
     plan = build_plan("dumbbell", {"rate_mbps": 50, "rtt_ms": 40, "buffer_bdp": 1.0, **args})
     return resolve(plan.shaped["bottleneck"], LinkSpec.model_validate(override) if override else None)
@@ -72,7 +79,7 @@ def test_backend_choice() -> None:
 
 def test_emulator_plan_carries_every_direction_parameter() -> None:
     link = bottleneck({"loss": {"model": "gilbert_elliott", "p": 0.01, "r": 0.5, "loss_bad": 0.9}})
-    plan = plan_link(link, DEVS, seed=7, stats_interval_ms=50, has_netem=False, has_emulator=True,
+    plan = planned(link, DEVS, seed=7, stats_interval_ms=50, has_netem=False, has_emulator=True,
                      drops_log="/tmp/d.txt")
     argv = list(plan.emulator_argv)
     opt = dict(zip(argv[1::2], argv[2::2], strict=True))
@@ -84,7 +91,7 @@ def test_emulator_plan_carries_every_direction_parameter() -> None:
 
 
 def test_tc_plan_shapes_inside_the_link_node_only() -> None:
-    plan = plan_link(bottleneck(), DEVS, seed=1, stats_interval_ms=50, has_netem=True, has_emulator=False,
+    plan = planned(bottleneck(), DEVS, seed=1, stats_interval_ms=50, has_netem=True, has_emulator=False,
                      drops_log="-")
     assert {c.node for c in plan.commands} == {"x2"}  # never on an end node, never on a sending host
     argv = [" ".join(c.argv) for c in plan.commands]
@@ -99,7 +106,7 @@ def test_tc_plan_shapes_inside_the_link_node_only() -> None:
 
 
 def test_netem_wire_limit_grows_with_the_pipe() -> None:
-    plan = plan_link(bottleneck(rate_mbps=1000, rtt_ms=180), DEVS, seed=1, stats_interval_ms=50,
+    plan = planned(bottleneck(rate_mbps=1000, rtt_ms=180), DEVS, seed=1, stats_interval_ms=50,
                      has_netem=True, has_emulator=False, drops_log="-")
     netem = next(c.argv for c in plan.commands if "netem" in c.argv)
     assert int(netem[netem.index("limit") + 1]) >= 1e9 * 0.09 / (8 * 64)
@@ -230,11 +237,11 @@ def test_jumbo_frames_hold_the_same_bytes_in_fewer_packets() -> None:
     assert resolve(plan.shaped["bottleneck"], LinkSpec.model_validate({"buffer": 10}), 9000).forward.limit_pkts == 10
     small = resolve(plan.shaped["bottleneck"], LinkSpec.model_validate({"buffer": "1KB"}), 9000).forward
     assert small.limit_bytes == 9000 + 14  # never below one frame
-    tc = [" ".join(c.argv) for c in plan_link(jumbo, DEVS, seed=1, stats_interval_ms=50, has_netem=True,
+    tc = [" ".join(c.argv) for c in planned(jumbo, DEVS, seed=1, stats_interval_ms=50, has_netem=True,
                                                has_emulator=False, drops_log="-").commands]
     assert "ip link set wire-a mtu 9000" in tc and "ip link set wire-b mtu 9000" in tc
     assert any("htb rate 50000000bit ceil 50000000bit burst 18028" in a for a in tc)  # two jumbo frames
-    standard = [" ".join(c.argv) for c in plan_link(bottleneck(), DEVS, seed=1, stats_interval_ms=50,
+    standard = [" ".join(c.argv) for c in planned(bottleneck(), DEVS, seed=1, stats_interval_ms=50,
                                                     has_netem=True, has_emulator=False, drops_log="-").commands]
     assert not any(" mtu " in a for a in standard)
 
@@ -256,13 +263,13 @@ def test_aqm_runs_in_the_emulator_forward_only_with_the_papers_units() -> None:
     assert red.reverse.aqm is None
     assert choose_backend(red, has_netem=True, has_emulator=True) == (
         "emulator", "the link runs active queue management (RED / CoDel / PIE)")
-    argv = list(plan_link(red, DEVS, seed=1, stats_interval_ms=50, has_netem=True, has_emulator=True,
+    argv = list(planned(red, DEVS, seed=1, stats_interval_ms=50, has_netem=True, has_emulator=True,
                           drops_log="-").emulator_argv)
     assert argv[argv.index("--ab-aqm") + 1] == ("red:min_th_pkts=10,max_th_pkts=40,max_p=0.05,wq=0.002,gentle=1,"
                                                 "adaptive=0,mean_pkt_bytes=500,ecn=1")
     assert "--ba-aqm" not in argv
     codel = bottleneck({"aqm": {"model": "codel"}, "reverse": {"aqm": {"model": "pie", "alpha": 0.0000015}}})
-    argv = list(plan_link(codel, DEVS, seed=1, stats_interval_ms=50, has_netem=False, has_emulator=True,
+    argv = list(planned(codel, DEVS, seed=1, stats_interval_ms=50, has_netem=False, has_emulator=True,
                           drops_log="-").emulator_argv)
     assert argv[argv.index("--ab-aqm") + 1] == "codel:target_us=5000,interval_us=100000,ecn=0"
     # no exponent: linkemu reads plain decimals

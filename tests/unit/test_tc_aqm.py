@@ -19,7 +19,6 @@ from fastlab.shaping import (
     Direction,
     ShapingError,
     choose_backend,
-    plan_link,
     red_burst_for_wlog,
     red_ewma_wlog,
     resolve,
@@ -30,6 +29,7 @@ from fastlab.shaping import (
 )
 from fastlab.spec import CodelAqm, LinkSpec, PieAqm, RedAqm
 from fastlab.topology import build_plan
+from tests.unit.test_shaping import planned
 
 DEVS = Devices("r1", "r1-eth1", "r2", "r2-eth1", "x2", "x2-a", "x2-b")
 ALL = frozenset({"red", "codel", "pie"})
@@ -136,7 +136,7 @@ def test_tc_runs_the_kernels_aqm_under_htb_in_place_of_the_fifo() -> None:
                        "reverse": {"aqm": {"model": "codel"}}})
     backend, why = choose_backend(link, has_netem=True, has_emulator=True, tc_aqms=ALL)
     assert (backend, why) == ("tc", "the spec asks for tc; the kernel's sch_codel, sch_red runs the AQM")
-    plan = plan_link(link, DEVS, seed=1, stats_interval_ms=50, has_netem=True, has_emulator=True, drops_log="-",
+    plan = planned(link, DEVS, seed=1, stats_interval_ms=50, has_netem=True, has_emulator=True, drops_log="-",
                      tc_aqms=ALL)
     children = [c.argv for c in plan.commands if "parent" in c.argv and "1:1" in c.argv and "qdisc" in c.argv]
     assert [(a[4], a[9]) for a in children] == [("x2-b", "red"), ("x2-a", "codel")]

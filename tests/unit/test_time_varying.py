@@ -15,9 +15,10 @@ import yaml
 from fastlab import linktrace, paths
 from fastlab.engine import RunError, _copy_traces, _spec_yaml
 from fastlab.rundir import RunFolder, trace_name
-from fastlab.shaping import Devices, ShapingError, choose_backend, plan_link, resolve, schedule_arg
+from fastlab.shaping import Devices, ShapingError, choose_backend, resolve, schedule_arg
 from fastlab.spec import SCHEDULE_MAX_STEPS, LinkSpec, SpecError, load_spec, parse_spec
 from fastlab.topology import build_plan
+from tests.unit.test_shaping import planned
 
 DEVS = Devices("r1", "r1-eth1", "r2", "r2-eth1", "x2", "x2-a", "x2-b")
 BASE = {"name": "tv", "topology": "dumbbell", "duration_s": 20.0, "flows": [{"src": "h1", "dst": "h2"}]}
@@ -187,7 +188,7 @@ def test_a_trace_link_runs_at_the_traces_rate_and_the_reverse_inherits_neither(t
     assert link.forward.rate_bps == 14_438_400 and link.forward.trace is not None
     assert link.forward.limit_pkts == 49  # ceil(14,438,400 b/s x 40 ms / (8 x 1500 B)) = ceil(48.13)
     assert link.reverse.rate_bps == 50_000_000 and link.reverse.trace is None and link.reverse.schedule == ()
-    argv = list(plan_link(link, DEVS, seed=1, stats_interval_ms=50, has_netem=True, has_emulator=True,
+    argv = list(planned(link, DEVS, seed=1, stats_interval_ms=50, has_netem=True, has_emulator=True,
                           drops_log="-").emulator_argv)
     assert argv[argv.index("--ab-trace") + 1] == str(trace.resolve())
     assert argv[argv.index("--ab-schedule") + 1] == "1000000:delay_us=30000"
@@ -199,9 +200,9 @@ def test_a_schedule_becomes_linkemus_steps_with_plain_numbers() -> None:
                                     {"at_s": 10, "delay_ms": 0.0015, "loss": 0.00001}]})
     assert schedule_arg(link.forward.schedule) == "0:rate_bps=20000000;5000000:rate_bps=8500000;" \
                                                   "10000000:delay_us=2,loss=0.00001"
-    result = plan_link(link, DEVS, seed=1, stats_interval_ms=50, has_netem=True, has_emulator=True, drops_log="-")
+    result = planned(link, DEVS, seed=1, stats_interval_ms=50, has_netem=True, has_emulator=True, drops_log="-")
     assert result.epoch and result.resolved["forward"]["schedule"][1] == {"at_s": 5.0000004, "rate_mbps": 8.5}
-    plain = plan_link(bottleneck(), DEVS, seed=1, stats_interval_ms=50, has_netem=False, has_emulator=True,
+    plain = planned(bottleneck(), DEVS, seed=1, stats_interval_ms=50, has_netem=False, has_emulator=True,
                       drops_log="-")
     assert not plain.epoch and "--epoch-on-signal" not in plain.emulator_argv
 

@@ -6,15 +6,21 @@ import json
 
 import pytest
 
-from fastlab import routing
-from fastlab.shaping import Devices, plan_link, resolve
+from fastlab.plan import trace
+from fastlab.shaping import Devices, resolve
 from fastlab.spec import PHANTOM_FIT_KNEE, PHANTOM_FIT_MAX_DELAY_MS, DocsisUpstreamPolicy, TokenBucketPolicy
 from fastlab.topology import TOPOLOGY_MODULES, TopologyError, build_plan, catalogue
+from tests.unit.test_shaping import planned
 from topologies.docsis import idle_mac_latency_ms
 
 
 def resolved(plan):
     return {k: resolve(v, None) for k, v in plan.shaped.items()}
+
+
+def figures(plan, links, src: str, dst: str, path: str | None = None):
+    """src -> dst's path figures over `plan`, as the run's plan computes them (fastlab.plan.trace)."""
+    return trace(plan, [(src, dst)]).figures(links, src, dst, path)
 
 
 @pytest.mark.parametrize("name", sorted(TOPOLOGY_MODULES))
@@ -23,7 +29,7 @@ def test_routes_give_the_documented_rtt_between_named_endpoints(name: str) -> No
     links = resolved(plan)
     assert plan.metadata["endpoints"]
     for end in plan.metadata["endpoints"]:
-        assert routing.figures(plan, links, end["src"], end["dst"]).rtt_ms == pytest.approx(end["rtt_ms"])
+        assert figures(plan, links, end["src"], end["dst"]).rtt_ms == pytest.approx(end["rtt_ms"])
 
 
 def test_sc2002_scale_divides_capacities_and_keeps_delays() -> None:
@@ -32,7 +38,7 @@ def test_sc2002_scale_divides_capacities_and_keeps_delays() -> None:
         a, b = resolve(full.shaped[link_id], None).forward, resolve(tenth.shaped[link_id], None).forward
         assert b.rate_bps * 10 == a.rate_bps and a.delay_us == b.delay_us
     assert resolve(full.shaped["datatag"], None).forward.rate_bps == 2_500_000_000
-    fig = routing.figures(tenth, resolved(tenth), "cern", "sunnyvale")
+    fig = figures(tenth, resolved(tenth), "cern", "sunnyvale")
     assert (fig.bottleneck_link, fig.bottleneck_mbps, fig.bdp_pkts) == ("cern-gbe", 100, 1500)
     assert fig.shaped_links == ["cern-gbe", "datatag", "level3", "sunnyvale-gbe"]
     assert {"cern", "cern2", "chicago", "sunnyvale10", "baltimore10"} <= tenth.host_names()
@@ -40,7 +46,7 @@ def test_sc2002_scale_divides_capacities_and_keeps_delays() -> None:
 
 def test_sc2002_abilene_path_is_longer() -> None:
     plan = build_plan("sc2002", {"starlight_sunnyvale": "abilene"})
-    fig = routing.figures(plan, resolved(plan), "cern", "sunnyvale")
+    fig = figures(plan, resolved(plan), "cern", "sunnyvale")
     assert fig.rtt_ms == 190 and "abilene-west" in fig.shaped_links and "level3" not in fig.shaped_links
 
 
@@ -48,7 +54,7 @@ def test_pruning_keeps_only_used_hosts() -> None:
     plan = build_plan("sc2002", {}).pruned({"cern", "sunnyvale"})
     assert plan.host_names() == {"cern", "sunnyvale"}
     assert "baltimore-gbe" not in plan.shaped and "cern-gbe" in plan.shaped
-    assert routing.figures(plan, resolved(plan), "cern", "sunnyvale").rtt_ms == 180
+    assert figures(plan, resolved(plan), "cern", "sunnyvale").rtt_ms == 180
 
 
 def test_docsis_cable_runs_token_bucket_down_and_mac_up() -> None:
@@ -56,7 +62,7 @@ def test_docsis_cable_runs_token_bucket_down_and_mac_up() -> None:
     link = resolve(plan.shaped["cable"], None)
     assert (link.forward.rate_bps, link.reverse.rate_bps) == (3_000_000, 512_000)
     assert link.forward.limit_pkts == 256  # twice 512 ms at 3 Mb/s: max-delay is the limit, not the buffer
-    result = plan_link(link, Devices("rcmts", "eth1", "rcm", "eth0", "x9", "x9-a", "x9-b"), seed=1,
+    result = planned(link, Devices("rcmts", "eth1", "rcm", "eth0", "x9", "x9-a", "x9-b"), seed=1,
                        stats_interval_ms=50, has_netem=True, has_emulator=True, drops_log="-")
     argv = list(result.emulator_argv)
     assert result.backend == "emulator" and "link-layer policy" in result.why
@@ -138,7 +144,7 @@ def test_research_path_sender_links_carry_per_flow_loss_without_changing_the_pat
     assert (link.a, link.b) == ("ucl", "s1")  # forward = the sender's data direction, where loss applies
     assert link.profile.delay_ms == 0 and link.profile.rate_mbps > 100 * shared.metadata["capacity_mbps"]
     for plan in (shared, own):
-        fig = routing.figures(plan, resolved(plan), "ucl", "slac")
+        fig = figures(plan, resolved(plan), "ucl", "slac")
         assert (fig.rtt_ms, fig.bottleneck_link) == (135, "bottleneck")
     assert "ucl2-link" not in own.pruned({"ucl", "slac"}).shaped
     with pytest.raises(TopologyError, match="sender_links"):
