@@ -45,6 +45,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from fastlab.rundir import RunFolder  # noqa: E402
+
 LAB = "02-fast-equilibrium"
 STEPS = ("equilibrium", "alphas", "live")
 RUN_TIMEOUT_S = 1800.0  # twenty ~30-s runs one at a time take ~10 min; bounded whatever happens
@@ -147,8 +151,7 @@ def run_mode(mode: Mode, count: int, tmp: Path) -> None:
             assert run_id is not None
             _, row = call(port, "GET", f"/api/runs/{run_id}")
             checks = call(port, "GET", f"/api/runs/{run_id}/checkpoints")[1] if row["status"] == "done" else {}
-            env = json.loads((results / run_id / "environment.json").read_text()) \
-                if (results / run_id / "environment.json").exists() else {}
+            env = RunFolder(results / run_id).environment(missing_ok=True)
             verdict = (row.get("summary") or {}).get("fidelity") or {}
             mode.runs.append({"id": run_id, "step": row.get("lab_step"), "status": row["status"],
                               "error": row.get("error"),

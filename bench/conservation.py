@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from fastlab import fidelity  # noqa: E402
 from fastlab.capabilities import probe  # noqa: E402
 from fastlab.plan import prepare  # noqa: E402
-from fastlab.rundir import LINKS, SUMMARY, RunFolder  # noqa: E402
+from fastlab.rundir import LINKS, SPEC, SUMMARY, RunFolder  # noqa: E402
 from fastlab.spec import SpecError, load_spec  # noqa: E402
 from fastlab.verdict import fidelity_counters, fidelity_paths, fidelity_routes  # noqa: E402
 
@@ -36,7 +36,7 @@ from fastlab.verdict import fidelity_counters, fidelity_paths, fidelity_routes  
 def judge(folder: Path, caps: object) -> tuple[dict[fidelity.Crossing, dict], list[str]] | None:
     """(conservation figures, reasons) of one run folder, or None when it cannot be judged."""
     try:
-        prep = prepare(load_spec(folder / "spec.yaml"), caps=caps)  # type: ignore[arg-type]
+        prep = prepare(load_spec(str(RunFolder(folder).path(SPEC))), caps=caps)  # type: ignore[arg-type]
     except SpecError:
         return None
     links = RunFolder(folder).links()

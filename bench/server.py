@@ -46,6 +46,7 @@ SERVE = r'''
 import json, sys, time
 from pathlib import Path
 from fastlab.engine import RunResult
+from fastlab.rundir import RunFolder
 from webapp import create_app
 from webapp.asgi import make_asgi
 import uvicorn
@@ -70,7 +71,7 @@ def engine(spec, *, out, on_sample):
         time.sleep(max(0.0, n / HZ - (time.monotonic() - t0)))
     summary = {"flows": [{"id": f"f{f}", "src": "h1", "dst": "h2", "cc": "cubic", "throughput_mbps": 3.0}
                          for f in range(1, FLOWS + 1)], "links": [], "jain_index": 1.0}
-    (out / "summary.json").write_text(json.dumps(summary))
+    RunFolder(out).write_summary(summary)
     return RunResult(out, summary, {"kernel": "synthetic", "backends": {}})
 
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from fastlab import fidelity, fidelity_view
-from fastlab.rundir import SUMMARY, SWEEP_STATE, RunFolder, finished_points
+from fastlab.rundir import POINT_FILE, POINTS, SUMMARY, SWEEP_STATE, RunFolder, finished_points
 
 MANIFEST = "MANIFEST.sha256"
 REPRODUCE = "REPRODUCE.md"
@@ -278,10 +278,10 @@ def fidelity_lines(zip_path: Path | str) -> list[str]:
             names = [n for n in zf.namelist() if not n.endswith("/")]
             top = names[0].split("/")[0] if names else ""
             if f"{top}/{SWEEP_STATE}" not in names:
-                return [fidelity.headline(fidelity_view.verdict_of(json.loads(zf.read(f"{top}/summary.json"))))]
+                return [fidelity.headline(fidelity_view.verdict_of(json.loads(zf.read(f"{top}/{SUMMARY}"))))]
             points = sorted(n.split("/")[2] for n in names
-                            if n.count("/") == 3 and n.startswith(f"{top}/points/") and n.endswith("/point.json"))
-            summaries = {p: json.loads(zf.read(f"{top}/points/{p}/summary.json")) for p in points}
+                            if n.count("/") == 3 and n.startswith(f"{top}/{POINTS}/") and n.endswith(f"/{POINT_FILE}"))
+            summaries = {p: json.loads(zf.read(f"{top}/{POINTS}/{p}/{SUMMARY}")) for p in points}
     except (OSError, KeyError, ValueError, zipfile.BadZipFile, zlib.error) as exc:
         raise BundleError(f"{zip_path}: cannot read the run's summary.json: {exc}") from None
     states = {p: fidelity_view.state(fidelity_view.verdict_of(s)) for p, s in summaries.items()}

@@ -252,16 +252,13 @@ class _Run:
 
 
 def _open_folder(spec: ExperimentSpec, prep: Prepared, prefix: str, out: Path | None) -> RunFolder:
-    """The run's results folder, created, once it is known that the run's results fit there."""
-    folder = RunFolder.named(spec.name, prefix, out)
-    why = folder.room(expected_bytes(spec.sample_hz, spec.duration_s, len(prep.flows), len(prep.links)))
-    if why:
-        raise RunError(why)  # before anything exists: no network, no folder, no state
+    """The run's results folder (fastlab.rundir names, checks and creates it): before anything else exists,
+    so a run whose results would not fit stops with no network, no folder and no state."""
     try:
-        folder.create()
+        return RunFolder.open(spec.name, prefix, out,
+                              expected_bytes(spec.sample_hz, spec.duration_s, len(prep.flows), len(prep.links)))
     except RunFolderError as exc:
         raise RunError(str(exc)) from None
-    return folder
 
 
 def _copy_traces(prep: Prepared, folder: RunFolder) -> dict[tuple[str, str], str]:

@@ -10,9 +10,10 @@ sweeps and the web app read it through `RunFolder`, which also reads a CSV store
 (`flows.csv.gz`, as the labs' recorded runs are).
 
 It also owns a run folder's life: its name (`RunFolder.named`), the check that it can be written
-before a run builds anything (`room`), its creation, the web app's partial traces (`PARTIAL`) and
+before a run builds anything (`room`), its creation (`open` does all three for the engine), the web
+app's partial traces (`partial_writer` appends them while the run goes, `partial` reads them back) and
 its finishing (`finish`: the files, then the report, then read permission; a folder whose writing
-failed is renamed `.incomplete`).
+failed is renamed `.incomplete`). No other module names these files: tests/unit/test_rundir.py checks.
 
 A sweep folder holds `sweep.json` (its state), `sweep.yaml` and `points/<point>/`, each point an
 ordinary run folder plus `point.json`, written last; a point counts as finished when that and the
@@ -27,7 +28,9 @@ import datetime as dt
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +81,32 @@ class RunFolderError(OSError):
     """A run folder that cannot be created or written, in one line."""
 
 
+PARTIAL_FLUSH_S = 0.5
+
+
+class PartialWriter:
+    """Appends samples to a run's partial.jsonl, flushed at least every PARTIAL_FLUSH_S (from any thread)."""
+
+    def __init__(self, path: Path) -> None:
+        self._lock = threading.Lock()
+        self._fh = path.open("a", encoding="utf-8")
+        self._flushed = time.monotonic()
+
+    def write(self, sample: dict[str, Any]) -> None:
+        line = json.dumps(sample, default=str)
+        with self._lock:
+            if self._fh.closed:
+                return
+            self._fh.write(line + "\n")
+            if time.monotonic() - self._flushed > PARTIAL_FLUSH_S:
+                self._fh.flush()
+                self._flushed = time.monotonic()
+
+    def close(self) -> None:
+        with self._lock:
+            self._fh.close()
+
+
 class RunFolder:
     """One run's folder: where each of its files is, reading them, and writing them all at the end of
     a run. Reading a file that is not there raises FileNotFoundError naming it."""
@@ -96,6 +125,17 @@ class RunFolder:
 
             root = paths.results_root()
         return cls(root / f"{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}-{name}-{prefix}")
+
+    @classmethod
+    def open(cls, name: str, prefix: str, out: Path | None, need_bytes: int) -> RunFolder:
+        """A new run's folder (`named`), created once it is known that `need_bytes` of results fit there
+        (`room`); RunFolderError says in one line why it cannot be, before the run builds anything."""
+        folder = cls.named(name, prefix, out)
+        why = folder.room(need_bytes)
+        if why:
+            raise RunFolderError(why)
+        folder.create()
+        return folder
 
     def room(self, need_bytes: int) -> str | None:
         """Why the folder cannot be written (read-only, not a folder, not enough free space), or None.
@@ -145,6 +185,27 @@ class RunFolder:
             raise RunFolderError(f"cannot write the results in {self.directory}: {exc.strerror}; what was "
                                  f"written is in {incomplete}") from None
         os.chmod(self.directory, 0o755)
+
+    def partial_writer(self) -> PartialWriter:
+        """The writer of the web app's live samples of this run (partial.jsonl, appended; the folder exists)."""
+        return PartialWriter(self.directory / PARTIAL)
+
+    def has_partial(self) -> bool:
+        return (self.directory / PARTIAL).is_file()
+
+    def partial(self, limit: int) -> Iterator[dict[str, Any]]:
+        """The samples of partial.jsonl, at most `limit`, one at a time (the file stays open while the
+        iterator is used); a cut last line (a killed run's) is skipped. FileNotFoundError without one."""
+        with (self.directory / PARTIAL).open(encoding="utf-8", errors="replace") as fh:
+            for n, line in enumerate(fh):
+                if n >= limit:
+                    break
+                try:
+                    sample = json.loads(line)
+                except (ValueError, RecursionError):
+                    continue  # the last line of a killed run may be cut
+                if isinstance(sample, dict):
+                    yield sample
 
     def path(self, name: str) -> Path:
         """The file `name`, or its gzipped copy; FileNotFoundError if neither is there."""
@@ -222,6 +283,10 @@ class RunFolder:
         if events is not None and not events.empty:
             events.to_csv(d / EVENTS, index=False)
         (d / SUMMARY).write_text(json.dumps(summary, indent=1))
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        """summary.json alone (a stand-in engine's, bench/server.py: the web app reads no other file)."""
+        (self.directory / SUMMARY).write_text(json.dumps(summary, indent=1))
 
     def replace_summary(self, summary: dict[str, Any]) -> None:
         """summary.json of a finished run rewritten (a verdict judged again by a newer check): written

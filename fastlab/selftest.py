@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fastlab.rundir import FLOWS, RunFolder
+from fastlab.rundir import RunFolder
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +60,9 @@ def step_spec(step: Step, duration_s: float) -> dict[str, Any]:
             "links": {"bottleneck": {"backend": "emulator"}}}
 
 
-def steady_utilization(flows_csv: Path, rate_mbps: float, warmup_s: float) -> float:
-    """Sum of the flows' goodput after the warm-up over the rate less header bytes."""
-    import pandas as pd
-
-    samples = pd.read_csv(flows_csv)
+def steady_utilization(samples: Any, rate_mbps: float, warmup_s: float) -> float:
+    """Sum of the flows' goodput after the warm-up (`samples`: a run's flows.csv) over the rate less
+    header bytes."""
     total = 0.0
     for _flow, rows in samples[samples["t"] >= warmup_s].groupby("flow"):
         span = rows["t"].iloc[-1] - rows["t"].iloc[0]
@@ -96,7 +94,7 @@ def run(duration_s: float = DURATION_S) -> dict[str, Any]:
             for i, step in enumerate(steps):
                 log.info("self-test: %s ...", step.label)
                 result = run_experiment(parse_spec(step_spec(step, duration_s)), out=Path(tmp) / f"{key}-{i}")
-                util = steady_utilization(RunFolder(result.directory).path(FLOWS), step.rate_mbps, WARMUP_S)
+                util = steady_utilization(RunFolder(result.directory).flows(), step.rate_mbps, WARMUP_S)
                 ok, why = judge(util, result.summary["fidelity"])
                 out["steps"].append({"step": step.label, "rate_mbps": step.rate_mbps, "flows": step.flows,
                                      "utilization": round(util, 4), "passed": ok, "why": why,

@@ -31,7 +31,7 @@ import pandas as pd
 from fastlab import chart_data
 from fastlab.ccruntime import LiveControl
 from fastlab.cost import Cost, admit
-from fastlab.rundir import PARTIAL, RunFolder
+from fastlab.rundir import EVENTS, FLOWS, LINKS, RunFolder
 from fastlab.spec import parse_spec
 from webapp import uploads
 from webapp.admission import Going, predicted
@@ -135,48 +135,13 @@ class Channel:
             q.put(END)
 
 
-class PartialWriter:
-    """Appends samples to partial.jsonl, flushed at least every 0.5 s (from any thread)."""
-
-    def __init__(self, path: Path) -> None:
-        self._lock = threading.Lock()
-        self._fh = path.open("a", encoding="utf-8")
-        self._flushed = time.monotonic()
-
-    def write(self, sample: dict[str, Any]) -> None:
-        line = json.dumps(sample, default=str)
-        with self._lock:
-            if self._fh.closed:
-                return
-            self._fh.write(line + "\n")
-            if time.monotonic() - self._flushed > 0.5:
-                self._fh.flush()
-                self._flushed = time.monotonic()
-
-    def close(self) -> None:
-        with self._lock:
-            self._fh.close()
-
-
 def iter_partial(run_dir: Path, limit: int = 2_000_000) -> Iterator[dict[str, Any]]:
     """The samples of a run's partial.jsonl, one at a time (the file stays open while the iterator is
     used: a replay reads it a few chunks a poll). A finished run made without the web app (a CLI run, a
     bundle's, a lab's recording) has none: its samples from its CSVs instead (fastlab.chart_data, what
     its report.html draws), so its page draws its charts too."""
-    path = run_dir / PARTIAL
-    if not path.is_file():
-        yield from recorded_samples(run_dir, limit)
-        return
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh):
-            if n >= limit:
-                break
-            try:
-                sample = json.loads(line)
-            except (ValueError, RecursionError):
-                continue  # the last line of a killed run may be cut
-            if isinstance(sample, dict):
-                yield sample
+    folder = RunFolder(run_dir)
+    yield from folder.partial(limit) if folder.has_partial() else recorded_samples(run_dir, limit)
 
 
 def recorded_samples(run_dir: Path, limit: int) -> Iterator[dict[str, Any]]:
@@ -188,7 +153,7 @@ def recorded_samples(run_dir: Path, limit: int) -> Iterator[dict[str, Any]]:
     if not folder.is_run():
         return
     stamp = []
-    for name in ("flows.csv", "links.csv", "cc_events.csv"):
+    for name in (FLOWS, LINKS, EVENTS):
         try:
             st = folder.path(name).stat()  # the table as RunFolder reads it (name or name.gz)
             stamp.append((st.st_size, st.st_mtime_ns))
@@ -432,8 +397,9 @@ class RunManager:
         run_dir = self.root / run_id
         channel = Channel()
         self.channels[run_id] = channel
-        run_dir.mkdir(parents=True, exist_ok=True)
-        writer = PartialWriter(run_dir / PARTIAL)
+        folder = RunFolder(run_dir)
+        folder.create()
+        writer = folder.partial_writer()
 
         def on_sample(sample: dict[str, Any]) -> None:
             record = {k: clean(v) for k, v in sample.items()}

@@ -35,3 +35,64 @@ def test_a_gzipped_csv_reads_like_a_plain_one_and_a_missing_file_is_named(tmp_pa
     assert not folder.is_run() and folder.environment(missing_ok=True) == {}
     with pytest.raises(FileNotFoundError, match=f"the run has no {SUMMARY}"):
         folder.summary()
+
+
+def test_open_names_checks_and_creates_and_refuses_in_one_line(tmp_path: Path) -> None:
+    """RunFolder.open: the engine's whole opening of a run's folder (named, room checked, created)."""
+    from fastlab.rundir import RunFolderError
+
+    folder = RunFolder.open("demo", "flabcd", tmp_path / "run", need_bytes=1)
+    assert folder.directory == tmp_path / "run" and folder.directory.is_dir()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(RunFolderError, match="is not a folder"):
+        RunFolder.open("demo", "flabcd", tmp_path / "file" / "run", need_bytes=1)
+    with pytest.raises(RunFolderError, match="not enough free space"):
+        RunFolder.open("demo", "flabcd", tmp_path / "big", need_bytes=10**18)
+    assert not (tmp_path / "big").exists()  # refused before anything was made
+
+
+def test_partial_samples_written_while_a_run_goes_read_back_a_cut_line_skipped(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path)
+    assert not folder.has_partial()
+    writer = folder.partial_writer()
+    for n in range(5):
+        writer.write({"kind": "flow", "t": n / 10, "when": Path("/x")})
+    writer.close()
+    writer.write({"kind": "flow", "t": 9.0})  # after close: dropped, no error (a late sample)
+    with (tmp_path / "partial.jsonl").open("a") as fh:
+        fh.write('[1, 2]\n{"kind": "flow", "t": 0.6')  # not a sample; a killed run's cut last line
+    assert folder.has_partial()
+    samples = list(folder.partial(limit=100))
+    assert [s["t"] for s in samples] == [0.0, 0.1, 0.2, 0.3, 0.4] and samples[0]["when"] == "/x"
+    assert len(list(folder.partial(limit=2))) == 2
+
+
+# Files of a run folder named by a string literal outside fastlab/rundir.py, with why that is not reading
+# or writing a run folder by hand. Everything else goes through RunFolder and rundir's names.
+NOT_RUN_FOLDER_FILES = {
+    ("fastlab/report.py", "report.html"): "the Jinja template the report is drawn from (fastlab/templates)",
+    ("webapp/handout.py", "report.html"): "a handout's words (`report.html` in a lab's README) turned into a link",
+}
+
+
+def test_no_module_names_a_run_folders_files_but_rundir() -> None:
+    """Issue 35: the engine, the web app, labs and benches wrote and read run folders' files by name; one
+    owner (fastlab.rundir) now names them. A string literal equal to one of its file names (or ending in
+    /name, as a zip member's f-string) anywhere else in the project's code fails here."""
+    import ast
+
+    from fastlab import rundir
+
+    names = {rundir.SPEC, rundir.ENVIRONMENT, rundir.FLOWS, rundir.LINKS, rundir.EVENTS, rundir.RTT_SAMPLES,
+             rundir.REPORT, rundir.SUMMARY, rundir.PARTIAL, rundir.POINT_FILE, rundir.SWEEP_STATE}
+    root = Path(__file__).resolve().parents[2]
+    found = set()
+    for folder in ("fastlab", "webapp", "bench", "labs", "controllers", "topologies"):
+        for path in (root / folder).rglob("*.py"):
+            if path == root / "fastlab" / "rundir.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    found |= {(str(path.relative_to(root)), n) for n in names
+                              if node.value in (n, f"{n}.gz") or node.value.endswith(f"/{n}")}
+    assert found == set(NOT_RUN_FOLDER_FILES), found
