@@ -20,7 +20,6 @@ RTT samples) is not copied.
 
 from __future__ import annotations
 
-import gzip
 import logging
 import re
 import shutil
@@ -50,7 +49,6 @@ from fastlab.spec import SpecError, format_validation_error, load_spec, parse_ya
 
 log = logging.getLogger(__name__)
 
-WHOLE_FILES = (rundir.SPEC, rundir.SUMMARY, rundir.ENVIRONMENT)  # copied as they are
 TRACES = {rundir.FLOWS: "flows", rundir.LINKS: "links", rundir.EVENTS: "cc_events",  # file -> StepRun attribute
           rundir.RTT_SAMPLES: "rtt_samples"}
 # Columns never dropped: what identifies a row (the checkpoints select rows by them)
@@ -138,12 +136,7 @@ def trim(lab: Lab, step_id: str, short: bool, source: Path, target: Path) -> Tri
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
-    for name in WHOLE_FILES:
-        if (source / name).is_file():
-            shutil.copy(source / name, target / name)
-    for name, frame in frames.items():
-        with gzip.open(target / f"{name}.gz", "wt", compresslevel=9) as handle:
-            frame.to_csv(handle, index=False)
+    rundir.RunFolder(target).write_recording(rundir.RunFolder(source), frames)
     if _evaluate_with(lab, step_id, short, target, {}) != reference:  # read back from disk: the same verdicts
         raise LabError(f"{target}: the trimmed recording does not give the run's results again")
     return TrimReport(kept, dropped)

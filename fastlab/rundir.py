@@ -284,6 +284,19 @@ class RunFolder:
             events.to_csv(d / EVENTS, index=False)
         (d / SUMMARY).write_text(json.dumps(summary, indent=1))
 
+    def write_recording(self, source: RunFolder, traces: dict[str, pd.DataFrame]) -> None:
+        """This folder (it exists) as a recording of the run `source` (a lab's, fastlab.labrecord): its spec,
+        summary and environment as they are, and `traces` (file name -> table) gzipped, as RunFolder reads
+        them back."""
+        import gzip
+
+        for name in (SPEC, SUMMARY, ENVIRONMENT):
+            if (source.directory / name).is_file():
+                shutil.copy(source.directory / name, self.directory / name)
+        for name, frame in traces.items():
+            with gzip.open(self.directory / f"{name}.gz", "wt", compresslevel=9) as handle:
+                frame.to_csv(handle, index=False)
+
     def write_summary(self, summary: dict[str, Any]) -> None:
         """summary.json alone (a stand-in engine's, bench/server.py: the web app reads no other file)."""
         (self.directory / SUMMARY).write_text(json.dumps(summary, indent=1))
