@@ -5,6 +5,7 @@ to fastlab/plan.py; a new circle fails this test."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "fastlab"
@@ -141,25 +142,34 @@ def _calls(node: ast.AST, where: tuple[str, ...] = ()) -> list[tuple[tuple[str, 
     return out
 
 
+@functools.cache
+def _project_calls() -> tuple[tuple[str, frozenset[str], tuple[tuple[str, ...], ast.Call]], ...]:
+    """Every call of the project's code: (file, the fastlab.x.name it imports by name, (where, call)),
+    each file parsed once for all the checks."""
+    root = PACKAGE.parent
+    out = []
+    for folder in ("fastlab", "webapp", "bench", "labs", "topologies", "controllers"):
+        for path in (root / folder).rglob("*.py"):
+            tree = ast.parse(path.read_text())
+            imported = frozenset(f"{n.module}.{a.name}" for n in ast.walk(tree)
+                                 if isinstance(n, ast.ImportFrom) and n.module for a in n.names)
+            out += [(str(path.relative_to(root)), imported, call) for call in _calls(tree)]
+    return tuple(out)
+
+
 def callers(name: str, module: str) -> set[str]:
     """Every function (file:function, methods as Class.method) of the project's code that calls
     fastlab.`module`.`name`: as `module.name(...)`, or as `name(...)` in `module` itself or in a file that
     imports it from there. A function calling itself (recursion) is not counted."""
     out = set()
-    root = PACKAGE.parent
-    for folder in ("fastlab", "webapp", "bench", "labs", "topologies", "controllers"):
-        for path in (root / folder).rglob("*.py"):
-            tree = ast.parse(path.read_text())
-            bare = path == PACKAGE / f"{module}.py" or any(
-                isinstance(n, ast.ImportFrom) and n.module == f"fastlab.{module}"
-                and any(a.name == name for a in n.names) for n in ast.walk(tree))
-            for where, call in _calls(tree):
-                f = call.func
-                direct = isinstance(f, ast.Attribute) and f.attr == name and \
-                    isinstance(f.value, ast.Name) and f.value.id == module
-                called = bare and isinstance(f, ast.Name) and f.id == name and where[-1:] != (name,)
-                if direct or called:
-                    out.add(f"{path.relative_to(root)}:{'.'.join(where) or '<module>'}")
+    for path, imported, (where, call) in _project_calls():
+        bare = path == f"fastlab/{module}.py" or f"fastlab.{module}.{name}" in imported
+        f = call.func
+        direct = isinstance(f, ast.Attribute) and f.attr == name and \
+            isinstance(f.value, ast.Name) and f.value.id == module
+        called = bare and isinstance(f, ast.Name) and f.id == name and where[-1:] != (name,)
+        if direct or called:
+            out.add(f"{path}:{'.'.join(where) or '<module>'}")
     return out
 
 
