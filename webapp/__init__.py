@@ -85,6 +85,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     app.jinja_loader = jinja2.ChoiceLoader([app.jinja_loader, jinja2.PackageLoader("fastlab", "templates")])
     app.jinja_env.globals["run_tables"] = tables.run_tables
     app.jinja_env.globals["theory_kinds"] = chart_lines.kinds
+    app.jinja_env.globals["has_drop_probability"] = chart_lines.has_drop_probability
     root = Path(results_root or paths.results_root())
     database = Path(db_path or root / "history.sqlite3")
     app.config.update(RESULTS_ROOT=root, DATABASE=database, MAX_CONTENT_LENGTH=256 * 1024,
