@@ -178,8 +178,11 @@ class Cluster:
                 relayed.attempt, relayed.worker = msg.get("attempt"), msg.get("worker")
             if msg.get("attempt") != relayed.attempt:
                 return  # a rerun the scheduler started after the worker was lost: it refuses to run
-            arrived = time.time()
-            for sample, made in zip(msg.get("samples") or [], msg.get("made") or [], strict=False):
+            arrived, samples, made_at = time.time(), msg.get("samples"), msg.get("made")
+            samples = samples if isinstance(samples, list | tuple) else []  # msgpack gives tuples
+            made_at = made_at if isinstance(made_at, list | tuple) and len(made_at) == len(samples) \
+                else [None] * len(samples)
+            for sample, made in zip(samples, made_at, strict=True):
                 if not isinstance(sample, dict):
                     continue
                 if sample.get("kind") == "log":
@@ -237,7 +240,8 @@ class Cluster:
             if cancel_by is not None and time.monotonic() > cancel_by:
                 future.cancel()
                 raise RuntimeError(f"cancelled; the worker did not stop within {CANCEL_GRACE_S:g} s")
-            if relayed.worker is not None and relayed.worker not in self.workers(fresh=True):
+            if relayed.worker is not None and relayed.worker not in self.workers() \
+                    and relayed.worker not in self.workers(fresh=True):  # a worker that joined since the last look
                 self._abandon(future, flag)
                 raise RunInterrupted(f"worker {relayed.worker} was lost mid-run; the samples that arrived are kept")
         try:

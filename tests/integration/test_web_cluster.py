@@ -1,8 +1,9 @@
 """The web queue on a real Dask cluster (issue 36 item 2): a scheduler and a worker started as the README
 says (`fastlab cluster scheduler|worker`, on 127.0.0.1, random ports, tracked PIDs) and the real
 `python -m webapp --cluster ADDRESS`. A run is dispatched there and its samples arrive while it goes; its
-bundle verifies; a run whose worker process is killed ends `interrupted` with the samples that arrived,
-the restarted worker removes that run's leftovers through its state file; the next run completes."""
+bundle verifies; a run cancelled from the web stops on the worker, which cleans up; a run whose worker
+process is killed ends `interrupted` with the samples that arrived, the restarted worker removes that run's
+leftovers through its state file; the next run completes."""
 
 from __future__ import annotations
 
@@ -10,85 +11,29 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import tempfile
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from fastlab import bundle, paths
 from fastlab.runstate import RunState, prefixed_root_objects
-from tests.conftest import REPO, machine_leftovers
-from tests.webapp.test_restart import csrf_of, http, start_server, wait_for
+from tests.conftest import machine_leftovers
+from tests.dask_cluster import LocalCluster, local_cluster, wait_for
+from tests.webapp.test_restart import csrf_of, http, start_server
 
 pytestmark = pytest.mark.usefixtures("as_root")
-
-SPEC = {"name": "cluster-run", "topology": "dumbbell", "topology_args": {"rate_mbps": 10, "rtt_ms": 20},
-        "duration_s": 5, "seed": 3, "idle_pings": 2, "switch": "bridge",
-        "flows": [{"src": "h1", "dst": "h2", "cc": "cubic"}]}
-# as the installed `fastlab` wrapper runs the CLI, with this checkout importable and no PYTHONPATH left over
-CLI = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); from fastlab.cli import main; "
-       "sys.exit(main())", "cluster"]
-
-
-def stop(proc: subprocess.Popen[Any] | None) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-
-
-class LocalCluster:
-    """A scheduler and one worker on loopback, each this test's own child (tracked by PID)."""
-
-    def __init__(self, tmp: Path) -> None:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        info, self.log = tmp / "scheduler.json", (tmp / "dask.log").open("w")
-        self.common: dict[str, Any] = {"cwd": tmp, "env": env, "stdout": subprocess.DEVNULL, "stderr": self.log}
-        self.tmp = tmp
-        self.scheduler = subprocess.Popen([*CLI, "scheduler", "--host", "127.0.0.1", "--port", "0",
-                                           "--scheduler-file", str(info)], **self.common)
-        self.worker: subprocess.Popen[Any] | None = None
-        self.address = json.loads(wait_for(lambda: info.is_file() and info.read_text(), 60, "the scheduler"))["address"]
-        self.start_worker()
-
-    def start_worker(self) -> None:
-        self.worker = subprocess.Popen([*CLI, "worker", self.address, "--host", "127.0.0.1",
-                                        "--local-directory", str(self.tmp / "worker")], **self.common)
-
-    def workers(self) -> dict[str, Any]:
-        from distributed import Client
-        with Client(self.address, timeout="15s") as client:
-            return client.scheduler_info(n_workers=-1)["workers"]
-
-    def worker_pids(self) -> dict[str, int]:
-        """Each worker process's PID as it says itself (a nanny's child: not the PID this test started)."""
-        from distributed import Client
-        with Client(self.address, timeout="15s") as client:
-            return client.run(os.getpid)
-
-    def close(self) -> None:
-        for proc in (self.worker, self.scheduler):
-            stop(proc)
-        self.log.close()
 
 
 @pytest.fixture
 def cluster() -> Iterator[LocalCluster]:
-    with tempfile.TemporaryDirectory(prefix="fastlab-cluster-") as tmp:
-        local = LocalCluster(Path(tmp))
-        try:
-            wait_for(lambda: local.workers(), 60, "a worker")
-            yield local
-        finally:
-            local.close()
+    yield from local_cluster()
+
+
+SPEC = {"name": "cluster-run", "topology": "dumbbell", "topology_args": {"rate_mbps": 10, "rtt_ms": 20},
+        "duration_s": 5, "seed": 3, "idle_pings": 2, "switch": "bridge",
+        "flows": [{"src": "h1", "dst": "h2", "cc": "cubic"}]}
 
 
 def samples_of(run_dir: Path, kind: str = "flow") -> int:
@@ -149,12 +94,24 @@ def test_the_web_queue_runs_on_a_dask_worker_and_survives_losing_it(tmp_path: Pa
             (tmp_path / "first.zip").write_bytes(resp.read())
         assert bundle.verify(tmp_path / "first.zip") == []
 
-        # 2. the worker process is killed mid-run: interrupted, partial samples kept, leftovers removed
+        # 2. cancelled from the web while it runs: the worker's engine stops and removes what it built
+        pid = cluster.worker_pids()[worker_address]  # the worker process, as it reports itself
+        status, run = http("POST", base + "/api/runs", SPEC | {"name": "cancelled", "duration_s": 40}, csrf)
+        cancelled = run["id"]
+        wait_for(lambda: status_of(base, cancelled) == "running" and samples_of(results / cancelled) > 10, 90,
+                 "live samples of the run to cancel")
+        states = run_states_of(pid)
+        assert len(states) == 1, [s.prefix for s in states]
+        assert http("POST", f"{base}/api/runs/{cancelled}/cancel", {}, csrf)[0] == 200
+        assert wait_status_http(base, cancelled, ("done", "failed", "interrupted", "cancelled"), 60) == "cancelled"
+        assert not states[0].path.exists() and not run_states_of(pid)  # the engine cleaned up on the worker
+        assert samples_of(results / cancelled) > 10
+
+        # 3. the worker process is killed mid-run: interrupted, partial samples kept, leftovers removed
         status, run = http("POST", base + "/api/runs", SPEC | {"name": "killed", "duration_s": 40}, csrf)
         second = run["id"]
         wait_for(lambda: status_of(base, second) == "running" and samples_of(results / second) > 20, 90,
                  "live samples of the second run")
-        pid = cluster.worker_pids()[worker_address]  # the worker process, as it reports itself
         states = run_states_of(pid)
         assert len(states) == 1, [s.prefix for s in states]
         prefix = states[0].prefix
@@ -167,8 +124,9 @@ def test_the_web_queue_runs_on_a_dask_worker_and_survives_losing_it(tmp_path: Pa
         # the nanny restarts the worker process; at its start it cleans up after the dead run's engine
         wait_for(lambda: not (paths.STATE_DIR / f"{prefix}.json").exists(), 90, f"run {prefix}'s state removed")
         assert not [i for i in prefixed_root_objects()[0] if i.startswith(prefix)]
+        assert f"state of run {prefix}" in (cluster.tmp / "dask.log").read_text()  # by the worker's start
 
-        # 3. a new worker process takes the next run, which completes; the killed run is not rerun
+        # 4. a new worker process takes the next run, which completes; the killed run is not rerun
         wait_for(lambda: cluster.workers(), 60, "the restarted worker")
         status, run = http("POST", base + "/api/runs", SPEC | {"name": "after"}, csrf)
         third = run["id"]
