@@ -9,38 +9,20 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import REPO
+from tests.integration.test_sweep_bundle import stop
+from tests.webapp.test_restart import wait_for
 
-
-def wait_for(predicate: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+__all__ = ["LocalCluster", "local_cluster", "wait_for"]
 
 
 # as the installed `fastlab` wrapper runs the CLI, with this checkout importable and no PYTHONPATH left over
 CLI = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); from fastlab.cli import main; "
        "sys.exit(main())", "cluster"]
-
-
-def stop(proc: subprocess.Popen[Any] | None) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 class LocalCluster:

@@ -139,9 +139,14 @@ class Cluster:
         from fastlab.sweep_run import connect
 
         try:
-            return cls(connect(address), address)
+            cluster = cls(connect(address), address)
         except SweepError as exc:
             raise ClusterError(str(exc)) from None
+        if not cluster.slots():
+            cluster.close()
+            raise ClusterError(f"--cluster {address}: no worker offers run slots (the resource `runs`): start "
+                               "them with `fastlab cluster worker`")
+        return cluster
 
     def close(self) -> None:
         self.client.close()
@@ -158,6 +163,10 @@ class Cluster:
             self._workers = {a: dict(w.get("resources") or {}) for a, w in info.get("workers", {}).items()}
             self._workers_at = time.monotonic()
         return self._workers
+
+    def slots(self) -> float:
+        """The run slots the workers offer together (0: no web run can start)."""
+        return sum(w.get("runs", 0.0) for w in self.workers().values())
 
     def figures(self, figures: dict[str, Any]) -> dict[str, Any]:
         """The admission's figures with the cluster's budget: the sum of its workers' cores."""
@@ -237,6 +246,9 @@ class Cluster:
             if going.cancel.is_set() and cancel_by is None:
                 flag.set()  # the worker's relay thread stops its engine, which cleans up
                 cancel_by = time.monotonic() + CANCEL_GRACE_S
+                if relayed.worker is None:  # still waiting for a worker: nothing to stop there
+                    future.cancel()
+                    raise RuntimeError("cancelled before a worker started it")
             if cancel_by is not None and time.monotonic() > cancel_by:
                 future.cancel()
                 raise RuntimeError(f"cancelled; the worker did not stop within {CANCEL_GRACE_S:g} s")

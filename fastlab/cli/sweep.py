@@ -79,9 +79,10 @@ def cluster_argv(role: str, args: argparse.Namespace, resources: str = "machine=
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    """Start a Dask scheduler or worker for `sweep run --cluster` that cannot be started wrong: with
-    this checkout on its Python path (a scheduler without fastlab importable fails every point with
-    "Error during deserialization of the task graph") and a worker's machine resource."""
+    """Start a Dask scheduler or worker for `sweep run --cluster` (and the web app's `--cluster`) that
+    cannot be started wrong: with this checkout on its Python path (a scheduler without fastlab
+    importable fails every point with "Error during deserialization of the task graph") and a worker's
+    resources (its machine, run slots and this machine's budget of cores, fastlab.cost)."""
     resources = "machine=1"
     if args.role == "worker":
         need_root("fastlab cluster worker")
@@ -113,7 +114,8 @@ def register(sub: Any) -> None:
     sweep_status = sweep_sub.add_parser("status", help="points of a sweep directory and their status")
     sweep_status.add_argument("directory")
     sweep_status.set_defaults(func=cmd_sweep_status)
-    cluster = sub.add_parser("cluster", help="a Dask scheduler or worker for sweep run --cluster")
+    cluster = sub.add_parser("cluster", help="a Dask scheduler or worker for sweep run --cluster and "
+                             "python -m webapp --cluster")
     cluster_sub = cluster.add_subparsers(dest="role", required=True)
     scheduler = cluster_sub.add_parser("scheduler", help="the cluster's scheduler (any one host)")
     scheduler.add_argument("--host", help="address to listen on, e.g. 10.0.0.5")

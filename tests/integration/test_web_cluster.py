@@ -63,6 +63,17 @@ def run_states_of(pid: int) -> list[RunState]:
     return found
 
 
+def going_on(base: str, csrf: str, results: Path, name: str, pid: int) -> tuple[str, list[RunState]]:
+    """Queue a 40-s run and wait until it runs on the worker process `pid` with samples arriving: its
+    id and its state (one file, the worker its engine)."""
+    run_id = http("POST", base + "/api/runs", SPEC | {"name": name, "duration_s": 40}, csrf)[1]["id"]
+    wait_for(lambda: status_of(base, run_id) == "running" and samples_of(results / run_id) > 20, 90,
+             f"live samples of the run {name}")
+    states = run_states_of(pid)
+    assert len(states) == 1, [s.prefix for s in states]
+    return run_id, states
+
+
 @pytest.mark.timeout(420)
 def test_the_web_queue_runs_on_a_dask_worker_and_survives_losing_it(tmp_path: Path, cluster: LocalCluster) -> None:
     before = machine_leftovers()
@@ -96,24 +107,14 @@ def test_the_web_queue_runs_on_a_dask_worker_and_survives_losing_it(tmp_path: Pa
 
         # 2. cancelled from the web while it runs: the worker's engine stops and removes what it built
         pid = cluster.worker_pids()[worker_address]  # the worker process, as it reports itself
-        status, run = http("POST", base + "/api/runs", SPEC | {"name": "cancelled", "duration_s": 40}, csrf)
-        cancelled = run["id"]
-        wait_for(lambda: status_of(base, cancelled) == "running" and samples_of(results / cancelled) > 10, 90,
-                 "live samples of the run to cancel")
-        states = run_states_of(pid)
-        assert len(states) == 1, [s.prefix for s in states]
+        cancelled, states = going_on(base, csrf, results, "cancelled", pid)
         assert http("POST", f"{base}/api/runs/{cancelled}/cancel", {}, csrf)[0] == 200
         assert wait_status_http(base, cancelled, ("done", "failed", "interrupted", "cancelled"), 60) == "cancelled"
         assert not states[0].path.exists() and not run_states_of(pid)  # the engine cleaned up on the worker
-        assert samples_of(results / cancelled) > 10
+        assert samples_of(results / cancelled) > 20
 
         # 3. the worker process is killed mid-run: interrupted, partial samples kept, leftovers removed
-        status, run = http("POST", base + "/api/runs", SPEC | {"name": "killed", "duration_s": 40}, csrf)
-        second = run["id"]
-        wait_for(lambda: status_of(base, second) == "running" and samples_of(results / second) > 20, 90,
-                 "live samples of the second run")
-        states = run_states_of(pid)
-        assert len(states) == 1, [s.prefix for s in states]
+        second, states = going_on(base, csrf, results, "killed", pid)
         prefix = states[0].prefix
         os.kill(pid, signal.SIGKILL)
         assert wait_status_http(base, second, ("done", "failed", "interrupted", "cancelled"), 60) == "interrupted"
@@ -123,7 +124,9 @@ def test_the_web_queue_runs_on_a_dask_worker_and_survives_losing_it(tmp_path: Pa
         assert "lost mid-run" in (row.get("error") or ""), row
         # the nanny restarts the worker process; at its start it cleans up after the dead run's engine
         wait_for(lambda: not (paths.STATE_DIR / f"{prefix}.json").exists(), 90, f"run {prefix}'s state removed")
-        assert not [i for i in prefixed_root_objects()[0] if i.startswith(prefix)]
+        # (a namespace's veth ends go when the kernel has destroyed it, a moment after its last process)
+        wait_for(lambda: not [i for i in prefixed_root_objects()[0] if i.startswith(prefix)], 30,
+                 f"run {prefix}'s interfaces removed")
         assert f"state of run {prefix}" in (cluster.tmp / "dask.log").read_text()  # by the worker's start
 
         # 4. a new worker process takes the next run, which completes; the killed run is not rerun
