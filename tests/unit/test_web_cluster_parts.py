@@ -188,3 +188,20 @@ def test_an_oversized_bundle_is_refused_before_it_is_written(tmp_path: Path, mon
         import_bundle(good, run_dir)
     assert [p.name for p in run_dir.iterdir()] == ["partial.jsonl"]
     assert cluster_run.MAX_BUNDLE_BYTES >= 256 * 1024**2  # the worker's own bound is the same constant
+
+
+@pytest.mark.parametrize("address, why", [
+    ("not an address", "cannot reach the Dask scheduler: missing port number"),
+    ("tcp://[::1", "cannot reach the Dask scheduler"),
+])
+def test_a_bad_cluster_address_stops_the_server_with_one_line(tmp_path: Path, address: str, why: str) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "FASTLAB_RESULTS": str(tmp_path / "results")}
+    proc = subprocess.run([sys.executable, "-m", "webapp", "--cluster", address, "--port", "1"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and f"error: --cluster {address}: {why}" in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("python -m webapp: error: --cluster")
+    assert not (tmp_path / "results").exists()  # nothing created
