@@ -127,7 +127,9 @@ def test_the_web_queue_runs_on_a_dask_worker_and_survives_losing_it(tmp_path: Pa
         # (a namespace's veth ends go when the kernel has destroyed it, a moment after its last process)
         wait_for(lambda: not [i for i in prefixed_root_objects()[0] if i.startswith(prefix)], 30,
                  f"run {prefix}'s interfaces removed")
-        assert f"state of run {prefix}" in (cluster.tmp / "dask.log").read_text()  # by the worker's start
+        # by the restarted worker's start (it logs what it removed once its cleanup returns)
+        wait_for(lambda: f"state of run {prefix}" in (cluster.tmp / "dask.log").read_text(), 30,
+                 "the restarted worker's cleanup")
 
         # 4. a new worker process takes the next run, which completes; the killed run is not rerun
         wait_for(lambda: cluster.workers(), 60, "the restarted worker")
