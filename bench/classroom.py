@@ -13,15 +13,21 @@ before). Prints both modes, the wall-time ratio, and exits 0 when every run fini
 checkpoints are judged (a faithful run's pass, as lab 02's do alone; an unfaithful one's are
 inconclusive, never a pass or fail on figures it cannot vouch for) and nothing is left.
 
-Measured 2026-11-27 (bench/data/classroom-2026-11-27.txt): one at a time 377.0 s, concurrently 116.4 s
-(4 at once), ratio 0.31; 40 of 40 runs faithful, nothing left behind; every checkpoint passed one at a
-time, and 19 of 20 concurrently: one faithful `alphas` run measured a mean backlog of 83.9 packets
-against 75.8..80.3. Its f2 never saw its empty 80-ms path (min RTT 85.2 ms; 80.5 alone): FAST's
-baseRTT then holds queue it counts as base, and the band, which takes the flow's own min RTT as the
-base, does not allow for it; why f2 met a standing queue from its first packet (a late start under
-load?) is not settled. The verdict (emulation delay 0.06-0.14 ms, machine busy 0.40) saw nothing. The
-first run
-(classroom-2026-11-27-shared-ring.txt: 0.26) lost events to a second ring-buffer reader.
+Measured 2026-11-28, after senders start together (prespawned, told their start on the shared clock;
+bench/data/classroom-2026-11-28.txt): one at a time 377.3 s, concurrently 120.4 s (4 at once), ratio 0.32;
+40 of 40 runs faithful (emulation delay 0.026-0.074 ms per path concurrently), every checkpoint passed in
+both modes, nothing left behind. The run before the fix (2026-11-27, classroom-2026-11-27.txt: 0.31, 19 of
+20 concurrently) had one faithful `alphas` run fail its backlog band: its f2 started 143 ms late and met a
+standing queue it took for its path.
+
+Beside other engineers' work on this machine (classroom-2026-11-28-other-work-beside.txt: what ran beside
+the concurrent phase is not recorded) every path's emulation delay
+was 1.7-6.0 ms (p99 up to 11.8 ms): 8 runs unfaithful (inconclusive), 12 faithful, of which 3 failed a
+band by little (a backlog 0.5-0.7 packets under its lower bound, a utilization 0.990 against 0.9944). The
+verdict judges the whole run's mean lateness (2.26-2.39 ms there, under the 3 ms budget); links.csv now
+records lateness cumulatively so a checkpoint's own window can be judged (fidelity.window_mean_us). Two
+burners at normal priority made every run unfaithful (the machine 100 % busy: caught); one burner, or
+two real-time ones at 30 % duty, left every run faithful and passing (lateness <= 0.5 ms).
 
 Run as root under the machine's live lock, as one command:
 `flock /tmp/fastlab-live.lock .venv/bin/python bench/classroom.py [--runs 20] [--modes serial,concurrent]

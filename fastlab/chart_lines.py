@@ -100,3 +100,18 @@ def kinds(refs: list[Ref]) -> set[str]:
     function, "hstcp": HSTCP's), for the note that explains the dashed lines (templates/charts.html)."""
     keys = {"fast": "fast_window_pkts", "mathis": "mathis_window_pkts", "hstcp": "hstcp_window_pkts"}
     return {kind for kind, key in keys.items() if any(isinstance(r, dict) and r.get(key) for r in refs or [])}
+
+
+PROBABILITY_AQMS = ("red", "pie")  # RED's p_b, PIE's p; CoDel has none (its drops are on the queue chart's link)
+
+
+def has_drop_probability(spec: Any) -> bool:
+    """Whether a run's drop-probability chart exists (templates/charts.html): some link direction of its
+    spec (plain, possibly hostile or old: anything not a mapping counts for nothing) runs RED or PIE."""
+    links = spec.get("links") if isinstance(spec, dict) else None
+    for link in (links or {}).values() if isinstance(links, dict) else ():
+        for direction in (link, link.get("reverse")) if isinstance(link, dict) else ():
+            aqm = direction.get("aqm") if isinstance(direction, dict) else None
+            if isinstance(aqm, dict) and aqm.get("model") in PROBABILITY_AQMS:
+                return True
+    return False

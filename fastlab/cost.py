@@ -42,6 +42,7 @@ FLOW_FLOOR_CORES = 0.04
 RUN_FLOOR_CORES = 0.02
 FAITHFUL_SHARE = 0.5
 FULL_SCALE_MBPS = 1000.0  # the SC2002 hosts' GbE ports: the lab's full-scale runs
+MAX_RUNS = 4  # runs going at once at most on one machine (the web queue's default, a worker's run slots)
 MAX_SELFTEST_MBPS = 100_000.0  # above any rate the self-test's ladder tries (10 Gb/s): a broken file
 
 

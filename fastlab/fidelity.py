@@ -178,6 +178,21 @@ def path_delay_ms(path: PathInfo, links: dict[str, dict[str, dict[str, Any]]]) -
     return round((sum(fig["late_p50_us"] for fig in figs) + max(fig["late_p99_us"] for fig in figs)) / 1000, 3)
 
 
+def window_mean_us(rows: Any, t0: float, t1: float, figure: str = "late") -> float | None:
+    """The mean of a direction's lateness ("late") or socket wait ("rx_wait"), µs, over the samples in
+    [t0, t1) of its links.csv rows (pure): linkemu reports both cumulatively (`<figure>_n` counts, a
+    mean each), so the window's is (n1 m1 - n0 m0) / (n1 - n0) between its first and last samples.
+    None where the columns are missing (runs before they were recorded, tc links) or nothing was counted."""
+    n_col, mean_col = f"{figure}_n", f"{figure}_mean_us"
+    if n_col not in rows or mean_col not in rows:
+        return None
+    inside = rows[(rows["t"] >= t0) & (rows["t"] < t1)].dropna(subset=[n_col, mean_col])
+    if len(inside) < 2:
+        return None
+    (n0, m0), (n1, m1) = (inside.iloc[i][[n_col, mean_col]].astype(float) for i in (0, -1))
+    return (n1 * m1 - n0 * m0) / (n1 - n0) if n1 > n0 else None
+
+
 def tc_busy_share(samples: list[tuple[float, float, float]], rate_bps: int) -> dict[str, Any]:
     """What a tc queue delivered while it stayed busy: over the sampling intervals whose both ends saw
     at least TC_BUSY_BACKLOG_PKTS queued, sent bytes / (configured rate x time). `samples` are
@@ -288,7 +303,8 @@ def assess(inp: Inputs) -> dict[str, Any]:
         budget = budget_ms(p)
         paths.append({"flow": p.flow, "emulation_delay_ms": delay, "budget_ms": round(budget, 3),
                       "basis": "FAST alpha queue" if p.target_queue_ms is not None else "base RTT",
-                      "idle_emulation_delay_ms": path_delay_ms(p, idle_links)})
+                      "idle_emulation_delay_ms": path_delay_ms(p, idle_links),
+                      "crossings": [[link, direction] for link, direction in p.crossings]})
         if delay is not None and delay > budget:
             what = (f"{DELAY_SHARE_OF_TARGET:g} of the {p.target_queue_ms:.2f} ms queue FAST aims at"
                     if p.target_queue_ms is not None else

@@ -41,6 +41,7 @@ TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("fastlab", "templates
                                autoescape=True, undefined=jinja2.StrictUndefined)
 TEMPLATES.filters["when"] = human_time
 TEMPLATES.globals["theory_kinds"] = chart_lines.kinds
+TEMPLATES.globals["has_drop_probability"] = chart_lines.has_drop_probability
 
 
 def render(spec_yaml: str, summary: dict[str, Any], environment: dict[str, Any],

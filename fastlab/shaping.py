@@ -716,7 +716,7 @@ def emulator_samples(link: str, msg: dict[str, Any]) -> list[dict[str, Any]]:
                     "queue_drops": c["queue_drops"], "loss_drops": c["loss_drops"],
                     "tx_bytes": c["tx_bytes"] - ETH_HEADER_BYTES * c["tx_pkts"], "tx_pkts": c["tx_pkts"],
                     "rx_pkts": c["rx_pkts"], "sock_drops": c.get("sock_drops", 0),
-                    "late_p99_us": (c.get("late_us") or {}).get("p99")})
+                    "late_p99_us": (c.get("late_us") or {}).get("p99")} | lateness_totals(c))
         out[-1] |= aqm_figures(c)
         if "mac" in c:
             out[-1] |= {"mac_grants": c["mac"]["grants"], "mac_requests": c["mac"]["requests"],
@@ -724,6 +724,15 @@ def emulator_samples(link: str, msg: dict[str, Any]) -> list[dict[str, Any]]:
                         "mac_grant_delay_mean_us": c["mac"]["req_grant_delay_mean_us"]}
         out[-1] |= varying_figures(c)
     return out
+
+
+def lateness_totals(c: dict[str, Any]) -> dict[str, Any]:
+    """A direction's lateness and socket wait so far (linkemu's cumulative counts and means, µs): the
+    difference of two samples gives the mean over any window (fastlab.fidelity.window_mean_us), e.g. a
+    checkpoint's, where the verdict judges the whole run."""
+    late, wait = c.get("late_us") or {}, c.get("rx_wait_us") or {}
+    return {"late_n": late.get("n"), "late_mean_us": late.get("mean"),
+            "rx_wait_n": wait.get("n"), "rx_wait_mean_us": wait.get("mean")}
 
 
 def varying_figures(c: dict[str, Any]) -> dict[str, Any]:

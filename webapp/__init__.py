@@ -34,6 +34,7 @@ import os
 import secrets
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import jinja2
 from flask import Flask
@@ -61,7 +62,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
                token: str | None = None, start_worker: bool = True, cleanup_on_start: bool | None = None,
                runner: q.Runner | None = None, max_duration_s: float = MAX_DURATION_S,
                labs_dir: Path | None = None, instructor_token: str | None = None,
-               max_running: int = q.MAX_RUNNING) -> Flask:
+               max_running: int = q.MAX_RUNNING, cluster: Any = None) -> Flask:
     """The web app.
 
     host: where it will be served; off loopback an access `token` is required (checked on every
@@ -72,6 +73,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     labs_dir: the folder of the guided labs (default the repository's labs/; config LABS_DIR).
     max_running: runs going at once at most (each also within the machine's budget, fastlab.cost);
     1 runs them one at a time.
+    cluster: a `webapp.cluster.Cluster`: queued runs go to its Dask workers instead of this process.
     instructor_token: may cancel, delete and change every run (header X-Fastlab-Instructor or cookie
     fastlab_instructor); without it a run is its submitting address's alone.
     """
@@ -85,13 +87,14 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     app.jinja_loader = jinja2.ChoiceLoader([app.jinja_loader, jinja2.PackageLoader("fastlab", "templates")])
     app.jinja_env.globals["run_tables"] = tables.run_tables
     app.jinja_env.globals["theory_kinds"] = chart_lines.kinds
+    app.jinja_env.globals["has_drop_probability"] = chart_lines.has_drop_probability
     root = Path(results_root or paths.results_root())
     database = Path(db_path or root / "history.sqlite3")
     app.config.update(RESULTS_ROOT=root, DATABASE=database, MAX_CONTENT_LENGTH=256 * 1024,
                       CSRF_TOKEN=secrets.token_urlsafe(32), MAX_DURATION_S=max_duration_s,
                       MAX_QUEUED=MAX_QUEUED, MAX_QUEUED_PER_CLIENT=MAX_QUEUED_PER_CLIENT,
                       LABS_DIR=Path(labs_dir or LABS_DIR), INSTRUCTOR_TOKEN=instructor_token or None, **guards)
-    manager = q.RunManager(root, database, runner, max_running=max_running)
+    manager = q.RunManager(root, database, runner, max_running=max_running, cluster=cluster)
     app.extensions["fastlab_runs"] = manager
     app.extensions["fastlab"] = Services(root, database, manager)
     app.extensions["fastlab_open_events"] = functools.partial(live.open_events, app)

@@ -32,6 +32,9 @@ parser.add_argument("--instructor-token-file",
 parser.add_argument("--max-running", type=int, default=None,
                     help="runs going at once at most (default 4; each also within the machine's CPU budget, "
                          "fastlab.cost); 1 runs them one at a time")
+parser.add_argument("--cluster", metavar="ADDRESS",
+                    help="run queued experiments on this Dask scheduler's workers (`fastlab cluster worker`, "
+                         "one per lab machine), e.g. tcp://10.0.0.5:8786; default: in this process")
 args = parser.parse_args()
 if args.max_running is not None and not 1 <= args.max_running <= 64:
     parser.error(f"--max-running: from 1 to 64, not {args.max_running}")
@@ -49,8 +52,15 @@ if args.token_file:
     args.token = first_line(args.token_file, "--token-file")
 instructor = (first_line(args.instructor_token_file, "--instructor-token-file") if args.instructor_token_file
               else os.environ.get("FASTLAB_INSTRUCTOR_TOKEN"))
+cluster = None
+if args.cluster:
+    from webapp.cluster import Cluster, ClusterError
+    try:
+        cluster = Cluster.connect(args.cluster)
+    except ClusterError as exc:
+        parser.error(str(exc))
 try:  # refuses an off-loopback host without a token, and weak tokens
-    app = create_app(host=args.host, token=args.token, instructor_token=instructor,
+    app = create_app(host=args.host, token=args.token, instructor_token=instructor, cluster=cluster,
                      **({"max_running": args.max_running} if args.max_running is not None else {}))
 except ValueError as exc:
     parser.error(str(exc))
@@ -61,6 +71,8 @@ def stop(signum: int, _frame: object) -> None:
     uvicorn takes the signal first (it stops serving), then hands it on to this handler."""
     print(f"fastlab web app: signal {signum}: stopping the running experiment, then exiting", flush=True)
     clean = app.extensions["fastlab_runs"].shutdown(SHUTDOWN_WAIT_S)
+    if cluster is not None:
+        cluster.close()
     sys.exit(0 if clean else 1)
 
 

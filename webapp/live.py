@@ -80,6 +80,8 @@ def api_live_cc(run_id: str) -> Any:
     live = sv.manager.live_of(run_id)
     if not sv.may_act_on(row):
         return api_error(403, sv.not_yours(row, "change its parameters"))
+    if row["status"] == "running" and sv.manager.cluster is not None:
+        return api_error(409, "this run goes on a cluster worker: its parameters cannot change from here")
     if row["status"] != "running" or live is None:
         return api_error(409, f"run is {row['status']}: only a running run's parameters can change")
     body = body_json()  # one line (and no traceback) for a body that is not JSON or nested too deep

@@ -30,11 +30,12 @@ import pandas as pd
 
 from fastlab import chart_data
 from fastlab.ccruntime import LiveControl
-from fastlab.cost import Cost, admit
+from fastlab.cost import MAX_RUNS, Cost, admit
 from fastlab.rundir import EVENTS, FLOWS, LINKS, RunFolder
 from fastlab.spec import parse_spec
 from webapp import uploads
 from webapp.admission import Going, predicted
+from webapp.cluster import Cluster, RunInterrupted
 from webapp.events import encode
 
 END = object()
@@ -213,7 +214,7 @@ class ProgressToStream(logging.Handler):
 
 Runner = Callable[..., Any]
 END_WRITE_ATTEMPTS = 3
-MAX_RUNNING = 4  # runs going at once at most, whatever their predicted cost: each one's build and
+MAX_RUNNING = MAX_RUNS  # runs going at once at most, whatever their predicted cost: each one's build and
 # teardown (namespaces, emulators, iperf3) costs a few seconds of CPU the cost model leaves out
 
 
@@ -223,8 +224,9 @@ class RunManager:
     keeps the last decision for the queue page."""
 
     def __init__(self, root: Path, database: Path, runner: Runner | None = None,
-                 max_running: int = MAX_RUNNING) -> None:
+                 max_running: int = MAX_RUNNING, cluster: Cluster | None = None) -> None:
         self.root = root
+        self.cluster = cluster  # runs go to this Dask cluster's workers (webapp.cluster), not this process
         self.database = database
         self.runner = runner
         self.max_running = max_running
@@ -345,6 +347,8 @@ class RunManager:
                 self._wake.clear()
                 continue
             cost, figures = self._predict(row)
+            if self.cluster is not None:
+                figures = self.cluster.figures(figures)
             with self._lock:
                 costs = [g.cost for g in self.running.values()]
             budget = figures.get("budget_cores", 0.0)
@@ -414,7 +418,9 @@ class RunManager:
         try:
             # an uploaded trace's reference becomes the stored file (webapp.uploads), which the engine copies
             spec = uploads.resolve(parse_spec(json.loads(spec_json)), uploads.TraceStore.under(self.root))
-            if self.runner is None:
+            if self.cluster is not None:
+                result = self.cluster.run(run_id, spec, going, on_sample, channel.publish, run_dir)
+            elif self.runner is None:
                 from fastlab.engine import run_experiment
                 going.live = LiveControl()
                 result = run_experiment(spec, out=run_dir, on_sample=on_sample, cancel=going.cancel,
@@ -430,6 +436,8 @@ class RunManager:
                 status, error = "interrupted", INTERRUPTED_BY_SHUTDOWN
             elif going.cancel.is_set():
                 status, error = "cancelled", "cancelled while running; partial traces kept"
+            elif isinstance(exc, RunInterrupted):
+                status = "interrupted"
             else:
                 traceback.print_exc()
         finally:

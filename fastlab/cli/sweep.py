@@ -56,12 +56,17 @@ def cmd_sweep_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def cluster_argv(role: str, args: argparse.Namespace) -> list[str]:
-    """The `dask scheduler` / `dask worker` command a cluster host runs (pure): a worker offers one
-    `machine` (every point needs a whole host) and one thread."""
+def cluster_argv(role: str, args: argparse.Namespace, resources: str = "machine=1") -> list[str]:
+    """The `dask scheduler` / `dask worker` command a cluster host runs (pure): a worker offers
+    `resources` (fastlab.cluster_run.worker_resources: one `machine`, every sweep point needs a whole
+    host; the web queue's run slots and cores), one thread per run slot, and cleans up after dead runs
+    at its start (`--preload fastlab.cluster_run`)."""
+    from fastlab.cost import MAX_RUNS
+
     argv = [sys.executable, "-m", "dask", role]
     if role == "worker":
-        argv += [args.address, "--nthreads", "1", "--resources", "machine=1"]
+        argv += [args.address, "--nthreads", str(MAX_RUNS), "--resources", resources,
+                 "--preload", "fastlab.cluster_run"]
     if args.host:
         argv += ["--host", args.host]
     if role == "scheduler":
@@ -74,14 +79,20 @@ def cluster_argv(role: str, args: argparse.Namespace) -> list[str]:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    """Start a Dask scheduler or worker for `sweep run --cluster` that cannot be started wrong: with
-    this checkout on its Python path (a scheduler without fastlab importable fails every point with
-    "Error during deserialization of the task graph") and a worker's machine resource."""
+    """Start a Dask scheduler or worker for `sweep run --cluster` (and the web app's `--cluster`) that
+    cannot be started wrong: with this checkout on its Python path (a scheduler without fastlab
+    importable fails every point with "Error during deserialization of the task graph") and a worker's
+    resources (its machine, run slots and this machine's budget of cores, fastlab.cost)."""
+    resources = "machine=1"
     if args.role == "worker":
         need_root("fastlab cluster worker")
+        from fastlab import selftest
+        from fastlab.cluster_run import resources_arg, worker_resources
+        from fastlab.cost import machine_figures
+        resources = resources_arg(worker_resources(machine_figures(selftest.load())))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(paths.REPO), os.environ.get("PYTHONPATH", "")) if p)}
-    argv = cluster_argv(args.role, args)
+    argv = cluster_argv(args.role, args, resources)
     print("fastlab: " + " ".join(argv[1:]), file=sys.stderr, flush=True)
     os.execve(sys.executable, argv, env)
     return 1  # not reached
@@ -103,7 +114,8 @@ def register(sub: Any) -> None:
     sweep_status = sweep_sub.add_parser("status", help="points of a sweep directory and their status")
     sweep_status.add_argument("directory")
     sweep_status.set_defaults(func=cmd_sweep_status)
-    cluster = sub.add_parser("cluster", help="a Dask scheduler or worker for sweep run --cluster")
+    cluster = sub.add_parser("cluster", help="a Dask scheduler or worker for sweep run --cluster and "
+                             "python -m webapp --cluster")
     cluster_sub = cluster.add_subparsers(dest="role", required=True)
     scheduler = cluster_sub.add_parser("scheduler", help="the cluster's scheduler (any one host)")
     scheduler.add_argument("--host", help="address to listen on, e.g. 10.0.0.5")

@@ -54,6 +54,8 @@ def test_figures_the_theory_has_nothing_for_draw_nothing() -> None:
     ({"bottleneck": {"rate_mbps": 10}}, False),
     ({}, False),
     ({"bottleneck": "not a mapping", "x": {"aqm": "red"}}, False),  # a hostile spec draws nothing, fails nothing
+    ({"bottleneck": {"reverse": [1], "aqm": {"model": "pie"}}, "x": {"reverse": {"aqm": {"model": ["red"]}}}}, True),
+    ({"x": {"reverse": {"aqm": {"model": {"red": 1}}}}, "y": {"aqm": None}}, False),
 ])
 def test_the_aqm_chart_is_there_for_a_red_or_pie_link_only(links: dict, drawn: bool) -> None:
     """templates/charts.html: the drop-probability chart's <div> (charts.js draws RED's p_b and PIE's p there)

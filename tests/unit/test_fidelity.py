@@ -52,7 +52,8 @@ def test_a_quiet_run_is_faithful() -> None:
     assert verdict["faithful"] is True and verdict["reasons"] == [] and verdict["advice"] is None
     # 20 + 20 µs median over two crossings + the largest p99 (80 µs) = 0.12 ms, budget max(0.5, 1% of 40 ms)
     assert verdict["paths"] == [{"flow": "f1", "emulation_delay_ms": 0.12, "budget_ms": 0.5, "basis": "base RTT",
-                                 "idle_emulation_delay_ms": None}]  # no idle-phase stats given
+                                 "idle_emulation_delay_ms": None,  # no idle-phase stats given
+                                 "crossings": [["bottleneck", "forward"], ["bottleneck", "reverse"]]}]
     assert verdict["links"]["bottleneck"]["forward"]["late_p99_us"] == 80
 
 
@@ -436,3 +437,17 @@ def test_an_unfaithful_verdict_names_the_runs_that_shared_the_machine() -> None:
     assert good["reasons"] == [] and good["neighbours"] == ["flaaaa"]  # faithful beside them: no excuse needed
     alone = note_neighbours({"faithful": False, "reasons": ["late"]}, [])
     assert alone["reasons"] == ["late"] and alone["neighbours"] == []
+
+
+def test_a_windows_mean_lateness_from_the_cumulative_counts() -> None:
+    """linkemu reports lateness cumulatively (n segments, their mean): a window's mean is the difference of
+    the sums at its first and last samples. 100 segments at 50 us, then 100 more at 450 us: 250 us over the
+    whole run, 450 us over its second half; nothing to say before the columns existed or with no segment."""
+    rows = pd.DataFrame({"t": [0.0, 1.0, 2.0], "late_n": [0, 100, 200], "late_mean_us": [0.0, 50.0, 250.0]})
+    assert fidelity.window_mean_us(rows, 0.0, 3.0) == pytest.approx(250.0)
+    assert fidelity.window_mean_us(rows, 1.0, 3.0) == pytest.approx(450.0)
+    assert fidelity.window_mean_us(rows, 0.0, 1.5) == pytest.approx(50.0)
+    assert fidelity.window_mean_us(rows, 1.5, 3.0) is None  # one sample: no difference to take
+    assert fidelity.window_mean_us(rows.drop(columns=["late_n"]), 0.0, 3.0) is None
+    assert fidelity.window_mean_us(rows.assign(late_n=[5, 5, 5]), 0.0, 3.0) is None
+    assert fidelity.window_mean_us(rows, 0.0, 3.0, figure="rx_wait") is None

@@ -274,7 +274,11 @@ def test_cluster_commands_offer_one_machine_per_worker() -> None:
     worker = cluster_argv("worker", argparse.Namespace(address="tcp://10.0.0.5:8786", host="10.0.0.7",
                                                        local_directory=None))
     assert worker[:4] == [sys.executable, "-m", "dask", "worker"] and "tcp://10.0.0.5:8786" in worker
-    assert worker[worker.index("--resources") + 1] == "machine=1" and worker[worker.index("--nthreads") + 1] == "1"
+    assert worker[worker.index("--resources") + 1] == "machine=1" and worker[worker.index("--nthreads") + 1] == "4"
+    assert worker[worker.index("--preload") + 1] == "fastlab.cluster_run"  # cleans up after dead runs at start
+    web = cluster_argv("worker", argparse.Namespace(address="tcp://10.0.0.5:8786", host=None, local_directory=None),
+                       "machine=1,runs=4,cores=1")
+    assert web[web.index("--resources") + 1] == "machine=1,runs=4,cores=1"
     scheduler = cluster_argv("scheduler", argparse.Namespace(host="10.0.0.5", port=8786, scheduler_file=None))
     assert scheduler[3] == "scheduler" and scheduler[scheduler.index("--port") + 1] == "8786"
     assert "--resources" not in scheduler

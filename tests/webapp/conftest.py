@@ -277,3 +277,29 @@ def wait_until(page: Any, expression: str, timeout: float = 30_000) -> None:
             raise AssertionError(f"not true within {timeout / 1000:g} s: {expression}")
         time.sleep(0.1)
 
+
+def watch(page) -> list[str]:
+    """The page's console errors and warnings and uncaught exceptions, as they come. The 422s of /api/validate
+    while a field is wrong are Chromium's resource log, not the page's errors."""
+    problems: list[str] = []
+    page.on("console", lambda m: m.type in ("error", "warning") and "status of 422" not in m.text
+            and problems.append(f"console {m.type}: {m.text}"))
+    page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
+    return problems
+
+
+def form_with_preset(tmp_path: Path, live_server_factory, browser, preset: str, worker: bool = False,
+                     viewport: tuple[int, int] = (1024, 768), app: Any = None) -> tuple[Any, list[str]]:
+    """The new-run form (by default at 1024x768, a projector) with a preset loaded and valid, and its page's
+    problems; `worker`: the app runs what is queued (a real experiment), else only validates; `app`: served
+    instead of a new one (the test then looks into its queue)."""
+    app = app or create_app(results_root=tmp_path, start_worker=worker, cleanup_on_start=False)
+    server = live_server_factory(app)
+    page = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}).new_page()
+    problems = watch(page)
+    page.goto(server.url + "/new")
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    page.select_option("#preset", preset)
+    page.click("#load-preset")
+    wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
+    return page, problems

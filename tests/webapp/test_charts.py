@@ -9,11 +9,10 @@ import json
 import math
 import random
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.webapp.conftest import ARTIFACTS, wait_until
+from tests.webapp.conftest import ARTIFACTS, wait_until, watch
 from webapp import create_app
 
 RUN = "20261124-110000-fast-loss-wcha001"
@@ -65,13 +64,6 @@ def write_lossy_fast_run(root: Path, run_id: str = RUN, backlog: float = 2.6, ut
                           "avg_rtt_us": 41_000 + 500 * math.sin(i / 7), "target": 25, "cwnd": 22})
     (run / "partial.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     return run
-
-
-def watch(page: Any) -> list[str]:
-    problems: list[str] = []
-    page.on("console", lambda m: m.type in ("error", "warning") and problems.append(f"console {m.type}: {m.text}"))
-    page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
-    return problems
 
 
 TRACES = "id => (document.getElementById(id).data || []).map(t => t.name)"

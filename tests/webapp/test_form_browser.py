@@ -6,41 +6,15 @@ marked at its field with Start disabled. Only validation runs: no experiment sta
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from fastlab.ccset import FAST_PARAMS
-from tests.webapp.conftest import ARTIFACTS, wait_until
+from tests.webapp.conftest import ARTIFACTS, form_with_preset, wait_until, watch
 from webapp import create_app
 
 MARKED = "[...document.querySelectorAll('[aria-invalid=\"true\"]')].map((e) => e.name)"
 BESIDE = "[...document.querySelectorAll('.field-note')].map((e) => e.textContent)"
-
-
-def watch(page) -> list[str]:
-    """The page's console errors and warnings and uncaught exceptions, as they come. The 422s of /api/validate
-    while a field is wrong are Chromium's resource log, not the page's errors."""
-    problems: list[str] = []
-    page.on("console", lambda m: m.type in ("error", "warning") and "status of 422" not in m.text
-            and problems.append(f"console {m.type}: {m.text}"))
-    page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
-    return problems
-
-
-def form_with_preset(tmp_path: Path, live_server_factory, browser, preset: str,
-                     worker: bool = False) -> tuple[Any, list[str]]:
-    """The new-run form at 1024x768 (a projector) with a preset loaded and valid, and its page's problems;
-    `worker`: the app runs what is queued (a real experiment), else only validates."""
-    server = live_server_factory(create_app(results_root=tmp_path, start_worker=worker, cleanup_on_start=False))
-    page = browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
-    problems = watch(page)
-    page.goto(server.url + "/new")
-    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
-    page.select_option("#preset", preset)
-    page.click("#load-preset")
-    wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
-    return page, problems
 
 
 def label_of(page, selector: str) -> tuple[str, str]:

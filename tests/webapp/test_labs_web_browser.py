@@ -16,22 +16,14 @@ from __future__ import annotations
 import sqlite3
 import zipfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from fastlab import bundle
 from fastlab.labs import load_lab
-from tests.webapp.conftest import ARTIFACTS, wait_until
+from tests.webapp.conftest import ARTIFACTS, wait_until, watch
 from tests.webapp.test_labs_web import LAB02, RECORDED_RUN, recorded_band, register_lab_run
 from webapp import create_app, handout
-
-
-def watch(page: Any) -> list[str]:
-    problems: list[str] = []
-    page.on("console", lambda m: m.type in ("error", "warning") and problems.append(f"console {m.type}: {m.text}"))
-    page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
-    return problems
 
 
 @pytest.mark.timeout(180)

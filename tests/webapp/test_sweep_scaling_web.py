@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.webapp.conftest import ARTIFACTS, good_spec, queued_count, wait_until
+from tests.webapp.conftest import ARTIFACTS, form_with_preset, good_spec, queued_count, wait_until
 from webapp import create_app, sweeps
 
 CAPACITY = "topology_args.rate_mbps"
@@ -76,16 +76,7 @@ def test_a_two_point_scaled_capacity_sweep_from_the_form(tmp_path: Path, live_se
     """The form: Reno on the dumbbell at 10 Mb/s, one flow; sweep its capacity 10, 20 with the flows scaled
     (the reference filled from the form: 1 flow at 10 Mb/s); two 4-s runs carry 1 and 2 flows and finish."""
     app = create_app(results_root=tmp_path / "results", cleanup_on_start=False)
-    server = live_server_factory(app)
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda msg: msg.type == "error" and "status of 422" not in msg.text and errors.append(msg.text))
-    page.goto(server.url + "/new")
-    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
-    page.select_option("#preset", "example")
-    page.click("#load-preset")
-    wait_until(page, "document.getElementById('validation').className === 'valid'", timeout=10_000)
+    page, errors = form_with_preset(tmp_path, live_server_factory, browser, "example", viewport=(1280, 900), app=app)
     page.fill("#topology-args [name='rate_mbps']", "10")
     page.fill("#f-duration_s", "4")
     page.fill("#f-name", "scaled-sweep")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.webapp.conftest import ARTIFACTS, good_spec, queued_count, wait_until
+from tests.webapp.conftest import ARTIFACTS, form_with_preset, good_spec, queued_count, wait_until
 from webapp import create_app, sweeps
 
 ALPHA = "flows.0.cc_args.alpha"
@@ -179,16 +179,8 @@ def test_a_three_point_alpha_sweep_from_the_form_ends_with_its_plot(tmp_path: Pa
     page follows the three runs and ends with the aggregate: the measured mean backlog per alpha and
     the theory's line at alpha (FAST keeps alpha packets queued)."""
     app = create_app(results_root=tmp_path / "results", cleanup_on_start=False)
-    server = live_server_factory(app)
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    # Chromium logs every 4xx answer to fetch; the 422s of the deliberately bad values are expected
-    page.on("console", lambda msg: msg.type == "error" and "status of 422" not in msg.text and errors.append(msg.text))
-    page.goto(server.url + "/new")
-    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
-    page.select_option("#preset", "fast-alpha30-loss1")
-    page.click("#load-preset")
+    page, errors = form_with_preset(tmp_path, live_server_factory, browser, "fast-alpha30-loss1",
+                                    viewport=(1440, 900), app=app)
     wait_until(page, "document.querySelector('[name=\"fast-alpha\"]') !== null")
     page.select_option("[name='bottleneck-loss-model']", "")
     page.fill("#f-duration_s", "4")
@@ -246,6 +238,6 @@ def test_a_three_point_alpha_sweep_from_the_form_ends_with_its_plot(tmp_path: Pa
     replay = fastlab("bundle", "replay", str(zip_path), "--point", "p00-r0", timeout=240)
     assert replay.returncode in (0, 1), replay.stderr[-2000:]  # 1: a metric differs beyond its tolerance
     assert "== p00-r0: replayed" in replay.stdout and "verdict:" in replay.stdout, replay.stdout[-2000:]
-    page.goto(server.url + "/sweeps")  # the sweeps list
+    page.goto(page.evaluate("location.origin") + "/sweeps")  # the sweeps list
     assert "alpha-sweep" in page.inner_text("#sweeps-list") and ALPHA in page.inner_text("#sweeps-list")
     assert not errors, errors

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.webapp.conftest import ARTIFACTS, wait_until
-from tests.webapp.test_form_browser import form_with_preset
+from tests.webapp.conftest import ARTIFACTS, form_with_preset, wait_until
 from webapp.runner import connect
 
 # 10 delivery opportunities every 12 ms: 10 * 1504 B * 8 / 12 ms = 10.03 Mb/s, bursts of 2 every 2.4 ms
