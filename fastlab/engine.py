@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from fastlab import analysis, explain, linktrace, paths, report, rundir, segments
+from fastlab import analysis, explain, fast_theory, linktrace, paths, report, rundir, segments
 from fastlab.capabilities import Capabilities
 from fastlab.cc import Registry
 from fastlab.ccruntime import CCRuntime, LiveControl
@@ -419,7 +419,8 @@ def _summary(run: _Run, flows_df: Any, links_df: Any) -> dict[str, Any]:
     changes = segments.applied_changes({"congestion_control": {"applied": run.ccs.applied}})
     if changes:
         summary["segments"] = segments.measured(spec, changes, flows_df, links_df, capacities)
-    summary["what_happened"] = explain.what_happened(spec, summary, changes)  # the note of the results page
+    summary["what_happened"] = explain.what_happened(spec, summary, changes,  # the note of the results page
+                                                     fast_theory.plan_references(prep))
     return summary
 
 

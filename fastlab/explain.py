@@ -171,15 +171,17 @@ def notes(refs: list[dict[str, Any]], summary: dict[str, Any] | None) -> list[st
     return link_notes(refs, summary) + flow_notes(refs, summary)
 
 
-def what_happened(spec: Any, summary: dict[str, Any], changes: list[Any] | None = None) -> list[str]:
+def what_happened(spec: Any, summary: dict[str, Any], changes: list[Any] | None = None,
+                  refs: list[dict[str, Any]] | None = None) -> list[str]:
     """The notes of an ExperimentSpec's finished run (none where the theory cannot place its flows).
     A run whose parameters changed (`changes`: fastlab.segments.Change, with summary["segments"]
     measured) is judged per segment, each against its own values: the queue after α 30 -> 60 is
-    compared with 60, not 30; the loss and fairness lines stay over the whole run."""
+    compared with 60, not 30; the loss and fairness lines stay over the whole run. `refs`: the run's
+    references when its plan is at hand (the engine's: fast_theory.plan_references), else from the spec."""
     from fastlab import fast_theory, segments
 
     try:
-        refs = fast_theory.references(spec)
+        refs = refs if refs is not None else fast_theory.references(spec)
         parts = segments.segments(spec, changes or [])
         seg_refs = [fast_theory.references(part.spec) for part in parts] if changes else []
     except (ValueError, KeyError, TypeError, RuntimeError):
