@@ -35,6 +35,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.emulator import linkemu_pids  # noqa: E402
 from fastlab.analysis import steady_goodput_mbps  # noqa: E402
 from fastlab.engine import run_experiment  # noqa: E402
 from fastlab.rundir import RunFolder  # noqa: E402
@@ -73,22 +74,6 @@ def status_switches(status_text: str) -> int:
     return total
 
 
-def emulator_pids(run_dir: Path) -> list[int]:
-    """The linkemu processes of one run: those whose argv names a file in its run folder (drops logs)."""
-    mark = str(run_dir).encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv and argv[0].endswith(b"linkemu") and any(mark in a for a in argv):
-            found.append(int(entry.name))
-    return found
-
-
 class WakeUps:
     """Context switches of the run's emulator processes over the steady part, from its samples."""
 
@@ -114,7 +99,7 @@ class WakeUps:
             return
         self._next = time.monotonic() + SNAPSHOT_EVERY_S
         if not self.pids:
-            self.pids = emulator_pids(self.run_dir)
+            self.pids = linkemu_pids(str(self.run_dir))  # its drops logs are in its folder
         snap = (time.monotonic(), self._count())
         self.first = self.first or snap
         self.last = snap
