@@ -856,6 +856,7 @@ struct link {
 	uint32_t max_frame;
 	uint32_t vnet_len;	/* GSO_VNET_HDR_LEN on the fast path, else 0 */
 	uint64_t spin_ns;
+	uint64_t rx_defer_ns;	/* how long its arrivals may wait (rx_defer_ns()), 0 = not at all */
 	uint64_t origin;	/* t0: schedules and traces count from here */
 	struct dir_io dir[2];
 	bool epoch_done;	/* the epoch (SIGUSR1) has been set */
@@ -872,11 +873,13 @@ struct app {
 	uint64_t stats_ms;	/* process-wide options, from the first link */
 	/*
 	 * Waiting (see wait_events): ep_rx holds every socket (EPOLLIN),
-	 * ep_timer nothing, for sleeps that only wait for a time.  -1 = ppoll
-	 * instead.
+	 * ep_timer the sockets of links whose arrivals may not wait (no
+	 * deferral: no delay, or a policy with a clock of its own), for sleeps
+	 * that wait for a time and for those only; with one link it holds
+	 * nothing.  -1 = ppoll instead.
 	 */
 	int ep_rx, ep_timer;
-	uint64_t rx_defer_ns;	/* smallest over the links; 0 = wake for every arrival */
+	uint64_t rx_defer_ns;	/* smallest of the links that defer; 0 = none does */
 	bool *more;		/* per socket: may hold more to read */
 	struct pollfd *pfd;	/* per socket, for ppoll */
 	struct epoll_event *ev;	/* per socket, for epoll_pwait2 */
@@ -1385,9 +1388,9 @@ static void probe_ready(struct app *a)
  * epoll registers the sockets once; ppoll would set up and tear down a wait
  * queue entry on each socket at every call (sock_poll, poll_freewait: 8 % of
  * linkemu's CPU samples at 1 Gb/s x 80 ms, ~2,100 sleeps a second).  A
- * deferring sleep waits on an epoll set holding nothing.  ppoll stays for a
- * send blocked until POLLOUT (rare) and where epoll_pwait2 (Linux 5.11) is
- * missing.
+ * deferring sleep waits on an epoll set holding only the sockets of links that
+ * cannot wait (none with one link).  ppoll stays for a send blocked until
+ * POLLOUT (rare) and where epoll_pwait2 (Linux 5.11) is missing.
  */
 static int wait_events(struct app *a, uint64_t dt, bool deferring,
 		       const sigset_t *waitmask)
@@ -1423,7 +1426,7 @@ static int wait_events(struct app *a, uint64_t dt, bool deferring,
 	}
 	for (k = 0; k < ns; k++) {
 		a->pfd[k].fd = a->links[k / 2].fd[k % 2];
-		a->pfd[k].events = deferring ? 0 : POLLIN;
+		a->pfd[k].events = deferring && a->links[k / 2].rx_defer_ns ? 0 : POLLIN;
 		a->pfd[k].revents = 0;
 	}
 	/* Socket A is rx for ab and tx for ba; B the reverse. */
@@ -1460,8 +1463,13 @@ static void setup_epoll(struct app *a)
 	for (k = 0; k < nsock(a) && a->ep_rx >= 0 && a->ep_timer >= 0; k++) {
 		struct epoll_event ev = { .events = EPOLLIN,
 					  .data.u32 = (uint32_t)k };
+		int fd = a->links[k / 2].fd[k % 2];
 
-		if (epoll_ctl(a->ep_rx, EPOLL_CTL_ADD, a->links[k / 2].fd[k % 2], &ev))
+		if (epoll_ctl(a->ep_rx, EPOLL_CTL_ADD, fd, &ev))
+			break;
+		/* a link whose arrivals cannot wait wakes even a deferring sleep */
+		if (!a->links[k / 2].rx_defer_ns &&
+		    epoll_ctl(a->ep_timer, EPOLL_CTL_ADD, fd, &ev))
 			break;
 	}
 	if (k == nsock(a))
@@ -2050,16 +2058,21 @@ static void setup_buffers(struct app *a)
 	size_t i;
 
 	a->slot = 0;
-	a->rx_defer_ns = UINT64_MAX;
+	a->rx_defer_ns = 0;
 	for (i = 0; i < a->n; i++) {
-		const struct link *l = &a->links[i];
+		struct link *l = &a->links[i];
 		size_t slot = (size_t)l->max_frame + l->vnet_len;
-		uint64_t defer = rx_defer_ns(&l->o);
 
 		if (slot > a->slot)
 			a->slot = slot;
-		if (defer < a->rx_defer_ns)	/* one deferral: the safest link's */
-			a->rx_defer_ns = defer;
+		/*
+		 * Each link defers by its own bound: a deferring sleep still
+		 * wakes for the links that cannot wait (ep_timer), and lasts
+		 * no longer than the smallest bound of those that can.
+		 */
+		l->rx_defer_ns = rx_defer_ns(&l->o);
+		if (l->rx_defer_ns && (!a->rx_defer_ns || l->rx_defer_ns < a->rx_defer_ns))
+			a->rx_defer_ns = l->rx_defer_ns;
 	}
 	a->rxbuf = malloc((size_t)BATCH * a->slot);
 	a->more = calloc(nsock(a), sizeof(*a->more));

@@ -94,14 +94,17 @@ print(n)
 	COUNTERS="$COUNTERS $!"
 }
 
-# wait_ready FILE N: N ready lines in FILE within 5 s.
+# wait_ready FILE N: N ready lines in FILE within 10 s (a loaded machine starts slowly).
+ready_lines() {
+	cat "$1" 2>/dev/null | grep -c '"event":"ready"'
+}
 wait_ready() {
-	i=0
-	while [ "$(grep -c '"event":"ready"' "$1" 2>/dev/null)" -lt "$2" ] && [ $i -lt 50 ]; do
+	w=0
+	while [ "$(ready_lines "$1")" -lt "$2" ] && [ $w -lt 100 ]; do
 		sleep 0.1
-		i=$((i + 1))
+		w=$((w + 1))
 	done
-	[ "$(grep -c '"event":"ready"' "$1")" -ge "$2" ]
+	[ "$(ready_lines "$1")" -ge "$2" ]
 }
 
 LOSS1="--seed 7 --ab-loss bernoulli:0.1 --ba-loss bernoulli:0.2"
