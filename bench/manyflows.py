@@ -54,11 +54,17 @@ def fast_alpha(rate_mbps: float) -> int:
     return max(15, round(rate_mbps * 0.2))
 
 
+def emulator_option(mode: str) -> dict[str, Any]:
+    """The spec's emulator option for a bench mode (pure): per_link, shared, or shared:N (N processes)."""
+    name, _, processes = mode.partition(":")
+    return {"mode": name, **({"processes": int(processes)} if processes else {})}
+
+
 def spec_for(flows: int, rate_mbps: float, mode: str, duration_s: float) -> dict[str, Any]:
     """The row-10 path with `flows` FAST flows at `rate_mbps` each, emulated in `mode` (pure)."""
     cc_args = {"alpha": fast_alpha(rate_mbps), "pacing_pct": 120}
     return {"name": f"manyflows-{flows}x{rate_mbps:g}-{mode}", "topology": "sc2002", "duration_s": duration_s,
-            "seed": 1, "sample_hz": 4, "emulator": {"mode": mode},
+            "seed": 1, "sample_hz": 4, "emulator": emulator_option(mode),
             "topology_args": {"scale": rate_mbps / 1000, "cern_hosts": 1, "chicago_hosts": 1,
                               "sunnyvale_hosts": flows, "baltimore_hosts": flows},
             "flows": [{"src": "baltimore" + (str(k + 1) if k else ""), "dst": "sunnyvale" + (str(k + 1) if k else ""),
@@ -150,7 +156,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flows", default="1,4,10", help="flow counts, comma-separated")
     parser.add_argument("--rates", default="10,25,100,250,1000", help="per-flow rates in Mb/s, comma-separated")
-    parser.add_argument("--modes", default=",".join(MODES), help="emulator modes, comma-separated")
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help="emulator modes, comma-separated: per_link, shared, shared:N (N processes)")
     parser.add_argument("--duration", type=float, default=40.0, help="seconds per run")
     parser.add_argument("--warmup", type=float, default=15.0, help="seconds left out of the steady figures")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each (cell, mode); medians are printed")
@@ -159,8 +166,8 @@ def main() -> int:
     flows = [int(x) for x in args.flows.split(",")]
     rates = [float(x) for x in args.rates.split(",")]
     modes = args.modes.split(",")
-    if not set(modes) <= set(MODES):
-        parser.error(f"--modes: each of {', '.join(MODES)}")
+    if not all(m.partition(":")[0] in MODES and (m.partition(":")[2] or "1").isdigit() for m in modes):
+        parser.error(f"--modes: each of {', '.join(MODES)}, or shared:N (N processes)")
     root = Path(tempfile.mkdtemp(prefix="fastlab-manyflows-"))
     rows = []
     for rep in range(args.repeat):

@@ -314,7 +314,7 @@ def _parts(spec: ExperimentSpec, prep: Prepared, prefix: str, folder: RunFolder,
     control = OpenFlowControl(net, design, prep.flows, spec.controller, bus.emit,
                               folder.directory / "controller.log") if design else None
     return _Run(spec, prep, prefix, folder, state, bus, net, control,
-                shaper=Shaper(net, lambda sample: bus.emit("link", sample), mode=spec.emulator.mode),
+                shaper=Shaper(net, lambda s: bus.emit("link", s), spec.emulator.mode, spec.emulator.processes),
                 traffic=Traffic(net, prep.flows, bus.emit, 1.0 / spec.sample_hz),
                 clamp=CwndClamp(state, {f.port: f.max_cwnd_pkts for f in prep.flows if f.max_cwnd_pkts}),
                 ccs=CCRuntime(prep.registry, state, bus.emit, prep.cc_hosts, prep.cc_globals),

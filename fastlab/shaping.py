@@ -758,8 +758,9 @@ class Shaper:
     net: Any  # fastlab.network.Network
     emit: Callable[[dict[str, Any]], None]
     mode: str = "per_link"
+    processes: int = 1  # shared mode: how many linkemu processes share the links
     _pending: list[LinkPlanResult] = field(default_factory=list)  # shared mode: links not started yet
-    _shared: Supervised | None = None
+    _shared: dict[int, str] = field(default_factory=dict)  # id() of each shared process -> its CPU key
     applied: list[dict[str, Any]] = field(default_factory=list)
     _emulators: dict[str, Supervised] = field(default_factory=dict)
     _threads: list[threading.Thread] = field(default_factory=list)
@@ -803,12 +804,17 @@ class Shaper:
                                f"{emulator.stderr_text() or 'no ready line'}")
 
     def start_shared(self) -> None:
-        """Shared mode: one linkemu for every emulated link applied so far, started here (in the root
-        namespace; each link's sockets are opened in its node's), each link's lines read as its own
-        emulator's would be. Nothing to do in the per_link mode or without an emulated link."""
+        """Shared mode: the emulated links applied so far spread over `processes` linkemu processes
+        (shared_emulator.partition), started here in the root namespace (each link's sockets are opened
+        in its node's); each link's lines are read as its own emulator's would be. With more than one,
+        each is placed on a CPU of its own with its links' receive threads (placement.colocate). Nothing
+        to do in the per_link mode or without an emulated link."""
         plans, self._pending = self._pending, []
-        if not plans:
-            return
+        groups = shared_emulator.partition(plans, self.processes) if plans else []
+        for k, group in enumerate(groups):
+            self._start_group(group, k, len(groups))
+
+    def _start_group(self, plans: list[LinkPlanResult], k: int, groups: int) -> None:
         netns = {p.link: shared_emulator.netns_path(self.net.node(self.net.link_ends[p.link].node).pid)
                  for p in plans}
         try:
@@ -816,20 +822,26 @@ class Shaper:
         except ValueError as exc:
             raise ShapingError(str(exc)) from None
         ready = {p.link: threading.Event() for p in plans}
-        emulator = Supervised.start(f"linkemu ({len(plans)} links)", argv, state=self.net.state,
+        key = shared_emulator.SHARED_KEY + (f" {k + 1}" if groups > 1 else "")
+        emulator = Supervised.start(f"linkemu ({key}: {len(plans)} links)", argv, state=self.net.state,
                                     on_message=shared_emulator.route({p.link: self._handler(p, ready[p.link])
                                                                       for p in plans}))
-        self._shared = emulator
+        self._shared[id(emulator)] = key
+        placed: dict[str, Any] = {"cpu": None, "why": f"one emulator serves {len(plans)} links (emulator.mode "
+                                                      "shared): the scheduler places it"}
+        if groups > 1:
+            threads = [t for p in plans for t in self.net.receive_threads.get(p.link, [])]
+            rate = max(int(p.resolved[d]["rate_bps"] or 0) for p in plans for d in ("forward", "reverse"))
+            placed = placement.colocate(key, emulator.pid, threads, rate, k + placement.run_offset(self.net.prefix))
         for plan in plans:
             self._emulators[plan.link] = emulator
             self._epoch_links += [plan.link] if plan.epoch else []
             record = next(r for r in self.applied if r["link"] == plan.link)
-            record["colocated"] = {"cpu": None, "why": f"one emulator serves {len(plans)} links (emulator.mode "
-                                                       "shared): the scheduler places it"}
+            record["colocated"] = placed | {"emulator": key}
         deadline = time.monotonic() + EMULATOR_READY_TIMEOUT_S
         if not all(e.wait(max(0.0, deadline - time.monotonic())) for e in ready.values()):
             emulator.stop(EMULATOR_STOP_GRACE_S)
-            raise ShapingError(f"the shared linkemu ({len(plans)} links) did not start: "
+            raise ShapingError(f"the {key} ({len(plans)} links) did not start: "
                                f"{emulator.stderr_text() or 'no ready line for every link'}")
 
     def _handler(self, plan: LinkPlanResult, ready: threading.Event) -> Callable[[dict[str, Any]], None]:
@@ -942,8 +954,8 @@ class Shaper:
 
     def cpu_seconds(self) -> dict[str, float]:
         """CPU time each running emulator has used so far, by link (a shared one once, under
-        shared_emulator.SHARED_KEY)."""
-        used = {(shared_emulator.SHARED_KEY if emulator is self._shared else link): emulator.cpu_seconds()
+        shared_emulator.SHARED_KEY, numbered when there are several)."""
+        used = {self._shared.get(id(emulator), link): emulator.cpu_seconds()
                 for link, emulator in self._emulators.items()}
         return {link: s for link, s in used.items() if s is not None}
 

@@ -51,6 +51,25 @@ def shared_argv(plans: Sequence[EmulatorPlan], netns: Mapping[str, str]) -> list
     return argv
 
 
+def link_load_bps(plan: Any) -> int:
+    """A link's weight when links are spread over processes (pure): its faster direction's rate."""
+    return max(int(plan.resolved[d]["rate_bps"] or 0) for d in ("forward", "reverse"))
+
+
+def partition(plans: Sequence[Any], processes: int) -> list[list[Any]]:
+    """The links spread over at most `processes` processes (pure): the heaviest first, each to the
+    least loaded process so far (by link_load_bps; ties to the lower number), each group in the plans'
+    order. Fewer groups than processes when there are fewer links."""
+    n = max(1, min(processes, len(plans)))
+    load = [0] * n
+    member: dict[int, int] = {}
+    for i in sorted(range(len(plans)), key=lambda i: -link_load_bps(plans[i])):
+        k = min(range(n), key=lambda g: (load[g], g))
+        member[i] = k
+        load[k] += link_load_bps(plans[i])
+    return [[p for i, p in enumerate(plans) if member[i] == k] for k in range(n)]
+
+
 def route(handlers: Mapping[str, Callable[[dict[str, Any]], None]]) -> Callable[[dict[str, Any]], None]:
     """A message handler that passes each line to its link's handler (a line of no known link, such
     as the process's one exit line, goes nowhere)."""

@@ -11,7 +11,7 @@ import pytest
 
 from fastlab import paths
 from fastlab.shaping import Devices, LinkPlanResult, plan_link, resolve
-from fastlab.shared_emulator import netns_path, route, shared_argv
+from fastlab.shared_emulator import netns_path, partition, route, shared_argv
 from fastlab.spec import LinkSpec, SpecError, parse_spec
 from fastlab.topology import build_plan
 
@@ -74,6 +74,9 @@ def test_lines_go_to_their_links_handler_only() -> None:
 
 
 @pytest.mark.parametrize("value", [{"mode": "both"}, {"mode": None}, {"mode": 1}, {"mode": float("nan")},
+                                   {"mode": "shared", "processes": 0}, {"mode": "shared", "processes": 17},
+                                   {"mode": "shared", "processes": 2.0}, {"mode": "shared", "processes": "2"},
+                                   {"mode": "per_link", "processes": 2}, {"mode": "shared", "processes": 10**100},
                                    {"mode": {"shared": 1}}, {"mode": "shared", "threads": 2}, "shared", [],
                                    {"mode": "x" * 10_000}])
 def test_a_bad_emulator_option_is_one_line_naming_the_field(value: object) -> None:
@@ -83,3 +86,17 @@ def test_a_bad_emulator_option_is_one_line_naming_the_field(value: object) -> No
     with pytest.raises(SpecError) as err:
         parse_spec({**base, "emulator": value})
     assert str(err.value).startswith("emulator") and "\n" not in str(err.value)
+
+
+def test_links_spread_over_processes_heaviest_first_to_the_least_loaded() -> None:
+    def link(name: str, mbps: int) -> LinkPlanResult:
+        rate = {"rate_bps": mbps * 1_000_000}
+        return LinkPlanResult(name, "emulator", "", resolved={"forward": rate, "reverse": {"rate_bps": None}})
+    ports = [link(f"gbe{k}", 100) for k in range(1, 5)]
+    level3, showfloor = link("level3", 1000), link("showfloor", 1000)
+    groups = partition([*ports, showfloor, level3], 2)
+    # the two shared links first, one each; then the ports alternate, each group in the plans' order
+    assert [[p.link for p in g] for g in groups] == [["gbe1", "gbe3", "showfloor"], ["gbe2", "gbe4", "level3"]]
+    assert [[p.link for p in g] for g in partition(ports, 1)] == [[p.link for p in ports]]
+    assert len(partition(ports[:1], 3)) == 1  # never an empty process
+    assert sorted(p.link for g in partition(ports, 3) for p in g) == sorted(p.link for p in ports)
