@@ -63,8 +63,8 @@ def emulator_option(mode: str) -> dict[str, Any]:
 def spec_for(flows: int, rate_mbps: float, mode: str, duration_s: float) -> dict[str, Any]:
     """The row-10 path with `flows` FAST flows at `rate_mbps` each, emulated in `mode` (pure)."""
     cc_args = {"alpha": fast_alpha(rate_mbps), "pacing_pct": 120}
-    return {"name": f"manyflows-{flows}x{rate_mbps:g}-{mode}", "topology": "sc2002", "duration_s": duration_s,
-            "seed": 1, "sample_hz": 4, "emulator": emulator_option(mode),
+    return {"name": f"manyflows-{flows}x{rate_mbps:g}-{mode.replace(':', '-')}", "topology": "sc2002",
+            "duration_s": duration_s, "seed": 1, "sample_hz": 4, "emulator": emulator_option(mode),
             "topology_args": {"scale": rate_mbps / 1000, "cern_hosts": 1, "chicago_hosts": 1,
                               "sunnyvale_hosts": flows, "baltimore_hosts": flows},
             "flows": [{"src": "baltimore" + (str(k + 1) if k else ""), "dst": "sunnyvale" + (str(k + 1) if k else ""),
