@@ -5,7 +5,9 @@ GbE port, to N Sunnyvale servers over the show-floor and Level(3) links, 85 ms R
 N FAST flows at a per-flow rate R (the topology's scale is R / 1 Gb/s: the GbE ports run at R, the
 shared links at 10 R). Every cell runs once per emulator mode in one invocation, alternating:
 `per_link` (one linkemu process per emulated link, the old design) and `shared` (one process
-serving every emulated link of the run from one event loop). Per run it prints:
+serving every emulated link of the run from one event loop); `shared:N` (in --modes) spreads the
+links over N such processes, each on a CPU of its own with its links' receive threads. Per run it
+prints:
 - utilization: steady goodput (after the warm-up) over N x R less 40 header bytes per 1500-byte
   packet (SC2002's sense);
 - emulator cores per Gb/s (every linkemu process's CPU time while the flows ran) and the whole
