@@ -79,8 +79,9 @@ PERF_HZ = 499  # not a multiple of the 250 Hz tick or of the emulator's 1 kHz-is
 SOFTIRQ_FRAMES = ("net_rx_action", "process_backlog", "__netif_receive_skb")
 
 
-def _emulator_pid(drops_log: str) -> int | None:
-    """The linkemu process of this run: the one whose argv names this run's drops log (unique)."""
+def linkemu_pids(mark: str) -> list[int]:
+    """The linkemu processes whose argv holds `mark` (a path unique to one run, e.g. its folder)."""
+    found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -88,9 +89,15 @@ def _emulator_pid(drops_log: str) -> int | None:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if drops_log.encode() in argv and argv[0].endswith(b"linkemu"):
-            return int(entry.name)
-    return None
+        if argv and argv[0].endswith(b"linkemu") and any(mark.encode() in a for a in argv):
+            found.append(int(entry.name))
+    return found
+
+
+def _emulator_pid(drops_log: str) -> int | None:
+    """The linkemu process of this run: the one whose argv names this run's drops log (unique)."""
+    pids = linkemu_pids(drops_log)
+    return pids[0] if pids else None
 
 
 def proc_cpu_ticks(stat_line: str) -> int:

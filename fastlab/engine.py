@@ -311,7 +311,7 @@ def _parts(spec: ExperimentSpec, prep: Prepared, prefix: str, folder: RunFolder,
     control = OpenFlowControl(net, design, prep.flows, spec.controller, bus.emit,
                               folder.directory / "controller.log") if design else None
     return _Run(spec, prep, prefix, folder, state, bus, net, control,
-                shaper=Shaper(net, lambda sample: bus.emit("link", sample)),
+                shaper=Shaper(net, lambda s: bus.emit("link", s), spec.emulator.mode, spec.emulator.processes),
                 traffic=Traffic(net, prep.flows, bus.emit, 1.0 / spec.sample_hz),
                 clamp=CwndClamp(state, {f.port: f.max_cwnd_pkts for f in prep.flows if f.max_cwnd_pkts}),
                 ccs=CCRuntime(prep.registry, state, bus.emit, prep.cc_hosts, prep.cc_globals),
@@ -319,8 +319,7 @@ def _parts(spec: ExperimentSpec, prep: Prepared, prefix: str, folder: RunFolder,
 
 
 def _build(run: _Run) -> None:
-    """Build phase: the algorithms loaded, the network built, every link shaped, the controller up,
-    each host's parameters set and the algorithms' event streams read."""
+    """Build phase: algorithms loaded, network built, links shaped, controller up, hosts set, CC events read."""
     spec, prep, net = run.spec, run.prep, run.net
     run.ccs.load()
     run.stop_if_cancelled()
@@ -334,6 +333,7 @@ def _build(run: _Run) -> None:
                          drops_log=str(run.folder.directory / f"loss_drops_{link_id}.txt"), gso=prep.offloads[0],
                          upstream_bps=(prep.upstream.get((link_id, True), 0), prep.upstream.get((link_id, False), 0)))
         run.shaper.apply(plan, 1.0 / spec.sample_hz)
+    run.shaper.start_shared()  # emulator.mode shared: one linkemu for every emulated link, started now
     run.stop_if_cancelled()
     if run.control is not None:
         run.control.start()

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from fastlab import linktrace, paths, placement
+from fastlab import linktrace, paths, placement, shared_emulator
 from fastlab.qdisc_stats import QdiscReader, QdiscStatsError, queue_stats
 from fastlab.spec import (
     MTU_BYTES,
@@ -757,10 +757,16 @@ def varying_figures(c: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class Shaper:
-    """Applies link plans in a built network and streams link samples to `emit`."""
+    """Applies link plans in a built network and streams link samples to `emit`. `mode`: the spec's
+    emulator.mode: per_link starts one linkemu per emulated link as its plan is applied; shared keeps
+    the plans and `start_shared` starts one process for all of them (fastlab.shared_emulator)."""
 
     net: Any  # fastlab.network.Network
     emit: Callable[[dict[str, Any]], None]
+    mode: str = "per_link"
+    processes: int = 1  # shared mode: how many linkemu processes share the links
+    _pending: list[LinkPlanResult] = field(default_factory=list)  # shared mode: links not started yet
+    _shared: dict[int, str] = field(default_factory=dict)  # id() of each shared process -> its CPU key
     applied: list[dict[str, Any]] = field(default_factory=list)
     _emulators: dict[str, Supervised] = field(default_factory=dict)
     _threads: list[threading.Thread] = field(default_factory=list)
@@ -781,6 +787,10 @@ class Shaper:
             record["commands"].append([cmd.node, *cmd.argv])
         if plan.emulator_argv:
             record["emulator_argv"] = list(plan.emulator_argv)
+            record["emulator_mode"] = self.mode
+            if self.mode == "shared":
+                self._pending.append(plan)
+                return
             self._start_emulator(plan)
             record["colocated"] = self._colocate(plan)
         else:
@@ -789,7 +799,59 @@ class Shaper:
     def _start_emulator(self, plan: LinkPlanResult) -> None:
         node = self.net.node(self.net.link_ends[plan.link].node)
         ready = threading.Event()
+        emulator = Supervised.start(f"linkemu {plan.link}", list(plan.emulator_argv), state=self.net.state,
+                                    on_message=self._handler(plan, ready), popen=node.popen)
+        self._emulators[plan.link] = emulator
+        if plan.epoch:
+            self._epoch_links.append(plan.link)
+        if not ready.wait(EMULATOR_READY_TIMEOUT_S):
+            emulator.stop(EMULATOR_STOP_GRACE_S)
+            raise ShapingError(f"links.{plan.link}: linkemu did not start: "
+                               f"{emulator.stderr_text() or 'no ready line'}")
 
+    def start_shared(self) -> None:
+        """Shared mode: the emulated links applied so far spread over `processes` linkemu processes
+        (shared_emulator.partition), started here in the root namespace (each link's sockets are opened
+        in its node's); each link's lines are read as its own emulator's would be. With more than one,
+        each is placed on a CPU of its own with its links' receive threads (placement.colocate). Nothing
+        to do in the per_link mode or without an emulated link."""
+        plans, self._pending = self._pending, []
+        groups = shared_emulator.partition(plans, self.processes) if plans else []
+        for k, group in enumerate(groups):
+            self._start_group(group, k, len(groups))
+
+    def _start_group(self, plans: list[LinkPlanResult], k: int, groups: int) -> None:
+        netns = {p.link: shared_emulator.netns_path(self.net.node(self.net.link_ends[p.link].node).pid)
+                 for p in plans}
+        try:
+            argv = shared_emulator.shared_argv(plans, netns)
+        except ValueError as exc:
+            raise ShapingError(str(exc)) from None
+        ready = {p.link: threading.Event() for p in plans}
+        key = shared_emulator.SHARED_KEY + (f" {k + 1}" if groups > 1 else "")
+        emulator = Supervised.start(f"linkemu ({key}: {len(plans)} links)", argv, state=self.net.state,
+                                    on_message=shared_emulator.route({p.link: self._handler(p, ready[p.link])
+                                                                      for p in plans}))
+        self._shared[id(emulator)] = key
+        placed: dict[str, Any] = {"cpu": None, "why": f"one emulator serves {len(plans)} links (emulator.mode "
+                                                      "shared): the scheduler places it"}
+        if groups > 1:
+            threads = [t for p in plans for t in self.net.receive_threads.get(p.link, [])]
+            rate = max(int(p.resolved[d]["rate_bps"] or 0) for p in plans for d in ("forward", "reverse"))
+            placed = placement.colocate(key, emulator.pid, threads, rate, k + placement.run_offset(self.net.prefix))
+        for plan in plans:
+            self._emulators[plan.link] = emulator
+            self._epoch_links += [plan.link] if plan.epoch else []
+            record = next(r for r in self.applied if r["link"] == plan.link)
+            record["colocated"] = placed | {"emulator": key}
+        deadline = time.monotonic() + EMULATOR_READY_TIMEOUT_S
+        if not all(e.wait(max(0.0, deadline - time.monotonic())) for e in ready.values()):
+            emulator.stop(EMULATOR_STOP_GRACE_S)
+            raise ShapingError(f"the {key} ({len(plans)} links) did not start: "
+                               f"{emulator.stderr_text() or 'no ready line for every link'}")
+
+    def _handler(self, plan: LinkPlanResult, ready: threading.Event) -> Callable[[dict[str, Any]], None]:
+        """What to do with each line a link's emulator writes: ready, its epoch, its stats (samples)."""
         def on_message(msg: dict[str, Any]) -> None:
             if msg.get("event") == "ready":
                 ready.set()
@@ -805,16 +867,7 @@ class Shaper:
                     self._fresh.notify_all()
                 for sample in emulator_samples(plan.link, msg):
                     self.emit(sample)
-
-        emulator = Supervised.start(f"linkemu {plan.link}", list(plan.emulator_argv), state=self.net.state,
-                                    on_message=on_message, popen=node.popen)
-        self._emulators[plan.link] = emulator
-        if plan.epoch:
-            self._epoch_links.append(plan.link)
-        if not ready.wait(EMULATOR_READY_TIMEOUT_S):
-            emulator.stop(EMULATOR_STOP_GRACE_S)
-            raise ShapingError(f"links.{plan.link}: linkemu did not start: "
-                               f"{emulator.stderr_text() or 'no ready line'}")
+        return on_message
 
     def _colocate(self, plan: LinkPlanResult) -> dict[str, Any]:
         """The emulator and the receive threads it wakes on one CPU, if its link is slow enough."""
@@ -892,9 +945,8 @@ class Shaper:
         times from now (SIGUSR1, linkemu/README.md "Time-varying links"); each answers with an epoch line,
         recorded with its gap from `t0` in the shaping record."""
         self._flows_t0 = t0
-        for link in self._epoch_links:
-            emulator = self._emulators[link]
-            if emulator.running():
+        for emulator in {id(e): e for e in (self._emulators[link] for link in self._epoch_links)}.values():
+            if emulator.running():  # (a shared one once: every link it serves takes the epoch)
                 emulator.proc.send_signal(signal.SIGUSR1)
 
     def fresh_stats(self, timeout_s: float) -> dict[str, dict[str, Any]]:
@@ -907,8 +959,10 @@ class Shaper:
             return {link: self.final[link] for link, n in seen.items() if self._lines.get(link, 0) > n}
 
     def cpu_seconds(self) -> dict[str, float]:
-        """CPU time each running emulator has used so far, by link."""
-        used = {link: emulator.cpu_seconds() for link, emulator in self._emulators.items()}
+        """CPU time each running emulator has used so far, by link (a shared one once, under
+        shared_emulator.SHARED_KEY, numbered when there are several)."""
+        used = {self._shared.get(id(emulator), link): emulator.cpu_seconds()
+                for link, emulator in self._emulators.items()}
         return {link: s for link, s in used.items() if s is not None}
 
     def stop(self) -> None:
@@ -917,7 +971,8 @@ class Shaper:
             if emulator.running():
                 record = next(r for r in self.applied if r["link"] == link)
                 record["emulator_cpu_s"] = emulator.cpu_seconds()
-        stop_all(self._emulators.values(), EMULATOR_STOP_GRACE_S)  # every one, even if one failed
+        # every one once, even if one failed
+        stop_all({id(e): e for e in self._emulators.values()}.values(), EMULATOR_STOP_GRACE_S)
         for thread in self._threads:
             thread.join(timeout=5)
         for link, emulator in self._emulators.items():

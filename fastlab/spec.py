@@ -466,6 +466,24 @@ class Reroute(Strict):
     flows: list[Annotated[str, Field(pattern=r"^f[0-9]{1,3}$")]] | None = Field(None, min_length=1, max_length=64)
 
 
+class EmulatorSpec(Strict):
+    """How the run's emulated links are served: one linkemu process per link (per_link) or one process
+    for all of them, one event loop and one timer (shared: fewer wake-ups as links and flows are added)."""
+
+    mode: Literal["per_link", "shared"] = Field(
+        "per_link", description="per_link: one emulator process per emulated link; shared: one process serves "
+                                "every emulated link of the run")
+    processes: int = Field(1, ge=1, le=16, strict=True,
+                           description="shared mode: how many processes share the links (each an event loop "
+                                       "of its own, on a CPU of its own with its links' receive threads)")
+
+    @model_validator(mode="after")
+    def _processes_need_shared(self) -> EmulatorSpec:
+        if self.processes > 1 and self.mode != "shared":
+            raise ValueError("processes: more than one needs mode shared")
+        return self
+
+
 class ExperimentSpec(Strict):
     name: str = Field(pattern=NAME_RE)
     description: str = Field("", max_length=2000)
@@ -498,6 +516,8 @@ class ExperimentSpec(Strict):
         "auto", description="auto: TSO/GSO super-frames cross the network whole (offloads on) where every shaped "
                             "link is emulated and no switch needs offloads off; off: one frame per MTU packet, "
                             "offloads off everywhere (slower; for comparison)")
+    emulator: EmulatorSpec = Field(default_factory=lambda: EmulatorSpec(mode="per_link", processes=1),
+                                   description="how the emulated links are served (linkemu processes)")
 
     @field_validator("name")
     @classmethod

@@ -97,7 +97,8 @@ def run_page(run_id: str) -> str:
             step_label = handout.render(guided.find_lab(run["lab"], sv.labs_dir)).labels.get(run["lab_step"])
     return render_template("run.html", run=run, refs=refs, lines=chart_lines.lines(refs), notes=notes,
                            step_label=step_label, marks=change_marks(run.get("spec"), changes),
-                           traces=uploads.describe(run.get("spec"), sv.traces))
+                           traces=uploads.describe(run.get("spec"), sv.traces),
+                           on_cluster=sv.manager.cluster is not None)  # no live changes reach a worker's engine
 
 
 @bp.get("/api/runs/<run_id>/references")

@@ -182,6 +182,20 @@ else
 	echo "skip: --drops-log case (no interface besides lo)"
 fi
 
+# Several links in one process (--link ID [--netns PATH] LINK-OPTIONS ...).
+expect_usage_error "comes before the first --link" $OK --link a $OK
+expect_usage_error "--link: invalid link id" --link 'a b' $OK
+expect_usage_error "--link: invalid link id" --link 'a"b' $OK
+expect_usage_error "--link: invalid link id" --link
+expect_usage_error "given twice" --link a $OK --link a $OK
+expect_usage_error "link b: --ab-loss" --link a $OK --link b $OK --ab-loss bernoulli:2
+expect_usage_error "link b: --rt-priority" --link a $OK --rt-priority 1 --link b $OK
+expect_usage_error "link b: --stats-interval-ms" --link a $OK --link b $OK --stats-interval-ms 10
+expect_usage_error "link a: --netns: cannot open" --link a --netns /nonexistent/ns $OK
+expect_usage_error "--netns: empty path" --link a --netns "" $OK
+expect_usage_error "link a: --if-b: must differ" --link a $OK
+expect_usage_error "link a: --if-a: no such interface" --link a --if-a no-such-if0 --if-b lo
+
 # --help is not an error.
 if timeout 5 "$BIN" --help | grep -q usage; then
 	pass=$((pass + 1))

@@ -47,6 +47,8 @@ def test_the_live_charts_grow_from_a_run_on_a_cluster_worker(tmp_path: Path, liv
         page.screenshot(path=str(ARTIFACTS / "webapp-cluster-live.png"), full_page=True)
         assert status == "running" and second > first, (status, first, second)
         assert page.evaluate("document.getElementById('chart-queue').data.length") >= 1
+        # no box to change alpha that the API would refuse (409): the page says why instead
+        assert page.locator("#live-control").count() == 0 and page.is_visible("#live-control-cluster")
         # the stream ends with the run; the page becomes the results of the worker's bundle
         page.wait_for_selector("#bundle", timeout=120_000)
         assert client.get(f"/api/runs/{run['id']}").get_json()["status"] == "done"
