@@ -10,10 +10,11 @@ import subprocess
 import pytest
 
 from fastlab import paths
-from fastlab.shaping import Devices, LinkPlanResult, plan_link, resolve
+from fastlab.shaping import Devices, LinkPlanResult, resolve
 from fastlab.shared_emulator import netns_path, partition, route, shared_argv
 from fastlab.spec import LinkSpec, SpecError, parse_spec
 from fastlab.topology import build_plan
+from tests.unit.test_shaping import planned
 
 
 def plans() -> list[LinkPlanResult]:
@@ -25,8 +26,8 @@ def plans() -> list[LinkPlanResult]:
         link = resolve(topo.shaped["bottleneck"], LinkSpec.model_validate(override))
         link = dataclasses.replace(link, id=link_id)
         devs = Devices("r1", "r1-eth1", "r2", "r2-eth1", f"x-{link_id}", "x-a", "x-b")
-        out.append(plan_link(link, devs, seed=3, stats_interval_ms=50, has_netem=False, has_emulator=True,
-                             drops_log=f"/tmp/drops-{link_id}.txt"))
+        out.append(planned(link, devs, seed=3, stats_interval_ms=50, has_netem=False, has_emulator=True,
+                           drops_log=f"/tmp/drops-{link_id}.txt"))
     return out
 
 
