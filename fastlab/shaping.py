@@ -24,7 +24,7 @@ import signal
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -755,6 +755,11 @@ def varying_figures(c: dict[str, Any]) -> dict[str, Any]:
 
 # --- execution ---------------------------------------------------------------------------------
 
+def distinct(emulators: Iterable[Supervised]) -> list[Supervised]:
+    """Each emulator process once, in order: in the shared mode several links map to one process."""
+    return list({id(e): e for e in emulators}.values())
+
+
 @dataclass
 class Shaper:
     """Applies link plans in a built network and streams link samples to `emit`. `mode`: the spec's
@@ -945,7 +950,7 @@ class Shaper:
         times from now (SIGUSR1, linkemu/README.md "Time-varying links"); each answers with an epoch line,
         recorded with its gap from `t0` in the shaping record."""
         self._flows_t0 = t0
-        for emulator in {id(e): e for e in (self._emulators[link] for link in self._epoch_links)}.values():
+        for emulator in distinct(self._emulators[link] for link in self._epoch_links):
             if emulator.running():  # (a shared one once: every link it serves takes the epoch)
                 emulator.proc.send_signal(signal.SIGUSR1)
 
@@ -971,8 +976,7 @@ class Shaper:
             if emulator.running():
                 record = next(r for r in self.applied if r["link"] == link)
                 record["emulator_cpu_s"] = emulator.cpu_seconds()
-        # every one once, even if one failed
-        stop_all({id(e): e for e in self._emulators.values()}.values(), EMULATOR_STOP_GRACE_S)
+        stop_all(distinct(self._emulators.values()), EMULATOR_STOP_GRACE_S)  # each once, even if one failed
         for thread in self._threads:
             thread.join(timeout=5)
         for link, emulator in self._emulators.items():
