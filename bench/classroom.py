@@ -1,5 +1,5 @@
 """A class at once: twenty lab 02 short steps submitted together from twenty client addresses, run
-concurrently within the machine's budget (fastlab.cost) and one at a time, side by side in one
+concurrently within the machine's budget (fastlab.experiment.cost) and one at a time, side by side in one
 invocation.
 
 For each mode the real server (`python -m webapp`, `--max-running 1` for one at a time, the default
@@ -53,7 +53,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from fastlab.rundir import RunFolder  # noqa: E402
+from fastlab.results.rundir import RunFolder  # noqa: E402
 
 LAB = "02-fast-equilibrium"
 STEPS = ("equilibrium", "alphas", "live")
@@ -180,9 +180,9 @@ def leftovers(prefixes: set[str]) -> list[str]:
     """What of these runs is still on the machine: state files, root interfaces and bridges, cgroups,
     references on an algorithm."""
     sys.path.insert(0, str(REPO))
-    from fastlab import paths
-    from fastlab.cwndclamp import cgroup2_root
-    from fastlab.runstate import cc_root, prefixed_root_objects
+    from fastlab.base import paths
+    from fastlab.build.runstate import cc_root, prefixed_root_objects
+    from fastlab.run.cwndclamp import cgroup2_root
 
     left = [p.name for p in paths.STATE_DIR.glob("fl*.json") if p.stem in prefixes]
     intfs, bridges = prefixed_root_objects()
@@ -200,7 +200,7 @@ def judged(run: dict[str, Any]) -> bool:
     checkpoints pass on every faithful run alone (20 of 20 one at a time here, 2026-11-27, and the lab's
     own bench), so a faithful run that fails one beside neighbours was made wrong by them, silently:
     the first run of this bench found one (two event readers sharing FAST's ring buffer, each taking
-    some of the other's events; fastlab.ccruntime.EventHub since)."""
+    some of the other's events; fastlab.run.ccruntime.EventHub since)."""
     if run["status"] != "done" or run["checkpoints"] is None:
         return False
     return run["checkpoints"] == ("inconclusive" if run["faithful"] is False else "pass")
@@ -231,7 +231,7 @@ def main() -> int:
     if not 1 <= args.runs <= 40:
         parser.error("--runs: from 1 to 40 (the queue holds 40)")
     sys.path.insert(0, str(REPO))
-    from fastlab.cc import kernel_available
+    from fastlab.spec.cc import kernel_available
 
     fast_before = "fast" in kernel_available()
     modes = {"serial": Mode("serial", 1), "concurrent": Mode("concurrent", None)}

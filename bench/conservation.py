@@ -1,4 +1,4 @@
-"""The fidelity verdict's conservation check (fastlab.fidelity.conservation) on finished runs: how many
+"""The fidelity verdict's conservation check (fastlab.measure.fidelity.conservation) on finished runs: how many
 more bytes reached each emulated link direction than the links feeding it could deliver, against the
 budget that makes a run unfaithful -- per step run, and how many runs it would judge unfaithful.
 
@@ -8,7 +8,7 @@ them; recorded lab folders are trimmed and lack them), e.g. the ×10 benches of 
     .venv/bin/python bench/conservation.py 'results/bench-labs/short/*/r*/*/'
 
 Run as root (the plan's capability probe, as `fastlab run`). Made to validate the check against runs it was
-not written from: the figures are printed, the verdict's thresholds are fastlab.fidelity's.
+not written from: the figures are printed, the verdict's thresholds are fastlab.measure.fidelity's.
 
 `--rejudge` also writes the check into each judged run's summary.json as the engine now would (its
 `conservation` figures, its reasons, `faithful` false when it gives one), noting `rejudged` -- for runs
@@ -25,12 +25,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from fastlab import fidelity  # noqa: E402
-from fastlab.capabilities import probe  # noqa: E402
-from fastlab.plan import prepare  # noqa: E402
-from fastlab.rundir import LINKS, SPEC, SUMMARY, RunFolder  # noqa: E402
-from fastlab.spec import SpecError, load_spec  # noqa: E402
-from fastlab.verdict import fidelity_counters, fidelity_paths, fidelity_routes  # noqa: E402
+from fastlab.measure import fidelity  # noqa: E402
+from fastlab.measure.verdict import fidelity_counters, fidelity_paths, fidelity_routes  # noqa: E402
+from fastlab.plan.capabilities import probe  # noqa: E402
+from fastlab.plan.prepare import prepare  # noqa: E402
+from fastlab.results.rundir import LINKS, SPEC, SUMMARY, RunFolder  # noqa: E402
+from fastlab.spec.schema import SpecError, load_spec  # noqa: E402
 
 
 def judge(folder: Path, caps: object) -> tuple[dict[fidelity.Crossing, dict], list[str]] | None:

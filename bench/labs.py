@@ -10,7 +10,7 @@ form) N times through the real CLI (`fastlab lab run`) and prints, per checkpoin
   band's median ends (most bands are computed from each run's own figures, so they move a little);
 - for each live property of lab.yaml (what a CI run asserts): the band, and how many standard
   deviations of the measured spread lie between the median and its nearer edge (`margin`, which
-  must be at least fastlab.labs.LIVE_MARGIN_SIGMAS).
+  must be at least fastlab.labs.kit.LIVE_MARGIN_SIGMAS).
 
 Every checkpoint a handout presents as the lab's result should pass in at least 95 % of faithful
 runs on a quiet machine (`--repeat 10`): the table ends with the ones that do not. Runs are kept
@@ -40,8 +40,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from fastlab.labrun import check_lab_run  # noqa: E402
-from fastlab.labs import LIVE_MARGIN_SIGMAS, CheckResult, Lab, lab_folders, load_lab  # noqa: E402
+from fastlab.labs.kit import LIVE_MARGIN_SIGMAS, CheckResult, Lab, lab_folders, load_lab  # noqa: E402
+from fastlab.labs.run import check_lab_run  # noqa: E402
 
 PASS_RATE_MIN = 0.95  # a handout's claim must hold in this share of faithful runs
 BAND_RE = re.compile(r"^(\S+)\.\.(\S+)")

@@ -12,7 +12,7 @@ The engine starts it as `python -m controllers.fastlab_paths --port N` in the ro
            {"event": "port_stats", "switch": "s5", "t": ..., "ports": [{port, rx_packets, ...}]}
            {"event": "error", "message": ...}
 
-Rules come from fastlab.openflow (the one rule planner; static runs use it through ovs-ofctl).
+Rules come from fastlab.run.openflow (the one rule planner; static runs use it through ovs-ofctl).
 Times are CLOCK_MONOTONIC seconds, the engine's clock. Installing replaces every flow of the
 switch; a reroute rewrites the flow's rules in place (MODIFY_STRICT), so no packet of the flow
 meets a missing rule. Port statistics are polled every 1/stats_hz s from every switch.
@@ -28,7 +28,7 @@ import sys
 import time
 from typing import Any
 
-from fastlab.openflow import FlowPath, Rule, flow_rules, plan_rules
+from fastlab.run.openflow import FlowPath, Rule, flow_rules, plan_rules
 
 try:  # os-ken is only needed when the app runs, not to import its helpers in tests
     from os_ken.base import app_manager

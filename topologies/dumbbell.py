@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from fastlab.spec import Strict
-from fastlab.topology import TopologyPlan
+from fastlab.spec.schema import Strict
+from fastlab.spec.topology import TopologyPlan
 from topologies.twosite import two_site
 
 NAME = "dumbbell"

@@ -15,8 +15,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from fastlab.spec import Buffer, LinkSpec, Strict
-from fastlab.topology import PlanBuilder, TopologyPlan
+from fastlab.spec.schema import Buffer, LinkSpec, Strict
+from fastlab.spec.topology import PlanBuilder, TopologyPlan
 
 LEFT_LAN, RIGHT_LAN = "10.1.0", "10.2.0"
 

@@ -14,14 +14,14 @@ the history, the queue, the spec check and the labs' folder, is `webapp.services
 are checked against a strict pattern and looked up in SQLite before any file is touched; specs go
 through the spec schema and the engine's validation (which never uses a shell).
 
-Guided labs (`webapp.guided` over `fastlab.labs`): /labs lists the labs, /labs/<n> shows a handout
+Guided labs (`webapp.guided` over `fastlab.labs.kit`): /labs lists the labs, /labs/<n> shows a handout
 rendered for the web (`webapp.handout`: Run buttons where the CLI handout has commands, answer boxes
 kept in the browser) with its steps; running a step queues an ordinary run that remembers its lab,
 step and form, and its checkpoints are evaluated on the finished run directory and said in plain
 words (/api/runs/<id>/checkpoints); POST /api/runs/<id>/bundle adds the student's answers to the
 bundle; /new?lab=..&spec=..&set=.. opens the form with one of a lab's specs.
 
-Fidelity: a finished run's page opens with its fidelity verdict (`fastlab.fidelity_view`: a
+Fidelity: a finished run's page opens with its fidelity verdict (`fastlab.results.fidelity_view`: a
 warning box with the reasons when the emulation was not faithful, a short note otherwise) and the
 runs list says it in one word; templates reach it through the globals `fidelity_banner`,
 `fidelity_details` and `fidelity_state`.
@@ -40,9 +40,10 @@ import jinja2
 from flask import Flask
 from markupsafe import Markup
 
-from fastlab import chart_lines, fidelity_view, paths, tables
-from fastlab.labs import LABS_DIR
-from fastlab.tables import human_time
+from fastlab.base import paths
+from fastlab.labs.kit import LABS_DIR
+from fastlab.results import chart_lines, fidelity_view, tables
+from fastlab.results.tables import human_time
 from webapp import compare, guided, labs, live, runs, security, sweeps
 from webapp import runner as q
 from webapp.services import Services
@@ -68,10 +69,10 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     host: where it will be served; off loopback an access `token` is required (checked on every
     request, header X-Fastlab-Token or cookie fastlab_token; `?token=` once sets the cookie).
     start_worker: run queued experiments (False: the queue only fills, for tests and fuzzing).
-    cleanup_on_start: remove leftovers of dead runs (`fastlab.runstate.cleanup`); default = start_worker.
-    runner: the engine entry point (default `fastlab.engine.run_experiment`).
+    cleanup_on_start: remove leftovers of dead runs (`fastlab.build.runstate.cleanup`); default = start_worker.
+    runner: the engine entry point (default `fastlab.experiment.engine.run_experiment`).
     labs_dir: the folder of the guided labs (default the repository's labs/; config LABS_DIR).
-    max_running: runs going at once at most (each also within the machine's budget, fastlab.cost);
+    max_running: runs going at once at most (each also within the machine's budget, fastlab.experiment.cost);
     1 runs them one at a time.
     cluster: a `webapp.cluster.Cluster`: queued runs go to its Dask workers instead of this process.
     instructor_token: may cancel, delete and change every run (header X-Fastlab-Instructor or cookie
@@ -101,7 +102,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
 
     # --- startup: recover from a restart ------------------------------------------------------
     if cleanup_on_start if cleanup_on_start is not None else start_worker:
-        from fastlab.runstate import cleanup
+        from fastlab.build.runstate import cleanup
         try:
             app.config["CLEANED_AT_START"] = cleanup()
         except (OSError, subprocess.SubprocessError) as exc:  # e.g. not root: say so, keep serving

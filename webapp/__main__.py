@@ -31,7 +31,7 @@ parser.add_argument("--instructor-token-file",
                          "it may cancel, delete and change every run, where a student acts only on their own")
 parser.add_argument("--max-running", type=int, default=None,
                     help="runs going at once at most (default 4; each also within the machine's CPU budget, "
-                         "fastlab.cost); 1 runs them one at a time")
+                         "fastlab.experiment.cost); 1 runs them one at a time")
 parser.add_argument("--cluster", metavar="ADDRESS",
                     help="run queued experiments on this Dask scheduler's workers (`fastlab cluster worker`, "
                          "one per lab machine), e.g. tcp://10.0.0.5:8786; default: in this process")

@@ -1,5 +1,5 @@
 """What the web queue's admission keeps of each run it starts, and a queued spec's predicted cost
-(fastlab.cost); webapp.runner.RunManager decides with them."""
+(fastlab.experiment.cost); webapp.runner.RunManager decides with them."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastlab.ccruntime import LiveControl
-from fastlab.cost import Cost, for_spec
+from fastlab.experiment.cost import Cost, for_spec
+from fastlab.run.ccruntime import LiveControl
 
 
 @dataclass
@@ -25,9 +25,9 @@ class Going:
 
 
 def predicted(spec: Any, caps: Any) -> tuple[Cost, dict[str, Any]]:
-    """A queued spec's predicted cost and the machine's figures (fastlab.cost); a spec that no longer
+    """A queued spec's predicted cost and the machine's figures (fastlab.experiment.cost); a spec that no longer
     prepares here runs alone (it fails at once, with the engine's own message)."""
-    from fastlab.plan import prepare
+    from fastlab.plan.prepare import prepare
 
     try:
         cost, figures = for_spec(prepare(spec, caps=caps))

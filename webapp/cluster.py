@@ -1,7 +1,7 @@
 """The web queue on a Dask cluster (`python -m webapp --cluster ADDRESS`): the server's side.
 
 Role: `webapp.runner.RunManager` keeps its queue and admission; with a `Cluster` it runs each admitted
-run as a Dask task (`fastlab.cluster_run.run_web_remote`, `pure=False`, `retries=0`) that asks a worker
+run as a Dask task (`fastlab.experiment.cluster_run.run_web_remote`, `pure=False`, `retries=0`) that asks a worker
 for a run slot and the run's predicted cores (`run_resources`), instead of through the engine in this
 process. Admission treats the cluster as one pool: its budget is the sum of the workers' `cores`; the
 scheduler places each run on a worker with room.
@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastlab import bundle
-from fastlab.cluster_run import (
+from fastlab.experiment.cluster_run import (
     LIVE_TOPIC,
     MAX_BUNDLE_BYTES,
     RunLost,
@@ -41,8 +40,9 @@ from fastlab.cluster_run import (
     run_resources,
     run_web_remote,
 )
-from fastlab.engine import RunResult
-from fastlab.rundir import RunFolder
+from fastlab.experiment.engine import RunResult
+from fastlab.results import bundle
+from fastlab.results.rundir import RunFolder
 
 log = logging.getLogger("fastlab.web_cluster")  # under "fastlab": the run's thread's lines reach its page
 
@@ -134,9 +134,9 @@ class Cluster:
 
     @classmethod
     def connect(cls, address: str) -> Cluster:
-        """Connect to the scheduler at `address`, which must have a machine worker (fastlab.sweep_run)."""
-        from fastlab.sweep import SweepError
-        from fastlab.sweep_run import connect
+        """Connect to the scheduler at `address`, which must have a machine worker (fastlab.sweep.run)."""
+        from fastlab.sweep.points import SweepError
+        from fastlab.sweep.run import connect
 
         try:
             cluster = cls(connect(address), address)

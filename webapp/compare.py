@@ -20,10 +20,11 @@ from typing import Any
 import pandas as pd
 from flask import Blueprint, jsonify, render_template, request
 
-from fastlab import fidelity_view, segments
-from fastlab.rundir import RunFolder
-from fastlab.spec import SpecError, parse_spec, to_plain
-from fastlab.tables import finite_number as number
+from fastlab.results import fidelity_view
+from fastlab.results.rundir import RunFolder
+from fastlab.results.tables import finite_number as number
+from fastlab.spec.schema import SpecError, parse_spec, to_plain
+from fastlab.theory import segments
 from webapp.apierror import api_error
 from webapp.services import RUN_ID_RE, Services, services
 from webapp.theory import change_marks, chart_references, run_changes

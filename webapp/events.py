@@ -24,14 +24,14 @@ import queue
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from fastlab.chart_data import SAMPLE_COLUMNS
+from fastlab.results.chart_data import SAMPLE_COLUMNS
 
 SSE_BATCH_S = 0.1  # one SSE message per 100 ms at most: >= 5 updates/s, < 1 s latency
 SSE_HEARTBEAT_S = 5.0
 QUEUED_EVERY_S = 1.0  # position updates while queued
 REPLAY_CHUNK = 2000  # samples per message when replaying
 REPLAY_CHUNKS_PER_POLL = 4  # a replay from the folder reads at most this many chunks a poll
-# What a stream keeps of each sample: what the charts read (fastlab.chart_data, the one list; a copy here
+# What a stream keeps of each sample: what the charts read (fastlab.results.chart_data, the one list; a copy here
 # once lost RED's average and drop probability on the live page)
 KEEP_KEYS = {kind: ("kind", *columns) for kind, columns in SAMPLE_COLUMNS.items()}
 RETRY = "retry: 3000\n\n"

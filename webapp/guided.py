@@ -1,6 +1,6 @@
 """Guided labs in the web app: the lab catalogue, a lab's page data, run requests and checkpoint results.
 
-The lab framework (`fastlab.labs`) does the work: loading and validating lab folders, building a
+The lab framework (`fastlab.labs.kit`) does the work: loading and validating lab folders, building a
 step's spec (normal or short form) and evaluating a step's checkpoints on a run directory. This
 module turns that into plain data for the pages and the JSON API (checkpoint results also in plain
 words), reads the bodies of a step's run request and of a bundle with answers, and builds the spec
@@ -20,8 +20,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
-from fastlab import segments
-from fastlab.labs import (
+from fastlab.labs.kit import (
     FOLDER_RE,
     PASS,
     Lab,
@@ -32,7 +31,8 @@ from fastlab.labs import (
     lab_folders,
     load_lab_folder,
 )
-from fastlab.spec import ExperimentSpec, SpecError, format_validation_error, load_spec, to_plain
+from fastlab.spec.schema import ExperimentSpec, SpecError, format_validation_error, load_spec, to_plain
+from fastlab.theory import segments
 from webapp.runner import clean
 
 

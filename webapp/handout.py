@@ -46,7 +46,7 @@ from markdown_it.token import Token
 from markupsafe import Markup, escape
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-from fastlab.labs import Lab
+from fastlab.labs.kit import Lab
 
 CHECK_SENTENCE = re.compile(r"(?:(?<=[.!?]\s)|(?<=^))[^.!?`\n][^.!?]*?`(?:sudo )?fastlab lab check[^`]*`[^.!?]*[.!?]",
                             re.MULTILINE)

@@ -1,4 +1,4 @@
-"""Guided labs in the browser (over `webapp.guided` and `fastlab.labs`): /labs lists the labs,
+"""Guided labs in the browser (over `webapp.guided` and `fastlab.labs.kit`): /labs lists the labs,
 /labs/<n> shows a handout rendered for the web (`webapp.handout`: Run buttons where the CLI handout
 has commands, answer boxes kept in the browser) with its steps and their latest runs; running a step
 queues an ordinary run that remembers its lab, step and form, and its checkpoints are evaluated on
@@ -12,8 +12,8 @@ from typing import Any
 from flask import Blueprint, get_template_attribute, jsonify, render_template
 from werkzeug.exceptions import BadRequest
 
-from fastlab.labs import LabError
-from fastlab.spec import SpecError, to_plain
+from fastlab.labs.kit import LabError
+from fastlab.spec.schema import SpecError, to_plain
 from webapp import guided, handout
 from webapp.apierror import api_error
 from webapp.services import body_json, services

@@ -14,7 +14,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, jsonify, stream_with_context
 from werkzeug.exceptions import HTTPException
 
-from fastlab.ccruntime import LiveControlBusy, LiveControlError
+from fastlab.run.ccruntime import LiveControlBusy, LiveControlError
 from webapp import runner as q
 from webapp.apierror import api_error
 from webapp.events import SSE_BATCH_S, EventStream

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastlab.spec import ExperimentSpec
+from fastlab.spec.schema import ExperimentSpec
 
 
 def document() -> dict[str, Any]:
@@ -127,7 +127,7 @@ def document() -> dict[str, Any]:
                                                    "type": "array", "items": {"type": "object"}}}}},
                                        "400": error, "403": error, "415": error, "422": error}}},
             "/api/sweeps/{sweep_id}/bundle": {
-                "get": {"summary": "the sweep's finished runs as a fastlab.sweep folder in a zip with its SHA-256 "
+                "get": {"summary": "the sweep's finished runs as a sweep folder in a zip with its SHA-256 "
                                    "manifest (fastlab bundle verify / replay --point)",
                         "operationId": "getSweepBundle",
                         "parameters": [{"name": "sweep_id", "in": "path", "required": True,
@@ -163,8 +163,8 @@ def document() -> dict[str, Any]:
                 "get": {"summary": "the theory's lines of the run's charts, one span per part between parameter "
                                    "changes, and a marker per change (at_s, text, live)",
                         "operationId": "getRunReferences", "parameters": [run_id],
-                        "responses": {"200": {"description": "refs (fastlab.fast_theory per flow, with from_s and "
-                                                             "to_s), lines (chart -> its lines: fastlab.chart_lines) "
+                        "responses": {"200": {"description": "refs (fastlab.theory.fast per flow, with from_s and "
+                                                             "to_s), lines (chart -> its lines: results.chart_lines) "
                                                              "and changes",
                                               "content": {"application/json": {"schema": {"type": "object"}}}},
                                       "404": error}}},

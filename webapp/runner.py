@@ -1,7 +1,7 @@
 """The web app's run queue: SQLite-backed history, admission by predicted cost, live sample fan-out.
 
 The queue is the `runs` table itself (status `queued`, ordered by `created`), so it survives
-restarts. A dispatcher thread starts the queue's head when its predicted cost (fastlab.cost) fits
+restarts. A dispatcher thread starts the queue's head when its predicted cost (fastlab.experiment.cost) fits
 beside the runs going, within the machine's budget and MAX_RUNNING; each run goes through the
 engine in its own thread (run-scoped names, emulators, state: runs do not share what they build),
 and its environment.json records the admission decision and its neighbours. Each sample the
@@ -28,11 +28,11 @@ from typing import Any
 
 import pandas as pd
 
-from fastlab import chart_data
-from fastlab.ccruntime import LiveControl
-from fastlab.cost import MAX_RUNS, Cost, admit
-from fastlab.rundir import EVENTS, FLOWS, LINKS, RunFolder
-from fastlab.spec import parse_spec
+from fastlab.experiment.cost import MAX_RUNS, Cost, admit
+from fastlab.results import chart_data
+from fastlab.results.rundir import EVENTS, FLOWS, LINKS, RunFolder
+from fastlab.run.ccruntime import LiveControl
+from fastlab.spec.schema import parse_spec
 from webapp import uploads
 from webapp.admission import Going, predicted
 from webapp.cluster import Cluster, RunInterrupted
@@ -71,7 +71,7 @@ def connect(database: Path) -> sqlite3.Connection:
 
 def history_environment(env: dict[str, Any]) -> dict[str, Any]:
     """What the history keeps of a run's environment.json: the backends and kernel (the run page's table)
-    and the parameter changes it applied (fastlab.segments: the charts' markers and theory spans)."""
+    and the parameter changes it applied (fastlab.theory.segments: the charts' markers and theory spans)."""
     def part(key: str, kind: type) -> Any:
         value = env.get(key) if isinstance(env, dict) else None
         return value if isinstance(value, kind) else kind()
@@ -139,7 +139,7 @@ class Channel:
 def iter_partial(run_dir: Path, limit: int = 2_000_000) -> Iterator[dict[str, Any]]:
     """The samples of a run's partial.jsonl, one at a time (the file stays open while the iterator is
     used: a replay reads it a few chunks a poll). A finished run made without the web app (a CLI run, a
-    bundle's, a lab's recording) has none: its samples from its CSVs instead (fastlab.chart_data, what
+    bundle's, a lab's recording) has none: its samples from its CSVs instead (fastlab.results.chart_data, what
     its report.html draws), so its page draws its charts too."""
     folder = RunFolder(run_dir)
     yield from folder.partial(limit) if folder.has_partial() else recorded_samples(run_dir, limit)
@@ -219,7 +219,7 @@ MAX_RUNNING = MAX_RUNS  # runs going at once at most, whatever their predicted c
 
 
 class RunManager:
-    """The queue's worker: a dispatcher thread starts the queue's head, in order, whenever fastlab.cost's
+    """The queue's worker: a dispatcher thread starts the queue's head, in order, whenever fastlab.experiment.cost's
     admission says it fits beside the runs going (each run in its own thread, through the engine), and
     keeps the last decision for the queue page."""
 
@@ -326,7 +326,7 @@ class RunManager:
     def _predict(self, row: sqlite3.Row) -> tuple[Cost, dict[str, Any]]:
         if row["id"] not in self._costs:
             if self._caps is None:
-                from fastlab.capabilities import probe
+                from fastlab.plan.capabilities import probe
                 self._caps = probe()  # once per app: it runs commands
             try:  # as the run thread will read it (an uploaded trace resolved to its stored file)
                 spec = uploads.resolve(parse_spec(json.loads(row["spec"])), uploads.TraceStore.under(self.root))
@@ -421,7 +421,7 @@ class RunManager:
             if self.cluster is not None:
                 result = self.cluster.run(run_id, spec, going, on_sample, channel.publish, run_dir)
             elif self.runner is None:
-                from fastlab.engine import run_experiment
+                from fastlab.experiment.engine import run_experiment
                 going.live = LiveControl()
                 result = run_experiment(spec, out=run_dir, on_sample=on_sample, cancel=going.cancel,
                                         live=going.live, admission=going.admission)

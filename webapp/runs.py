@@ -25,10 +25,13 @@ from flask import (
 )
 from werkzeug.exceptions import BadRequest
 
-from fastlab import chart_lines, explain, fidelity_view, linktrace, paths, tables
-from fastlab.labs import LabError
-from fastlab.rundir import REPORT, RunFolder
-from fastlab.spec import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
+from fastlab.base import paths
+from fastlab.labs.kit import LabError
+from fastlab.results import chart_lines, fidelity_view, tables
+from fastlab.results.rundir import REPORT, RunFolder
+from fastlab.spec import linktrace
+from fastlab.spec.schema import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
+from fastlab.theory import explain
 from webapp import cli_text, guided, handout, uploads
 from webapp.apierror import api_error
 from webapp.openapi import document
@@ -143,7 +146,7 @@ def charts_js() -> Any:
 
 @bp.get("/static/fidelity.css")
 def fidelity_css() -> Any:
-    """The fidelity banner's styles: one source (fastlab.fidelity_view.CSS) for this app and report.html."""
+    """The fidelity banner's styles: one source (fastlab.results.fidelity_view.CSS) for this app and report.html."""
     return Response(fidelity_view.CSS, mimetype="text/css", headers={"Cache-Control": "max-age=3600"})
 
 
@@ -162,7 +165,7 @@ def doctor() -> str:
 
 # --- API: catalogues ----------------------------------------------------------------------------------
 def topologies() -> list[dict[str, Any]]:
-    from fastlab.topology import build_plan, catalogue, load_module
+    from fastlab.spec.topology import build_plan, catalogue, load_module
 
     rows = []
     for row in catalogue():
@@ -175,7 +178,7 @@ def topologies() -> list[dict[str, Any]]:
 
 
 def ccs() -> list[dict[str, Any]]:
-    from fastlab.ccset import default_registry
+    from fastlab.spec.ccset import default_registry
 
     impl = services().caps().cc_impl_choice("auto")[0]
     registry = default_registry(impl if impl != "unavailable" else "bpf")
@@ -201,7 +204,7 @@ def api_topologies() -> Any:
 
 @bp.get("/api/topologies/<name>")
 def api_topology(name: str) -> Any:
-    from fastlab.topology import TOPOLOGY_MODULES, TopologyError, build_plan
+    from fastlab.spec.topology import TOPOLOGY_MODULES, TopologyError, build_plan
 
     if name not in TOPOLOGY_MODULES:
         return api_error(404, f"unknown topology {name!r}")
@@ -260,7 +263,7 @@ def api_validate() -> Any:
 @bp.post("/api/traces")
 def api_trace_upload() -> Any:
     """An uploaded mahimahi trace (the body: the file's bytes; ?field=links.X[.reverse].trace names the
-    field its errors name, ?name= the file's name, for messages only): checked by fastlab.linktrace and
+    field its errors name, ?name= the file's name, for messages only): checked by fastlab.spec.linktrace and
     stored under the server's own name (webapp.uploads); 201 with the reference a spec's trace carries,
     422 with one line (nothing stored) for a bad file. The body's bound is webapp.security's RAW_BODIES."""
     field = request.args.get("field", "")
@@ -300,7 +303,7 @@ def api_cancel(run_id: str) -> Any:
 
 
 def send_bundle(run_id: str, extra: dict[str, bytes] | None = None) -> Any:
-    from fastlab import bundle
+    from fastlab.results import bundle
 
     sv = services()
     row = sv.run_row(run_id)

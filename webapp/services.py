@@ -24,9 +24,9 @@ from typing import Any
 import yaml
 from flask import Response, abort, current_app, g, jsonify, request
 
-from fastlab.labs import Lab, LabError
-from fastlab.rundir import SUMMARY, RunFolder
-from fastlab.spec import ExperimentSpec, SpecError, parse_spec, to_plain
+from fastlab.labs.kit import Lab, LabError
+from fastlab.results.rundir import SUMMARY, RunFolder
+from fastlab.spec.schema import ExperimentSpec, SpecError, parse_spec, to_plain
 from webapp import guided, uploads
 from webapp import runner as q
 from webapp.apierror import api_error
@@ -62,7 +62,7 @@ class Services:
     def caps(self) -> Any:
         """The capability probe, once per app (it runs commands: not per request)."""
         if self._caps is None:
-            from fastlab.capabilities import probe
+            from fastlab.plan.capabilities import probe
             self._caps = probe()
         return self._caps
 
@@ -149,7 +149,7 @@ class Services:
     # --- submissions ------------------------------------------------------------------------------
     def check(self, data: Any) -> tuple[ExperimentSpec, Any]:
         """Schema + the engine's own prepare(); raises SpecError with the engine's message."""
-        from fastlab.plan import prepare
+        from fastlab.plan.prepare import prepare
 
         limit = current_app.config["MAX_DURATION_S"]
         duration = data.get("duration_s") if isinstance(data, dict) else None

@@ -2,14 +2,14 @@
 
 `POST /api/sweeps` takes the form's spec, a parameter (picked from `POST /api/sweeps/parameters`: the
 spec's own, in words with units; or any field path, as for `--set`), its values and the repetitions.
-The request is a fastlab.sweep file (the spec with a `sweep:` section): fastlab.sweep plans its points
+The request is a fastlab.sweep.points file (the spec with a `sweep:` section): fastlab.sweep.points plans its points
 and seeds as `fastlab sweep run` does; every point's spec is checked exactly as a run's before any is
 queued, then each point is queued as a run of the web queue (its live page, its history row) and the
 sweep is recorded in the history's database (table `sweeps`, with its definition). `/sweeps/<id>`
 follows the points and draws the aggregate: per value the mean of a result with its min..max spread,
-and what the theory predicts for that value (fastlab.fast_theory: the bottleneck's capacity, FAST's
+and what the theory predicts for that value (fastlab.theory.fast: the bottleneck's capacity, FAST's
 equilibrium queue and RTT; the response function's goodput under random loss).
-`GET /api/sweeps/<id>/bundle` writes the finished points as fastlab.sweep's folder and bundles it, so
+`GET /api/sweeps/<id>/bundle` writes the finished points as fastlab.sweep.points's folder and bundles it, so
 `fastlab bundle verify` and `fastlab bundle replay --point` treat it as a CLI sweep's.
 
 The pure parts (`SweepRequest`, `point_specs`, `sweepable`, `aggregate`) are unit-tested; the routes
@@ -37,11 +37,13 @@ from flask import Blueprint, abort, jsonify, render_template, send_file
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from werkzeug.exceptions import BadRequest
 
-from fastlab import bundle, explain, fast_theory
-from fastlab.rundir import PARTIAL, RunFolder
-from fastlab.spec import SpecError, format_validation_error, parse_spec
-from fastlab.sweep import finish_point, plan_sweep, prepare_directory, scaling_lines, write_aggregates
-from fastlab.tables import finite_number
+from fastlab.results import bundle
+from fastlab.results.rundir import PARTIAL, RunFolder
+from fastlab.results.tables import finite_number
+from fastlab.spec.schema import SpecError, format_validation_error, parse_spec
+from fastlab.sweep.points import finish_point, plan_sweep, prepare_directory, scaling_lines, write_aggregates
+from fastlab.theory import explain
+from fastlab.theory import fast as fast_theory
 from webapp import runner as q
 from webapp.apierror import api_error
 from webapp.services import RUN_ID_RE, Services, body_json, services
@@ -73,7 +75,7 @@ class SweepRequest(BaseModel):
     repeat: StrictInt = Field(1, ge=1, le=5, description="runs per value (repetition r runs with seed + r)")
     scale_flows: dict[str, Any] | None = Field(
         None, description="the swept parameter is a capacity (Mb/s) and a flows row's count scales with it: "
-                          "{flow, reference_flows, reference_capacity_mbps} (fastlab.sweep.FlowScaling)")
+                          "{flow, reference_flows, reference_capacity_mbps} (fastlab.sweep.points.FlowScaling)")
 
 
 # A sweep's default plot fits its parameter: FAST's alpha moves the queue (the link stays full), a loss
@@ -89,7 +91,7 @@ def default_metric(param: str) -> str:
 
 def _topology_args(name: Any) -> dict[str, Any]:
     """The topology's argument schema properties (title, description, type), {} for an unknown one."""
-    from fastlab.topology import TOPOLOGY_MODULES, load_module
+    from fastlab.spec.topology import TOPOLOGY_MODULES, load_module
 
     if not isinstance(name, str) or name not in TOPOLOGY_MODULES:
         return {}
@@ -98,10 +100,10 @@ def _topology_args(name: Any) -> dict[str, Any]:
 
 def sweepable(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """The parameters a sweep of `spec` can vary, each {path, label, unit, symbol}: every flow's numeric
-    algorithm parameters (fastlab.ccset's table: its units), its number of flows, each shaped link's
+    algorithm parameters (fastlab.spec.ccset's table: its units), its number of flows, each shaped link's
     random loss rate, the topology's numeric arguments and the duration. The form offers them as a list;
     the sweep's axis is labelled with them."""
-    from fastlab.ccset import default_registry
+    from fastlab.spec.ccset import default_registry
 
     registry = default_registry("bpf")
     out: list[dict[str, Any]] = []
@@ -121,7 +123,7 @@ def sweepable(spec: dict[str, Any]) -> list[dict[str, Any]]:
                             "unit": param.unit, "symbol": SYMBOLS.get(param.name, param.name)})
         out.append({"path": f"flows.{i}.count", "label": f"{who}: number of parallel flows", "unit": "flows",
                     "symbol": "flows"})
-    from fastlab.topology import TopologyError, build_plan
+    from fastlab.spec.topology import TopologyError, build_plan
 
     try:
         shaped = sorted(build_plan(spec.get("topology"), spec.get("topology_args") or {}).shaped)
@@ -191,7 +193,7 @@ def parse_request(data: Any) -> SweepRequest:
 
 
 def sweep_document(req: SweepRequest) -> dict[str, Any]:
-    """The request as a fastlab.sweep file: the form's spec with a `sweep:` section (one parameter)."""
+    """The request as a fastlab.sweep.points file: the form's spec with a `sweep:` section (one parameter)."""
     section: dict[str, Any] = {"params": {req.param: list(req.values)}, "repeat": req.repeat}
     if req.scale_flows is not None:  # the form's one parameter is the capacity it scales with
         section["scale_flows"] = {**copy.deepcopy(req.scale_flows), "capacity": req.param}
@@ -199,7 +201,7 @@ def sweep_document(req: SweepRequest) -> dict[str, Any]:
 
 
 def point_specs(req: SweepRequest) -> list[tuple[int, int, dict[str, Any]]]:
-    """(value index, repetition, spec) per point, as fastlab.sweep plans them (the one engine: the CLI's
+    """(value index, repetition, spec) per point, as fastlab.sweep.points plans them (the one engine: the CLI's
     points, seeds and folder): repetition r runs with the seed + r (the swept value + r when `seed` is
     the parameter); each run is named after its point. SpecError naming the field for a path or value
     that does not fit."""
@@ -233,7 +235,7 @@ def results(summary: dict[str, Any]) -> dict[str, float | None]:
 
 
 def theory(spec: dict[str, Any]) -> dict[str, float | None]:
-    """What the theory says for a point (fastlab.fast_theory): the capacity bounds the goodput; when
+    """What the theory says for a point (fastlab.theory.fast): the capacity bounds the goodput; when
     every flow is FAST, the queue holds the sum of the alphas and the first flow's RTT is d + Σα/C."""
     try:
         refs = fast_theory.references(parse_spec(spec))
@@ -333,7 +335,7 @@ def sweep_state(sweep_id: str) -> dict[str, Any]:
                        "theory": theory(run["spec"]) if run.get("spec") else dict.fromkeys(METRICS)})
     finished = sum(p["status"] not in q.ACTIVE for p in points)
     first_spec = next((p["spec"] for p in points if p.get("spec")), None)
-    try:  # a capacity sweep with scaled flows says what each point carries (fastlab.sweep.scaling_lines)
+    try:  # a capacity sweep with scaled flows says what each point carries (fastlab.sweep.points.scaling_lines)
         scaling = scaling_lines(plan_sweep(json.loads(row["document"]))) if row["document"] else []
     except (SpecError, ValueError, TypeError):
         scaling = []
@@ -372,7 +374,7 @@ def sweeps_page() -> Any:
 
 
 def sweep_folder(sweep_id: str, directory: Path) -> Path:
-    """The sweep as fastlab.sweep's folder (sweep.yaml, sweep.json, points/<id>/ with point.json, the
+    """The sweep as fastlab.sweep.points's folder (sweep.yaml, sweep.json, points/<id>/ with point.json, the
     aggregates and sweep.html) in `directory`, from its finished runs: what `fastlab sweep run` would have
     written, so `fastlab bundle verify` and `fastlab bundle replay --point` take its bundle as theirs."""
     qu = queue()
@@ -396,7 +398,7 @@ def sweep_folder(sweep_id: str, directory: Path) -> Path:
 
 @bp.get("/api/sweeps/<sweep_id>/bundle")
 def api_sweep_bundle(sweep_id: str) -> Any:
-    """The sweep's bundle: its fastlab.sweep folder (every finished point) as a zip with its manifest."""
+    """The sweep's bundle: its fastlab.sweep.points folder (every finished point) as a zip with its manifest."""
     sweep_state(sweep_id)  # 404 for an unknown id, before anything is written
     with tempfile.TemporaryDirectory(prefix="fastlab-sweep-") as tmp:
         folder = sweep_folder(sweep_id, Path(tmp))

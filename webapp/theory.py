@@ -1,5 +1,5 @@
-"""The theory drawn on a run's charts: fastlab.fast_theory's reference lines, one span per part of a run
-whose parameters changed (fastlab.segments), and a marker per change. One place for the run page, its
+"""The theory drawn on a run's charts: fastlab.theory.fast's reference lines, one span per part of a run
+whose parameters changed (fastlab.theory.segments), and a marker per change. One place for the run page, its
 live refresh (/api/runs/<id>/references) and compare.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fastlab import explain, segments
-from fastlab.spec import SpecError, parse_spec
+from fastlab.spec.schema import SpecError, parse_spec
+from fastlab.theory import explain, segments
 from webapp.services import services
 
 
@@ -34,8 +34,8 @@ def run_changes(run: dict[str, Any]) -> list[segments.Change]:
 
 def chart_references(spec: Any, summary: dict[str, Any] | None,
                      changes: list[segments.Change] | None = None) -> list[dict[str, Any]]:
-    """The theory's lines for the run's charts (fastlab.fast_theory, one span per segment between the
-    run's parameter changes; fastlab.explain's response functions at the measured loss rate, the
+    """The theory's lines for the run's charts (fastlab.theory.fast, one span per segment between the
+    run's parameter changes; fastlab.theory.explain's response functions at the measured loss rate, the
     spec's before there is one); none for a spec that no longer parses or a topology that changed
     since the run."""
     try:

@@ -10,7 +10,7 @@ from fastlab.cli.common import CliError, cancel_on_signals, need_root, run_faile
 
 
 def cmd_bundle_export(args: argparse.Namespace) -> int:
-    from fastlab.bundle import BundleError, export
+    from fastlab.results.bundle import BundleError, export
 
     source = Path(args.directory)
     target = Path(args.output) if args.output else Path(f"{source.resolve().name}.zip")
@@ -26,7 +26,7 @@ def cmd_bundle_export(args: argparse.Namespace) -> int:
 
 def cmd_bundle_verify(args: argparse.Namespace) -> int:
     """Check a bundle against its manifest; if intact, say whether the bundled run's emulation was faithful."""
-    from fastlab.bundle import BundleError, fidelity_lines, verify
+    from fastlab.results.bundle import BundleError, fidelity_lines, verify
 
     if not Path(args.bundle).is_file():
         raise CliError(f"{args.bundle}: no such file")
@@ -46,10 +46,10 @@ def cmd_bundle_verify(args: argparse.Namespace) -> int:
 def cmd_bundle_replay(args: argparse.Namespace) -> int:
     import shutil
 
-    from fastlab.bundle import BundleError, verify
-    from fastlab.engine import RunError
-    from fastlab.replay import default_directory, replay_bundle, table
-    from fastlab.spec import SpecError
+    from fastlab.experiment.engine import RunError
+    from fastlab.experiment.replay import default_directory, replay_bundle, table
+    from fastlab.results.bundle import BundleError, verify
+    from fastlab.spec.schema import SpecError
 
     bundle_path = Path(args.bundle)
     if not bundle_path.is_file():

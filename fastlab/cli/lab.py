@@ -11,7 +11,7 @@ from fastlab.cli.common import CliError, cancel_on_signals, need_root, table
 
 
 def _lab(ref: str) -> Any:
-    from fastlab.labs import LabError, load_lab
+    from fastlab.labs.kit import LabError, load_lab
 
     try:
         return load_lab(ref)
@@ -30,7 +30,7 @@ def _print_step(outcome: Any) -> None:
 
 
 def cmd_lab_list(args: argparse.Namespace) -> int:
-    from fastlab.labs import LabError, list_labs
+    from fastlab.labs.kit import LabError, list_labs
 
     try:
         labs = list_labs()
@@ -43,8 +43,8 @@ def cmd_lab_list(args: argparse.Namespace) -> int:
 
 
 def cmd_lab_run(args: argparse.Namespace) -> int:
-    from fastlab.labrun import EXIT_STATUS, run_lab
-    from fastlab.labs import LabError
+    from fastlab.labs.kit import LabError
+    from fastlab.labs.run import EXIT_STATUS, run_lab
 
     lab = _lab(args.lab)
     out = Path(args.out) if args.out else None
@@ -67,8 +67,8 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
 
 
 def cmd_lab_check(args: argparse.Namespace) -> int:
-    from fastlab.labrun import EXIT_STATUS, check_lab_run, latest_lab_run
-    from fastlab.labs import LabError
+    from fastlab.labs.kit import LabError
+    from fastlab.labs.run import EXIT_STATUS, check_lab_run, latest_lab_run
 
     try:
         directory = Path(args.run) if args.run else latest_lab_run(_lab(args.lab))
@@ -85,11 +85,11 @@ def cmd_lab_check(args: argparse.Namespace) -> int:
 
 def cmd_lab_record(args: argparse.Namespace) -> int:
     """Run the lab's steps (or the ones named) in the forms asked and store each run on which every
-    checkpoint passes as the step's recording (fastlab.labrecord); a run that does not is kept where it
+    checkpoint passes as the step's recording (fastlab.labs.record); a run that does not is kept where it
     ran and named, not stored."""
-    from fastlab.labrecord import size_of, store_recording
-    from fastlab.labrun import lab_runs_root, run_lab
-    from fastlab.labs import LabError
+    from fastlab.labs.kit import LabError
+    from fastlab.labs.record import size_of, store_recording
+    from fastlab.labs.run import lab_runs_root, run_lab
 
     lab = _lab(args.lab)
     forms = {"full": [False], "short": [True], "both": [False, True]}[args.form]
@@ -124,8 +124,8 @@ def cmd_lab_keep(args: argparse.Namespace) -> int:
     """Keep a step of a finished lab run as a labelled case (recorded/cases/NAME) with its verdict."""
     import json
 
-    from fastlab.labrecord import keep_case, size_of
-    from fastlab.labs import LabError
+    from fastlab.labs.kit import LabError
+    from fastlab.labs.record import keep_case, size_of
 
     lab = _lab(args.lab)
     run_dir = Path(args.run)

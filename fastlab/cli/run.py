@@ -8,14 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fastlab import fidelity
 from fastlab.cli.common import CliError, cancel_on_signals, need_root, run_failed, table
+from fastlab.measure import fidelity
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from fastlab.engine import RunError, run_experiment
-    from fastlab.plan import prepare
-    from fastlab.spec import SpecError, load_spec
+    from fastlab.experiment.engine import RunError, run_experiment
+    from fastlab.plan.prepare import prepare
+    from fastlab.spec.schema import SpecError, load_spec
 
     try:
         spec = load_spec(args.spec, args.set)
@@ -49,8 +49,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from fastlab import selftest
-    from fastlab.capabilities import probe
+    from fastlab.experiment import selftest
+    from fastlab.plan.capabilities import probe
 
     if args.self_test:
         need_root("doctor --self-test")
@@ -72,7 +72,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from fastlab.runstate import KEPT, cleanup
+    from fastlab.build.runstate import KEPT, cleanup
 
     need_root("fastlab cleanup")
     removed = cleanup()
@@ -83,18 +83,18 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 def cmd_topo_list(args: argparse.Namespace) -> int:
-    from fastlab.topology import catalogue
+    from fastlab.spec.topology import catalogue
 
     print(table(catalogue(), ["name", "description", "arguments"]))
     return 0
 
 
 def cmd_topo_show(args: argparse.Namespace) -> int:
-    from fastlab import selftest
-    from fastlab.plan import core_paths, trace
-    from fastlab.shaping import resolve
-    from fastlab.spec import SpecError, parse_override
-    from fastlab.topology import TopologyError, build_plan
+    from fastlab.experiment import selftest
+    from fastlab.plan.links import resolve
+    from fastlab.plan.prepare import core_paths, trace
+    from fastlab.spec.schema import SpecError, parse_override
+    from fastlab.spec.topology import TopologyError, build_plan
 
     topo_args: dict[str, Any] = {}
     try:

@@ -8,15 +8,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fastlab import paths
+from fastlab.base import paths
 from fastlab.cli.common import CliError, cancel_on_signals, need_root, raise_on_sigterm
 
 
 def cmd_sweep_run(args: argparse.Namespace) -> int:
-    from fastlab import sweep, sweep_run
-    from fastlab.capabilities import probe
-    from fastlab.plan import prepare
-    from fastlab.spec import SpecError
+    from fastlab.plan.capabilities import probe
+    from fastlab.plan.prepare import prepare
+    from fastlab.spec.schema import SpecError
+    from fastlab.sweep import points as sweep
+    from fastlab.sweep import run as sweep_run
 
     try:
         plan = sweep.load_sweep(args.file, args.set)
@@ -47,7 +48,7 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep_status(args: argparse.Namespace) -> int:
-    from fastlab.sweep import SweepError, status_lines
+    from fastlab.sweep.points import SweepError, status_lines
 
     try:
         print("\n".join(status_lines(Path(args.directory))))
@@ -58,15 +59,15 @@ def cmd_sweep_status(args: argparse.Namespace) -> int:
 
 def cluster_argv(role: str, args: argparse.Namespace, resources: str = "machine=1") -> list[str]:
     """The `dask scheduler` / `dask worker` command a cluster host runs (pure): a worker offers
-    `resources` (fastlab.cluster_run.worker_resources: one `machine`, every sweep point needs a whole
+    `resources` (fastlab.experiment.cluster_run.worker_resources: one `machine`, every sweep point needs a whole
     host; the web queue's run slots and cores), one thread per run slot, and cleans up after dead runs
-    at its start (`--preload fastlab.cluster_run`)."""
-    from fastlab.cost import MAX_RUNS
+    at its start (`--preload fastlab.experiment.cluster_run`)."""
+    from fastlab.experiment.cost import MAX_RUNS
 
     argv = [sys.executable, "-m", "dask", role]
     if role == "worker":
         argv += [args.address, "--nthreads", str(MAX_RUNS), "--resources", resources,
-                 "--preload", "fastlab.cluster_run"]
+                 "--preload", "fastlab.experiment.cluster_run"]
     if args.host:
         argv += ["--host", args.host]
     if role == "scheduler":
@@ -82,13 +83,13 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     """Start a Dask scheduler or worker for `sweep run --cluster` (and the web app's `--cluster`) that
     cannot be started wrong: with this checkout on its Python path (a scheduler without fastlab
     importable fails every point with "Error during deserialization of the task graph") and a worker's
-    resources (its machine, run slots and this machine's budget of cores, fastlab.cost)."""
+    resources (its machine, run slots and this machine's budget of cores, fastlab.experiment.cost)."""
     resources = "machine=1"
     if args.role == "worker":
         need_root("fastlab cluster worker")
-        from fastlab import selftest
-        from fastlab.cluster_run import resources_arg, worker_resources
-        from fastlab.cost import machine_figures
+        from fastlab.experiment import selftest
+        from fastlab.experiment.cluster_run import resources_arg, worker_resources
+        from fastlab.experiment.cost import machine_figures
         resources = resources_arg(worker_resources(machine_figures(selftest.load())))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(paths.REPO), os.environ.get("PYTHONPATH", "")) if p)}

@@ -1,9 +1,9 @@
 // A run's charts: one definition for the web app's run page (live, over Server-Sent Events, and a
 // finished run's replay: webapp/static/live.js) and report.html (offline, every sample at once:
-// fastlab/report.py inlines this file). Both feed the same samples -- the run's rows of flows.csv,
+// fastlab/results/report.py inlines this file). Both feed the same samples -- the run's rows of flows.csv,
 // links.csv and cc_events.csv with a `kind` (flow, link, event), as the engine streams them -- so the
 // titles, units, colours, goodput smoothing, time origin, the theory's dashed lines
-// (fastlab.chart_lines' list) and the markers at each change are the same on both.
+// (fastlab.results.chart_lines' list) and the markers at each change are the same on both.
 //
 // The page holds the chart <div>s (fastlab/templates/charts.html): a chart whose div is absent (FAST's
 // charts for a run without FAST) is not drawn. Needs plotly.js loaded (window.Plotly).
@@ -58,7 +58,7 @@ const DRAW_EVERY_MS = 250;
 
 /**
  * The charts of one run.
- * opts: refs, lines, marks (the theory and the changes: fastlab.chart_lines / webapp.theory),
+ * opts: refs, lines, marks (the theory and the changes: fastlab.results.chart_lines / webapp.theory),
  *       sampleHz, duration (the x axis spans 0 .. duration), smoothN (goodput's moving average),
  *       largeFonts (a function: bigger text for a projector), drawEveryMs (0: draw at once).
  * Returns {onSamples(samples) -> newest t, flush(), setReferences(refs, lines, marks), setSmoothing(n),
@@ -85,7 +85,7 @@ export function createCharts(opts) {
   }
   if (charts['chart-goodput']) charts['chart-goodput'].title = goodputTitle();
 
-  // Reference lines per chart: [y, colour, label, short label, from_s, to_s], from fastlab.chart_lines (merged
+  // Reference lines per chart: [y, colour, label, short label, from_s, to_s], from fastlab.results.chart_lines (merged
   // there where they coincide). The short label (the value alone) marks each span of a run whose parameters
   // changed; the full one a run-long line. A line of no one flow (a bottleneck's) is grey.
   function referenceLines(id) {

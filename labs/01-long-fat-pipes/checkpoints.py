@@ -15,9 +15,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from fastlab import hstcp_theory
-from fastlab.fast_theory import packet_bits, run_mtu
-from fastlab.labs import (
+from fastlab.labs import hstcp_checks
+from fastlab.labs.kit import (
     LOSS_STATES,
     CheckResult,
     MissingData,
@@ -26,6 +25,7 @@ from fastlab.labs import (
     loss_starts,
     within,
 )
+from fastlab.theory.fast import packet_bits, run_mtu
 
 TSO_SHIFT = 10  # Linux sk_pacing_shift: a TSO burst is ~1/1024 s of the pacing rate
 MIN_TSO_SEGS = 2  # net.ipv4.tcp_min_tso_segs
@@ -321,7 +321,7 @@ def _hstcp_table_share(run: StepRun, flow: str, after_s: float) -> float:
     """The a the HSTCP flow used (its `rtt` events in congestion avoidance after `after_s`) over
     RFC 3649's formula a(w): its table holds a at the rows' windows, a window between two rows
     takes the lower row's."""
-    params, events = hstcp_theory.params_of(run), run.events(flow)
+    params, events = hstcp_checks.params_of(run), run.events(flow)
     rows = events[(events["event"] == "rtt") & (events["mode"] == "ca") & (events["t"] > after_s)
                   & (events["cwnd"] > params.low_window)]
     if rows.empty:
@@ -380,7 +380,7 @@ def regain_after_one_loss(run: StepRun, flow: str = "f1", link: str = "cern-gbe"
     start = max(start, float(rows[rows["t"] >= resumed]["cwnd_pkts"].iloc[0]))
     reno = _rounds_s(start, goal, lambda _w: 1.0, base_s, bdp)
     if cc == "hstcp":
-        params, table = hstcp_theory.params_of(run), _hstcp_table_share(run, flow, event["t"])
+        params, table = hstcp_checks.params_of(run), _hstcp_table_share(run, flow, event["t"])
         theory = _rounds_s(start, goal, lambda w: params.increase(w) * table, base_s, bdp)
         law = (f"RFC 3649's a(w) per RTT as the algorithm tabulates it ({table:.3f} of the formula, its rtt events "
                "after the loss: a window between two rows takes the lower row's a), an RTT of base * w/BDP once "
@@ -403,5 +403,5 @@ def regain_after_one_loss(run: StepRun, flow: str = "f1", link: str = "cern-gbe"
     return result
 
 
-decrease_factor = checkpoint(hstcp_theory.decrease_factor)
-limited_slow_start = checkpoint(hstcp_theory.limited_slow_start)
+decrease_factor = checkpoint(hstcp_checks.decrease_factor)
+limited_slow_start = checkpoint(hstcp_checks.limited_slow_start)

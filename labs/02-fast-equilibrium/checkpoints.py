@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, link_kept_busy, within
+from fastlab.labs.kit import CheckResult, MissingData, StepRun, checkpoint, link_kept_busy, within
 
 FLOOR_PKTS = 2  # the integer floor keeps each flow up to 2 packets under alpha
 NET_CHANGE_PKTS = 0.5  # the window's net change over the updates, over gamma x their number (see `window`)

@@ -17,9 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fastlab import fast_theory
-from fastlab.fidelity import TC_BUSY_SHARE_MIN
-from fastlab.labs import (
+from fastlab.labs.kit import (
     SC2002_CEILING,
     CheckResult,
     MissingData,
@@ -27,8 +25,10 @@ from fastlab.labs import (
     checkpoint,
     within,
 )
-from fastlab.spec import MTU_BYTES, parse_spec
-from fastlab.topology import build_plan
+from fastlab.measure.fidelity import TC_BUSY_SHARE_MIN
+from fastlab.spec.schema import MTU_BYTES, parse_spec
+from fastlab.spec.topology import build_plan
+from fastlab.theory import fast as fast_theory
 
 FROM_S = 40.0  # after FAST's start-up at full scale (see the module docstring)
 GBE_PAYLOAD_MBPS = 1000 * 1460 / 1500  # the paper's utilization denominator per port

@@ -19,9 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fastlab import fast_theory
-from fastlab.fast_theory import SharedQueue
-from fastlab.labs import (
+from fastlab.labs.kit import (
     LOSS_STATES,
     CheckResult,
     MissingData,
@@ -31,7 +29,9 @@ from fastlab.labs import (
     loss_starts,
     within,
 )
-from fastlab.spec import parse_spec
+from fastlab.spec.schema import parse_spec
+from fastlab.theory import fast as fast_theory
+from fastlab.theory.fast import SharedQueue
 
 
 def _fast_alphas(run: StepRun) -> dict[str, int]:
@@ -151,7 +151,7 @@ def queued_share(run: StepRun, flow: str, alpha: int, link: str, t0: float) -> Q
 def replayed_ceiling(run: StepRun, flow: str, alpha: int, link: str, share: QueuedShare) -> tuple[float, float]:
     """The flow's queued packets / alpha if none of the queue's overflows had hit it, and FAST's
     baseRTT less the path's (ms): FAST's update law replayed against the backlog this run measured
-    (fastlab.fast_theory.fast_rate_against_queue), from the flow's window and baseRTT REPLAY_LEAD_S
+    (fastlab.theory.fast.fast_rate_against_queue), from the flow's window and baseRTT REPLAY_LEAD_S
     before the span, each packet's RTT the path's empty-queue RTT (`path_rtt_ms`) plus the backlog it
     met, read over the flow's span as `queued_share` reads the run."""
     queue = run.link(link)
@@ -175,7 +175,7 @@ def replayed_ceiling(run: StepRun, flow: str, alpha: int, link: str, share: Queu
 @checkpoint
 def fast_keeps_alpha(run: StepRun, link: str = "cern-gbe", t0: float = 10.0) -> CheckResult:
     """Each FAST flow's packets in the shared FIFO queue (its share of the traffic x the backlog) ~ alpha,
-    between what the fluid model of the run (fastlab.fast_theory.fast_queued_over_alpha) gives when
+    between what the fluid model of the run (fastlab.theory.fast.fast_queued_over_alpha) gives when
     every overflow of the queue halves FAST's window, and what FAST's update law gives replayed against
     the queue this run measured when no overflow hits it (`replayed_ceiling`).
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from fastlab import hstcp_theory
-from fastlab.hstcp_theory import RENO_C, HstcpParams, params_of
-from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, loss_starts, within
+from fastlab.labs import hstcp_checks
+from fastlab.labs.hstcp_checks import params_of
+from fastlab.labs.kit import CheckResult, MissingData, StepRun, checkpoint, loss_starts, within
+from fastlab.theory.hstcp import RENO_C, HstcpParams
 
 
 def _loss_rate(run: StepRun, flow: str) -> float:
@@ -247,9 +248,9 @@ def hstcp_reno_fairness(run: StepRun) -> CheckResult:
     return result
 
 
-decrease_factor = checkpoint(hstcp_theory.decrease_factor)
-increase_factor = checkpoint(hstcp_theory.increase_factor)
-limited_slow_start = checkpoint(hstcp_theory.limited_slow_start)
+decrease_factor = checkpoint(hstcp_checks.decrease_factor)
+increase_factor = checkpoint(hstcp_checks.increase_factor)
+limited_slow_start = checkpoint(hstcp_checks.limited_slow_start)
 
 
 def _loss_events_per_s(run: StepRun, flow: str, t0: float, t1: float) -> float:

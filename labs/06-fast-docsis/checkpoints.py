@@ -31,12 +31,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, within
+from fastlab.labs.kit import CheckResult, MissingData, StepRun, checkpoint, within
 
 PACKET_BYTES = 1500
 # Hosts, bridges and the emulators' wake-ups add to any RTT: ~0.1 ms per emulator crossing here (an
 # idle ping crosses four: the path and the cable link, each way), up to ~0.4 ms each on a loaded or
-# virtual machine (fastlab/fidelity.py); the simple link's steps measure it alone (0.49-0.52 ms in the
+# virtual machine (fastlab/measure/fidelity.py); the simple link's steps measure it alone (0.49-0.52 ms in the
 # recorded runs).
 EPSILON_MS = 1.5
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, loss_starts, within
+from fastlab.labs.kit import CheckResult, MissingData, StepRun, checkpoint, loss_starts, within
 
 MATHIS_C = math.sqrt(1.5)  # Reno's mean window under periodic loss: sqrt(3/(2p)) = 1.22/sqrt(p)
 Z99 = 2.576  # two-sided 99 % of a normal spread

@@ -18,9 +18,9 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from fastlab.fast_theory import packet_bits, references, run_mtu, serialization_ms
-from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, within
-from fastlab.spec import read_spec_text
+from fastlab.labs.kit import CheckResult, MissingData, StepRun, checkpoint, within
+from fastlab.spec.schema import read_spec_text
+from fastlab.theory.fast import packet_bits, references, run_mtu, serialization_ms
 
 PATH_DIFFERENCE_MS = 10.0  # Abilene (190 ms) less Level(3) (180 ms)
 HEADER_BYTES = 20 + 32 + 14  # IPv4, TCP with timestamps, Ethernet: what a port counts beyond the payload
@@ -51,7 +51,7 @@ def _fast_updates(run: StepRun, flow: str = "f1") -> pd.DataFrame:
 
 
 def _route(run: StepRun, flow: str) -> dict[str, Any]:
-    """fastlab.fast_theory's figures of the flow's path at the start (its links, propagation RTT)."""
+    """fastlab.theory.fast's figures of the flow's path at the start (its links, propagation RTT)."""
     refs = {r["flow"]: r for r in references(read_spec_text(yaml.safe_dump(run.spec)))}
     if flow not in refs:
         raise MissingData(f"the run's spec has no flow {flow}")

@@ -1,6 +1,6 @@
 """Checkpoints of lab 09 (FAST's stability): how one FAST flow answers a step in its set point
 (alpha 20 -> 60 while it runs), window and bottleneck queue, against the per-RTT model of
-fastlab.fast_theory.step_response, and how Reno's loss-driven queue swings where FAST's stands still.
+fastlab.theory.fast.step_response, and how Reno's loss-driven queue swings where FAST's stands still.
 
 The window is read from FAST's own update events (cc_events.csv: the window after every update,
 exact, no sampling) of flow f1: `before` is the median window over the 1.5 s before the change, the
@@ -32,9 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fastlab.ccset import FAST_PARAMS
-from fastlab.fast_theory import StepFigures, packet_bits, run_mtu, step_figures, step_response
-from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, within
+from fastlab.labs.kit import CheckResult, MissingData, StepRun, checkpoint, within
+from fastlab.spec.ccset import FAST_PARAMS
+from fastlab.theory.fast import StepFigures, packet_bits, run_mtu, step_figures, step_response
 
 SETTLE_BAND = 0.10  # of the step: "settled" = within this (or the 1/gamma floor band, or the RTT noise) of final
 BEFORE_S = 1.5  # window before the change: its median over this long
@@ -87,7 +87,7 @@ class StepRead:
 
 def _rtt_noise_ms(run: StepRun, link: str = "bottleneck") -> float:
     """The RTT noise the link's emulator adds: its departure lateness at the 99th percentile, forward
-    and reverse (fastlab.fidelity; none measured for a tc-shaped link). FAST's window at its fixed
+    and reverse (fastlab.measure.fidelity; none measured for a tc-shaped link). FAST's window at its fixed
     point follows the RTT it measures, so a noise of d ms moves it by C x d packets: nothing at
     20 Mb/s (1.2 ms, 2 packets), but at 80 Mb/s a p99 of 0.6-0.9 ms each way is 8-10 packets, and
     one late burst (a 5-7 ms maximum) kicked a settled window 6 packets off and back (local, 2026-11-26)."""

@@ -2,7 +2,7 @@
 how often its queue runs empty, RED's average against the model's fixed point, and how synchronized
 the Reno flows' window cuts are, at each of four capacities carried by SHRiNK scaling (README.md),
 each result with the linearized TCP/RED model's prediction for the point beside it
-(fastlab.red_theory); and two checks of the mechanism that ties them together: the link delivers
+(fastlab.theory.red); and two checks of the mechanism that ties them together: the link delivers
 what the flows' windows allow, and Reno regrows its window one packet per round trip.
 
 A step's run carries N' flows through a C' = 100 Mb/s, 100 ms bottleneck; it stands for the slides'
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastlab.fast_theory import packet_bits, run_mtu
-from fastlab.labs import CheckResult, MissingData, StepRun, checkpoint, loss_starts, within
-from fastlab.red_theory import Point, Red, equilibrium, hmtg_condition, nyquist_gain_margin
+from fastlab.labs.kit import CheckResult, MissingData, StepRun, checkpoint, loss_starts, within
+from fastlab.theory.fast import packet_bits, run_mtu
+from fastlab.theory.red import Point, Red, equilibrium, hmtg_condition, nyquist_gain_margin
 
 REAL_FLOWS = 100  # the slides' experiment: 100 flows, 100 ms, 155 Mb/s .. 10 Gb/s (Low et al. 2002)
 LINK = "bottleneck"

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from fastlab import placement
-from fastlab.engine import run_experiment
-from fastlab.plan import prepare
-from fastlab.shaping import EMULATOR_RT_PRIORITY
-from fastlab.spec import parse_spec
+from fastlab.build import placement
+from fastlab.experiment.engine import run_experiment
+from fastlab.plan.link_commands import EMULATOR_RT_PRIORITY
+from fastlab.plan.prepare import prepare
+from fastlab.spec.schema import parse_spec
 
 pytestmark = pytest.mark.usefixtures("as_root")
 

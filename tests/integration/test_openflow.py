@@ -19,9 +19,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fastlab.engine import run_experiment
-from fastlab.fast_theory import references, run_mtu, serialization_ms
-from fastlab.spec import ExperimentSpec, load_spec
+from fastlab.experiment.engine import run_experiment
+from fastlab.spec.schema import ExperimentSpec, load_spec
+from fastlab.theory.fast import references, run_mtu, serialization_ms
 from tests.conftest import faithful
 
 pytestmark = pytest.mark.usefixtures("as_root")

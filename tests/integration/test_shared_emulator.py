@@ -20,9 +20,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from fastlab.engine import run_experiment
-from fastlab.shared_emulator import SHARED_KEY
-from fastlab.spec import parse_spec
+from fastlab.build.shared_emulator import SHARED_KEY
+from fastlab.experiment.engine import run_experiment
+from fastlab.spec.schema import parse_spec
 
 pytestmark = pytest.mark.usefixtures("as_root")
 

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from fastlab import bundle, paths
-from fastlab.runstate import RunState, prefixed_root_objects
+from fastlab.base import paths
+from fastlab.build.runstate import RunState, prefixed_root_objects
+from fastlab.results import bundle
 from tests.conftest import machine_leftovers
 from tests.dask_cluster import LocalCluster, local_cluster, wait_for
 from tests.webapp.test_restart import csrf_of, http, start_server

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from fastlab.labrun import EXIT_STATUS
-from fastlab.labs import CheckResult, Lab, LabError, lab_folders, load_lab_folder
+from fastlab.labs.kit import CheckResult, Lab, LabError, lab_folders, load_lab_folder
+from fastlab.labs.run import EXIT_STATUS
 from tests.conftest import fastlab, machine_leftovers
 
 pytestmark = pytest.mark.usefixtures("as_root")

@@ -8,7 +8,7 @@ carry a 20 % band at four standard deviations (DESIGN.md §10).
 - thresholds of 10 and 30 full-sized packets: linkemu counts packets, the kernel bytes (IP bytes through
   the HTB root's size table), so tc gets 15,000 and 45,000 B; the flows' data packets are all 1500 B;
 - the same weight: the kernel's is a power of two, so the spec gives wq = 2^-9 (0.00195, next to Floyd's
-  0.002), which tc reaches exactly (burst 72, `shaping.tc_red`), and linkemu takes as written;
+  0.002), which tc reaches exactly (burst 72, `tc_aqm.tc_red`), and linkemu takes as written;
 - gentle off (sch_red has no gentle mode), no ECN, mean_pkt_bytes 1500 for both idle decays, the same
   66-packet buffer (99,000 B for tc);
 - the same link as the flows met it: in this software-emulated guest tc's HTB delivers less than its
@@ -38,9 +38,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from fastlab.capabilities import Capabilities
-from fastlab.engine import run_experiment
-from fastlab.spec import parse_spec
+from fastlab.experiment.engine import run_experiment
+from fastlab.plan.capabilities import Capabilities
+from fastlab.spec.schema import parse_spec
 from tests.stock_kernel.conftest import backlog_mean, dumbbell, flow_rows
 
 MIN_TH, MAX_TH = 10, 30  # packets

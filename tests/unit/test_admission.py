@@ -1,4 +1,4 @@
-"""fastlab.cost: a prepared run's predicted cores (from real plans of the labs' specs) and the queue's
+"""fastlab.experiment.cost: a prepared run's predicted cores (from real plans of the labs' specs) and the queue's
 admission rule (costs in, a decision out)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from fastlab.capabilities import Capabilities, Probe
-from fastlab.cost import FAITHFUL_SHARE, HOP_CORES_PER_GBPS, Cost, Figures, admit, machine_figures, predict
-from fastlab.labs import load_lab
-from fastlab.plan import Prepared, prepare
+from fastlab.experiment.cost import FAITHFUL_SHARE, HOP_CORES_PER_GBPS, Cost, Figures, admit, machine_figures, predict
+from fastlab.labs.kit import load_lab
+from fastlab.plan.capabilities import Capabilities, Probe
+from fastlab.plan.prepare import Prepared, prepare
 
 
 def caps() -> Capabilities:

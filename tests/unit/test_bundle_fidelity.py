@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fastlab import bundle, cli, sweep
+from fastlab import cli
+from fastlab.results import bundle
+from fastlab.sweep import points as sweep
 from tests.unit.test_sweep import doc, fake_point_dir
 from tests.webapp.test_bundle import SUMMARY, make_run
 

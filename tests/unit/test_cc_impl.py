@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from fastlab.capabilities import Capabilities, Probe
-from fastlab.cc import CCError
-from fastlab.ccruntime import plan_parameters
-from fastlab.ccset import default_registry
-from fastlab.spec import SpecError, parse_spec
+from fastlab.plan.capabilities import Capabilities, Probe
+from fastlab.plan.flows import plan_parameters
+from fastlab.spec.cc import CCError
+from fastlab.spec.ccset import default_registry
+from fastlab.spec.schema import SpecError, parse_spec
 
 
 def caps(bpf: bool, modules: bool) -> Capabilities:
@@ -85,7 +85,7 @@ def test_hostile_hstcp_table_values_are_refused_by_prepare_naming_the_field(
     """Issue 35: {low_window: 10, high_p: 0.012} passed the Python check and was refused after the
     network was built; now the spec's checks (prepare, nothing built) refuse it and its like, for
     both builds (the stock-kernel lane runs prepare on the module build)."""
-    from fastlab.plan import prepare
+    from fastlab.plan.prepare import prepare
 
     s = spec([{"src": "h1", "dst": "h2", "cc": "hstcp", "cc_args": args}], cc_impl=impl)
     if impl == "bpf":

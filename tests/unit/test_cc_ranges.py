@@ -14,9 +14,9 @@ import subprocess
 
 import pytest
 
-from fastlab import ccset
-from fastlab.cc import CCError, Param
-from fastlab.ccset import (
+from fastlab.spec import ccset
+from fastlab.spec.cc import CCError, Param
+from fastlab.spec.ccset import (
     FAST_PARAMS,
     GLOBAL_ONLY,
     HSTCP_PARAMS,

@@ -1,4 +1,4 @@
-"""fastlab.chart_lines: the one list of the theory's lines that report.html and the live page draw."""
+"""fastlab.results.chart_lines: the one list of the theory's lines that report.html and the live page draw."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from fastlab import chart_lines
+from fastlab.results import chart_lines
 
 
 def ref(flow: str, **figures: object) -> dict[str, object]:
@@ -60,7 +60,7 @@ def test_figures_the_theory_has_nothing_for_draw_nothing() -> None:
 def test_the_aqm_chart_is_there_for_a_red_or_pie_link_only(links: dict, drawn: bool) -> None:
     """templates/charts.html: the drop-probability chart's <div> (charts.js draws RED's p_b and PIE's p there)
     exists when a link direction runs RED or PIE, for the run page and report.html alike."""
-    from fastlab.report import TEMPLATES
+    from fastlab.results.report import TEMPLATES
 
     macro = TEMPLATES.get_template("charts.html").module.charts  # type: ignore[attr-defined]
     html = str(macro({"name": "x", "flows": [{"cc": "reno"}], "links": links}, [], [], True))
@@ -69,10 +69,10 @@ def test_the_aqm_chart_is_there_for_a_red_or_pie_link_only(links: dict, drawn: b
 
 
 def test_chart_samples_carry_reds_average_and_drop_probability() -> None:
-    """fastlab.chart_data: a link's RED average (packets mode) and drop probability reach the charts."""
+    """fastlab.results.chart_data: a link's RED average (packets mode) and drop probability reach the charts."""
     import pandas as pd
 
-    from fastlab.chart_data import chart_samples
+    from fastlab.results.chart_data import chart_samples
 
     links = pd.DataFrame([{"t": 1.0, "link": "bottleneck", "direction": "forward", "backlog_pkts": 12,
                            "tx_bytes": 1500, "aqm_avg_pkts": 9.5, "aqm_drop_prob": 0.045, "aqm_avg_queue": 9.5}])

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastlab.cwndclamp import attach_args, cgroup2_root, rtt_rows
-from fastlab.flowtool import in_cgroup
+from fastlab.base.paths import cgroup2_root
+from fastlab.run.cwndclamp import attach_args, rtt_rows
+from fastlab.run.flowtool import in_cgroup
 
 HYBRID_MOUNTS = """tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0
 cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0

@@ -1,4 +1,4 @@
-"""fastlab.explain: the "what happened" note and the response-function lines, from the theory's
+"""fastlab.theory.explain: the "what happened" note and the response-function lines, from the theory's
 references and a run's summary (pure)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from fastlab import explain
-from fastlab.hstcp_theory import HstcpParams
+from fastlab.theory import explain
+from fastlab.theory.hstcp import HstcpParams
 
 FAST_REF = {"flow": "f1", "bottleneck": "bottleneck", "capacity_mbps": 20, "base_rtt_ms": 40, "alpha": 30,
             "fast_queue_pkts": 30, "cc": "fast", "links": ("bottleneck",)}
@@ -76,7 +76,7 @@ def test_response_lines_at_the_measured_else_configured_loss_rate() -> None:
 
 
 def test_what_happened_from_a_spec() -> None:
-    from fastlab.spec import parse_spec
+    from fastlab.spec.schema import parse_spec
 
     spec = parse_spec({"name": "x", "topology": "dumbbell", "topology_args": {"rate_mbps": 20, "rtt_ms": 40},
                        "duration_s": 10, "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 30}}]})
@@ -86,7 +86,7 @@ def test_what_happened_from_a_spec() -> None:
 def test_the_report_shows_the_note_escaped() -> None:
     import pandas as pd
 
-    from fastlab import report
+    from fastlab.results import report
 
     env = {"run": {"name": "n", "prefix": "flabcd", "started": "2026-11-24T03:00:00+00:00"}, "kernel": "6.18",
            "backends": {}, "shaping": [], "tools": {}}
@@ -103,6 +103,13 @@ def test_the_report_shows_the_note_escaped() -> None:
 
 
 @pytest.mark.parametrize("p", [1e-9, 1e-7, 1e-5, 1e-3, 0.01, 0.2])
-def test_the_notes_hstcp_response_function_is_hstcp_theorys(p: float) -> None:
-    assert explain.hstcp_window(p) == pytest.approx(HstcpParams().window(p), rel=1e-12)
-    assert HstcpParams().low_p == explain.HSTCP_LOW_P
+def test_the_notes_hstcp_response_function_is_the_headers_default(p: float) -> None:
+    """The note draws RFC 3649's response function with the kernel header's defaults (no constants of its own:
+    it reads fastlab.theory.hstcp, which the issue-35 stages let the theory import)."""
+    from fastlab.spec.ccset import HSTCP_DEFAULTS
+
+    fields = HstcpParams.__dataclass_fields__
+    assert {k: getattr(explain.HSTCP_DEFAULT, k) for k in fields} == {k: HSTCP_DEFAULTS[k] for k in fields}
+    headers = HstcpParams(**{k: HSTCP_DEFAULTS[k] for k in fields})
+    assert explain.hstcp_window(p) == pytest.approx(headers.window(p), rel=1e-12)
+    assert explain.hstcp_window(1.5 / 38 ** 2) == pytest.approx(38.0)  # RFC 3649: Low_Window 38 at Low_P

@@ -1,4 +1,4 @@
-"""FAST's step-response model (fastlab.fast_theory.step_response, lab 09) against what its
+"""FAST's step-response model (fastlab.theory.fast.step_response, lab 09) against what its
 linearisation says, and the step figures against a hand-made series."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fastlab.fast_theory import (
+from fastlab.theory.fast import (
     SharedQueue,
     fast_queued_over_alpha,
     fast_rate_against_queue,
@@ -160,8 +160,8 @@ def test_the_replay_refuses_an_empty_trace_or_a_window_before_it() -> None:
 # --- packets are the run's MTU (jumbo frames: lab 01 question 9) ------------------------------------
 
 def test_packet_size_comes_from_the_runs_mtu() -> None:
-    from fastlab.fast_theory import packet_bits, run_mtu
-    from fastlab.spec import read_spec_text
+    from fastlab.spec.schema import read_spec_text
+    from fastlab.theory.fast import packet_bits, run_mtu
 
     assert packet_bits() == 12_000 and packet_bits(9000) == 72_000
     assert run_mtu({}) == 1500 and run_mtu({"mtu": 9000}) == 9000  # a recorded spec.yaml, with and without
@@ -172,8 +172,8 @@ def test_packet_size_comes_from_the_runs_mtu() -> None:
 def test_a_9000_byte_mtu_makes_the_bdp_six_times_fewer_packets() -> None:
     """20 Mb/s x 40 ms is 66.7 packets of 1500 bytes and 11.1 of 9000: FAST's equilibrium window
     w = BDP + alpha (one flow) and its queueing delay alpha/C follow the packet size."""
-    from fastlab.fast_theory import fast_equilibrium, references
-    from fastlab.spec import read_spec_text
+    from fastlab.spec.schema import read_spec_text
+    from fastlab.theory.fast import fast_equilibrium, references
 
     std = fast_equilibrium(20, {"f1": 20}, {"f1": 40.0})["f1"]
     jumbo = fast_equilibrium(20, {"f1": 20}, {"f1": 40.0}, 9000)["f1"]
@@ -206,7 +206,7 @@ def _with_mtu(recorded: Path, out: Path, mtu: int) -> Path:
 def test_labs_count_the_bdp_in_packets_of_the_runs_mtu(lab_no: int, step: str, module_fn: Any, tmp_path: Path) -> None:
     """Labs 01, 08 and 09 read the packet size from the run's spec: the same run said to have a
     9000-byte MTU has a BDP (or capacity) of 6x fewer packets."""
-    from fastlab.labs import StepRun, load_lab
+    from fastlab.labs.kit import StepRun, load_lab
 
     lab = load_lab(lab_no)
     module = sys.modules["fastlab_lab_" + lab.name.replace("-", "_")]

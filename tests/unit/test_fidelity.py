@@ -1,4 +1,4 @@
-"""The fidelity verdict (`fastlab.fidelity`) and how it is shown (`fastlab.fidelity_view`, report.html).
+"""The fidelity verdict (`fastlab.measure.fidelity`) and how it is shown (`fastlab.results.fidelity_view`, report.html).
 
 Pure: the inputs are the figures the engine gathers (emulators' final stats lines, paths, CPU,
 sample times), made up here. Each threshold crossed alone must give exactly its one reason.
@@ -15,13 +15,15 @@ import pandas as pd
 import pytest
 import yaml
 
-from fastlab import fidelity, fidelity_view, report
+from fastlab.measure import fidelity
+from fastlab.results import fidelity_view, report
+from fastlab.spec.ccset import fast_target_ms
 
 # A dumbbell: flow f1 crosses the bottleneck forward (data) and reverse (ACKs), 40 ms base RTT.
 LOSS_PATH = fidelity.PathInfo("f1", (("bottleneck", "forward"), ("bottleneck", "reverse")), 40.0)
 # FAST at alpha 200 on 1 Gb/s: it aims at 2.4 ms of queue, so its budget is 0.6 ms.
 FAST_PATH = fidelity.PathInfo("f1", (("bottleneck", "forward"), ("bottleneck", "reverse")), 40.0,
-                              fidelity.fast_target_ms(200, 1000))
+                              fast_target_ms(200, 1000))
 
 
 def stats(p50: int = 20, p99: int = 80, drops_ab: int = 0, drops_ba: int = 0) -> dict[str, Any]:
@@ -191,12 +193,12 @@ def test_report_notes_a_faithful_run_and_an_old_one() -> None:
 
 
 def test_results_room_names_what_is_wrong(tmp_path, monkeypatch) -> None:
-    """The run folder's check before a run (fastlab.rundir): a path under a file, too little free space,
+    """The run folder's check before a run (fastlab.results.rundir): a path under a file, too little free space,
     and enough."""
     import shutil
     from collections import namedtuple
 
-    from fastlab.rundir import RunFolder, expected_bytes
+    from fastlab.results.rundir import RunFolder, expected_bytes
 
     need = expected_bytes(200, 600, 10, 1)
     assert need == 6 * 1024**2 + 200 * 600 * 12 * 400  # 10 flows + 2 link directions, 400 B a row
@@ -214,7 +216,7 @@ def test_a_run_folder_is_named_created_and_finished_by_its_owner(tmp_path) -> No
     finishing (files, report, permissions) and a folder whose writing failed renamed .incomplete."""
     import re
 
-    from fastlab.rundir import INCOMPLETE, RunFolder, RunFolderError
+    from fastlab.results.rundir import INCOMPLETE, RunFolder, RunFolderError
 
     folder = RunFolder.named("demo", "flabcd", root=tmp_path)
     assert re.fullmatch(r"\d{8}-\d{6}-demo-flabcd", folder.directory.name) and folder.directory.parent == tmp_path
@@ -275,7 +277,7 @@ def test_the_reports_charts_are_fed_the_live_pages_samples() -> None:
     the samples the live page is streamed, in time order, with the columns the charts read; NaN and
     infinities become null, events the charts do not draw are left out, and nothing in the data can end
     the <script> that holds it."""
-    from fastlab.chart_data import chart_samples, script_json
+    from fastlab.results.chart_data import chart_samples, script_json
 
     flows = pd.DataFrame({"flow": ["f1", "f2"], "t": [0.1, 0.05], "goodput_mbps": [1.5, float("nan")],
                           "cwnd_pkts": [10, 12], "srtt_ms": [40.0, float("inf")], "bytes_acked": [1, 2]})
@@ -383,7 +385,7 @@ def test_conservation_judges_a_burst_and_not_a_steady_or_unpaced_link() -> None:
 
 
 def test_a_burst_above_the_budget_makes_the_run_unfaithful_and_a_small_one_does_not() -> None:
-    path = fidelity.PathInfo("f1", (CERN, CORE, SUNNY), 180.0, fidelity.fast_target_ms(10, 20))  # budget 1.5 ms
+    path = fidelity.PathInfo("f1", (CERN, CORE, SUNNY), 180.0, fast_target_ms(10, 20))  # budget 1.5 ms
     base = fidelity.Inputs(emulators={}, paths=[path], routes=((CERN, CORE, SUNNY),))
     burst = copy.copy(base)
     burst.counters = {CERN: steady(RATE_20), CORE: steady(RATE_200), SUNNY: steady(RATE_20, 2.5, 124_500)}
@@ -402,8 +404,8 @@ def test_report_draws_what_the_live_page_draws() -> None:
     smoothing, a div per chart, FAST's for a FAST run) and the data its charts are drawn from: the theory's
     lines (Σα 30 then 60 after a change at 6.4 s), the marker at the change, the duration and the samples.
     That the two pages then draw the same is tested in the browser (tests/webapp/test_charts.py)."""
-    from fastlab import segments
-    from fastlab.spec import parse_spec, to_plain
+    from fastlab.spec.schema import parse_spec, to_plain
+    from fastlab.theory import segments
 
     spec = parse_spec({"name": "x", "topology": "dumbbell", "topology_args": {"rate_mbps": 20, "rtt_ms": 40},
                        "duration_s": 20, "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 30}}]})
@@ -427,7 +429,7 @@ def test_report_draws_what_the_live_page_draws() -> None:
 
 
 def test_an_unfaithful_verdict_names_the_runs_that_shared_the_machine() -> None:
-    from fastlab.verdict import note_neighbours
+    from fastlab.measure.verdict import note_neighbours
 
     neighbours = [{"prefix": "flaaaa", "run": "20261127-lab02-a", "first_s": 0.0, "last_s": 9.0}]
     bad = note_neighbours({"faithful": False, "reasons": ["the machine was 97% busy"]}, neighbours)

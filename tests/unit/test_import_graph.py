@@ -1,6 +1,10 @@
 """The package's import graph (every `import fastlab.x` / `from fastlab.x import`, also inside
-functions): no import circle. The last one, spec <-> topology, ended when the semantic checks moved
-to fastlab/plan.py; a new circle fails this test."""
+functions): the stages in order, and no import circle.
+
+fastlab/ is a pipeline of subpackages (issue 35): each may import its own stage and the stages before it,
+never one after it, so the layout reads in the order a run happens. fastlab/cli (and webapp/, beside it)
+may import any stage; no stage imports the command line or the web app. The last circle, spec <->
+topology, ended when the semantic checks moved to the plan (fastlab/plan/prepare.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +13,11 @@ import functools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "fastlab"
-KNOWN_CIRCLES: set[frozenset[str]] = set()  # spec <-> topology ended when fastlab/plan.py took the semantic checks
+KNOWN_CIRCLES: set[frozenset[str]] = set()
+# The stages, first to last (each subpackage's docstring says its role and what it may import).
+STAGES = ("base", "spec", "plan", "build", "run", "measure", "theory", "results", "experiment", "labs", "sweep",
+          "cli")
+TOP = {"", "__main__"}  # fastlab/__init__.py and `python -m fastlab` (which is the command line)
 
 
 def module_name(path: Path) -> str:
@@ -70,13 +78,56 @@ def circles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
     return found
 
 
-def test_no_new_import_circles() -> None:
+def package_graph() -> dict[str, set[str]]:
     files = [p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts]
     modules = {module_name(p) for p in files}
-    graph = {module_name(p): imports(p, modules) for p in files}
-    assert {"cli", "cli.run", "cli.common", "sweep", "spec"} <= set(graph)  # subpackages are walked too
-    assert "cli.common" in graph["cli.run"] and "sweep" in graph["cli.sweep"]
+    return {module_name(p): imports(p, modules) for p in files}
+
+
+def test_no_new_import_circles() -> None:
+    graph = package_graph()
+    assert {"cli", "cli.run", "cli.common", "sweep.points", "spec.schema"} <= set(graph)  # subpackages are walked
+    assert "cli.common" in graph["cli.run"] and "sweep.points" in graph["cli.sweep"]
     assert circles(graph) == KNOWN_CIRCLES
+
+
+def stage(module: str) -> str:
+    """The stage a module belongs to: its subpackage ("plan.routing" -> "plan")."""
+    return module.split(".")[0]
+
+
+def backward_imports(graph: dict[str, set[str]]) -> set[str]:
+    """Imports of a later stage by an earlier one ("plan.prepare -> build.shaping")."""
+    order = {name: i for i, name in enumerate(STAGES)}
+    return {f"{m} -> {d}" for m, deps in graph.items() if m not in TOP for d in deps
+            if d not in TOP and order[stage(d)] > order[stage(m)]}
+
+
+def test_every_module_is_in_a_stage_and_imports_only_earlier_stages() -> None:
+    """Issue 35 item 2: the layout shows the pipeline; an import against the order fails here, naming it."""
+    graph = package_graph()
+    outside = {m for m in graph if m not in TOP and stage(m) not in STAGES}
+    assert not outside, f"modules outside the stages {STAGES}: {sorted(outside)}"
+    for name in STAGES:  # each stage says its role and what it may import
+        doc = ast.get_docstring(ast.parse((PACKAGE / name / "__init__.py").read_text())) or ""
+        assert "may import" in doc.lower() or name == "cli", f"fastlab/{name}/__init__.py: no stated role and imports"
+    assert backward_imports(graph) == set()
+
+
+def test_the_stage_check_sees_a_backward_import() -> None:
+    assert backward_imports({"plan.prepare": {"build.shaping", "spec.schema"}, "build.shaping": {"plan.links"},
+                             "cli.run": {"experiment.engine"}, "": {"cli"}}) == {"plan.prepare -> build.shaping"}
+
+
+def test_no_stage_imports_the_web_app() -> None:
+    """webapp/ sits beside the command line: it imports the stages, never the other way."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [f"{path.relative_to(PACKAGE.parent)}: {n}" for n in names if n.split(".")[0] == "webapp"]
+    assert not found, found
 
 
 def test_the_circle_finder_finds_circles() -> None:
@@ -89,12 +140,10 @@ MAX_MODULE_LINES = 500
 # that grows past the limit fails until it is split or given a reason here; one that shrinks below
 # it fails until its entry goes, so no reason outlives its module.
 LONG_MODULES = {
-    "fastlab/labs.py": "the lab format and the one API lab authors' checkpoints.py import (StepRun, "
-                       "CheckResult, within, loss_starts...): a split would change every lab's imports",
-    "fastlab/spec.py": "the one spec schema (DESIGN.md: experiments are data, one schema for the CLI, the web "
-                       "app, labs and bundles): every field with its range and its one-line error path",
-    "fastlab/shaping.py": "the one link planner: a link profile resolved per direction, its backend chosen and "
-                          "turned into tc commands or the emulator's arguments, kept pure beside its executor",
+    "fastlab/labs/kit.py": "the lab format and the one API lab authors' checkpoints.py import (StepRun, "
+                           "CheckResult, within, loss_starts...): a split would change every lab's imports",
+    "fastlab/spec/schema.py": "the one spec schema (DESIGN.md: experiments are data, one schema for the CLI, the "
+                              "web app, labs and bundles): every field with its range and its one-line error path",
 }
 
 
@@ -123,12 +172,12 @@ def test_no_function_of_the_package_is_over_80_lines() -> None:
 
 
 def test_flows_are_numbered_in_one_place() -> None:
-    """Issue 35: flow ids (f1, f2, ...) were built in three modules; fastlab.spec.numbered_flows is the one."""
+    """Issue 35: flow ids (f1, f2, ...) were built in three modules; fastlab.spec.schema.numbered_flows is the one."""
     import re
 
     builders = [str(p.relative_to(PACKAGE.parent)) for p in PACKAGE.rglob("*.py")
                 if re.search(r'f"f\{', p.read_text())]
-    assert builders == ["fastlab/spec.py"], builders
+    assert builders == ["fastlab/spec/schema.py"], builders
 
 
 def _calls(node: ast.AST, where: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], ast.Call]]:
@@ -143,30 +192,31 @@ def _calls(node: ast.AST, where: tuple[str, ...] = ()) -> list[tuple[tuple[str, 
 
 
 @functools.cache
-def _project_calls() -> tuple[tuple[str, frozenset[str], tuple[tuple[str, ...], ast.Call]], ...]:
-    """Every call of the project's code: (file, the fastlab.x.name it imports by name, (where, call)),
-    each file parsed once for all the checks."""
+def _project_calls() -> tuple[tuple[str, dict[str, str], tuple[tuple[str, ...], ast.Call]], ...]:
+    """Every call of the project's code: (file, what each name it imports by `from` stands for (bound name ->
+    fastlab.x.name), (where, call)), each file parsed once for all the checks."""
     root = PACKAGE.parent
     out = []
     for folder in ("fastlab", "webapp", "bench", "labs", "topologies", "controllers"):
         for path in (root / folder).rglob("*.py"):
             tree = ast.parse(path.read_text())
-            imported = frozenset(f"{n.module}.{a.name}" for n in ast.walk(tree)
-                                 if isinstance(n, ast.ImportFrom) and n.module for a in n.names)
-            out += [(str(path.relative_to(root)), imported, call) for call in _calls(tree)]
+            bound = {a.asname or a.name: f"{n.module}.{a.name}" for n in ast.walk(tree)
+                     if isinstance(n, ast.ImportFrom) and n.module for a in n.names}
+            out += [(str(path.relative_to(root)), bound, call) for call in _calls(tree)]
     return tuple(out)
 
 
 def callers(name: str, module: str) -> set[str]:
     """Every function (file:function, methods as Class.method) of the project's code that calls
-    fastlab.`module`.`name`: as `module.name(...)`, or as `name(...)` in `module` itself or in a file that
-    imports it from there. A function calling itself (recursion) is not counted."""
+    fastlab.`module`.`name` (`module` dotted from the package: "plan.routing"): as `m.name(...)` where m is
+    the module imported under any name, or as `name(...)` in `module` itself or in a file that imports it
+    from there. A function calling itself (recursion) is not counted."""
     out = set()
-    for path, imported, (where, call) in _project_calls():
-        bare = path == f"fastlab/{module}.py" or f"fastlab.{module}.{name}" in imported
+    for path, bound, (where, call) in _project_calls():
+        bare = path == f"fastlab/{module.replace('.', '/')}.py" or bound.get(name) == f"fastlab.{module}.{name}"
         f = call.func
         direct = isinstance(f, ast.Attribute) and f.attr == name and \
-            isinstance(f.value, ast.Name) and f.value.id == module
+            isinstance(f.value, ast.Name) and bound.get(f.value.id) == f"fastlab.{module}"
         called = bare and isinstance(f, ast.Name) and f.id == name and where[-1:] != (name,)
         if direct or called:
             out.add(f"{path}:{'.'.join(where) or '<module>'}")
@@ -175,15 +225,16 @@ def callers(name: str, module: str) -> set[str]:
 
 def test_backends_are_chosen_and_routes_followed_in_one_place() -> None:
     """Issue 35: the backend was chosen twice (plan.py and shaping.plan_link) and routes and path figures
-    recomputed in the verdict, the cost prediction and the theory; the run's plan (fastlab.plan) now
+    recomputed in the verdict, the cost prediction and the theory; the run's plan (fastlab.plan.prepare) now
     does each once and everything after reads it."""
-    assert callers("choose_backend", "shaping") == {"fastlab/plan.py:prepare"}
-    assert callers("hops", "routing") == {"fastlab/plan.py:trace"}
-    assert callers("figures", "routing") == {"fastlab/plan.py:Routes.figures"}
-    assert callers("numbered_flows", "spec") <= {"fastlab/spec.py:numbered_flows", "fastlab/plan.py:_validate_paths",
-                                                 "fastlab/traffic.py:expand_flows"}
+    assert callers("choose_backend", "plan.link_commands") == {"fastlab/plan/prepare.py:prepare"}
+    assert callers("hops", "plan.routing") == {"fastlab/plan/prepare.py:trace"}
+    assert callers("figures", "plan.routing") == {"fastlab/plan/prepare.py:Routes.figures"}
+    assert callers("numbered_flows", "spec.schema") <= {
+        "fastlab/spec/schema.py:numbered_flows", "fastlab/plan/prepare.py:_validate_paths",
+        "fastlab/plan/flows.py:expand_flows"}
 
 
 def test_the_callers_check_sees_calls() -> None:
-    assert "fastlab/plan.py:layout" in callers("idle_links", "routing")
-    assert "fastlab/engine.py:run_experiment" in callers("prepare", "plan")
+    assert "fastlab/plan/prepare.py:layout" in callers("idle_links", "plan.routing")
+    assert "fastlab/experiment/engine.py:run_experiment" in callers("prepare", "plan.prepare")

@@ -18,9 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from fastlab.labrecord import Case, fingerprint, judge_case, load_cases, spec_drift, trim
-from fastlab.labrun import check_lab_run
-from fastlab.labs import (
+from fastlab.labs.kit import (
     LABS_DIR,
     CheckResult,
     Lab,
@@ -32,10 +30,12 @@ from fastlab.labs import (
     load_lab_folder,
     loss_starts,
 )
+from fastlab.labs.record import Case, fingerprint, judge_case, load_cases, spec_drift, trim
+from fastlab.labs.run import check_lab_run
 from tests.conftest import EXAMPLE, fastlab
 
 CHECKPOINTS = '''
-from fastlab.labs import checkpoint, within
+from fastlab.labs.kit import checkpoint, within
 
 
 @checkpoint

@@ -1,4 +1,4 @@
-"""fastlab.ccruntime.LiveControl's refusals, without a network (the accepted path runs for real in
+"""fastlab.run.ccruntime.LiveControl's refusals, without a network (the accepted path runs for real in
 tests/webapp/test_browser.py): each is one line naming the field, and nothing reaches the tool."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ import dataclasses
 
 import pytest
 
-from fastlab.ccruntime import CCRuntime, HostParams, LiveControl, LiveControlError
-from fastlab.ccset import default_registry
-from fastlab.runstate import RunState
+from fastlab.build.runstate import RunState
+from fastlab.plan.flows import HostParams
+from fastlab.run.ccruntime import CCRuntime, LiveControl, LiveControlError
+from fastlab.spec.ccset import default_registry
 
 
 class NoTool:
@@ -82,7 +83,7 @@ class Accepts:
 def test_live_changes_are_rate_limited_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each live change is a tool process and an environment entry: at most LIVE_CHANGES_PER_S a second
     and LIVE_CHANGES_MAX a run; the refused ones reach nothing (issue 37: 256 changes in 0.92 s)."""
-    from fastlab import ccruntime
+    from fastlab.run import ccruntime
 
     registry = default_registry()
     tool = Accepts()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from fastlab.cc import Registry
-from fastlab.controller import port_samples
-from fastlab.openflow import (
+from fastlab.plan.links import resolve
+from fastlab.plan.prepare import validate
+from fastlab.run.controller import port_samples
+from fastlab.run.openflow import (
     IP_ICMP,
     IP_TCP,
     PRIO_DEFAULT,
@@ -18,10 +19,9 @@ from fastlab.openflow import (
     flow_rules,
     plan_rules,
 )
-from fastlab.plan import validate
-from fastlab.shaping import resolve
-from fastlab.spec import SpecError, parse_spec
-from fastlab.topology import build_plan
+from fastlab.spec.cc import Registry
+from fastlab.spec.schema import SpecError, parse_spec
+from fastlab.spec.topology import build_plan
 from tests.unit.test_topologies import figures
 
 SWITCHED = {"scale": 0.02, "core": "switched", "cern_hosts": 1, "chicago_hosts": 1, "sunnyvale_hosts": 1,

@@ -1,4 +1,4 @@
-"""fastlab.plan: the run's plan made once. `layout` (pure: no capability probe) is what the theory, explain
+"""fastlab.plan.prepare: the run's plan made once. `layout` (pure: no capability probe) is what the theory, explain
 and the web form read; `prepare` extends the same layout with the machine's decisions, and the fidelity
 verdict, the cost prediction and the theory read the routes and path figures it holds."""
 
@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from fastlab import fast_theory
-from fastlab.capabilities import Capabilities, Probe
-from fastlab.fidelity import fast_target_ms
-from fastlab.plan import layout, prepare
-from fastlab.spec import SpecError, parse_spec
-from fastlab.verdict import fidelity_paths, fidelity_routes
+from fastlab.measure.verdict import fidelity_paths, fidelity_routes
+from fastlab.plan.capabilities import Capabilities, Probe
+from fastlab.plan.prepare import layout, prepare
+from fastlab.spec.ccset import fast_target_ms
+from fastlab.spec.schema import SpecError, parse_spec
+from fastlab.theory import fast as fast_theory
 
 SC2002 = {"name": "plan", "topology": "sc2002", "duration_s": 5, "topology_args": {"scale": 0.01},
           "flows": [{"src": "cern", "dst": "sunnyvale", "cc": "fast", "cc_args": {"alpha": 40}},

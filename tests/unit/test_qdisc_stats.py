@@ -1,7 +1,7 @@
 """tc queue statistics over rtnetlink: the pure parser against a dump reply captured from a real kernel.
 
 The fixture is the raw RTM_GETQDISC dump reply from a scratch namespace holding a veth pair
-x0-b (ifindex 2) / x0-a (ifindex 3), each shaped by the commands `shaping._tc_queue` plans:
+x0-b (ifindex 2) / x0-a (ifindex 3), each shaped by the commands `link_commands._tc_queue` plans:
 x0-b at 8 kbit/s with `pfifo limit 10` after 30 UDP datagrams of 1428 IP bytes (3 sent, 10
 queued, 17 dropped), x0-a at 50 Mbit/s with `bfifo limit 30000` after 40 of them (drained, 13
 dropped). `tc -s -j qdisc show` run right after it printed the same counters.
@@ -15,7 +15,7 @@ import pytest
 from pyroute2.netlink.rtnl import RTM_NEWQDISC
 from pyroute2.netlink.rtnl.marshal import MarshalRtnl
 
-from fastlab.qdisc_stats import TC_H_ROOT, Qdisc, QdiscStatsError, qdisc_from_message, queue_stats
+from fastlab.build.qdisc_stats import TC_H_ROOT, Qdisc, QdiscStatsError, qdisc_from_message, queue_stats
 from tests.conftest import FIXTURES
 
 LO, X0_B, X0_A = 1, 2, 3
@@ -90,8 +90,8 @@ def test_fixture_is_one_complete_dump() -> None:
 
 # --- kernel AQM qdiscs ------------------------------------------------------------------------------
 # rtnl_qdisc_dump_htb_aqm.bin: the raw dump reply of a scratch namespace in the stock-kernel VM (Linux
-# 6.1.0-56, Debian's), three veth pairs each shaped by `shaping._tc_queue` at 1 Mbit/s with the child
-# `shaping.tc_aqm` built: r0-b (ifindex 3) `red limit 150000 min 7500 max 22500 avpkt 1000 burst 9
+# 6.1.0-56, Debian's), three veth pairs each shaped by `link_commands._tc_queue` at 1 Mbit/s with the child
+# `tc_aqm.tc_aqm` built: r0-b (ifindex 3) `red limit 150000 min 7500 max 22500 avpkt 1000 burst 9
 # probability 0.1` after 200 back-to-back UDP datagrams of 1428 IP bytes (the average crossed max_th at
 # once with wq 1/4: 179 early drops, forced ones among them), c0-b (5) `codel limit 40` after 200 more
 # (156 over the limit, 5 CoDel drops), p0-b (7) `pie limit 1000` after 1.5 s at twice its rate (18 PIE
@@ -138,7 +138,7 @@ def test_red_drops_split_early_from_the_limits() -> None:
 
 
 def test_short_or_unknown_xstats() -> None:
-    from fastlab.qdisc_stats import xstats_fields
+    from fastlab.build.qdisc_stats import xstats_fields
 
     assert xstats_fields("pfifo", "00:01") == () and xstats_fields("red", None) == ()
     assert xstats_fields("red", "01:00:00:00:02:00:00:00:03:00:00:00:04:00:00:00") == \

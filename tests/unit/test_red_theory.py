@@ -1,4 +1,4 @@
-"""fastlab.red_theory (lab 10): RED's curve, the Reno/RED fluid equilibrium, HMTG's linearized loop and
+"""fastlab.theory.red (lab 10): RED's curve, the Reno/RED fluid equilibrium, HMTG's linearized loop and
 its condition, the loop's exact gain margin, and SHRiNK's window-preserving scaling, on numbers worked
 out by hand in each test's comment."""
 
@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from fastlab.red_theory import (
+from fastlab.theory.red import (
     Point,
     Red,
     equilibrium,

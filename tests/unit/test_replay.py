@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from fastlab.replay import TOLERANCES, RunFacts, compare, environment_differences, fidelity_notes, table
+from fastlab.experiment.replay import TOLERANCES, RunFacts, compare, environment_differences, fidelity_notes, table
 
 ENVIRONMENT = {
     "kernel": "6.18.0", "tools": {"fastlab": "d96cc2d", "iperf3": "iperf 3.12"},

@@ -1,4 +1,4 @@
-"""Results in Python (fastlab.results, issue 36 item 3) on lab 02's recorded runs: a run folder and a
+"""Results in Python (fastlab.results.api, issue 36 item 3) on lab 02's recorded runs: a run folder and a
 bundle load into DataFrames with units, runs compare side by side, a sweep folder lists its points,
 and anything else is refused in one line."""
 
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fastlab import bundle, results
+from fastlab.results import api as results
+from fastlab.results import bundle
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "labs" / "02-fast-equilibrium" / "recorded" / "short"

@@ -1,4 +1,4 @@
-"""Runs whose parameters change are judged per segment (fastlab.segments, issue 32): the cuts, the theory
+"""Runs whose parameters change are judged per segment (fastlab.theory.segments, issue 32): the cuts, the theory
 per part, the figures over each part's settled time and the words, on hand-computed traces and on lab
 06's recorded α staircase."""
 
@@ -12,10 +12,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from fastlab import explain, segments, tables
-from fastlab.rundir import RunFolder
-from fastlab.segments import Change
-from fastlab.spec import parse_spec
+from fastlab.results import tables
+from fastlab.results.rundir import RunFolder
+from fastlab.spec.schema import parse_spec
+from fastlab.theory import explain, segments
+from fastlab.theory.segments import Change
 from webapp import create_app
 from webapp.compare import differences
 
@@ -56,7 +57,7 @@ def test_changes_at_one_instant_together_global_ones_reach_every_flow_late_ones_
     assert [[f.cc_args.get("alpha") for f in p.spec.flows] for p in parts] == [[30, None, None], [50, 70, None],
                                                                                [10, 10, None]]
     # the second flow had set no alpha: the table's default is what it replaced
-    default = next(p.default for p in __import__("fastlab.ccset", fromlist=["x"]).FAST_PARAMS if p.name == "alpha")
+    default = next(p.default for p in __import__("fastlab.spec.ccset", fromlist=["x"]).FAST_PARAMS if p.name == "alpha")
     assert parts[1].before == ({"alpha": 30}, {"alpha": default})
     assert parts[2].changes[0].text(parts[2].before[0]) == "every fast flow: α 50 → 10 at 9.0 s"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastlab import selftest
+from fastlab.experiment import selftest
 
 FAITHFUL = {"faithful": True, "reasons": []}
 

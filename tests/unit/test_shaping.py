@@ -8,23 +8,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from fastlab import shaping
-from fastlab.qdisc_stats import TC_H_ROOT, Qdisc, QdiscStatsError
-from fastlab.shaping import (
-    Devices,
-    LinkPlanResult,
-    Shaper,
-    ShapingError,
-    choose_backend,
-    emulator_samples,
-    link_seed,
-    loss_arg,
-    plan_link,
-    resolve,
-)
-from fastlab.spec import BernoulliLoss, EveryNthLoss, GilbertElliottLoss, LinkDirection, LinkSpec, PlannedLoss
-from fastlab.supervised import json_objects
-from fastlab.topology import build_plan
+from fastlab.base.supervised import json_objects
+from fastlab.build import shaping
+from fastlab.build.qdisc_stats import TC_H_ROOT, Qdisc, QdiscStatsError
+from fastlab.build.shaping import Shaper, emulator_samples
+from fastlab.plan.link_commands import Devices, LinkPlanResult, choose_backend, link_seed, loss_arg, plan_link
+from fastlab.plan.links import ShapingError, resolve
+from fastlab.spec.schema import BernoulliLoss, EveryNthLoss, GilbertElliottLoss, LinkDirection, LinkSpec, PlannedLoss
+from fastlab.spec.topology import build_plan
 
 DEVS = Devices("r1", "r1-eth1", "r2", "r2-eth1", "x2", "x2-a", "x2-b")
 
@@ -32,7 +23,7 @@ DEVS = Devices("r1", "r1-eth1", "r2", "r2-eth1", "x2", "x2-a", "x2-b")
 def planned(link, devs: Devices = DEVS, *, has_netem: bool, has_emulator: bool,
             tc_aqms: frozenset[str] = frozenset(), **kw):
     """plan_link for the backend choose_backend picks on a machine with these capabilities, as the run's
-    plan (fastlab.plan.prepare) decides it."""
+    plan (fastlab.plan.prepare.prepare) decides it."""
     return plan_link(link, devs, decided=choose_backend(link, has_netem, has_emulator, tc_aqms), **kw)
 
 
@@ -247,7 +238,7 @@ def test_jumbo_frames_hold_the_same_bytes_in_fewer_packets() -> None:
 
 
 def test_fast_target_counts_alpha_in_packets_of_the_mtu() -> None:
-    from fastlab.fidelity import fast_target_ms
+    from fastlab.spec.ccset import fast_target_ms
 
     assert fast_target_ms(100, 1000) == pytest.approx(1.2)  # 100 x 1500 B at 1 Gb/s
     assert fast_target_ms(100, 1000, 9000) == pytest.approx(7.2)

@@ -9,9 +9,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastlab.cc import Registry
-from fastlab.plan import validate
-from fastlab.spec import (
+from fastlab.plan.prepare import validate
+from fastlab.spec.cc import Registry
+from fastlab.spec.schema import (
     Buffer,
     SpecError,
     apply_overrides,
@@ -182,8 +182,8 @@ def test_bad_window_ceilings_name_the_field(value: object) -> None:
 def test_non_finite_cc_parameters_are_one_line_errors(value: str, where: str) -> None:
     """NaN and infinity in FAST's parameters, in a flow or a scheduled change, are refused naming the
     field (they used to end in a ValueError/OverflowError traceback)."""
-    from fastlab.ccruntime import plan_parameters
-    from fastlab.ccset import register_ours
+    from fastlab.plan.flows import plan_parameters
+    from fastlab.spec.ccset import register_ours
 
     registry = register_ours(Registry(kernel_listing=lambda: {"reno", "cubic"}, module_listing=set), "bpf")
     flows = ("flows:\n  - {src: h1, dst: h2, cc: fast, cc_args: {alpha: VALUE}}\n" if where == "cc_args" else
@@ -217,6 +217,33 @@ def test_deep_nesting_and_oversize_files_are_one_line_errors(tmp_path) -> None:
         with pytest.raises(SpecError, match=expected) as err:
             call()
         assert "\n" not in str(err.value)
+
+
+BILLION_LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8))  # 10^9 x's
+
+
+@pytest.mark.parametrize("text, expected", [
+    (BILLION_LAUGHS, "aliases expand to more than 100,000 values"),
+    ("name: x\ntopology_args: &a {b: *a}\n", "an alias refers to the node that contains it"),
+    ("name: x\nflows: &f [*f]\n", "an alias refers to the node that contains it"),
+])
+def test_alias_bombs_and_self_references_are_one_line_errors_at_once(text: str, expected: str) -> None:
+    """YAML aliases share one node: a billion-laughs spec (640 bytes, 10^9 values expanded) or a node that
+    contains itself would send every later walk of the document (the nesting check, the schema, to_plain)
+    into an exponential or endless loop; the reader refuses them by the document's shape, walking each
+    shared node once."""
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(SpecError, match=expected) as err:
+        read_spec_text(text)
+    assert "\n" not in str(err.value) and time.monotonic() - start < 2.0
+
+
+def test_anchors_that_expand_within_bounds_still_read() -> None:
+    spec = read_spec_text(ISSUE_SPEC + "topology_args: {x: &v [1, 2], y: *v}\n")
+    assert spec.topology_args == {"x": [1, 2], "y": [1, 2]}
 
 
 def _leaves(node: object, prefix: tuple = ()) -> list[tuple]:
@@ -259,8 +286,8 @@ def _fuzz_one(path: tuple, value: object) -> None:
 
     import yaml
 
-    from fastlab.ccruntime import plan_parameters
-    from fastlab.ccset import register_ours
+    from fastlab.plan.flows import plan_parameters
+    from fastlab.spec.ccset import register_ours
 
     registry = register_ours(Registry(kernel_listing=lambda: {"reno", "cubic"}, module_listing=set), "bpf")
     data = copy.deepcopy(FUZZ_BASE)
@@ -308,8 +335,8 @@ def test_line_breaks_in_any_value_or_key_stay_one_line(breaker: str) -> None:
 
     import yaml
 
-    from fastlab.ccruntime import plan_parameters
-    from fastlab.ccset import register_ours
+    from fastlab.plan.flows import plan_parameters
+    from fastlab.spec.ccset import register_ours
 
     registry = register_ours(Registry(kernel_listing=lambda: {"reno", "cubic"}, module_listing=set), "bpf")
     for path in _leaves(FUZZ_BASE):
@@ -450,7 +477,7 @@ def test_every_aqm_range_of_the_spec_lies_inside_linkemus() -> None:
     Before, PIE's tupdate_ms took 0.001 (linkemu: 100 us at least) and CoDel's interval 100 s (linkemu: 60)."""
     from annotated_types import Ge, Gt, Le, Lt
 
-    from fastlab.spec import CodelAqm, PieAqm, RedAqm
+    from fastlab.spec.schema import CodelAqm, PieAqm, RedAqm
 
     emu = linkemu_aqm_ranges()
     assert len(emu) >= 13, emu  # the parse found the tables

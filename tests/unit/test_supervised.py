@@ -1,4 +1,4 @@
-"""The supervised-process helper (`fastlab.supervised`), on real child processes (small Python
+"""The supervised-process helper (`fastlab.base.supervised`), on real child processes (small Python
 programs standing in for linkemu, flowtool, the CC event streams and the controller app)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from fastlab.supervised import STDERR_KEEP_CHARS, Supervised, json_objects, stop_all
+from fastlab.base.supervised import STDERR_KEEP_CHARS, Supervised, json_objects, stop_all
 
 
 class State:
@@ -122,7 +122,7 @@ def test_teardown_runs_every_stop_in_reverse_and_raises_the_first_failure() -> N
     the first failure comes out as a RunError; a clean teardown lets the run's own error through."""
     import pytest
 
-    from fastlab.engine import RunError, Teardown
+    from fastlab.experiment.engine import RunError, Teardown
 
     ran: list[str] = []
 
@@ -145,10 +145,10 @@ def test_teardown_runs_every_stop_in_reverse_and_raises_the_first_failure() -> N
 
 
 def test_a_late_sender_stops_at_the_runs_planned_end() -> None:
-    """fastlab.flowtool.stop_time: a sender that started 3 s late (an interpreter starting on a slow or
+    """fastlab.run.flowtool.stop_time: a sender that started 3 s late (an interpreter starting on a slow or
     emulated machine) stops at the run's end, not 3 s after it; one given no end runs its duration; an
     end beyond the duration does not extend it."""
-    from fastlab.flowtool import stop_time
+    from fastlab.run.flowtool import stop_time
 
     assert stop_time(103.0, 25.0, 125.0) == 125.0
     assert stop_time(100.0, 25.0, None) == 125.0
@@ -161,8 +161,8 @@ def test_a_late_sender_stops_at_the_runs_planned_end() -> None:
     ("go\n", None), ('{"start_at": 1}\n', None), ('{"start_at": "x", "stop_at": 2}\n', None), ("[1, 2]\n", None),
 ])
 def test_a_ready_sender_starts_when_told_and_only_then(line: str, want: tuple[float, float] | None) -> None:
-    """fastlab.flowtool.wait_for_go: the traffic layer's one line (start and stop on the shared monotonic
+    """fastlab.run.flowtool.wait_for_go: the traffic layer's one line (start and stop on the shared monotonic
     clock); anything else, an empty line included, means no flow to send."""
-    from fastlab.flowtool import wait_for_go
+    from fastlab.run.flowtool import wait_for_go
 
     assert wait_for_go(line) == want

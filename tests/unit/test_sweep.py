@@ -10,11 +10,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from fastlab import sweep, sweep_report, sweep_run
-from fastlab.bundle import export, verify
-from fastlab.cc import Registry
-from fastlab.plan import validate
-from fastlab.spec import SpecError, parse_override
+from fastlab.plan.prepare import validate
+from fastlab.results.bundle import export, verify
+from fastlab.spec.cc import Registry
+from fastlab.spec.schema import SpecError, parse_override
+from fastlab.sweep import points as sweep
+from fastlab.sweep import report as sweep_report
+from fastlab.sweep import run as sweep_run
 
 REPO = Path(__file__).resolve().parents[2]
 KERNEL = Registry(kernel_listing=lambda: {"reno", "cubic", "bbr"}, module_listing=set)
@@ -168,7 +170,7 @@ def fake_point_dir(directory: Path, point: sweep.Point, finished: bool) -> Path:
 
 
 def test_resume_keeps_finished_points_and_removes_partial_ones(tmp_path: Path, caplog) -> None:
-    caplog.set_level(logging.INFO, logger="fastlab.sweep")
+    caplog.set_level(logging.INFO, logger="fastlab.sweep.points")
     plan = sweep.plan_sweep(doc(params={"topology_args.rtt_ms": [10, 20]}, repeat=2))
     state = sweep.prepare_directory(plan, tmp_path)
     assert [p.status for p in state.points] == ["pending"] * 4 and (tmp_path / sweep.SWEEP_FILE).is_file()
@@ -275,7 +277,7 @@ def test_cluster_commands_offer_one_machine_per_worker() -> None:
                                                        local_directory=None))
     assert worker[:4] == [sys.executable, "-m", "dask", "worker"] and "tcp://10.0.0.5:8786" in worker
     assert worker[worker.index("--resources") + 1] == "machine=1" and worker[worker.index("--nthreads") + 1] == "4"
-    assert worker[worker.index("--preload") + 1] == "fastlab.cluster_run"  # cleans up after dead runs at start
+    assert worker[worker.index("--preload") + 1] == "fastlab.experiment.cluster_run"  # cleans up dead runs
     web = cluster_argv("worker", argparse.Namespace(address="tcp://10.0.0.5:8786", host=None, local_directory=None),
                        "machine=1,runs=4,cores=1")
     assert web[web.index("--resources") + 1] == "machine=1,runs=4,cores=1"

@@ -1,6 +1,6 @@
 """Capacity sweeps with flow-count scaling (issue 33 item 4, `sweep.scale_flows`): each point's flows row
 carries N' = N C'/C whole flows, so each flow's window in packets stays the reference's (SHRiNK, through
-fastlab.red_theory's one scaling function, as lab 10 scales); each point's spec says N' and the reference;
+fastlab.theory.red's one scaling function, as lab 10 scales); each point's spec says N' and the reference;
 the report says it in words; nonsensical scalings are one line naming the field."""
 
 from __future__ import annotations
@@ -12,8 +12,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from fastlab import red_theory, sweep, sweep_report, sweep_scaling
-from fastlab.spec import SpecError, parse_spec
+from fastlab.spec.schema import SpecError, parse_spec
+from fastlab.sweep import points as sweep
+from fastlab.sweep import report as sweep_report
+from fastlab.sweep import scaling as sweep_scaling
+from fastlab.theory import red as red_theory
 
 SCALE = {"capacity": "topology_args.rate_mbps", "reference_flows": 4, "reference_capacity_mbps": 10}
 

@@ -2,7 +2,7 @@
 kernel has sch_red / sch_codel / sch_pie, and what each refuses, naming the field.
 
 The RED weight is checked against tc's own rule (iproute2 tc/tc_red.c, tc_red_eval_ewma, replicated in
-`shaping.red_ewma_wlog`) and against figures of `tc -s -d qdisc show` in the stock-kernel VM (iproute2
+`tc_aqm.red_ewma_wlog`) and against figures of `tc -s -d qdisc show` in the stock-kernel VM (iproute2
 6.1, Linux 6.1), which printed `ewma 9` for `min 15000 avpkt 1500 burst 72` and `ewma 2` for
 `min 7500 avpkt 1000 burst 9`."""
 
@@ -12,23 +12,12 @@ import math
 
 import pytest
 
-from fastlab.capabilities import Capabilities, Probe
-from fastlab.shaping import (
-    RED_MAX_P_TC,
-    Devices,
-    Direction,
-    ShapingError,
-    choose_backend,
-    red_burst_for_wlog,
-    red_ewma_wlog,
-    resolve,
-    tc_aqm,
-    tc_codel,
-    tc_pie,
-    tc_red,
-)
-from fastlab.spec import CodelAqm, LinkSpec, PieAqm, RedAqm
-from fastlab.topology import build_plan
+from fastlab.plan.capabilities import Capabilities, Probe
+from fastlab.plan.link_commands import Devices, choose_backend
+from fastlab.plan.links import Direction, ShapingError, resolve
+from fastlab.plan.tc_aqm import RED_MAX_P_TC, red_burst_for_wlog, red_ewma_wlog, tc_aqm, tc_codel, tc_pie, tc_red
+from fastlab.spec.schema import CodelAqm, LinkSpec, PieAqm, RedAqm
+from fastlab.spec.topology import build_plan
 from tests.unit.test_shaping import planned
 
 DEVS = Devices("r1", "r1-eth1", "r2", "r2-eth1", "x2", "x2-a", "x2-b")

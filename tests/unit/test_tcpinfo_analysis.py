@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from fastlab import analysis, tcpinfo
+from fastlab.measure import analysis
+from fastlab.run import tcpinfo
 from tests.conftest import FIXTURES
 
 
@@ -51,7 +52,7 @@ def test_summary_from_traces() -> None:
 
 
 def test_ping_summary_parser() -> None:
-    from fastlab.engine import parse_ping
+    from fastlab.experiment.engine import parse_ping
 
     out = ("PING 10.2.0.2 (10.2.0.2) 56(84) bytes of data.\n64 bytes from 10.2.0.2: icmp_seq=1 ttl=62 time=181 ms\n\n"
            "--- 10.2.0.2 ping statistics ---\n5 packets transmitted, 5 received, 0% packet loss, time 802ms\n"
@@ -61,11 +62,11 @@ def test_ping_summary_parser() -> None:
 
 
 def test_fast_equilibrium_lines_follow_the_theory() -> None:
-    """fastlab.fast_theory on lab 02's first spec: one FAST flow, alpha 20, 20 Mb/s x 40 ms: q = 20 /
+    """fastlab.theory.fast on lab 02's first spec: one FAST flow, alpha 20, 20 Mb/s x 40 ms: q = 20 /
     1666.7 per s = 12 ms, D = 52 ms, w = 20 * 52 / 12 = 86.7 (lab 02 recorded 87-88); two flows of
     alpha 30 share it: q = 36 ms each at 10 Mb/s; a Reno flow beside FAST leaves only the capacity."""
-    from fastlab.fast_theory import references
-    from fastlab.spec import read_spec_text
+    from fastlab.spec.schema import read_spec_text
+    from fastlab.theory.fast import references
 
     base = ("name: x\ntopology: dumbbell\ntopology_args: {rate_mbps: 20, rtt_ms: 40, buffer_bdp: 4}\n"
             "duration_s: 5\nflows:\n")
@@ -82,7 +83,7 @@ def test_fast_equilibrium_lines_follow_the_theory() -> None:
 def test_cc_info_in_the_vegas_format() -> None:
     import struct
 
-    from fastlab.tcpinfo import cc_info_sample
+    from fastlab.run.tcpinfo import cc_info_sample
 
     # FAST's module: rtt = avgRTT, minrtt = baseRTT (µs)
     raw = struct.pack("<4I", 1, 12, 52_400, 40_100)

@@ -12,12 +12,14 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from fastlab import linktrace, paths
-from fastlab.engine import RunError, _copy_traces, _spec_yaml
-from fastlab.rundir import RunFolder, trace_name
-from fastlab.shaping import Devices, ShapingError, choose_backend, resolve, schedule_arg
-from fastlab.spec import SCHEDULE_MAX_STEPS, LinkSpec, SpecError, load_spec, parse_spec
-from fastlab.topology import build_plan
+from fastlab.base import paths
+from fastlab.experiment.engine import RunError, _copy_traces, _spec_yaml
+from fastlab.plan.link_commands import Devices, choose_backend, schedule_arg
+from fastlab.plan.links import ShapingError, resolve
+from fastlab.results.rundir import RunFolder, trace_name
+from fastlab.spec import linktrace
+from fastlab.spec.schema import SCHEDULE_MAX_STEPS, LinkSpec, SpecError, load_spec, parse_spec
+from fastlab.spec.topology import build_plan
 from tests.unit.test_shaping import planned
 
 DEVS = Devices("r1", "r1-eth1", "r2", "r2-eth1", "x2", "x2-a", "x2-b")
@@ -274,7 +276,7 @@ def test_a_trace_changed_after_the_check_stops_the_run(tmp_path: Path) -> None:
 def test_the_step_in_force_and_the_traces_opportunities_become_link_columns() -> None:
     """linkemu's schedule and trace state in the link samples (links.csv): the step in force and its values,
     the trace's opportunities since the flows' start; a fixed direction adds no columns."""
-    from fastlab.shaping import emulator_samples
+    from fastlab.build.shaping import emulator_samples
 
     base = {"rx_pkts": 10, "rx_bytes": 15140, "tx_pkts": 8, "tx_bytes": 12112, "queue_drops": 0, "loss_drops": 0,
             "backlog_pkts": 0, "backlog_bytes": 0, "delay_line_pkts": 2}
@@ -294,7 +296,7 @@ def test_a_schedules_capacity_is_its_rate_averaged_over_the_window() -> None:
     """20 Mb/s (the link's own) until 5 s, 8 until 10, 30 after: over [0, 15] (20 x 5 + 8 x 5 + 30 x 5) / 15
     = 19.33 Mb/s; over [6, 12] (8 x 4 + 30 x 2) / 6 = 15.33; a window inside one step has its rate; delay
     steps change no capacity."""
-    from fastlab.shaping import mean_rate_bps
+    from fastlab.plan.links import mean_rate_bps
 
     d = bottleneck({"rate_mbps": 20, "schedule": [{"at_s": 5, "rate_mbps": 8},
                                                   {"at_s": 10, "rate_mbps": 30, "delay_ms": 5}]}).forward
@@ -309,7 +311,7 @@ def test_a_varying_direction_is_not_judged_as_paced() -> None:
     the link's own rate (a rate step up, a delay drop bunching releases), a trace in bursts."""
     import pandas as pd
 
-    from fastlab.verdict import fidelity_counters
+    from fastlab.measure.verdict import fidelity_counters
 
     rows = pd.DataFrame([{"t": t, "link": "bottleneck", "direction": d, "tx_bytes": 1000.0 * t, "backlog_bytes": 0.0}
                          for t in (0.0, 1.0) for d in ("forward", "reverse")])
@@ -323,7 +325,7 @@ def test_the_capacity_line_steps_with_the_schedule() -> None:
     """The charts' reference lines (report and live page): the bottleneck's capacity, and FAST's equilibrium
     at it, per span of the schedule's rate (20 until 5 s, then 8, then 30); a delay or loss step, or the
     reverse direction's, changes no line."""
-    from fastlab import segments
+    from fastlab.theory import segments
 
     steps = [{"at_s": 5, "rate_mbps": 8}, {"at_s": 7, "delay_ms": 30}, {"at_s": 10, "rate_mbps": 30}]
     spec = parse_spec(BASE | {"duration_s": 15.0, "flows": [{"src": "h1", "dst": "h2", "cc": "fast"}],
@@ -335,7 +337,7 @@ def test_the_capacity_line_steps_with_the_schedule() -> None:
     # FAST's rate is the whole capacity for one flow; its window αD/(D−d) needs D - d = α / C: shorter at 30
     assert spans[2]["fast_rtt_ms"] < spans[0]["fast_rtt_ms"] < spans[1]["fast_rtt_ms"]
     # with a cc change at 6 s too: cut there as well, the capacity carried across it
-    from fastlab.segments import Change
+    from fastlab.theory.segments import Change
 
     cut = segments.reference_spans(spec, [Change(6.0, "fast", {"alpha": 60})])
     assert [(r["from_s"], r["to_s"], r["capacity_mbps"]) for r in cut] == [(0.0, 5.0, 20), (5.0, 6.0, 8),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from fastlab.tracing import SampleBus
+from fastlab.run.tracing import SampleBus
 
 
 def test_bus_rebases_time_replays_history_and_ends_streams() -> None:

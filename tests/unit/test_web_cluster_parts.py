@@ -16,9 +16,10 @@ from typing import Any
 import msgpack
 import pytest
 
-from fastlab import bundle, cluster_run
-from fastlab.cluster_run import SampleBatcher, event, resources_arg, run_resources, worker_resources
-from fastlab.cost import MAX_RUNS, Cost, Figures
+from fastlab.experiment import cluster_run
+from fastlab.experiment.cluster_run import SampleBatcher, event, resources_arg, run_resources, worker_resources
+from fastlab.experiment.cost import MAX_RUNS, Cost, Figures
+from fastlab.results import bundle
 from tests.webapp.test_compare import write_run
 from webapp.cluster import Cluster, Relayed, import_bundle, lag_figures, percentile
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from fastlab.labs import LABS_DIR, lab_folders
-from fastlab.rundir import RunFolder
+from fastlab.labs.kit import LABS_DIR, lab_folders
+from fastlab.results.rundir import RunFolder
 from webapp import create_app
 
 UNFAITHFUL = {
@@ -61,7 +61,7 @@ def test_history_lists_runs_and_survives_a_restart(client, tmp_path: Path) -> No
 def test_run_page_and_report(client) -> None:
     page = client.get("/runs/20261122-050000-demo-flabcd")
     assert page.status_code == 200 and b"emulator" in page.data
-    # the summary tables as report.html draws them (fastlab.tables): headers in words, keys as tooltips
+    # the summary tables as report.html draws them (fastlab.results.tables): headers in words, keys as tooltips
     assert b'<th title="throughput_mbps">goodput (Mb/s)</th>' in page.data and b'class="num">47.5</td>' in page.data
     assert b'data-fidelity="unassessed"' in page.data and b"Not faithful" not in page.data  # an old run
     assert client.get("/runs/20261122-050000-demo-flabcd/report").data == b"<html>report</html>"
@@ -123,11 +123,11 @@ def test_progress_lines_reach_the_run_stream_from_its_worker_thread_only() -> No
     level = FASTLAB_LOG.level
     FASTLAB_LOG.setLevel(logging.INFO)
     try:
-        logging.getLogger("fastlab.engine").info("run %s: building %s", "flab12", "dumbbell")
-        other = threading.Thread(target=lambda: logging.getLogger("fastlab.engine").info("another run"))
+        logging.getLogger("fastlab.experiment.engine").info("run %s: building %s", "flab12", "dumbbell")
+        other = threading.Thread(target=lambda: logging.getLogger("fastlab.experiment.engine").info("another run"))
         other.start()
         other.join()
-        logging.getLogger("fastlab.engine").debug("not progress")
+        logging.getLogger("fastlab.experiment.engine").debug("not progress")
     finally:
         FASTLAB_LOG.removeHandler(handler)
         FASTLAB_LOG.setLevel(level)
@@ -145,7 +145,7 @@ def test_the_cli_prints_progress_lines_once(capsys) -> None:
     try:
         show_progress()
         show_progress()
-        logging.getLogger("fastlab.labs").info("step %s (%d of %d)", "p2e-3", 2, 3)
+        logging.getLogger("fastlab.labs.kit").info("step %s (%d of %d)", "p2e-3", 2, 3)
     finally:
         logger.handlers[:], logger.level, logger.propagate = before[0], before[1], before[2]
     assert capsys.readouterr().err == "step p2e-3 (2 of 3)\n"
@@ -175,7 +175,7 @@ def test_a_cubic_run_is_not_explained_against_fast(client) -> None:
 def test_a_summary_value_is_a_finite_number_or_nothing(value: object, expected: float | None) -> None:
     """What compare and sweep tables read from a summary.json (a hostile bundle's too): an int too large
     for a float is nothing, not an OverflowError."""
-    from fastlab.tables import finite_number
+    from fastlab.results.tables import finite_number
 
     assert finite_number(value) == expected
 

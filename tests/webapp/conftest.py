@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from fastlab.engine import RunResult
+from fastlab.experiment.engine import RunResult
 from webapp import create_app
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,7 +67,7 @@ class FakeEngine:
 
     def __call__(self, spec: Any, *, out: Path, on_sample: Any) -> RunResult:
         self.calls.append(spec.name)
-        logging.getLogger("fastlab.engine").info("fake run starting")  # as the engine reports progress
+        logging.getLogger("fastlab.experiment.engine").info("fake run starting")  # as the engine reports progress
         t0 = time.monotonic()
         n = 0
         while time.monotonic() - t0 < self.seconds:
@@ -235,7 +235,7 @@ flows:
   - {src: h1, dst: h2, cc: cubic}
 """
 TINY_CHECKPOINTS = """\
-from fastlab.labs import CheckResult, StepRun, checkpoint, within
+from fastlab.labs.kit import CheckResult, StepRun, checkpoint, within
 
 WHY = "one loss-based flow keeps a 1-BDP buffer from emptying after slow start (80 RTTs of 20 ms in 4 s)"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fastlab.bundle import verify
+from fastlab.results.bundle import verify
 from tests.webapp.conftest import ARTIFACTS, FLOW_POINTS, wait_until
 from tests.webapp.test_compare import write_run
 from webapp import create_app

@@ -1,4 +1,4 @@
-"""fastlab.bundle: export a run directory as a zip with a SHA-256 manifest, and verify it."""
+"""fastlab.results.bundle: export a run directory as a zip with a SHA-256 manifest, and verify it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fastlab.bundle import MANIFEST, REPRODUCE, BundleError, export, extract, verify
+from fastlab.results.bundle import MANIFEST, REPRODUCE, BundleError, export, extract, verify
 
 SPEC = "name: demo\ntopology: dumbbell\nduration_s: 8\nseed: 3\nflows:\n- {src: h1, dst: h2, cc: fast}\n"
 SUMMARY = {"flows": [{"id": "f1", "src": "h1", "dst": "h2", "cc": "fast", "throughput_mbps": 18.3, "min_rtt_ms": 20.9,

@@ -161,13 +161,14 @@ def test_the_report_draws_the_run_pages_charts(tmp_path: Path, live_server_facto
     """Issue 32 item 4: report.html draws with the run page's chart code (fastlab/templates/charts.js), so
     both show the same charts, titles, traces (names, colours, points, goodput's moving average), theory
     lines over their spans, markers and x range. The run was made without the web app (no
-    partial.jsonl, as a CLI run): its page replays its CSVs (fastlab.chart_data), as the report does. It
+    partial.jsonl, as a CLI run): its page replays its CSVs (fastlab.results.chart_data), as the report does. It
     is a FAST flow whose α went 30 -> 60 at 4 s, a busy bottleneck and an idle access link."""
     import pandas as pd
 
-    from fastlab import explain, report, segments
-    from fastlab.rundir import RunFolder
-    from fastlab.spec import parse_spec
+    from fastlab.results import report
+    from fastlab.results.rundir import RunFolder
+    from fastlab.spec.schema import parse_spec
+    from fastlab.theory import explain, segments
 
     run = write_lossy_fast_run(tmp_path)
     samples = [json.loads(line) for line in (run / "partial.jsonl").read_text().splitlines()]

@@ -1,6 +1,6 @@
-"""fastlab.client against the real server (uvicorn in front of the app, as `python -m webapp` serves
+"""fastlab.results.client against the real server (uvicorn in front of the app, as `python -m webapp` serves
 it; issue 36 item 3): the history, a refused spec in the server's one line, the access token, and a
-real 4-s run submitted, followed and fetched as a verified bundle into fastlab.results."""
+real 4-s run submitted, followed and fetched as a verified bundle into fastlab.results.api."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fastlab import results
-from fastlab.client import Client, ClientError
+from fastlab.results import api as results
+from fastlab.results.client import Client, ClientError
 from tests.webapp.conftest import good_spec
 from tests.webapp.test_charts import RUN, write_lossy_fast_run
 from webapp import create_app

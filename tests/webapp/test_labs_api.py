@@ -177,7 +177,7 @@ def test_an_old_database_is_migrated_and_keeps_its_runs(tmp_path: Path, tiny_lab
 
 
 def test_the_repository_labs_are_the_default_and_openapi_covers_the_lab_api(client, app) -> None:
-    from fastlab.labs import LABS_DIR, lab_folders
+    from fastlab.labs.kit import LABS_DIR, lab_folders
     assert app.config["LABS_DIR"] == LABS_DIR
     labs = client.get("/api/labs").get_json()  # whatever labs exist now, loadable or not, are listed
     assert [lab["name"] for lab in labs] == [p.name for p in lab_folders(LABS_DIR)]

@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from fastlab import bundle
-from fastlab.labs import LABS_DIR, evaluate_step, lab_folders, load_lab, load_lab_folder
+from fastlab.labs.kit import LABS_DIR, evaluate_step, lab_folders, load_lab, load_lab_folder
+from fastlab.results import bundle
 from webapp import create_app, guided, handout
 
 LAB02 = LABS_DIR / "02-fast-equilibrium"

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from fastlab import bundle
-from fastlab.labs import load_lab
+from fastlab.labs.kit import load_lab
+from fastlab.results import bundle
 from tests.webapp.conftest import ARTIFACTS, wait_until, watch
 from tests.webapp.test_labs_web import LAB02, RECORDED_RUN, recorded_band, register_lab_run
 from webapp import create_app, handout

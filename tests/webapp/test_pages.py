@@ -11,10 +11,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from fastlab import fast_theory, report
-from fastlab.labs import LABS_DIR, lab_folders
-from fastlab.rundir import RunFolder
-from fastlab.spec import parse_spec
+from fastlab.labs.kit import LABS_DIR, lab_folders
+from fastlab.results import report
+from fastlab.results.rundir import RunFolder
+from fastlab.spec.schema import parse_spec
+from fastlab.theory import fast as fast_theory
 from tests.webapp.conftest import ARTIFACTS, good_spec
 from tests.webapp.test_compare import A, B, write_run
 from webapp import create_app

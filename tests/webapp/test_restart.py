@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from fastlab import paths
-from fastlab.cc import kernel_available
-from fastlab.runstate import RunState, TrackedPid, prefixed_root_objects, process_start_time
+from fastlab.base import paths
+from fastlab.build.runstate import RunState, TrackedPid, prefixed_root_objects, process_start_time
+from fastlab.spec.cc import kernel_available
 from tests.webapp.conftest import REPO, free_port, good_spec, wait_status
 from webapp import create_app
 

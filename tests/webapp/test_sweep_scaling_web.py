@@ -1,5 +1,5 @@
 """Capacity sweeps with flow-count scaling from the web (issue 33 item 4): POST /api/sweeps with
-`scale_flows` plans the points with fastlab.sweep's engine (N' = N C'/C whole flows, the reference said in
+`scale_flows` plans the points with fastlab.sweep.points's engine (N' = N C'/C whole flows, the reference said in
 each point's description), queues them, and the sweep's page says the scaling in words; the form round
 trip (checkbox, reference filled from the form's own point) in Chromium, live: a 2-point sweep of 4-s runs."""
 

@@ -83,7 +83,7 @@ def test_points_set_the_field_name_and_seed() -> None:
     points = sweeps.point_specs(req)
     assert [(i, r, p["flows"][0]["cc_args"]["alpha"], p["seed"], p["name"]) for i, r, p in points] == [
         (0, 0, 10, 1, "webtest-p00-r0"), (0, 1, 10, 2, "webtest-p00-r1"), (1, 0, 40, 1, "webtest-p01-r0"),
-        (1, 1, 40, 2, "webtest-p01-r1")]  # fastlab.sweep's points: the CLI's names and seeds
+        (1, 1, 40, 2, "webtest-p01-r1")]  # fastlab.sweep.points's points: the CLI's names and seeds
     assert req.spec["flows"][0]["cc_args"]["alpha"] == 30  # the form's spec itself is untouched
 
 
@@ -225,9 +225,9 @@ def test_a_three_point_alpha_sweep_from_the_form_ends_with_its_plot(tmp_path: Pa
     page.screenshot(path=str(ARTIFACTS / "webapp-10-sweep.png"), full_page=True)
     state = json.loads(page.evaluate(f"fetch('{page.url.replace('/sweeps/', '/api/sweeps/')}').then(r => r.text())"))
     assert state["done"] == 3
-    # one engine (issue 32 item 6): the sweep's bundle is fastlab.sweep's folder, verified and replayed
+    # one engine (issue 32 item 6): the sweep's bundle is fastlab.sweep.points's folder, verified and replayed
     # by the CLI as a CLI sweep's
-    from fastlab import bundle
+    from fastlab.results import bundle
     from tests.conftest import fastlab
 
     zip_path = tmp_path / "sweep.zip"

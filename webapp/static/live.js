@@ -6,10 +6,10 @@ import {createCharts} from '/static/charts.js';
 const root = document.getElementById('run');
 const runId = root.dataset.runId;
 const initialStatus = root.dataset.status;
-// The theory's lines (fastlab.fast_theory, per flow): capacity, base RTT, FAST's equilibrium; each
-// over its span [from_s, to_s] between the run's parameter changes (fastlab.segments), whose markers
+// The theory's lines (fastlab.theory.fast, per flow): capacity, base RTT, FAST's equilibrium; each
+// over its span [from_s, to_s] between the run's parameter changes (fastlab.theory.segments), whose markers
 // (`marks`: when, what) are drawn on every chart. A running run's are fetched again at each change.
-// `lines` (chart -> its lines) is fastlab.chart_lines' list, the one report.html draws too.
+// `lines` (chart -> its lines) is fastlab.results.chart_lines' list, the one report.html draws too.
 let refs = JSON.parse(root.dataset.refs || '[]');
 let lines = JSON.parse(root.dataset.lines || '{}');
 let marks = JSON.parse(root.dataset.marks || '[]');

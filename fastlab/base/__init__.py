@@ -1,0 +1,4 @@
+"""Stage 1, base: what every stage may use — where things live (paths) and the one way a run starts,
+watches and stops a process (supervised). May import: nothing of fastlab.
+
+The order of stages is enforced by tests/unit/test_import_graph.py."""

@@ -1,0 +1,110 @@
+"""The fidelity verdict's inputs, gathered from a run's plan, its emulators' final stats and its traces:
+the routes and paths the flows took over the emulated links, the links' sampled counters for the
+conservation check, the tc-shaped queues, and the verdict itself (`assess_run`, fastlab.measure.fidelity's
+pure `assess` on them). Used by the engine at the end of a run and by bench/conservation.py on finished
+runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastlab.measure import fidelity
+from fastlab.plan.prepare import Prepared
+
+
+def tc_queues(prep: Prepared, links_df: Any) -> dict[str, dict[str, tuple[int, list[tuple[float, float, float]]]]]:
+    """Each tc-shaped link's sampled queue per direction, with its configured rate, for the verdict."""
+    out: dict[str, dict[str, tuple[int, list[tuple[float, float, float]]]]] = {}
+    tc = [k for k, (b, _) in prep.backends.items() if b != "emulator" and k in prep.links]
+    if links_df.empty or not tc or not {"backlog_pkts", "tx_bytes"} <= set(links_df.columns):
+        return out
+    for link in tc:
+        for direction in ("forward", "reverse"):
+            rows = links_df[(links_df["link"] == link) & (links_df["direction"] == direction)]
+            rows = rows.dropna(subset=["backlog_pkts", "tx_bytes"]).sort_values("t")
+            if not rows.empty:
+                rate = getattr(prep.links[link], direction).rate_bps
+                out.setdefault(link, {})[direction] = (rate, list(zip(
+                    rows["t"].astype(float), rows["backlog_pkts"].astype(float), rows["tx_bytes"].astype(float),
+                    strict=True)))
+    return out
+
+
+def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[str, Any], flows_df: Any,
+               links_df: Any, idle_stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The run's verdict (summary.json's `fidelity`): `emulators` are their final stats by link, `cpu`
+    the machine's and each emulator's CPU at the flows' start and end ((/proc/stat, cores, time))."""
+    spec = prep.spec
+    (stat0, cores0, t0), (stat1, cores1, t1) = cpu["start"], cpu["end"]
+    span = max(t1 - t0, 1e-9)
+    times = {str(flow): list(rows["t"]) for flow, rows in flows_df.groupby("flow")} if not flows_df.empty else {}
+    return fidelity.assess(fidelity.Inputs(
+        emulators=dict(emulators), paths=fidelity_paths(prep),
+        emulator_cores={link: (cores1[link] - cores0.get(link, 0.0)) / span for link in cores1},
+        machine_busy=fidelity.busy_fraction(fidelity.cpu_times(stat0), fidelity.cpu_times(stat1)),
+        machine_steal=fidelity.busy_fraction(fidelity.steal_times(stat0), fidelity.steal_times(stat1)),
+        sample_gaps_s=fidelity.sample_gaps(times), sample_interval_s=1.0 / spec.sample_hz,
+        tc_links=tuple(k for k, (b, _) in prep.backends.items() if b != "emulator"), idle_emulators=idle_stats,
+        tc_queues=tc_queues(prep, links_df), routes=fidelity_routes(prep),
+        counters=fidelity_counters(prep, links_df, {
+            (link, d): float(fig["late_p99_us"] or 0) for link, stats in emulators.items()
+            for d, fig in fidelity.link_figures(stats).items()})))
+
+
+def note_neighbours(verdict: dict[str, Any], neighbours: list[dict[str, Any]]) -> dict[str, Any]:
+    """The verdict with the other runs that shared the machine while the flows ran (`neighbours`, as
+    the engine saw them); an unfaithful verdict with neighbours says they may be the cause, for the
+    machine's load it judges was theirs too."""
+    out = dict(verdict, neighbours=[n.get("prefix") for n in neighbours])
+    if neighbours and not verdict.get("faithful"):
+        names = ", ".join(str(n.get("run") or n.get("prefix")) for n in neighbours)
+        out["reasons"] = [*verdict.get("reasons", []),
+                          f"{len(neighbours)} other run{'s' if len(neighbours) > 1 else ''} shared the machine while "
+                          f"these flows ran ({names}): their load may be the cause; run it again alone"]
+    return out
+
+
+def fidelity_routes(prep: Prepared) -> tuple[tuple[fidelity.Crossing, ...], ...]:
+    """Every route the flows' data and ACKs take over the run (each flow's path and every reroute's) as
+    ordered shaped crossings: the feeders of the conservation check."""
+    routes = []
+    for f in prep.flows:
+        for path in {f.path, *(r.path for r in prep.spec.reroutes if not r.flows or f.id in r.flows)}:
+            for a, b in ((f.src, f.dst), (f.dst, f.src)):
+                routes.append(tuple(_named(prep.routes.of(a, b, path))))
+    return tuple(dict.fromkeys(routes))
+
+
+def _named(way: tuple[tuple[str, bool], ...]) -> list[fidelity.Crossing]:
+    """The plan's crossings (link, forward?) as the verdict names them (link, "forward" | "reverse")."""
+    return [(link, "forward" if forward else "reverse") for link, forward in way]
+
+
+def fidelity_counters(prep: Prepared, links_df: Any,
+                      late_p99_us: dict[fidelity.Crossing, float]) -> dict[fidelity.Crossing, fidelity.Counters]:
+    """The emulated link directions' sampled byte counters (sent + queued) with their rates and p99
+    lateness, for the conservation check (also bench/conservation.py's, on finished runs)."""
+    out: dict[fidelity.Crossing, fidelity.Counters] = {}
+    if links_df.empty or not {"tx_bytes", "backlog_bytes"} <= set(links_df.columns):
+        return out
+    for link in [k for k, (b, _) in prep.backends.items() if b == "emulator" and k in prep.links]:
+        for direction in ("forward", "reverse"):
+            rows = links_df[(links_df["link"] == link) & (links_df["direction"] == direction)]
+            rows = rows.dropna(subset=["tx_bytes", "backlog_bytes"]).sort_values("t")
+            side = getattr(prep.links[link], direction)
+            if len(rows) >= 2:
+                out[(link, direction)] = fidelity.Counters(
+                    side.rate_bps, tuple(rows["t"].astype(float)),
+                    tuple((rows["tx_bytes"] + rows["backlog_bytes"]).astype(float)),
+                    tuple(rows["backlog_bytes"].astype(float)), late_p99_us.get((link, direction), 0.0),
+                    # a schedule's steps (a rate above rate_bps, a delay drop bunching releases) and a
+                    # trace's bursts of opportunities leave faster than rate_bps: not paced, like jitter
+                    paced=side.policy is None and not side.jitter_us and not side.schedule and side.trace is None)
+    return out
+
+
+def fidelity_paths(prep: Prepared) -> list[fidelity.PathInfo]:
+    """Each flow's emulated crossings (data and ACKs) and the basis of its delay budget, from the plan."""
+    return [fidelity.PathInfo(f.id, tuple(_named(p.data + p.acks)), p.figures.rtt_ms, p.target_queue_ms, prep.spec.mtu)
+            for f in prep.flows for p in (prep.paths[f.id],)]

@@ -1,0 +1,184 @@
+"""Runs, sweeps and bundles in Python, for notebooks and scripts (issue 36 item 3).
+
+`load(path)` takes a run folder, a sweep folder or a bundle (.zip, verified and extracted first) and
+returns a `Run` or a `Sweep`. A run gives its traces as pandas DataFrames (`flows`, `links`,
+`events`), its `summary`, `environment`, `spec`, its fidelity verdict (`fidelity`, `faithful`), the
+parts of a run whose parameters changed (`segments`) and the unit of every column (`units`). A sweep
+gives its points as runs and one table of them. `compare(runs)` puts runs' headline figures side by
+side. Reading goes through `fastlab.results.rundir.RunFolder`, the one reader of run folders; nothing here
+needs root or a network.
+
+    from fastlab.results import api as results
+    a, b = results.load("results/...-fast-a10-..."), results.load("bundle.zip")
+    results.compare([a, b])                 # goodput, RTT, queue, fairness, verdict side by side
+    a.flows.plot(x="t", y="cwnd_pkts")      # the traces, with units in a.units
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fastlab.results import bundle
+from fastlab.results.rundir import EVENTS, POINT_FILE, SWEEP_STATE, RunFolder, finished_points
+
+# Units of the trace and summary columns (DataFrame.attrs["units"] too): what a plot's axis says.
+UNITS = {
+    "t": "s", "bytes_acked": "bytes", "mss_bytes": "bytes", "cwnd_pkts": "packets", "srtt_ms": "ms",
+    "min_rtt_ms": "ms", "goodput_mbps": "Mb/s", "retransmits": "packets", "backlog_pkts": "packets",
+    "backlog_bytes": "bytes", "tx_bytes": "bytes", "tx_mbps": "Mb/s", "rx_pkts": "packets",
+    "queue_drops": "packets", "loss_drops": "packets", "aqm_drops": "packets", "aqm_marks": "packets",
+    "aqm_avg_queue": "packets or bytes (the RED mode's)", "aqm_avg_pkts": "packets",
+    "aqm_drop_prob": "probability", "aqm_qdelay_ms": "ms",
+    "throughput_mbps": "Mb/s", "mean_rtt_ms": "ms",
+    "mean_cwnd_pkts": "packets", "capacity_mbps": "Mb/s", "utilization": "fraction",
+    "mean_backlog_pkts": "packets", "max_backlog_pkts": "packets", "start_s": "s", "end_s": "s",
+    "base_rtt_us": "µs", "avg_rtt_us": "µs", "target": "packets", "cwnd": "packets", "alpha": "packets",
+}
+
+
+class ResultsError(ValueError):
+    """A path that is no run, sweep or bundle, in one line."""
+
+
+def _framed(frame: pd.DataFrame) -> pd.DataFrame:
+    frame.attrs["units"] = {c: UNITS[c] for c in frame.columns if c in UNITS}
+    return frame
+
+
+@dataclass
+class Run:
+    """One finished run, read from its folder."""
+
+    directory: Path
+    folder: RunFolder = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.folder = RunFolder(self.directory)
+        if not self.folder.is_run():
+            raise ResultsError(f"{self.directory}: not a finished run (no spec.yaml and summary.json)")
+
+    @property
+    def name(self) -> str:
+        return str(self.spec.get("name") or self.directory.name)
+
+    @functools.cached_property
+    def spec(self) -> dict[str, Any]:
+        return self.folder.spec()
+
+    @functools.cached_property
+    def summary(self) -> dict[str, Any]:
+        return self.folder.summary()
+
+    @functools.cached_property
+    def environment(self) -> dict[str, Any]:
+        return self.folder.environment(missing_ok=True)
+
+    @functools.cached_property
+    def flows(self) -> pd.DataFrame:
+        """Per flow and sample: t (s since the flows started), bytes_acked, cwnd_pkts, srtt_ms, ..."""
+        return _framed(self.folder.flows())
+
+    @functools.cached_property
+    def links(self) -> pd.DataFrame:
+        """Per emulated link, direction and sample: backlog_pkts, tx_bytes, drops, ..."""
+        return _framed(self.folder.links())
+
+    @functools.cached_property
+    def events(self) -> pd.DataFrame:
+        """fastlab's algorithms' events (FAST's updates, cc_set changes); empty when none ran."""
+        return _framed(self.folder.events()) if self.folder.has(EVENTS) else pd.DataFrame()
+
+    @property
+    def fidelity(self) -> dict[str, Any]:
+        """The emulation's fidelity verdict ({} for a run made before it existed)."""
+        return self.summary.get("fidelity") or {}
+
+    @property
+    def faithful(self) -> bool | None:
+        """True/False as the verdict says; None when the run was not assessed. An unfaithful run proves
+        nothing either way about the congestion control."""
+        value = self.fidelity.get("faithful")
+        return value if isinstance(value, bool) else None
+
+    @property
+    def segments(self) -> pd.DataFrame:
+        """The parts of a run whose parameters changed: per part and link, its span, the change that
+        began it, utilization and mean queue (empty for a run without changes)."""
+        rows = []
+        for part in self.summary.get("segments") or []:
+            for link in part.get("links") or []:
+                rows.append({"start_s": part.get("start_s"), "end_s": part.get("end_s"),
+                             "change": "; ".join(part.get("changes") or []) or None, "link": link.get("id"),
+                             "utilization": link.get("utilization"),
+                             "mean_backlog_pkts": link.get("mean_backlog_pkts")})
+        return _framed(pd.DataFrame(rows))
+
+    def table(self, kind: str = "flows") -> pd.DataFrame:
+        """summary.json's `flows` or `links` rows as a DataFrame."""
+        return _framed(pd.DataFrame(self.summary.get(kind) or []))
+
+
+@dataclass
+class Sweep:
+    """A sweep folder: its finished points as runs."""
+
+    directory: Path
+
+    @functools.cached_property
+    def points(self) -> dict[str, Run]:
+        root = self.directory / "points"
+        return {name: Run(root / name) for name in finished_points(self.directory)}
+
+    def table(self) -> pd.DataFrame:
+        """One row per finished point: its point record (the swept values) and headline figures."""
+        rows = []
+        for name, run in self.points.items():
+            record = json.loads((run.directory / POINT_FILE).read_text())
+            rows.append({"point": name, **{k: v for k, v in record.items() if not isinstance(v, dict | list)},
+                         **headline(run)})
+        return _framed(pd.DataFrame(rows))
+
+
+def headline(run: Run) -> dict[str, Any]:
+    """A run's figures as compare shows them: total goodput, each flow's, the first link's queue and
+    utilization, Jain's index, the verdict."""
+    flows = run.summary.get("flows") or []
+    links = run.summary.get("links") or []
+    row: dict[str, Any] = {"name": run.name, "throughput_mbps": sum(f.get("throughput_mbps") or 0 for f in flows)}
+    for f in flows:
+        row[f"{f.get('id')} throughput_mbps"] = f.get("throughput_mbps")
+        row[f"{f.get('id')} mean_rtt_ms"] = f.get("mean_rtt_ms")
+    if links:
+        row["utilization"] = links[0].get("utilization")
+        row["mean_backlog_pkts"] = links[0].get("mean_backlog_pkts")
+    row["jain_index"] = run.summary.get("jain_index")
+    row["faithful"] = run.faithful
+    return row
+
+
+def compare(runs: list[Run]) -> pd.DataFrame:
+    """Runs' headline figures side by side, one row per run (index: the run's folder name)."""
+    return pd.DataFrame([headline(r) for r in runs], index=[r.directory.name for r in runs])
+
+
+def load(path: str | Path, extract_to: str | Path | None = None) -> Run | Sweep:
+    """A run folder, a sweep folder, or a bundle (.zip: verified against its manifest, then extracted
+    into `extract_to` or a new temporary folder)."""
+    path = Path(path)
+    if path.is_file() and path.suffix == ".zip":
+        try:
+            path = bundle.extract(path, extract_to or tempfile.mkdtemp(prefix="fastlab-results-"))
+        except bundle.BundleError as exc:
+            raise ResultsError(f"{path}: {exc}") from None
+    if not path.is_dir():
+        raise ResultsError(f"{path}: no such run, sweep or bundle")
+    if (path / SWEEP_STATE).is_file():
+        return Sweep(path)
+    return Run(path)

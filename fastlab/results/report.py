@@ -1,0 +1,73 @@
+"""report.html: one self-contained page per run (plotly.js inlined, works offline).
+
+Near the top, the run's fidelity verdict (`fastlab.results.fidelity_view`): a warning box with the
+reasons and what to do when the emulation was not faithful, a short note otherwise, "not
+assessed" for runs made before verdicts; then the measurements behind it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pandas as pd
+import plotly
+import yaml
+from markupsafe import Markup
+
+from fastlab.results import chart_lines
+from fastlab.results import fidelity_view
+from fastlab.theory import segments
+from fastlab.results.chart_data import chart_samples, script_json
+from fastlab.spec.schema import SpecError, parse_spec
+from fastlab.results.tables import asset, human_time, run_tables
+
+
+@functools.cache
+def plotly_js() -> str:
+    """plotly.js from the installed plotly package (inlined: a report opens offline)."""
+    return (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
+
+
+def fidelity_section(summary: dict[str, Any]) -> str:
+    """The verdict's banner and, for an assessed run, its measurements under a heading."""
+    verdict = fidelity_view.verdict_of(summary)
+    details = fidelity_view.details_html(verdict)
+    return fidelity_view.banner_html(verdict) + (f"\n<h2>Emulation fidelity</h2>{details}" if details else "")
+
+
+TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("fastlab", "templates"),
+                               autoescape=True, undefined=jinja2.StrictUndefined)
+TEMPLATES.filters["when"] = human_time
+TEMPLATES.globals["theory_kinds"] = chart_lines.kinds
+TEMPLATES.globals["has_drop_probability"] = chart_lines.has_drop_probability
+
+
+def render(spec_yaml: str, summary: dict[str, Any], environment: dict[str, Any],
+           flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame,
+           refs: list[dict[str, Any]] | None = None, duration_s: float | None = None) -> str:
+    """report.html (templates/report.html): fidelity, what happened, the tables (a run whose parameters
+    changed: its parts), the live page's charts (templates/charts.html and charts.js: the same titles,
+    smoothing, time origin, theory lines and a marker at each change), how it ran."""
+    plain = yaml.safe_load(spec_yaml) if spec_yaml else None
+    spec = plain if isinstance(plain, dict) else None
+    changes = segments.applied_changes(environment)
+    try:
+        parsed = parse_spec(spec)
+    except SpecError:
+        parsed = None
+    marks = segments.chart_marks(parsed, changes)
+    sample_hz = (spec or {}).get("sample_hz") or 20
+    data = {"refs": refs or [], "lines": chart_lines.lines(refs or []), "marks": marks, "sampleHz": sample_hz,
+            "duration": duration_s or (spec or {}).get("duration_s") or 0,
+            "samples": chart_samples(flows, links, events)}
+    return TEMPLATES.get_template("report.html").render(
+        run=environment["run"], kernel=environment["kernel"], jain_index=summary["jain_index"],
+        base_css=asset("base.css"), fidelity_css=fidelity_view.CSS, fidelity=fidelity_section(summary),
+        what_happened=[str(line) for line in summary.get("what_happened") or []],
+        **run_tables(summary, environment), spec=spec, refs=refs or [], marks=marks, measured=True,
+        plotly_js=Markup(plotly_js()), charts_js=Markup(asset("charts.js")), data=script_json(data),  # noqa: S704
+        spec_yaml=spec_yaml, tools=json.dumps(environment["tools"], indent=1))

@@ -1,0 +1,193 @@
+"""What a run shows, in words: the automatic "what happened" note of the results page and the report.
+
+Pure functions of the theory's per-flow references (`fastlab.theory.fast.references`: bottleneck,
+capacity, FAST's equilibrium) and the run's summary (utilization, mean backlog, random-loss and queue
+drops per link, each flow's mean window). For FAST the test is its equilibrium: a bottleneck's queue
+holds the sum of the alphas, so a mean backlog far below it with losses says the losses keep cutting
+the window ("backlog 2.6 << alpha = 30"), near it with a full link says FAST is at equilibrium. Under
+random loss, standard TCP's response function (Mathis: w = sqrt(3/2)/sqrt(p)) and HSTCP's (RFC 3649)
+at the measured loss rate are the windows to compare with: `response_lines` adds them to the
+references the window chart draws.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from fastlab.theory.hstcp import RENO_C, HstcpParams
+
+FULL = 0.9  # utilization from which a link counts as full
+
+
+def loss_rate(link: dict[str, Any]) -> float | None:
+    """Random-loss drops per packet that arrived at a link (its forward direction), None without them."""
+    arrivals, drops = link.get("arrivals_pkts"), link.get("loss_drops")
+    if not arrivals or drops is None or arrivals <= 0:
+        return None
+    return drops / arrivals
+
+
+def mathis_window(p: float) -> float:
+    return RENO_C / math.sqrt(p)
+
+
+HSTCP_DEFAULT = HstcpParams()  # RFC 3649's default response function (kernel-modules/core/hstcp_core.h's defaults)
+
+
+def hstcp_window(p: float) -> float:
+    """HSTCP's mean window w(p) with the default parameters."""
+    return HSTCP_DEFAULT.window(p)
+
+
+def path_loss(ref: dict[str, Any], rates: dict[str, float]) -> float:
+    """Probability that a packet of the flow is lost at random somewhere on its path."""
+    kept = 1.0
+    for link in ref.get("links") or ():
+        kept *= 1 - rates.get(link, 0.0)
+    return 1 - kept
+
+
+def configured_rates(spec_links: dict[str, Any]) -> dict[str, float]:
+    """Bernoulli loss rates the spec sets per link (what a live run expects before any is measured)."""
+    out = {}
+    for link_id, link in (spec_links or {}).items():
+        loss = (link or {}).get("loss") or {}
+        if loss.get("model") == "bernoulli" and loss.get("rate"):
+            out[link_id] = float(loss["rate"])
+    return out
+
+
+def measured_rates(summary: dict[str, Any] | None) -> dict[str, float]:
+    out = {}
+    for link in (summary or {}).get("links", []):
+        p = loss_rate(link)
+        if p:
+            out[link["id"]] = p
+    return out
+
+
+def response_lines(refs: list[dict[str, Any]], summary: dict[str, Any] | None,
+                   spec_links: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The references with, for each flow whose path loses packets at random, the loss rate (measured,
+    else the spec's), Mathis' window and, where it differs (p below HSTCP's Low_P) and the flow runs
+    HSTCP, HSTCP's window w(p)."""
+    rates = measured_rates(summary) if summary else configured_rates(spec_links or {})
+    out = []
+    for ref in refs:
+        p = path_loss(ref, rates)
+        extra: dict[str, Any] = {}
+        if p > 0:
+            extra = {"loss_rate": round(p, 6), "mathis_window_pkts": round(mathis_window(p), 1)}
+            if ref.get("cc") == "hstcp" and p < HSTCP_DEFAULT.low_p:
+                extra["hstcp_window_pkts"] = round(hstcp_window(p), 1)
+        out.append(ref | extra)
+    return out
+
+
+def _pct(p: float) -> str:
+    return f"{100 * p:.2g} %"
+
+
+def fast_note(link: dict[str, Any], total_alpha: float, flows: int, p: float | None) -> str:
+    """One bottleneck shared by FAST flows only: its mean backlog against the sum of the alphas."""
+    backlog, util = float(link.get("mean_backlog_pkts") or 0), float(link.get("utilization") or 0)
+    drops = int(link.get("loss_drops") or 0) + int(link.get("queue_drops") or 0)
+    tol = max(2 * flows + 1, 0.15 * total_alpha)  # the integer update keeps up to 2 packets per flow below
+    alpha = f"α = {total_alpha:g}" if flows == 1 else f"Σα = {total_alpha:g}"
+    head = f"{link['id']}: utilization {util:.2f}, mean backlog {backlog:.1f} packets"
+    if backlog < total_alpha - tol:
+        much = "≪" if backlog < 0.5 * total_alpha else "<"
+        if drops:
+            cause = f"random loss of {_pct(p)}" if p else f"{drops} queue drops"
+            return (f"{head} {much} {alpha}: losses ({cause}) keep cutting FAST's window before the queue "
+                    f"reaches its equilibrium")
+        return (f"{head} {much} {alpha} with no loss: FAST had not reached its equilibrium (a short run, or a "
+                f"window held down by something else)")
+    if backlog <= total_alpha + tol:
+        if util >= FULL:
+            return f"{head} ≈ {alpha}: FAST at equilibrium (the queue holds the sum of the alphas, the link is full)"
+        return f"{head} ≈ {alpha}, but the link is not full: the queue is at FAST's equilibrium, the rate is not"
+    return (f"{head} > {alpha}: more queued than FAST's equilibrium (other traffic, or a buffer that cannot "
+            f"hold Σα{f': {drops} drops' if drops else ''})")
+
+
+def link_notes(refs: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]:
+    """One line per bottleneck: FAST's queue against Σα where only FAST flows share it, else how full."""
+    links = {link["id"]: link for link in summary.get("links", []) if "id" in link}
+    rates = measured_rates(summary)
+    out: list[str] = []
+    by_link: dict[str, list[dict[str, Any]]] = {}
+    for ref in refs:
+        if ref.get("bottleneck"):
+            by_link.setdefault(ref["bottleneck"], []).append(ref)
+    for link_id, members in by_link.items():
+        link = links.get(link_id)
+        if link is None or link.get("utilization") is None:
+            continue
+        util = float(link.get("utilization") or 0)
+        if all(r.get("fast_queue_pkts") for r in members):
+            out.append(fast_note(link, float(members[0]["fast_queue_pkts"]), len(members), rates.get(link_id)))
+        elif util >= FULL:
+            out.append(f"{link_id}: utilization {util:.2f}: the flows keep it full "
+                       f"(mean backlog {float(link.get('mean_backlog_pkts') or 0):.1f} packets)")
+        else:
+            out.append(f"{link_id}: utilization {util:.2f}: the flows leave {100 * (1 - util):.0f} % of it unused")
+    return out
+
+
+def flow_notes(refs: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]:
+    """Each lossy flow's mean window against the response functions at its loss rate; unfair sharing."""
+    flows = {f["id"]: f for f in summary.get("flows", []) if "id" in f}
+    out: list[str] = []
+    for ref in response_lines(refs, summary):
+        flow = flows.get(ref["flow"], {})
+        p, window = ref.get("loss_rate"), flow.get("mean_cwnd_pkts")
+        if not p or window is None:
+            continue
+        line = (f"{ref['flow']} ({ref.get('cc') or flow.get('cc')}): mean window {float(window):.0f} packets at a "
+                f"random loss rate p = {_pct(p)}; standard TCP's response function 1.22/√p gives "
+                f"{ref['mathis_window_pkts']:.0f}")
+        if ref.get("hstcp_window_pkts"):
+            line += f", HSTCP's w(p) {ref['hstcp_window_pkts']:.0f}"
+        out.append(line)
+    jain = summary.get("jain_index")
+    if len(flows) > 1 and isinstance(jain, int | float) and jain < 0.9:
+        out.append(f"the flows did not share fairly: Jain index {jain:.2f} (1 = equal shares)")
+    return out
+
+
+def notes(refs: list[dict[str, Any]], summary: dict[str, Any] | None) -> list[str]:
+    """The "what happened" lines of a finished run, most telling first; [] without a summary."""
+    if not summary:
+        return []
+    return link_notes(refs, summary) + flow_notes(refs, summary)
+
+
+def what_happened(spec: Any, summary: dict[str, Any], changes: list[Any] | None = None,
+                  refs: list[dict[str, Any]] | None = None) -> list[str]:
+    """The notes of an ExperimentSpec's finished run (none where the theory cannot place its flows).
+    A run whose parameters changed (`changes`: fastlab.theory.segments.Change, with summary["segments"]
+    measured) is judged per segment, each against its own values: the queue after α 30 -> 60 is
+    compared with 60, not 30; the loss and fairness lines stay over the whole run. `refs`: the run's
+    references when its plan is at hand (the engine's: fast_theory.plan_references), else from the spec."""
+    from fastlab.theory import fast as fast_theory
+    from fastlab.theory import segments
+
+    try:
+        refs = refs if refs is not None else fast_theory.references(spec)
+        parts = segments.segments(spec, changes or [])
+        seg_refs = [fast_theory.references(part.spec) for part in parts] if changes else []
+    except (ValueError, KeyError, TypeError, RuntimeError):
+        return []
+    measured = summary.get("segments") or []
+    if not changes or len(measured) != len(parts):
+        return notes(refs, summary)
+    said = [text for figures in measured for text in figures["changes"]]
+    out = [f"the run's parameters changed {len(said)} time{'s' if len(said) > 1 else ''}: each part is judged "
+           f"against its own values ({'; '.join(said[:3])}{'; …' if len(said) > 3 else ''})"]
+    for part, figures, part_refs in zip(parts, measured, seg_refs, strict=True):
+        span = f"{part.label()}" + (f" (judged from {figures['settled_from_s']:.1f} s)"
+                                    if figures["settled_from_s"] > part.start_s else "")
+        out += [f"{span}: {line}" for line in link_notes(part_refs, figures)]
+    return out + flow_notes(refs, summary)
