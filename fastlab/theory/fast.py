@@ -17,6 +17,7 @@ topology's BDP and every buffer in packets. `packet_bits(mtu)` and `run_mtu(spec
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import random
 from collections.abc import Iterable, Sequence
@@ -197,6 +198,9 @@ def serialization_ms(size_bytes: int, capacities_mbps: Iterable[float]) -> float
     return sum(size_bytes * 8 / (mbps * 1e3) for mbps in capacities_mbps)
 
 
+# A pure function of its (frozen, hashable) arguments that takes ~0.15 s: lab 04's checkpoints ask it the same
+# questions for every recording of a step (the unit tier judged them ~80 times, 12 of its 53 s).
+@functools.lru_cache(maxsize=256)
 def fast_queued_over_alpha(q: SharedQueue, fast_loses: bool | None, seed: int = 0) -> float:
     """FAST's packets in the shared queue over its alpha, averaged as lab 04's `fast_keeps_alpha`
     reads a run: (FAST's share of what the link sent) x (mean backlog) / alpha, worst FAST flow, over
