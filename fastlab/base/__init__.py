@@ -1,4 +1,5 @@
-"""Stage 1, base: what every stage may use — where things live (paths) and the one way a run starts,
-watches and stops a process (supervised). May import: nothing of fastlab.
+"""Stage 1, base: what every stage may use — where things live (paths; rundir, the one reader and
+writer of run folders: their layout, created by the engine, read by every later stage) and the one way a
+run starts, watches and stops a process (supervised). May import: nothing of fastlab.
 
 The order of stages is enforced by tests/unit/test_import_graph.py."""

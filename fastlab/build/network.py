@@ -43,6 +43,7 @@ from typing import Any
 
 from fastlab.build import placement
 from fastlab.build.runstate import RunState, TrackedPid, process_start_time
+from fastlab.plan.link_commands import wiring
 from fastlab.spec.schema import MTU_BYTES
 from fastlab.spec.topology import TopologyPlan
 
@@ -144,38 +145,25 @@ class Network:
             else:
                 self.nodes[name] = self.mn.addHost(name, cls=Host, ip=None)
                 self.state.add_pid(self.nodes[name].pid, f"shell {name}")
-        ports: dict[str, int] = {}
-
-        def next_dev(node: str) -> str:
-            # Namespaced nodes' interfaces are private (eth0, eth1, ...); switch ports live in
-            # the root namespace and carry the switch's run-prefixed name.
-            ports[node] = ports.get(node, -1) + 1
-            return f"{self.nodes[node].name}-eth{ports[node]}" if node in self.switch_ports else f"eth{ports[node]}"
-
         def note_ports(link: Any, dev_a: str, dev_b: str) -> None:
             for here, dev, there in ((link.a, dev_a, link.b), (link.b, dev_b, link.a)):
                 if here in self.switch_ports:
                     self.switch_ports[here][link.shaped or there] = dev
 
-        for i, link in enumerate(self.plan.links):
-            if link.shaped:
-                x = f"x{i}"
-                self.nodes[x] = self.mn.addHost(x, cls=Host, ip=None)
-                self.state.add_pid(self.nodes[x].pid, f"shell link node {link.shaped}")
-                ends = LinkEnds(link.shaped, x, f"{x}-a", f"{x}-b", link.a, next_dev(link.a), link.b,
-                                next_dev(link.b))
-                self._veth(link.a, ends.a_dev, x, ends.dev_a)
-                self._veth(x, ends.dev_b, link.b, ends.b_dev)
+        for link, wire in zip(self.plan.links, wiring(self.plan, self.prefix), strict=True):
+            if wire.devices is not None and link.shaped:  # a shaped link: a -- link node x -- b
+                d = wire.devices
+                self.nodes[d.node] = self.mn.addHost(d.node, cls=Host, ip=None)
+                self.state.add_pid(self.nodes[d.node].pid, f"shell link node {link.shaped}")
+                ends = LinkEnds(link.shaped, d.node, d.dev_a, d.dev_b, d.a, d.a_dev, d.b, d.b_dev)
+                self._veth(link.a, ends.a_dev, d.node, ends.dev_a)
+                self._veth(d.node, ends.dev_b, link.b, ends.b_dev)
                 self.link_ends[link.shaped] = ends
-                note_ports(link, ends.a_dev, ends.b_dev)
-                self._address(link.a, ends.a_dev, link.a_ip)
-                self._address(link.b, ends.b_dev, link.b_ip)
             else:
-                dev_a, dev_b = next_dev(link.a), next_dev(link.b)
-                self._veth(link.a, dev_a, link.b, dev_b)
-                note_ports(link, dev_a, dev_b)
-                self._address(link.a, dev_a, link.a_ip)
-                self._address(link.b, dev_b, link.b_ip)
+                self._veth(link.a, wire.a_dev, link.b, wire.b_dev)
+            note_ports(link, wire.a_dev, wire.b_dev)
+            self._address(link.a, wire.a_dev, link.a_ip)
+            self._address(link.b, wire.b_dev, link.b_ip)
         self.mn.build()
         for switch in self.switches():
             switch.start([])

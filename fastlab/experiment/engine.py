@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from fastlab.base import rundir
+from fastlab.base.rundir import RunFolder, RunFolderError, expected_bytes
 from fastlab.build.network import Network
 from fastlab.build.runstate import Neighbours, RunState, new_prefix
 from fastlab.build.shaping import Shaper
@@ -32,11 +34,17 @@ from fastlab.measure import analysis
 from fastlab.measure.verdict import assess_run, note_neighbours
 from fastlab.plan.capabilities import Capabilities
 from fastlab.plan.flows import Flow
-from fastlab.plan.link_commands import Devices, plan_link
 from fastlab.plan.links import mean_rate_bps
-from fastlab.plan.prepare import IDLE_PING_MAX_GAP_S, IDLE_PING_TIMEOUT_S, IDLE_PINGS_LOST_MAX, Prepared, prepare
-from fastlab.results import report, rundir
-from fastlab.results.rundir import RunFolder, RunFolderError, expected_bytes
+from fastlab.plan.prepare import (
+    IDLE_PING_MAX_GAP_S,
+    IDLE_PING_TIMEOUT_S,
+    IDLE_PINGS_LOST_MAX,
+    Prepared,
+    RunPlan,
+    for_run,
+    prepare,
+)
+from fastlab.results import report
 from fastlab.run.ccruntime import CCRuntime, LiveControl
 from fastlab.run.controller import OpenFlowControl
 from fastlab.run.cwndclamp import RTT_COLUMNS, ClampError, CwndClamp
@@ -149,6 +157,7 @@ class _Run:
 
     spec: ExperimentSpec
     prep: Prepared
+    run_plan: RunPlan  # names, commands and emulator arguments (plan.prepare.for_run)
     prefix: str
     folder: RunFolder
     state: RunState
@@ -186,7 +195,7 @@ class _Run:
 
 
 def _open_folder(spec: ExperimentSpec, prep: Prepared, prefix: str, out: Path | None) -> RunFolder:
-    """The run's results folder (fastlab.results.rundir names, checks and creates it): before anything else exists,
+    """The run's results folder (fastlab.base.rundir names, checks and creates it): before anything else exists,
     so a run whose results would not fit stops with no network, no folder and no state."""
     try:
         return RunFolder.open(spec.name, prefix, out,
@@ -229,10 +238,11 @@ def _spec_yaml(spec: ExperimentSpec, copies: dict[tuple[str, str], str]) -> str:
     return yaml.safe_dump(data, sort_keys=False)
 
 
-def _parts(spec: ExperimentSpec, prep: Prepared, prefix: str, folder: RunFolder,
+def _parts(spec: ExperimentSpec, prep: Prepared, run_plan: RunPlan, folder: RunFolder,
            on_sample: Callable[[dict[str, Any]], None] | None, cancel: threading.Event | None,
            live: LiveControl | None) -> _Run:
     """Every part of the run, made (nothing built or started yet)."""
+    prefix = run_plan.prefix
     state = RunState(prefix, results_dir=str(folder.directory))
     state.save()
     bus = SampleBus(time.monotonic())
@@ -244,7 +254,7 @@ def _parts(spec: ExperimentSpec, prep: Prepared, prefix: str, folder: RunFolder,
     design = prep.plan.metadata.get("openflow")
     control = OpenFlowControl(net, design, prep.flows, spec.controller, bus.emit,
                               folder.directory / "controller.log") if design else None
-    return _Run(spec, prep, prefix, folder, state, bus, net, control,
+    return _Run(spec, prep, run_plan, prefix, folder, state, bus, net, control,
                 shaper=Shaper(net, lambda s: bus.emit("link", s), spec.emulator.mode, spec.emulator.processes),
                 traffic=Traffic(net, prep.flows, bus.emit, 1.0 / spec.sample_hz),
                 clamp=CwndClamp(state, {f.port: f.max_cwnd_pkts for f in prep.flows if f.max_cwnd_pkts}),
@@ -259,14 +269,8 @@ def _build(run: _Run) -> None:
     run.stop_if_cancelled()
     log.info("run %s: building %s on Mininet (%s switches)", run.prefix, spec.topology, prep.switch[0])
     net.build(prep.sockbuf_bytes)
-    for link_id, link in prep.links.items():
-        e = net.link_ends[link_id]
-        plan = plan_link(link, Devices(e.a, e.a_dev, e.b, e.b_dev, e.node, e.dev_a, e.dev_b),
-                         decided=prep.backends[link_id], seed=spec.seed,
-                         stats_interval_ms=max(1, int(1000 / spec.sample_hz)),
-                         drops_log=str(run.folder.directory / f"loss_drops_{link_id}.txt"), gso=prep.offloads[0],
-                         upstream_bps=(prep.upstream.get((link_id, True), 0), prep.upstream.get((link_id, False), 0)))
-        run.shaper.apply(plan, 1.0 / spec.sample_hz)
+    for link_plan in run.run_plan.links.values():
+        run.shaper.apply(link_plan, 1.0 / spec.sample_hz)
     run.shaper.start_shared()  # emulator.mode shared: one linkemu for every emulated link, started now
     run.stop_if_cancelled()
     if run.control is not None:
@@ -402,7 +406,8 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     prefix = new_prefix()
     folder = _open_folder(spec, prep, prefix, out)
     copies = _copy_traces(prep, folder)
-    run = replace(_parts(spec, prep, prefix, folder, on_sample, cancel, live), admission=admission)
+    run = replace(_parts(spec, prep, for_run(prep, prefix, folder.directory), folder, on_sample, cancel, live),
+                  admission=admission)
     with Teardown() as teardown:
         for stop in run.stops():
             teardown.stop(stop)

@@ -24,10 +24,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastlab.base import paths
+from fastlab.base import paths, rundir
+from fastlab.base.rundir import SPEC, RunFolder
 from fastlab.measure import fidelity
 from fastlab.results import bundle, fidelity_view
-from fastlab.results.rundir import SPEC, RunFolder
 from fastlab.spec.schema import load_spec
 
 log = logging.getLogger(__name__)
@@ -93,8 +93,8 @@ class RunFacts:
     @classmethod
     def from_dir(cls, run_dir: Path) -> RunFacts:
         drops: dict[str, dict[str, list[int]]] = {}
-        for log in sorted(run_dir.glob("loss_drops_*.txt")):
-            link = drops.setdefault(log.stem.removeprefix("loss_drops_"), {})
+        for log in sorted(run_dir.glob(rundir.drops_log_name("*"))):
+            link = drops.setdefault(log.stem.removeprefix(rundir.DROPS_LOG_PREFIX), {})
             for line in log.read_text().splitlines():
                 direction, _, index = line.partition(" ")
                 if direction in DIRECTIONS and index.isdigit():
@@ -268,8 +268,8 @@ def replay_bundle(bundle_path: Path, out: Path, *, point: str | None = None,
     Raises bundle.BundleError (unusable bundle, unknown point) and whatever the engine raises.
     Writes out/replay.json with every comparison, the warnings and the verdict.
     """
+    from fastlab.base.rundir import finished_points
     from fastlab.experiment.engine import run_experiment
-    from fastlab.results.rundir import finished_points
 
     original = bundle.extract(bundle_path, out / "original")
     if bundle.kind_of(original) == "run":

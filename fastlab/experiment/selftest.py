@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fastlab.results.rundir import RunFolder
+from fastlab.base.rundir import RunFolder
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fastlab.base import paths
-from fastlab.results.rundir import RunFolder
+from fastlab.base.rundir import RunFolder
 from fastlab.spec.schema import ExperimentSpec, SpecError, YamlTextError, format_validation_error, load_spec, parse_yaml
 
 log = logging.getLogger(__name__)
@@ -171,7 +171,7 @@ def fidelity_precondition(run: StepRun) -> str:
 
 
 class StepRun:
-    """A step's run directory with lazy accessors (read through `fastlab.results.rundir.RunFolder`, so CSVs
+    """A step's run directory with lazy accessors (read through `fastlab.base.rundir.RunFolder`, so CSVs
     may be stored gzipped, `flows.csv.gz`); a missing file is MissingData."""
 
     def __init__(self, directory: Path | str) -> None:

@@ -31,6 +31,7 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from fastlab.base import rundir
 from fastlab.labs.kit import (
     CASES,
     FAIL,
@@ -44,7 +45,6 @@ from fastlab.labs.kit import (
     combined_status,
     evaluate_run,
 )
-from fastlab.results import rundir
 from fastlab.spec.schema import SpecError, format_validation_error, load_spec, parse_yaml, to_plain
 
 log = logging.getLogger(__name__)

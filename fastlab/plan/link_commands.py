@@ -37,6 +37,7 @@ from fastlab.spec.schema import (
     TokenBucketPolicy,
     schedule_us,
 )
+from fastlab.spec.topology import TopologyPlan
 
 HTB_BURST_S = 0.001  # one ms of tokens: enough for timer granularity, small enough to stay smooth
 # Emulators run SCHED_FIFO so that a release falling due while a host process holds the CPU is
@@ -57,6 +58,35 @@ class Devices:
     node: str
     dev_a: str
     dev_b: str
+
+
+@dataclass(frozen=True)
+class Wire:
+    """Interface names of one topology link, in the order the network is built: a's and b's devices and, for a
+    shaped link, the names around its link node (`Devices`)."""
+
+    a_dev: str
+    b_dev: str
+    devices: Devices | None = None
+
+
+def wiring(plan: TopologyPlan, prefix: str) -> list[Wire]:
+    """Every link's interface names (pure; the one place they are made: fastlab.build.network builds what this
+    says). A host's or router's interfaces are private to its namespace (eth0, eth1, ...); a switch's ports live
+    in the root namespace and carry its run-prefixed name; a shaped link's node x<i> has <x>-a and <x>-b."""
+    ports: dict[str, int] = {}
+
+    def next_dev(node: str) -> str:
+        ports[node] = ports.get(node, -1) + 1
+        return f"{prefix}{node}-eth{ports[node]}" if plan.nodes[node].role == "switch" else f"eth{ports[node]}"
+
+    wires = []
+    for i, link in enumerate(plan.links):
+        a_dev, b_dev = next_dev(link.a), next_dev(link.b)
+        x = f"x{i}"
+        wires.append(Wire(a_dev, b_dev, Devices(link.a, a_dev, link.b, b_dev, x, f"{x}-a", f"{x}-b")
+                          if link.shaped else None))
+    return wires
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
+from fastlab.base import rundir
 from fastlab.plan import routing
 from fastlab.plan.capabilities import Capabilities, app_available, probe
 from fastlab.plan.flows import Flow, HostParams, expand_flows, plan_parameters
-from fastlab.plan.link_commands import choose_backend
+from fastlab.plan.link_commands import LinkPlanResult, Wire, choose_backend, plan_link, wiring
 from fastlab.plan.links import ResolvedLink, resolve
 from fastlab.plan.routing import Crossing, PathFigures
 from fastlab.spec.cc import CCError, Registry
@@ -331,3 +333,32 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
                     backends=backends, switch=switch, openflow_switch=openflow_switch,
                     sockbuf_bytes=socket_buffer_bytes(lay), cc_hosts=cc_hosts, cc_globals=cc_globals,
                     offloads=offloads, upstream=upstream, cc_impl=cc_impl)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A prepared plan bound to one run (`for_run`): its prefix, its results folder, every link's interface
+    names and each shaped link's tc commands or emulator command line (its drop log in that folder) -- all
+    that the build stage carries out, made before anything is built."""
+
+    prefix: str
+    folder: Path
+    wiring: tuple[Wire, ...]
+    links: dict[str, LinkPlanResult]
+
+
+def for_run(prep: Prepared, prefix: str, folder: Path) -> RunPlan:
+    """The plan of one run of `prep` (pure): names from `prefix`, files in `folder` (fastlab.base.rundir's
+    layout). Links running a mahimahi trace must already name the copy in `folder` (the engine copies them
+    first, so what ran is what the folder keeps)."""
+    spec = prep.spec
+    wires = tuple(wiring(prep.plan, prefix))
+    devices = {w.devices.node: w.devices for w in wires if w.devices is not None}
+    by_link = {link.shaped: devices[f"x{i}"] for i, link in enumerate(prep.plan.links) if link.shaped}
+    links = {link_id: plan_link(link, by_link[link_id], decided=prep.backends[link_id], seed=spec.seed,
+                                stats_interval_ms=max(1, int(1000 / spec.sample_hz)),
+                                drops_log=str(folder / rundir.drops_log_name(link_id)), gso=prep.offloads[0],
+                                upstream_bps=(prep.upstream.get((link_id, True), 0),
+                                              prep.upstream.get((link_id, False), 0)))
+             for link_id, link in prep.links.items()}
+    return RunPlan(prefix, folder, wires, links)

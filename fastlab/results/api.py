@@ -5,7 +5,7 @@ returns a `Run` or a `Sweep`. A run gives its traces as pandas DataFrames (`flow
 `events`), its `summary`, `environment`, `spec`, its fidelity verdict (`fidelity`, `faithful`), the
 parts of a run whose parameters changed (`segments`) and the unit of every column (`units`). A sweep
 gives its points as runs and one table of them. `compare(runs)` puts runs' headline figures side by
-side. Reading goes through `fastlab.results.rundir.RunFolder`, the one reader of run folders; nothing here
+side. Reading goes through `fastlab.base.rundir.RunFolder`, the one reader of run folders; nothing here
 needs root or a network.
 
     from fastlab.results import api as results
@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from fastlab.results import bundle
-from fastlab.results.rundir import EVENTS, POINT_FILE, SWEEP_STATE, RunFolder, finished_points
+from fastlab.base.rundir import EVENTS, POINT_FILE, SWEEP_STATE, RunFolder, finished_points
 
 # Units of the trace and summary columns (DataFrame.attrs["units"] too): what a plot's axis says.
 UNITS = {

@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 
 from fastlab.measure import fidelity
 from fastlab.results import fidelity_view
-from fastlab.results.rundir import POINT_FILE, POINTS, SUMMARY, SWEEP_STATE, RunFolder, finished_points
+from fastlab.base.rundir import POINT_FILE, POINTS, SUMMARY, SWEEP_STATE, RunFolder, finished_points
 
 MANIFEST = "MANIFEST.sha256"
 REPRODUCE = "REPRODUCE.md"

@@ -53,9 +53,8 @@ import pandas as pd
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-from fastlab.base import paths
-from fastlab.results import rundir
-from fastlab.results.rundir import RunFolder, finished_points, is_finished
+from fastlab.base import paths, rundir
+from fastlab.base.rundir import RunFolder, finished_points, is_finished
 from fastlab.spec.schema import (
     ExperimentSpec,
     SpecError,

@@ -26,8 +26,8 @@ from typing import Any
 
 import pandas as pd
 
+from fastlab.base.rundir import RunFolder
 from fastlab.results import bundle, fidelity_view
-from fastlab.results.rundir import RunFolder
 from fastlab.spec.schema import ExperimentSpec, SpecError
 from fastlab.sweep.points import (
     STATE_FILE,

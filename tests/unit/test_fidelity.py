@@ -193,12 +193,12 @@ def test_report_notes_a_faithful_run_and_an_old_one() -> None:
 
 
 def test_results_room_names_what_is_wrong(tmp_path, monkeypatch) -> None:
-    """The run folder's check before a run (fastlab.results.rundir): a path under a file, too little free space,
+    """The run folder's check before a run (fastlab.base.rundir): a path under a file, too little free space,
     and enough."""
     import shutil
     from collections import namedtuple
 
-    from fastlab.results.rundir import RunFolder, expected_bytes
+    from fastlab.base.rundir import RunFolder, expected_bytes
 
     need = expected_bytes(200, 600, 10, 1)
     assert need == 6 * 1024**2 + 200 * 600 * 12 * 400  # 10 flows + 2 link directions, 400 B a row
@@ -216,7 +216,7 @@ def test_a_run_folder_is_named_created_and_finished_by_its_owner(tmp_path) -> No
     finishing (files, report, permissions) and a folder whose writing failed renamed .incomplete."""
     import re
 
-    from fastlab.results.rundir import INCOMPLETE, RunFolder, RunFolderError
+    from fastlab.base.rundir import INCOMPLETE, RunFolder, RunFolderError
 
     folder = RunFolder.named("demo", "flabcd", root=tmp_path)
     assert re.fullmatch(r"\d{8}-\d{6}-demo-flabcd", folder.directory.name) and folder.directory.parent == tmp_path

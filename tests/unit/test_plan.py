@@ -57,6 +57,35 @@ def test_prepare_extends_the_same_layout_and_its_readers_read_it() -> None:
                                                      prep.paths["f2"].data, prep.paths["f2"].acks)}
 
 
+def test_a_run_plan_holds_every_name_and_command_the_build_carries_out(tmp_path) -> None:
+    """Issue 35 item 1: `for_run` binds the plan to a run's prefix and folder: each topology link's interface
+    names (the network builds exactly these: fastlab.build.network reads `wiring`), and each shaped link's
+    emulator command line, its drop log in the run's folder -- before anything is built."""
+    from fastlab.base import rundir
+    from fastlab.plan.prepare import for_run
+
+    prep = prepare(parse_spec(SC2002), caps=bare_machine("linkemu", "bpf_struct_ops"))
+    run = for_run(prep, "flab1", tmp_path)
+    assert run.prefix == "flab1" and run.folder == tmp_path and set(run.links) == set(prep.links)
+    assert len(run.wiring) == len(prep.plan.links)
+    shaped = {w.devices.node: w for w in run.wiring if w.devices is not None}
+    assert len(shaped) == sum(1 for link in prep.plan.links if link.shaped)
+    for i, link in enumerate(prep.plan.links):
+        wire = run.wiring[i]
+        for node, dev in ((link.a, wire.a_dev), (link.b, wire.b_dev)):  # a switch port is in the root namespace
+            switch = prep.plan.nodes[node].role == "switch"
+            assert dev.startswith(f"flab1{node}-eth") if switch else dev.startswith("eth"), (node, dev)
+    names = [dev for w in run.wiring for dev in (w.a_dev, w.b_dev) if dev.startswith("flab1")]
+    assert len(names) == len(set(names))  # no two switch ports share a name
+    for link_id, link_plan in run.links.items():
+        argv = list(link_plan.emulator_argv)
+        devices = next(w.devices for i, w in enumerate(run.wiring) if prep.plan.links[i].shaped == link_id)
+        assert link_plan.backend == "emulator" and not link_plan.commands
+        assert argv[argv.index("--if-a") + 1] == devices.dev_a and argv[argv.index("--if-b") + 1] == devices.dev_b
+        assert argv[argv.index("--drops-log") + 1] == str(tmp_path / rundir.drops_log_name(link_id))
+    assert not list(tmp_path.iterdir())  # pure: nothing written
+
+
 def test_the_layout_needs_no_machine_where_prepare_refuses() -> None:
     """A run the machine cannot carry (no emulator here for a lossy link) still has its theory."""
     spec = parse_spec(SC2002 | {"links": {"datatag": {"loss": {"model": "bernoulli", "rate": 0.001}}}})

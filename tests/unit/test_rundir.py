@@ -1,4 +1,4 @@
-"""The one writer and reader of run folders (`fastlab.results.rundir.RunFolder`): what the engine writes is
+"""The one writer and reader of run folders (`fastlab.base.rundir.RunFolder`): what the engine writes is
 what every reader gets back, a gzipped CSV reads like a plain one, and a missing file is named."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fastlab.results.rundir import EVENTS, FLOWS, REPORT, RTT_SAMPLES, SUMMARY, RunFolder
+from fastlab.base.rundir import EVENTS, FLOWS, REPORT, RTT_SAMPLES, SUMMARY, RunFolder
 
 
 def test_what_is_written_reads_back_and_empty_parts_write_no_file(tmp_path: Path) -> None:
@@ -39,7 +39,7 @@ def test_a_gzipped_csv_reads_like_a_plain_one_and_a_missing_file_is_named(tmp_pa
 
 def test_open_names_checks_and_creates_and_refuses_in_one_line(tmp_path: Path) -> None:
     """RunFolder.open: the engine's whole opening of a run's folder (named, room checked, created)."""
-    from fastlab.results.rundir import RunFolderError
+    from fastlab.base.rundir import RunFolderError
 
     folder = RunFolder.open("demo", "flabcd", tmp_path / "run", need_bytes=1)
     assert folder.directory == tmp_path / "run" and folder.directory.is_dir()
@@ -67,7 +67,7 @@ def test_partial_samples_written_while_a_run_goes_read_back_a_cut_line_skipped(t
     assert len(list(folder.partial(limit=2))) == 2
 
 
-# Files of a run folder named by a string literal outside fastlab/results/rundir.py, with why that is not reading
+# Files of a run folder named by a string literal outside fastlab/base/rundir.py, with why that is not reading
 # or writing a run folder by hand. Everything else goes through RunFolder and rundir's names.
 NOT_RUN_FOLDER_FILES = {
     ("fastlab/results/report.py", "report.html"): "the Jinja template the report is drawn from (fastlab/templates)",
@@ -77,11 +77,11 @@ NOT_RUN_FOLDER_FILES = {
 
 def test_no_module_names_a_run_folders_files_but_rundir() -> None:
     """Issue 35: the engine, the web app, labs and benches wrote and read run folders' files by name; one
-    owner (fastlab.results.rundir) now names them. A string literal equal to one of its file names (or ending in
+    owner (fastlab.base.rundir) now names them. A string literal equal to one of its file names (or ending in
     /name, as a zip member's f-string) anywhere else in the project's code fails here."""
     import ast
 
-    from fastlab.results import rundir
+    from fastlab.base import rundir
 
     names = {rundir.SPEC, rundir.ENVIRONMENT, rundir.FLOWS, rundir.LINKS, rundir.EVENTS, rundir.RTT_SAMPLES,
              rundir.REPORT, rundir.SUMMARY, rundir.PARTIAL, rundir.POINT_FILE, rundir.SWEEP_STATE}
@@ -89,7 +89,7 @@ def test_no_module_names_a_run_folders_files_but_rundir() -> None:
     found = set()
     for folder in ("fastlab", "webapp", "bench", "labs", "controllers", "topologies"):
         for path in (root / folder).rglob("*.py"):
-            if path == root / "fastlab" / "results" / "rundir.py":
+            if path == root / "fastlab" / "base" / "rundir.py":
                 continue
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.Constant) and isinstance(node.value, str):

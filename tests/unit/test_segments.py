@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from fastlab.base.rundir import RunFolder
 from fastlab.results import tables
-from fastlab.results.rundir import RunFolder
 from fastlab.spec.schema import parse_spec
 from fastlab.theory import explain, segments
 from fastlab.theory.segments import Change

@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from fastlab.base import paths
+from fastlab.base.rundir import RunFolder, trace_name
 from fastlab.experiment.engine import RunError, _copy_traces, _spec_yaml
 from fastlab.plan.link_commands import Devices, choose_backend, schedule_arg
 from fastlab.plan.links import ShapingError, resolve
-from fastlab.results.rundir import RunFolder, trace_name
 from fastlab.spec import linktrace
 from fastlab.spec.schema import SCHEDULE_MAX_STEPS, LinkSpec, SpecError, load_spec, parse_spec
 from fastlab.spec.topology import build_plan

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from fastlab.base.rundir import RunFolder
 from fastlab.labs.kit import LABS_DIR, lab_folders
-from fastlab.results.rundir import RunFolder
 from webapp import create_app
 
 UNFAITHFUL = {

@@ -165,8 +165,8 @@ def test_the_report_draws_the_run_pages_charts(tmp_path: Path, live_server_facto
     is a FAST flow whose α went 30 -> 60 at 4 s, a busy bottleneck and an idle access link."""
     import pandas as pd
 
+    from fastlab.base.rundir import RunFolder
     from fastlab.results import report
-    from fastlab.results.rundir import RunFolder
     from fastlab.spec.schema import parse_spec
     from fastlab.theory import explain, segments
 

@@ -11,9 +11,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from fastlab.base.rundir import RunFolder
 from fastlab.labs.kit import LABS_DIR, lab_folders
 from fastlab.results import report
-from fastlab.results.rundir import RunFolder
 from fastlab.spec.schema import parse_spec
 from fastlab.theory import fast as fast_theory
 from tests.webapp.conftest import ARTIFACTS, good_spec

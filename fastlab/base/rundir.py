@@ -54,6 +54,14 @@ POINT_FILE = "point.json"  # a sweep point's record, written last
 POINTS = "points"  # a sweep folder's point run folders
 
 
+DROPS_LOG_PREFIX = "loss_drops_"
+
+
+def drops_log_name(link: str) -> str:
+    """A link's drop log (linkemu --drops-log: the packet index of every drop, both directions)."""
+    return f"{DROPS_LOG_PREFIX}{link}.txt"
+
+
 def trace_name(link: str, direction: str) -> str:
     """A link direction's mahimahi trace as copied into its run folder: spec.yaml names the copy (relative to
     itself), so a bundle carries it and a replay runs it."""
