@@ -25,8 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from fastlab.results import bundle
 from fastlab.base.rundir import EVENTS, POINT_FILE, SWEEP_STATE, RunFolder, finished_points
+from fastlab.results import bundle
 
 # Units of the trace and summary columns (DataFrame.attrs["units"] too): what a plot's axis says.
 UNITS = {

@@ -24,9 +24,9 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
+from fastlab.base.rundir import POINT_FILE, POINTS, SUMMARY, SWEEP_STATE, RunFolder, finished_points
 from fastlab.measure import fidelity
 from fastlab.results import fidelity_view
-from fastlab.base.rundir import POINT_FILE, POINTS, SUMMARY, SWEEP_STATE, RunFolder, finished_points
 
 MANIFEST = "MANIFEST.sha256"
 REPRODUCE = "REPRODUCE.md"

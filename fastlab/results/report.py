@@ -18,12 +18,11 @@ import plotly
 import yaml
 from markupsafe import Markup
 
-from fastlab.results import chart_lines
-from fastlab.results import fidelity_view
-from fastlab.theory import segments
+from fastlab.results import chart_lines, fidelity_view
 from fastlab.results.chart_data import chart_samples, script_json
-from fastlab.spec.schema import SpecError, parse_spec
 from fastlab.results.tables import asset, human_time, run_tables
+from fastlab.spec.schema import SpecError, parse_spec
+from fastlab.theory import segments
 
 
 @functools.cache
