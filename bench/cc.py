@@ -22,9 +22,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from fastlab.base.rundir import EVENTS, RunFolder  # noqa: E402
+from fastlab.define.schema import parse_spec  # noqa: E402
 from fastlab.experiment.engine import run_experiment  # noqa: E402
-from fastlab.results.rundir import EVENTS, RunFolder  # noqa: E402
-from fastlab.spec.schema import parse_spec  # noqa: E402
 
 CASES = (("cubic", {}), ("fast", {"alpha": 50}), ("hstcp", {}))
 

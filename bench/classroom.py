@@ -53,7 +53,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from fastlab.results.rundir import RunFolder  # noqa: E402
+from fastlab.base.rundir import RunFolder  # noqa: E402
 
 LAB = "02-fast-equilibrium"
 STEPS = ("equilibrium", "alphas", "live")
@@ -181,7 +181,7 @@ def leftovers(prefixes: set[str]) -> list[str]:
     references on an algorithm."""
     sys.path.insert(0, str(REPO))
     from fastlab.base import paths
-    from fastlab.build.runstate import cc_root, prefixed_root_objects
+    from fastlab.net.runstate import cc_root, prefixed_root_objects
     from fastlab.run.cwndclamp import cgroup2_root
 
     left = [p.name for p in paths.STATE_DIR.glob("fl*.json") if p.stem in prefixes]
@@ -231,7 +231,7 @@ def main() -> int:
     if not 1 <= args.runs <= 40:
         parser.error("--runs: from 1 to 40 (the queue holds 40)")
     sys.path.insert(0, str(REPO))
-    from fastlab.spec.cc import kernel_available
+    from fastlab.define.cc import kernel_available
 
     fast_before = "fast" in kernel_available()
     modes = {"serial": Mode("serial", 1), "concurrent": Mode("concurrent", None)}

@@ -25,12 +25,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from fastlab.base.rundir import LINKS, SPEC, SUMMARY, RunFolder  # noqa: E402
+from fastlab.define.schema import SpecError, load_spec  # noqa: E402
 from fastlab.measure import fidelity  # noqa: E402
 from fastlab.measure.verdict import fidelity_counters, fidelity_paths, fidelity_routes  # noqa: E402
 from fastlab.plan.capabilities import probe  # noqa: E402
 from fastlab.plan.prepare import prepare  # noqa: E402
-from fastlab.results.rundir import LINKS, SPEC, SUMMARY, RunFolder  # noqa: E402
-from fastlab.spec.schema import SpecError, load_spec  # noqa: E402
 
 
 def judge(folder: Path, caps: object) -> tuple[dict[fidelity.Crossing, dict], list[str]] | None:

@@ -15,7 +15,7 @@ Three links: `simple`, `docsis` (the sourced MAC and shaper plus the calibrated 
 - `--fit`: runs the fixed windows of `fit` on `docsis` for every (max_delay_ms, knee) of a grid,
   prints each point's residuals against the published mean RTTs (in units of the band's half-width),
   and writes the best point to bench/data/docsis-phantom-fit.json -- the source of
-  fastlab.spec.schema.PHANTOM_FIT_* (a unit test holds them to it).
+  fastlab.define.schema.PHANTOM_FIT_* (a unit test holds them to it).
 - default: fixed windows (`--windows`) and FAST alphas (`--alphas`, each alpha its own run) on the
   links asked (`--links`), `--repeat` seeds each: medians, the published figure beside each, the
   smallest alpha with >= 95 % utilization per link against the published band.
@@ -62,12 +62,12 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from fastlab.base.rundir import RTT_SAMPLES, RunFolder  # noqa: E402
+from fastlab.define.ccset import default_registry  # noqa: E402
+from fastlab.define.schema import PhantomDelay, parse_spec  # noqa: E402
+from fastlab.define.topology import build_plan  # noqa: E402
 from fastlab.experiment.engine import run_experiment  # noqa: E402
 from fastlab.measure.analysis import steady_goodput_mbps  # noqa: E402
-from fastlab.results.rundir import RTT_SAMPLES, RunFolder  # noqa: E402
-from fastlab.spec.ccset import default_registry  # noqa: E402
-from fastlab.spec.schema import PhantomDelay, parse_spec  # noqa: E402
-from fastlab.spec.topology import build_plan  # noqa: E402
 
 DATA = REPO / "bench" / "data" / "atov2005.yaml"
 FIT_FILE = REPO / "bench" / "data" / "docsis-phantom-fit.json"
@@ -230,7 +230,7 @@ def fit(args: argparse.Namespace, root: Path, data: dict[str, Any]) -> int:
     print(res.to_string(index=False, float_format="{:.2f}".format))
     unfaithful = int((~table["faithful"]).sum())
     FIT_FILE.write_text(json.dumps({
-        "element": "links.cable.policy.phantom (fastlab.spec.schema.PhantomDelay)", "best": best,
+        "element": "links.cable.policy.phantom (fastlab.define.schema.PhantomDelay)", "best": best,
         "window_ms": 1000.0, "grid": FIT_GRID, "repeat": args.repeat, "duration_s": args.duration,
         "warmup_s": args.warmup, "fitted_to": f"{DATA.name}: fit.docsis_mean_rtt_ms",
         "residuals": res.round(3).to_dict("records"), "ranked": ranked.round(4).to_dict("records"),

@@ -47,10 +47,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from fastlab.base.rundir import RunFolder  # noqa: E402
+from fastlab.define.schema import parse_spec  # noqa: E402
 from fastlab.experiment.engine import run_experiment  # noqa: E402
 from fastlab.measure.analysis import steady_goodput_mbps  # noqa: E402
-from fastlab.results.rundir import RunFolder  # noqa: E402
-from fastlab.spec.schema import parse_spec  # noqa: E402
 
 WARMUP_S = 10.0
 PAYLOAD_SHARE = 1460 / 1500  # SC2002: capacity less 40 bytes of TCP/IP headers per packet

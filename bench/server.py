@@ -46,7 +46,7 @@ SERVE = r'''
 import json, sys, time
 from pathlib import Path
 from fastlab.experiment.engine import RunResult
-from fastlab.results.rundir import RunFolder
+from fastlab.base.rundir import RunFolder
 from webapp import create_app
 from webapp.asgi import make_asgi
 import uvicorn
@@ -181,7 +181,7 @@ def count_children(count: int, results: Path, log: Path,
     row (real namespaces, the real engine); its child processes are counted while each runs and after
     it, once the count is back to the one before the first run or REAP_WAIT_S has passed (root)."""
     sys.path.insert(0, str(REPO))
-    from fastlab.build.runstate import child_processes
+    from fastlab.net.runstate import child_processes
 
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "webapp", "--port", str(port)], cwd=REPO,

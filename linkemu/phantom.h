@@ -30,7 +30,7 @@
  *
  *     Two parameters (max_delay, knee) carry the fit; window only sets how
  *     fast the load is read (1 s: many RTTs of a 100-ms path).  Their
- *     defaults come from bench/docsis.py --fit (fastlab/spec.py, topology
+ *     defaults come from bench/docsis.py --fit (fastlab/define/schema.py, topology
  *     docsis), not from here.
  *
  * The load is counted in a ring of EMU_PHANTOM_SLOTS slots of window/SLOTS

@@ -44,7 +44,7 @@ def machine_leftovers() -> dict[str, list[str]]:
     this session's own descendant): a run someone else has going is not this session's leftover."""
     from fastlab.base import paths
     from fastlab.base.paths import cgroup2_root
-    from fastlab.build.runstate import prefixed_root_objects
+    from fastlab.net.runstate import prefixed_root_objects
 
     foreign = foreign_run_prefixes()
     intfs, bridges = prefixed_root_objects()
@@ -67,10 +67,10 @@ def _parent(pid: int) -> int:
 
 
 def foreign_run_prefixes() -> set[str]:
-    """Prefixes of runs whose engine is alive (fastlab.build.runstate's own test: pid and start time) and is not
+    """Prefixes of runs whose engine is alive (fastlab.net.runstate's own test: pid and start time) and is not
     this process or one of its descendants."""
     from fastlab.base import paths
-    from fastlab.build.runstate import RunState
+    from fastlab.net.runstate import RunState
 
     prefixes: set[str] = set()
     if not paths.STATE_DIR.is_dir():
@@ -133,7 +133,7 @@ def machine_left_as_found() -> Iterator[None]:
     if os.geteuid() != 0:
         yield
         return
-    from fastlab.spec.cc import kernel_available
+    from fastlab.define.cc import kernel_available
 
     before_cc, before = sorted(kernel_available()), machine_leftovers()
     yield

@@ -15,7 +15,7 @@ parameters default to DESIGN.md §5 and are overridable under `links.cable.rever
 On top of that sourced model sits one element that is NOT a mechanism: `phantom: calibrated` (the
 default) adds the load-dependent delay Atov et al. measured on a real Cisco CMTS and modem and call
 unexplained -- empirical, calibrated to Atov et al.'s measurements; the mechanism is unknown
-(`fastlab.spec.schema.PhantomDelay`, linkemu/phantom.h; its parameters under `links.cable.policy.phantom`,
+(`fastlab.define.schema.PhantomDelay`, linkemu/phantom.h; its parameters under `links.cable.policy.phantom`,
 fitted by `bench/docsis.py --fit`). `phantom: off` gives the documented mechanisms alone, which do
 not explain the measurement. `mode: simple` is the baseline twin: the same capacities, buffering and
 RTT, plain rate-limited queues, no MAC, no shaping slots, no phantom.
@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from fastlab.spec.schema import (
+from fastlab.define.schema import (
     Buffer,
     DocsisUpstreamPolicy,
     LinkDirection,
@@ -41,7 +41,7 @@ from fastlab.spec.schema import (
     Strict,
     TokenBucketPolicy,
 )
-from fastlab.spec.topology import PlanBuilder, TopologyPlan
+from fastlab.define.topology import PlanBuilder, TopologyPlan
 
 NAME = "docsis"
 DESCRIPTION = "DOCSIS cable access (3 Mb/s down, 512 kb/s up, request-grant MAC) or its simple-link twin"

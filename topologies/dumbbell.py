@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from fastlab.spec.schema import Strict
-from fastlab.spec.topology import TopologyPlan
+from fastlab.define.schema import Strict
+from fastlab.define.topology import TopologyPlan
 from topologies.twosite import two_site
 
 NAME = "dumbbell"

@@ -33,8 +33,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from fastlab.spec.schema import Buffer, LinkSpec, Strict
-from fastlab.spec.topology import PlanBuilder, TopologyPlan
+from fastlab.define.schema import Buffer, LinkSpec, Strict
+from fastlab.define.topology import PlanBuilder, TopologyPlan
 
 NAME = "sc2002"
 DESCRIPTION = "CERN-StarLight-Sunnyvale research WAN of the SC2002 FAST demos, with the show floor and Abilene"

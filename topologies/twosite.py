@@ -15,8 +15,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from fastlab.spec.schema import Buffer, LinkSpec, Strict
-from fastlab.spec.topology import PlanBuilder, TopologyPlan
+from fastlab.define.schema import Buffer, LinkSpec, Strict
+from fastlab.define.topology import PlanBuilder, TopologyPlan
 
 LEFT_LAN, RIGHT_LAN = "10.1.0", "10.2.0"
 

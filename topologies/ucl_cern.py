@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from fastlab.spec.topology import TopologyPlan
+from fastlab.define.topology import TopologyPlan
 from topologies.twosite import PathArgs, research_path
 
 NAME = "ucl-cern"

@@ -6,7 +6,7 @@ whose defaults changed)."""
 
 from __future__ import annotations
 
-from fastlab.spec.schema import ExperimentSpec
+from fastlab.define.schema import ExperimentSpec
 
 DELIMITER = "FASTLAB_SPEC"
 

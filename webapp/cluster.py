@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fastlab.base.rundir import RunFolder
 from fastlab.experiment.cluster_run import (
     LIVE_TOPIC,
     MAX_BUNDLE_BYTES,
@@ -42,7 +43,6 @@ from fastlab.experiment.cluster_run import (
 )
 from fastlab.experiment.engine import RunResult
 from fastlab.results import bundle
-from fastlab.results.rundir import RunFolder
 
 log = logging.getLogger("fastlab.web_cluster")  # under "fastlab": the run's thread's lines reach its page
 

@@ -20,10 +20,10 @@ from typing import Any
 import pandas as pd
 from flask import Blueprint, jsonify, render_template, request
 
+from fastlab.base.rundir import RunFolder
+from fastlab.define.schema import SpecError, parse_spec, to_plain
 from fastlab.results import fidelity_view
-from fastlab.results.rundir import RunFolder
 from fastlab.results.tables import finite_number as number
-from fastlab.spec.schema import SpecError, parse_spec, to_plain
 from fastlab.theory import segments
 from webapp.apierror import api_error
 from webapp.services import RUN_ID_RE, Services, services

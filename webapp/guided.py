@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
+from fastlab.define.schema import ExperimentSpec, SpecError, format_validation_error, load_spec, to_plain
 from fastlab.labs.kit import (
     FOLDER_RE,
     PASS,
@@ -31,7 +32,6 @@ from fastlab.labs.kit import (
     lab_folders,
     load_lab_folder,
 )
-from fastlab.spec.schema import ExperimentSpec, SpecError, format_validation_error, load_spec, to_plain
 from fastlab.theory import segments
 from webapp.runner import clean
 

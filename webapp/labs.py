@@ -12,8 +12,8 @@ from typing import Any
 from flask import Blueprint, get_template_attribute, jsonify, render_template
 from werkzeug.exceptions import BadRequest
 
+from fastlab.define.schema import SpecError, to_plain
 from fastlab.labs.kit import LabError
-from fastlab.spec.schema import SpecError, to_plain
 from webapp import guided, handout
 from webapp.apierror import api_error
 from webapp.services import body_json, services

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastlab.spec.schema import ExperimentSpec
+from fastlab.define.schema import ExperimentSpec
 
 
 def document() -> dict[str, Any]:

@@ -28,11 +28,11 @@ from typing import Any
 
 import pandas as pd
 
+from fastlab.base.rundir import EVENTS, FLOWS, LINKS, RunFolder
+from fastlab.define.schema import parse_spec
 from fastlab.experiment.cost import MAX_RUNS, Cost, admit
 from fastlab.results import chart_data
-from fastlab.results.rundir import EVENTS, FLOWS, LINKS, RunFolder
 from fastlab.run.ccruntime import LiveControl
-from fastlab.spec.schema import parse_spec
 from webapp import uploads
 from webapp.admission import Going, predicted
 from webapp.cluster import Cluster, RunInterrupted

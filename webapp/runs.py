@@ -26,11 +26,11 @@ from flask import (
 from werkzeug.exceptions import BadRequest
 
 from fastlab.base import paths
+from fastlab.base.rundir import REPORT, RunFolder
+from fastlab.define import linktrace
+from fastlab.define.schema import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
 from fastlab.labs.kit import LabError
 from fastlab.results import chart_lines, fidelity_view, tables
-from fastlab.results.rundir import REPORT, RunFolder
-from fastlab.spec import linktrace
-from fastlab.spec.schema import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
 from fastlab.theory import explain
 from webapp import cli_text, guided, handout, uploads
 from webapp.apierror import api_error
@@ -165,7 +165,7 @@ def doctor() -> str:
 
 # --- API: catalogues ----------------------------------------------------------------------------------
 def topologies() -> list[dict[str, Any]]:
-    from fastlab.spec.topology import build_plan, catalogue, load_module
+    from fastlab.define.topology import build_plan, catalogue, load_module
 
     rows = []
     for row in catalogue():
@@ -178,7 +178,7 @@ def topologies() -> list[dict[str, Any]]:
 
 
 def ccs() -> list[dict[str, Any]]:
-    from fastlab.spec.ccset import default_registry
+    from fastlab.define.ccset import default_registry
 
     impl = services().caps().cc_impl_choice("auto")[0]
     registry = default_registry(impl if impl != "unavailable" else "bpf")
@@ -204,7 +204,7 @@ def api_topologies() -> Any:
 
 @bp.get("/api/topologies/<name>")
 def api_topology(name: str) -> Any:
-    from fastlab.spec.topology import TOPOLOGY_MODULES, TopologyError, build_plan
+    from fastlab.define.topology import TOPOLOGY_MODULES, TopologyError, build_plan
 
     if name not in TOPOLOGY_MODULES:
         return api_error(404, f"unknown topology {name!r}")
@@ -263,7 +263,7 @@ def api_validate() -> Any:
 @bp.post("/api/traces")
 def api_trace_upload() -> Any:
     """An uploaded mahimahi trace (the body: the file's bytes; ?field=links.X[.reverse].trace names the
-    field its errors name, ?name= the file's name, for messages only): checked by fastlab.spec.linktrace and
+    field its errors name, ?name= the file's name, for messages only): checked by fastlab.define.linktrace and
     stored under the server's own name (webapp.uploads); 201 with the reference a spec's trace carries,
     422 with one line (nothing stored) for a bad file. The body's bound is webapp.security's RAW_BODIES."""
     field = request.args.get("field", "")

@@ -17,7 +17,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, redirect, request
 
-from fastlab.spec import linktrace
+from fastlab.define import linktrace
 from webapp.apierror import api_error
 
 bp = Blueprint("security", __name__)
@@ -34,7 +34,7 @@ REPORT_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe
               "sandbox allow-scripts")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 # The one route whose body is a file's bytes (application/octet-stream), not JSON, and its own bound: an
-# uploaded mahimahi trace (webapp.uploads), at most what fastlab.spec.linktrace reads.
+# uploaded mahimahi trace (webapp.uploads), at most what fastlab.define.linktrace reads.
 RAW_BODIES = {"/api/traces": linktrace.MAX_FILE_BYTES}
 RAW_TYPE = "application/octet-stream"
 

@@ -24,9 +24,9 @@ from typing import Any
 import yaml
 from flask import Response, abort, current_app, g, jsonify, request
 
+from fastlab.base.rundir import SUMMARY, RunFolder
+from fastlab.define.schema import ExperimentSpec, SpecError, parse_spec, to_plain
 from fastlab.labs.kit import Lab, LabError
-from fastlab.results.rundir import SUMMARY, RunFolder
-from fastlab.spec.schema import ExperimentSpec, SpecError, parse_spec, to_plain
 from webapp import guided, uploads
 from webapp import runner as q
 from webapp.apierror import api_error

@@ -37,10 +37,10 @@ from flask import Blueprint, abort, jsonify, render_template, send_file
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from werkzeug.exceptions import BadRequest
 
+from fastlab.base.rundir import PARTIAL, RunFolder
+from fastlab.define.schema import SpecError, format_validation_error, parse_spec
 from fastlab.results import bundle
-from fastlab.results.rundir import PARTIAL, RunFolder
 from fastlab.results.tables import finite_number
-from fastlab.spec.schema import SpecError, format_validation_error, parse_spec
 from fastlab.sweep.points import finish_point, plan_sweep, prepare_directory, scaling_lines, write_aggregates
 from fastlab.theory import explain
 from fastlab.theory import fast as fast_theory
@@ -91,7 +91,7 @@ def default_metric(param: str) -> str:
 
 def _topology_args(name: Any) -> dict[str, Any]:
     """The topology's argument schema properties (title, description, type), {} for an unknown one."""
-    from fastlab.spec.topology import TOPOLOGY_MODULES, load_module
+    from fastlab.define.topology import TOPOLOGY_MODULES, load_module
 
     if not isinstance(name, str) or name not in TOPOLOGY_MODULES:
         return {}
@@ -100,10 +100,10 @@ def _topology_args(name: Any) -> dict[str, Any]:
 
 def sweepable(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """The parameters a sweep of `spec` can vary, each {path, label, unit, symbol}: every flow's numeric
-    algorithm parameters (fastlab.spec.ccset's table: its units), its number of flows, each shaped link's
+    algorithm parameters (fastlab.define.ccset's table: its units), its number of flows, each shaped link's
     random loss rate, the topology's numeric arguments and the duration. The form offers them as a list;
     the sweep's axis is labelled with them."""
-    from fastlab.spec.ccset import default_registry
+    from fastlab.define.ccset import default_registry
 
     registry = default_registry("bpf")
     out: list[dict[str, Any]] = []
@@ -123,7 +123,7 @@ def sweepable(spec: dict[str, Any]) -> list[dict[str, Any]]:
                             "unit": param.unit, "symbol": SYMBOLS.get(param.name, param.name)})
         out.append({"path": f"flows.{i}.count", "label": f"{who}: number of parallel flows", "unit": "flows",
                     "symbol": "flows"})
-    from fastlab.spec.topology import TopologyError, build_plan
+    from fastlab.define.topology import TopologyError, build_plan
 
     try:
         shaped = sorted(build_plan(spec.get("topology"), spec.get("topology_args") or {}).shaped)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fastlab.spec.schema import SpecError, parse_spec
+from fastlab.define.schema import SpecError, parse_spec
 from fastlab.theory import explain, segments
 from webapp.services import services
 

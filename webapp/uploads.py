@@ -1,5 +1,5 @@
 """Traces a student uploads in the form (issue 33 item 4): mahimahi packet-delivery traces for
-`links.X.trace` (and `links.X.reverse.trace`), checked by fastlab.spec.linktrace (the one parser, the CLI's)
+`links.X.trace` (and `links.X.reverse.trace`), checked by fastlab.define.linktrace (the one parser, the CLI's)
 and kept content-addressed in the server's own folder.
 
 A spec the web app runs never names a file: reading a path a client chose would show a part of any file
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fastlab.results import rundir
-from fastlab.spec import linktrace
-from fastlab.spec.schema import ExperimentSpec, LinkDirection, SpecError
+from fastlab.base import rundir
+from fastlab.define import linktrace
+from fastlab.define.schema import ExperimentSpec, LinkDirection, SpecError
 
 PREFIX = "upload:"
 REF_RE = re.compile(r"^upload:([0-9a-f]{64})$")

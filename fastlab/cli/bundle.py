@@ -46,10 +46,10 @@ def cmd_bundle_verify(args: argparse.Namespace) -> int:
 def cmd_bundle_replay(args: argparse.Namespace) -> int:
     import shutil
 
+    from fastlab.define.schema import SpecError
     from fastlab.experiment.engine import RunError
     from fastlab.experiment.replay import default_directory, replay_bundle, table
     from fastlab.results.bundle import BundleError, verify
-    from fastlab.spec.schema import SpecError
 
     bundle_path = Path(args.bundle)
     if not bundle_path.is_file():

@@ -12,8 +12,8 @@ from fastlab.cli.common import CliError, need_root, table
 
 
 def _cc(name: str, impl: str) -> Any:
-    from fastlab.spec.cc import CCError
-    from fastlab.spec.ccset import default_registry
+    from fastlab.define.cc import CCError
+    from fastlab.define.ccset import default_registry
 
     try:
         cc = default_registry(impl).lookup(name)
@@ -25,14 +25,14 @@ def _cc(name: str, impl: str) -> Any:
 
 
 def cmd_cc_list(args: argparse.Namespace) -> int:
-    from fastlab.spec.ccset import default_registry
+    from fastlab.define.ccset import default_registry
 
     print(table(default_registry(args.impl).listing(), ["name", "origin", "usable", "how", "description"]))
     return 0
 
 
 def cmd_cc_load(args: argparse.Namespace) -> int:
-    from fastlab.spec.ccset import ToolError
+    from fastlab.define.ccset import ToolError
 
     need_root("fastlab cc load")
     cc = _cc(args.name, args.impl)
@@ -49,7 +49,7 @@ def cmd_cc_load(args: argparse.Namespace) -> int:
 
 def live_host_pid(host: str, run: str | None) -> int:
     """The PID inside `host`'s namespace in a running run (the only one, or --run PREFIX)."""
-    from fastlab.build.runstate import RunState
+    from fastlab.net.runstate import RunState
 
     states = [RunState.load(p) for p in sorted(paths.STATE_DIR.glob("fl*.json"))] if paths.STATE_DIR.is_dir() else []
     found = [s for s in states if s.engine_alive() and host in s.hosts and run in (None, s.prefix)]
@@ -61,10 +61,10 @@ def live_host_pid(host: str, run: str | None) -> int:
 
 
 def cmd_cc_set(args: argparse.Namespace) -> int:
+    from fastlab.define.cc import CCError
+    from fastlab.define.ccset import ToolError
+    from fastlab.define.schema import SpecError, parse_override
     from fastlab.run.ccruntime import per_host_args
-    from fastlab.spec.cc import CCError
-    from fastlab.spec.ccset import ToolError
-    from fastlab.spec.schema import SpecError, parse_override
 
     need_root("fastlab cc set")
     cc = _cc(args.name, args.impl)

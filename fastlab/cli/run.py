@@ -13,9 +13,9 @@ from fastlab.measure import fidelity
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from fastlab.define.schema import SpecError, load_spec
     from fastlab.experiment.engine import RunError, run_experiment
     from fastlab.plan.prepare import prepare
-    from fastlab.spec.schema import SpecError, load_spec
 
     try:
         spec = load_spec(args.spec, args.set)
@@ -72,7 +72,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from fastlab.build.runstate import KEPT, cleanup
+    from fastlab.net.runstate import KEPT, cleanup
 
     need_root("fastlab cleanup")
     removed = cleanup()
@@ -83,18 +83,18 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 def cmd_topo_list(args: argparse.Namespace) -> int:
-    from fastlab.spec.topology import catalogue
+    from fastlab.define.topology import catalogue
 
     print(table(catalogue(), ["name", "description", "arguments"]))
     return 0
 
 
 def cmd_topo_show(args: argparse.Namespace) -> int:
+    from fastlab.define.schema import SpecError, parse_override
+    from fastlab.define.topology import TopologyError, build_plan
     from fastlab.experiment import selftest
     from fastlab.plan.links import resolve
     from fastlab.plan.prepare import core_paths, trace
-    from fastlab.spec.schema import SpecError, parse_override
-    from fastlab.spec.topology import TopologyError, build_plan
 
     topo_args: dict[str, Any] = {}
     try:

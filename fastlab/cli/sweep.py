@@ -13,9 +13,9 @@ from fastlab.cli.common import CliError, cancel_on_signals, need_root, raise_on_
 
 
 def cmd_sweep_run(args: argparse.Namespace) -> int:
+    from fastlab.define.schema import SpecError
     from fastlab.plan.capabilities import probe
     from fastlab.plan.prepare import prepare
-    from fastlab.spec.schema import SpecError
     from fastlab.sweep import points as sweep
     from fastlab.sweep import run as sweep_run
 

@@ -26,12 +26,15 @@ import yaml
 
 from fastlab.base import rundir
 from fastlab.base.rundir import RunFolder, RunFolderError, expected_bytes
-from fastlab.build.network import Network
-from fastlab.build.runstate import Neighbours, RunState, new_prefix
-from fastlab.build.shaping import Shaper
+from fastlab.define import linktrace
+from fastlab.define.cc import Registry
+from fastlab.define.schema import ExperimentSpec, to_plain
 from fastlab.experiment import machine
 from fastlab.measure import analysis
 from fastlab.measure.verdict import assess_run, note_neighbours
+from fastlab.net.network import Network
+from fastlab.net.runstate import Neighbours, RunState, new_prefix
+from fastlab.net.shaping import Shaper
 from fastlab.plan.capabilities import Capabilities
 from fastlab.plan.flows import Flow
 from fastlab.plan.links import mean_rate_bps
@@ -50,9 +53,6 @@ from fastlab.run.controller import OpenFlowControl
 from fastlab.run.cwndclamp import RTT_COLUMNS, ClampError, CwndClamp
 from fastlab.run.tracing import SampleBus
 from fastlab.run.traffic import Traffic
-from fastlab.spec import linktrace
-from fastlab.spec.cc import Registry
-from fastlab.spec.schema import ExperimentSpec, to_plain
 from fastlab.theory import explain, segments
 from fastlab.theory import fast as fast_theory
 

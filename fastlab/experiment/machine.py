@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fastlab.base import paths
-from fastlab.spec.ccset import KERNEL_MODULES
+from fastlab.define.ccset import KERNEL_MODULES
 
 log = logging.getLogger(__name__)
 

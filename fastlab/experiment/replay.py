@@ -26,9 +26,9 @@ from typing import Any
 
 from fastlab.base import paths, rundir
 from fastlab.base.rundir import SPEC, RunFolder
+from fastlab.define.schema import load_spec
 from fastlab.measure import fidelity
 from fastlab.results import bundle, fidelity_view
-from fastlab.spec.schema import load_spec
 
 log = logging.getLogger(__name__)
 

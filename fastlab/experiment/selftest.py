@@ -81,8 +81,8 @@ def judge(utilization: float, verdict: dict[str, Any]) -> tuple[bool, str]:
 
 def run(duration_s: float = DURATION_S) -> dict[str, Any]:
     """Run both ladders (needs root); returns and stores the result."""
+    from fastlab.define.schema import parse_spec
     from fastlab.experiment.engine import run_experiment
-    from fastlab.spec.schema import parse_spec
 
     out: dict[str, Any] = {"measured": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                            "kernel": platform.release(), "cpus": os.cpu_count(), "steps": [],

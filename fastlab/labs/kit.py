@@ -33,7 +33,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fastlab.base import paths
 from fastlab.base.rundir import RunFolder
-from fastlab.spec.schema import ExperimentSpec, SpecError, YamlTextError, format_validation_error, load_spec, parse_yaml
+from fastlab.define.schema import (
+    ExperimentSpec,
+    SpecError,
+    YamlTextError,
+    format_validation_error,
+    load_spec,
+    parse_yaml,
+)
 
 log = logging.getLogger(__name__)
 

@@ -32,6 +32,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fastlab.base import rundir
+from fastlab.define.schema import SpecError, format_validation_error, load_spec, parse_yaml, to_plain
 from fastlab.labs.kit import (
     CASES,
     FAIL,
@@ -45,7 +46,6 @@ from fastlab.labs.kit import (
     combined_status,
     evaluate_run,
 )
-from fastlab.spec.schema import SpecError, format_validation_error, load_spec, parse_yaml, to_plain
 
 log = logging.getLogger(__name__)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fastlab.base import paths
+from fastlab.define.schema import SpecError
 from fastlab.labs.kit import (
     FAIL,
     INCONCLUSIVE,
@@ -29,7 +30,6 @@ from fastlab.labs.kit import (
     evaluate_step,
     load_lab,
 )
-from fastlab.spec.schema import SpecError
 
 log = logging.getLogger(__name__)
 

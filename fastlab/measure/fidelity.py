@@ -28,7 +28,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastlab.spec.schema import MTU_BYTES
+from fastlab.define.schema import MTU_BYTES
 
 # A FAST flow aims at alpha packets queued at its bottleneck, i.e. alpha * MTU / C of queueing
 # delay (2.4 ms for alpha = 200 at 1 Gb/s). Emulation delay above a quarter of that moves its

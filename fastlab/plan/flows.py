@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fastlab.spec.cc import CCError, Registry
-from fastlab.spec.ccset import GLOBAL_ONLY
-from fastlab.spec.schema import ExperimentSpec, SpecError, numbered_flows
-from fastlab.spec.topology import TopologyPlan
+from fastlab.define.cc import CCError, Registry
+from fastlab.define.ccset import GLOBAL_ONLY
+from fastlab.define.schema import ExperimentSpec, SpecError, numbered_flows
+from fastlab.define.topology import TopologyPlan
 
 BASE_PORT = 5001  # flow n's receiver listens on BASE_PORT + n
 

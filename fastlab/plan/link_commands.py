@@ -2,7 +2,7 @@
 with the reason (called by the run's plan, fastlab.plan.prepare.prepare, and nowhere else); `plan_link`
 turns that choice into tc commands (HTB, netem, the kernel's AQM from fastlab.plan.tc_aqm) or the
 emulator's command line, with what the link resolved to (`LinkPlanResult`). The one tc planner;
-fastlab.build.shaping runs what it returns.
+fastlab.net.shaping runs what it returns.
 
 Backends:
 - tc: inside the link node, netem delay/jitter/loss on an internal veth (the wire) and HTB
@@ -21,9 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from fastlab.base import paths
-from fastlab.plan.links import ETH_HEADER_BYTES, Direction, ResolvedLink, ShapingError, varies
-from fastlab.plan.tc_aqm import TcAqm, tc_link_aqm
-from fastlab.spec.schema import (
+from fastlab.define.schema import (
     MTU_BYTES,
     BernoulliLoss,
     CodelAqm,
@@ -37,7 +35,9 @@ from fastlab.spec.schema import (
     TokenBucketPolicy,
     schedule_us,
 )
-from fastlab.spec.topology import TopologyPlan
+from fastlab.define.topology import TopologyPlan
+from fastlab.plan.links import ETH_HEADER_BYTES, Direction, ResolvedLink, ShapingError, varies
+from fastlab.plan.tc_aqm import TcAqm, tc_link_aqm
 
 HTB_BURST_S = 0.001  # one ms of tokens: enough for timer granularity, small enough to stay smooth
 # Emulators run SCHED_FIFO so that a release falling due while a host process holds the CPU is
@@ -71,7 +71,7 @@ class Wire:
 
 
 def wiring(plan: TopologyPlan, prefix: str) -> list[Wire]:
-    """Every link's interface names (pure; the one place they are made: fastlab.build.network builds what this
+    """Every link's interface names (pure; the one place they are made: fastlab.net.network builds what this
     says). A host's or router's interfaces are private to its namespace (eth0, eth1, ...); a switch's ports live
     in the root namespace and carry its run-prefixed name; a shaped link's node x<i> has <x>-a and <x>-b."""
     ports: dict[str, int] = {}

@@ -1,7 +1,7 @@
 """A shaped link resolved (pure): `resolve` merges a topology's default link profile with the spec's
 overrides into concrete per-direction numbers (`ResolvedLink`, one `Direction` each way), checked against
 what any backend can carry. fastlab.plan.link_commands chooses each link's backend and turns it into
-commands; fastlab.build.shaping runs them.
+commands; fastlab.net.shaping runs them.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from fastlab.spec import linktrace
-from fastlab.spec.schema import (
+from fastlab.define import linktrace
+from fastlab.define.schema import (
     MTU_BYTES,
     BernoulliLoss,
     Buffer,
@@ -28,7 +28,7 @@ from fastlab.spec.schema import (
     TokenBucketPolicy,
     check_varying,
 )
-from fastlab.spec.topology import ShapedLinkPlan
+from fastlab.define.topology import ShapedLinkPlan
 
 ETH_HEADER_BYTES = 14
 
@@ -99,7 +99,7 @@ def resolve(shaped: ShapedLinkPlan, override: LinkSpec | None, mtu_bytes: int = 
     Forward fields set in the override replace the default's. The reverse direction takes the
     default's reverse, then the override's reverse; any of rate/delay/jitter/buffer still unset
     follows the forward direction. Loss, link-layer policy, AQM, schedule and trace are never inherited
-    by it. A trace file is read and checked here, once (fastlab.spec.linktrace); its mean rate is the
+    by it. A trace file is read and checked here, once (fastlab.define.linktrace); its mean rate is the
     direction's rate.
     """
     base = shaped.profile

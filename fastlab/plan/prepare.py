@@ -22,16 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from fastlab.base import rundir
+from fastlab.define.cc import CCError, Registry
+from fastlab.define.ccset import FAST_PARAMS, default_registry, fast_target_ms
+from fastlab.define.schema import ExperimentSpec, SpecError, numbered_flows
+from fastlab.define.topology import TopologyError, TopologyPlan, build_plan
 from fastlab.plan import routing
 from fastlab.plan.capabilities import Capabilities, app_available, probe
 from fastlab.plan.flows import Flow, HostParams, expand_flows, plan_parameters
 from fastlab.plan.link_commands import LinkPlanResult, Wire, choose_backend, plan_link, wiring
 from fastlab.plan.links import ResolvedLink, resolve
 from fastlab.plan.routing import Crossing, PathFigures
-from fastlab.spec.cc import CCError, Registry
-from fastlab.spec.ccset import FAST_PARAMS, default_registry, fast_target_ms
-from fastlab.spec.schema import ExperimentSpec, SpecError, numbered_flows
-from fastlab.spec.topology import TopologyError, TopologyPlan, build_plan
 
 
 def validate(spec: ExperimentSpec, registry: Registry | None) -> TopologyPlan:

@@ -14,8 +14,8 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from fastlab.define.topology import LinkPlan, TopologyError, TopologyPlan
 from fastlab.plan.links import ResolvedLink
-from fastlab.spec.topology import LinkPlan, TopologyError, TopologyPlan
 
 Crossing = tuple[str, bool]  # a shaped link crossed: (link id, from a to b?)
 

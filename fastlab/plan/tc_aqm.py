@@ -9,12 +9,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from fastlab.plan.links import Direction, ResolvedLink, ShapingError
-from fastlab.spec.schema import (
+from fastlab.define.schema import (
     CodelAqm,
     PieAqm,
     RedAqm,
 )
+from fastlab.plan.links import Direction, ResolvedLink, ShapingError
 
 # Where the kernel has sch_red / sch_codel / sch_pie (a stock distribution kernel; not the development
 # machine's), a tc-shaped direction with an AQM gets that qdisc under HTB class 1:1 instead of the FIFO.

@@ -18,10 +18,10 @@ import plotly
 import yaml
 from markupsafe import Markup
 
+from fastlab.define.schema import SpecError, parse_spec
 from fastlab.results import chart_lines, fidelity_view
 from fastlab.results.chart_data import chart_samples, script_json
 from fastlab.results.tables import asset, human_time, run_tables
-from fastlab.spec.schema import SpecError, parse_spec
 from fastlab.theory import segments
 
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastlab.base.supervised import Supervised, stop_all
-from fastlab.build.runstate import RunState, cc_acquire, cc_holders_elsewhere, cc_release
+from fastlab.define.cc import CCError, CongestionControl, Registry
+from fastlab.define.ccset import GLOBAL_ONLY, ModuleLoader, ToolError
+from fastlab.define.schema import ExperimentSpec
+from fastlab.net.runstate import RunState, cc_acquire, cc_holders_elsewhere, cc_release
 from fastlab.plan.flows import HostParams
-from fastlab.spec.cc import CCError, CongestionControl, Registry
-from fastlab.spec.ccset import GLOBAL_ONLY, ModuleLoader, ToolError
-from fastlab.spec.schema import ExperimentSpec
 
 EVENTS_READY_S = 0.3
 STREAM_STOP_GRACE_S = 5.0  # an event stream detaches its ring buffer reader and exits on SIGTERM
@@ -91,7 +91,7 @@ class CCRuntime:
     _streams: list[tuple[str, Subscriber]] = field(default_factory=list)  # (cc, callback) on the EventHub
     _threads: list[threading.Thread] = field(default_factory=list)
     _cancel: threading.Event = field(default_factory=threading.Event)
-    _held: list[CongestionControl] = field(default_factory=list)  # a reference taken (fastlab.build.runstate)
+    _held: list[CongestionControl] = field(default_factory=list)  # a reference taken (fastlab.net.runstate)
     _owned: list[CongestionControl] = field(default_factory=list)  # registered by this run's reference
     _configured: list[tuple[HostParams, int]] = field(default_factory=list)
     _apply_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -103,7 +103,7 @@ class CCRuntime:
         return [self.registry.lookup(n) for n in sorted({h.cc for h in self.hosts})]
 
     def load(self) -> None:
-        """Take the run's reference on each of its algorithms (fastlab.build.runstate: registered by the first
+        """Take the run's reference on each of its algorithms (fastlab.net.runstate: registered by the first
         run that needs it, unregistered by the last one to finish), then set the global parameters."""
         self.state.cc_refcounted = True
         for cc in self.ours():

@@ -23,10 +23,10 @@ from typing import Any
 
 from fastlab.base import paths
 from fastlab.base.supervised import Supervised
-from fastlab.build.network import Network
+from fastlab.define.schema import ControllerSpec, Reroute
+from fastlab.net.network import Network
 from fastlab.plan.flows import Flow
 from fastlab.run.openflow import FlowPath, plan_rules
-from fastlab.spec.schema import ControllerSpec, Reroute
 
 APPS = {"paths": "controllers.fastlab_paths"}  # spec `controller.app` -> module under the repository
 READY_TIMEOUT_S = 30.0

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from fastlab.base import paths
 from fastlab.base.paths import cgroup2_root
-from fastlab.build.runstate import RunState, remove_cgroup
+from fastlab.net.runstate import RunState, remove_cgroup
 
 TOOL_TIMEOUT_S = 20.0
 

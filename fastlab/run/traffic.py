@@ -32,7 +32,7 @@ STOP_GRACE_S = 3.0  # a flowtool ends its sample loop and exits on SIGTERM
 
 @dataclass
 class Traffic:
-    net: Any  # fastlab.build.network.Network
+    net: Any  # fastlab.net.network.Network
     flows: list[Flow]
     emit: Callable[[str, dict[str, Any]], None]
     interval_s: float

@@ -55,7 +55,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from fastlab.base import paths, rundir
 from fastlab.base.rundir import RunFolder, finished_points, is_finished
-from fastlab.spec.schema import (
+from fastlab.define.schema import (
     ExperimentSpec,
     SpecError,
     Strict,

@@ -27,8 +27,8 @@ from typing import Any
 import pandas as pd
 
 from fastlab.base.rundir import RunFolder
+from fastlab.define.schema import ExperimentSpec, SpecError
 from fastlab.results import bundle, fidelity_view
-from fastlab.spec.schema import ExperimentSpec, SpecError
 from fastlab.sweep.points import (
     STATE_FILE,
     Point,
@@ -142,8 +142,8 @@ def _run_locally(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: P
 
 def run_point_remote(spec_yaml: str) -> dict[str, Any]:
     """On a Dask worker: run one point with the engine and send its run directory back as a bundle."""
+    from fastlab.define.schema import read_spec_text
     from fastlab.experiment.engine import run_experiment
-    from fastlab.spec.schema import read_spec_text
 
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="fastlab-point-") as tmp:

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import Field
 
-from fastlab.spec.schema import SpecError, Strict
+from fastlab.define.schema import SpecError, Strict
 
 # Whole flows: N' is rounded half up, and the rounding may change each flow's window by this share at
 # most (10 %: beyond it the point carries another experiment's windows, e.g. N' = 1.4 run as 1 flow has
@@ -53,7 +53,7 @@ class FlowScaling(Strict):
         """N' for a swept capacity (Mb/s): N C'/C rounded half up to whole flows; SpecError (one line) for a
         capacity that is not a number, N' below 1, more flows than a flows row holds, or a rounding that
         changes each flow's window by more than MAX_WINDOW_ROUNDING."""
-        from fastlab.spec.schema import FlowSpec
+        from fastlab.define.schema import FlowSpec
         from fastlab.theory.red import window_preserving_flows
 
         where = "sweep.scale_flows"

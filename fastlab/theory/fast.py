@@ -24,8 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from fastlab.define.schema import MTU_BYTES
 from fastlab.plan.prepare import Layout, layout
-from fastlab.spec.schema import MTU_BYTES
 
 
 def packet_bits(mtu_bytes: int = MTU_BYTES) -> int:

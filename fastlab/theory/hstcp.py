@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from fastlab.spec.ccset import HSTCP_DEFAULTS
+from fastlab.define.ccset import HSTCP_DEFAULTS
 
 RENO_C = math.sqrt(1.5)  # standard TCP's mean window 1.22/sqrt(p)
 

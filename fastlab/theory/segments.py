@@ -96,8 +96,8 @@ class Segment:
 
 
 def _defaults(cc: str) -> dict[str, Any]:
-    """The algorithm's parameter defaults (the one table, fastlab.spec.ccset): what a flow has that sets none."""
-    from fastlab.spec.ccset import FAST_PARAMS, HSTCP_PARAMS
+    """The algorithm's parameter defaults (the one table, fastlab.define.ccset): what a flow has that sets none."""
+    from fastlab.define.ccset import FAST_PARAMS, HSTCP_PARAMS
 
     table = {"fast": FAST_PARAMS, "hstcp": HSTCP_PARAMS}.get(cc, ())
     return {p.name: p.default for p in table}

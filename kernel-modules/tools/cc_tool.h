@@ -7,7 +7,7 @@
  *
  * The parameter ranges themselves are not here: they are the cores'
  * (core/fast_core.h, core/hstcp_core.h), shared with the kernel modules and
- * the BPF programs; Python reads the same headers (fastlab/ccset.py).
+ * the BPF programs; Python reads the same headers (fastlab/define/ccset.py).
  */
 #ifndef FASTLAB_CC_TOOL_H
 #define FASTLAB_CC_TOOL_H

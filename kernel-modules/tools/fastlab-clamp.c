@@ -37,7 +37,7 @@
 #define EXIT_ERR	1
 #define EXIT_USAGE	2
 
-/* Same bounds as the spec's max_cwnd_pkts (fastlab/spec.py). */
+/* Same bounds as the spec's max_cwnd_pkts (fastlab/define/schema.py). */
 #define CLAMP_MIN_PKTS	1
 #define CLAMP_MAX_PKTS	1000000
 #define CLAMP_MAX_FLOWS	4096	/* the map's size in cwnd_clamp.bpf.c */

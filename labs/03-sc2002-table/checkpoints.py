@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fastlab.define.schema import MTU_BYTES, parse_spec
+from fastlab.define.topology import build_plan
 from fastlab.labs.kit import (
     SC2002_CEILING,
     CheckResult,
@@ -26,8 +28,6 @@ from fastlab.labs.kit import (
     within,
 )
 from fastlab.measure.fidelity import TC_BUSY_SHARE_MIN
-from fastlab.spec.schema import MTU_BYTES, parse_spec
-from fastlab.spec.topology import build_plan
 from fastlab.theory import fast as fast_theory
 
 FROM_S = 40.0  # after FAST's start-up at full scale (see the module docstring)

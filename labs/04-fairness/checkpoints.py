@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from fastlab.define.schema import parse_spec
 from fastlab.labs.kit import (
     LOSS_STATES,
     CheckResult,
@@ -29,7 +30,6 @@ from fastlab.labs.kit import (
     loss_starts,
     within,
 )
-from fastlab.spec.schema import parse_spec
 from fastlab.theory import fast as fast_theory
 from fastlab.theory.fast import SharedQueue
 

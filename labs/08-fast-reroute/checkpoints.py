@@ -18,8 +18,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from fastlab.define.schema import read_spec_text
 from fastlab.labs.kit import CheckResult, MissingData, StepRun, checkpoint, within
-from fastlab.spec.schema import read_spec_text
 from fastlab.theory.fast import packet_bits, references, run_mtu, serialization_ms
 
 PATH_DIFFERENCE_MS = 10.0  # Abilene (190 ms) less Level(3) (180 ms)

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from fastlab.define.ccset import FAST_PARAMS
 from fastlab.labs.kit import CheckResult, MissingData, StepRun, checkpoint, within
-from fastlab.spec.ccset import FAST_PARAMS
 from fastlab.theory.fast import StepFigures, packet_bits, run_mtu, step_figures, step_response
 
 SETTLE_BAND = 0.10  # of the step: "settled" = within this (or the 1/gamma floor band, or the RTT noise) of final

@@ -21,10 +21,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fastlab.define.cc import kernel_available
+from fastlab.define.ccset import TOOL, default_registry
+from fastlab.define.schema import parse_spec, read_spec_text
 from fastlab.experiment.engine import run_experiment
-from fastlab.spec.cc import kernel_available
-from fastlab.spec.ccset import TOOL, default_registry
-from fastlab.spec.schema import parse_spec, read_spec_text
 from tests.conftest import EXAMPLE, fastlab
 
 pytestmark = pytest.mark.usefixtures("as_root")
@@ -136,10 +136,10 @@ def test_a_dead_runs_override_on_a_reused_namespace_is_not_inherited() -> None:
     kernel reuses namespace inodes, so a new host may get that inode. Here a fresh namespace
     stands for it: it carries alpha 77, and a run configuring that host without cc_args must
     give it the global parameters."""
-    from fastlab.build.runstate import RunState, new_prefix
+    from fastlab.define.ccset import BpfLoader, run_tool
+    from fastlab.net.runstate import RunState, new_prefix
     from fastlab.plan.flows import HostParams
     from fastlab.run.ccruntime import CCRuntime
-    from fastlab.spec.ccset import BpfLoader, run_tool
 
     loader = BpfLoader("fast")
     registered_here = loader.load()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fastlab.spec.cc import kernel_available
+from fastlab.define.cc import kernel_available
 from tests.conftest import EXAMPLE, fastlab, machine_leftovers
 
 pytestmark = pytest.mark.usefixtures("as_root")
@@ -56,7 +56,7 @@ def test_cleanup_keeps_the_state_of_an_algorithm_it_could_not_unregister() -> No
     """A dead run's state names a registered algorithm whose unload fails (the kernel's own bbr, which
     fastlab-cc refuses to touch): cleanup says so, and keeps the state for the next cleanup instead
     of forgetting it."""
-    from fastlab.build.runstate import RunState, new_prefix
+    from fastlab.net.runstate import RunState, new_prefix
 
     state = RunState(new_prefix(), engine_pid=4_194_304, cc_loaded=["bbr:bpf"])  # > pid_max: dead
     state.save()
@@ -74,7 +74,7 @@ def test_cleanup_keeps_the_state_of_an_algorithm_it_could_not_unregister() -> No
 def test_cleanup_passes_over_an_algorithm_recorded_but_never_registered() -> None:
     """A run records an algorithm before registering it; killed in between, its state names one that
     is not registered: cleanup has nothing to undo and removes the state."""
-    from fastlab.build.runstate import RunState, new_prefix
+    from fastlab.net.runstate import RunState, new_prefix
 
     state = RunState(new_prefix(), engine_pid=4_194_304, cc_loaded=["fastlabnever:module"])
     state.save()

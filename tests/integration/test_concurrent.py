@@ -1,6 +1,6 @@
 """Two runs at once in one process, as the web queue runs them: each finishes with its own verdict and
 names the other as a neighbour; FAST (BPF struct_ops) is registered once for both and unregistered by
-the last one out (fastlab.build.runstate's references), not by the first to finish under the other; nothing
+the last one out (fastlab.net.runstate's references), not by the first to finish under the other; nothing
 is left behind (the session's `machine_left_as_found` checks the rest)."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from fastlab.build.runstate import cc_holders
+from fastlab.define.cc import kernel_available
 from fastlab.experiment.engine import RunResult, run_experiment
 from fastlab.labs.kit import load_lab
-from fastlab.spec.cc import kernel_available
+from fastlab.net.runstate import cc_holders
 from tests.conftest import machine_leftovers
 
 pytestmark = pytest.mark.usefixtures("as_root")

@@ -140,7 +140,7 @@ def test_sigkill_leftovers_are_cleaned_and_next_run_works(tmp_path: Path) -> Non
     assert cleaned.returncode == 0, cleaned.stderr
     assert "removed" in cleaned.stdout
     assert machine_leftovers() == {"interfaces": [], "bridges": [], "state_files": [], "cgroups": []}
-    from fastlab.build.runstate import process_start_time
+    from fastlab.net.runstate import process_start_time
     assert not [p for p in state["pids"] if process_start_time(p["pid"]) == p["start"]]
     run_ok(tmp_path, "duration_s=3", name="after")
     assert fastlab("cleanup").stdout.strip() == "nothing to clean up"
@@ -150,7 +150,7 @@ def test_sigkill_leftovers_are_cleaned_and_next_run_works(tmp_path: Path) -> Non
 def test_ctrl_c_or_sigterm_stops_the_run_after_a_full_cleanup(tmp_path: Path, phase: str) -> None:
     """Interrupted while it registers FAST and builds (state file just written) or while its
     flows run: exit 130, nothing left, and FAST registered only if it was before."""
-    from fastlab.spec.cc import kernel_available
+    from fastlab.define.cc import kernel_available
 
     fast_before = "fast" in kernel_available()
     proc = subprocess.Popen([sys.executable, "-m", "fastlab", "run", str(EXAMPLE), "--set", "duration_s=60",
@@ -178,8 +178,8 @@ def test_ctrl_c_or_sigterm_stops_the_run_after_a_full_cleanup(tmp_path: Path, ph
 
 def test_scheduled_flows_and_live_stream(tmp_path: Path) -> None:
     """Flows start and stop on schedule; samples reach a live subscriber while the run goes."""
+    from fastlab.define.schema import read_spec_text
     from fastlab.experiment.engine import run_experiment
-    from fastlab.spec.schema import read_spec_text
 
     spec = read_spec_text(EXAMPLE.read_text(), ["duration_s=8", "topology_args.pairs=2",
                                                 "flows.1={src: h3, dst: h4, cc: reno, start_s: 2, stop_s: 5}"])
@@ -247,7 +247,7 @@ def test_cleanup_and_app_start_leave_other_softwares_interfaces(tmp_path: Path) 
     what carries a dead run's own prefix: Kubernetes' `flannel.1`, and even a name shaped like a
     fastlab prefix that no state file owns, survive. Run in a scratch network namespace, so nothing
     on the machine is at risk; a dead run's state (its engine PID long gone) owns `flq7x2-s1`."""
-    from fastlab.build.runstate import RunState
+    from fastlab.net.runstate import RunState
 
     dead = RunState("flq7x2", engine_pid=2**22 + 7, engine_start=1, intfs=["flq7x2-s1", "eth0"])
     dead.save()
@@ -255,7 +255,7 @@ def test_cleanup_and_app_start_leave_other_softwares_interfaces(tmp_path: Path) 
 import json, subprocess
 for name in ("flannel.1", "flzz99-eth0", "flq7x2-s1", "flq7x2-h1"):
     subprocess.run(["ip", "link", "add", name, "type", "bridge"], check=True)  # no dummy driver here
-from fastlab.build.runstate import cleanup
+from fastlab.net.runstate import cleanup
 removed = cleanup()
 subprocess.run(["ip", "link", "add", "flq7x2-h2", "type", "bridge"], check=True)
 from webapp import create_app
@@ -289,7 +289,7 @@ def test_kill_9_at_four_random_moments_then_cleanup_leaves_nothing(tmp_path: Pat
     and the run's whole length (~4 s of build, 3 s of flows, ~2 s of teardown), seeded."""
     import random
 
-    from fastlab.spec.cc import kernel_available
+    from fastlab.define.cc import kernel_available
 
     ccs_before = sorted(kernel_available())
     baseline = machine_leftovers()

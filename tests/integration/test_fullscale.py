@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from fastlab.build import placement
+from fastlab.define.schema import parse_spec
 from fastlab.experiment.engine import run_experiment
+from fastlab.net import placement
 from fastlab.plan.link_commands import EMULATOR_RT_PRIORITY
 from fastlab.plan.prepare import prepare
-from fastlab.spec.schema import parse_spec
 
 pytestmark = pytest.mark.usefixtures("as_root")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fastlab.build.qdisc_stats import QdiscReader, QdiscStatsError
+from fastlab.net.qdisc_stats import QdiscReader, QdiscStatsError
 from tests.conftest import EXAMPLE, fastlab
 
 pytestmark = pytest.mark.usefixtures("as_root")

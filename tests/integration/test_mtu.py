@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fastlab.define.schema import parse_spec
 from fastlab.experiment.engine import run_experiment
-from fastlab.spec.schema import parse_spec
 from tests.conftest import faithful
 
 pytestmark = pytest.mark.usefixtures("as_root")

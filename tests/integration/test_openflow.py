@@ -19,8 +19,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fastlab.define.schema import ExperimentSpec, load_spec
 from fastlab.experiment.engine import run_experiment
-from fastlab.spec.schema import ExperimentSpec, load_spec
 from fastlab.theory.fast import references, run_mtu, serialization_ms
 from tests.conftest import faithful
 

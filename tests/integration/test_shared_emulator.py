@@ -20,9 +20,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from fastlab.build.shared_emulator import SHARED_KEY
+from fastlab.define.schema import parse_spec
 from fastlab.experiment.engine import run_experiment
-from fastlab.spec.schema import parse_spec
+from fastlab.net.shared_emulator import SHARED_KEY
 
 pytestmark = pytest.mark.usefixtures("as_root")
 

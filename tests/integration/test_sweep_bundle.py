@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from fastlab.spec.cc import kernel_available
+from fastlab.define.cc import kernel_available
 from tests.conftest import REPO, fastlab, machine_leftovers
 
 pytestmark = pytest.mark.usefixtures("as_root")

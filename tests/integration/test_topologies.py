@@ -13,10 +13,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fastlab.define.schema import ExperimentSpec, parse_spec
+from fastlab.define.topology import build_plan
 from fastlab.experiment.engine import run_experiment
 from fastlab.plan.prepare import prepare
-from fastlab.spec.schema import ExperimentSpec, parse_spec
-from fastlab.spec.topology import build_plan
 from tests.conftest import faithful
 
 pytestmark = pytest.mark.usefixtures("as_root")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from fastlab.base import paths
-from fastlab.build.runstate import RunState, prefixed_root_objects
+from fastlab.net.runstate import RunState, prefixed_root_objects
 from fastlab.results import bundle
 from tests.conftest import machine_leftovers
 from tests.dask_cluster import LocalCluster, local_cluster, wait_for

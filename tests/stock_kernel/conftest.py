@@ -20,8 +20,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from fastlab.define.cc import kernel_available
 from fastlab.plan.capabilities import Capabilities, probe
-from fastlab.spec.cc import kernel_available
 
 IN_VM = os.environ.get("FASTLAB_STOCK_KERNEL_VM") == "1"
 OVS_CTL = Path("/usr/share/openvswitch/scripts/ovs-ctl")

@@ -47,10 +47,10 @@ from typing import Any
 
 import pytest
 
+from fastlab.define.schema import parse_spec
 from fastlab.experiment.engine import RunResult, run_experiment
 from fastlab.measure import fidelity
 from fastlab.plan.capabilities import Capabilities
-from fastlab.spec.schema import parse_spec
 from tests.stock_kernel.conftest import dumbbell, steady_goodput_mbps
 
 pytestmark = pytest.mark.usefixtures("ovs")

@@ -38,9 +38,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from fastlab.define.schema import parse_spec
 from fastlab.experiment.engine import run_experiment
 from fastlab.plan.capabilities import Capabilities
-from fastlab.spec.schema import parse_spec
 from tests.stock_kernel.conftest import backlog_mean, dumbbell, flow_rows
 
 MIN_TH, MAX_TH = 10, 30  # packets

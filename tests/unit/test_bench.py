@@ -101,7 +101,7 @@ def test_phantom_defaults_are_the_fit_output() -> None:
     """The calibrated element's defaults come from `bench/docsis.py --fit`'s output, not from hand tuning
     (issue 31): the spec's constants must equal the fit file's best point, which must be the least sum of
     squares of its own ranked grid, fitted to the `fit` figures only."""
-    from fastlab.spec.schema import PHANTOM_FIT_KNEE, PHANTOM_FIT_MAX_DELAY_MS, PHANTOM_WINDOW_MS, PhantomDelay
+    from fastlab.define.schema import PHANTOM_FIT_KNEE, PHANTOM_FIT_MAX_DELAY_MS, PHANTOM_WINDOW_MS, PhantomDelay
 
     docsis = bench_module("docsis")
     fit = json.loads(docsis.FIT_FILE.read_text())

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from fastlab.define.cc import CCError
+from fastlab.define.ccset import default_registry
+from fastlab.define.schema import SpecError, parse_spec
 from fastlab.plan.capabilities import Capabilities, Probe
 from fastlab.plan.flows import plan_parameters
-from fastlab.spec.cc import CCError
-from fastlab.spec.ccset import default_registry
-from fastlab.spec.schema import SpecError, parse_spec
 
 
 def caps(bpf: bool, modules: bool) -> Capabilities:

@@ -14,9 +14,9 @@ import subprocess
 
 import pytest
 
-from fastlab.spec import ccset
-from fastlab.spec.cc import CCError, Param
-from fastlab.spec.ccset import (
+from fastlab.define import ccset
+from fastlab.define.cc import CCError, Param
+from fastlab.define.ccset import (
     FAST_PARAMS,
     GLOBAL_ONLY,
     HSTCP_PARAMS,

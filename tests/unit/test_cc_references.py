@@ -1,4 +1,4 @@
-"""fastlab.build.runstate's cc_acquire / cc_release: references on a congestion control across overlapping
+"""fastlab.net.runstate's cc_acquire / cc_release: references on a congestion control across overlapping
 runs (threads, processes), counted in real files under a state directory of the test's own, with
 real processes as holders.
 
@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from fastlab.base import paths
-from fastlab.build import runstate
-from fastlab.build.runstate import CC_OWNER, cc_acquire, cc_holders, cc_locked, cc_release
-from fastlab.spec.ccset import ToolError
+from fastlab.define.ccset import ToolError
+from fastlab.net import runstate
+from fastlab.net.runstate import CC_OWNER, cc_acquire, cc_holders, cc_locked, cc_release
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -103,7 +103,7 @@ def test_threads_of_one_process_are_separate_holders(state_dir: Path, tmp_path: 
 def _holder_process(state: Path, where: Path, prefix: str) -> subprocess.Popen[str]:
     """A real process that takes a reference, says so, and waits to be killed."""
     code = ("import sys, time\nfrom pathlib import Path\nfrom fastlab.base import paths\n"
-            "from fastlab.build.runstate import cc_acquire\n"
+            "from fastlab.net.runstate import cc_acquire\n"
             "from tests.unit.test_cc_references import FileLoader\n"
             f"paths.STATE_DIR = Path({str(state)!r})\n"
             f"print(cc_acquire('fast:bpf', {prefix!r}, FileLoader(Path({str(where)!r}))), flush=True)\n"
@@ -185,7 +185,7 @@ def test_a_hostile_reference_file_counts_as_dead(state_dir: Path, tmp_path: Path
 def test_the_lock_is_dropped_when_its_holder_dies(state_dir: Path) -> None:
     """A process killed inside the lock does not keep the next change waiting."""
     code = ("import time\nfrom pathlib import Path\nfrom fastlab.base import paths\n"
-            "from fastlab.build.runstate import cc_locked\n"
+            "from fastlab.net.runstate import cc_locked\n"
             f"paths.STATE_DIR = Path({str(state_dir)!r})\n"
             "with cc_locked():\n    print('in', flush=True)\n    time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, text=True,
@@ -239,7 +239,7 @@ def test_one_event_reader_per_algorithm_serves_every_run_of_the_process(state_di
 
 
 def test_neighbours_are_the_other_live_runs_seen_while_the_flows_go(state_dir: Path) -> None:
-    """fastlab.build.runstate.Neighbours: other runs with a live engine (this process), not the run itself nor
+    """fastlab.net.runstate.Neighbours: other runs with a live engine (this process), not the run itself nor
     a dead one; looked at most every NEIGHBOURS_EVERY_S unless forced."""
     runstate.RunState("flmine", results_dir="/r/mine").save()
     runstate.RunState("flothr", results_dir="/r/20261127-other").save()

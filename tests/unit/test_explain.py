@@ -76,7 +76,7 @@ def test_response_lines_at_the_measured_else_configured_loss_rate() -> None:
 
 
 def test_what_happened_from_a_spec() -> None:
-    from fastlab.spec.schema import parse_spec
+    from fastlab.define.schema import parse_spec
 
     spec = parse_spec({"name": "x", "topology": "dumbbell", "topology_args": {"rate_mbps": 20, "rtt_ms": 40},
                        "duration_s": 10, "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 30}}]})
@@ -106,7 +106,7 @@ def test_the_report_shows_the_note_escaped() -> None:
 def test_the_notes_hstcp_response_function_is_the_headers_default(p: float) -> None:
     """The note draws RFC 3649's response function with the kernel header's defaults (no constants of its own:
     it reads fastlab.theory.hstcp, which the issue-35 stages let the theory import)."""
-    from fastlab.spec.ccset import HSTCP_DEFAULTS
+    from fastlab.define.ccset import HSTCP_DEFAULTS
 
     fields = HstcpParams.__dataclass_fields__
     assert {k: getattr(explain.HSTCP_DEFAULT, k) for k in fields} == {k: HSTCP_DEFAULTS[k] for k in fields}

@@ -160,7 +160,7 @@ def test_the_replay_refuses_an_empty_trace_or_a_window_before_it() -> None:
 # --- packets are the run's MTU (jumbo frames: lab 01 question 9) ------------------------------------
 
 def test_packet_size_comes_from_the_runs_mtu() -> None:
-    from fastlab.spec.schema import read_spec_text
+    from fastlab.define.schema import read_spec_text
     from fastlab.theory.fast import packet_bits, run_mtu
 
     assert packet_bits() == 12_000 and packet_bits(9000) == 72_000
@@ -172,7 +172,7 @@ def test_packet_size_comes_from_the_runs_mtu() -> None:
 def test_a_9000_byte_mtu_makes_the_bdp_six_times_fewer_packets() -> None:
     """20 Mb/s x 40 ms is 66.7 packets of 1500 bytes and 11.1 of 9000: FAST's equilibrium window
     w = BDP + alpha (one flow) and its queueing delay alpha/C follow the packet size."""
-    from fastlab.spec.schema import read_spec_text
+    from fastlab.define.schema import read_spec_text
     from fastlab.theory.fast import fast_equilibrium, references
 
     std = fast_equilibrium(20, {"f1": 20}, {"f1": 40.0})["f1"]

@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from fastlab.define.ccset import fast_target_ms
 from fastlab.measure import fidelity
 from fastlab.results import fidelity_view, report
-from fastlab.spec.ccset import fast_target_ms
 
 # A dumbbell: flow f1 crosses the bottleneck forward (data) and reverse (ACKs), 40 ms base RTT.
 LOSS_PATH = fidelity.PathInfo("f1", (("bottleneck", "forward"), ("bottleneck", "reverse")), 40.0)
@@ -404,7 +404,7 @@ def test_report_draws_what_the_live_page_draws() -> None:
     smoothing, a div per chart, FAST's for a FAST run) and the data its charts are drawn from: the theory's
     lines (Σα 30 then 60 after a change at 6.4 s), the marker at the change, the duration and the samples.
     That the two pages then draw the same is tested in the browser (tests/webapp/test_charts.py)."""
-    from fastlab.spec.schema import parse_spec, to_plain
+    from fastlab.define.schema import parse_spec, to_plain
     from fastlab.theory import segments
 
     spec = parse_spec({"name": "x", "topology": "dumbbell", "topology_args": {"rate_mbps": 20, "rtt_ms": 40},

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastlab.define.schema import parse_spec
 from fastlab.plan.prepare import prepare
-from fastlab.spec.schema import parse_spec
 
 HOSTS = {"cern_hosts": 2, "chicago_hosts": 1, "sunnyvale_hosts": 2, "baltimore_hosts": 1, "scale": 0.01}
 

@@ -15,7 +15,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "fastlab"
 KNOWN_CIRCLES: set[frozenset[str]] = set()
 # The stages, first to last (each subpackage's docstring says its role and what it may import).
-STAGES = ("base", "spec", "plan", "build", "run", "measure", "theory", "results", "experiment", "labs", "sweep",
+STAGES = ("base", "define", "plan", "net", "run", "measure", "theory", "results", "experiment", "labs", "sweep",
           "cli")
 TOP = {"", "__main__"}  # fastlab/__init__.py and `python -m fastlab` (which is the command line)
 
@@ -86,7 +86,7 @@ def package_graph() -> dict[str, set[str]]:
 
 def test_no_new_import_circles() -> None:
     graph = package_graph()
-    assert {"cli", "cli.run", "cli.common", "sweep.points", "spec.schema"} <= set(graph)  # subpackages are walked
+    assert {"cli", "cli.run", "cli.common", "sweep.points", "define.schema"} <= set(graph)  # subpackages are walked
     assert "cli.common" in graph["cli.run"] and "sweep.points" in graph["cli.sweep"]
     assert circles(graph) == KNOWN_CIRCLES
 
@@ -97,7 +97,7 @@ def stage(module: str) -> str:
 
 
 def backward_imports(graph: dict[str, set[str]]) -> set[str]:
-    """Imports of a later stage by an earlier one ("plan.prepare -> build.shaping")."""
+    """Imports of a later stage by an earlier one ("plan.prepare -> net.shaping")."""
     order = {name: i for i, name in enumerate(STAGES)}
     return {f"{m} -> {d}" for m, deps in graph.items() if m not in TOP for d in deps
             if d not in TOP and order[stage(d)] > order[stage(m)]}
@@ -115,8 +115,8 @@ def test_every_module_is_in_a_stage_and_imports_only_earlier_stages() -> None:
 
 
 def test_the_stage_check_sees_a_backward_import() -> None:
-    assert backward_imports({"plan.prepare": {"build.shaping", "spec.schema"}, "build.shaping": {"plan.links"},
-                             "cli.run": {"experiment.engine"}, "": {"cli"}}) == {"plan.prepare -> build.shaping"}
+    assert backward_imports({"plan.prepare": {"net.shaping", "define.schema"}, "net.shaping": {"plan.links"},
+                             "cli.run": {"experiment.engine"}, "": {"cli"}}) == {"plan.prepare -> net.shaping"}
 
 
 def test_no_stage_imports_the_web_app() -> None:
@@ -142,7 +142,7 @@ MAX_MODULE_LINES = 500
 LONG_MODULES = {
     "fastlab/labs/kit.py": "the lab format and the one API lab authors' checkpoints.py import (StepRun, "
                            "CheckResult, within, loss_starts...): a split would change every lab's imports",
-    "fastlab/spec/schema.py": "the one spec schema (DESIGN.md: experiments are data, one schema for the CLI, the "
+    "fastlab/define/schema.py": "the one spec schema (DESIGN.md: experiments are data, one schema for the CLI, the "
                               "web app, labs and bundles): every field with its range and its one-line error path",
 }
 
@@ -172,12 +172,12 @@ def test_no_function_of_the_package_is_over_80_lines() -> None:
 
 
 def test_flows_are_numbered_in_one_place() -> None:
-    """Issue 35: flow ids (f1, f2, ...) were built in three modules; fastlab.spec.schema.numbered_flows is the one."""
+    """Issue 35: flow ids (f1, f2, ...) were built in three modules; fastlab.define.schema.numbered_flows is the one."""
     import re
 
     builders = [str(p.relative_to(PACKAGE.parent)) for p in PACKAGE.rglob("*.py")
                 if re.search(r'f"f\{', p.read_text())]
-    assert builders == ["fastlab/spec/schema.py"], builders
+    assert builders == ["fastlab/define/schema.py"], builders
 
 
 def _calls(node: ast.AST, where: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], ast.Call]]:
@@ -230,8 +230,8 @@ def test_backends_are_chosen_and_routes_followed_in_one_place() -> None:
     assert callers("choose_backend", "plan.link_commands") == {"fastlab/plan/prepare.py:prepare"}
     assert callers("hops", "plan.routing") == {"fastlab/plan/prepare.py:trace"}
     assert callers("figures", "plan.routing") == {"fastlab/plan/prepare.py:Routes.figures"}
-    assert callers("numbered_flows", "spec.schema") <= {
-        "fastlab/spec/schema.py:numbered_flows", "fastlab/plan/prepare.py:_validate_paths",
+    assert callers("numbered_flows", "define.schema") <= {
+        "fastlab/define/schema.py:numbered_flows", "fastlab/plan/prepare.py:_validate_paths",
         "fastlab/plan/flows.py:expand_flows"}
 
 

@@ -7,10 +7,10 @@ import dataclasses
 
 import pytest
 
-from fastlab.build.runstate import RunState
+from fastlab.define.ccset import default_registry
+from fastlab.net.runstate import RunState
 from fastlab.plan.flows import HostParams
 from fastlab.run.ccruntime import CCRuntime, LiveControl, LiveControlError
-from fastlab.spec.ccset import default_registry
 
 
 class NoTool:

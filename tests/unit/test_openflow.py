@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from fastlab.define.cc import Registry
+from fastlab.define.schema import SpecError, parse_spec
+from fastlab.define.topology import build_plan
 from fastlab.plan.links import resolve
 from fastlab.plan.prepare import validate
 from fastlab.run.controller import port_samples
@@ -19,9 +22,6 @@ from fastlab.run.openflow import (
     flow_rules,
     plan_rules,
 )
-from fastlab.spec.cc import Registry
-from fastlab.spec.schema import SpecError, parse_spec
-from fastlab.spec.topology import build_plan
 from tests.unit.test_topologies import figures
 
 SWITCHED = {"scale": 0.02, "core": "switched", "cern_hosts": 1, "chicago_hosts": 1, "sunnyvale_hosts": 1,

@@ -1,12 +1,12 @@
-"""CPU placement of emulators (fastlab.build.placement): the pure choices and the refusals; the pinning
+"""CPU placement of emulators (fastlab.net.placement): the pure choices and the refusals; the pinning
 itself runs in tests/integration (test_fullscale: environment.json's `colocated`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from fastlab.build import placement
-from fastlab.build.runstate import TrackedPid
+from fastlab.net import placement
+from fastlab.net.runstate import TrackedPid
 
 
 def test_emulators_take_cpus_from_the_last_down_in_turn() -> None:

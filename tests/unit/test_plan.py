@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from fastlab.define.ccset import fast_target_ms
+from fastlab.define.schema import SpecError, parse_spec
 from fastlab.measure.verdict import fidelity_paths, fidelity_routes
 from fastlab.plan.capabilities import Capabilities, Probe
 from fastlab.plan.prepare import layout, prepare
-from fastlab.spec.ccset import fast_target_ms
-from fastlab.spec.schema import SpecError, parse_spec
 from fastlab.theory import fast as fast_theory
 
 SC2002 = {"name": "plan", "topology": "sc2002", "duration_s": 5, "topology_args": {"scale": 0.01},
@@ -59,7 +59,7 @@ def test_prepare_extends_the_same_layout_and_its_readers_read_it() -> None:
 
 def test_a_run_plan_holds_every_name_and_command_the_build_carries_out(tmp_path) -> None:
     """Issue 35 item 1: `for_run` binds the plan to a run's prefix and folder: each topology link's interface
-    names (the network builds exactly these: fastlab.build.network reads `wiring`), and each shaped link's
+    names (the network builds exactly these: fastlab.net.network reads `wiring`), and each shaped link's
     emulator command line, its drop log in the run's folder -- before anything is built."""
     from fastlab.base import rundir
     from fastlab.plan.prepare import for_run

@@ -15,7 +15,7 @@ import pytest
 from pyroute2.netlink.rtnl import RTM_NEWQDISC
 from pyroute2.netlink.rtnl.marshal import MarshalRtnl
 
-from fastlab.build.qdisc_stats import TC_H_ROOT, Qdisc, QdiscStatsError, qdisc_from_message, queue_stats
+from fastlab.net.qdisc_stats import TC_H_ROOT, Qdisc, QdiscStatsError, qdisc_from_message, queue_stats
 from tests.conftest import FIXTURES
 
 LO, X0_B, X0_A = 1, 2, 3
@@ -138,7 +138,7 @@ def test_red_drops_split_early_from_the_limits() -> None:
 
 
 def test_short_or_unknown_xstats() -> None:
-    from fastlab.build.qdisc_stats import xstats_fields
+    from fastlab.net.qdisc_stats import xstats_fields
 
     assert xstats_fields("pfifo", "00:01") == () and xstats_fields("red", None) == ()
     assert xstats_fields("red", "01:00:00:00:02:00:00:00:03:00:00:00:04:00:00:00") == \

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from fastlab.base.rundir import RunFolder
+from fastlab.define.schema import parse_spec
 from fastlab.results import tables
-from fastlab.spec.schema import parse_spec
 from fastlab.theory import explain, segments
 from fastlab.theory.segments import Change
 from webapp import create_app
@@ -57,7 +57,9 @@ def test_changes_at_one_instant_together_global_ones_reach_every_flow_late_ones_
     assert [[f.cc_args.get("alpha") for f in p.spec.flows] for p in parts] == [[30, None, None], [50, 70, None],
                                                                                [10, 10, None]]
     # the second flow had set no alpha: the table's default is what it replaced
-    default = next(p.default for p in __import__("fastlab.spec.ccset", fromlist=["x"]).FAST_PARAMS if p.name == "alpha")
+    from fastlab.define.ccset import FAST_PARAMS
+
+    default = next(p.default for p in FAST_PARAMS if p.name == "alpha")
     assert parts[1].before == ({"alpha": 30}, {"alpha": default})
     assert parts[2].changes[0].text(parts[2].before[0]) == "every fast flow: α 50 → 10 at 9.0 s"
 

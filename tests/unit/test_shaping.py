@@ -9,13 +9,13 @@ from types import SimpleNamespace
 import pytest
 
 from fastlab.base.supervised import json_objects
-from fastlab.build import shaping
-from fastlab.build.qdisc_stats import TC_H_ROOT, Qdisc, QdiscStatsError
-from fastlab.build.shaping import Shaper, emulator_samples
+from fastlab.define.schema import BernoulliLoss, EveryNthLoss, GilbertElliottLoss, LinkDirection, LinkSpec, PlannedLoss
+from fastlab.define.topology import build_plan
+from fastlab.net import shaping
+from fastlab.net.qdisc_stats import TC_H_ROOT, Qdisc, QdiscStatsError
+from fastlab.net.shaping import Shaper, emulator_samples
 from fastlab.plan.link_commands import Devices, LinkPlanResult, choose_backend, link_seed, loss_arg, plan_link
 from fastlab.plan.links import ShapingError, resolve
-from fastlab.spec.schema import BernoulliLoss, EveryNthLoss, GilbertElliottLoss, LinkDirection, LinkSpec, PlannedLoss
-from fastlab.spec.topology import build_plan
 
 DEVS = Devices("r1", "r1-eth1", "r2", "r2-eth1", "x2", "x2-a", "x2-b")
 
@@ -238,7 +238,7 @@ def test_jumbo_frames_hold_the_same_bytes_in_fewer_packets() -> None:
 
 
 def test_fast_target_counts_alpha_in_packets_of_the_mtu() -> None:
-    from fastlab.spec.ccset import fast_target_ms
+    from fastlab.define.ccset import fast_target_ms
 
     assert fast_target_ms(100, 1000) == pytest.approx(1.2)  # 100 x 1500 B at 1 Gb/s
     assert fast_target_ms(100, 1000, 9000) == pytest.approx(7.2)

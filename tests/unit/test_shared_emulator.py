@@ -1,4 +1,4 @@
-"""The shared emulator's command line and line routing (fastlab.build.shared_emulator), and the spec's
+"""The shared emulator's command line and line routing (fastlab.net.shared_emulator), and the spec's
 emulator.mode; the command line is checked by the real linkemu's parser (no root needed: it stops at
 the first link's namespace, after every link's options were read)."""
 
@@ -10,11 +10,11 @@ import subprocess
 import pytest
 
 from fastlab.base import paths
-from fastlab.build.shared_emulator import netns_path, partition, route, shared_argv
+from fastlab.define.schema import LinkSpec, SpecError, parse_spec
+from fastlab.define.topology import build_plan
+from fastlab.net.shared_emulator import netns_path, partition, route, shared_argv
 from fastlab.plan.link_commands import Devices, LinkPlanResult
 from fastlab.plan.links import resolve
-from fastlab.spec.schema import LinkSpec, SpecError, parse_spec
-from fastlab.spec.topology import build_plan
 from tests.unit.test_shaping import planned
 
 

@@ -9,9 +9,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastlab.plan.prepare import validate
-from fastlab.spec.cc import Registry
-from fastlab.spec.schema import (
+from fastlab.define.cc import Registry
+from fastlab.define.schema import (
     Buffer,
     SpecError,
     apply_overrides,
@@ -21,6 +20,7 @@ from fastlab.spec.schema import (
     read_spec_text,
     to_plain,
 )
+from fastlab.plan.prepare import validate
 from tests.conftest import EXAMPLE
 
 KERNEL = Registry(kernel_listing=lambda: {"reno", "cubic", "bbr"}, module_listing=set)
@@ -182,8 +182,8 @@ def test_bad_window_ceilings_name_the_field(value: object) -> None:
 def test_non_finite_cc_parameters_are_one_line_errors(value: str, where: str) -> None:
     """NaN and infinity in FAST's parameters, in a flow or a scheduled change, are refused naming the
     field (they used to end in a ValueError/OverflowError traceback)."""
+    from fastlab.define.ccset import register_ours
     from fastlab.plan.flows import plan_parameters
-    from fastlab.spec.ccset import register_ours
 
     registry = register_ours(Registry(kernel_listing=lambda: {"reno", "cubic"}, module_listing=set), "bpf")
     flows = ("flows:\n  - {src: h1, dst: h2, cc: fast, cc_args: {alpha: VALUE}}\n" if where == "cc_args" else
@@ -286,8 +286,8 @@ def _fuzz_one(path: tuple, value: object) -> None:
 
     import yaml
 
+    from fastlab.define.ccset import register_ours
     from fastlab.plan.flows import plan_parameters
-    from fastlab.spec.ccset import register_ours
 
     registry = register_ours(Registry(kernel_listing=lambda: {"reno", "cubic"}, module_listing=set), "bpf")
     data = copy.deepcopy(FUZZ_BASE)
@@ -335,8 +335,8 @@ def test_line_breaks_in_any_value_or_key_stay_one_line(breaker: str) -> None:
 
     import yaml
 
+    from fastlab.define.ccset import register_ours
     from fastlab.plan.flows import plan_parameters
-    from fastlab.spec.ccset import register_ours
 
     registry = register_ours(Registry(kernel_listing=lambda: {"reno", "cubic"}, module_listing=set), "bpf")
     for path in _leaves(FUZZ_BASE):
@@ -477,7 +477,7 @@ def test_every_aqm_range_of_the_spec_lies_inside_linkemus() -> None:
     Before, PIE's tupdate_ms took 0.001 (linkemu: 100 us at least) and CoDel's interval 100 s (linkemu: 60)."""
     from annotated_types import Ge, Gt, Le, Lt
 
-    from fastlab.spec.schema import CodelAqm, PieAqm, RedAqm
+    from fastlab.define.schema import CodelAqm, PieAqm, RedAqm
 
     emu = linkemu_aqm_ranges()
     assert len(emu) >= 13, emu  # the parse found the tables

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 import yaml
 
+from fastlab.define.cc import Registry
+from fastlab.define.schema import SpecError, parse_override
 from fastlab.plan.prepare import validate
 from fastlab.results.bundle import export, verify
-from fastlab.spec.cc import Registry
-from fastlab.spec.schema import SpecError, parse_override
 from fastlab.sweep import points as sweep
 from fastlab.sweep import report as sweep_report
 from fastlab.sweep import run as sweep_run

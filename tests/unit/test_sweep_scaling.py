@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from fastlab.spec.schema import SpecError, parse_spec
+from fastlab.define.schema import SpecError, parse_spec
 from fastlab.sweep import points as sweep
 from fastlab.sweep import report as sweep_report
 from fastlab.sweep import scaling as sweep_scaling

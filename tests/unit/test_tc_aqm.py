@@ -12,12 +12,12 @@ import math
 
 import pytest
 
+from fastlab.define.schema import CodelAqm, LinkSpec, PieAqm, RedAqm
+from fastlab.define.topology import build_plan
 from fastlab.plan.capabilities import Capabilities, Probe
 from fastlab.plan.link_commands import Devices, choose_backend
 from fastlab.plan.links import Direction, ShapingError, resolve
 from fastlab.plan.tc_aqm import RED_MAX_P_TC, red_burst_for_wlog, red_ewma_wlog, tc_aqm, tc_codel, tc_pie, tc_red
-from fastlab.spec.schema import CodelAqm, LinkSpec, PieAqm, RedAqm
-from fastlab.spec.topology import build_plan
 from tests.unit.test_shaping import planned
 
 DEVS = Devices("r1", "r1-eth1", "r2", "r2-eth1", "x2", "x2-a", "x2-b")

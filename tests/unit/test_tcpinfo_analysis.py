@@ -65,7 +65,7 @@ def test_fast_equilibrium_lines_follow_the_theory() -> None:
     """fastlab.theory.fast on lab 02's first spec: one FAST flow, alpha 20, 20 Mb/s x 40 ms: q = 20 /
     1666.7 per s = 12 ms, D = 52 ms, w = 20 * 52 / 12 = 86.7 (lab 02 recorded 87-88); two flows of
     alpha 30 share it: q = 36 ms each at 10 Mb/s; a Reno flow beside FAST leaves only the capacity."""
-    from fastlab.spec.schema import read_spec_text
+    from fastlab.define.schema import read_spec_text
     from fastlab.theory.fast import references
 
     base = ("name: x\ntopology: dumbbell\ntopology_args: {rate_mbps: 20, rtt_ms: 40, buffer_bdp: 4}\n"

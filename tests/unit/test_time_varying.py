@@ -14,12 +14,12 @@ import yaml
 
 from fastlab.base import paths
 from fastlab.base.rundir import RunFolder, trace_name
+from fastlab.define import linktrace
+from fastlab.define.schema import SCHEDULE_MAX_STEPS, LinkSpec, SpecError, load_spec, parse_spec
+from fastlab.define.topology import build_plan
 from fastlab.experiment.engine import RunError, _copy_traces, _spec_yaml
 from fastlab.plan.link_commands import Devices, choose_backend, schedule_arg
 from fastlab.plan.links import ShapingError, resolve
-from fastlab.spec import linktrace
-from fastlab.spec.schema import SCHEDULE_MAX_STEPS, LinkSpec, SpecError, load_spec, parse_spec
-from fastlab.spec.topology import build_plan
 from tests.unit.test_shaping import planned
 
 DEVS = Devices("r1", "r1-eth1", "r2", "r2-eth1", "x2", "x2-a", "x2-b")
@@ -276,7 +276,7 @@ def test_a_trace_changed_after_the_check_stops_the_run(tmp_path: Path) -> None:
 def test_the_step_in_force_and_the_traces_opportunities_become_link_columns() -> None:
     """linkemu's schedule and trace state in the link samples (links.csv): the step in force and its values,
     the trace's opportunities since the flows' start; a fixed direction adds no columns."""
-    from fastlab.build.shaping import emulator_samples
+    from fastlab.net.shaping import emulator_samples
 
     base = {"rx_pkts": 10, "rx_bytes": 15140, "tx_pkts": 8, "tx_bytes": 12112, "queue_drops": 0, "loss_drops": 0,
             "backlog_pkts": 0, "backlog_bytes": 0, "delay_line_pkts": 2}

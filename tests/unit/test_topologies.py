@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from fastlab.define.schema import PHANTOM_FIT_KNEE, PHANTOM_FIT_MAX_DELAY_MS, DocsisUpstreamPolicy, TokenBucketPolicy
+from fastlab.define.topology import TOPOLOGY_MODULES, TopologyError, build_plan, catalogue
 from fastlab.plan.link_commands import Devices
 from fastlab.plan.links import resolve
 from fastlab.plan.prepare import trace
-from fastlab.spec.schema import PHANTOM_FIT_KNEE, PHANTOM_FIT_MAX_DELAY_MS, DocsisUpstreamPolicy, TokenBucketPolicy
-from fastlab.spec.topology import TOPOLOGY_MODULES, TopologyError, build_plan, catalogue
 from tests.unit.test_shaping import planned
 from topologies.docsis import idle_mac_latency_ms
 
@@ -101,7 +101,7 @@ def test_docsis_phantom_off_is_the_sourced_mechanisms_alone(value: object) -> No
     ({"window_ms": 0}, "window_ms"), ({"colour": 1}, "colour"), ({"knee": "half"}, "knee"),
 ])
 def test_bad_phantom_parameters_name_the_field(phantom: dict, field: str) -> None:
-    from fastlab.spec.schema import SpecError, read_spec_text
+    from fastlab.define.schema import SpecError, read_spec_text
 
     text = "name: x\ntopology: docsis\nduration_s: 5\nflows: [{src: server, dst: client, cc: fast}]\n"
     element = {"model": "calibrated_load_delay"} | phantom
@@ -115,8 +115,8 @@ def test_a_near_zero_rate_is_refused_not_made_unlimited(sets: list[str]) -> None
     """1e-300 Mb/s rounds to 0 b/s, which the emulator and tc read as an unlimited link: refused before
     the build, naming the link and direction (issue 37); the phantom element, which reads the load against
     the rate, never meets a link without one."""
+    from fastlab.define.schema import SpecError, read_spec_text
     from fastlab.plan.prepare import prepare
-    from fastlab.spec.schema import SpecError, read_spec_text
 
     text = "name: x\ntopology: dumbbell\nduration_s: 5\nflows: [{src: h1, dst: h2, cc: cubic}]\n"
     with pytest.raises(SpecError, match=r"links.bottleneck: (forward|reverse) rate 0 b/s is below 1000 b/s"):

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from fastlab.spec.schema import SpecError, parse_spec
+from fastlab.define.schema import SpecError, parse_spec
 from webapp.words import plain
 
 TECHNICAL = re.compile(r"[\^$\\{}]|\[[A-Za-z]|\b[a-z_]+(\[\d+\]|\.[a-z_]+)+")

@@ -26,8 +26,8 @@ BAD = [
 
 def engine_message(spec: dict) -> str:
     """What the engine itself says about a spec (prepare raises SpecError)."""
+    from fastlab.define.schema import SpecError, parse_spec
     from fastlab.plan.prepare import prepare
-    from fastlab.spec.schema import SpecError, parse_spec
     try:
         prepare(parse_spec(spec))
     except SpecError as exc:
@@ -446,9 +446,9 @@ def test_a_trace_path_is_refused_and_no_file_is_read(app, client, csrf, tmp_path
 
 def test_the_forms_cc_parameters_are_the_one_tables(client) -> None:
     """The form draws each algorithm parameter's input (range, default, unit, choices) from /api/ccs:
-    for FAST and HSTCP that is the one table (fastlab.spec.ccset, its ranges from the cores' headers),
+    for FAST and HSTCP that is the one table (fastlab.define.ccset, its ranges from the cores' headers),
     field for field, nothing typed again."""
-    from fastlab.spec.ccset import FAST_PARAMS, HSTCP_PARAMS, default_registry
+    from fastlab.define.ccset import FAST_PARAMS, HSTCP_PARAMS, default_registry
 
     ccs = {c["name"]: c for c in client.get("/api/ccs").get_json()}
     usable = default_registry("bpf").lookup("fast").build.available()[0]

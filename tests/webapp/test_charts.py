@@ -166,8 +166,8 @@ def test_the_report_draws_the_run_pages_charts(tmp_path: Path, live_server_facto
     import pandas as pd
 
     from fastlab.base.rundir import RunFolder
+    from fastlab.define.schema import parse_spec
     from fastlab.results import report
-    from fastlab.spec.schema import parse_spec
     from fastlab.theory import explain, segments
 
     run = write_lossy_fast_run(tmp_path)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fastlab.spec.ccset import FAST_PARAMS
+from fastlab.define.ccset import FAST_PARAMS
 from tests.webapp.conftest import ARTIFACTS, form_with_preset, wait_until, watch
 from webapp import create_app
 

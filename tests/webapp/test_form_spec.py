@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from fastlab.spec.schema import parse_spec, read_spec_text
+from fastlab.define.schema import parse_spec, read_spec_text
 from tests.webapp.conftest import good_spec, queued_count
 from webapp import cli_text
 

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from fastlab.base.rundir import RunFolder
+from fastlab.define.schema import parse_spec
 from fastlab.labs.kit import LABS_DIR, lab_folders
 from fastlab.results import report
-from fastlab.spec.schema import parse_spec
 from fastlab.theory import fast as fast_theory
 from tests.webapp.conftest import ARTIFACTS, good_spec
 from tests.webapp.test_compare import A, B, write_run

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from fastlab.base import paths
-from fastlab.build.runstate import RunState, TrackedPid, prefixed_root_objects, process_start_time
-from fastlab.spec.cc import kernel_available
+from fastlab.define.cc import kernel_available
+from fastlab.net.runstate import RunState, TrackedPid, prefixed_root_objects, process_start_time
 from tests.webapp.conftest import REPO, free_port, good_spec, wait_status
 from webapp import create_app
 

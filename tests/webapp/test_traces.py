@@ -1,5 +1,5 @@
 """Uploaded mahimahi traces (issue 33 item 4, webapp.uploads): POST /api/traces checks a file with
-fastlab.spec.linktrace and stores it under its sha256 in the server's own folder; a spec's trace then carries
+fastlab.define.linktrace and stores it under its sha256 in the server's own folder; a spec's trace then carries
 `upload:<sha256>`, which the check and the worker resolve to the stored file; any other trace value (a
 path) is still refused. Hostile uploads get one line naming the field, and nothing is stored or queued."""
 
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from fastlab.spec import linktrace
-from fastlab.spec.schema import SpecError, parse_spec
+from fastlab.define import linktrace
+from fastlab.define.schema import SpecError, parse_spec
 from tests.webapp.conftest import good_spec, queued_count
 from webapp import create_app, uploads
 from webapp.runner import connect

@@ -30,7 +30,7 @@ Measured (bench/emulator.py's case, three runs each, medians): emulator 0.249 ->
 Gb/s, lateness p99 153 -> 118 us, machine CPU unchanged (the work moved to the receive threads).
 Each such thread (a kernel thread `napi/<dev>-<id>`) is found as it is created and kept in
 `receive_threads`, so the shaper can run an emulator on the same CPU as the threads it wakes
-(fastlab.build.placement).
+(fastlab.net.placement).
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastlab.build import placement
-from fastlab.build.runstate import RunState, TrackedPid, process_start_time
+from fastlab.define.schema import MTU_BYTES
+from fastlab.define.topology import TopologyPlan
+from fastlab.net import placement
+from fastlab.net.runstate import RunState, TrackedPid, process_start_time
 from fastlab.plan.link_commands import wiring
-from fastlab.spec.schema import MTU_BYTES
-from fastlab.spec.topology import TopologyPlan
 
 OFFLOADS = ("tx", "rx", "tso", "gso", "gro", "lro", "sg")
 FAST_PATH_ON = ("tx", "rx", "sg", "tso", "gso")  # the rest of OFFLOADS stays off

@@ -2,7 +2,7 @@
 
 A topology module in `topologies/` turns its validated arguments into a `TopologyPlan`: nodes
 (hosts, routers, switches), plain links with addresses, static routes, and the shaped links
-with their default impairments. `fastlab.build.network` builds the plan on Mininet; the shaping
+with their default impairments. `fastlab.net.network` builds the plan on Mininet; the shaping
 planner turns each shaped link into tc commands or an emulator configuration.
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from fastlab.spec.schema import LinkSpec, format_validation_error
+from fastlab.define.schema import LinkSpec, format_validation_error
 
 
 class TopologyError(ValueError):

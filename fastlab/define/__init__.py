@@ -1,4 +1,4 @@
-"""Stage 2, spec: what a run asks for — the experiment spec's schema and overrides, topologies, mahimahi
+"""Stage 2, define: what a run asks for — the experiment spec's schema and overrides, topologies, mahimahi
 link traces, and the congestion-control registry with its one table of parameters (FAST, HSTCP).
 Pure descriptions and their checks. May import: base.
 

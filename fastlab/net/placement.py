@@ -1,7 +1,7 @@
 """CPU placement of a link's emulator and the receive threads it wakes.
 
 Role: one decision, made when an emulator has started: whether it shares a CPU with the NAPI
-kernel threads of the interfaces it sends into (fastlab.build.network gives those interfaces threaded
+kernel threads of the interfaces it sends into (fastlab.net.network gives those interfaces threaded
 NAPI on the fast path and finds each thread as it is created), and which CPU. A release then
 wakes a thread on its own CPU instead of interrupting the other one (an inter-processor
 interrupt: a VM exit on this machine). linkemu runs SCHED_FIFO, so a woken thread runs when the
@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fastlab.build.runstate import TrackedPid, process_start_time
+from fastlab.net.runstate import TrackedPid, process_start_time
 
 log = logging.getLogger(__name__)
 

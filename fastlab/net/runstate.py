@@ -222,7 +222,7 @@ KEPT = "kept: "  # marks a cleanup item that could not be removed
 def unload_ccs(entries: list[str]) -> tuple[list[str], list[str]]:
     """Unregister congestion controls a dead run had loaded (in use: gone once its sockets are).
     Returns what was removed and the entries that could not be (kept for the next cleanup)."""
-    from fastlab.spec.ccset import LOADERS, ToolError
+    from fastlab.define.ccset import LOADERS, ToolError
 
     removed, kept = [], []
     for entry in entries:
@@ -244,7 +244,7 @@ def release_ccs(prefix: str, entries: list[str]) -> tuple[list[str], list[str]]:
     """Leave a dead run's references (cc_release): the algorithm is unregistered when it was the
     last holder of a registration fastlab made. Returns what was done and the entries kept (an unload
     that failed: the next cleanup retries it)."""
-    from fastlab.spec.ccset import LOADERS, ToolError
+    from fastlab.define.ccset import LOADERS, ToolError
 
     done, kept = [], []
     for entry in entries:
@@ -354,7 +354,7 @@ CC_OWNER = "owner"  # marker: fastlab registered it, the last holder unregisters
 
 
 class CCLoader(Protocol):
-    """What this module needs of a build of an algorithm (fastlab.spec.cc.Loader's registration part)."""
+    """What this module needs of a build of an algorithm (fastlab.define.cc.Loader's registration part)."""
 
     def registered(self) -> bool: ...
 

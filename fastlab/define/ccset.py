@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from fastlab.base import paths
-from fastlab.spec.cc import CCError, CongestionControl, ModuleMapping, Param, Registry, kernel_available
-from fastlab.spec.schema import MTU_BYTES
+from fastlab.define.cc import CCError, CongestionControl, ModuleMapping, Param, Registry, kernel_available
+from fastlab.define.schema import MTU_BYTES
 
 KERNEL_MODULES = paths.REPO / "kernel-modules"
 TOOL = KERNEL_MODULES / "fastlab-cc"

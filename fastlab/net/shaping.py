@@ -1,6 +1,6 @@
 """Link shaping carried out: `Shaper` runs each link's plan (fastlab.plan.link_commands) in the link's
 namespaces, keeps the emulator processes (one per link, or one shared by every link of the run), and turns
-their counters (or the tc queues' counters, read over rtnetlink by `fastlab.build.qdisc_stats`) into link
+their counters (or the tc queues' counters, read over rtnetlink by `fastlab.net.qdisc_stats`) into link
 samples; the parsers of the emulator's statistics lines are pure and tested on captured output.
 """
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastlab.base.supervised import Supervised, stop_all
-from fastlab.build import placement, shared_emulator
-from fastlab.build.qdisc_stats import QdiscReader, QdiscStatsError, queue_stats
+from fastlab.net import placement, shared_emulator
+from fastlab.net.qdisc_stats import QdiscReader, QdiscStatsError, queue_stats
 from fastlab.plan.link_commands import LinkPlanResult
 from fastlab.plan.links import ETH_HEADER_BYTES, ShapingError
 
@@ -110,9 +110,9 @@ def distinct(emulators: Iterable[Supervised]) -> list[Supervised]:
 class Shaper:
     """Applies link plans in a built network and streams link samples to `emit`. `mode`: the spec's
     emulator.mode: per_link starts one linkemu per emulated link as its plan is applied; shared keeps
-    the plans and `start_shared` starts one process for all of them (fastlab.build.shared_emulator)."""
+    the plans and `start_shared` starts one process for all of them (fastlab.net.shared_emulator)."""
 
-    net: Any  # fastlab.build.network.Network
+    net: Any  # fastlab.net.network.Network
     emit: Callable[[dict[str, Any]], None]
     mode: str = "per_link"
     processes: int = 1  # shared mode: how many linkemu processes share the links
