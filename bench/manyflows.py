@@ -175,13 +175,14 @@ def main() -> int:
     parser.add_argument("--rates", default="10,25,100,250,1000", help="per-flow rates in Mb/s, comma-separated")
     parser.add_argument("--modes", default="per_link,shared",
                         help="emulator modes, comma-separated: per_link, shared, shared:N (N processes), tc0")
+    parser.add_argument("--cells", help="exact cells instead of the --flows x --rates grid, e.g. 1x1000,10x100")
     parser.add_argument("--duration", type=float, default=40.0, help="seconds per run")
     parser.add_argument("--warmup", type=float, default=15.0, help="seconds left out of the steady figures")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each (cell, mode); medians are printed")
     parser.add_argument("--json", type=Path, help="also write every run's row here")
     args = parser.parse_args()
-    flows = [int(x) for x in args.flows.split(",")]
-    rates = [float(x) for x in args.rates.split(",")]
+    cells = [(int(n), float(r)) for n, r in (c.split("x") for c in args.cells.split(","))] if args.cells else \
+        [(int(n), float(r)) for n in args.flows.split(",") for r in args.rates.split(",")]
     modes = args.modes.split(",")
     if not all(m.partition(":")[0] in MODES and (m.partition(":")[2] or "1").isdigit() for m in modes):
         parser.error(f"--modes: each of {', '.join(MODES)}, or shared:N (N processes)")
@@ -190,12 +191,11 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="fastlab-manyflows-"))
     rows = []
     for rep in range(args.repeat):
-        for n in flows:
-            for rate in rates:
-                for mode in modes:  # side by side: the modes alternate
-                    row = measure(n, rate, mode, args.duration, args.warmup, root / f"r{rep}-{n}x{rate:g}-{mode}")
-                    rows.append(row)
-                    print(json.dumps(row), flush=True)
+        for n, rate in cells:
+            for mode in modes:  # side by side: the modes alternate
+                row = measure(n, rate, mode, args.duration, args.warmup, root / f"r{rep}-{n}x{rate:g}-{mode}")
+                rows.append(row)
+                print(json.dumps(row), flush=True)
     table = pd.DataFrame(rows)
     med = summarize(table, args.repeat)
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.float_format", "{:.3f}".format):
