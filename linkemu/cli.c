@@ -35,7 +35,6 @@ static const struct option long_opts[] = {
 	{ "rx-defer-us",	required_argument, NULL, OPT_RX_DEFER },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
 	{ "gso",		required_argument, NULL, OPT_GSO },
-	{ "rx-ring",		required_argument, NULL, OPT_RX_RING },
 	{ "max-burst-us",	required_argument, NULL, OPT_MAX_BURST },
 	{ "rt-priority",	required_argument, NULL, OPT_RT_PRIO },
 	{ "epoch-on-signal",	no_argument,	   NULL, OPT_EPOCH },
@@ -168,7 +167,7 @@ static void print_usage(FILE *f)
 	fprintf(f,
 "usage: %s --if-a IF --if-b IF [--seed N] [--stats-interval-ms 50]\n"
 "       [--drops-log FILE] [--cpu N] [--max-frame BYTES] [--spin-us N]\n"
-"       [--rx-defer-us N] [--rx-ring 1|0] [--gso 1|0] [--max-burst-us 1000] [--rt-priority 0..99]\n"
+"       [--rx-defer-us N] [--gso 1|0] [--max-burst-us 1000] [--rt-priority 0..99]\n"
 "       [--ab-upstream-bps N] [--ba-upstream-bps N]\n"
 "       [--ab-rate-bps N] [--ab-delay-us N] [--ab-jitter-us N]\n"
 "       [--ab-limit-pkts N] [--ab-limit-bytes N] [--ab-loss MODEL]\n"
@@ -349,7 +348,6 @@ void parse_args(int argc, char **argv, struct opts *o)
 	o->stats_ms = 50;
 	o->cpu = -1;
 	o->gso = 1;
-	o->rx_ring = 1;
 	o->max_burst_us = DEF_MAX_BURST_US;
 	for (d = 0; d < 2; d++) {
 		o->dir[d].v[F_TBF_BURST] = TBF_DEF_BURST_BYTES;
@@ -393,9 +391,6 @@ void parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_GSO:
 			o->gso = opt_u64(c, optarg, 1);
-			break;
-		case OPT_RX_RING:
-			o->rx_ring = opt_u64(c, optarg, 1);
 			break;
 		case OPT_MAX_BURST:
 			o->max_burst_us = opt_u64(c, optarg, 1000000);

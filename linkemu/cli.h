@@ -63,7 +63,7 @@ enum dir_policy { POL_RATE, POL_TBF, POL_DOCSIS, POL_TRACE };
 enum {
 	OPT_IF_A = 256, OPT_IF_B, OPT_SEED, OPT_STATS, OPT_DROPS_LOG, OPT_CPU,
 	OPT_MAX_FRAME, OPT_SPIN, OPT_RX_DEFER, OPT_HELP, OPT_GSO, OPT_MAX_BURST, OPT_RT_PRIO,
-	OPT_EPOCH, OPT_NETNS, OPT_RX_RING,
+	OPT_EPOCH, OPT_NETNS,
 	OPT_DOCSIS_MAP, OPT_DOCSIS_LOOKAHEAD, OPT_DOCSIS_TRANSIT,
 	OPT_DOCSIS_PHY, OPT_DOCSIS_BURST, OPT_DOCSIS_CONCAT,
 	OPT_DOCSIS_PIGGYBACK,
@@ -101,7 +101,6 @@ struct opts {
 	uint64_t spin_us;
 	uint64_t rx_defer_us;	/* RX_DEFER_AUTO = from the latencies */
 	uint64_t gso;		/* 1 = PACKET_VNET_HDR fast path */
-	uint64_t rx_ring;	/* 1 = TPACKET_V3 receive ring where reads may wait (main.c) */
 	uint64_t max_burst_us;
 	uint64_t rt_priority;	/* SCHED_FIFO priority, 0 = normal scheduling */
 	bool epoch_on_signal;	/* schedules wait for SIGUSR1 (the epoch) */

@@ -15,10 +15,8 @@
  *
  * The loop is single-threaded: epoll_pwait2() sleeps until a socket is
  * readable or the next packet's release time (nanosecond timeout on
- * CLOCK_MONOTONIC, timer slack 1 ns), then receives in recvmmsg() batches
- * (or, on a link whose reads may wait at least RING_TOV_MS, from a TPACKET_V3
- * ring read in memory: ring_ok()), hands frames to the core and sends due
- * frames with sendmmsg().
+ * CLOCK_MONOTONIC, timer slack 1 ns), then receives in recvmmsg() batches,
+ * hands frames to the core and sends due frames with sendmmsg().
  *
  * Fast path (--gso 1, the default): both sockets use PACKET_VNET_HDR, so a
  * TSO/GSO super-frame (up to 64 KB) crosses linkemu in one receive and one
@@ -57,7 +55,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -97,20 +94,6 @@
 #define VLAN_ETH_OVERHEAD	18	/* Ethernet header + one 802.1Q tag */
 #define DROPS_LOG_BUF		(1 << 20)
 #define CMSG_BUF		64	/* room for one SCM_TIMESTAMPNS */
-/*
- * Receive ring (--rx-ring 1, the default, where a link's reads may wait):
- * a TPACKET_V3 ring the kernel copies each frame into as it arrives, with
- * its receive time and virtio_net_hdr, and hands over a block at a time, when
- * the block is full or RING_TOV_MS after it was opened.  The loop reads the
- * blocks from memory: no receive call, no readiness probe.  A frame is thus
- * seen up to RING_TOV_MS after it arrived; the ring is used only where that
- * is at most half the link's smallest one-way latency (ring_ok()), so every
- * frame is read before it can be due, as with the read deferral.
- */
-#define RING_TOV_MS		1
-#define RING_BLOCK_BYTES	(512u << 10)	/* holds several 64 KB super-frames */
-#define RING_BLOCKS		32		/* 16 MB, as SOCK_BUF_BYTES */
-#define RING_FRAME_BYTES	2048		/* V3 frames are variable; the kernel wants a size */
 
 /* ---- output ------------------------------------------------------------- */
 
@@ -253,16 +236,8 @@ static int fmt_hist(char *b, size_t n, const char *key, const struct hist *h)
 
 /* ---- I/O state ---------------------------------------------------------- */
 
-/* A TPACKET_V3 receive ring on a direction's receiving socket (RING_*). */
-struct rx_ring {
-	uint8_t *map;		/* NULL: no ring, recvmmsg */
-	size_t len;
-	unsigned int cur;	/* the next block to read */
-};
-
 struct dir_io {
 	const char *name;	/* "ab" or "ba" */
-	struct rx_ring ring;	/* on rx_fd */
 	struct emu_dir q;
 	enum dir_policy policy;
 	union {			/* the policy's state; q points into it */
@@ -324,7 +299,6 @@ struct app {
 	 */
 	int ep_rx, ep_timer;
 	uint64_t rx_defer_ns;	/* smallest of the links that defer; 0 = none does */
-	bool probe;		/* a deferring link reads without a ring: probe_ready() asks epoll */
 	bool *more;		/* per socket: may hold more to read */
 	struct pollfd *pfd;	/* per socket, for ppoll */
 	struct epoll_event *ev;	/* per socket, for epoll_pwait2 */
@@ -387,48 +361,7 @@ static void set_buf(int fd, int force_opt, int opt, const char *what,
 			ifname, strerror(errno));
 }
 
-/*
- * The receive ring on `fd` (before bind, after PACKET_VNET_HDR), or a
- * warning and none (receives then use recvmmsg, as without --rx-ring).
- */
-static void ring_open(int fd, const char *ifname, struct rx_ring *r)
-{
-	struct tpacket_req3 req;
-	int v = TPACKET_V3;
-
-	memset(&req, 0, sizeof(req));
-	req.tp_block_size = RING_BLOCK_BYTES;
-	req.tp_block_nr = RING_BLOCKS;
-	req.tp_frame_size = RING_FRAME_BYTES;
-	req.tp_frame_nr = RING_BLOCK_BYTES / RING_FRAME_BYTES * RING_BLOCKS;
-	req.tp_retire_blk_tov = RING_TOV_MS;
-	r->map = NULL;
-	r->cur = 0;
-	r->len = (size_t)RING_BLOCK_BYTES * RING_BLOCKS;
-	if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)) ||
-	    setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req))) {
-		fprintf(stderr, "%s: warning: receive ring on '%s': %s (recvmmsg)\n",
-			prog, ifname, strerror(errno));
-		return;
-	}
-	r->map = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (r->map == MAP_FAILED) {
-		fprintf(stderr, "%s: warning: receive ring on '%s': mmap: %s (recvmmsg)\n",
-			prog, ifname, strerror(errno));
-		r->map = NULL;
-		memset(&req, 0, sizeof(req));	/* a zero request frees the ring */
-		setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req));
-	}
-}
-
-static void ring_close(struct rx_ring *r)
-{
-	if (r->map)
-		munmap(r->map, r->len);
-	r->map = NULL;
-}
-
-static int open_side(const char *ifname, int ifindex, bool *vnet, struct rx_ring *ring)
+static int open_side(const char *ifname, int ifindex, bool *vnet)
 {
 	struct sockaddr_ll sll;
 	struct packet_mreq mr;
@@ -463,8 +396,6 @@ static int open_side(const char *ifname, int ifindex, bool *vnet, struct rx_ring
 	}
 	set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF, "SO_RCVBUF", ifname);
 	set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, "SO_SNDBUF", ifname);
-	if (ring)
-		ring_open(fd, ifname, ring);
 
 	/* A bump in the wire must see frames for any MAC address. */
 	memset(&mr, 0, sizeof(mr));
@@ -518,76 +449,6 @@ static inline uint64_t real_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/*
- * One received frame (`len` bytes with the vnet header, if any; `trunc`: cut
- * short by the kernel) to the direction's queue, arriving at the kernel's
- * receive time `stamp` (CLOCK_REALTIME, 0 = none: now), read at `now`.
- */
-static void rx_frame(const struct link *l, struct dir_io *d, const uint8_t *buf,
-		     uint32_t len, bool trunc, uint64_t stamp, uint64_t now,
-		     int64_t mono_minus_real)
-{
-	struct gso_vnet_hdr vh = { 0 };
-	struct gso_layout lay;
-	uint64_t arrival = now;
-
-	if (len > l->max_frame + l->vnet_len || trunc || len <= l->vnet_len) {
-		d->oversize++;
-		return;
-	}
-	if (stamp) {
-		arrival = (uint64_t)((int64_t)stamp + mono_minus_real);
-		if (arrival > now)
-			arrival = now;	/* clock noise */
-	}
-	hist_add(&d->rx_wait, now - arrival, 1);
-	if (l->vnet_len)
-		gso_vnet_read(&vh, buf);
-	gso_parse(&lay, &vh, buf + l->vnet_len, len - l->vnet_len);
-	d->rx_frames++;
-	emu_dir_enqueue_frame(&d->q, arrival, &lay, buf + l->vnet_len, log_drop, d);
-}
-
-static struct tpacket_block_desc *ring_block(const struct rx_ring *r, unsigned int i)
-{
-	return (struct tpacket_block_desc *)(void *)(r->map + (size_t)i * RING_BLOCK_BYTES);
-}
-
-/*
- * One block of a direction's receive ring, if the kernel has handed one
- * over (read from memory: no system call); returns true if the next is
- * ready too.  Each frame's vnet header, when on, lies right before its MAC
- * header, as the kernel writes it.
- */
-static bool rx_ring_dir(const struct link *l, struct dir_io *d)
-{
-	struct rx_ring *r = &d->ring;
-	struct tpacket_block_desc *bd = ring_block(r, r->cur);
-	const uint8_t *p;
-	uint64_t now, real;
-	uint32_t i, n;
-
-	if (!(__atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER))
-		return false;
-	real = real_ns();
-	now = mono_ns();
-	n = bd->hdr.bh1.num_pkts;
-	p = (const uint8_t *)bd + bd->hdr.bh1.offset_to_first_pkt;
-	for (i = 0; i < n; i++) {
-		const struct tpacket3_hdr *h = (const struct tpacket3_hdr *)(const void *)p;
-
-		rx_frame(l, d, p + h->tp_mac - l->vnet_len, h->tp_snaplen + l->vnet_len,
-			 h->tp_snaplen < h->tp_len,
-			 (uint64_t)h->tp_sec * 1000000000ULL + h->tp_nsec, now,
-			 (int64_t)(now - real));
-		p += h->tp_next_offset;
-	}
-	__atomic_store_n(&bd->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
-	r->cur = (r->cur + 1) % RING_BLOCKS;
-	bd = ring_block(r, r->cur);
-	return __atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER;
-}
-
 /* One receive batch; returns true if the socket may hold more. */
 static bool rx_dir(struct app *a, const struct link *l, struct dir_io *d)
 {
@@ -636,10 +497,29 @@ static bool rx_dir(struct app *a, const struct link *l, struct dir_io *d)
 		mono_minus_real = (int64_t)(now - real);
 		for (i = 0; i < n; i++) {
 			struct msghdr *mh = &a->rx_msgs[i].msg_hdr;
+			uint32_t len = a->rx_msgs[i].msg_len;
+			const uint8_t *buf = a->rx_iov[i].iov_base;
+			struct gso_vnet_hdr vh = { 0 };
+			struct gso_layout lay;
+			uint64_t stamp = rx_stamp_ns(mh), arrival = now;
 
-			rx_frame(l, d, a->rx_iov[i].iov_base, a->rx_msgs[i].msg_len,
-				 mh->msg_flags & MSG_TRUNC, rx_stamp_ns(mh), now,
-				 mono_minus_real);
+			if (len > l->max_frame + l->vnet_len ||
+			    (mh->msg_flags & MSG_TRUNC) || len <= l->vnet_len) {
+				d->oversize++;
+				continue;
+			}
+			if (stamp) {
+				arrival = (uint64_t)((int64_t)stamp + mono_minus_real);
+				if (arrival > now)
+					arrival = now;	/* clock noise */
+			}
+			hist_add(&d->rx_wait, now - arrival, 1);
+			if (l->vnet_len)
+				gso_vnet_read(&vh, buf);
+			gso_parse(&lay, &vh, buf + l->vnet_len, len - l->vnet_len);
+			d->rx_frames++;
+			emu_dir_enqueue_frame(&d->q, arrival, &lay,
+					      buf + l->vnet_len, log_drop, d);
 		}
 		return (unsigned int)n == batch;
 	}
@@ -899,8 +779,6 @@ static void probe_ready(struct app *a)
 	size_t k;
 	int r, i;
 
-	if (!a->probe)	/* every link that defers reads a ring: nothing to ask */
-		return;
 	if (a->n == 1 || a->ep_rx < 0) {
 		for (k = 0; k < nsock(a); k++)
 			a->more[k] = true;
@@ -1076,13 +954,9 @@ static void rx_all(struct app *a)
 		any = false;
 		for (k = 0; k < nsock(a); k++) {
 			struct link *l = &a->links[k / 2];
-			struct dir_io *d = &l->dir[k % 2];
 
-			/* a ring is looked at on every pass: a memory read */
-			if (d->ring.map)
-				any |= a->more[k] = rx_ring_dir(l, d);
-			else if (a->more[k])
-				any |= a->more[k] = rx_dir(a, l, d);
+			if (a->more[k])
+				any |= a->more[k] = rx_dir(a, l, &l->dir[k % 2]);
 		}
 		tx_all(a, mono_ns());
 	}
@@ -1188,9 +1062,9 @@ static struct dir_range dir_range(const struct dir_opts *dopt)
  * arrived still leaves on time while d stays below the smallest one-way
  * latency (delay - jitter); half of it leaves room for the loop's own work.
  */
-static uint64_t min_latency_us(const struct opts *o)
+static uint64_t rx_defer_ns(const struct opts *o)
 {
-	uint64_t us = UINT64_MAX;
+	uint64_t us = RX_DEFER_MAX_US;
 	int i;
 
 	for (i = 0; i < 2; i++) {
@@ -1202,35 +1076,15 @@ static uint64_t min_latency_us(const struct opts *o)
 		/* (a trace, too, takes a late frame as arriving now) */
 		if (d->policy != POL_RATE)
 			return 0;
-		if (lat < us)
-			us = lat;
+		if (lat / 2 < us)
+			us = lat / 2;
 	}
-	return us;
-}
-
-static uint64_t rx_defer_ns(const struct opts *o)
-{
-	uint64_t us = min_latency_us(o) / 2;
-
-	if (us > RX_DEFER_MAX_US)
-		us = RX_DEFER_MAX_US;
 	if (o->rx_defer_us != RX_DEFER_AUTO) {
 		/* An explicit value may be smaller, never unsafe. */
 		if (o->rx_defer_us < us)
 			us = o->rx_defer_us;
 	}
 	return us * 1000ULL;
-}
-
-/*
- * Whether a link's sockets read through a receive ring (RING_*): asked for
- * (--rx-ring 1), its reads may wait (a read deferral), and a block's
- * timeout is at most half its smallest one-way latency.
- */
-static bool ring_ok(const struct opts *o)
-{
-	return o->rx_ring && rx_defer_ns(o) &&
-	       min_latency_us(o) / 2 >= RING_TOV_MS * 1000ULL;
 }
 
 /*
@@ -1408,7 +1262,7 @@ static void check_link(struct link *l)
 /* A link's interfaces: looked up and opened (in its namespace), its directions set up. */
 static void setup_link(struct link *l)
 {
-	bool up[2], vnet, ring;
+	bool up[2], vnet;
 	unsigned int mtu[2];
 	int i;
 
@@ -1426,16 +1280,11 @@ static void setup_link(struct link *l)
 
 	/* Sockets first: whether the fast path is on decides the slot size. */
 	vnet = l->o.gso;
-	ring = ring_ok(&l->o);
-	/* socket i receives direction i, so its ring is dir[i]'s */
 	for (i = 0; i < 2; i++)
-		l->fd[i] = open_side(l->o.if_name[i], l->ifindex[i], &vnet,
-				     ring ? &l->dir[i].ring : NULL);
+		l->fd[i] = open_side(l->o.if_name[i], l->ifindex[i], &vnet);
 	if (l->o.gso && !vnet) {	/* B refused it after A took it */
-		ring_close(&l->dir[0].ring);
 		close(l->fd[0]);
-		l->fd[0] = open_side(l->o.if_name[0], l->ifindex[0], &vnet,
-				     ring ? &l->dir[0].ring : NULL);
+		l->fd[0] = open_side(l->o.if_name[0], l->ifindex[0], &vnet);
 	}
 	leave_netns(l);
 	l->vnet_len = vnet ? GSO_VNET_HDR_LEN : 0;
@@ -1548,12 +1397,11 @@ static void print_ready(const struct link *l)
 	out_printf(false,
 		   "{\"event\":\"ready\"%s,\"pid\":%d,\"max_frame\":%u,\"seed\":%" PRIu64
 		   ",\"gso\":%s,\"rt_priority\":%" PRIu64 ",\"max_run_segs\":[%u,%u]"
-		   ",\"aqm\":[\"%s\",\"%s\"],\"rx_ring\":[%s,%s],\"t0\":%" PRIu64 ".%06" PRIu64 "}\n",
+		   ",\"aqm\":[\"%s\",\"%s\"],\"t0\":%" PRIu64 ".%06" PRIu64 "}\n",
 		   key, (int)getpid(), l->max_frame, l->o.seed,
 		   l->vnet_len ? "true" : "false", l->o.rt_priority,
 		   l->dir[0].q.max_run_segs, l->dir[1].q.max_run_segs,
-		   aqm_desc[0], aqm_desc[1], l->dir[0].ring.map ? "true" : "false",
-		   l->dir[1].ring.map ? "true" : "false", l->origin / UINT64_C(1000000000),
+		   aqm_desc[0], aqm_desc[1], l->origin / UINT64_C(1000000000),
 		   (l->origin % UINT64_C(1000000000)) / 1000);
 }
 
@@ -1621,7 +1469,6 @@ static void setup_buffers(struct app *a)
 
 	a->slot = 0;
 	a->rx_defer_ns = 0;
-	a->probe = false;
 	for (i = 0; i < a->n; i++) {
 		struct link *l = &a->links[i];
 		size_t slot = (size_t)l->max_frame + l->vnet_len;
@@ -1636,8 +1483,6 @@ static void setup_buffers(struct app *a)
 		l->rx_defer_ns = rx_defer_ns(&l->o);
 		if (l->rx_defer_ns && (!a->rx_defer_ns || l->rx_defer_ns < a->rx_defer_ns))
 			a->rx_defer_ns = l->rx_defer_ns;
-		if (l->rx_defer_ns && !(l->dir[0].ring.map && l->dir[1].ring.map))
-			a->probe = true;
 	}
 	a->rxbuf = malloc((size_t)BATCH * a->slot);
 	a->more = calloc(nsock(a), sizeof(*a->more));
@@ -1704,7 +1549,6 @@ int main(int argc, char **argv)
 		struct link *l = &a->links[k];
 
 		for (i = 0; i < 2; i++) {
-			ring_close(&l->dir[i].ring);
 			close(l->fd[i]);
 			emu_dir_destroy(&l->dir[i].q);
 			emu_trace_free(&l->o.dir[i].trace);

@@ -53,8 +53,6 @@ expect_usage_error --cpu $OK --cpu -2
 expect_usage_error --max-frame $OK --max-frame 10
 expect_usage_error --spin-us $OK --spin-us 99999
 expect_usage_error --rx-defer-us $OK --rx-defer-us 1000001
-expect_usage_error --rx-ring $OK --rx-ring 2
-expect_usage_error --rx-ring $OK --rx-ring -1
 expect_usage_error --bogus $OK --bogus 1
 expect_usage_error --ab-rate-bps --if-a lo --if-b lo --ab-rate-bps
 expect_usage_error stray $OK stray

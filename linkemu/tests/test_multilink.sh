@@ -12,10 +12,7 @@
 #   Bernoulli and Gilbert-Elliott loss in both directions, and not empty;
 # - the multi-link process's lines carry their link: one ready and one final stats line
 #   per link, whose counters equal the single-link run's;
-# - both modes forward every frame that was not dropped;
-# - with 5 ms of delay each way (a receive ring then replaces recvmmsg, --rx-ring), a third
-#   run, multi-link again, says so in its ready lines and still gives the same drop indices,
-#   counters and forwarded frames.
+# - both modes forward every frame that was not dropped.
 # All names are scoped by this shell's PID and removed on exit.  The last line printed is
 # "N passed, M failed" like the C tests.
 BIN=${1:-./linkemu}
@@ -152,25 +149,10 @@ done
 MPID=$!
 check "multi-link ready lines, one per link" wait_ready "$T/multi-out" 2
 check "ready lines tagged" sh -c "grep '\"event\":\"ready\",\"link\":\"one\"' '$T/multi-out' >/dev/null && grep '\"event\":\"ready\",\"link\":\"two\"' '$T/multi-out' >/dev/null"
-check "no receive ring without delay" sh -c "[ \$(grep -c '\"rx_ring\":\\[false,false\\]' '$T/multi-out') -eq 2 ]"
 drive multi
 kill -TERM $MPID
 wait $MPID
 check "multi-link exits 0" [ $? -eq 0 ]
-
-# The same with 5 ms each way: every socket reads through a receive ring.
-DELAY="--ab-delay-us 5000 --ba-delay-us 5000"
-"$BIN" --link one --netns "/run/netns/$P-l1" --if-a ea --if-b eb $LOSS1 $DELAY --stats-interval-ms 0 \
-	--drops-log "$T/ring-drops1" \
-	--link two --netns "/run/netns/$P-l2" --if-a ea --if-b eb $LOSS2 $DELAY --stats-interval-ms 0 \
-	--drops-log "$T/ring-drops2" > "$T/ring-out" 2>"$T/ring-err" &
-MPID=$!
-check "ring: ready lines, one per link" wait_ready "$T/ring-out" 2
-check "ring: every socket reads a receive ring" sh -c "[ \$(grep -c '\"rx_ring\":\\[true,true\\]' '$T/ring-out') -eq 2 ]"
-drive ring
-kill -TERM $MPID
-wait $MPID
-check "ring: multi-link exits 0" [ $? -eq 0 ]
 
 # final stats line of a link: the last stats line (tagged LINK, or untagged) in FILE
 final() {
@@ -195,23 +177,19 @@ for k in 1 2; do
 	check "link $k: drops logged" [ -s "$T/single-drops$k" ]
 	check "link $k: both directions drop" sh -c "grep -q '^ab ' '$T/single-drops$k' && grep -q '^ba ' '$T/single-drops$k'"
 	check "link $k: seeded drop indices identical (single vs multi)" cmp -s "$T/single-drops$k" "$T/multi-drops$k"
-	check "link $k: seeded drop indices identical (single vs ring)" cmp -s "$T/single-drops$k" "$T/ring-drops$k"
 	s=$(final "$T/single-out$k" "" | counters)
 	m=$(final "$T/multi-out" "$id" | counters)
-	r=$(final "$T/ring-out" "$id" | counters)
 	check "link $k: counters identical ($s | $m)" [ "$s" = "$m" ]
-	check "link $k: counters identical with the ring ($s | $r)" [ "$s" = "$r" ]
 	check "link $k: every frame received ($s)" sh -c "echo '$s' | grep -q 'ab.rx_pkts=$N_AB ' && echo '$s' | grep -q 'ba.rx_pkts=$N_BA '"
 	fwd=$(echo "$s" | sed 's/.*ab.tx_pkts=\([0-9]*\).*/\1/')
 	rev=$(echo "$s" | sed 's/.*ba.tx_pkts=\([0-9]*\).*/\1/')
-	for mode in single multi ring; do
+	for mode in single multi; do
 		got="$(cat "$T/$mode-fwd$k") $(cat "$T/$mode-rev$k")"
 		check "link $k $mode: forwarded frames arrive (got $got, sent $fwd $rev)" [ "$got" = "$fwd $rev" ]
 	done
 done
 check "one exit line" [ "$(grep -c '"event":"exit"' "$T/multi-out")" -eq 1 ]
 check "no stderr from the multi-link process" [ ! -s "$T/multi-err" ]
-check "no stderr from the ring process" [ ! -s "$T/ring-err" ]
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
