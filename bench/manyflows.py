@@ -6,7 +6,10 @@ N FAST flows at a per-flow rate R (the topology's scale is R / 1 Gb/s: the GbE p
 shared links at 10 R). Every cell runs once per emulator mode in one invocation, alternating:
 `per_link` (one linkemu process per emulated link, the old design) and `shared` (one process
 serving every emulated link of the run from one event loop); `shared:N` (in --modes) spreads the
-links over N such processes, each on a CPU of its own with its links' receive threads. Per run it
+links over N such processes, each on a CPU of its own with its links' receive threads; `tc0` (in
+--modes) shapes every link of the path by tc with its delay set to 0 (sch_netem is missing here, so
+tc cannot delay): the same hosts, switches, routers and engine without linkemu, a floor (offloads
+off, ~0 RTT), not the physics. bench/tcpfloor.py measures TCP alone. Per run it
 prints:
 - utilization: steady goodput (after the warm-up) over N x R less 40 header bytes per 1500-byte
   packet (SC2002's sense);
@@ -44,7 +47,7 @@ from fastlab.experiment.engine import run_experiment  # noqa: E402
 from fastlab.measure.analysis import steady_goodput_mbps  # noqa: E402
 
 PAYLOAD_SHARE = 1460 / 1500  # SC2002: capacity less 40 bytes of TCP/IP headers per packet
-MODES = ("per_link", "shared")
+MODES = ("per_link", "shared", "tc0")
 MACHINE_TARGET = 0.25  # whole-machine cores per Gb/s at 10 flows x 100 Mb/s (issue 34)
 LATE_P99_TARGET_US = 200.0
 SNAPSHOT_EVERY_S = 1.0  # how often the samples' callback reads /proc for the emulators' counters
@@ -57,15 +60,27 @@ def fast_alpha(rate_mbps: float) -> int:
 
 
 def emulator_option(mode: str) -> dict[str, Any]:
-    """The spec's emulator option for a bench mode (pure): per_link, shared, or shared:N (N processes)."""
+    """The spec's emulator option for a bench mode (pure): per_link, shared, or shared:N (N processes);
+    tc0 has no emulator (the option stays per_link, unused)."""
     name, _, processes = mode.partition(":")
+    if name == "tc0":
+        return {"mode": "per_link"}
     return {"mode": name, **({"processes": int(processes)} if processes else {})}
+
+
+def tc0_links(flows: int) -> dict[str, Any]:
+    """The `tc0` mode's link overrides (pure): every link of the row-10 path shaped by tc with no delay.
+    sch_netem is missing here, so tc cannot delay: this is the path's hosts, switches, routers, HTB and
+    the engine without linkemu (offloads off, as with any tc link), at ~0 RTT, a floor, not the physics."""
+    hosts = [f"{site}{k + 1 if k else ''}" for site in ("baltimore", "sunnyvale") for k in range(flows)]
+    return {link: {"backend": "tc", "delay_ms": 0} for link in [f"{h}-gbe" for h in hosts] + ["showfloor", "level3"]}
 
 
 def spec_for(flows: int, rate_mbps: float, mode: str, duration_s: float) -> dict[str, Any]:
     """The row-10 path with `flows` FAST flows at `rate_mbps` each, emulated in `mode` (pure)."""
     cc_args = {"alpha": fast_alpha(rate_mbps), "pacing_pct": 120}
-    return {"name": f"manyflows-{flows}x{rate_mbps:g}-{mode.replace(':', '-')}", "topology": "sc2002",
+    links = {"links": tc0_links(flows)} if mode == "tc0" else {}
+    return {**links, "name": f"manyflows-{flows}x{rate_mbps:g}-{mode.replace(':', '-')}", "topology": "sc2002",
             "duration_s": duration_s, "seed": 1, "sample_hz": 4, "emulator": emulator_option(mode),
             "topology_args": {"scale": rate_mbps / 1000, "cern_hosts": 1, "chicago_hosts": 1,
                               "sunnyvale_hosts": flows, "baltimore_hosts": flows},
@@ -158,27 +173,29 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flows", default="1,4,10", help="flow counts, comma-separated")
     parser.add_argument("--rates", default="10,25,100,250,1000", help="per-flow rates in Mb/s, comma-separated")
-    parser.add_argument("--modes", default=",".join(MODES),
-                        help="emulator modes, comma-separated: per_link, shared, shared:N (N processes)")
+    parser.add_argument("--modes", default="per_link,shared",
+                        help="emulator modes, comma-separated: per_link, shared, shared:N (N processes), tc0")
+    parser.add_argument("--cells", help="exact cells instead of the --flows x --rates grid, e.g. 1x1000,10x100")
     parser.add_argument("--duration", type=float, default=40.0, help="seconds per run")
     parser.add_argument("--warmup", type=float, default=15.0, help="seconds left out of the steady figures")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each (cell, mode); medians are printed")
     parser.add_argument("--json", type=Path, help="also write every run's row here")
     args = parser.parse_args()
-    flows = [int(x) for x in args.flows.split(",")]
-    rates = [float(x) for x in args.rates.split(",")]
+    cells = [(int(n), float(r)) for n, r in (c.split("x") for c in args.cells.split(","))] if args.cells else \
+        [(int(n), float(r)) for n in args.flows.split(",") for r in args.rates.split(",")]
     modes = args.modes.split(",")
     if not all(m.partition(":")[0] in MODES and (m.partition(":")[2] or "1").isdigit() for m in modes):
         parser.error(f"--modes: each of {', '.join(MODES)}, or shared:N (N processes)")
+    if any(m.startswith("tc0:") for m in modes):
+        parser.error("--modes: tc0 takes no process count")
     root = Path(tempfile.mkdtemp(prefix="fastlab-manyflows-"))
     rows = []
     for rep in range(args.repeat):
-        for n in flows:
-            for rate in rates:
-                for mode in modes:  # side by side: the modes alternate
-                    row = measure(n, rate, mode, args.duration, args.warmup, root / f"r{rep}-{n}x{rate:g}-{mode}")
-                    rows.append(row)
-                    print(json.dumps(row), flush=True)
+        for n, rate in cells:
+            for mode in modes:  # side by side: the modes alternate
+                row = measure(n, rate, mode, args.duration, args.warmup, root / f"r{rep}-{n}x{rate:g}-{mode}")
+                rows.append(row)
+                print(json.dumps(row), flush=True)
     table = pd.DataFrame(rows)
     med = summarize(table, args.repeat)
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.float_format", "{:.3f}".format):
