@@ -75,7 +75,7 @@ class SweepRequest(BaseModel):
     repeat: StrictInt = Field(1, ge=1, le=5, description="runs per value (repetition r runs with seed + r)")
     scale_flows: dict[str, Any] | None = Field(
         None, description="the swept parameter is a capacity (Mb/s) and a flows row's count scales with it: "
-                          "{flow, reference_flows, reference_capacity_mbps} (fastlab.sweep.points.FlowScaling)")
+                          "{flow, reference_flows, reference_capacity_mbps} (fastlab.sweep.scaling.FlowScaling)")
 
 
 # A sweep's default plot fits its parameter: FAST's alpha moves the queue (the link stays full), a loss

@@ -609,7 +609,7 @@ async function fillForm(spec) {
   changed();
 }
 
-// A capacity sweep that scales a flows row's count (fastlab.sweep.points.FlowScaling): the row (1-based here) and
+// A capacity sweep that scales a flows row's count (fastlab.sweep.scaling.FlowScaling): the row (1-based here) and
 // the reference, N flows at C Mb/s; an empty field is sent as null, which the server refuses in one line.
 const numberOrNull = (id) => ($(id).value.trim() === '' ? null : Number($(id).value));
 function scaleFlows() {
