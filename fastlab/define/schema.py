@@ -731,16 +731,24 @@ def document_shape(data: object) -> tuple[int, int]:
 def parse_yaml(text: str) -> Any:
     """The one YAML reader of specs, sweep files and lab.yaml: safe, with its failures as one line --
     "not valid YAML at line N" (the line where the parser knows it), nesting deeper than MAX_NESTING, or
-    aliases that expand past MAX_DOCUMENT_VALUES (a billion-laughs document). A copy of the document
-    (callers may change it) read once per text per process."""
+    aliases that expand past MAX_DOCUMENT_VALUES (a billion-laughs document). A text up to
+    YAML_CACHED_CHARS is read once per process (the labs' files, read again and again) and a copy returned
+    (callers may change it); a longer one, as a client may send, is read each time and not kept."""
+    if len(text) > YAML_CACHED_CHARS:
+        return _parse_yaml_once.__wrapped__(text)
     return copy.deepcopy(_parse_yaml_once(text))
+
+
+# The cache holds at most 128 texts of at most 64 KiB (8 MiB): a web client sending distinct 1-MB specs
+# cannot make a long-lived server keep them (the labs' largest file is ~6 KiB).
+YAML_CACHED_CHARS = 64 * 1024
 
 
 # PyYAML's pure-Python parser, on purpose: libyaml's (CSafeLoader) composes nested nodes by C recursion and
 # crashed this process (SIGSEGV) on a document 100,000 levels deep, where the Python parser's recursion
 # ends in RecursionError, a one-line refusal. Reading each text once keeps it cheap: the unit tier loaded
 # the labs' files ~450 times, 35 of its 53 s in the parser (2026-11-28).
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=128)
 def _parse_yaml_once(text: str) -> Any:
     try:
         data = yaml.safe_load(text)

@@ -1,10 +1,10 @@
 """The experiment engine: spec -> network -> shaped links -> flows -> traces -> results.
 
 `fastlab.plan.prepare.prepare` does everything that can fail without touching the machine (validation,
-backend choice, shaping plans that need no device names); `run_experiment` then owns a run prefix,
-builds, runs, tears down exactly what it made, and writes the run directory:
-spec.yaml, environment.json, flows.csv, links.csv, summary.json, report.html (and rtt_samples.csv
-when flows are clamped: the RTT sample of every ACK as per-second statistics).
+backend choices, routes, parameters) and `for_run` binds it to a run prefix and results folder (interface
+names, each link's commands); `run_experiment` then builds what that plan says, runs, tears down exactly
+what it made, and writes the run directory: spec.yaml, environment.json, flows.csv, links.csv, summary.json,
+report.html (and rtt_samples.csv when flows are clamped: the RTT sample of every ACK as per-second statistics).
 """
 
 from __future__ import annotations
@@ -157,8 +157,7 @@ class _Run:
 
     spec: ExperimentSpec
     prep: Prepared
-    run_plan: RunPlan  # names, commands and emulator arguments (plan.prepare.for_run)
-    prefix: str
+    run_plan: RunPlan  # prefix, names, commands and emulator arguments (plan.prepare.for_run)
     folder: RunFolder
     state: RunState
     bus: SampleBus
@@ -177,6 +176,10 @@ class _Run:
     rtt_samples: list[dict[str, object]] = field(default_factory=list)  # clamped flows' per-second RTTs
     admission: dict[str, Any] | None = None  # the queue's decision that started it (fastlab.experiment.cost), if any
     neighbours: Neighbours | None = None  # other runs seen while the flows ran
+
+    @property
+    def prefix(self) -> str:
+        return self.run_plan.prefix
 
     def neighbours_seen(self) -> list[dict[str, Any]]:
         return list(self.neighbours.seen.values()) if self.neighbours is not None else []
@@ -248,13 +251,13 @@ def _parts(spec: ExperimentSpec, prep: Prepared, run_plan: RunPlan, folder: RunF
     bus = SampleBus(time.monotonic())
     if on_sample:
         bus.subscribe(on_sample)
-    net = Network(prep.plan, prefix, prep.switch[0], state,
+    net = Network(prep.plan, prefix, run_plan.wiring, prep.switch[0], state,
                   openflow_kind=prep.openflow_switch[0] if prep.openflow_switch else "ovs-user",
                   offloads=prep.offloads[0], mtu=spec.mtu)
     design = prep.plan.metadata.get("openflow")
     control = OpenFlowControl(net, design, prep.flows, spec.controller, bus.emit,
                               folder.directory / "controller.log") if design else None
-    return _Run(spec, prep, run_plan, prefix, folder, state, bus, net, control,
+    return _Run(spec, prep, run_plan, folder, state, bus, net, control,
                 shaper=Shaper(net, lambda s: bus.emit("link", s), spec.emulator.mode, spec.emulator.processes),
                 traffic=Traffic(net, prep.flows, bus.emit, 1.0 / spec.sample_hz),
                 clamp=CwndClamp(state, {f.port: f.max_cwnd_pkts for f in prep.flows if f.max_cwnd_pkts}),

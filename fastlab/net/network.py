@@ -45,7 +45,7 @@ from fastlab.define.schema import MTU_BYTES
 from fastlab.define.topology import TopologyPlan
 from fastlab.net import placement
 from fastlab.net.runstate import RunState, TrackedPid, process_start_time
-from fastlab.plan.link_commands import wiring
+from fastlab.plan.link_commands import Wire
 
 OFFLOADS = ("tx", "rx", "tso", "gso", "gro", "lro", "sg")
 FAST_PATH_ON = ("tx", "rx", "sg", "tso", "gso")  # the rest of OFFLOADS stays off
@@ -93,6 +93,7 @@ class LinkEnds:
 class Network:
     plan: TopologyPlan
     prefix: str
+    wires: tuple[Wire, ...]  # each link's interface names, in plan.links order (the run plan's: for_run)
     switch_kind: str
     state: RunState
     openflow_kind: str = "ovs-user"  # OVS datapath of the OpenFlow switches
@@ -150,7 +151,7 @@ class Network:
                 if here in self.switch_ports:
                     self.switch_ports[here][link.shaped or there] = dev
 
-        for link, wire in zip(self.plan.links, wiring(self.plan, self.prefix), strict=True):
+        for link, wire in zip(self.plan.links, self.wires, strict=True):
             if wire.devices is not None and link.shaped:  # a shaped link: a -- link node x -- b
                 d = wire.devices
                 self.nodes[d.node] = self.mn.addHost(d.node, cls=Host, ip=None)

@@ -188,18 +188,21 @@ class Shaper:
                                                       "shared): the scheduler places it"}
         if groups > 1:
             threads = [t for p in plans for t in self.net.receive_threads.get(p.link, [])]
-            rate = max(int(p.resolved[d]["rate_bps"] or 0) for p in plans for d in ("forward", "reverse"))
+            rate = max(shared_emulator.link_load_bps(p) for p in plans)
             placed = placement.colocate(key, emulator.pid, threads, rate, k + placement.run_offset(self.net.prefix))
         for plan in plans:
             self._emulators[plan.link] = emulator
             self._epoch_links += [plan.link] if plan.epoch else []
-            record = next(r for r in self.applied if r["link"] == plan.link)
-            record["colocated"] = placed | {"emulator": key}
+            self._record(plan.link)["colocated"] = placed | {"emulator": key}
         deadline = time.monotonic() + EMULATOR_READY_TIMEOUT_S
         if not all(e.wait(max(0.0, deadline - time.monotonic())) for e in ready.values()):
             emulator.stop(EMULATOR_STOP_GRACE_S)
             raise ShapingError(f"the {key} ({len(plans)} links) did not start: "
                                f"{emulator.stderr_text() or 'no ready line for every link'}")
+
+    def _record(self, link: str) -> dict[str, Any]:
+        """What environment.json records of how `link` was shaped (its entry in `applied`)."""
+        return next(r for r in self.applied if r["link"] == link)
 
     def _handler(self, plan: LinkPlanResult, ready: threading.Event) -> Callable[[dict[str, Any]], None]:
         """What to do with each line a link's emulator writes: ready, its epoch, its stats (samples)."""
@@ -208,9 +211,8 @@ class Shaper:
                 ready.set()
             elif msg.get("event") == "epoch" and self._flows_t0 is not None:
                 # the emulator's time origin against the flows' (the charts' zero): the gap it was late by
-                record = next(r for r in self.applied if r["link"] == plan.link)
                 late_ms = round((msg["t"] - self._flows_t0) * 1e3, 3)
-                record["epoch"] = {"t": msg["t"], "after_flows_start_ms": late_ms}
+                self._record(plan.link)["epoch"] = {"t": msg["t"], "after_flows_start_ms": late_ms}
             elif msg.get("event") == "stats":
                 with self._fresh:
                     self.final[plan.link] = msg
@@ -223,7 +225,7 @@ class Shaper:
     def _colocate(self, plan: LinkPlanResult) -> dict[str, Any]:
         """The emulator and the receive threads it wakes on one CPU, if its link is slow enough."""
         threads = self.net.receive_threads.get(plan.link, [])
-        rate = max(int(plan.resolved[d]["rate_bps"] or 0) for d in ("forward", "reverse"))
+        rate = shared_emulator.link_load_bps(plan)
         placed = placement.colocate(plan.link, self._emulators[plan.link].pid, threads, rate,
                                     self._colocated + placement.run_offset(self.net.prefix))
         self._colocated += placed["cpu"] is not None

@@ -52,7 +52,8 @@ def shared_argv(plans: Sequence[EmulatorPlan], netns: Mapping[str, str]) -> list
 
 
 def link_load_bps(plan: Any) -> int:
-    """A link's weight when links are spread over processes (pure): its faster direction's rate."""
+    """A link's faster direction's rate, b/s (pure): its weight when links are spread over processes, and
+    the rate placement.colocate judges a CPU by."""
     return max(int(plan.resolved[d]["rate_bps"] or 0) for d in ("forward", "reverse"))
 
 

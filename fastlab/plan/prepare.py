@@ -1,5 +1,5 @@
 """The plan of an experiment: every "can this spec run here, and how" decision, made once, before
-anything is built. spec.py is the schema alone (structure and ranges); here:
+anything is built. fastlab.define.schema is the schema alone (structure and ranges); here:
 
 - `validate`: does the topology exist with these arguments, are the flows' hosts in it, are their
   algorithms usable with these parameters, do the link overrides, paths and reroutes name what exists;
@@ -353,8 +353,8 @@ def for_run(prep: Prepared, prefix: str, folder: Path) -> RunPlan:
     first, so what ran is what the folder keeps)."""
     spec = prep.spec
     wires = tuple(wiring(prep.plan, prefix))
-    devices = {w.devices.node: w.devices for w in wires if w.devices is not None}
-    by_link = {link.shaped: devices[f"x{i}"] for i, link in enumerate(prep.plan.links) if link.shaped}
+    by_link = {link.shaped: wire.devices for link, wire in zip(prep.plan.links, wires, strict=True)
+               if link.shaped and wire.devices is not None}
     links = {link_id: plan_link(link, by_link[link_id], decided=prep.backends[link_id], seed=spec.seed,
                                 stats_interval_ms=max(1, int(1000 / spec.sample_hz)),
                                 drops_log=str(folder / rundir.drops_log_name(link_id)), gso=prep.offloads[0],

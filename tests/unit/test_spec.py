@@ -493,3 +493,17 @@ def test_every_aqm_range_of_the_spec_lies_inside_linkemus() -> None:
         emu_lo, emu_hi = emu[(model, key)]
         assert emu_lo <= lo * factor and hi * factor <= emu_hi, \
             f"{model}.{field}: spec {lo:g}..{hi:g} x {factor} outside linkemu's {key} {emu_lo:g}..{emu_hi:g}"
+
+
+def test_long_yaml_texts_are_read_but_not_kept() -> None:
+    """parse_yaml keeps the texts it has read (the labs' files are read again and again) only up to 64 KiB:
+    a long-lived server sent distinct 1-MB specs keeps none of them."""
+    from fastlab.define.schema import YAML_CACHED_CHARS, _parse_yaml_once, parse_yaml
+
+    long_text = "a: [" + ", ".join(["1"] * (YAML_CACHED_CHARS // 3)) + "]\n"
+    before = _parse_yaml_once.cache_info().currsize
+    assert len(parse_yaml(long_text)["a"]) == YAML_CACHED_CHARS // 3
+    assert _parse_yaml_once.cache_info().currsize == before
+    short = parse_yaml("kept: [1]\n")
+    short["kept"].append(2)  # a caller's change does not reach the kept copy
+    assert parse_yaml("kept: [1]\n") == {"kept": [1]} and _parse_yaml_once.cache_info().currsize >= 1
