@@ -370,6 +370,17 @@ class RunManager:
             going.thread.start()
 
     def _claim(self, run_id: str) -> bool:
+        """Mark a queued run running, its live channel registered first: from the moment the history says
+        `running` a viewer finds the channel (it found none in that gap, replayed an empty run and ended the
+        stream with status running: seen once in the 200-viewer test). False: cancelled meanwhile."""
+        channel = self.channels.setdefault(run_id, Channel())
+        if self._claim_row(run_id):
+            return True
+        self.channels.pop(run_id, None)
+        channel.close()
+        return False
+
+    def _claim_row(self, run_id: str) -> bool:
         with connect(self.database) as conn:
             return bool(conn.execute("UPDATE runs SET status = 'running', started = ? WHERE id = ? "
                                      "AND status = 'queued'", (now(), run_id)).rowcount)
@@ -399,8 +410,7 @@ class RunManager:
             with self._lock:
                 self.running[run_id] = going
         run_dir = self.root / run_id
-        channel = Channel()
-        self.channels[run_id] = channel
+        channel = self.channels.setdefault(run_id, Channel())  # registered by _claim
         folder = RunFolder(run_dir)
         folder.create()
         writer = folder.partial_writer()
