@@ -304,11 +304,13 @@ def _flows_phase(run: _Run) -> None:
     except ClampError as exc:
         raise RunError(str(exc)) from None
     traffic.cgroup = run.clamp.cgroup
+    started = time.monotonic()
     try:
         traffic.prepare()  # every receiver listening and every sender ready before time zero
     except RuntimeError as exc:
         raise RunError(str(exc)) from None
-    log.info("run %s: %d flow(s) for %g s", run.prefix, len(run.prep.flows), spec.duration_s)
+    log.info("run %s: %d flow(s) for %g s (their %d tools started in %.1f s)", run.prefix, len(run.prep.flows),
+             spec.duration_s, 2 * len(run.prep.flows), time.monotonic() - started)
     run.cpu["start"] = (PROC_STAT.read_text(), run.shaper.cpu_seconds(), time.monotonic())
     t0 = time.monotonic()
     run.shaper.start_epoch(t0)  # schedules and traces count from here, the charts' time zero

@@ -8,6 +8,7 @@ when to start and stop, and they stream tcp_info samples back, which go onto the
 
 from __future__ import annotations
 
+import math
 import subprocess
 import threading
 import time
@@ -21,12 +22,21 @@ from fastlab.base.supervised import Supervised, stop_all
 from fastlab.plan.flows import Flow
 
 RECEIVER_GRACE_S = 5.0
-# How long a run waits for its receivers to say they listen (each a Python process). In the stock-kernel
-# lane's software-emulated guest on a busy host, the 3-4 receivers of the lane's first run (a -k filter:
-# no run before it) did not all answer within 10 s in 2 of 3 lane runs (2026-11-27, host load 4-7; no
-# error line from them, so slow starts, cause not measured further). A run waits for them rather than
-# fail: bounded, as the tc poller's wait.
-RECEIVER_START_TIMEOUT_S = 30.0
+# Starting a run's tools: each flow has a receiver and a sender, each a Python interpreter. They start a
+# few at a time (START_CONCURRENCY), and each must say it is ready within START_TIMEOUT_S of its own
+# start. All at once, on 2 CPUs they share the CPU and all finish near the end: in the stock-kernel lane's
+# software-emulated guest (TCG, 2 vCPUs, quiet host, 2026-11-28) 16 starts at once took 30-33 s before the
+# first answered, and a run-wide 30-s deadline failed the lane's 8-flow RED run in CI ("sender of f4 on
+# h1 did not start within 30 s"). Four at a time, one start there is ~2-4 s, so a tool that has not
+# answered in 30 s is stuck, not slow, however many flows the run has; on the host (~0.06 CPU-s a start)
+# 128 tools take the same ~4 s either way (CPU-bound).
+START_CONCURRENCY = 4
+START_TIMEOUT_S = 30.0
+# Tools start as `python -S`: without the site module, which imports every .pth of the system's
+# site-packages (one here imports certifi). flowtool needs only the standard library and fastlab (found
+# from the working directory, the checkout). In the guest above, 16 bare starts: 19-20 s with site,
+# 7-8 s without; 16 flowtool starts 30-33 s -> 19-20 s (tests/unit/test_flowtool.py holds it to -S).
+PYTHON_FLAGS = ("-S",)
 STOP_GRACE_S = 3.0  # a flowtool ends its sample loop and exits on SIGTERM
 
 
@@ -51,7 +61,8 @@ class Traffic:
             if tool.returncode != 0 and not self._cancel.is_set():
                 self.errors.append(f"{what}: {tool.stderr_text() or f'exit {tool.returncode}'}")
 
-        tool = Supervised.start(what, [paths.python(), "-m", "fastlab.run.flowtool", *argv], state=self.net.state,
+        tool = Supervised.start(what, [paths.python(), *PYTHON_FLAGS, "-m", "fastlab.run.flowtool", *argv],
+                                state=self.net.state,
                                 on_message=on_line, on_exit=on_exit, popen=self.net.node(host).popen,
                                 cwd=str(paths.REPO), stdin=stdin)
         self._procs.append(tool)
@@ -65,28 +76,36 @@ class Traffic:
     def prepare(self) -> None:
         """Start every receiver and every sender before the flows' time zero: receivers listen, senders
         have their socket and congestion control and wait for `go` (each a Python interpreter, whose start
-        takes tenths of a second here and seconds in an emulated guest: paid now, not by the flows)."""
-        listening: dict[str, threading.Event] = {f.id: threading.Event() for f in self.flows}
-        ready: dict[str, threading.Event] = {f.id: threading.Event() for f in self.flows}
-        for flow in self.flows:
-            def on_recv(msg: dict[str, Any], flow: Flow = flow) -> None:
+        takes tenths of a second here and seconds in an emulated guest: paid now, not by the flows).
+        START_CONCURRENCY at a time, receivers first; a tool that is not ready START_TIMEOUT_S after its
+        own start fails the run, naming it, and so does a tool that exits (unknown CC, ...) at once."""
+        ready: dict[str, threading.Event] = {}
+        changed = threading.Event()  # any tool ready or failed: look again
+        listen_s = start_bound_s(2 * len(self.flows))  # a receiver outlives every start before its sender's
+
+        def mark(key: str) -> None:
+            ready[key].set()
+            changed.set()
+
+        def start_receiver(flow: Flow) -> None:
+            def on_recv(msg: dict[str, Any]) -> None:
                 if msg["event"] == "listening":
-                    listening[flow.id].set()
+                    mark(f"receiver {flow.id}")
                 elif msg["event"] == "done":
                     self.received[flow.id] = msg
             self._spawn(flow.dst, ["recv", "--bind", flow.dst_ip, "--port", str(flow.port), "--duration-s",
-                                   str(flow.stop_s + RECEIVER_GRACE_S + RECEIVER_START_TIMEOUT_S),
-                                   "--flow", flow.id],
+                                   str(flow.stop_s + RECEIVER_GRACE_S + listen_s), "--flow", flow.id],
                         on_recv, f"receiver {flow.id}")
-        for flow in self.flows:
+
+        def start_sender(flow: Flow) -> None:
             clamped = bool(flow.max_cwnd_pkts and self.cgroup)
 
-            def on_send(msg: dict[str, Any], flow: Flow = flow) -> None:
+            def on_send(msg: dict[str, Any]) -> None:
                 event = msg.pop("event")
                 if event == "sample":
                     self.emit("flow", msg)
                 elif event == "ready":
-                    ready[flow.id].set()
+                    mark(f"sender {flow.id}")
                 elif event == "start":
                     self.started[flow.id] = msg
                 elif event == "done":
@@ -98,15 +117,28 @@ class Traffic:
                            "--interval-s", str(self.interval_s), "--flow", flow.id,
                            *(["--cgroup", self.cgroup.name] if clamped and self.cgroup else [])],
                 on_send, f"sender {flow.id}", self.cgroup if clamped else None, stdin=True)
-        deadline = time.monotonic() + RECEIVER_START_TIMEOUT_S
-        for what, events in (("receiver", listening), ("sender", ready)):
-            for flow in self.flows:
-                while not events[flow.id].wait(0.05):
-                    if self.errors:  # a tool that failed to start (unknown CC, ...) says why at once
-                        raise RuntimeError("; ".join(self.errors))
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"{what} of {flow.id} on {flow.dst if what == 'receiver' else flow.src} "
-                                           f"did not start within {RECEIVER_START_TIMEOUT_S:g} s: {self.errors}")
+
+        starts: list[tuple[str, str, Callable[[], None]]] = [
+            *((f"receiver {f.id}", f.dst, lambda f=f: start_receiver(f)) for f in self.flows),
+            *((f"sender {f.id}", f.src, lambda f=f: start_sender(f)) for f in self.flows)]
+        starting: dict[str, tuple[str, float]] = {}  # tool -> (host, when it was started)
+        while starts or starting:
+            while starts and len(starting) < START_CONCURRENCY:
+                key, host, start = starts.pop(0)
+                ready[key] = threading.Event()
+                starting[key] = (host, time.monotonic())
+                start()
+            changed.wait(0.05)
+            changed.clear()
+            if self.errors:  # a tool that failed to start says why at once
+                raise RuntimeError("; ".join(self.errors))
+            now = time.monotonic()
+            for key, (host, since) in list(starting.items()):
+                if ready[key].is_set():
+                    del starting[key]
+                elif now - since > START_TIMEOUT_S:
+                    raise RuntimeError(f"{key} on {host} did not start within {START_TIMEOUT_S:g} s "
+                                       f"({len(starting)} starting at once)")
 
     def go(self, t0: float) -> None:
         """Time zero: each sender starts at t0 + its start_s and stops at t0 + its stop_s (fastlab.run.flowtool)."""
@@ -129,3 +161,10 @@ class Traffic:
     def stop(self) -> None:
         self._cancel.set()
         stop_all(self._procs, STOP_GRACE_S)
+
+
+def start_bound_s(tools: int) -> float:
+    """The longest `Traffic.prepare` can take to start `tools` tools (pure): START_CONCURRENCY at a
+    time, each given START_TIMEOUT_S; a new start takes the first free place, so one place can serve
+    more than its share while others wait (list scheduling: at most the even share plus one timeout)."""
+    return (math.ceil(tools / START_CONCURRENCY) + 1) * START_TIMEOUT_S
