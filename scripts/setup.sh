@@ -79,7 +79,16 @@ elif ! ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
         systemctl start openvswitch-switch || true
     fi
     if ! ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
-        /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random >/dev/null 2>&1 || true
+        # The daemons outlive this script and would keep every descriptor it was given: a caller's
+        # `flock LOCK make test` left the lock held by ovs-vswitchd for good (2026-11-28), and a pipe
+        # would keep its reader waiting for an end. So they get none but stdin/stdout/stderr.
+        (
+            for fd in /proc/self/fd/*; do
+                n=${fd##*/}
+                [ "$n" -gt 2 ] 2>/dev/null && eval "exec $n>&-"
+            done
+            exec /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random </dev/null >/dev/null 2>&1
+        ) || true
     fi
     ovs-vsctl --timeout=5 show >/dev/null 2>&1 || log "warning: Open vSwitch is not running; Linux bridges will be used"
 fi
