@@ -27,15 +27,16 @@ RECEIVER_GRACE_S = 5.0
 # start. All at once, on 2 CPUs they share the CPU and all finish near the end: in the stock-kernel lane's
 # software-emulated guest (TCG, 2 vCPUs, quiet host, 2026-11-28) 16 starts at once took 30-33 s before the
 # first answered, and a run-wide 30-s deadline failed the lane's 8-flow RED run in CI ("sender of f4 on
-# h1 did not start within 30 s"). Four at a time, one start there is ~2-4 s, so a tool that has not
-# answered in 30 s is stuck, not slow, however many flows the run has; on the host (~0.06 CPU-s a start)
-# 128 tools take the same ~4 s either way (CPU-bound).
+# h1 did not start within 30 s"). Four at a time there (with -S, below), the lane's 16 tools started in
+# 14.5 and 16.1 s, ~4 s a start: a tool that has not answered in 30 s is stuck, not slow, however many
+# flows the run has. On the host a 64-flow run's 128 tools start in 3.0-3.3 s (4.9-5.1 s all at once
+# with site: the starts are CPU-bound either way).
 START_CONCURRENCY = 4
 START_TIMEOUT_S = 30.0
 # Tools start as `python -S`: without the site module, which imports every .pth of the system's
 # site-packages (one here imports certifi). flowtool needs only the standard library and fastlab (found
 # from the working directory, the checkout). In the guest above, 16 bare starts: 19-20 s with site,
-# 7-8 s without; 16 flowtool starts 30-33 s -> 19-20 s (tests/unit/test_flowtool.py holds it to -S).
+# 7-8 s without; 16 flowtool starts 30-33 s -> 19-20 s (tests/unit/test_traffic.py holds it to -S).
 PYTHON_FLAGS = ("-S",)
 STOP_GRACE_S = 3.0  # a flowtool ends its sample loop and exits on SIGTERM
 
