@@ -80,12 +80,12 @@ class Traffic:
         takes tenths of a second here and seconds in an emulated guest: paid now, not by the flows).
         START_CONCURRENCY at a time, receivers first; a tool that is not ready START_TIMEOUT_S after its
         own start fails the run, naming it, and so does a tool that exits (unknown CC, ...) at once."""
-        ready: dict[str, threading.Event] = {}
-        changed = threading.Event()  # any tool ready or failed: look again
+        ready: set[str] = set()  # tools that said they are ready (added by their reader threads)
+        changed = threading.Event()  # a tool became ready: look again
         listen_s = start_bound_s(2 * len(self.flows))  # a receiver outlives every start before its sender's
 
         def mark(key: str) -> None:
-            ready[key].set()
+            ready.add(key)
             changed.set()
 
         def start_receiver(flow: Flow) -> None:
@@ -126,7 +126,6 @@ class Traffic:
         while starts or starting:
             while starts and len(starting) < START_CONCURRENCY:
                 key, host, start = starts.pop(0)
-                ready[key] = threading.Event()
                 starting[key] = (host, time.monotonic())
                 start()
             changed.wait(0.05)
@@ -135,7 +134,7 @@ class Traffic:
                 raise RuntimeError("; ".join(self.errors))
             now = time.monotonic()
             for key, (host, since) in list(starting.items()):
-                if ready[key].is_set():
+                if key in ready:
                     del starting[key]
                 elif now - since > START_TIMEOUT_S:
                     raise RuntimeError(f"{key} on {host} did not start within {START_TIMEOUT_S:g} s "
