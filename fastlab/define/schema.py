@@ -29,6 +29,8 @@ from pydantic import (
     model_validator,
 )
 
+from fastlab.base.documents import MAX_DEPTH, MAX_VALUES, DocumentError, check_shape, one_line, read_yaml
+
 MTU_BYTES = 1500  # standard Ethernet frames: the default throughout (DESIGN.md §5)
 MTU_MIN_BYTES = 576  # the smallest datagram every IPv4 host must accept (RFC 791)
 MTU_MAX_BYTES = 9000  # jumbo frames, as the 2002-2003 records used (Abilene, DataTAG)
@@ -599,16 +601,6 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "spec"
 
 
-# Whatever str.splitlines() breaks at: an error echoes the input it refuses (a union's tag, a key), and
-# a one-line error must stay one line whatever that input holds (the fuzz test found a tag of '\n').
-_LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-
-
-def one_line(text: str) -> str:
-    """`text` with every line break written as its escape (`\\n`), so it prints as one line."""
-    return _LINE_BREAKS.sub(lambda m: repr(m.group())[1:-1], text)
-
-
 def format_validation_error(err: ValidationError) -> str:
     msgs = []
     for e in err.errors():
@@ -631,13 +623,10 @@ def parse_override(item: str) -> tuple[list[str | int], Any]:
     # Segments are field names, list indices, or link and host ids (which may hold '-': cern1-gbe).
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.([A-Za-z_][A-Za-z0-9_-]*|[0-9]+))*", key):
         raise SpecError(f"--set {item!r}: malformed key {key!r}")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as exc:
-        raise SpecError(f"--set {key}: cannot read value {raw[:80]!r}: {exc.__class__.__name__}") from None
-    except RecursionError:
-        raise SpecError(f"--set {key}: value nested deeper than Python can read") from None
-    check_nesting(value, f"--set {key}")
+    try:  # the bounded reader: a 649-byte value of nested anchors expanded 10^6 values through an unbounded walk
+        value = read_yaml(raw, max_chars=MAX_OVERRIDE_CHARS, max_values=MAX_OVERRIDE_VALUES) if raw.strip() else ""
+    except DocumentError as exc:
+        raise SpecError(f"--set {key}: {exc}") from None
     return [int(p) if p.isdigit() else p for p in key.split(".")], value
 
 
@@ -671,19 +660,20 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 
 MAX_SPEC_CHARS = 1_000_000  # a spec file, or an API body's spec: far more than any experiment needs
-MAX_NESTING = 32  # levels of mappings/lists in a spec (the schema itself uses 5)
-MAX_DOCUMENT_VALUES = 100_000  # values of a YAML document with its aliases expanded (the labs' largest: ~300)
+MAX_NESTING = MAX_DEPTH  # levels of mappings/lists in a spec (the schema itself uses 5)
+MAX_DOCUMENT_VALUES = MAX_VALUES  # values of a spec with its aliases expanded (the labs' largest: ~300)
+MAX_OVERRIDE_CHARS = 10_000  # one --set value (a flow, a link's schedule); a spec file is the way to more
+MAX_OVERRIDE_VALUES = 10_000  # values in one --set value, aliases expanded (a 64-step schedule: ~200)
 
 
 def check_nesting(data: object, where: str = "spec") -> None:
-    """Refuse documents nested deeper than MAX_NESTING (iterative: no recursion to exhaust)."""
-    stack = [(data, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict | list):
-            if depth > MAX_NESTING:
-                raise SpecError(f"{where}: nested deeper than {MAX_NESTING} levels")
-            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    """Refuse data nested deeper than MAX_NESTING or larger than MAX_DOCUMENT_VALUES, shared nodes counted
+    once per reference but walked once (fastlab.base.documents.shape): a spec that overrides have filled
+    with aliased values costs its size, not its expansion."""
+    try:
+        check_shape(data, max_depth=MAX_NESTING, max_values=MAX_DOCUMENT_VALUES)
+    except DocumentError as exc:
+        raise SpecError(f"{where}: {exc}") from None
 
 
 def parse_spec(data: object) -> ExperimentSpec:
@@ -696,42 +686,9 @@ def parse_spec(data: object) -> ExperimentSpec:
         raise SpecError(format_validation_error(err)) from None
 
 
-class YamlTextError(ValueError):
-    """A YAML document that cannot be read, as one line (the caller names the document)."""
-
-
-def document_shape(data: object) -> tuple[int, int]:
-    """(depth, values) of a loaded YAML document as if its aliases were expanded, each shared node counted
-    once per reference but walked once (iterative, memoized: a billion-laughs document costs its size on
-    disk, not its expansion). A node that contains itself (`&a [*a]`) has no depth: ValueError."""
-    shape: dict[int, tuple[int, int]] = {}
-    open_nodes: set[int] = set()
-    stack: list[tuple[object, bool]] = [(data, False)]
-    while stack:
-        node, children_done = stack.pop()
-        if not isinstance(node, dict | list):
-            continue
-        children = [c for c in (node.values() if isinstance(node, dict) else node) if isinstance(c, dict | list)]
-        if children_done:
-            depth = 1 + max((shape[id(c)][0] for c in children), default=0)
-            values = len(node) + sum(shape[id(c)][1] for c in children)
-            shape[id(node)] = (depth, values)
-            open_nodes.discard(id(node))
-            continue
-        if id(node) in shape:
-            continue
-        if id(node) in open_nodes:
-            raise ValueError("a node contains itself")
-        open_nodes.add(id(node))
-        stack.append((node, True))
-        stack.extend((c, False) for c in children if id(c) not in shape)
-    return shape.get(id(data), (0, 0))
-
-
 def parse_yaml(text: str) -> Any:
-    """The one YAML reader of specs, sweep files and lab.yaml: safe, with its failures as one line --
-    "not valid YAML at line N" (the line where the parser knows it), nesting deeper than MAX_NESTING, or
-    aliases that expand past MAX_DOCUMENT_VALUES (a billion-laughs document). A text up to
+    """The YAML reader of specs, sweep files and lab.yaml: fastlab.base.documents.read_yaml's bounds (depth,
+    alias expansion, integer size, duplicate keys; its failures one line, a DocumentError). A text up to
     YAML_CACHED_CHARS is read once per process (the labs' files, read again and again) and a copy returned
     (callers may change it); a longer one, as a client may send, is read each time and not kept."""
     if len(text) > YAML_CACHED_CHARS:
@@ -744,28 +701,11 @@ def parse_yaml(text: str) -> Any:
 YAML_CACHED_CHARS = 64 * 1024
 
 
-# PyYAML's pure-Python parser, on purpose: libyaml's (CSafeLoader) composes nested nodes by C recursion and
-# crashed this process (SIGSEGV) on a document 100,000 levels deep, where the Python parser's recursion
-# ends in RecursionError, a one-line refusal. Reading each text once keeps it cheap: the unit tier loaded
-# the labs' files ~450 times, 35 of its 53 s in the parser (2026-11-28).
+# Reading each text once keeps it cheap: the unit tier loaded the labs' files ~450 times, 35 of its 53 s in
+# the parser (2026-11-28).
 @functools.lru_cache(maxsize=128)
 def _parse_yaml_once(text: str) -> Any:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise YamlTextError(f"not valid YAML{f' at line {mark.line + 1}' if mark else ''}") from None
-    except RecursionError:
-        raise YamlTextError(f"nested deeper than {MAX_NESTING} levels") from None
-    try:
-        depth, values = document_shape(data)
-    except ValueError:
-        raise YamlTextError("an alias refers to the node that contains it (a document without end)") from None
-    if depth > MAX_NESTING:
-        raise YamlTextError(f"nested deeper than {MAX_NESTING} levels")
-    if values > MAX_DOCUMENT_VALUES:
-        raise YamlTextError(f"its aliases expand to more than {MAX_DOCUMENT_VALUES:,} values")
-    return data
+    return read_yaml(text, max_chars=MAX_SPEC_CHARS)
 
 
 def read_spec_document(text: str) -> Any:
@@ -774,7 +714,7 @@ def read_spec_document(text: str) -> Any:
         raise SpecError(f"spec: larger than {MAX_SPEC_CHARS:,} characters (the limit of a spec)")
     try:
         return parse_yaml(text)
-    except YamlTextError as exc:
+    except DocumentError as exc:
         raise SpecError(f"spec: {exc}") from None
 
 

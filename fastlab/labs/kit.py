@@ -32,11 +32,11 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fastlab.base import paths
+from fastlab.base.documents import DocumentError
 from fastlab.base.rundir import RunFolder
 from fastlab.define.schema import (
     ExperimentSpec,
     SpecError,
-    YamlTextError,
     format_validation_error,
     load_spec,
     parse_yaml,
@@ -494,7 +494,7 @@ def load_lab_folder(folder: Path) -> Lab:
         data = parse_yaml((folder / "lab.yaml").read_text(encoding="utf-8"))
     except OSError as exc:
         raise LabError(f"{folder.name}/lab.yaml: cannot read: {exc.strerror}") from None
-    except YamlTextError as exc:
+    except DocumentError as exc:
         raise LabError(f"{folder.name}/lab.yaml: {exc}") from None
     if not isinstance(data, dict):
         raise LabError(f"{folder.name}/lab.yaml: the document must be a mapping of fields")

@@ -54,6 +54,8 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from fastlab.base import paths, rundir
+from fastlab.base.documents import DocumentError, read_json
+from fastlab.base.names import NameRefused, check_name, child
 from fastlab.base.rundir import RunFolder, finished_points, is_finished
 from fastlab.define.schema import (
     ExperimentSpec,
@@ -71,6 +73,7 @@ from fastlab.sweep.scaling import FlowScaling, scale_words, scaled_flows
 log = logging.getLogger(__name__)
 
 MAX_POINTS = 10_000
+MAX_STATE_CHARS = 64 * 1024 * 1024  # sweep.json: 10,000 points of a few hundred bytes each, with room
 SWEEP_FILE = "sweep.yaml"
 STATE_FILE = rundir.SWEEP_STATE
 POINT_FILE = rundir.POINT_FILE
@@ -327,16 +330,23 @@ class SweepState:
         """sweep.json as written by `save`; anything else (not JSON, not UTF-8, nested too deeply, a list,
         a key missing or unknown) is a SweepError naming the file, not a traceback."""
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw = read_json(path.read_text(encoding="utf-8"), max_chars=MAX_STATE_CHARS)
             state = cls(**{**raw, "points": [PointState(**p) for p in raw["points"]]})
         except OSError as exc:
             raise SweepError(f"{path}: cannot read: {exc.strerror}") from None
         except RecursionError:
             raise SweepError(f"{path}: not a sweep's state: nested too deeply") from None
-        except (ValueError, TypeError, KeyError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        except DocumentError as exc:
+            raise SweepError(f"{path}: not a sweep's state: {exc}") from None
+        except (ValueError, TypeError, KeyError) as exc:  # UnicodeDecodeError is a ValueError
             raise SweepError(f"{path}: not a sweep's state ({exc.__class__.__name__}: {str(exc)[:200]})") from None
         if not all(isinstance(p.id, str) and isinstance(p.params, dict) for p in state.points):
             raise SweepError(f"{path}: not a sweep's state (its points are not what fastlab writes)")
+        for p in state.points:  # a point id becomes a folder that a resume may remove: a plain name only
+            try:
+                check_name(p.id, "point id")
+            except NameRefused as exc:
+                raise SweepError(f"{path}: not a sweep's state ({exc})") from None
         return state
 
     def save(self, path: Path) -> None:
@@ -373,6 +383,11 @@ def prepare_directory(plan: SweepPlan, directory: Path) -> SweepState:
         state = SweepState.load(state_path)
         if state.digest != plan.digest:
             raise SweepError(f"{directory}: holds another sweep (the file or --set differ): use another --out")
+        # The digest is the plan's, so the points must be the plan's: a sweep.json whose points were edited
+        # (an id that is a path, one missing or added) is refused before anything in the folder is touched.
+        if [(p.id, p.combo, p.rep, p.seed) for p in state.points] != \
+                [(p.id, p.combo, p.rep, p.seed) for p in plan.points]:
+            raise SweepError(f"{state_path}: its points are not the sweep's own (edited?): nothing was changed")
     elif directory.exists() and any(directory.iterdir()):
         raise SweepError(f"--out {directory}: directory exists, is not empty and holds no sweep")
     else:
@@ -381,7 +396,7 @@ def prepare_directory(plan: SweepPlan, directory: Path) -> SweepState:
         (directory / SWEEP_FILE).write_text(yaml.safe_dump(plan.document, sort_keys=False))
     done = 0
     for point in state.points:
-        point_dir = directory / "points" / point.id
+        point_dir = point_folder(directory, point.id)
         if is_finished(point_dir):
             point.status, done = "done", done + 1
             continue
@@ -390,16 +405,28 @@ def prepare_directory(plan: SweepPlan, directory: Path) -> SweepState:
             shutil.rmtree(point_dir)
         point.status, point.error = "pending", None
     for stray in (directory / "points").glob(".incoming-*"):
-        shutil.rmtree(stray)
+        if stray.is_symlink() or not stray.is_dir():
+            stray.unlink()  # the link itself, never where it points
+        else:
+            shutil.rmtree(stray)
     state.save(state_path)
     if done:
         log.info(f"resuming {directory}: {done} of {len(state.points)} points already finished (kept, not rerun)")
     return state
 
 
+def point_folder(directory: Path, point_id: str) -> Path:
+    """A point's run directory, `points/<id>` inside the sweep directory: the id a plain name, the path not a
+    symbolic link (fastlab.base.names.child); SweepError otherwise."""
+    try:
+        return child(directory / "points", point_id, "point id")
+    except NameRefused as exc:
+        raise SweepError(f"{directory}: {exc}") from None
+
+
 def finish_point(directory: Path, state: SweepState, point: Point, host: str, seconds: float) -> None:
     """Mark a point finished: point.json last in its run directory, then sweep.json."""
-    point_dir = directory / "points" / point.id
+    point_dir = point_folder(directory, point.id)
     tmp = point_dir / f".{POINT_FILE}.tmp"
     tmp.write_text(json.dumps({**asdict(point), "sweep": state.name, "digest": state.digest, "host": host,
                                "duration_s": round(seconds, 1)}, indent=1))

@@ -37,6 +37,7 @@ from fastlab.sweep.points import (
     SweepState,
     exclusive,
     finish_point,
+    point_folder,
     prepare_directory,
     write_aggregates,
 )
@@ -124,7 +125,7 @@ def _run_locally(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: P
         state.save(directory / STATE_FILE)
         began = time.monotonic()
         try:
-            result = run_experiment(specs[point.id], out=directory / "points" / point.id, caps=caps, cancel=cancel)
+            result = run_experiment(specs[point.id], out=point_folder(directory, point.id), caps=caps, cancel=cancel)
         except (RunError, SpecError) as exc:
             if cancel is not None and cancel.is_set():
                 _fail_point(directory, state, point, "interrupted", "interrupted; reruns when the sweep resumes")
@@ -160,10 +161,10 @@ def _store_remote(directory: Path, point: Point, payload: dict[str, Any]) -> dic
     try:
         (incoming / "run.zip").write_bytes(payload["bundle"])
         root = bundle.extract(incoming / "run.zip", incoming / "x", bundle_files=False)
-        root.rename(directory / "points" / point.id)
+        root.rename(point_folder(directory, point.id))
     finally:
         shutil.rmtree(incoming, ignore_errors=True)
-    return RunFolder(directory / "points" / point.id).summary()
+    return RunFolder(point_folder(directory, point.id)).summary()
 
 
 def machine_workers(scheduler_info: dict[str, Any]) -> list[str]:

@@ -34,6 +34,7 @@ seed: 1
 flows:
   - {src: h1, dst: h2, cc: cubic}
 """
+WITHOUT_ARGS = ISSUE_SPEC.replace("topology_args: {rate_mbps: 50, rtt_ms: 40, buffer_bdp: 1.0}\n", "")
 
 
 def test_issue_spec_is_accepted_exactly() -> None:
@@ -203,7 +204,7 @@ def test_deep_nesting_and_oversize_files_are_one_line_errors(tmp_path) -> None:
     and a file that is not UTF-8."""
     cases = [
         (lambda: read_spec_text("a: " + "[" * 50_000 + "]" * 50_000), "nested deeper than 32 levels"),
-        (lambda: read_spec_text(ISSUE_SPEC + "topology_args: " + "{a: " * 40 + "1" + "}" * 40), "nested deeper"),
+        (lambda: read_spec_text(WITHOUT_ARGS + "topology_args: " + "{a: " * 40 + "1" + "}" * 40), "nested deeper"),
         (lambda: apply_overrides({}, ["topology_args.x=" + "[" * 50_000 + "]" * 50_000]), "--set topology_args.x"),
         (lambda: apply_overrides({}, ["topology_args.x=" + "[" * 40 + "]" * 40]), "nested deeper than 32"),
     ]
@@ -224,7 +225,7 @@ BILLION_LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
 
 
 @pytest.mark.parametrize("text, expected", [
-    (BILLION_LAUGHS, "aliases expand to more than 100,000 values"),
+    (BILLION_LAUGHS, "more than 100,000 values \\(its aliases expanded\\)"),
     ("name: x\ntopology_args: &a {b: *a}\n", "an alias refers to the node that contains it"),
     ("name: x\nflows: &f [*f]\n", "an alias refers to the node that contains it"),
 ])
@@ -242,7 +243,7 @@ def test_alias_bombs_and_self_references_are_one_line_errors_at_once(text: str, 
 
 
 def test_anchors_that_expand_within_bounds_still_read() -> None:
-    spec = read_spec_text(ISSUE_SPEC + "topology_args: {x: &v [1, 2], y: *v}\n")
+    spec = read_spec_text(WITHOUT_ARGS + "topology_args: {x: &v [1, 2], y: *v}\n")
     assert spec.topology_args == {"x": [1, 2], "y": [1, 2]}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -315,3 +316,68 @@ def test_status_of_a_corrupt_sweep_json_is_one_line(tmp_path: Path, content: byt
     proc = fastlab("sweep", "status", str(tmp_path))
     assert proc.returncode == 2 and "sweep.json" in proc.stderr, proc.stderr[-500:]
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+# --- issue 47, finding 2: a crafted sweep.json must not make a resume remove paths ---------------------
+
+def _resumable(tmp_path: Path) -> tuple[Any, Path]:
+    """A two-point sweep's folder as `prepare_directory` leaves it (nothing run), and its plan."""
+    from fastlab.sweep.points import plan_sweep, prepare_directory
+    document = {"name": "crafted", "topology": "dumbbell", "duration_s": 2,
+                "flows": [{"src": "h1", "dst": "h2", "cc": "cubic"}],
+                "sweep": {"params": {"seed": [1, 2]}}}
+    plan = plan_sweep(document)
+    directory = tmp_path / "sweep"
+    prepare_directory(plan, directory)
+    return plan, directory
+
+
+@pytest.mark.parametrize("crafted", ["../../victim", "/ABS/victim", "..", ".", "", "a/b", "p00-r0/../../victim",
+                                     "\x00", 7, None])
+def test_a_crafted_point_id_removes_nothing_and_is_one_line(tmp_path: Path, crafted: Any) -> None:
+    """`fastlab sweep run X.yaml --out DIR` on a folder whose sweep.json carries a point id that is a path
+    (digest matching) removed that path with rmtree. Now the resume refuses the folder in one line and
+    nothing outside (or inside) it is touched."""
+    from fastlab.sweep.points import SweepError, prepare_directory
+    plan, directory = _resumable(tmp_path)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious").write_text("keep me")
+    state_path = directory / "sweep.json"
+    state = json.loads(state_path.read_text())
+    if isinstance(crafted, str):
+        crafted = crafted.replace("/ABS", str(tmp_path))
+    state["points"][0]["id"] = crafted
+    state_path.write_text(json.dumps(state))
+    before = state_path.read_text()
+    with pytest.raises(SweepError) as err:
+        prepare_directory(plan, directory)
+    assert "\n" not in str(err.value) and "sweep.json" in str(err.value)
+    assert (victim / "precious").read_text() == "keep me"
+    assert state_path.read_text() == before
+
+
+def test_a_point_folder_that_is_a_symlink_is_not_followed(tmp_path: Path) -> None:
+    """A point's folder replaced by a link to elsewhere: the resume refuses it instead of removing what the
+    link points at."""
+    from fastlab.sweep.points import SweepError, prepare_directory
+    plan, directory = _resumable(tmp_path)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious").write_text("keep me")
+    (directory / "points" / plan.points[0].id).symlink_to(victim)
+    with pytest.raises(SweepError, match="symbolic link"):
+        prepare_directory(plan, directory)
+    assert (victim / "precious").read_text() == "keep me"
+
+
+def test_an_incoming_link_is_removed_not_followed(tmp_path: Path) -> None:
+    from fastlab.sweep.points import prepare_directory
+    plan, directory = _resumable(tmp_path)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious").write_text("keep me")
+    (directory / "points" / ".incoming-p00-r0").symlink_to(victim)
+    prepare_directory(plan, directory)
+    assert not (directory / "points" / ".incoming-p00-r0").exists()
+    assert (victim / "precious").read_text() == "keep me"
