@@ -38,9 +38,11 @@ from typing import Any
 
 import jinja2
 from flask import Flask
+from flask.json.provider import DefaultJSONProvider
 from markupsafe import Markup
 
 from fastlab.base import paths
+from fastlab.base.record import Part
 from fastlab.labs.kit import LABS_DIR
 from fastlab.results import chart_lines, fidelity_view, tables
 from fastlab.results.tables import human_time
@@ -57,6 +59,17 @@ MAX_QUEUED = 40  # runs waiting at once: a class's worth; more is a runaway scri
 # 127.0.0.1, so there it is one user's limit; behind a reverse proxy the proxy is one client.
 MAX_QUEUED_PER_CLIENT = 10
 BLUEPRINTS = (security.bp, runs.bp, live.bp, labs.bp, compare.bp, sweeps.bp)
+
+
+class RecordJSON(DefaultJSONProvider):
+    """The API's JSON: a run's record (fastlab.base.record: a history row's summary and environment) as its
+    file holds it."""
+
+    @staticmethod
+    def default(o: Any) -> Any:
+        if isinstance(o, Part):
+            return o.dump()
+        return DefaultJSONProvider.default(o)
 
 
 def create_app(results_root: Path | None = None, db_path: Path | None = None, *, host: str = "127.0.0.1",
@@ -82,6 +95,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     if instructor_token is not None:
         security.check_binding(host, instructor_token)  # the same strength rules as the access token
     app = Flask(__name__)
+    app.json = RecordJSON(app)
     app.jinja_env.filters["when"] = human_time
     app.jinja_env.filters["yaml"] = guided.spec_yaml  # specs read as on the form and in the CLI
     # fastlab's own templates too: tables.html, the summary tables report.html draws the same way

@@ -26,6 +26,7 @@ from flask import (
 from werkzeug.exceptions import BadRequest
 
 from fastlab.base import paths
+from fastlab.base.record import Summary
 from fastlab.base.rundir import REPORT, RunFolder
 from fastlab.define import linktrace
 from fastlab.define.schema import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
@@ -52,10 +53,13 @@ def presets() -> list[dict[str, Any]]:
             {"id": "fast-alpha30-loss1", "label": "FAST alpha 30 + 1% loss on the dumbbell", "spec": fast}]
 
 
-def old_notes(spec: Any, summary: dict[str, Any]) -> list[str]:
-    """"What happened" for a run made before the engine wrote it into summary.json: the same computation."""
-    if not summary:
+def notes_of(spec: Any, summary: Summary | None) -> list[str]:
+    """A finished run's "what happened": the engine's note in its record; for a run made before the engine
+    wrote it, the same computation here."""
+    if summary is None:
         return []
+    if summary.what_happened is not None:
+        return summary.what_happened
     try:
         return explain.what_happened(parse_spec(spec), summary)
     except SpecError:
@@ -91,9 +95,7 @@ def run_page(run_id: str) -> str:
     run = sv.run_row(run_id)
     changes = run_changes(run)
     refs = chart_references(run.get("spec"), run.get("summary"), changes)
-    summary = run.get("summary") or {}
-    # the engine's note (summary.json); for runs made before it, the same computation here
-    notes = summary.get("what_happened") if "what_happened" in summary else old_notes(run.get("spec"), summary)
+    notes = notes_of(run.get("spec"), run.get("summary"))
     step_label = None  # a lab step run: the step's number in the handout, as on the lab page
     if run.get("lab"):
         with contextlib.suppress(LabError, OSError):  # the lab is gone or broken: the step's id alone

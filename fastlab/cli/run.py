@@ -37,13 +37,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     except RunError as exc:
         return run_failed("run", exc, cancel)
-    for flow in result.summary["flows"]:
-        print(f"{flow['id']} {flow['src']}->{flow['dst']} {flow['cc']}: {flow['throughput_mbps']:.2f} Mb/s, "
-              f"min RTT {flow['min_rtt_ms']} ms, retransmits {flow['retransmits']}", file=sys.stderr)
-    for link in result.summary["links"]:
-        print(f"{link['id']}: utilization {link['utilization']:.3f}, mean backlog "
-              f"{link['mean_backlog_pkts']:.1f} pkts, drops {link['drops']}", file=sys.stderr)
-    print(fidelity.headline(result.summary.get("fidelity")), file=sys.stderr)
+    for flow in result.summary.flows:
+        print(f"{flow.id} {flow.src}->{flow.dst} {flow.cc}: {flow.throughput_mbps or 0.0:.2f} Mb/s, "
+              f"min RTT {flow.min_rtt_ms} ms, retransmits {flow.retransmits}", file=sys.stderr)
+    for link in result.summary.links:
+        print(f"{link.id}: utilization {link.utilization or 0.0:.3f}, mean backlog "
+              f"{link.mean_backlog_pkts or 0.0:.1f} pkts, drops {link.drops}", file=sys.stderr)
+    print(fidelity.headline(result.summary.fidelity), file=sys.stderr)
     print(result.directory)
     return 0
 

@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from fastlab.base import rundir
+from fastlab.base.record import Environment, IdleRtt, Summary, Verdict
 from fastlab.base.rundir import RunFolder, RunFolderError, expected_bytes
 from fastlab.define import linktrace
 from fastlab.define.cc import Registry
@@ -73,8 +74,8 @@ class RunError(RuntimeError):
 @dataclass
 class RunResult:
     directory: Path
-    summary: dict[str, Any]
-    environment: dict[str, Any] = field(default_factory=dict)
+    summary: Summary
+    environment: Environment = field(default_factory=Environment)
 
 
 def parse_ping(out: str) -> dict[str, float] | None:
@@ -347,7 +348,7 @@ def _flows_phase(run: _Run) -> None:
         raise RunError(str(exc)) from None
 
 
-def _summary(run: _Run, flows_df: Any, links_df: Any) -> dict[str, Any]:
+def _summary(run: _Run, flows_df: Any, links_df: Any) -> Summary:
     """Collect phase: summary.json from the traces, the idle RTTs, the fidelity verdict, the parts of a
     run whose parameters changed (scheduled or live: measured and judged per part) and the note."""
     spec, prep = run.spec, run.prep
@@ -356,18 +357,18 @@ def _summary(run: _Run, flows_df: Any, links_df: Any) -> dict[str, Any]:
     active = (min(f.start_s for f in prep.flows), max(f.stop_s for f in prep.flows))
     capacities = {k: round(mean_rate_bps(link.forward, *active) / 1e6, 6) for k, link in prep.links.items()}
     summary = analysis.summarize(infos, flows_df, run.traffic.finished, links_df, capacities)
-    summary["idle_rtt"] = run.idle
-    summary["fidelity"] = note_neighbours(assess_run(prep, run.shaper.final, run.cpu, flows_df, links_df,
-                                                     run.idle_stats), run.neighbours_seen())
-    changes = segments.applied_changes({"congestion_control": {"applied": run.ccs.applied}})
+    summary.idle_rtt = [IdleRtt.model_validate(p) for p in run.idle]
+    summary.fidelity = Verdict.model_validate(note_neighbours(assess_run(
+        prep, run.shaper.final, run.cpu, flows_df, links_df, run.idle_stats), run.neighbours_seen()))
+    changes = segments.changes_of(run.ccs.applied)
     if changes:
-        summary["segments"] = segments.measured(spec, changes, flows_df, links_df, capacities)
-    summary["what_happened"] = explain.what_happened(spec, summary, changes,  # the note of the results page
-                                                     fast_theory.plan_references(prep))
+        summary.segments = segments.measured(spec, changes, flows_df, links_df, capacities)
+    summary.what_happened = explain.what_happened(spec, summary, changes,  # the note of the results page
+                                                  fast_theory.plan_references(prep))
     return summary
 
 
-def _environment(run: _Run) -> dict[str, Any]:
+def _environment(run: _Run) -> Environment:
     """environment.json: where and how the run ran (the plan's decisions, what was applied, the tools)."""
     prep = run.prep
     environment = {
@@ -392,7 +393,7 @@ def _environment(run: _Run) -> dict[str, Any]:
     if run.control is not None:
         environment["openflow"] = run.control.applied
     environment["concurrency"] = {"neighbours": run.neighbours_seen(), "admission": run.admission}
-    return environment
+    return Environment.model_validate(environment)
 
 
 def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: Registry | None = None,

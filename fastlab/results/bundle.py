@@ -24,7 +24,8 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from fastlab.base.rundir import POINT_FILE, POINTS, SUMMARY, SWEEP_STATE, RunFolder, finished_points
+from fastlab.base.record import Summary
+from fastlab.base.rundir import POINT_FILE, POINTS, SWEEP_STATE, RunFolder, finished_points, summary_in
 from fastlab.measure import fidelity
 from fastlab.results import fidelity_view
 
@@ -96,8 +97,8 @@ def _run_facts(run_dir: Path) -> list[str]:
     folder = RunFolder(run_dir)
     spec = folder.spec()
     env = folder.environment(missing_ok=True)
-    summary = folder.summary() if folder.has(SUMMARY) else {}
-    run, tools = env.get("run", {}), env.get("tools", {})
+    summary = folder.summary() if folder.is_run() else Summary()
+    run, tools = env.run, env.tools
     lines = [f"- experiment `{spec.get('name')}`: topology `{spec.get('topology')}` "
              f"{json.dumps(spec.get('topology_args', {}))}, {spec.get('duration_s')} s, seed {spec.get('seed')}"]
     for flow in spec.get("flows", []):
@@ -105,22 +106,21 @@ def _run_facts(run_dir: Path) -> list[str]:
                      f"{json.dumps(flow.get('cc_args') or {})}")
     for link_id, link in (spec.get("links") or {}).items():
         lines.append(f"- link `{link_id}` set to {json.dumps(link)}")
-    lines += ["", f"Ran as `{run.get('prefix')}` on host `{run.get('host')}`, started {run.get('started')}, "
-              f"kernel `{env.get('kernel')}`, fastlab `{tools.get('fastlab', '?')}`, Python {tools.get('python', '?')},"
+    lines += ["", f"Ran as `{run.prefix}` on host `{run.host}`, started {run.started}, "
+              f"kernel `{env.kernel}`, fastlab `{tools.get('fastlab', '?')}`, Python {tools.get('python', '?')},"
               f" Mininet {tools.get('mininet', '?')}, {tools.get('iperf3', 'iperf3 ?')}.", "",
               "| job | backend | why |", "|---|---|---|"]
-    lines += [f"| {job} | {c.get('backend')} | {c.get('why')} |" for job, c in env.get("backends", {}).items()]
-    lines += [f"| shaping of `{a.get('link')}` | {a.get('backend')} | {a.get('why')} |" for a in env.get("shaping", [])]
-    builds = env.get("congestion_control", {}).get("builds", {})
-    lines += [f"| CC build `{name}` | sha256 `{digest}` | |" for name, digest in builds.items()]
+    lines += [f"| {job} | {c.backend} | {c.why} |" for job, c in env.backends.items()]
+    lines += [f"| shaping of `{a.link}` | {a.backend} | {a.why} |" for a in env.shaping]
+    lines += [f"| CC build `{name}` | sha256 `{digest}` | |" for name, digest in env.congestion_control.builds.items()]
     lines += ["", "| result | value |", "|---|---|"]
-    for f in summary.get("flows", []):
-        lines.append(f"| {f['id']} {f['src']}->{f['dst']} {f['cc']} | {f['throughput_mbps']} Mb/s, "
-                     f"min RTT {f['min_rtt_ms']} ms, mean RTT {f['mean_rtt_ms']} ms, {f['retransmits']} retransmits |")
-    for link in summary.get("links", []):
-        lines.append(f"| link {link['id']} | utilization {link['utilization']}, mean backlog "
-                     f"{link['mean_backlog_pkts']} pkts, drops {link['drops']} (loss model {link['loss_drops']}) |")
-    lines.append(f"| emulation | {fidelity.headline(fidelity_view.verdict_of(summary)).removeprefix('fidelity: ')} |")
+    for f in summary.flows:
+        lines.append(f"| {f.id} {f.src}->{f.dst} {f.cc} | {f.throughput_mbps} Mb/s, "
+                     f"min RTT {f.min_rtt_ms} ms, mean RTT {f.mean_rtt_ms} ms, {f.retransmits} retransmits |")
+    for link in summary.links:
+        lines.append(f"| link {link.id} | utilization {link.utilization}, mean backlog "
+                     f"{link.mean_backlog_pkts} pkts, drops {link.drops} (loss model {link.loss_drops}) |")
+    lines.append(f"| emulation | {fidelity.headline(summary.fidelity).removeprefix('fidelity: ')} |")
     return lines
 
 
@@ -279,13 +279,13 @@ def fidelity_lines(zip_path: Path | str) -> list[str]:
             names = [n for n in zf.namelist() if not n.endswith("/")]
             top = names[0].split("/")[0] if names else ""
             if f"{top}/{SWEEP_STATE}" not in names:
-                return [fidelity.headline(fidelity_view.verdict_of(json.loads(zf.read(f"{top}/{SUMMARY}"))))]
+                return [fidelity.headline(summary_in(zf, top).fidelity)]
             points = sorted(n.split("/")[2] for n in names
                             if n.count("/") == 3 and n.startswith(f"{top}/{POINTS}/") and n.endswith(f"/{POINT_FILE}"))
-            summaries = {p: json.loads(zf.read(f"{top}/{POINTS}/{p}/{SUMMARY}")) for p in points}
+            summaries = {p: summary_in(zf, f"{top}/{POINTS}/{p}") for p in points}
     except (OSError, KeyError, ValueError, zipfile.BadZipFile, zlib.error) as exc:
         raise BundleError(f"{zip_path}: cannot read the run's summary.json: {exc}") from None
-    states = {p: fidelity_view.state(fidelity_view.verdict_of(s)) for p, s in summaries.items()}
+    states = {p: fidelity_view.state(s.fidelity) for p, s in summaries.items()}
     bad = [p for p, st in states.items() if st == "unfaithful"]
     unknown = sum(st == "unassessed" for st in states.values())
     if unknown == len(states):
@@ -294,7 +294,7 @@ def fidelity_lines(zip_path: Path | str) -> list[str]:
     counts += [f"{len(bad)} NOT FAITHFUL"] if bad else []
     counts += [f"{unknown} not assessed"] if unknown else []
     return [f"fidelity: {', '.join(counts)}"] + [
-        f"  {p}: NOT FAITHFUL — {fidelity_view.first_reason(fidelity_view.verdict_of(summaries[p]))}" for p in bad]
+        f"  {p}: NOT FAITHFUL — {fidelity_view.first_reason(summaries[p].fidelity)}" for p in bad]
 
 
 def extract(zip_path: Path | str, dest: Path | str, *, bundle_files: bool = True) -> Path:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -55,7 +54,7 @@ from fastlab.base.record.environment import (
     RunInfo,
     Shaping,
 )
-from fastlab.base.record.headline import HEADLINE_FLOW, HEADLINE_LINK, Figure, Headline, headline
+from fastlab.base.record.headline import HEADLINE_FLOW, HEADLINE_LINK, Figure, Headline, headline, shown_unit
 from fastlab.base.record.part import SCHEMA_VERSION, Part, figure, unit_of
 from fastlab.base.record.summary import (
     DirectionFigures,
@@ -76,7 +75,8 @@ __all__ = ["HEADLINE_FLOW", "HEADLINE_LINK", "MAX_RECORD_CHARS", "SCHEMA_VERSION
            "DirectionFigures", "Environment", "Figure", "FlowFigures", "FlowSetup", "Headline", "IdleRtt",
            "LinkFigures", "LinkTiming", "Part", "PathDelay", "RecordError", "Resolved", "ResolvedDirection",
            "RunInfo", "Segment", "SegmentFlow", "SegmentLink", "Shaping", "Summary", "TcQueue", "Verdict", "figure",
-           "headline", "migrate", "read_environment", "read_summary", "to_json", "unit_of", "units"]
+           "headline", "migrate", "read_environment", "read_summary", "shown_unit", "to_json", "unit_of",
+           "units"]
 
 # The largest summary.json / environment.json read (characters). Measured: the labs' largest
 # recordings hold 21 kB (a 32-flow summary) and 62 kB (an environment with a 10-hop topology's
@@ -173,23 +173,9 @@ def read_environment(raw: str | bytes | Mapping[str, Any], name: str = "environm
         raise RecordError(f"{name}: {_where(err)}") from None
 
 
-def to_json(part: Part) -> str:
-    """A record file's text as the engine writes it: the fields given, one space of indent, null for a
-    value that is not a finite number (JSON has none)."""
-    data = part.dump()
-    if "schema_version" in type(part).model_fields:
-        data = {"schema_version": SCHEMA_VERSION, **data}
-    return json.dumps(_finite(data), indent=1)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
+def to_json(part: Summary | Environment) -> str:
+    """A record file's text as the engine writes it (Part.dump), its version first, one space of indent."""
+    return json.dumps({"schema_version": SCHEMA_VERSION, **part.dump()}, indent=1)
 
 
 # --- units -----------------------------------------------------------------------------------------

@@ -37,9 +37,15 @@ class Figure:
 
     def shown(self) -> Figure:
         """The figure as people read it: a fraction as a percentage (one decimal), else as it is."""
-        if self.unit == "fraction" and isinstance(self.value, int | float) and not isinstance(self.value, bool):
-            return Figure(self.name, self.of, self.subject, self.label, round(100 * self.value, 1), "%")
+        if self.unit == "fraction":
+            value = round(100 * self.value, 1) if isinstance(self.value, int | float) else None
+            return Figure(self.name, self.of, self.subject, self.label, value, shown_unit(self.unit))
         return self
+
+
+def shown_unit(unit: str) -> str:
+    """The unit a figure of `unit` is shown in (Figure.shown): a fraction as a percentage."""
+    return "%" if unit == "fraction" else unit
 
 
 def _number(value: Any) -> float | int | None:

@@ -3,6 +3,7 @@ the figures shared by flows, links and segments, and the version the engine writ
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,8 +29,27 @@ class Part(BaseModel):
 
     def dump(self) -> dict[str, Any]:
         """The part as JSON data, as it goes into its file: only the fields that were given or read (a
-        field a file did not have stays absent), in the order the models name them, then the kept ones."""
-        return self.model_dump(mode="json", exclude_unset=True)
+        field a file did not have stays absent), in the order the models name them, then the kept ones; a
+        value that is not a finite number as null (JSON has none), anything else JSON has no type for
+        (a path) as its text."""
+        return json.loads(self.model_dump_json(exclude_unset=True, fallback=str))  # its JSON's: NaN as null
+
+    # Transitional (issue 48 item 3): dict-style reading while the consumers move to the fields, one commit
+    # each; removed with the last.
+    def __getitem__(self, key: str) -> Any:
+        if key in type(self).model_fields or key in (self.model_extra or {}):
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            value = self[key]
+        except KeyError:
+            return default
+        return default if value is None else value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.model_fields_set or key in (self.model_extra or {})
 
 
 # Figures shared by the run's and a segment's rows of a flow or a link.
@@ -41,7 +61,6 @@ Utilization = Annotated[float | None, _unit("fraction", "IP bytes the link sent 
 MeanBacklog = Annotated[float | None, _unit("packets", "mean queue over the span")]
 QueueDrops = Annotated[int | None, _unit("packets", "packets dropped by the full queue (buffer overflow)")]
 LossDrops = Annotated[int | None, _unit("packets", "packets dropped by the spec's loss model")]
-
 
 
 def unit_of(model: type[BaseModel], name: str) -> str | None:

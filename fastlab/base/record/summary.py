@@ -157,8 +157,8 @@ class Segment(Part):
     """A part of a run whose parameters changed (fastlab.theory.segments.figures): measured over its settled
     time [settled_from_s, end_s)."""
 
-    start_s: float = figure(..., "s", "when the part began")
-    end_s: float = figure(..., "s", "when it ended")
+    start_s: float | None = figure(None, "s", "when the part began")
+    end_s: float | None = figure(None, "s", "when it ended")
     settled_from_s: float | None = figure(None, "s", "from when it is judged (after the change settled)")
     changes: list[str] = figure([], "", "the changes that began it, in words (none for the first)")
     flows: list[SegmentFlow] = figure([], "", "each flow over the part")
