@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fastlab.base import paths
 from fastlab.base.documents import DocumentError
-from fastlab.base.record import FlowFigures, LinkFigures
+from fastlab.base.record import FlowFigures, LinkFigures, LinkTiming, ResolvedDirection, Shaping
 from fastlab.base.rundir import RunReader
 from fastlab.define.schema import (
     ExperimentSpec,
@@ -213,9 +213,31 @@ class StepRun(RunReader):
                 return flow.id
         raise MissingData(f"summary.json has no {cc} flow")
 
-    def flow_ids(self, cc: str | None = None, src: str | None = None) -> list[str]:
-        """The ids of the run's flows, in order; those running `cc` and sent from `src` when given."""
-        return [f.id for f in self.summary.flows if (cc is None or f.cc == cc) and (src is None or f.src == src)]
+    def flow_ids(self, cc: str | tuple[str, ...] | None = None, src: str | None = None) -> list[str]:
+        """The ids of the run's flows, in order; those running `cc` (one of them, for several) and sent from
+        `src` when given."""
+        ccs = (cc,) if isinstance(cc, str) else cc
+        return [f.id for f in self.summary.flows if (ccs is None or f.cc in ccs) and (src is None or f.src == src)]
+
+    def emulation_delay_ms(self, flow_id: str) -> float:
+        """The delay the emulators added on the flow's path (the fidelity verdict's figure), ms; 0 for a run
+        without a verdict or a path no emulator measured."""
+        paths = self.summary.fidelity.paths if self.summary.fidelity is not None else []
+        return next((float(p.emulation_delay_ms) for p in paths
+                     if p.flow == flow_id and p.emulation_delay_ms is not None), 0.0)
+
+    def link_timing(self, link_id: str | None = None) -> dict[str, dict[str, LinkTiming]]:
+        """The emulators' departure lateness per link and direction (the fidelity verdict's; {} without one),
+        of one link when `link_id` is given."""
+        links = self.summary.fidelity.links if self.summary.fidelity is not None else {}
+        return links if link_id is None else {link_id: links.get(link_id, {})}
+
+    def shaping(self, link_id: str) -> Shaping:
+        """How the run shaped the link (environment.json)."""
+        shaped = self.environment.shaping_of(link_id)
+        if shaped is None:
+            raise MissingData(f"environment.json has no shaping record of link {link_id}")
+        return shaped
 
     def goodput_mbps(self, flow_id: str, t0: float, t1: float, outside_recovery: bool = True) -> float:
         """A flow's acknowledged payload rate over [t0, t1] (run time, s), from its bytes_acked counter.
@@ -310,14 +332,20 @@ class StepRun(RunReader):
             raise MissingData(f"summary.json has no capacity of link {link_id}")
         return float(capacity)
 
+    def resolved(self, link_id: str, direction: str = "forward") -> ResolvedDirection:
+        """One direction of the link as the run resolved and applied it (environment.json)."""
+        resolved = self.shaping(link_id).resolved
+        side = None if resolved is None else resolved.forward if direction == "forward" else resolved.reverse
+        if side is None:
+            raise MissingData(f"environment.json has no resolved {direction} direction of link {link_id}")
+        return side
+
     def buffer_pkts(self, link_id: str, direction: str = "forward") -> int:
         """The buffer the link's direction was given, packets (environment.json's resolved shaping)."""
-        shaped = self.environment.shaping_of(link_id)
-        resolved = shaped.resolved if shaped is not None else None
-        side = getattr(resolved, direction, None) if resolved is not None else None
-        if side is None or side.limit_pkts is None:
+        limit = self.resolved(link_id, direction).limit_pkts
+        if not limit:
             raise MissingData(f"environment.json has no buffer in packets of link {link_id} ({direction})")
-        return int(side.limit_pkts)
+        return int(limit)
 
 
 # --- lab.yaml ----------------------------------------------------------------------------------

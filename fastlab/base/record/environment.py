@@ -32,6 +32,8 @@ class ResolvedDirection(Part):
     jitter_us: int | None = figure(None, "µs", "its delay's jitter")
     limit_pkts: int | None = figure(None, "packets", "its buffer (None: sized in bytes)")
     limit_bytes: int | None = figure(None, "bytes", "its buffer (None: sized in packets)")
+    loss: dict[str, Any] | None = figure(None, "", "its loss model, as the spec's (None: none)")
+    policy: dict[str, Any] | None = figure(None, "", "its policer or DOCSIS upstream, as the spec's (None: none)")
     mtu_bytes: int | None = figure(None, "bytes", "its MTU")
 
 
