@@ -129,11 +129,11 @@ def steady_figures(out: Path, warmup_s: float, downstream_mbps: float) -> dict[s
     steady = flows[flows["t"] >= warmup_s]
     mbps = steady_goodput_mbps(flows, warmup_s)
     summary = folder.summary()
-    idle = next((p["min_ms"] for p in summary.get("idle_rtt") or [] if p.get("min_ms")), math.nan)
+    idle = next((p.min_ms for p in summary.idle_rtt if p.min_ms), math.nan)
     figures = {"goodput_mbps": mbps, "utilization": mbps / (downstream_mbps * PAYLOAD_SHARE),
                "mean_rtt_ms": float(steady["srtt_ms"].mean()), "min_rtt_ms": math.nan, "idle_rtt_ms": idle,
                "cwnd_mean": float(steady["cwnd_pkts"].mean()),
-               "faithful": bool(summary["fidelity"]["faithful"])}
+               "faithful": bool(summary.faithful)}
     if folder.has(RTT_SAMPLES):  # per-packet RTTs of a clamped flow
         rtts = folder.rtt_samples()
         rtts = rtts[rtts["t"] >= warmup_s]

@@ -244,12 +244,12 @@ WHY = "one loss-based flow keeps a 1-BDP buffer from emptying after slow start (
 
 @checkpoint
 def utilization(run: StepRun, lo: float, hi: float) -> CheckResult:
-    return within("bottleneck utilization", run.link_summary("bottleneck")["utilization"], lo, hi, WHY)
+    return within("bottleneck utilization", run.link_summary("bottleneck").utilization, lo, hi, WHY)
 
 
 @checkpoint
 def throughput(run: StepRun, flow: str, lo: float, hi: float) -> CheckResult:
-    return within(f"{flow} throughput", run.flow_summary(flow)["throughput_mbps"], lo, hi, WHY, "Mb/s")
+    return within(f"{flow} throughput", run.flow_summary(flow).throughput_mbps, lo, hi, WHY, "Mb/s")
 """
 
 

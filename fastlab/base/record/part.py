@@ -34,23 +34,6 @@ class Part(BaseModel):
         (a path) as its text."""
         return json.loads(self.model_dump_json(exclude_unset=True, fallback=str))  # its JSON's: NaN as null
 
-    # Transitional (issue 48 item 3): dict-style reading while the consumers move to the fields, one commit
-    # each; removed with the last.
-    def __getitem__(self, key: str) -> Any:
-        if key in type(self).model_fields or key in (self.model_extra or {}):
-            return getattr(self, key)
-        raise KeyError(key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            value = self[key]
-        except KeyError:
-            return default
-        return default if value is None else value
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.model_fields_set or key in (self.model_extra or {})
-
 
 # Figures shared by the run's and a segment's rows of a flow or a link.
 Goodput = Annotated[float | None, _unit("Mb/s", "goodput: payload bytes acknowledged over the span, Mb/s")]

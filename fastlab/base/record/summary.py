@@ -131,6 +131,7 @@ class Verdict(Part):
                                                              "feeders could deliver (bursts the emulator made)")
     unmeasured: list[str] = figure([], "", "what the verdict could not measure, in words")
     thresholds: dict[str, float] = figure({}, "", "the limits judged against (units in their names)")
+    neighbours: list[str | None] = figure([], "", "prefixes of the runs that shared the machine as the flows ran")
     rejudged: str | None = figure(None, "", "who judged the run again after it ran, when one did")
 
 
