@@ -178,3 +178,91 @@ def test_headline_of_an_empty_or_hostile_summary_has_no_figures_that_are_not_num
     odd = read_summary({"flows": [{"id": "f1", "throughput_mbps": 1e308, "mean_rtt_ms": None}],
                         "links": [{"id": "l", "utilization": None}], "jain_index": 0.5})
     assert headline(odd).flat()["l_utilization"] is None and headline(odd).busiest_link() is None
+
+
+# --- the rules the record holds the project to (as test_import_graph.py holds the stage order) ----------
+
+RECORD = REPO / "fastlab" / "base" / "record"
+PROJECT = ("fastlab", "webapp", "labs", "bench", "topologies", "controllers", "examples", "scripts", "tests")
+
+
+def _project_files(*suffixes: str) -> list[Path]:
+    return sorted(p for folder in PROJECT for suffix in suffixes for p in (REPO / folder).rglob(f"*{suffix}")
+                  if "__pycache__" not in p.parts and not p.is_relative_to(RECORD))
+
+
+def test_no_one_reads_a_summary_by_its_keys_outside_the_record() -> None:
+    """Issue 48: `summary` was read by string keys 82 times in 29 files; a field is now read as the record's
+    field, so a renamed or re-meant one is one model's change and its migration. No summary indexed by a key
+    nor its get() anywhere in the project's code, tests, pages and notebooks, the labs' checkpoints too."""
+    words = ("summary" + "[", "summary" + ".get(")  # spelled apart: this file is scanned too
+    found = [f"{p.relative_to(REPO)}:{n}" for p in _project_files(".py", ".html", ".js", ".ipynb")
+             for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1) if any(w in line for w in words)]
+    assert not found, found
+    assert len(_project_files(".py")) > 200  # the scan sees the project (237 files on 2026-11-28)
+
+
+def test_the_files_of_the_record_are_named_and_opened_by_the_run_folder_alone() -> None:
+    """One reader of run folders: summary.json and environment.json are named (rundir.SUMMARY/ENVIRONMENT)
+    and opened by fastlab.base.rundir only; every other module asks RunFolder or RunReader (labs' StepRun and
+    results' Run are RunReader) for the typed record. tests/unit/test_rundir.py holds the string literals."""
+    import ast
+
+    from fastlab.base.rundir import RunReader
+    from fastlab.labs.kit import StepRun
+    from fastlab.results.api import Run
+
+    assert issubclass(StepRun, RunReader) and issubclass(Run, RunReader)
+    named = []
+    for path in _project_files(".py"):
+        if path.is_relative_to(REPO / "tests") or path == REPO / "fastlab" / "base" / "rundir.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.endswith("rundir") else [node.attr] if isinstance(node, ast.Attribute) and \
+                isinstance(node.value, ast.Name) and node.value.id == "rundir" else []
+            named += [f"{path.relative_to(REPO)}: {n}" for n in names if n in ("SUMMARY", "ENVIRONMENT")]
+    assert not named, named
+
+
+def _calls_headline(path: Path, function: str) -> bool:
+    import ast
+
+    tree = ast.parse(path.read_text())
+    fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function)
+    return any(isinstance(c, ast.Call) and (getattr(c.func, "id", None) == "headline"
+                                            or getattr(c.func, "attr", None) == "headline") for c in ast.walk(fn))
+
+
+@pytest.mark.parametrize(("module", "function"), [
+    ("fastlab/results/api.py", "headline"), ("fastlab/sweep/report.py", "summary_metrics"),
+    ("webapp/sweeps.py", "results"), ("webapp/compare.py", "metrics")])
+def test_the_four_flattenings_of_a_summary_are_the_one_headline(module: str, function: str) -> None:
+    """Issue 48: the same summary was flattened four times with different names and units; each place now
+    takes fastlab.base.record.headline's figures (and shows a fraction as % through Figure.shown)."""
+    assert _calls_headline(REPO / module, function), f"{module}:{function} does not take the record's headline"
+
+
+def test_the_four_places_agree_on_a_recording() -> None:
+    """The same run, read by the four: the same total goodput, the same busiest link's utilization (a
+    fraction, or its percentage where people read it), the same verdict."""
+    from fastlab.results import api
+    from fastlab.sweep.report import summary_metrics
+    from webapp import compare, sweeps
+
+    folder = REPO / "labs" / "02-fast-equilibrium" / "recorded" / "short" / "alphas"
+    run = api.Run(folder)
+    summary = run.summary
+    total = round(sum(f.throughput_mbps or 0 for f in summary.flows), 4)
+    bottleneck = max(summary.links, key=lambda link: link.utilization or 0)
+    assert summary.links[0].id != bottleneck.id  # the first link is not the bottleneck here (an access link)
+    row, metrics = api.headline(run), summary_metrics(summary)
+    assert row["throughput_mbps"] == metrics["throughput_mbps"] == total
+    assert row[f"{bottleneck.id}_utilization"] == metrics[f"{bottleneck.id}_utilization"] == bottleneck.utilization
+    web = sweeps.results(summary)
+    assert web["throughput"] == total and web["utilization"] == round(100 * (bottleneck.utilization or 0), 1)
+    side = {r["quantity"]: r for r in compare.metrics([summary])}
+    assert side["total goodput"]["values"] == [total] and side["total goodput"]["unit"] == "Mb/s"
+    assert side[f"{bottleneck.id} utilization"] == {"quantity": f"{bottleneck.id} utilization", "unit": "%",
+                                                     "values": [round(100 * (bottleneck.utilization or 0), 1)]}
+    assert row["faithful"] == metrics["faithful"] == 1 and side["emulation"]["values"] == ["faithful"]
