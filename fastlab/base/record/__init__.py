@@ -61,6 +61,7 @@ from fastlab.base.record.summary import (
     FlowFigures,
     IdleRtt,
     LinkFigures,
+    LinkName,
     LinkTiming,
     PathDelay,
     Segment,
@@ -73,7 +74,7 @@ from fastlab.base.record.summary import (
 
 __all__ = ["HEADLINE_FLOW", "HEADLINE_LINK", "MAX_RECORD_CHARS", "SCHEMA_VERSION", "CcApplied", "CcRecord", "Choice",
            "DirectionFigures", "Environment", "Figure", "FlowFigures", "FlowSetup", "Headline", "IdleRtt",
-           "LinkFigures", "LinkTiming", "Part", "PathDelay", "RecordError", "Resolved", "ResolvedDirection",
+           "LinkFigures", "LinkName", "LinkTiming", "Part", "PathDelay", "RecordError", "Resolved", "ResolvedDirection",
            "RunInfo", "Segment", "SegmentFlow", "SegmentLink", "Shaping", "Summary", "TcQueue", "Verdict", "figure",
            "headline", "migrate", "read_environment", "read_summary", "shown_unit", "to_json", "unit_of",
            "units"]

@@ -50,20 +50,17 @@ class DirectionFigures(Part):
     utilization: Utilization = None
 
 
-class LinkFigures(Part):
-    """A shaped link: its capacity and its forward direction's figures; `reverse` the other direction's."""
+class LinkName(Part):
+    """What a shaped link is: its id and its capacity (LinkFigures' first fields)."""
 
     id: str = figure(..., "", "the link's id in the topology")
     capacity_mbps: float | None = figure(None, "Mb/s", "its rate, averaged over the active window for a schedule")
-    queue_drops: QueueDrops = None
-    loss_drops: LossDrops = None
-    aqm_drops: int | None = figure(None, "packets", "packets the AQM dropped early (0 on a link without one)")
-    aqm_marks: int | None = figure(None, "packets", "packets the AQM ECN-marked (0 on a link without one)")
-    drops: int | None = figure(None, "packets", "dropped in all: queue + loss model + AQM")
-    arrivals_pkts: int | None = figure(None, "packets", "packets that reached the link (None: not counted)")
-    mean_backlog_pkts: MeanBacklog = None
-    max_backlog_pkts: int | None = figure(None, "packets", "largest queue sample")
-    utilization: Utilization = None
+
+
+class LinkFigures(DirectionFigures, LinkName):
+    """A shaped link: its id and capacity, its forward direction's figures; `reverse` the other direction's.
+    (Its fields come in that order: LinkName's, then DirectionFigures', then its own.)"""
+
     reverse: DirectionFigures | None = figure(None, "", "the reverse direction's figures (the ACKs' way)")
 
 
