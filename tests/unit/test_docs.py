@@ -32,7 +32,7 @@ NAME = re.compile(r"\bfastlab(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 FENCE = re.compile(r"^(```|~~~)(\w*)[^\n]*\n(.*?)^\1\s*$", re.M | re.S)
 SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-PATH = re.compile(r"^\.{0,2}/?[A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]+)+/?$")
+PATH = re.compile(r"^\.{0,2}/?[A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.*\-]+)+/?$")  # * : a glob, one match at least
 PATH_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".sh", ".c", ".h", ".json", ".ipynb", ".cff", ".txt", ".csv",
                  ".gz", ".png", ".toml"}
 TOP = {p.name for p in REPO.iterdir() if not p.name.startswith(".")}
@@ -130,6 +130,9 @@ def named_paths() -> list[tuple[str, str]]:
 @pytest.mark.parametrize("where, named", named_paths())
 def test_every_path_named_exists(where: str, named: str) -> None:
     here = (REPO / where).parent
+    if "*" in named:
+        assert list(here.glob(named)) or list(REPO.glob(named)), f"{where} names {named}: nothing matches"
+        return
     assert (here / named).exists() or (REPO / named).exists(), f"{where} names {named}: no such file or folder"
 
 
