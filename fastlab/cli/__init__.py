@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.commands("command")
     for group in (run, cc, lab, sweep, bundle, completion):
         group.register(sub)
+    parser.set_defaults(root_parser=parser)  # `fastlab completion` walks the whole command line
     return parser
 
 

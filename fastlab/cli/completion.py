@@ -107,9 +107,7 @@ def bash_script(parser: argparse.ArgumentParser) -> str:
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
-    from fastlab.cli import build_parser
-
-    print(bash_script(build_parser()), end="")
+    print(bash_script(args.root_parser), end="")  # the whole command line's parser (fastlab.cli.build_parser)
     return 0
 
 

@@ -131,3 +131,9 @@ def complete(script: Path, line: str) -> list[str]:
 ])
 def test_bash_completion_offers_what_the_parser_takes(script: Path, line: str, offered: list[str]) -> None:
     assert complete(script, line) == offered
+
+
+def test_fastlab_completion_bash_prints_the_script() -> None:
+    proc = fastlab("completion", "bash")
+    assert proc.returncode == 0 and proc.stdout == bash_script(build_parser()), proc.stderr
+    assert proc.stdout.rstrip().endswith("complete -o filenames -F _fastlab fastlab")
