@@ -95,7 +95,7 @@ def foreign_run_prefixes() -> set[str]:
 
 def faithful(summary: Summary) -> bool:
     """Whether a live run's physics may be judged: only a run the fidelity verdict calls faithful proves
-    anything (DESIGN.md §10). An unfaithful one is inconclusive: the caller skips its physical bounds,
+    anything (docs/design.md §10). An unfaithful one is inconclusive: the caller skips its physical bounds,
     and this says so in the test's output."""
     if summary.faithful:
         return True

@@ -23,16 +23,19 @@ from fastlab.base.record import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-RECORDED = sorted(p.parent for p in REPO.glob("labs/*/recorded/**/summary.json"))
+# every run folder the repository holds: the labs' recordings and the example notebooks' sweeps (made with main's
+# code before the record existed)
+RECORDED = sorted(p.parent for pattern in ("labs/*/recorded/**/summary.json", "examples/notebooks/data/**/summary.json")
+                  for p in REPO.glob(pattern))
 BUNDLES = REPO / "tests" / "fixtures" / "bundles"
 
 
 def test_the_repository_holds_the_recordings_this_test_reads() -> None:
-    assert len(RECORDED) >= 100  # 110 on 2026-11-28: a glob that finds nothing must not pass quietly
+    assert len(RECORDED) >= 130  # 110 recordings and 24 sweep points on 2026-11-28: a glob that finds nothing fails
     assert sorted(p.name for p in BUNDLES.glob("*.zip")) == ["run-v0.zip", "sweep-v0.zip"]
 
 
-@pytest.mark.parametrize("folder", RECORDED, ids=lambda p: str(p.relative_to(REPO / "labs")))
+@pytest.mark.parametrize("folder", RECORDED, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_recording_loads_migrated_and_round_trips(folder: Path) -> None:
     """Each recording's files read as version 0, come out at SCHEMA_VERSION, and write back as the same data
     (plus the version and what the migration filled in): nothing a reader does loses a field."""
