@@ -28,6 +28,7 @@ import pandas as pd
 from fastlab.base import record
 from fastlab.base.record import Part, Verdict
 from fastlab.base.rundir import EVENTS, POINT_FILE, SWEEP_STATE, RunReader, finished_points
+from fastlab.define.schema import ExperimentSpec, parse_spec
 from fastlab.results import bundle
 
 # Units of the trace columns and of summary.json's figures (fastlab.base.record's), in DataFrame.attrs["units"]
@@ -72,6 +73,13 @@ class Run(RunReader):
     @property
     def name(self) -> str:
         return str(self.spec.get("name") or self.directory.name)
+
+    @functools.cached_property
+    def experiment(self) -> ExperimentSpec:
+        """The spec as run, typed: spec.yaml through the one spec schema (fastlab.define.schema.ExperimentSpec,
+        every default filled in); SpecError naming the field for a spec today's schema no longer takes. The
+        record keeps the spec as data (`spec`): fastlab.base cannot import the define stage's model."""
+        return parse_spec(self.spec)
 
     @property
     def events(self) -> pd.DataFrame:

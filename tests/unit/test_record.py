@@ -76,6 +76,19 @@ def test_a_run_bundle_made_before_the_record_loads_with_what_the_cli_printed(tmp
     assert environment.run.name == "old-record" and environment.shaping_of("bottleneck") is not None
 
 
+def test_the_old_bundle_loads_through_the_results_api_with_its_spec_typed(tmp_path: Path) -> None:
+    """fastlab.results.api.load, what a notebook calls: the bundle verified, extracted, its record migrated,
+    its spec as run typed by the spec schema."""
+    from fastlab.results import api
+
+    run = api.load(BUNDLES / "run-v0.zip", extract_to=tmp_path)
+    assert isinstance(run, api.Run) and run.summary.schema_version == SCHEMA_VERSION and run.faithful is True
+    assert run.experiment.name == "old-record" and run.experiment.cc_changes[0].args == {"alpha": 20}
+    assert [f.id for f in run.summary.flows] == sorted(set(run.flows["flow"]))
+    sweep = api.load(BUNDLES / "sweep-v0.zip", extract_to=tmp_path / "sweep")
+    assert isinstance(sweep, api.Sweep) and list(sweep.table()["point"]) == ["p00-r0", "p01-r0"]
+
+
 def test_a_sweep_bundle_made_before_the_record_loads_every_point(tmp_path: Path) -> None:
     points = _bundle_summaries(BUNDLES / "sweep-v0.zip", tmp_path)
     assert sorted(points) == ["points/p00-r0", "points/p01-r0"]
