@@ -73,6 +73,6 @@ def test_one_process_serves_every_link_with_the_same_seeded_decisions(tmp_path: 
     horizon = min(max(a), max(b))
     assert [i for i in a if i <= horizon] == [i for i in b if i <= horizon]
     assert len([i for i in a if i <= horizon]) > 20  # enough drops to compare
-    print(f"shared: faithful {fid['faithful']}, reasons {fid['reasons']}")
-    if not fid["faithful"]:
-        pytest.skip(f"inconclusive: the shared run was not faithful ({'; '.join(fid['reasons'])})")
+    print(f"shared: faithful {fid.faithful}, reasons {fid.reasons}")
+    if not fid.faithful:
+        pytest.skip(f"inconclusive: the shared run was not faithful ({'; '.join(fid.reasons)})")
