@@ -69,7 +69,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     host: where it will be served; off loopback an access `token` is required (checked on every
     request, header X-Fastlab-Token or cookie fastlab_token; `?token=` once sets the cookie).
     start_worker: run queued experiments (False: the queue only fills, for tests and fuzzing).
-    cleanup_on_start: remove leftovers of dead runs (`fastlab.net.runstate.cleanup`); default = start_worker.
+    cleanup_on_start: remove leftovers of dead runs (`fastlab.run.ccload.cleanup`); default = start_worker.
     runner: the engine entry point (default `fastlab.experiment.engine.run_experiment`).
     labs_dir: the folder of the guided labs (default the repository's labs/; config LABS_DIR).
     max_running: runs going at once at most (each also within the machine's budget, fastlab.experiment.cost);
@@ -102,7 +102,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
 
     # --- startup: recover from a restart ------------------------------------------------------
     if cleanup_on_start if cleanup_on_start is not None else start_worker:
-        from fastlab.net.runstate import cleanup
+        from fastlab.run.ccload import cleanup
         try:
             app.config["CLEANED_AT_START"] = cleanup()
         except (OSError, subprocess.SubprocessError) as exc:  # e.g. not root: say so, keep serving

@@ -178,10 +178,10 @@ def topologies() -> list[dict[str, Any]]:
 
 
 def ccs() -> list[dict[str, Any]]:
-    from fastlab.define.ccset import default_registry
+    from fastlab.plan.ccbuild import planned_registry
 
     impl = services().caps().cc_impl_choice("auto")[0]
-    registry = default_registry(impl if impl != "unavailable" else "bpf")
+    registry = planned_registry(impl if impl != "unavailable" else "bpf")
     out = []
     for name in sorted(registry.usable()):
         cc = registry.lookup(name)

@@ -103,9 +103,9 @@ def sweepable(spec: dict[str, Any]) -> list[dict[str, Any]]:
     algorithm parameters (fastlab.define.ccset's table: its units), its number of flows, each shaped link's
     random loss rate, the topology's numeric arguments and the duration. The form offers them as a list;
     the sweep's axis is labelled with them."""
-    from fastlab.define.ccset import default_registry
+    from fastlab.plan.ccbuild import planned_registry
 
-    registry = default_registry("bpf")
+    registry = planned_registry("bpf")
     out: list[dict[str, Any]] = []
     flows = spec.get("flows") if isinstance(spec.get("flows"), list) else []
     for i, flow in enumerate(flows):

@@ -25,7 +25,10 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import fastlab
+
     parser = OneLineParser(prog="fastlab", description="TCP congestion-control emulation lab")
+    parser.add_argument("--version", action="version", version=f"fastlab {fastlab.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for group in (run, cc, lab, sweep, bundle):
         group.register(sub)

@@ -14,13 +14,12 @@ from fastlab.measure import fidelity
 
 def cmd_run(args: argparse.Namespace) -> int:
     from fastlab.define.schema import SpecError, load_spec
-    from fastlab.experiment.engine import RunError, run_experiment
-    from fastlab.plan.prepare import prepare
+    from fastlab.experiment.engine import RunError, prepare_run, run_experiment
 
     try:
         spec = load_spec(args.spec, args.set)
         if args.check:
-            prepare(spec)
+            prepare_run(spec)
             print(f"{args.spec}: valid")
             return 0
     except SpecError as exc:
@@ -72,7 +71,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from fastlab.net.runstate import KEPT, cleanup
+    from fastlab.net.runstate import KEPT
+    from fastlab.run.ccload import cleanup
 
     need_root("fastlab cleanup")
     removed = cleanup()

@@ -35,7 +35,7 @@ from fastlab.measure.verdict import assess_run, note_neighbours
 from fastlab.net.network import Network
 from fastlab.net.runstate import Neighbours, RunState, new_prefix
 from fastlab.net.shaping import Shaper
-from fastlab.plan.capabilities import Capabilities
+from fastlab.plan.capabilities import Capabilities, probe
 from fastlab.plan.flows import Flow
 from fastlab.plan.links import mean_rate_bps
 from fastlab.plan.prepare import (
@@ -48,6 +48,7 @@ from fastlab.plan.prepare import (
     prepare,
 )
 from fastlab.results import report
+from fastlab.run import ccload
 from fastlab.run.ccruntime import CCRuntime, LiveControl
 from fastlab.run.controller import OpenFlowControl
 from fastlab.run.cwndclamp import RTT_COLUMNS, ClampError, CwndClamp
@@ -395,6 +396,18 @@ def _environment(run: _Run) -> dict[str, Any]:
     return environment
 
 
+def prepare_run(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabilities | None = None) -> Prepared:
+    """`prepare` with the algorithms' loaders bound (fastlab.run.ccload, in the build the spec's cc_impl
+    picks here), so every check a run makes before building its network is made: the plan's own checks
+    and those only fastlab-cc can make (HSTCP's table). What `fastlab run --check`, labs and sweeps check
+    specs with; raises SpecError naming the field."""
+    caps = caps or probe()
+    if registry is None:
+        impl = caps.cc_impl_choice(spec.cc_impl)[0]
+        registry = ccload.default_registry(impl if impl != "unavailable" else "bpf")
+    return prepare(spec, registry, caps)
+
+
 def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: Registry | None = None,
                    caps: Capabilities | None = None, on_sample: Callable[[dict[str, Any]], None] | None = None,
                    cancel: threading.Event | None = None, live: LiveControl | None = None,
@@ -407,7 +420,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     teardown (whatever happened) -> collect -> write. Stopping is cooperative (checked between phases
     and every 0.2 s while flows run) so that no step, such as registering an algorithm and recording
     it, is cut in half."""
-    prep = prepare(spec, registry, caps)
+    prep = prepare_run(spec, registry, caps)
     prefix = new_prefix()
     folder = _open_folder(spec, prep, prefix, out)
     copies = _copy_traces(prep, folder)

@@ -23,11 +23,12 @@ from typing import Any
 
 from fastlab.base import rundir
 from fastlab.define.cc import CCError, Registry
-from fastlab.define.ccset import FAST_PARAMS, default_registry, fast_target_ms
+from fastlab.define.ccset import FAST_PARAMS, fast_target_ms
 from fastlab.define.schema import ExperimentSpec, SpecError, numbered_flows
 from fastlab.define.topology import TopologyError, TopologyPlan, build_plan
 from fastlab.plan import routing
 from fastlab.plan.capabilities import Capabilities, app_available, probe
+from fastlab.plan.ccbuild import planned_registry
 from fastlab.plan.flows import Flow, HostParams, expand_flows, plan_parameters
 from fastlab.plan.link_commands import LinkPlanResult, Wire, choose_backend, plan_link, wiring
 from fastlab.plan.links import ResolvedLink, resolve
@@ -308,7 +309,7 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
     cc_impl = caps.cc_impl_choice(spec.cc_impl)
     if cc_impl[0] == "unavailable" and spec.cc_impl != "auto":
         raise SpecError(f"cc_impl: {cc_impl[1]}")
-    registry = registry or default_registry(cc_impl[0] if cc_impl[0] != "unavailable" else "bpf")
+    registry = registry or planned_registry(cc_impl[0] if cc_impl[0] != "unavailable" else "bpf")
     lay = layout(spec, registry)
     cc_hosts, cc_globals = plan_parameters(spec, registry)
     backends = {}
