@@ -204,9 +204,9 @@ def api_topologies() -> Any:
 
 @bp.get("/api/topologies/<name>")
 def api_topology(name: str) -> Any:
-    from fastlab.define.topology import TOPOLOGY_MODULES, TopologyError, build_plan
+    from fastlab.define.topology import TopologyError, build_plan, known
 
-    if name not in TOPOLOGY_MODULES:
+    if name not in known():
         return api_error(404, f"unknown topology {name!r}")
     try:
         args = json.loads(request.args.get("args") or "{}")

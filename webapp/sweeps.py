@@ -91,9 +91,9 @@ def default_metric(param: str) -> str:
 
 def _topology_args(name: Any) -> dict[str, Any]:
     """The topology's argument schema properties (title, description, type), {} for an unknown one."""
-    from fastlab.define.topology import TOPOLOGY_MODULES, load_module
+    from fastlab.define.topology import known, load_module
 
-    if not isinstance(name, str) or name not in TOPOLOGY_MODULES:
+    if not isinstance(name, str) or name not in known():
         return {}
     return load_module(name).Args.model_json_schema().get("properties", {})
 

@@ -45,6 +45,7 @@ EVENTS = "cc_events.csv"
 RTT_SAMPLES = "rtt_samples.csv"
 REPORT = "report.html"
 SUMMARY = "summary.json"  # a run folder's summary, written when the run completed
+TOPOLOGY_COPY = "topology.py"  # a run's topology file (a spec's `topology: {file: ...}`), copied beside spec.yaml
 PARTIAL = "partial.jsonl"  # the web app's live samples of a run, appended while it goes (kept if it is cut)
 INCOMPLETE = ".incomplete"  # the suffix of a run folder whose files could not all be written
 REPORT_BYTES = 6 * 1024**2  # report.html inlines plotly (~4.6 MB)

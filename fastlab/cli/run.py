@@ -18,6 +18,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     try:
         spec = load_spec(args.spec, args.set)
+        if args.topology_file:
+            spec = with_topology_file(spec, args.topology_file)
         if args.check:
             prepare_run(spec)
             print(f"{args.spec}: valid")
@@ -82,10 +84,29 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_topo_list(args: argparse.Namespace) -> int:
-    from fastlab.define.topology import catalogue
+def with_topology_file(spec: Any, file: str) -> Any:
+    """`spec` run on the topology in `file` (--topology-file: relative to the working folder)."""
+    from fastlab.define.schema import parse_spec, to_plain
 
-    print(table(catalogue(), ["name", "description", "arguments"]))
+    return parse_spec({**to_plain(spec), "topology": {"file": str(Path(file).expanduser().resolve())}})
+
+
+def topology_ref(name: str) -> Any:
+    """A topology named on the command line: a name, or a Python file (it ends in .py)."""
+    from fastlab.define.schema import TopologyFile
+
+    return TopologyFile(file=str(Path(name).expanduser().resolve())) if name.endswith(".py") else name
+
+
+def cmd_topo_list(args: argparse.Namespace) -> int:
+    """Every topology a spec may name (fastlab's, installed packages', FASTLAB_TOPOLOGIES'); a plugin that
+    cannot be offered is one line on stderr."""
+    from fastlab.define.topology import catalogue_with_problems
+
+    rows, problems = catalogue_with_problems()
+    print(table(rows, ["name", "description", "arguments", "origin"]))
+    for problem in problems:
+        print(f"fastlab: {problem}", file=sys.stderr)
     return 0
 
 
@@ -106,8 +127,8 @@ def cmd_topo_show(args: argparse.Namespace) -> int:
     if args.scale is not None:
         topo_args["scale"] = args.scale
     try:
-        plan = build_plan(args.name, topo_args)
-    except TopologyError as exc:
+        plan = build_plan(topology_ref(args.name), topo_args)
+    except (TopologyError, ValueError) as exc:
         raise CliError(str(exc)) from None
     scale = plan.metadata.get("scale", 1.0)
     originals = plan.metadata.get("original_capacities_mbps", {})
@@ -171,6 +192,9 @@ def register(sub: Any) -> None:
                      help="override a field, e.g. --set topology_args.rate_mbps=20 --set flows.0.cc=bbr")
     run.add_argument("--out", help="results directory (default: results/<time>-<name>-<run>)")
     run.add_argument("--check", action="store_true", help="validate only; create nothing")
+    run.add_argument("--topology-file", metavar="FILE.py",
+                     help="run on the topology in this Python file (NAME, DESCRIPTION, Args, plan) instead of "
+                          "the spec's")
     run.set_defaults(func=cmd_run)
     doctor = sub.add_parser("doctor", help="what this machine can do, and the backend for each job")
     doctor.add_argument("--json", action="store_true")
@@ -183,7 +207,7 @@ def register(sub: Any) -> None:
     topo_sub = topo.add_subparsers(dest="topo_command", required=True)
     topo_sub.add_parser("list", help="list topologies").set_defaults(func=cmd_topo_list)
     show = topo_sub.add_parser("show", help="nodes, links, capacities, RTTs and BDPs of a topology")
-    show.add_argument("name")
+    show.add_argument("name", help="a topology's name, or its Python file (FILE.py)")
     show.add_argument("--scale", type=float, help="capacity scale factor (topologies that take one)")
     show.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE", help="another topology argument")
     show.set_defaults(func=cmd_topo_show)

@@ -28,7 +28,7 @@ from fastlab.base import rundir
 from fastlab.base.rundir import RunFolder, RunFolderError, expected_bytes
 from fastlab.define import linktrace
 from fastlab.define.cc import Registry
-from fastlab.define.schema import ExperimentSpec, to_plain
+from fastlab.define.schema import ExperimentSpec, TopologyFile, to_plain
 from fastlab.experiment import machine
 from fastlab.measure import analysis
 from fastlab.measure.verdict import assess_run, note_neighbours
@@ -73,6 +73,9 @@ class RunError(RuntimeError):
 
 @dataclass
 class RunResult:
+    """A finished run: its results folder (`fastlab.load(result.directory)` reads it), its summary and
+    its environment (what ran, with which backends and why)."""
+
     directory: Path
     summary: dict[str, Any]
     environment: dict[str, Any] = field(default_factory=dict)
@@ -231,9 +234,22 @@ def _copy_traces(prep: Prepared, folder: RunFolder) -> dict[tuple[str, str], str
     return copies
 
 
-def _spec_yaml(spec: ExperimentSpec, copies: dict[tuple[str, str], str]) -> str:
-    """spec.yaml: the spec as run, its traces named by their copies beside it."""
+def _copy_topology(spec: ExperimentSpec, folder: RunFolder) -> str | None:
+    """A topology file the spec names, copied into the run folder (what ran is what the folder holds, and
+    a bundle carries it); the copy's name, or None for a named topology."""
+    if not isinstance(spec.topology, TopologyFile):
+        return None
+    try:
+        return folder.copy_in(Path(spec.topology.file).expanduser().resolve(), rundir.TOPOLOGY_COPY).name
+    except RunFolderError as exc:
+        raise RunError(str(exc)) from None
+
+
+def _spec_yaml(spec: ExperimentSpec, copies: dict[tuple[str, str], str], topology: str | None = None) -> str:
+    """spec.yaml: the spec as run, its traces and topology file named by their copies beside it."""
     data = to_plain(spec)
+    if topology is not None:
+        data["topology"] = {"file": topology}
     for (link_id, name), copy in copies.items():
         node = data.get("links", {}).get(link_id, {})
         node = node.get("reverse", {}) if name == "reverse" else node
@@ -271,7 +287,7 @@ def _build(run: _Run) -> None:
     spec, prep, net = run.spec, run.prep, run.net
     run.ccs.load()
     run.stop_if_cancelled()
-    log.info("run %s: building %s on Mininet (%s switches)", run.prefix, spec.topology, prep.switch[0])
+    log.info("run %s: building %s on Mininet (%s switches)", run.prefix, prep.plan.name, prep.switch[0])
     net.build(prep.sockbuf_bytes)
     for link_plan in run.run_plan.links.values():
         run.shaper.apply(link_plan, 1.0 / spec.sample_hz)
@@ -424,6 +440,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     prefix = new_prefix()
     folder = _open_folder(spec, prep, prefix, out)
     copies = _copy_traces(prep, folder)
+    topology_copy = _copy_topology(spec, folder)
     run = replace(_parts(spec, prep, for_run(prep, prefix, folder.directory), folder, on_sample, cancel, live),
                   admission=admission)
     with Teardown() as teardown:
@@ -439,7 +456,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
                                      run.bus.frame("event"))
     summary = _summary(run, flows_df, links_df)
     environment = _environment(run)
-    spec_yaml = _spec_yaml(spec, copies)
+    spec_yaml = _spec_yaml(spec, copies, topology_copy)
     # the report's theory lines: the live page's (per part of a run whose parameters changed)
     refs = explain.response_lines(segments.reference_spans(spec, segments.applied_changes(environment)), summary)
     try:

@@ -47,7 +47,7 @@ def validate(spec: ExperimentSpec, registry: Registry | None) -> TopologyPlan:
         for end in ("src", "dst"):
             name = getattr(flow, end)
             if name not in hosts:
-                raise SpecError(f"flows[{i}].{end}: unknown host {name!r} in topology {spec.topology} "
+                raise SpecError(f"flows[{i}].{end}: unknown host {name!r} in topology {plan.name} "
                                 f"(hosts: {', '.join(sorted(hosts))})")
         if registry is None:
             continue
@@ -62,7 +62,7 @@ def validate(spec: ExperimentSpec, registry: Registry | None) -> TopologyPlan:
     _validate_paths(spec, plan)
     for link_id in spec.links:
         if link_id not in plan.shaped:
-            raise SpecError(f"links.{link_id}: topology {spec.topology} has no shaped link {link_id!r} "
+            raise SpecError(f"links.{link_id}: topology {plan.name} has no shaped link {link_id!r} "
                             f"(shaped links: {', '.join(sorted(plan.shaped))})")
     return plan
 
@@ -76,7 +76,7 @@ def _validate_paths(spec: ExperimentSpec, plan: TopologyPlan) -> None:
     if (where or spec.controller) and not design:
         field_name = where[0][0] if where else "controller"
         hint = " (sc2002: set topology_args.core: switched)" if spec.topology == "sc2002" else ""
-        raise SpecError(f"{field_name}: topology {spec.topology} has no OpenFlow core with paths{hint}")
+        raise SpecError(f"{field_name}: topology {plan.name} has no OpenFlow core with paths{hint}")
     for field_name, path in where:
         if path not in paths:
             raise SpecError(f"{field_name}: unknown path {path!r} (paths: {', '.join(paths)})")
