@@ -1,8 +1,9 @@
 # fastlab: the two README commands are `make run` and `make test`, as root or as a sudo user.
-PY := .venv/bin/python
+# FASTLAB_VENV (scripts/setup.sh): another virtualenv than .venv, e.g. to try `make setup` apart.
+PY := $(or $(FASTLAB_VENV),.venv)/bin/python
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup run test test-stock-kernel unit check lint bench clean
+.PHONY: setup run test test-stock-kernel unit check lint bench clean docs cc-constants
 
 # Everything below needs root (packages, namespaces, tc, BPF): a sudo user's `make X` becomes
 # `sudo make X`; root (e.g. a fresh Debian root shell, which has no sudo) runs it directly.
@@ -47,8 +48,18 @@ unit:
 	$(PY) -m pytest -p no:cacheprovider -q tests/unit
 
 lint:
-	$(PY) -m ruff check fastlab topologies tests bench webapp labs controllers
+	$(PY) -m ruff check fastlab topologies tests bench webapp labs controllers examples scripts setup.py
 	$(PY) -m mypy
+
+# The API reference (docs/api/fastlab.html) from the package's docstrings: pdoc, from requirements-docs.txt
+# (`make test` installs it; tests/unit/test_public_api.py builds the same page).
+docs:
+	@$(PY) -c "import pdoc" 2>/dev/null || $(PY) -m pip install -q -r requirements-docs.txt
+	$(PY) -m pdoc --output-directory docs/api fastlab '!fastlab.'
+
+# fastlab/define/cc_constants.py from the CC cores' C headers (after changing one; a unit test compares).
+cc-constants:
+	$(PY) scripts/cc_constants.py
 
 clean:
 	$(MAKE) -s -C linkemu clean

@@ -68,9 +68,8 @@ _EXPORTS = {
     "topologies": ("fastlab.define.topology", "catalogue"),
     "RunResult": ("fastlab.experiment.engine", "RunResult"),
     "RunError": ("fastlab.experiment.engine", "RunError"),
-    "load": ("fastlab.results.api", "load"),
 }
-__all__ = ["__version__", "run", *_EXPORTS]
+__all__ = ["__version__", "run", "load", *_EXPORTS]
 
 
 def __getattr__(name: str) -> Any:
@@ -114,6 +113,17 @@ def _run(spec: ExperimentSpec | dict[str, Any] | str | Path, *, out: str | Path 
     return run_experiment(spec, out=Path(out) if out is not None else None, **options)
 
 
+def load(path: str | Path, extract_to: str | Path | None = None) -> Any:
+    """Read a finished run for analysis: `path` is a run folder, a sweep folder or a bundle (.zip, verified
+    against its manifest, then extracted into `extract_to` or a new temporary folder). Returns the run
+    (its traces as DataFrames, summary, environment, spec, fidelity verdict) or the sweep (its points as
+    runs); raises ResultsError, one line, for a path that is none of them. Needs no root. (It is
+    fastlab.results.api.load, imported when first called.)"""
+    from fastlab.results import api
+
+    return api.load(path, extract_to)
+
+
 class _RunStage(types.ModuleType):
     """fastlab/run/, the run stage's package, also callable as `fastlab.run(spec)` (its class is set to
     this one when it is imported)."""
@@ -123,3 +133,8 @@ class _RunStage(types.ModuleType):
         return _run(spec, out=out, **options)
 
     __call__.__doc__ = _run.__doc__
+
+
+# The API page (docs/, pdoc) shows `run` from here: as an attribute it is the run stage's package.
+__doc__ = f"{__doc__}\n## fastlab.run(spec, *, out=None, **options)\n\n" + "\n".join(
+    line.removeprefix("    ") for line in (_run.__doc__ or "").splitlines())

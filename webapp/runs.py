@@ -43,7 +43,7 @@ bp = Blueprint("runs", __name__)
 
 
 def presets() -> list[dict[str, Any]]:
-    example = to_plain(read_spec_text((paths.REPO / "examples" / "simple-cubic.yaml").read_text()))
+    example = to_plain(read_spec_text((paths.examples_dir() / "simple-cubic.yaml").read_text()))
     fast = {"name": "fast-alpha30-loss1", "description": "FAST, alpha 30, 1% random loss on the dumbbell bottleneck",
             "topology": "dumbbell", "topology_args": {"rate_mbps": 20, "rtt_ms": 40, "buffer_bdp": 1.0},
             "duration_s": 20, "seed": 1, "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 30}}],

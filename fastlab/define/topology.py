@@ -248,8 +248,9 @@ def _file_names(path: Path, stamp: tuple[int, int]) -> str:
 def sources() -> tuple[dict[str, Source], list[str]]:
     """Every topology a spec may name, by name, and one line for each plugin that cannot be offered
     (unreadable, no NAME, a name taken by one found before it). The built-ins come first, then other
-    packages' entry points, then the configured files."""
-    found = {name: Source(name, "fastlab", module) for name, module in _fastlab_entry_points().items()}
+    packages' entry points, then the configured files (each in the order of their names: installed metadata
+    keeps no other)."""
+    found = {name: Source(name, "fastlab", module) for name, module in sorted(_fastlab_entry_points().items())}
     problems: list[str] = []
 
     def add(source: Source) -> None:
@@ -397,8 +398,9 @@ def build_plan(ref: str | TopologyFile, args: dict[str, Any]) -> TopologyPlan:
 
 
 def catalogue() -> list[dict[str, str]]:
-    """Rows for `fastlab topo list` and the web form: each topology a spec may name, with its description,
-    arguments and origin. A plugin that cannot be loaded is left out (`problems` says why)."""
+    """The topologies a spec may name here (fastlab's, installed packages', FASTLAB_TOPOLOGIES'): returns
+    one row each (name, description, arguments, origin), as `fastlab topo list` and the web form show them.
+    A plugin that cannot be loaded is left out (catalogue_with_problems says why)."""
     rows, _problems = catalogue_with_problems()
     return rows
 
