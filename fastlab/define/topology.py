@@ -203,7 +203,7 @@ _TOPOLOGY_NAME = re.compile(TOPOLOGY_NAME_RE)
 @dataclass(frozen=True)
 class Source:
     """Where a topology comes from: an entry point's module (`module`) or a file (`path`); `origin` says
-    whose it is as `fastlab topo list` shows it (fastlab, package <name>, configured, file)."""
+    whose it is as `fastlab topo list` shows it (fastlab, package <name>, configured)."""
 
     name: str
     origin: str
@@ -254,7 +254,7 @@ def _configured_files() -> list[Path]:
 @functools.cache
 def _file_names(path: Path, stamp: tuple[int, int]) -> str:
     """A configured file's NAME (cached per file version)."""
-    return _checked(_import_file(path, stamp), str(path)).NAME
+    return _checked(_import_file(path, stamp), f"topology file {path}").NAME
 
 
 def sources() -> tuple[dict[str, Source], list[str]]:
