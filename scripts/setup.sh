@@ -20,7 +20,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 APT_PACKAGES=(mininet openvswitch-switch iperf3 iproute2 ethtool iputils-ping procps net-tools
-              bridge-utils iptables make gcc libc6-dev python3 python3-venv python3-dev
+              bridge-utils iptables make gcc libc6-dev python3 python3-venv python3-dev python3-wheel
               clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool libnetfilter-queue-dev
               chromium)
 # Headers to compile-check the loadable modules: Debian's metapackage, else this kernel's.
@@ -60,7 +60,7 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "$req_hash" ]; then
     log "installing requirements.txt"
     "$VENV/bin/pip" install -q --disable-pip-version-check -r "$REPO/requirements.txt"
     # fastlab itself, editable (this checkout's code, its console script and its topology entry points);
-    # no build isolation: the venv's own setuptools builds it, with no network.
+    # no build isolation: the venv's own setuptools (and the system's python3-wheel) build it, with no network.
     log "installing fastlab (editable) into $VENV"
     "$VENV/bin/pip" install -q --disable-pip-version-check --no-build-isolation -e "$REPO"
     echo "$req_hash" > "$STAMP"
