@@ -5,9 +5,9 @@ fastlab stays cheap: its flow tools start as `python -S -m fastlab.run.flowtool`
 
     import fastlab
 
-    spec = fastlab.load_spec("examples/simple-cubic.yaml")          # or fastlab.Spec(name=..., ...)
-    result = fastlab.run(spec)                                       # as root: a real run, a few seconds
-    run = fastlab.load(result.directory)                             # its traces, summary and verdict
+    spec = fastlab.load_spec("examples/simple-cubic.yaml")  # or fastlab.Spec(name=..., ...)
+    result = fastlab.run(spec)                # as root: a real run, a few seconds
+    run = fastlab.load(result.directory)      # its traces, summary and verdict
 
 - `run(spec)`: run an experiment (a Spec, a mapping of its fields, or a YAML file's path);
 - `load(path)`: a finished run, a sweep or a bundle, read for analysis (no root needed);
