@@ -22,7 +22,7 @@ run: setup
 # All tests, in tiers that fail fast (scripts/test.sh prints each tier's time): lint and the type
 # checker, native unit tests, the Python unit tier (what `make check` runs: every lab's physics on its
 # recorded runs), then (after removing what killed runs left behind) the web app, integration and live
-# lab tests (real namespaces; invariants, DESIGN.md §10) and the stock-kernel lane.
+# lab tests (real namespaces; invariants, docs/design.md §10) and the stock-kernel lane.
 test: setup
 	@bash scripts/test.sh
 
@@ -48,14 +48,15 @@ unit:
 	$(PY) -m pytest -p no:cacheprovider -q tests/unit
 
 lint:
-	$(PY) -m ruff check fastlab topologies tests bench webapp labs controllers examples scripts setup.py
+	$(PY) -m ruff check fastlab topologies tests bench webapp labs controllers examples/plugin-topology scripts setup.py
 	$(PY) -m mypy
 
-# The API reference (docs/api/fastlab.html) from the package's docstrings: pdoc, from requirements-docs.txt
-# (`make test` installs it; tests/unit/test_public_api.py builds the same page).
+# The documentation site (site/), its API reference (docs/api.md) generated from the package's docstrings:
+# mkdocs + mkdocstrings, from requirements-docs.txt (`make test` installs it; tests/unit/test_docs.py builds
+# the same site).
 docs:
-	@$(PY) -c "import pdoc" 2>/dev/null || $(PY) -m pip install -q -r requirements-docs.txt
-	$(PY) -m pdoc --output-directory docs/api fastlab '!fastlab.'
+	@$(PY) -c "import mkdocstrings" 2>/dev/null || $(PY) -m pip install -q -r requirements-docs.txt
+	$(PY) -m mkdocs build --strict
 
 # fastlab/define/cc_constants.py from the CC cores' C headers (after changing one; a unit test compares).
 cc-constants:

@@ -1,5 +1,5 @@
 """What pyproject.toml cannot state: the packages (found, not listed), and the project's top-level data
-folders shipped inside the package. labs/ and examples/ stay at the top of the checkout, where DESIGN.md
+folders shipped inside the package. labs/ and examples/ stay at the top of the checkout, where docs/design.md §2
 puts them; a wheel carries them as fastlab/_data/labs and fastlab/_data/examples, where
 fastlab.base.paths.data_dir finds them when the package is not a checkout's. topologies/, webapp/ and
 controllers/ install as the top-level packages they are in the checkout, under the same names."""

@@ -135,6 +135,6 @@ class _RunStage(types.ModuleType):
     __call__.__doc__ = _run.__doc__
 
 
-# The API page (docs/, pdoc) shows `run` from here: as an attribute it is the run stage's package.
+# help(fastlab) shows `run` from here: as an attribute it is the run stage's package.
 __doc__ = f"{__doc__}\n## fastlab.run(spec, *, out=None, **options)\n\n" + "\n".join(
     line.removeprefix("    ") for line in (_run.__doc__ or "").splitlines())

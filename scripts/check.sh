@@ -35,7 +35,7 @@ if ! make -s -C linkemu linkemu >/dev/null || ! make -s -C kernel-modules fastla
     log "cannot build linkemu or fastlab-cc: install gcc, clang, bpftool and libbpf-dev (make setup does)"
     exit 1
 fi
-"$PY" -m ruff check fastlab topologies tests bench webapp labs controllers examples scripts setup.py
+"$PY" -m ruff check fastlab topologies tests bench webapp labs controllers examples/plugin-topology scripts setup.py
 "$PY" -m mypy
 # -p no:cacheprovider: a read-only or shared checkout stays untouched; exit code 5 (no tests) fails.
 # -n 2: both cores, when pytest-xdist is there (a .venv set up before it joined requirements.txt has not).

@@ -4,8 +4,8 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${FASTLAB_VENV:-.venv}/bin/python
-# The test target's own tools (the API page's builder): installed here, not by `make setup`/`make run`.
-"$PY" -c "import pdoc" 2>/dev/null || "$PY" -m pip install -q --disable-pip-version-check -r requirements-docs.txt \
+# The test target's own tools (the documentation site's builder): installed here, not by `make setup`/`make run`.
+"$PY" -c "import mkdocstrings" 2>/dev/null || "$PY" -m pip install -q --disable-pip-version-check -r requirements-docs.txt \
     || echo "test: cannot install requirements-docs.txt: the API page's test will be skipped" >&2
 
 tiers=(

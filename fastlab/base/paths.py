@@ -5,7 +5,7 @@ on PYTHONPATH; nothing here assumes one of them. Each resource is found in this 
 
 - a configured folder (an environment variable, named below), when it is set;
 - the source tree the package was imported from, when it was imported from one (`SOURCE_TREE`: a
-  checkout, an editable install): its native builds and its top-level folders as DESIGN.md lays them out;
+  checkout, an editable install): its native builds and its top-level folders as docs/design.md §2 lays out;
 - the installed package's own resources (`importlib.resources`): the labs and examples a wheel carries
   under `fastlab/_data/`, the native tools where `make setup` installs them (`NATIVE_DEFAULT`).
 
