@@ -296,11 +296,6 @@ def only_catalogued(reason: str) -> None:
     _FILES_REFUSED = reason
 
 
-def files_refused() -> str | None:
-    """Why this process refuses topology files named by specs (only_catalogued), or None."""
-    return _FILES_REFUSED
-
-
 _FILES_REFUSED: str | None = None
 
 
