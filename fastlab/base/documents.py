@@ -114,6 +114,12 @@ class _BoundedLoader(yaml.SafeLoader):
 
 
 _BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_yaml_int)
+# A number in exponent form (1e-3, 5E9, 1.5e3) is a float, as YAML 1.2 and JSON read it: PyYAML's YAML 1.1
+# wants a dot and a signed exponent and reads the others as texts, which the spec's strict numbers refuse
+# ("Input should be a valid number" for `--set rate_mbps=1e-3`); quoted, "1e-3" stays a text.
+_BoundedLoader.add_implicit_resolver("tag:yaml.org,2002:float",
+                                     re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+                                     list("-+0123456789."))
 
 
 def read_yaml(text: str, *, max_chars: int, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> Any:

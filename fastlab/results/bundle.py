@@ -59,7 +59,10 @@ def _sha256(data: bytes) -> str:
 
 
 def _shown(name: str) -> str:
-    """A member's name as a problem quotes it: on one line, at most ~100 characters."""
+    """A member's name as a problem names it: as it is when it is a plain one, else quoted, on one line and
+    at most ~100 characters (a name may hold anything a zip can: line breaks, ': ')."""
+    if normal_name(name) and name.isprintable() and ": " not in name and len(name) <= 100:
+        return name
     return repr(one_line(name[:100]) + ("..." if len(name) > 100 else ""))
 
 

@@ -128,3 +128,10 @@ def test_read_file_takes_regular_files_only_and_bounds_them(tmp_path: Path) -> N
     (tmp_path / "latin1.json").write_bytes(b'{"a": "\xe9"}')
     with pytest.raises(DocumentError, match="not UTF-8"):
         read_json_file(tmp_path / "latin1.json", max_chars=100)
+
+
+def test_exponent_numbers_are_floats_and_quoted_ones_texts() -> None:
+    """`--set rate_mbps=1e-3` is a number (YAML 1.2, JSON), not the text PyYAML's YAML 1.1 made of it, which
+    the spec's strict numbers refuse; quoted it stays a text; a number too large for a float is inf."""
+    assert read_yaml("a: 1e-3\nb: -5E9\nc: '1e-3'\nd: 1.5e3\ne: 1e999\nf: 12", max_chars=100) == \
+        {"a": 0.001, "b": -5e9, "c": "1e-3", "d": 1500.0, "e": float("inf"), "f": 12}
