@@ -39,7 +39,7 @@ from fastlab.base.documents import (
     read_yaml,
 )
 
-MTU_BYTES = 1500  # standard Ethernet frames: the default throughout (DESIGN.md §5)
+MTU_BYTES = 1500  # standard Ethernet frames: the default throughout (docs/design.md §5)
 MTU_MIN_BYTES = 576  # the smallest datagram every IPv4 host must accept (RFC 791)
 MTU_MAX_BYTES = 9000  # jumbo frames, as the 2002-2003 records used (Abilene, DataTAG)
 # One table of ranges for a link's values, fixed or scheduled (all within linkemu's: 1 Tb/s, 1 h).
