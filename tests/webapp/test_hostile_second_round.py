@@ -440,26 +440,31 @@ def test_deep_bodies_and_query_strings_get_one_line(tmp_path: Path, tiny_labs: P
 def test_a_viewer_of_a_queued_run_that_is_cancelled_and_deleted_gets_an_end(tmp_path: Path,
                                                                             live_server_factory: Any) -> None:
     """Finding 6: the SSE viewer of a queued run that was cancelled and deleted met a TypeError in
-    status_row (no row) and its stream was cut without `end`."""
+    status_row (no row) and its stream was cut without `end`. Five viewers: one that polls between the
+    cancel and the delete (a few ms of its 100-ms period) sees the run cancelled; the others meet the
+    deleted row."""
     app = create_app(results_root=tmp_path / "results", start_worker=False)
     server = live_server_factory(app)
     csrf = {"X-CSRF-Token": app.config["CSRF_TOKEN"]}
     run_id = call(server.port, "POST", "/api/runs", good_spec(), headers=csrf).json()["id"]
-    seen: dict[str, Any] = {}
-    viewer = threading.Thread(target=watch, args=(server.port, run_id, seen))
-    viewer.start()
+    seen: list[dict[str, Any]] = [{} for _ in range(5)]
+    viewers = [threading.Thread(target=watch, args=(server.port, run_id, out)) for out in seen]
+    for viewer in viewers:
+        viewer.start()
     deadline = time.monotonic() + 10
-    while not seen.get("events"):  # the first status: the viewer waits in the queue with the run
+    while not all(out.get("events") for out in seen):  # the first status: each waits in the queue with the run
         assert time.monotonic() < deadline, seen
         time.sleep(0.1)
     assert call(server.port, "POST", f"/api/runs/{run_id}/cancel", headers=csrf).status == 200
     assert call(server.port, "DELETE", f"/api/runs/{run_id}", headers=csrf).status == 200
-    viewer.join(timeout=15)
-    assert not viewer.is_alive()
-    events = [(event, data) for _, event, data in seen["events"]]
-    assert events[0] == ("status", {"status": "queued", "error": None, "position": 1}), events
-    assert events[-1][0] == "end", events  # not a stream cut after a TypeError
-    assert events[-1][1]["status"] in ("cancelled", "deleted"), events
+    for viewer in viewers:
+        viewer.join(timeout=15)
+        assert not viewer.is_alive()
+    for out in seen:
+        events = [(event, data) for _, event, data in out["events"]]
+        assert events[0] == ("status", {"status": "queued", "error": None, "position": 1}), events
+        assert events[-1][0] == "end", events  # not a stream cut after a TypeError
+        assert events[-1][1]["status"] in ("cancelled", "deleted"), events
 
 
 # --- finding 8 through the front: words, not splits -------------------------------------------------------
