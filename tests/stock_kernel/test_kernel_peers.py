@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fastlab.base.paths import REPO
+from tests.conftest import REPO
 from fastlab.define.schema import parse_spec
 from fastlab.experiment.engine import run_experiment
 from fastlab.plan.capabilities import Capabilities
