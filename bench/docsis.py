@@ -63,11 +63,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from fastlab.base.rundir import RTT_SAMPLES, RunFolder  # noqa: E402
-from fastlab.define.ccset import default_registry  # noqa: E402
 from fastlab.define.schema import PhantomDelay, parse_spec  # noqa: E402
 from fastlab.define.topology import build_plan  # noqa: E402
 from fastlab.experiment.engine import run_experiment  # noqa: E402
 from fastlab.measure.analysis import steady_goodput_mbps  # noqa: E402
+from fastlab.run.ccload import default_registry  # noqa: E402
 
 DATA = REPO / "bench" / "data" / "atov2005.yaml"
 FIT_FILE = REPO / "bench" / "data" / "docsis-phantom-fit.json"

@@ -93,9 +93,9 @@ def default_metric(param: str) -> str:
 
 def _topology_args(name: Any) -> dict[str, Any]:
     """The topology's argument schema properties (title, description, type), {} for an unknown one."""
-    from fastlab.define.topology import TOPOLOGY_MODULES, load_module
+    from fastlab.define.topology import known, load_module
 
-    if not isinstance(name, str) or name not in TOPOLOGY_MODULES:
+    if not isinstance(name, str) or name not in known():
         return {}
     return load_module(name).Args.model_json_schema().get("properties", {})
 
@@ -105,9 +105,9 @@ def sweepable(spec: dict[str, Any]) -> list[dict[str, Any]]:
     algorithm parameters (fastlab.define.ccset's table: its units), its number of flows, each shaped link's
     random loss rate, the topology's numeric arguments and the duration. The form offers them as a list;
     the sweep's axis is labelled with them."""
-    from fastlab.define.ccset import default_registry
+    from fastlab.plan.ccbuild import planned_registry
 
-    registry = default_registry("bpf")
+    registry = planned_registry("bpf")
     out: list[dict[str, Any]] = []
     flows = spec.get("flows") if isinstance(spec.get("flows"), list) else []
     for i, flow in enumerate(flows):

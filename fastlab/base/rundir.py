@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastlab.base import record
+from fastlab.base.documents import DocumentError, read_file, read_yaml_file
 from fastlab.base.record import Environment, Summary
 
 if TYPE_CHECKING:
@@ -52,13 +53,20 @@ EVENTS = "cc_events.csv"
 RTT_SAMPLES = "rtt_samples.csv"
 REPORT = "report.html"
 SUMMARY = "summary.json"  # a run folder's summary, written when the run completed
+TOPOLOGY_COPY = "topology.py"  # a run's topology file (a spec's `topology: {file: ...}`), copied beside spec.yaml
 PARTIAL = "partial.jsonl"  # the web app's live samples of a run, appended while it goes (kept if it is cut)
 INCOMPLETE = ".incomplete"  # the suffix of a run folder whose files could not all be written
 REPORT_BYTES = 6 * 1024**2  # report.html inlines plotly (~4.6 MB)
 ROW_BYTES = 400  # a sample in flows/links.csv and the web app's partial.jsonl, generously
 SWEEP_STATE = "sweep.json"  # a sweep folder's state
+SWEEP_STATE_MAX_CHARS = 64 * 1024 * 1024  # sweep.json: 10,000 points of a few hundred bytes each, with room
 POINT_FILE = "point.json"  # a sweep point's record, written last
 POINTS = "points"  # a sweep folder's point run folders
+# What a run folder's records are read up to (fastlab.base.documents: a regular file, its depth and size
+# bounded): the largest in the repository are ~60 kB (lab 03's environment.json, 64 flows), and a spec is
+# at most fastlab.define.schema.MAX_SPEC_CHARS.
+RECORD_MAX_CHARS = record.MAX_RECORD_CHARS
+SPEC_MAX_CHARS = 1_000_000
 
 
 DROPS_LOG_PREFIX = "loss_drops_"
@@ -86,12 +94,13 @@ def finished_points(sweep_dir: Path) -> list[str]:
     return sorted(p.name for p in points.iterdir() if is_finished(p)) if points.is_dir() else []
 
 
-def summary_in(zf: zipfile.ZipFile, folder: str) -> Summary:
+def summary_in(zf: zipfile.ZipFile, folder: str, read_member: Callable[[zipfile.ZipFile, str], bytes]) -> Summary:
     """The summary.json of the run folder `folder` inside a bundle's zip (member `<folder>/summary.json`),
-    read without unpacking the bundle: at most what fastlab.base.record reads. KeyError when the zip has
-    none; RecordError for one that is not a run record."""
-    with zf.open(f"{folder}/{SUMMARY}") as member:
-        return record.read_summary(member.read(4 * record.MAX_RECORD_CHARS + 1), f"{folder}/{SUMMARY}")
+    read without unpacking the bundle: `read_member` (the bundle's bounded member reader) gives its bytes,
+    read as the typed record. KeyError when the zip has none; RecordError (one line naming the member and
+    the field) for one that is not a run record."""
+    name = f"{folder}/{SUMMARY}"
+    return record.read_summary(read_member(zf, name), name)
 
 
 def expected_bytes(sample_hz: float, duration_s: float, flows: int, links: int) -> int:
@@ -248,16 +257,20 @@ class RunFolder:
         """A finished run's folder: its spec and summary are there."""
         return self.has(SPEC) and self.has(SUMMARY)
 
+    # The records are read with the one bounded reader (fastlab.base.documents): a folder from a bundle or
+    # another machine may hold anything; DocumentError (a ValueError, one line) for what it cannot take.
     def spec(self) -> dict[str, Any]:
         """spec.yaml as plain data ({} for an empty file)."""
-        import yaml
-
-        return yaml.safe_load(self.path(SPEC).read_text()) or {}
+        return read_yaml_file(self.path(SPEC), max_chars=SPEC_MAX_CHARS) or {}
 
     def _record_text(self, name: str) -> bytes:
-        """A record file's bytes, at most what fastlab.base.record reads (one more: it says "too long")."""
-        with self.path(name).open("rb") as fh:
-            return fh.read(4 * record.MAX_RECORD_CHARS + 1)
+        """A record file's bytes through the bounded reader: a regular file (a FIFO or a device is refused
+        before a byte is read), at most the bytes fastlab.base.record reads (4 per character);
+        RecordError in one line naming the folder and the file for anything else."""
+        try:
+            return read_file(self.path(name), max_bytes=4 * record.MAX_RECORD_CHARS)
+        except DocumentError as exc:
+            raise record.RecordError(f"{self.directory.name}/{name}: {exc}") from None
 
     def summary(self) -> Summary:
         """summary.json as the run record (migrated from its version); RecordError (a ValueError) in one line

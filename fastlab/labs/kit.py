@@ -44,7 +44,7 @@ from fastlab.define.schema import (
 
 log = logging.getLogger(__name__)
 
-LABS_DIR = paths.REPO / "labs"
+LABS_DIR = paths.labs_dir()
 MAX_MINUTES = 10
 FOLDER_RE = re.compile(r"^(\d\d)-([a-z0-9][a-z0-9-]*)$")
 CHECKPOINT_MARK = "__fastlab_checkpoint__"

@@ -21,12 +21,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fastlab.base import paths
 from fastlab.base.rundir import RunFolder
 from fastlab.define.cc import kernel_available
-from fastlab.define.ccset import TOOL, default_registry
 from fastlab.define.schema import parse_spec, read_spec_text
 from fastlab.experiment.engine import run_experiment
+from fastlab.run.ccload import default_registry
 from tests.conftest import EXAMPLE, fastlab
+
+TOOL = paths.cc_tool()
 
 pytestmark = pytest.mark.usefixtures("as_root")
 
@@ -137,9 +140,9 @@ def test_a_dead_runs_override_on_a_reused_namespace_is_not_inherited() -> None:
     kernel reuses namespace inodes, so a new host may get that inode. Here a fresh namespace
     stands for it: it carries alpha 77, and a run configuring that host without cc_args must
     give it the global parameters."""
-    from fastlab.define.ccset import BpfLoader, run_tool
     from fastlab.net.runstate import RunState, new_prefix
     from fastlab.plan.flows import HostParams
+    from fastlab.run.ccload import BpfLoader, run_tool
     from fastlab.run.ccruntime import CCRuntime
 
     loader = BpfLoader("fast")

@@ -261,7 +261,7 @@ def test_cleanup_and_app_start_leave_other_softwares_interfaces(tmp_path: Path) 
 import json, subprocess
 for name in ("flannel.1", "flzz99-eth0", "flq7x2-s1", "flq7x2-h1"):
     subprocess.run(["ip", "link", "add", name, "type", "bridge"], check=True)  # no dummy driver here
-from fastlab.net.runstate import cleanup
+from fastlab.run.ccload import cleanup
 removed = cleanup()
 subprocess.run(["ip", "link", "add", "flq7x2-h2", "type", "bridge"], check=True)
 from webapp import create_app

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from fastlab.define.cc import kernel_available
-from fastlab.define.ccset import default_registry, module_table
 from fastlab.define.schema import SpecError, parse_spec
 from fastlab.experiment.engine import run_experiment
 from fastlab.plan.capabilities import Capabilities
 from fastlab.plan.prepare import prepare
+from fastlab.run.ccload import default_registry, module_table
 from tests.stock_kernel.conftest import backlog_mean, dumbbell, flow_rows, loaded_modules, steady_goodput_mbps
 
 ALPHA_SYSFS = Path("/sys/module/tcp_fast/parameters/alpha")

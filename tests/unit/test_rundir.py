@@ -52,7 +52,7 @@ def test_a_record_that_is_no_run_record_is_one_line_naming_the_folder_the_file_a
     with pytest.raises(RecordError, match=rf"^{tmp_path.name}/summary.json: flows\[0\].retransmits: "):
         RunFolder(tmp_path).summary()
     (tmp_path / ENVIRONMENT).write_bytes(b" " * (4 * MAX_RECORD_CHARS + 10))  # read no further than the reader takes
-    with pytest.raises(RecordError, match="environment.json: longer than"):
+    with pytest.raises(RecordError, match="environment.json: larger than 67,108,864 bytes"):
         RunFolder(tmp_path).environment()
 
 
