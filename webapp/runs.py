@@ -271,7 +271,7 @@ def api_runs() -> Any:
 
 @bp.get("/api/queue")
 def api_queue() -> Any:
-    """The queue's admission now (webapp.runner.RunManager.queue_state): what the home page shows."""
+    """The queue's admission now (fastlab.service.queue.RunManager.queue_state): what the home page shows."""
     return jsonify(services().manager.queue_state())
 
 

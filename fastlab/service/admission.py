@@ -1,5 +1,5 @@
-"""What the web queue's admission keeps of each run it starts, and a queued spec's predicted cost
-(fastlab.experiment.cost); webapp.runner.RunManager decides with them."""
+"""What the queue's admission keeps of each run it starts, and a queued spec's predicted cost
+(fastlab.experiment.cost); fastlab.service.queue.RunManager decides with them."""
 
 from __future__ import annotations
 
