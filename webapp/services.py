@@ -30,7 +30,6 @@ from fastlab.base.names import check_name
 from fastlab.define.schema import ExperimentSpec, SpecError, parse_spec, to_plain
 from fastlab.labs.kit import Lab, LabError
 from fastlab.service import queue, store
-from fastlab.service import store as q
 from webapp import guided, uploads
 from webapp.apierror import api_error
 
@@ -43,7 +42,7 @@ HOME_ROWS = 50  # runs the home page lists (its filters act on these); older one
 class Services:
     """The history, the queue, spec checks and the labs of one app (see the module's docstring)."""
 
-    active = q.ACTIVE  # statuses a run can still change in: its folder is not ours to read or delete
+    active = store.ACTIVE  # statuses a run can still change in: its folder is not ours to read or delete
 
     def __init__(self, root: Path, database: Path, manager: queue.RunManager) -> None:
         self.root = root
@@ -56,7 +55,7 @@ class Services:
     def db(self) -> sqlite3.Connection:
         """The request's connection to the history (closed by `close` when the request ends)."""
         if "db" not in g:
-            g.db = q.connect(self.database)
+            g.db = store.connect(self.database)
         return g.db
 
     @staticmethod
@@ -130,7 +129,7 @@ class Services:
         """A run's status for the live stream: its own connection, for it is polled outside requests. A run
         deleted meanwhile (a queued run cancelled and deleted while a viewer waited) is `deleted`: its stream
         ends with that, where it met a TypeError and was cut without `end` (issue 47)."""
-        with q.connect(self.database) as conn:
+        with store.connect(self.database) as conn:
             r = conn.execute("SELECT status, error FROM runs WHERE id = ?", (run_id,)).fetchone()
         if r is None:
             return {"status": "deleted", "error": "the run was deleted", "position": None}
