@@ -1,6 +1,7 @@
 """The pure parts of the service's one Dask path (fastlab.service.cluster, fastlab.service.worker): what a
 worker offers and a run asks for, sample batching, the relay's lag figures and its message handling, and
-importing a worker's bundle as a run (hostile bundles: zip slip, oversize, altered or missing manifest -> one line, nothing stored)."""
+importing a worker's bundle as a run (hostile bundles: zip slip, oversize, altered or missing manifest -> one
+line, nothing stored)."""
 
 from __future__ import annotations
 
