@@ -114,7 +114,7 @@ def recorded_samples(run_dir: Path, limit: int) -> Iterator[dict[str, Any]]:
     folder = RunFolder(run_dir)
     if not folder.is_run():
         return
-    stamp = []
+    stamp: list[tuple[int, int] | None] = []
     for name in (FLOWS, LINKS, EVENTS):
         try:
             st = folder.path(name).stat()  # the table as RunFolder reads it (name or name.gz)
