@@ -29,6 +29,7 @@ runs list says it in one word; templates reach it through the globals `fidelity_
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import secrets
@@ -44,7 +45,7 @@ from fastlab.base import paths
 from fastlab.labs.kit import LABS_DIR
 from fastlab.results import chart_lines, fidelity_view, tables
 from fastlab.results.tables import human_time
-from webapp import compare, guided, labs, live, runs, security, sweeps
+from webapp import classdb, classes, compare, guided, labs, live, runs, security, sweeps
 from webapp import runner as q
 from webapp.services import Services
 
@@ -56,7 +57,7 @@ MAX_QUEUED = 40  # runs waiting at once: a class's worth; more is a runaway scri
 # or impatient double-clicker cannot take the class's queue. On a loopback server every user is
 # 127.0.0.1, so there it is one user's limit; behind a reverse proxy the proxy is one client.
 MAX_QUEUED_PER_CLIENT = 10
-BLUEPRINTS = (security.bp, runs.bp, live.bp, labs.bp, compare.bp, sweeps.bp)
+BLUEPRINTS = (security.bp, runs.bp, live.bp, labs.bp, compare.bp, sweeps.bp, classes.bp)
 
 
 def create_app(results_root: Path | None = None, db_path: Path | None = None, *, host: str = "127.0.0.1",
@@ -108,6 +109,8 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         except (OSError, subprocess.SubprocessError) as exc:  # e.g. not root: say so, keep serving
             app.config["CLEANED_AT_START"] = [f"cleanup failed: {exc}"]
     app.config["INTERRUPTED_AT_START"] = manager.recover()
+    with contextlib.closing(q.connect(database)) as conn:  # a class's tables (webapp.classdb), added to older histories
+        classdb.migrate(conn)
     if start_worker:
         manager.start()
 

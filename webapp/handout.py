@@ -310,7 +310,7 @@ class _Renderer:
                     html.content = (f'<div class="answer"><label for="answer-{box["key"]}">{escape(box["label"])}'
                                     f'</label><textarea id="answer-{box["key"]}" data-answer="{box["key"]}" '
                                     f'data-label="{escape(box["label"])}" rows="3" '
-                                    f'placeholder="your answer (kept in this browser)"></textarea></div>\n')
+                                    f'placeholder="your answer"></textarea></div>\n')
                     out.append(html)
                 item = None
             elif tok.type == "inline":

@@ -1,7 +1,8 @@
 // Guided labs: the Run / Run short buttons of a step (under the step and in the handout where the CLI
 // handout had a command: queue the step, open its live run page), the answer boxes (kept in this
-// browser, downloadable), the checkpoint tables of finished lab step runs in plain words (from
-// /api/runs/<id>/checkpoints) and, on a lab step run's page, its bundle with the student's answers.
+// browser and, for a student of a class, on the server: answers.js; downloadable), the checkpoint
+// tables of finished lab step runs in plain words (from /api/runs/<id>/checkpoints) and, on a lab step
+// run's page, its bundle with the student's answers.
 import {api, csrfToken, errorText} from '/static/common.js';
 import * as answers from '/static/answers.js';
 
@@ -136,33 +137,72 @@ function promptOf(box) {
 const panel = document.getElementById('answers-panel');
 if (labName && panel) {
   const boxes = [...document.querySelectorAll('#handout textarea[data-answer]')];
-  const stored = answers.load(labName);
-  const before = new Map((stored ? stored.items : []).map((i) => [i.key, i.text]));
-  for (const box of boxes) box.value = before.get(box.dataset.answer) || '';
   const status = document.getElementById('answers-saved');
-  const record = () => ({lab: labName, title: panel.dataset.labTitle, saved: new Date().toISOString().slice(0, 19) + 'Z',
-    items: boxes.map((b) => ({key: b.dataset.answer, label: b.dataset.label, prompt: promptOf(b), text: b.value}))});
-  const report = (r) => {
-    const n = answers.written(r);
-    status.textContent = n ? `${n} of ${boxes.length} answered · saved in this browser` : 'nothing written yet';
+  // the record: every box of the page, with what this browser holds of it (edit time, not sent yet)
+  const stored = answers.load(labName);
+  const before = new Map((stored ? stored.items : []).map((i) => [i.key, i]));
+  const record = {lab: labName, title: panel.dataset.labTitle, saved: stored?.saved || null,
+    items: boxes.map((b) => ({key: b.dataset.answer, label: b.dataset.label, prompt: promptOf(b), text: '', edited: 0,
+      pending: false, ...(before.get(b.dataset.answer) ? {text: before.get(b.dataset.answer).text,
+        edited: before.get(b.dataset.answer).edited || 0, pending: !!before.get(b.dataset.answer).pending} : {})}))};
+  const boxOf = new Map(boxes.map((b) => [b.dataset.answer, b]));
+  const show = () => {
+    for (const item of record.items) {
+      const box = boxOf.get(item.key);
+      if (box && box !== document.activeElement && box.value !== item.text) box.value = item.text;
+    }
   };
-  report(stored);
+  show();
+  let state = answers.student() ? 'saving' : 'local';
+  const report = () => {
+    const n = answers.written(record);
+    const where = {saved: 'saved on the server for your class', offline: 'saved in this browser: offline, sent when it is back',
+      saving: 'saving…', local: 'saved in this browser (join a class to hand them in)', error: 'saved in this browser'}[state];
+    status.textContent = n ? `${n} of ${boxes.length} answered · ${where}` : 'nothing written yet';
+    panel.dataset.sync = state;
+    document.dispatchEvent(new CustomEvent('answerschanged', {detail: record}));
+  };
+  let syncing = null;
+  let again = false;
+  async function syncNow() {
+    if (syncing) { again = true; return; }
+    syncing = answers.sync(labName, record);
+    const r = await syncing;
+    syncing = null;
+    state = r.state;
+    if (r.state === 'error') status.title = r.error;
+    else status.removeAttribute('title');
+    show();
+    report();
+    if (again) { again = false; syncNow(); }
+  }
+  let timer = null;
   for (const box of boxes) {
     box.addEventListener('input', () => {
-      const r = record();
-      answers.save(labName, r);
-      report(r);
+      const item = record.items.find((i) => i.key === box.dataset.answer);
+      Object.assign(item, {text: box.value, edited: Date.now(), pending: true});
+      record.saved = new Date().toISOString().slice(0, 19) + 'Z';
+      answers.save(labName, record);
+      if (answers.student()) state = 'saving';
+      report();
+      clearTimeout(timer);
+      timer = setTimeout(syncNow, 600);
     });
   }
+  report();
+  syncNow();
+  window.addEventListener('online', syncNow);
+  setInterval(() => { if (answers.pending(record)) syncNow(); }, 15_000);
   document.getElementById('answers-download').addEventListener('click', () => {
-    const r = record();
-    answers.download(new Blob([answers.markdown(r)], {type: 'text/markdown'}), `${labName}-answers.md`);
+    answers.download(new Blob([answers.markdown(record)], {type: 'text/markdown'}), `${labName}-answers.md`);
   });
   document.getElementById('answers-clear').addEventListener('click', () => {
-    if (!window.confirm('Clear every answer of this lab in this browser?')) return;
-    for (const box of boxes) box.value = '';
-    answers.clear(labName);
-    report(null);
+    if (!window.confirm('Clear every answer of this lab? (For a class: on the server too.)')) return;
+    for (const item of record.items) Object.assign(item, {text: '', edited: Date.now(), pending: true});
+    show();
+    answers.save(labName, record);
+    report();
+    syncNow();
   });
 }
 
