@@ -320,3 +320,17 @@ def red_in_time(capacity_pps: float, min_th_s: float, max_th_s: float, max_p: fl
     _positive("max_th_s", max_th_s, MAX_RTT_S)
     wq = -math.expm1(-1.0 / (_positive("ewma_s", ewma_s, MAX_RTT_S) * c))
     return Red(min_th_s * c, max_th_s * c, max_p, wq, gentle)
+
+
+def figures(point: Point) -> dict[str, float | bool]:
+    """The model's figures at a point, as a student tabulates them (lab 10's step 1; the web page's
+    calculator): the equilibrium's window, drop rate, average queue (packets and ms) and RTT, HMTG's
+    sufficient condition and the exact gain margin. ValueError (naming the field) where the model has
+    no equilibrium."""
+    eq = equilibrium(point)
+    hmtg = hmtg_condition(point, eq)
+    margin = nyquist_gain_margin(point, eq)
+    return {"n_flows": point.n_flows, "window_pkts": eq.window_pkts, "drop_rate": eq.p, "queue_pkts": eq.queue_pkts,
+            "queue_ms": eq.queue_pkts / point.capacity_pps * 1e3, "rtt_ms": eq.rtt_s * 1e3,
+            "loop_gain": loop(point, eq).gain, "hmtg_lhs": hmtg.lhs, "hmtg_rhs": hmtg.rhs, "hmtg_holds": hmtg.stable,
+            "gain_margin": margin, "stable": margin > 1}

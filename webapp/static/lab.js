@@ -237,3 +237,72 @@ if (withAnswers) {
     note.textContent = `downloaded ${run}-with-answers.zip (answers.md inside, in the manifest)`;
   });
 }
+
+// --- expected values (lab page): folded until the student has written the prediction they follow ----------
+// webapp.handout puts each step's expected values in a hidden block naming the answer box whose prediction
+// reveals them (data-after); "show them now" reveals one at once (remembered in this browser).
+const revealedKey = `fastlab-revealed:${labName}`;
+function revealedByHand() {
+  try { return new Set(JSON.parse(localStorage.getItem(revealedKey) || '[]')); } catch (e) { return new Set(); }
+}
+function showExpected(record) {
+  const typed = new Set((record?.items || []).filter((i) => i.text.trim() !== '').map((i) => i.key));
+  const byHand = revealedByHand();
+  for (const block of document.querySelectorAll('#handout .expected')) {
+    const open = byHand.has(block.dataset.item) || (block.dataset.after && typed.has(block.dataset.after));
+    block.querySelector('.expected-values').hidden = !open;
+    block.querySelector('.expected-lock').hidden = open;
+    block.dataset.shown = open ? '1' : '0';
+  }
+}
+if (labName) {
+  for (const button of document.querySelectorAll('#handout .reveal-expected')) {
+    button.addEventListener('click', () => {
+      const byHand = revealedByHand();
+      byHand.add(button.closest('.expected').dataset.item);
+      localStorage.setItem(revealedKey, JSON.stringify([...byHand]));
+      showExpected(answers.load(labName));
+    });
+  }
+  document.addEventListener('answerschanged', (ev) => showExpected(ev.detail));
+  showExpected(answers.load(labName));
+}
+
+// --- a model's calculator (lab page): the handout's Python for a terminal, computed by the app ----------
+const SUPERSCRIPT = {'-': '⁻', 0: '⁰', 1: '¹', 2: '²', 3: '³', 4: '⁴', 5: '⁵', 6: '⁶', 7: '⁷', 8: '⁸', 9: '⁹'};
+function scientific(v) {  // 2.42·10⁻³, as the handout writes it
+  const [m, e] = v.toExponential(2).split('e');
+  return Number(e) === 0 ? m : `${m}·10${[...String(Number(e))].map((c) => SUPERSCRIPT[c]).join('')}`;
+}
+const CALC_COLUMNS = [['n_flows', 'N′', (v) => String(v)], ['window_pkts', 'W* (packets)', (v) => v.toFixed(1)],
+  ['drop_rate', 'p*', (v) => scientific(v)], ['queue_pkts', 'q* (packets)', (v) => v.toFixed(1)],
+  ['queue_ms', 'q* (ms)', (v) => v.toFixed(1)], ['rtt_ms', 'R* (ms)', (v) => v.toFixed(1)],
+  ['loop_gain', 'loop gain', (v) => v.toPrecision(3)], ['hmtg_holds', 'HMTG condition', (v) => (v ? 'holds' : 'fails')],
+  ['gain_margin', 'exact gain margin', (v) => v.toPrecision(3)], ['stable', 'model says', (v) => (v ? 'stable' : 'unstable')]];
+for (const form of document.querySelectorAll('form.calculator')) {
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const error = form.querySelector('.calc-error');
+    const out = form.querySelector('.calc-result');
+    const body = {};
+    for (const input of form.querySelectorAll('input[name]')) {
+      const values = input.value.split(',').map((v) => v.trim()).filter((v) => v !== '').map(Number);
+      body[input.name] = input.name === 'flows' ? values : (values.length === 1 ? values[0] : input.value);
+    }
+    const r = await api('POST', `/api/theory/${encodeURIComponent(form.dataset.model)}`, body);
+    error.textContent = r.ok ? '' : errorText(r);
+    out.replaceChildren();
+    if (!r.ok) return;
+    const table = el('table', undefined, 'calc-table');
+    const head = el('tr');
+    for (const [, label] of CALC_COLUMNS) head.append(el('th', label));
+    table.append(head);
+    for (const row of r.data.rows) {
+      const tr = el('tr');
+      for (const [key, , shown] of CALC_COLUMNS) tr.append(el('td', shown(row[key]), 'num'));
+      table.append(tr);
+    }
+    out.append(table, el('p', `C′ = ${r.data.capacity_pps.toFixed(1)} packets/s`, 'note'));
+    form.dataset.computed = String(r.data.rows.length);
+  });
+}
