@@ -66,7 +66,7 @@ LETTERS = "abcdefghijklmnopqrstuvwxyz"
 # belongs to; the step's text points to it with a link to #expected-values (GitHub's anchor of the heading)
 EXPECTED_HEADING = "expected values"
 EXPECTED_ANCHOR = "expected-values"
-STEP_LEAD = re.compile(r"^<p><strong>Step \d+[a-z]?</strong>\s*")
+STEP_LEAD = re.compile(r"^<p><strong>Step \d+[a-z]?</strong>\s*:?\s*")
 
 
 MATHML = "http://www.w3.org/1998/Math/MathML"
@@ -355,7 +355,7 @@ class _Renderer:
         boxed = [i for i in items if i.section == "steps" and i.number <= number and self.answer_box(i)]
         key = self.answer_box(boxed[-1])["key"] if boxed else ""  # type: ignore[index]
         self.unlocks[number] = key
-        after = (f"write your prediction in step {boxed[-1].number}'s box first" if boxed
+        after = (f"write your answer to step {boxed[-1].number} first" if boxed
                  else "think about what you expect first")
         return (f'<div class="expected" id="expected-{number}" data-item="{number}" data-after="{key}">'
                 f'<p class="expected-lock note">Expected values of step {number}: {after}, or '
