@@ -92,8 +92,10 @@ def run_page(run_id: str) -> str:
     changes = run_changes(run)
     refs = chart_references(run.get("spec"), run.get("summary"), changes)
     summary = run.get("summary") or {}
-    # the engine's note (summary.json); for runs made before it, the same computation here
-    notes = summary.get("what_happened") if "what_happened" in summary else old_notes(run.get("spec"), summary)
+    # the engine's note (summary.json); for runs made before it, and for an AQM run (whose notes now say what
+    # the model of its loop predicts: fastlab.theory.red), the same computation here
+    notes = summary.get("what_happened") if "what_happened" in summary and not chart_lines.has_drop_probability(
+        run.get("spec")) else old_notes(run.get("spec"), summary)
     step_label = None  # a lab step run: the step's number in the handout, as on the lab page
     if run.get("lab"):
         with contextlib.suppress(LabError, OSError):  # the lab is gone or broken: the step's id alone

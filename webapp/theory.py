@@ -42,7 +42,9 @@ def chart_references(spec: Any, summary: dict[str, Any] | None,
         refs = segments.reference_spans(parse_spec(spec), changes or [])
     except (SpecError, ValueError, KeyError, TypeError, RuntimeError):
         return []
-    return explain.response_lines(refs, summary, (spec or {}).get("links"))
+    from fastlab.theory.fast import run_mtu
+
+    return explain.response_lines(refs, summary, (spec or {}).get("links"), run_mtu(spec or {}))
 
 
 def change_marks(spec: Any, changes: list[segments.Change]) -> list[dict[str, Any]]:

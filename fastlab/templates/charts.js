@@ -13,6 +13,8 @@ const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b
 const GREYS = ['#8c8c8c', '#b0b0b0', '#6e6e6e', '#c8c8c8'];
 const BOTTLENECK_GREY = '#222222';  // a bottleneck's rate and queue: darker than any other link's
 const MARK_COLOUR = '#7b3294';  // a change of the run's parameters, a reroute
+const RED_AVERAGE = '#d95f02';  // RED's average queue: not a grey, so it is not read as the backlog itself
+const RED_AVERAGE_REVERSE = '#e6ab02';
 export function flowColour(flow) {
   const n = Number(String(flow).replace(/^f/, ''));
   return Number.isInteger(n) && n > 0 ? PALETTE[(n - 1) % PALETTE.length] : '#000000';
@@ -38,6 +40,16 @@ export const CHARTS = {
   'chart-aqm': {title: "Queue management's drop probability (RED's p_b, PIE's p)", y: 'drop probability'},
 };
 
+// Goodput's default smoothing: a trailing moving average over SMOOTH_RTTS of each flow's own round trips
+// (its base RTT from the theory's references). A window of a fixed number of samples beats against the
+// RTT: FAST's packets leave in one window's burst per RTT, so a 0.25-s average of 50-ms samples on a
+// ~100-ms path swung by ±3 Mb/s around 10 Mb/s while the window and the queue were flat (issue 50), and
+// a student read FAST as unstable. Measured on steady FAST runs (peak-to-peak of the average over the
+// mean, after start-up): see tests/unit/test_chart_smoothing.py, which holds the default to <= 5 %.
+export const SMOOTH_RTTS = 10;
+const AXIS_ABOVE_TOP = 1.25;  // how far above its highest "top" theory line a chart's y axis ends
+const SMOOTH_FALLBACK = 5;  // samples, for a flow the theory cannot place (no base RTT known)
+
 // A trailing moving average over n samples (1 = the raw samples).
 export function smoothed(ys, n) {
   const out = new Array(ys.length);
@@ -59,7 +71,8 @@ const DRAW_EVERY_MS = 250;
 /**
  * The charts of one run.
  * opts: refs, lines, marks (the theory and the changes: fastlab.results.chart_lines / webapp.theory),
- *       sampleHz, duration (the x axis spans 0 .. duration), smoothN (goodput's moving average),
+ *       sampleHz, duration (the x axis spans 0 .. duration), smoothN (goodput's moving average: 'rtt',
+ *       the default, over SMOOTH_RTTS of each flow's RTT; or a number of samples),
  *       largeFonts (a function: bigger text for a projector), drawEveryMs (0: draw at once).
  * Returns {onSamples(samples) -> newest t, flush(), setReferences(refs, lines, marks), setSmoothing(n),
  *          relayout()}.
@@ -71,16 +84,33 @@ export function createCharts(opts) {
   const eventMarks = [];  // reroutes, as they happen
   const sampleHz = Number(opts.sampleHz) || 20;
   let xMax = Number(opts.duration) || 0;
-  let smoothN = Math.max(1, Number(opts.smoothN) || 1);
+  // 'rtt' (the default: SMOOTH_RTTS of each flow's RTT) or a number of samples
+  let smoothing = opts.smoothN === undefined || opts.smoothN === 'rtt' ? 'rtt' : Math.max(1, Number(opts.smoothN) || 1);
   const largeFonts = opts.largeFonts || (() => false);
   const drawEvery = opts.drawEveryMs ?? DRAW_EVERY_MS;
   const charts = {};
   for (const [id, c] of Object.entries(CHARTS)) if (document.getElementById(id)) charts[id] = {...c};
   const bottlenecks = () => new Set(refs.map((r) => r.bottleneck).filter(Boolean));
 
+  // a flow's base RTT in seconds, from the theory's references (the first span that names it)
+  function flowRtt(flow) {
+    const ref = refs.find((r) => r.flow === flow && r.base_rtt_ms > 0);
+    return ref ? ref.base_rtt_ms / 1000 : null;
+  }
+  // samples in a flow's moving average
+  function smoothOf(flow) {
+    if (smoothing !== 'rtt') return smoothing;
+    const rtt = flowRtt(flow);
+    return rtt ? Math.max(1, Math.round(SMOOTH_RTTS * rtt * sampleHz)) : SMOOTH_FALLBACK;
+  }
   function goodputTitle() {
-    return smoothN > 1
-      ? `Goodput per flow — moving average of ${smoothN} samples (${(smoothN / sampleHz).toFixed(2)} s)`
+    if (smoothing === 'rtt') {
+      const flows = [...new Set(refs.map((r) => r.flow).filter(Boolean))];
+      const each = flows.map((f) => `${f} ${(smoothOf(f) / sampleHz).toFixed(2)} s`).join(', ');
+      return `Goodput per flow — moving average over ${SMOOTH_RTTS} RTTs${each ? ` (${each})` : ''}`;
+    }
+    return smoothing > 1
+      ? `Goodput per flow — moving average of ${smoothing} samples (${(smoothing / sampleHz).toFixed(2)} s)`
       : `Goodput per flow — raw ${sampleHz} Hz samples`;
   }
   if (charts['chart-goodput']) charts['chart-goodput'].title = goodputTitle();
@@ -91,6 +121,12 @@ export function createCharts(opts) {
   function referenceLines(id) {
     return (lines[id.replace(/^chart-/, '')] || []).map((l) =>
       [l.y, l.flow ? flowColour(l.flow) : '#444444', l.label, l.short, l.from_s, l.to_s ?? null]);
+  }
+  // The y axis's end where a theory line says what matters (RED's max_th, its max_p): a little above it, so
+  // the start-up's overflow (600 packets against a 417-packet max_th) does not squash the rest; null: plotly's.
+  function axisTop(id) {
+    const tops = (lines[id.replace(/^chart-/, '')] || []).filter((l) => l.top).map((l) => l.y);
+    return tops.length ? Math.max(...tops) * AXIS_ABOVE_TOP : null;
   }
 
   function layout(c, id) {
@@ -117,8 +153,16 @@ export function createCharts(opts) {
       annotations.push({xref: 'x', yref: 'paper', x: m.at_s, y: 1, xanchor: 'left', yanchor: 'bottom',
         text: m.text + (m.live ? ' (live)' : ''), showarrow: false, font: {color: MARK_COLOUR, size: Math.round(size * 0.8)}});
     }
-    return {title: {text: c.title}, font: {size}, margin: {t: segmented || eventMarks.length ? 70 : 50, r: 20,
-      b: largeFonts() ? 150 : 100, l: 80}, xaxis, yaxis: {title: {text: c.y}, rangemode: 'tozero'},
+    const top = axisTop(id);
+    const yaxis = {title: {text: c.y}, rangemode: 'tozero'};
+    if (top !== null) {
+      Object.assign(yaxis, {range: [0, top], autorange: false});
+      annotations.push({xref: 'paper', yref: 'paper', x: 0, y: 1, xanchor: 'left', yanchor: 'bottom', showarrow: false,
+        text: 'axis to 1.25× the top line: double-click twice for everything (the start-up spike)',
+        font: {color: '#666666', size: Math.round(size * 0.75)}});
+    }
+    return {title: {text: c.title}, font: {size}, margin: {t: segmented || eventMarks.length || top !== null ? 70 : 50, r: 20,
+      b: largeFonts() ? 150 : 100, l: 80}, xaxis, yaxis,
       legend: {orientation: 'h', y: largeFonts() ? -0.45 : -0.3}, uirevision: 'keep', shapes, annotations};
   }
 
@@ -140,13 +184,13 @@ export function createCharts(opts) {
   }
 
   function setSmoothing(n) {
-    smoothN = Math.max(1, Number(n) || 1);
+    smoothing = n === 'rtt' ? 'rtt' : Math.max(1, Number(n) || 1);
     const c = charts['chart-goodput'];
     if (!c) return;
     c.title = goodputTitle();
     const keys = Object.keys(c.traces);
     if (keys.length) {
-      Plotly.restyle('chart-goodput', {y: keys.map((k) => smoothed(c.raw[k], smoothN))}, keys.map((k) => c.traces[k]));
+      Plotly.restyle('chart-goodput', {y: keys.map((k) => smoothed(c.raw[k], smoothOf(k)))}, keys.map((k) => c.traces[k]));
     }
     Plotly.relayout('chart-goodput', {'title.text': c.title});
   }
@@ -167,6 +211,7 @@ export function createCharts(opts) {
         let colour = flow ? flowColour(flow) : GREYS[c.links++ % GREYS.length];
         if (opts?.link && bottlenecks().has(opts.link)) colour = BOTTLENECK_GREY;
         if (flow && opts?.tint) colour = tint(colour);
+        if (opts?.colour) colour = opts.colour;
         Plotly.addTraces(id, {x: [], y: [], name, mode: 'lines', type: 'scatter', line: {color: colour, dash: dash || 'solid'}});
       }
       if (!groups.has(key)) groups.set(key, {x: [], y: []});
@@ -175,7 +220,7 @@ export function createCharts(opts) {
       if (id === 'chart-goodput') {
         const raw = c.raw[key];
         raw.push(y);
-        const from = Math.max(0, raw.length - smoothN);
+        const from = Math.max(0, raw.length - smoothOf(key));
         let sum = 0;
         for (let i = from; i < raw.length; i++) sum += raw[i];
         g.y.push(sum / (raw.length - from));
@@ -230,10 +275,13 @@ export function createCharts(opts) {
         // The reverse direction carries ACKs: its queue is drawn only once it holds something.
         if (s.backlog_pkts > 0 && s.direction === 'reverse') queuedReverse.add(key);
         if (s.backlog_pkts != null && (s.direction !== 'reverse' || queuedReverse.has(key))) {
-          pts['chart-queue'].push([key, `${key} backlog`, s.t, s.backlog_pkts, null, null, {link: s.link}]);
-          // RED's average queue (its EWMA, what it drops by), dashed beside the queue it follows
+          // each direction its own style: the ACKs' queue dotted beside the data's solid one
+          pts['chart-queue'].push([key, `${key} backlog`, s.t, s.backlog_pkts, null,
+            s.direction === 'reverse' ? 'dot' : null, {link: s.link}]);
+          // RED's average queue (its EWMA, what it drops by): its own colour, dashed, beside the queue it follows
           if (s.aqm_avg_pkts != null) {
-            pts['chart-queue'].push([`${key} avg`, `${key} RED average`, s.t, s.aqm_avg_pkts, null, 'dash', {link: s.link}]);
+            pts['chart-queue'].push([`${key} avg`, `${key} RED average`, s.t, s.aqm_avg_pkts, null, 'dash',
+              {link: s.link, colour: s.direction === 'reverse' ? RED_AVERAGE_REVERSE : RED_AVERAGE}]);
           }
         }
         if (s.aqm_drop_prob != null) {
@@ -266,6 +314,7 @@ export function createCharts(opts) {
     refs = newRefs;
     lines = newLines;
     marks = newMarks;
+    if (charts['chart-goodput']) charts['chart-goodput'].title = goodputTitle();
     for (const [id, c] of Object.entries(charts)) Plotly.relayout(id, layout(c, id));
   }
 

@@ -68,10 +68,15 @@ def measured_rates(summary: dict[str, Any] | None) -> dict[str, float]:
 
 
 def response_lines(refs: list[dict[str, Any]], summary: dict[str, Any] | None,
-                   spec_links: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                   spec_links: dict[str, Any] | None = None, mtu_bytes: int = 1500) -> list[dict[str, Any]]:
     """The references with, for each flow whose path loses packets at random, the loss rate (measured,
     else the spec's), Mathis' window and, where it differs (p below HSTCP's Low_P) and the flow runs
-    HSTCP, HSTCP's window w(p)."""
+    HSTCP, HSTCP's window w(p); and, for each flow through a RED bottleneck of the spec's links, RED's
+    thresholds, max_p and the Reno/RED model's q* (fastlab.theory.red.reference_lines)."""
+    from fastlab.theory import red
+
+    if spec_links:
+        refs = red.reference_lines(refs, spec_links, mtu_bytes)
     rates = measured_rates(summary) if summary else configured_rates(spec_links or {})
     out = []
     for ref in refs:
@@ -112,6 +117,32 @@ def fast_note(link: dict[str, Any], total_alpha: float, flows: int, p: float | N
             f"hold Σα{f': {drops} drops' if drops else ''})")
 
 
+def red_note(link: dict[str, Any], ref: dict[str, Any]) -> str:
+    """A RED bottleneck (fastlab.theory.red.reference_lines' figures on its flows' references): its queue
+    against the thresholds and the Reno/RED model's q*, its drops, and what the loop's gain margin says."""
+    backlog, util = float(link.get("mean_backlog_pkts") or 0), float(link.get("utilization") or 0)
+    arrivals, dropped = float(link.get("arrivals_pkts") or 0), int(link.get("aqm_drops") or 0)
+    head = (f"{link['id']} (RED, min_th {ref['red_min_th_pkts']:g}, max_th {ref['red_max_th_pkts']:g} packets): "
+            f"utilization {util:.2f}, mean backlog {backlog:.1f} packets")
+    drops = f"; RED dropped {dropped} packets ({100 * dropped / arrivals:.2g} % of arrivals)" if arrivals else ""
+    margin, q_star = ref.get("red_gain_margin"), ref.get("red_q_star_pkts")
+    if margin is None or q_star is None:
+        return head + drops
+    n = int(ref.get("red_flows") or 0)
+    model = (f"; the Reno/RED model for {n} flow{'s' if n != 1 else ''} puts RED's average at q* = {q_star:g} "
+             f"packets with a gain margin of {margin:.2g}")
+    cut = "the flows cut their windows together" if n != 1 else "the flow halves its window"
+    if margin > 1:
+        verdict = ": stable, the queue holds near q* and keeps the link busy" + (
+            "" if util >= FULL else f", yet the link was {100 * (1 - util):.0f} % idle")
+    else:
+        verdict = (f": unstable, the queue swings to empty as {cut}"
+                   + (f", the link {100 * (1 - util):.0f} % idle" if util < FULL else
+                      ", though over this run the link stayed busy") + " (RED's average cannot steer the loop at this"
+                   " capacity: the gain grows as C³)")
+    return head + drops + model + verdict
+
+
 def link_notes(refs: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]:
     """One line per bottleneck: FAST's queue against Σα where only FAST flows share it, else how full."""
     links = {link["id"]: link for link in summary.get("links", []) if "id" in link}
@@ -128,6 +159,8 @@ def link_notes(refs: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]
         util = float(link.get("utilization") or 0)
         if all(r.get("fast_queue_pkts") for r in members):
             out.append(fast_note(link, float(members[0]["fast_queue_pkts"]), len(members), rates.get(link_id)))
+        elif members[0].get("red_max_th_pkts"):
+            out.append(red_note(link, members[0]))
         elif util >= FULL:
             out.append(f"{link_id}: utilization {util:.2f}: the flows keep it full "
                        f"(mean backlog {float(link.get('mean_backlog_pkts') or 0):.1f} packets)")
@@ -171,11 +204,13 @@ def what_happened(spec: Any, summary: dict[str, Any], changes: list[Any] | None 
     measured) is judged per segment, each against its own values: the queue after α 30 -> 60 is
     compared with 60, not 30; the loss and fairness lines stay over the whole run. `refs`: the run's
     references when its plan is at hand (the engine's: fast_theory.plan_references), else from the spec."""
+    from fastlab.define.schema import to_plain
     from fastlab.theory import fast as fast_theory
-    from fastlab.theory import segments
+    from fastlab.theory import red, segments
 
     try:
         refs = refs if refs is not None else fast_theory.references(spec)
+        refs = red.reference_lines(refs, to_plain(spec).get("links"), spec.mtu)  # a RED bottleneck's model
         parts = segments.segments(spec, changes or [])
         seg_refs = [fast_theory.references(part.spec) for part in parts] if changes else []
     except (ValueError, KeyError, TypeError, RuntimeError):

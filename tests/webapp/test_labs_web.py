@@ -129,7 +129,7 @@ def test_every_lab_of_the_repository_renders_for_the_web(folder: Path, client: A
         assert cli not in html, cli
     for step in lab.steps:
         assert f'data-step="{step.id}" data-short="0">▶ Run step {web.labels[step.id]}: {step.id}' in html
-    questions = lab.handout().split("## Questions", 1)[1]
+    questions = lab.handout().split("## Questions", 1)[1].split("\n## ", 1)[0]  # to the next section
     numbered = sum(1 for line in questions.splitlines() if line[:1].isdigit() and ". " in line[:4])
     assert sum(1 for a in web.answers if a["key"].startswith("q-")) == numbered > 0
     assert any(a["key"].startswith("step-") for a in web.answers)  # predict / compute first

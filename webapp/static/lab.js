@@ -28,8 +28,25 @@ export async function showCheckpoints(box) {
       + 'Run the step again when the machine is quieter (or at a lower scale).', 'summary inconclusive'));
     box.append(el('p', r.data.inconclusive, 'note cp-note'));
   } else {
-    box.append(el('p', failed ? `${failed} of ${r.data.checks.length} checkpoints failed`
-      : `all ${r.data.checks.length} checkpoints passed`, `summary ${failed ? 'fail' : 'pass'}`));
+    const skipped = r.data.skipped?.length ? ` (of the ${r.data.checks.length} this short run evaluates)` : '';
+    box.append(el('p', failed ? `${failed} of ${r.data.checks.length} checkpoints failed${skipped}`
+      : `all ${r.data.checks.length} checkpoints passed${skipped}`, `summary ${failed ? 'fail' : 'pass'}`));
+  }
+  if (r.data.skipped?.length) {
+    // the checkpoints a short run cannot show, each with why: run the full form to judge them
+    const n = r.data.skipped.length;
+    const note = el('div', undefined, 'skipped');
+    note.append(el('p', `Not evaluated in the short form (${n} checkpoint${n > 1 ? 's' : ''}: run the step's full form for `
+      + `${n > 1 ? 'them' : 'it'}):`, 'note'));
+    const ul = el('ul');
+    for (const c of r.data.skipped) {
+      const li = el('li');
+      li.dataset.checkpoint = c.name;
+      li.append(el('strong', c.name), ` — ${c.why}`);
+      ul.append(li);
+    }
+    note.append(ul);
+    box.append(note);
   }
   const table = el('table', undefined, 'checkpoint-results');
   const head = el('tr');
