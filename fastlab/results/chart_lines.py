@@ -42,9 +42,15 @@ def _g(y: float) -> str:
     return f"{y:g}"
 
 
+def _capacity(r: Ref, y: float) -> str:
+    """"capacity 20 Mb/s", or a trace link's "trace mean 10.03 Mb/s" (the trace's opportunities over its period)."""
+    return f"trace mean {y:.4g} Mb/s" if r.get("capacity_is_trace_mean") else f"capacity {_g(y)} Mb/s"
+
+
 LINE_DEFS = (
-    LineDef("capacity_mbps", ("goodput", "links"), True,
-            lambda r, y: f"{r.get('bottleneck')} capacity {_g(y)} Mb/s", lambda r, y: f"{_g(y)} Mb/s"),
+    LineDef("capacity_mbps", ("goodput", "links"), True,  # a trace link's: the trace's mean rate
+            lambda r, y: f"{r.get('bottleneck')} {_capacity(r, y)}", lambda r, y: _capacity(r, y).split(" ", 1)[-1]
+            if not r.get("capacity_is_trace_mean") else _capacity(r, y)),
     # FAST's rate α/q, when it is not the capacity (one flow alone fills its link)
     LineDef("fast_rate_mbps", ("goodput",), False,
             lambda r, y: f"{r['flow']} FAST rate α/q {y:.2f} Mb/s", lambda r, y: f"{r['flow']} {y:.2f} Mb/s",

@@ -77,6 +77,8 @@ def response_lines(refs: list[dict[str, Any]], summary: dict[str, Any] | None,
 
     if spec_links:
         refs = red.reference_lines(refs, spec_links, mtu_bytes)
+        traced = {k for k, v in spec_links.items() if isinstance(v, dict) and v.get("trace")}
+        refs = [r | {"capacity_is_trace_mean": True} if r.get("bottleneck") in traced else r for r in refs]
     rates = measured_rates(summary) if summary else configured_rates(spec_links or {})
     out = []
     for ref in refs:
