@@ -47,6 +47,8 @@ export const CHARTS = {
 // a student read FAST as unstable. Measured on steady FAST runs (peak-to-peak of the average over the
 // mean, after start-up): see tests/unit/test_chart_smoothing.py, which holds the default to <= 5 %.
 export const SMOOTH_RTTS = 10;
+const BASE_RTT_GAP_S = 0.001;  // FAST's baseRTT this far from the path's (or BASE_RTT_GAP_SHARE of it) is said
+const BASE_RTT_GAP_SHARE = 0.05;
 const AXIS_ABOVE_TOP = 1.25;  // how far above its highest "top" theory line a chart's y axis ends
 const SMOOTH_FALLBACK = 5;  // samples, for a flow the theory cannot place (no base RTT known)
 
@@ -251,6 +253,7 @@ export function createCharts(opts) {
     }
   }
 
+  let notesDue = false;
   const queuedReverse = new Set();
   const lastTx = {};  // link/direction -> [t, tx_bytes]
   // The samples' points for each chart; returns the newest sample time (-Infinity: none).
@@ -297,6 +300,10 @@ export function createCharts(opts) {
           marksChanged = true;
         }
       } else if (s.kind === 'event' && s.event === 'update') {
+        if (s.flow && s.base_rtt_us > 0) {
+          lastUpdate[s.flow] = s;
+          notesDue = true;
+        }
         pts['chart-fast-rtt'].push([`${s.flow} base`, `${s.flow} baseRTT`, s.t, s.base_rtt_us / 1000, s.flow, 'dot']);
         pts['chart-fast-rtt'].push([`${s.flow} avg`, `${s.flow} avgRTT`, s.t, s.avg_rtt_us / 1000, s.flow, 'solid']);
         pts['chart-fast-window'].push([`${s.flow} target`, `${s.flow} target window`, s.t, s.target, s.flow, 'dash',
@@ -305,9 +312,43 @@ export function createCharts(opts) {
       }
     }
     pendingLatest = Math.max(pendingLatest, latest);
+    if (notesDue) {
+      notesDue = false;
+      baseRttNotes();
+    }
     if (drawEvery <= 0) flush();
     else if (drawTimer === null) drawTimer = setTimeout(flush, drawEvery);
     return latest;
+  }
+
+  // FAST's baseRTT against the path's: a flow whose estimate sits above the propagation RTT the theory line
+  // uses (a queue already there when it started, a route that grew) takes the difference for propagation, so it
+  // keeps w·(d̂ − d)/D more packets queued than α and its window sits above the dashed αD/(D−d). Said under the
+  // charts (#chart-notes) from the newest update of each flow; only where the gap is BASE_RTT_GAP or more.
+  const lastUpdate = {};  // flow -> its newest FAST update event
+  function baseRttNotes() {
+    const box = document.getElementById('chart-notes');
+    if (!box) return;
+    const lines = [];
+    for (const [flow, u] of Object.entries(lastUpdate)) {
+      const d = flowRtt(flow);
+      const dHat = u.base_rtt_us / 1e6;
+      const big = u.avg_rtt_us / 1e6;
+      if (!d || !(dHat > 0) || !(big > 0) || Math.abs(dHat - d) < Math.max(BASE_RTT_GAP_S, BASE_RTT_GAP_SHARE * d)) continue;
+      const extra = u.cwnd * (dHat - d) / big;
+      lines.push(dHat > d
+        ? `${flow}: FAST's baseRTT estimate is ${(dHat * 1e3).toFixed(1)} ms, ${((dHat - d) * 1e3).toFixed(1)} ms above the path's `
+          + `${(d * 1e3).toFixed(1)} ms: it counts those ms as propagation, so it keeps about ${extra.toFixed(1)} packets more `
+          + `queued than its α and its window sits that much above the dashed αD/(D−d) line.`
+        : `${flow}: FAST's baseRTT estimate is ${(dHat * 1e3).toFixed(1)} ms, below the path's ${(d * 1e3).toFixed(1)} ms `
+          + '(the theory line uses the configured delay): its window sits below the dashed αD/(D−d) line.');
+    }
+    box.replaceChildren(...lines.map((text) => {
+      const p = document.createElement('p');
+      p.className = 'note basertt-note';
+      p.textContent = text;
+      return p;
+    }));
   }
 
   function setReferences(newRefs, newLines, newMarks) {
