@@ -55,6 +55,10 @@ def chart_samples(flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame
     """A run's rows as the samples its live page was streamed (`kind` flow, link, event), in time order,
     with the columns the charts read: what report.html's charts draw, through the live page's own code."""
     flows = with_goodput(flows)
+    if not links.empty and "aqm_avg_pkts" not in links and "aqm_avg_queue" in links:
+        # a recording trimmed to what its checkpoints read keeps RED's average as aqm_avg_queue; the labs' RED
+        # counts in packets (none of their specs sets mode: bytes), where the two columns are one figure
+        links = links.assign(aqm_avg_pkts=links["aqm_avg_queue"])
     out: list[dict[str, Any]] = []
     for kind, frame in (("flow", flows), ("link", links), ("event", events)):
         if frame.empty or "t" not in frame:

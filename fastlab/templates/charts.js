@@ -49,7 +49,8 @@ export const CHARTS = {
 export const SMOOTH_RTTS = 10;
 const BASE_RTT_GAP_S = 0.001;  // FAST's baseRTT this far from the path's (or BASE_RTT_GAP_SHARE of it) is said
 const BASE_RTT_GAP_SHARE = 0.05;
-const AXIS_ABOVE_TOP = 1.25;  // how far above its highest "top" theory line a chart's y axis ends
+const AXIS_ABOVE_TOP = 1.25;
+const LABEL_GAP = 0.06;  // two theory lines closer than this share of the chart's height: labels on both sides  // how far above its highest "top" theory line a chart's y axis ends
 const SMOOTH_FALLBACK = 5;  // samples, for a flow the theory cannot place (no base RTT known)
 
 // A trailing moving average over n samples (1 = the raw samples).
@@ -142,9 +143,21 @@ export function createCharts(opts) {
       ? {type: 'line', xref: 'x', x0: from, x1: to ?? end ?? from + 1, y0: y, y1: y}
       : {type: 'line', xref: 'paper', x0: 0, x1: 1, y0: y, y1: y})).map((shape, i) =>
       ({...shape, line: {color: drawn[i][1], width: 1.5, dash: 'dash'}}));
-    const annotations = drawn.map(([y, colour, label, short, from]) => (segmented
+    // run-long lines' labels on the right; one that would sit on the label below it (lines closer than
+    // LABEL_GAP of the chart's height: RED's min_th 42 and q* 42.8) goes to the left instead
+    const span = Math.max(...drawn.map((l) => l[0]), axisTop(id) || 0) || 1;
+    const left = new Set();
+    let below = -Infinity;
+    let belowLeft = false;
+    for (const i of drawn.map((_, k) => k).sort((a, b) => drawn[a][0] - drawn[b][0])) {
+      const near = drawn[i][0] - below < LABEL_GAP * span;
+      if (near && !belowLeft) left.add(i);
+      belowLeft = near && !belowLeft;
+      below = drawn[i][0];
+    }
+    const annotations = drawn.map(([y, colour, label, short, from], i) => (segmented
       ? {xref: 'x', x: from, xanchor: 'left', text: short}
-      : {xref: 'paper', x: 1, xanchor: 'right', text: label})).map((a, i) =>
+      : {xref: 'paper', x: left.has(i) ? 0 : 1, xanchor: left.has(i) ? 'left' : 'right', text: label})).map((a, i) =>
       ({...a, y: drawn[i][0], yanchor: 'bottom', showarrow: false,
         font: {color: drawn[i][1], size: Math.round(size * 0.85)}}));
     // a marker at each change of the run's parameters (and each reroute): a dotted vertical line, what

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from fastlab.labs.kit import LABS_DIR, lab_folders
-from tests.webapp.conftest import ARTIFACTS, good_spec, wait_until
+from tests.webapp.conftest import ARTIFACTS, good_spec
 from tests.webapp.test_compare import A, B, write_run
 from tests.webapp.test_labs_web import LAB02, register_lab_run
 from tests.webapp.test_pages import write_report
@@ -78,7 +78,7 @@ def test_no_page_scrolls_sideways_on_a_phone(tmp_path: Path, live_server_factory
     join.fill("#join-code", "phone1")
     join.fill("#join-name", "Ada Lovelace-Byron")
     join.click("#join")
-    wait_until(join, "document.getElementById('class-who') !== null")
+    join.wait_for_selector("#class-who", timeout=15_000)  # the page reloads once joined
     join.close()
     look(student, "/class", "class-student")
     look(instructor, "/classes", "classes")
