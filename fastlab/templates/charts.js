@@ -347,12 +347,13 @@ export function createCharts(opts) {
       const d = flowRtt(flow);
       const dHat = u.base_rtt_us / 1e6;
       const big = u.avg_rtt_us / 1e6;
-      if (!d || !(dHat > 0) || !(big > 0) || Math.abs(dHat - d) < Math.max(BASE_RTT_GAP_S, BASE_RTT_GAP_SHARE * d)) continue;
-      const extra = u.cwnd * (dHat - d) / big;
+      if (!d || !(dHat > 0) || Math.abs(dHat - d) < Math.max(BASE_RTT_GAP_S, BASE_RTT_GAP_SHARE * d)) continue;
+      // the packets that hides: w·(d̂ − d)/D from the update's own window and avgRTT (a trimmed recording may lack them)
+      const extra = big > 0 && u.cwnd > 0 ? `about ${(u.cwnd * (dHat - d) / big).toFixed(1)} packets` : 'w·(d̂ − d)/D packets';
       lines.push(dHat > d
         ? `${flow}: FAST's baseRTT estimate is ${(dHat * 1e3).toFixed(1)} ms, ${((dHat - d) * 1e3).toFixed(1)} ms above the path's `
-          + `${(d * 1e3).toFixed(1)} ms: it counts those ms as propagation, so it keeps about ${extra.toFixed(1)} packets more `
-          + `queued than its α and its window sits that much above the dashed αD/(D−d) line.`
+          + `${(d * 1e3).toFixed(1)} ms: it counts those ms as propagation, so it keeps ${extra} more queued than its α `
+          + 'and its window sits that much above the dashed αD/(D−d) line.'
         : `${flow}: FAST's baseRTT estimate is ${(dHat * 1e3).toFixed(1)} ms, below the path's ${(d * 1e3).toFixed(1)} ms `
           + '(the theory line uses the configured delay): its window sits below the dashed αD/(D−d) line.');
     }
