@@ -72,9 +72,11 @@ export async function showCheckpoints(box) {
     plain.append(result);
     // Two layers: the sentence above is what a student reads; the statistics behind the range (standard
     // errors, batch means) are folded under it, one click away.
-    if (c.tolerance) {
+    if (c.tolerance || c.details) {
       const why = el('details', undefined, 'why');
-      why.append(el('summary', 'why this range'), el('div', c.tolerance, 'why-text'));
+      why.append(el('summary', c.details ? 'details: why this range, what it reads' : 'why this range'));
+      if (c.tolerance) why.append(el('div', c.tolerance, 'why-text'));
+      if (c.details) why.append(el('div', `reads: ${c.details}`, 'why-text reads'));
       plain.append(why);
     }
     if (c.note) plain.append(el('div', c.note, 'note cp-note'));
@@ -174,7 +176,8 @@ if (labName && panel) {
   const report = () => {
     const n = answers.written(record);
     const where = {saved: 'saved on the server for your class', offline: 'saved in this browser: offline, sent when it is back',
-      saving: 'saving…', local: 'saved in this browser (join a class to hand them in)', error: 'saved in this browser'}[state];
+      saving: 'saving…', error: 'saved in this browser',
+      local: panel.dataset.classes ? 'saved in this browser (join your class to hand them in)' : 'saved in this browser'}[state];
     status.textContent = n ? `${n} of ${boxes.length} answered · ${where}` : 'nothing written yet';
     panel.dataset.sync = state;
     document.dispatchEvent(new CustomEvent('answerschanged', {detail: record}));
