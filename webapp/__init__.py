@@ -88,6 +88,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     # fastlab's own templates too: tables.html, the summary tables report.html draws the same way
     app.jinja_loader = jinja2.ChoiceLoader([app.jinja_loader, jinja2.PackageLoader("fastlab", "templates")])
     app.jinja_env.globals["run_tables"] = tables.run_tables
+    app.jinja_env.globals["jain_text"] = tables.jain_text
     app.jinja_env.globals["theory_kinds"] = chart_lines.kinds
     app.jinja_env.globals["has_drop_probability"] = chart_lines.has_drop_probability
     root = Path(results_root or paths.results_root())

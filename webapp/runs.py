@@ -275,7 +275,13 @@ def api_validate() -> Any:
         spec, prepared = services().check(body_json())
     except SpecError as exc:
         return api_error(422, str(exc))
-    return jsonify({"ok": True, "spec": to_plain(spec),
+    from fastlab.experiment.cost import carry_warning, for_spec
+
+    try:  # what the machine can carry (fastlab.experiment.cost's model): said before the run, not after
+        warning = carry_warning(*for_spec(prepared))
+    except (ValueError, KeyError, TypeError, OSError):
+        warning = None
+    return jsonify({"ok": True, "spec": to_plain(spec), "warning": warning,
                     "links": {k: {"backend": b[0], "why": b[1]} for k, b in prepared.backends.items()},
                     "flows": [f.id for f in prepared.flows],
                     "yaml": cli_text.spec_yaml(spec), "command": cli_text.run_command(spec)})

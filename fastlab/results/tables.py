@@ -126,7 +126,26 @@ def segment_rows(segments: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def run_tables(summary: dict[str, Any], environment: dict[str, Any] | None) -> dict[str, Table]:
+IDLE_SHARE = 0.001  # a link busier than this share of its capacity, or that queued or dropped, is shown
+
+
+def idle(link: dict[str, Any]) -> bool:
+    """A link that carried next to nothing of its forward capacity, never queued and dropped nothing: an
+    unshaped access link of the topology (100,000 Mb/s, 0 %), which the tables leave out (issue 50)."""
+    util = finite_number(link.get("utilization"))
+    return util is not None and util < IDLE_SHARE and not finite_number(link.get("max_backlog_pkts")) \
+        and not finite_number(link.get("drops"))
+
+
+def jain_text(summary: dict[str, Any]) -> str:
+    """The Jain fairness index as shown: three decimals, or a dash where one flow has nothing to share with."""
+    flows, jain = summary.get("flows") or [], finite_number(summary.get("jain_index"))
+    if len(flows) < 2:
+        return "— (one flow)"
+    return "-" if jain is None else f"{jain:.3f}"
+
+
+def run_tables(summary: dict[str, Any], environment: dict[str, Any] | None) -> dict[str, Any]:
     """A run's tables as report.html and the web app's run page show them: flows, links, the parts of a
     run whose parameters changed, and (when the environment is known) which backend did each job and
     how each link was shaped."""
@@ -134,6 +153,9 @@ def run_tables(summary: dict[str, Any], environment: dict[str, Any] | None) -> d
     backends = [{"job": job, **choice} for job, choice in (env.get("backends") or {}).items()]
     shaping = [{"link": a["link"], "backend": a["backend"], "why": a["why"]} for a in env.get("shaping") or []]
     segments = summary.get("segments")
-    return {"flows": table(summary.get("flows") or [], "flow"), "links": table(summary.get("links") or [], "link"),
+    links = [link for link in summary.get("links") or [] if isinstance(link, dict)]
+    shown = [link for link in links if not idle(link)] or links
+    return {"flows": table(summary.get("flows") or [], "flow"), "links": table(shown, "link"),
+            "idle_links": [str(link.get("id")) for link in links if link not in shown],
             "segments": table(segment_rows(segments) if isinstance(segments, list) else []),
             "backends": table(backends), "shaping": table(shaping)}
