@@ -124,7 +124,9 @@ def api_join() -> Any:
 
 @bp.post("/api/class/leave")
 def api_leave() -> Any:
-    """This browser forgets the student (their runs and answers stay with the class)."""
+    """This browser forgets the student (their runs and answers stay with the class); it takes no body."""
+    if request.content_length and body():
+        return api_error(400, "body: leaving takes no fields")
     resp = jsonify({"left": current_student() is not None})
     resp.delete_cookie(STUDENT_COOKIE, samesite="Strict", httponly=True)
     return resp
