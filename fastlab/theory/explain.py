@@ -18,6 +18,7 @@ from typing import Any
 from fastlab.theory.hstcp import RENO_C, HstcpParams
 
 FULL = 0.9  # utilization from which a link counts as full
+WHOLE_RUN = " over the whole run"  # where a note's figures come from, when they are the summary's
 
 
 def loss_rate(link: dict[str, Any]) -> float | None:
@@ -96,13 +97,13 @@ def _pct(p: float) -> str:
     return f"{100 * p:.2g} %"
 
 
-def fast_note(link: dict[str, Any], total_alpha: float, flows: int, p: float | None) -> str:
+def fast_note(link: dict[str, Any], total_alpha: float, flows: int, p: float | None, over: str = "") -> str:
     """One bottleneck shared by FAST flows only: its mean backlog against the sum of the alphas."""
     backlog, util = float(link.get("mean_backlog_pkts") or 0), float(link.get("utilization") or 0)
     drops = int(link.get("loss_drops") or 0) + int(link.get("queue_drops") or 0)
     tol = max(2 * flows + 1, 0.15 * total_alpha)  # the integer update keeps up to 2 packets per flow below
     alpha = f"α = {total_alpha:g}" if flows == 1 else f"Σα = {total_alpha:g}"
-    head = f"{link['id']}: utilization {util:.2f}, mean backlog {backlog:.1f} packets"
+    head = f"{link['id']}: utilization {util:.2f}, mean backlog {backlog:.1f} packets{over}"
     if backlog < total_alpha - tol:
         much = "≪" if backlog < 0.5 * total_alpha else "<"
         if drops:
@@ -119,13 +120,13 @@ def fast_note(link: dict[str, Any], total_alpha: float, flows: int, p: float | N
             f"hold Σα{f': {drops} drops' if drops else ''})")
 
 
-def red_note(link: dict[str, Any], ref: dict[str, Any]) -> str:
+def red_note(link: dict[str, Any], ref: dict[str, Any], over: str = "") -> str:
     """A RED bottleneck (fastlab.theory.red.reference_lines' figures on its flows' references): its queue
     against the thresholds and the Reno/RED model's q*, its drops, and what the loop's gain margin says."""
     backlog, util = float(link.get("mean_backlog_pkts") or 0), float(link.get("utilization") or 0)
     arrivals, dropped = float(link.get("arrivals_pkts") or 0), int(link.get("aqm_drops") or 0)
     head = (f"{link['id']} (RED, min_th {ref['red_min_th_pkts']:g}, max_th {ref['red_max_th_pkts']:g} packets): "
-            f"utilization {util:.2f}, mean backlog {backlog:.1f} packets")
+            f"utilization {util:.2f}, mean backlog {backlog:.1f} packets{over}")
     drops = f"; RED dropped {dropped} packets ({100 * dropped / arrivals:.2g} % of arrivals)" if arrivals else ""
     margin, q_star = ref.get("red_gain_margin"), ref.get("red_q_star_pkts")
     if margin is None or q_star is None:
@@ -145,7 +146,7 @@ def red_note(link: dict[str, Any], ref: dict[str, Any]) -> str:
     return head + drops + model + verdict
 
 
-def link_notes(refs: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]:
+def link_notes(refs: list[dict[str, Any]], summary: dict[str, Any], over: str = "") -> list[str]:
     """One line per bottleneck: FAST's queue against Σα where only FAST flows share it, else how full."""
     links = {link["id"]: link for link in summary.get("links", []) if "id" in link}
     rates = measured_rates(summary)
@@ -160,9 +161,9 @@ def link_notes(refs: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]
             continue
         util = float(link.get("utilization") or 0)
         if all(r.get("fast_queue_pkts") for r in members):
-            out.append(fast_note(link, float(members[0]["fast_queue_pkts"]), len(members), rates.get(link_id)))
+            out.append(fast_note(link, float(members[0]["fast_queue_pkts"]), len(members), rates.get(link_id), over))
         elif members[0].get("red_max_th_pkts"):
-            out.append(red_note(link, members[0]))
+            out.append(red_note(link, members[0], over))
         elif util >= FULL:
             out.append(f"{link_id}: utilization {util:.2f}: the flows keep it full "
                        f"(mean backlog {float(link.get('mean_backlog_pkts') or 0):.1f} packets)")
@@ -196,7 +197,9 @@ def notes(refs: list[dict[str, Any]], summary: dict[str, Any] | None) -> list[st
     """The "what happened" lines of a finished run, most telling first; [] without a summary."""
     if not summary:
         return []
-    return link_notes(refs, summary) + flow_notes(refs, summary)
+    # the whole run's figures, start-up included, said so: a lab's checkpoint on the same page measures its
+    # settled part ("mean backlog after 6 s"), and two unlabelled figures of one quantity read as a contradiction
+    return link_notes(refs, summary, WHOLE_RUN) + flow_notes(refs, summary)
 
 
 def what_happened(spec: Any, summary: dict[str, Any], changes: list[Any] | None = None,
