@@ -15,11 +15,17 @@ are checked against a strict pattern and looked up in SQLite before any file is 
 through the spec schema and the engine's validation (which never uses a shell).
 
 Guided labs (`webapp.guided` over `fastlab.labs.kit`): /labs lists the labs, /labs/<n> shows a handout
-rendered for the web (`webapp.handout`: Run buttons where the CLI handout has commands, answer boxes
-kept in the browser) with its steps; running a step queues an ordinary run that remembers its lab,
+rendered for the web (`webapp.handout`: Run buttons where the CLI handout has commands, answer boxes,
+expected values folded until the student has predicted) with its steps; running a step queues an ordinary run that remembers its lab,
 step and form, and its checkpoints are evaluated on the finished run directory and said in plain
 words (/api/runs/<id>/checkpoints); POST /api/runs/<id>/bundle adds the student's answers to the
 bundle; /new?lab=..&spec=..&set=.. opens the form with one of a lab's specs.
+
+A class (`webapp.classes` over `webapp.classdb`, DESIGN.md §2): with an instructor token the instructor
+creates classes (a name, a join code) and sees each as a whole (/classes/<id>: runs, checkpoints, answers,
+a plot of the class against the theory, who is stuck, CSV and bundle exports); students join with a
+display name (/class), their runs and answers carry them, answers are saved on the server and kept in the
+browser while it is offline.
 
 Fidelity: a finished run's page opens with its fidelity verdict (`fastlab.results.fidelity_view`: a
 warning box with the reasons when the emulation was not faithful, a short note otherwise) and the

@@ -1,8 +1,9 @@
 """Guided labs in the browser (over `webapp.guided` and `fastlab.labs.kit`): /labs lists the labs,
 /labs/<n> shows a handout rendered for the web (`webapp.handout`: Run buttons where the CLI handout
-has commands, answer boxes kept in the browser) with its steps and their latest runs; running a step
-queues an ordinary run that remembers its lab, step and form, and its checkpoints are evaluated on
-the finished run directory and said in plain words (/api/runs/<id>/checkpoints).
+has commands, answer boxes, expected values folded until predicted) with its steps and their latest
+runs; running a step queues an ordinary run that remembers its lab, step and form, and its checkpoints
+are evaluated on the finished run directory and said in plain words (/api/runs/<id>/checkpoints). The
+handout's model calculator (lab 10's step 1) computes through POST /api/theory/red.
 """
 
 from __future__ import annotations
