@@ -16,10 +16,10 @@ through the spec schema and the engine's validation (which never uses a shell).
 
 Guided labs (`webapp.guided` over `fastlab.labs.kit`): /labs lists the labs, /labs/<n> shows a handout
 rendered for the web (`webapp.handout`: Run buttons where the CLI handout has commands, answer boxes,
-expected values folded until the student has predicted) with its steps; running a step queues an ordinary run that remembers its lab,
-step and form, and its checkpoints are evaluated on the finished run directory and said in plain
-words (/api/runs/<id>/checkpoints); POST /api/runs/<id>/bundle adds the student's answers to the
-bundle; /new?lab=..&spec=..&set=.. opens the form with one of a lab's specs.
+expected values folded until the student has predicted) with its steps; running a step queues an
+ordinary run that remembers its lab, step and form, and its checkpoints are evaluated on the finished
+run directory and said in plain words (/api/runs/<id>/checkpoints); POST /api/runs/<id>/bundle adds
+the student's answers to the bundle; /new?lab=..&spec=..&set=.. opens the form with one of a lab's specs.
 
 A class (`webapp.classes` over `webapp.classdb`, DESIGN.md §2): with an instructor token the instructor
 creates classes (a name, a join code) and sees each as a whole (/classes/<id>: runs, checkpoints, answers,

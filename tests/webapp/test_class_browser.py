@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.webapp.conftest import ARTIFACTS, wait_until, watch
+from tests.webapp.conftest import ARTIFACTS, wait_until, watch, write_lab
 from webapp import create_app
 from webapp.runner import connect
 
@@ -74,16 +74,6 @@ def backlog(run: StepRun, lo: float, hi: float) -> CheckResult:
 """
 
 
-def write_lab(root: Path) -> Path:
-    folder = root / "01-tiny-class"
-    (folder / "specs").mkdir(parents=True)
-    (folder / "README.md").write_text(HANDOUT)
-    (folder / "lab.yaml").write_text(LAB)
-    (folder / "specs" / "fast.yaml").write_text(SPEC)
-    (folder / "checkpoints.py").write_text(CHECKPOINTS)
-    return root
-
-
 def statuses(database: Path) -> list[str]:
     with connect(database) as conn:
         return [r["status"] for r in conn.execute("SELECT status FROM runs WHERE student IS NOT NULL")]
@@ -98,7 +88,7 @@ def view(page: Any, class_id: str) -> dict[str, Any]:
 @pytest.mark.timeout(420)
 def test_a_class_runs_answers_and_is_seen_whole(tmp_path: Path, live_server_factory, browser) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
-    labs = write_lab(tmp_path / "labs")
+    labs = write_lab(tmp_path / "labs", "01-tiny-class", HANDOUT, LAB, {"fast.yaml": SPEC}, CHECKPOINTS)
     results = tmp_path / "results"
     app = create_app(results_root=results, labs_dir=labs, instructor_token=INSTRUCTOR, cleanup_on_start=False)
     server = live_server_factory(app)

@@ -25,6 +25,14 @@ function scrollBox(child) {
   box.append(child);
   return box;
 }
+// A section of the page emptied for a redraw; null (and a note in it) when there is nothing to draw.
+function redraw(id, empty, note) {
+  const box = document.getElementById(id);
+  box.replaceChildren();
+  if (!empty) return box;
+  box.append(el('p', note, 'note'));
+  return null;
+}
 const when = (iso) => (iso ? new Date(iso).toLocaleTimeString([], {hour: '2-digit', minute: '2-digit'}) : '');
 
 function runChip(run) {
@@ -43,12 +51,8 @@ function runChip(run) {
 }
 
 function stuckList(view) {
-  const box = document.getElementById('stuck');
-  box.replaceChildren();
-  if (!view.stuck.length) {
-    box.append(el('p', 'Nobody: no student\'s latest run of a step failed or was inconclusive.', 'note'));
-    return;
-  }
+  const box = redraw('stuck', !view.stuck.length, 'Nobody: no student\'s latest run of a step failed or was inconclusive.');
+  if (!box) return;
   const ul = el('ul', undefined, 'stuck-list');
   for (const s of view.stuck) {
     const li = el('li');
@@ -60,12 +64,8 @@ function stuckList(view) {
 }
 
 function labSections(view) {
-  const box = document.getElementById('labs');
-  box.replaceChildren();
-  if (!view.labs.length) {
-    box.append(el('p', 'No lab step run or answer yet.', 'note'));
-    return;
-  }
+  const box = redraw('labs', !view.labs.length, 'No lab step run or answer yet.');
+  if (!box) return;
   const students = view.students;
   for (const lab of view.labs) {
     const section = el('section', undefined, 'class-lab');
@@ -116,12 +116,8 @@ function labSections(view) {
 }
 
 function studentsTable(view) {
-  const box = document.getElementById('students');
-  box.replaceChildren();
-  if (!view.students.length) {
-    box.append(el('p', `No student yet: they join on /class with the code ${view.class.code}.`, 'note'));
-    return;
-  }
+  const box = redraw('students', !view.students.length, `No student yet: they join on /class with the code ${view.class.code}.`);
+  if (!box) return;
   const table = el('table', undefined, 'class-students');
   const head = el('tr');
   for (const h of ['student', 'joined', 'runs', 'answers']) head.append(el('th', h));
