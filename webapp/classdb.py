@@ -22,6 +22,7 @@ import datetime as dt
 import hashlib
 import hmac
 import json
+import math
 import re
 import secrets
 import sqlite3
@@ -213,7 +214,7 @@ def student_names(conn: sqlite3.Connection, run_ids: list[str]) -> dict[str, str
 # --- answers ------------------------------------------------------------------------------------------
 
 def _edited(value: Any, now_ms: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
         raise ClassError("items.edited: the time of the edit in ms since 1970, a positive number")
     return int(min(value, now_ms + CLOCK_SLACK_MS)) if value < 1e15 else now_ms
 

@@ -54,7 +54,8 @@ LINE_DEFS = (
     # FAST's rate α/q, when it is not the capacity (one flow alone fills its link)
     LineDef("fast_rate_mbps", ("goodput",), False,
             lambda r, y: f"{r['flow']} FAST rate α/q {y:.2f} Mb/s", lambda r, y: f"{r['flow']} {y:.2f} Mb/s",
-            lambda r: abs(float(r["fast_rate_mbps"]) - float(r.get("capacity_mbps") or 0)) > 1e-6),
+            # (the reference rounds it to 3 decimals: within that of the capacity it is the capacity)
+            lambda r: abs(float(r["fast_rate_mbps"]) - float(r.get("capacity_mbps") or 0)) > 1e-3),
     LineDef("fast_window_pkts", ("cwnd",), False,
             lambda r, y: f"{r['flow']} FAST window αD/(D−d) {_g(y)} pkts", lambda r, y: f"{r['flow']} {_g(y)} pkts"),
     LineDef("mathis_window_pkts", ("cwnd",), False,
