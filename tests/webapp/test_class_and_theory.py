@@ -192,3 +192,14 @@ def test_goodput_from_a_recordings_bytes_acked() -> None:
     assert math.isnan(f1["goodput_mbps"].iloc[0])
     steady = f1[(f1["t"] > 6) & (f1["t"] < 29)]["goodput_mbps"]
     assert 9.5 < steady.mean() < 10.5  # two flows sharing 20 Mb/s, equal alphas: 10 each
+
+
+def test_pages_name_the_student_of_a_run(app: Any) -> None:
+    teacher = instructor(app)
+    teacher.post("/api/classes", json={"name": "A", "code": "NAMES"}, headers=headers(app))
+    student = app.test_client()
+    student.post("/api/class/join", json={"code": "NAMES", "name": "Barbara <b>L</b>"}, headers=headers(app))
+    run = student.post("/api/runs", json=good_spec(), headers=headers(app)).get_json()["id"]
+    page = teacher.get(f"/runs/{run}").get_data(as_text=True)
+    assert '<p class="note" id="run-student">queued by Barbara &lt;b&gt;L&lt;/b&gt;</p>' in page  # escaped
+    assert "by Barbara &lt;b&gt;L&lt;/b&gt;" in teacher.get("/").get_data(as_text=True)
