@@ -245,7 +245,8 @@ MATH_WORDS = ((re.compile(r"\balpha\b"), "α"), (re.compile(r"\bgamma\b"), "γ")
               (re.compile(r"\s\*\s|(?<=\w)\*(?=[\w(])"), "·"),
               (re.compile(r"(?<=[\w)]) x (?=[\w(])"), " × "), (re.compile(r" - "), " − "), (re.compile(r"<="), "≤"),
               (re.compile(r">="), "≥"), (re.compile(r"\^2\b"), "²"), (re.compile(r"\^3\b"), "³"),
-              (re.compile(r"(?<=\s)~(?=\s)"), "≈"), (re.compile(r"\b1/gamma\b"), "1/γ"))
+              (re.compile(r"(?<=\s)~(?=\s)"), "≈"), (re.compile(r"\b1/gamma\b"), "1/γ"),
+              (re.compile(r"\b([A-Za-z])_i\b"), "\\1ᵢ"))
 # a parenthesis that names files or columns (flows.csv, summary.json, aqm_avg_queue): the "details" layer
 SOURCE_ASIDE = re.compile(r"\s*\(([^()]*(?:\.csv|\.json|\b[a-z]+_[a-z_]+\b)[^()]*)\)")
 
