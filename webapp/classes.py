@@ -446,7 +446,7 @@ def class_bundle(view: dict[str, Any], root: Path) -> bytes:
     export), class.json (the view), answers/<student>.md, and each finished run's spec, summary and
     checkpoint results under runs/<run>/ (the traces stay in each run's own bundle: a class's would
     weigh gigabytes)."""
-    from fastlab.base.rundir import RunFolder
+    from fastlab.base.rundir import SPEC, SUMMARY, RunFolder
     from fastlab.results.bundle import MANIFEST
 
     top = f"class-{view['class']['code']}"
@@ -456,7 +456,7 @@ def class_bundle(view: dict[str, Any], root: Path) -> bytes:
         files[f"answers/{s['id']}.md"] = answers_markdown(view, s["id"]).encode()
     for run in view["runs"]:
         folder = RunFolder(root / run["id"])
-        for name in ("spec.yaml", "summary.json"):
+        for name in (SPEC, SUMMARY):
             try:
                 files[f"runs/{run['id']}/{name}"] = folder.path(name).read_bytes()
             except (FileNotFoundError, OSError):
