@@ -21,7 +21,7 @@ run: setup
 # All tests, in tiers that fail fast (scripts/test.sh prints each tier's time): lint and the type
 # checker, native unit tests, the Python unit tier (what `make check` runs: every lab's physics on its
 # recorded runs), then (after removing what killed runs left behind) the web app, integration and live
-# lab tests (real namespaces; invariants, DESIGN.md §10) and the stock-kernel lane.
+# lab tests (real namespaces; invariants, docs/design.md §10) and the stock-kernel lane.
 test: setup
 	@bash scripts/test.sh
 

@@ -93,7 +93,7 @@ def foreign_run_prefixes() -> set[str]:
 
 def faithful(summary: dict) -> bool:
     """Whether a live run's physics may be judged: only a run the fidelity verdict calls faithful proves
-    anything (DESIGN.md §10). An unfaithful one is inconclusive: the caller skips its physical bounds,
+    anything (docs/design.md §10). An unfaithful one is inconclusive: the caller skips its physical bounds,
     and this says so in the test's output."""
     verdict = summary.get("fidelity") or {}
     if verdict.get("faithful"):

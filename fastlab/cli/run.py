@@ -165,25 +165,37 @@ def cmd_topo_show(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """The `run` command groups on the top-level subparsers."""
-    run = sub.add_parser("run", help="run an experiment spec")
-    run.add_argument("spec", help="experiment spec (YAML)")
+    run = sub.add_parser("run", help="run an experiment spec",
+                         example="fastlab run examples/simple-cubic.yaml --set flows.0.cc=bbr")
+    run.positional("spec", metavar="SPEC", words="the experiment spec, a YAML file",
+                   help="experiment spec (YAML)", example="examples/simple-cubic.yaml")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="override a field, e.g. --set topology_args.rate_mbps=20 --set flows.0.cc=bbr")
-    run.add_argument("--out", help="results directory (default: results/<time>-<name>-<run>)")
-    run.add_argument("--check", action="store_true", help="validate only; create nothing")
+    run.add_argument("--out", metavar="DIRECTORY",
+                     help="results directory (default: results/<time>-<name>-<run>, or under $FASTLAB_RESULTS)")
+    run.add_argument("--check", action="store_true",
+                     help="validate the spec against this machine and stop: creates nothing, but probes the "
+                          "kernel (qdiscs, iptables) in a throwaway network namespace (unshare -n) that vanishes "
+                          "with the probe")
     run.set_defaults(func=cmd_run)
-    doctor = sub.add_parser("doctor", help="what this machine can do, and the backend for each job")
-    doctor.add_argument("--json", action="store_true")
+    doctor = sub.add_parser("doctor", help="what this machine can do, and the backend for each job",
+                            example="fastlab doctor --json")
+    doctor.add_argument("--json", action="store_true", help="the capabilities, backends and measured capacity as JSON")
     doctor.add_argument("--self-test", action="store_true",
                         help="first measure the highest rate and flow count this machine emulates faithfully "
                              "(runs experiments, ~2 minutes, root)")
     doctor.set_defaults(func=cmd_doctor)
-    sub.add_parser("cleanup", help="remove leftovers of fastlab runs (only)").set_defaults(func=cmd_cleanup)
-    topo = sub.add_parser("topo", help="topologies")
-    topo_sub = topo.add_subparsers(dest="topo_command", required=True)
-    topo_sub.add_parser("list", help="list topologies").set_defaults(func=cmd_topo_list)
-    show = topo_sub.add_parser("show", help="nodes, links, capacities, RTTs and BDPs of a topology")
-    show.add_argument("name")
-    show.add_argument("--scale", type=float, help="capacity scale factor (topologies that take one)")
-    show.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE", help="another topology argument")
+    sub.add_parser("cleanup", help="remove leftovers of fastlab runs (only)",
+                   example="fastlab cleanup").set_defaults(func=cmd_cleanup)
+    topo = sub.add_parser("topo", help="topologies: list, show", example="fastlab topo show sc2002 --scale 0.1")
+    topo_sub = topo.commands("topo_command")
+    topo_sub.add_parser("list", help="list topologies and their arguments",
+                        example="fastlab topo list").set_defaults(func=cmd_topo_list)
+    show = topo_sub.add_parser("show", help="nodes, links, capacities, RTTs and BDPs of a topology",
+                               example="fastlab topo show docsis --arg mode=simple")
+    show.positional("name", metavar="TOPOLOGY", words="the topology's name, as fastlab topo list shows it",
+                    help="a topology's name, as `fastlab topo list` shows", example="sc2002")
+    show.add_argument("--scale", type=float, help="capacity scale factor (topologies that take one), e.g. 0.1")
+    show.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
+                      help="another topology argument, e.g. --arg rate_mbps=20")
     show.set_defaults(func=cmd_topo_show)

@@ -31,7 +31,7 @@ from pydantic import (
 
 from fastlab.base.documents import MAX_DEPTH, MAX_VALUES, DocumentError, check_shape, one_line, read_yaml
 
-MTU_BYTES = 1500  # standard Ethernet frames: the default throughout (DESIGN.md §5)
+MTU_BYTES = 1500  # standard Ethernet frames: the default throughout (docs/design.md §5)
 MTU_MIN_BYTES = 576  # the smallest datagram every IPv4 host must accept (RFC 791)
 MTU_MAX_BYTES = 9000  # jumbo frames, as the 2002-2003 records used (Abilene, DataTAG)
 # One table of ranges for a link's values, fixed or scheduled (all within linkemu's: 1 Tb/s, 1 h).

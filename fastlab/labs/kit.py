@@ -78,7 +78,7 @@ class CheckResult:
 
     `passed` is the figure against its band. On a run the fidelity verdict calls unfaithful (or a
     run without a verdict) the figure proves nothing either way: `inconclusive` then holds the
-    verdict's reasons and the status is INCONCLUSIVE, whatever the figure (DESIGN.md §10).
+    verdict's reasons and the status is INCONCLUSIVE, whatever the figure (docs/design.md §10).
     """
 
     name: str

@@ -1,5 +1,5 @@
 """fastlab's FAST and HSTCP, as BPF struct_ops, carrying real kernel TCP through the emulated path:
-live runs judged on invariants (DESIGN.md §10). Each run is as short as its invariant needs.
+live runs judged on invariants (docs/design.md §10). Each run is as short as its invariant needs.
 
 What is asserted: the build registers and is unregistered after the run; the parameters asked for
 (alpha, a changed alpha, Limited Slow-Start's max_ssthresh) are the ones the algorithm's own events

@@ -1,5 +1,5 @@
 """Real runs: Mininet namespaces, the userspace emulator, real kernel TCP, OVS -- judged on invariants
-(DESIGN.md §10): files, columns, backends and commands, what is left behind, seeded drops, and facts
+(docs/design.md §10): files, columns, backends and commands, what is left behind, seeded drops, and facts
 that hold whatever the machine's timing (no RTT below the path's, no rate above the link's, a
 binomial count within 4 standard deviations). Bands that depend on this 2-core machine's timing
 (utilization of a busy link, RTT within a few ms) are judged on recorded runs and in bench/.

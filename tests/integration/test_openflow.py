@@ -1,6 +1,6 @@
 """OpenFlow control of sc2002's switched core with real Open vSwitch (userspace datapath here) and the
 real os-ken controller process: path selection, scheduled reroutes, port statistics -- judged on
-invariants (DESIGN.md §10).
+invariants (docs/design.md §10).
 
 Abilene's path is 10 ms longer in RTT than Level(3)'s (190 vs 180 ms CERN-Sunnyvale). Asserted:
 the reroutes are applied in order, at their time (within 2 s: a controller that late is broken, not

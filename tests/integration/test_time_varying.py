@@ -6,7 +6,7 @@ the second after each step) and any second whose queue ran dry (then TCP, not th
 all but one of each phase's seconds are judged. The times count from the flows' start: linkemu
 got its epoch as they started and said so. The trace is copied into the run folder and spec.yaml names
 the copy. A run the fidelity verdict calls unfaithful (the machine was busy) proves nothing: the rates
-are then not judged (DESIGN.md §10).
+are then not judged (docs/design.md §10).
 
 Measured on this 2-core VM (2026-11-27, 3 runs each, all faithful): the worst judged second's relative
 error, min / median / max, schedule 0.11 / 0.11 / 0.11 % (one packet in a second: 8.009 for 8 Mb/s),

@@ -2,7 +2,7 @@
 emulated path, is never below the documented one (less 2 % or 1 ms: ping's clock), and on a
 faithful run not above it by more than that (the emulator's wake-up latency and the switches add a
 fraction of a millisecond); the DOCSIS MAC's request-grant wait is there, never shorter than its
-model, spread over a MAP; flows cross each topology. Live runs, judged on invariants (DESIGN.md §10):
+model, spread over a MAP; flows cross each topology. Live runs, judged on invariants (docs/design.md §10):
 bounds that depend on this machine's timing are judged only on a faithful run."""
 
 from __future__ import annotations

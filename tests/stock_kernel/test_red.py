@@ -2,7 +2,7 @@
 same guest (issue 33): what CI asserts here are the invariants of RED doing its job on both; how closely
 the two agree on drop rate and time-mean queue (the issue's 20 %) is a pass rate, measured by
 `bench/red_lane.py` over repeated lanes, because one pair of runs of a few hundred drops each cannot
-carry a 20 % band at four standard deviations (DESIGN.md §10).
+carry a 20 % band at four standard deviations (docs/design.md §10).
 
 "The same experiment" means the same RED as both see it:
 - thresholds of 10 and 30 full-sized packets: linkemu counts packets, the kernel bytes (IP bytes through

@@ -142,7 +142,7 @@ def test_bad_step_override_names_the_step(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args, message", [
     (["lab", "list", "extra"], "unrecognized arguments"),
-    (["lab", "check"], "required: lab"),
+    (["lab", "check"], "missing the lab"),
     (["lab", "check", "99"], "no lab '99'"),
     (["lab", "check", "1", "--run", "/nonexistent/run"], "not a lab run"),
     (["lab", "run", "99"], "no lab '99'"),
