@@ -88,7 +88,8 @@ def inject() -> dict[str, Any]:
     def student() -> dict[str, str] | None:
         s = current_student()
         return s.as_dict() if s else None
-    return {"class_student": student, "classes_enabled": classes_enabled, "run_students": run_student_names}
+    return {"class_student": student, "classes_enabled": classes_enabled, "run_students": run_student_names,
+            "is_instructor": instructor}
 
 
 def run_student_names(run_ids: list[str]) -> dict[str, str]:

@@ -145,7 +145,7 @@ function plot(view) {
   });
   const size = largeFonts() ? 20 : 13;
   Plotly.react('class-plot', traces, {
-    title: {text: `Mean backlog measured against the theory (${view.plot.length} run${view.plot.length === 1 ? '' : 's'})`},
+    title: {text: `Backlog: measured against theory (${view.plot.length} run${view.plot.length === 1 ? '' : 's'})`},
     font: {size}, margin: {t: 50, r: 20, b: 60, l: 70},
     xaxis: {title: {text: 'theory: Σα of the bottleneck (packets)'}, range: [0, top]},
     yaxis: {title: {text: 'measured mean backlog (packets)'}, range: [0, top]},
@@ -164,8 +164,9 @@ async function refresh() {
     return;
   }
   const view = r.data;
-  document.getElementById('class-summary').textContent = `${view.students.length} students · ${view.runs.length} runs · `
-    + `${view.answers.length} answers`;
+  const count = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  document.getElementById('class-summary').textContent = `${count(view.students.length, 'student')} · `
+    + `${count(view.runs.length, 'run')} · ${count(view.answers.length, 'answer')}`;
   stuckList(view);
   plot(view);
   labSections(view);
