@@ -83,6 +83,18 @@ export async function sync(lab, record) {
   return {state: 'saved', changed};
 }
 
+// The pending boxes sent with a request that outlives the page (fetch keepalive: it carries the CSRF header,
+// which a beacon cannot); the record keeps them pending, so the next page's sync sends them again if needed.
+export function flush(lab, record) {
+  const out = record.items.filter((i) => i.pending);
+  if (!student() || !out.length) return;
+  try {
+    fetch(`/api/class/answers/${encodeURIComponent(lab)}`, {method: 'POST', keepalive: true, credentials: 'same-origin',
+      headers: {'X-CSRF-Token': csrfToken(), 'Content-Type': 'application/json'},
+      body: JSON.stringify({items: out.map(({key, label, prompt, text, edited}) => ({key, label, prompt, text, edited}))})});
+  } catch (e) { /* offline: it stays pending */ }
+}
+
 // The answers as a Markdown document: each question (quoted) and the student's answer under it.
 export function markdown(record) {
   const lines = [`# ${record.title || record.lab}: my answers`, '', `Saved ${record.saved || 'never'} (lab folder ${record.lab}).`, ''];

@@ -89,6 +89,8 @@ export async function showCheckpoints(box) {
 
 // --- running steps ---------------------------------------------------------------------------------
 const labName = document.getElementById('lab')?.dataset.lab;
+// the answers typed just before a Run button: sent before the page leaves for the run's (set below)
+let sendAnswers = async () => {};
 for (const button of document.querySelectorAll('#lab button.run-step')) {
   button.addEventListener('click', async () => {
     const scope = button.closest('.step-ref') || button.closest('.step');
@@ -99,7 +101,11 @@ for (const button of document.querySelectorAll('#lab button.run-step')) {
     message.textContent = 'queueing…';
     const r = await api('POST', `/api/labs/${encodeURIComponent(labName)}/steps/${encodeURIComponent(button.dataset.step)}/run`,
       {short: button.dataset.short === '1'});
-    if (r.status === 201) { window.location = r.data.url; return; }
+    if (r.status === 201) {
+      await sendAnswers();
+      window.location = r.data.url;
+      return;
+    }
     message.className = 'error run-message';
     message.textContent = errorText(r);
     for (const b of buttons) b.disabled = false;
@@ -127,6 +133,7 @@ for (const button of document.querySelectorAll('#lab button.run-all')) {
       }
       urls.push(r.data.url);
     }
+    await sendAnswers();
     window.location = urls[0];
   });
 }
@@ -189,7 +196,8 @@ if (labName && panel) {
     syncing = answers.sync(labName, record);
     const r = await syncing;
     syncing = null;
-    state = r.state;
+    // an edit typed while the request was out is still to send: not "saved" yet
+    state = r.state === 'saved' && answers.pending(record) ? 'saving' : r.state;
     if (r.state === 'error') status.title = r.error;
     else status.removeAttribute('title');
     show();
@@ -197,6 +205,11 @@ if (labName && panel) {
     if (again) { again = false; syncNow(); }
   }
   let timer = null;
+  sendAnswers = async () => {
+    clearTimeout(timer);
+    while (syncing) await syncing;  // a request already out: then what is still pending
+    if (answers.pending(record)) await syncNow();
+  };
   for (const box of boxes) {
     box.addEventListener('input', () => {
       const item = record.items.find((i) => i.key === box.dataset.answer);
@@ -212,6 +225,9 @@ if (labName && panel) {
   report();
   syncNow();
   window.addEventListener('online', syncNow);
+  // leaving the page (a Run button opens the run's page) within the typing pause: what is not sent yet goes
+  // with a request that outlives the page; whatever it misses stays pending in this browser
+  window.addEventListener('pagehide', () => answers.flush(labName, record));
   setInterval(() => { if (answers.pending(record)) syncNow(); }, 15_000);
   document.getElementById('answers-download').addEventListener('click', () => {
     answers.download(new Blob([answers.markdown(record)], {type: 'text/markdown'}), `${labName}-answers.md`);
