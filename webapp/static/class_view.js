@@ -146,13 +146,13 @@ function plot(view) {
   const size = largeFonts() ? 20 : 13;
   Plotly.react('class-plot', traces, {
     title: {text: `Backlog: measured against theory (${view.plot.length} run${view.plot.length === 1 ? '' : 's'})`},
-    font: {size}, margin: {t: 50, r: 20, b: 60, l: 70},
+    font: {size}, margin: {t: 50, r: 20, b: 100, l: 70},
     xaxis: {title: {text: 'theory: Σα of the bottleneck (packets)'}, range: [0, top]},
     yaxis: {title: {text: 'measured mean backlog (packets)'}, range: [0, top]},
     shapes: [{type: 'line', x0: 0, y0: 0, x1: top, y1: top, line: {color: '#444', dash: 'dash', width: 1.5}}],
     annotations: [{x: top * 0.95, y: top * 0.95, xanchor: 'right', yanchor: 'bottom', showarrow: false,
       text: 'measured = theory', font: {color: '#444'}}],
-    legend: {orientation: 'h', y: -0.2}}, {responsive: true, displaylogo: false});
+    legend: {orientation: 'h', y: -0.32}}, {responsive: true, displaylogo: false});
 }
 
 async function refresh() {
