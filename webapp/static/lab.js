@@ -29,8 +29,9 @@ export async function showCheckpoints(box) {
     box.append(el('p', r.data.inconclusive, 'note cp-note'));
   } else {
     const skipped = r.data.skipped?.length ? ` (of the ${r.data.checks.length} this short run evaluates)` : '';
-    box.append(el('p', failed ? `${failed} of ${r.data.checks.length} checkpoints failed${skipped}`
-      : `all ${r.data.checks.length} checkpoints passed${skipped}`, `summary ${failed ? 'fail' : 'pass'}`));
+    const n = r.data.checks.length;
+    box.append(el('p', failed ? `${failed} of ${n} checkpoint${n === 1 ? '' : 's'} failed${skipped}`
+      : `${n === 1 ? 'the checkpoint' : `all ${n} checkpoints`} passed${skipped}`, `summary ${failed ? 'fail' : 'pass'}`));
   }
   if (r.data.skipped?.length) {
     // the checkpoints a short run cannot show, each with why: run the full form to judge them
