@@ -48,7 +48,7 @@ from pathlib import Path
 from fastlab.experiment.engine import RunResult
 from fastlab.base.rundir import RunFolder
 from webapp import create_app
-from webapp.asgi import make_asgi
+from webapp.asgi import make_asgi, server_config
 import uvicorn
 
 FLOWS, HZ, DURATION = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
@@ -77,8 +77,7 @@ def engine(spec, *, out, on_sample):
 
 app = create_app(results_root=Path(sys.argv[5]), runner=engine, cleanup_on_start=False)
 print(app.config["CSRF_TOKEN"], flush=True)
-uvicorn.Server(uvicorn.Config(make_asgi(app), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning",
-                              lifespan="off", access_log=False)).run()
+uvicorn.Server(server_config(make_asgi(app), "127.0.0.1", int(sys.argv[1]))).run()
 '''
 
 

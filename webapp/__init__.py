@@ -61,8 +61,13 @@ MAX_DURATION_S = 600.0
 MAX_QUEUED = 40  # runs waiting at once: a class's worth; more is a runaway script, not a lesson
 # Runs one client (address) may have waiting: a student's few tries, so that one runaway script
 # or impatient double-clicker cannot take the class's queue. On a loopback server every user is
-# 127.0.0.1, so there it is one user's limit; behind a reverse proxy the proxy is one client.
+# 127.0.0.1, so there it is one user's limit; behind a reverse proxy the proxy is one client unless
+# `python -m webapp --trusted-proxy ADDR` names it (then its X-Forwarded-For names the client).
 MAX_QUEUED_PER_CLIENT = 10
+# Runs one client may put in the history an hour (queued, then run or cancelled): a student's tries, one
+# every 30 s, are far below it. Submit-then-cancel added 17.7 rows a second (63,700 an hour) from one
+# client, and a row costs the history and every page that lists it (issue 47).
+MAX_RUNS_PER_CLIENT_HOUR = 120
 BLUEPRINTS = (security.bp, runs.bp, live.bp, labs.bp, compare.bp, sweeps.bp, classes.bp)
 
 
@@ -102,6 +107,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     app.config.update(RESULTS_ROOT=root, DATABASE=database, MAX_CONTENT_LENGTH=256 * 1024,
                       CSRF_TOKEN=secrets.token_urlsafe(32), MAX_DURATION_S=max_duration_s,
                       MAX_QUEUED=MAX_QUEUED, MAX_QUEUED_PER_CLIENT=MAX_QUEUED_PER_CLIENT,
+                      MAX_RUNS_PER_CLIENT_HOUR=MAX_RUNS_PER_CLIENT_HOUR,
                       LABS_DIR=Path(labs_dir or LABS_DIR), INSTRUCTOR_TOKEN=instructor_token or None, **guards)
     manager = q.RunManager(root, database, runner, max_running=max_running, cluster=cluster)
     app.extensions["fastlab_runs"] = manager

@@ -244,7 +244,7 @@ def api_delete(run_id: str) -> Any:
         return api_error(403, h.not_yours(row, "delete it"))
     if row["status"] in h.active:
         return api_error(409, f"run is {row['status']}: cancel it first, then delete it")
-    folder = h.root / run_id
+    folder = h.folder(run_id)  # the id checked as a name (fastlab.base.names) before anything is removed
     if folder.is_symlink():
         folder.unlink()
     elif folder.is_dir():

@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fastlab.base.documents import read_file, read_json, read_json_file, read_yaml_file
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -50,8 +52,14 @@ INCOMPLETE = ".incomplete"  # the suffix of a run folder whose files could not a
 REPORT_BYTES = 6 * 1024**2  # report.html inlines plotly (~4.6 MB)
 ROW_BYTES = 400  # a sample in flows/links.csv and the web app's partial.jsonl, generously
 SWEEP_STATE = "sweep.json"  # a sweep folder's state
+SWEEP_STATE_MAX_CHARS = 64 * 1024 * 1024  # sweep.json: 10,000 points of a few hundred bytes each, with room
 POINT_FILE = "point.json"  # a sweep point's record, written last
 POINTS = "points"  # a sweep folder's point run folders
+# What a run folder's records are read up to (fastlab.base.documents: a regular file, its depth and size
+# bounded): the largest in the repository are ~60 kB (lab 03's environment.json, 64 flows), and a spec is
+# at most fastlab.define.schema.MAX_SPEC_CHARS.
+RECORD_MAX_CHARS = 16 * 1024 * 1024
+SPEC_MAX_CHARS = 1_000_000
 
 
 DROPS_LOG_PREFIX = "loss_drops_"
@@ -233,23 +241,26 @@ class RunFolder:
         """A finished run's folder: its spec and summary are there."""
         return self.has(SPEC) and self.has(SUMMARY)
 
+    # The records are read with the one bounded reader (fastlab.base.documents): a folder from a bundle or
+    # another machine may hold anything; DocumentError (a ValueError, one line) for what it cannot take.
     def spec(self) -> dict[str, Any]:
         """spec.yaml as plain data ({} for an empty file)."""
-        import yaml
-
-        return yaml.safe_load(self.path(SPEC).read_text()) or {}
+        return read_yaml_file(self.path(SPEC), max_chars=SPEC_MAX_CHARS) or {}
 
     def summary(self) -> dict[str, Any]:
-        return json.loads(self.path(SUMMARY).read_text())
+        return read_json_file(self.path(SUMMARY), max_chars=RECORD_MAX_CHARS)
 
     def summary_text(self) -> str:
-        return self.path(SUMMARY).read_text()
+        """summary.json's text, checked as `summary` reads it."""
+        text = read_file(self.path(SUMMARY), max_bytes=RECORD_MAX_CHARS).decode("utf-8")
+        read_json(text, max_chars=RECORD_MAX_CHARS)
+        return text
 
     def environment(self, missing_ok: bool = False) -> dict[str, Any]:
         """environment.json; with `missing_ok`, {} for a run made before it existed."""
         if missing_ok and not self.has(ENVIRONMENT):
             return {}
-        return json.loads(self.path(ENVIRONMENT).read_text())
+        return read_json_file(self.path(ENVIRONMENT), max_chars=RECORD_MAX_CHARS)
 
     def csv(self, name: str) -> pd.DataFrame:
         import pandas as pd

@@ -122,18 +122,14 @@ def cmd_lab_record(args: argparse.Namespace) -> int:
 
 def cmd_lab_keep(args: argparse.Namespace) -> int:
     """Keep a step of a finished lab run as a labelled case (recorded/cases/NAME) with its verdict."""
-    import json
-
     from fastlab.labs.kit import LabError
     from fastlab.labs.record import keep_case, size_of
+    from fastlab.labs.run import read_lab_record
 
     lab = _lab(args.lab)
     run_dir = Path(args.run)
     try:
-        try:
-            short = bool(json.loads((run_dir / "lab.json").read_text()).get("short"))
-        except (OSError, ValueError, AttributeError) as exc:
-            raise LabError(f"--run {run_dir}: not a lab run (lab.json: {exc})") from None
+        short = bool(read_lab_record(run_dir).get("short"))
         step_dir = run_dir / lab.step(args.step).id
         if not step_dir.is_dir():
             raise LabError(f"--run {run_dir}: no run of step {args.step}")

@@ -26,7 +26,7 @@ from typing import Any
 
 from fastlab.base import paths, rundir
 from fastlab.base.rundir import SPEC, RunFolder
-from fastlab.define.schema import load_spec
+from fastlab.define.schema import ExperimentSpec, load_spec, trace_files
 from fastlab.measure import fidelity
 from fastlab.results import bundle, fidelity_view
 
@@ -261,6 +261,22 @@ def default_directory(bundle_path: Path) -> Path:
     return paths.results_root() / "replays" / f"{stamp}-{bundle_path.stem}"
 
 
+def bundled_spec(run_dir: Path, what: str) -> ExperimentSpec:
+    """A bundled run's spec.yaml, every file it names (a link's trace) inside the run's own folder of the
+    extracted bundle; BundleError otherwise. A bundle is data someone else wrote: its spec naming a path
+    of this machine (a root-only file as a trace) had replay, as root, read that file and quote its first
+    bytes in the error (issue 47). The engine copies a trace into the run folder, so a real bundle's spec
+    names only that copy."""
+    spec = load_spec(str(RunFolder(run_dir).path(SPEC)))
+    inside = run_dir.resolve()
+    for where, path in trace_files(spec):
+        target = Path(path)
+        if target.is_symlink() or not target.resolve().is_relative_to(inside) or not target.is_file():
+            raise bundle.BundleError(f"{what}: {where} names a file outside the bundle (a bundle's spec may name "
+                                     "only the files it carries)")
+    return spec
+
+
 def replay_bundle(bundle_path: Path, out: Path, *, point: str | None = None,
                   cancel: threading.Event | None = None) -> list[ReplayOutcome]:
     """Extract `bundle_path` into out/original, rerun its run (or sweep points) into out/replay, compare.
@@ -282,11 +298,12 @@ def replay_bundle(bundle_path: Path, out: Path, *, point: str | None = None,
             raise bundle.BundleError(f"--point {point}: no finished point {point!r} in the bundle "
                                      f"(points: {', '.join(done) or 'none'})")
         targets = [(p, original / "points" / p, out / "replay" / p) for p in ([point] if point else done)]
+    specs = {run_dir: bundled_spec(run_dir, point_id or original.name) for point_id, run_dir, _ in targets}
     outcomes = []
     for point_id, run_dir, replay_dir in targets:
         spec_path = RunFolder(run_dir).path(SPEC)
         log.info("replaying %s: %s -> %s", point_id or original.name, spec_path, replay_dir)
-        result = run_experiment(load_spec(str(spec_path)), out=replay_dir, cancel=cancel)
+        result = run_experiment(specs[run_dir], out=replay_dir, cancel=cancel)
         before, after = RunFacts.from_dir(run_dir), RunFacts.from_dir(result.directory)
         outcomes.append(ReplayOutcome(point_id, run_dir, result.directory, compare(before, after),
                                       environment_differences(before.environment, after.environment),

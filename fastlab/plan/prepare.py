@@ -225,6 +225,21 @@ IDLE_PINGS_LOST_MAX = 4
 MAX_IDLE_PHASE_S = 600.0
 
 
+# A run shorter than a few base RTTs of its longest path ends inside its flows' first round trips: TCP
+# has not seen an ACK clock, a loss or a queue, and the run measures no congestion control at all (a run
+# of 1e-300 s was called done and faithful, issue 47). Four RTTs: the handshake and the first rounds of
+# slow start. The schema bounds it by the sample period too (fastlab.define.schema.MIN_SAMPLE_PERIODS).
+MIN_RUN_RTTS = 4
+
+
+def check_duration(spec: ExperimentSpec, routes: Routes, links: dict[str, ResolvedLink]) -> None:
+    """SpecError naming duration_s when the run is shorter than MIN_RUN_RTTS base RTTs of its longest path."""
+    rtt_ms = max(routes.figures(links, f.src, f.dst).rtt_ms for f in spec.flows)
+    if spec.duration_s * 1000 < MIN_RUN_RTTS * rtt_ms:
+        raise SpecError(f"duration_s: {spec.duration_s:g} s is shorter than {MIN_RUN_RTTS} base RTTs of the "
+                        f"longest path ({rtt_ms:g} ms): at least {MIN_RUN_RTTS * rtt_ms / 1000:g} s")
+
+
 def idle_phase_s(routes: Routes, links: dict[str, ResolvedLink], spec: ExperimentSpec) -> float:
     """The longest the idle pings can take with the queues empty, s: each path's pings, and the lost ones
     it may have, each waiting its timeout."""
@@ -263,6 +278,7 @@ def layout(spec: ExperimentSpec, registry: Registry | None = None) -> Layout:
     plan = plan.unshaped(set(idle))
     links = {k: v for k, v in links.items() if k not in idle}
     routes = routes.keeping(links)
+    check_duration(spec, routes, links)
     flows = expand_flows(spec, plan)
     return Layout(spec, plan, flows, links, unused | idle, routes, flow_paths(flows, routes, links, spec.mtu),
                   idle_phase_s(routes, links, spec))

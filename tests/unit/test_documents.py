@@ -100,3 +100,38 @@ def test_child_refuses_links_out_of_the_folder(tmp_path: Path) -> None:
     assert child(tmp_path / "in", "ok", "id") == tmp_path / "in" / "ok"
     with pytest.raises(NameRefused, match="symbolic link"):
         child(tmp_path / "in", "link", "id")
+
+
+def test_read_file_takes_regular_files_only_and_bounds_them(tmp_path: Path) -> None:
+    """A lab.json linked to /dev/zero made `lab check --run` read for ever (issue 47): a document is read
+    from a regular file only, refused from its type before a byte is read (a FIFO without a writer does not
+    block), and at most max_bytes of it."""
+    import os
+
+    from fastlab.base.documents import read_file, read_json_file
+
+    good = tmp_path / "good.json"
+    good.write_text('{"a": 1}')
+    assert read_json_file(good, max_chars=100) == {"a": 1}
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    os.mkfifo(tmp_path / "fifo.json")
+    for name, words in (("zero.json", "not a regular file (a character device)"), ("fifo.json", "a FIFO"),
+                        (".", "a folder")):
+        t0 = time.monotonic()
+        with pytest.raises(DocumentError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            read_file(tmp_path / name, max_bytes=100)
+        assert time.monotonic() - t0 < 1
+    with pytest.raises(DocumentError, match="larger than 7 bytes"):
+        read_file(good, max_bytes=7)
+    with pytest.raises(FileNotFoundError):
+        read_file(tmp_path / "missing", max_bytes=7)
+    (tmp_path / "latin1.json").write_bytes(b'{"a": "\xe9"}')
+    with pytest.raises(DocumentError, match="not UTF-8"):
+        read_json_file(tmp_path / "latin1.json", max_chars=100)
+
+
+def test_exponent_numbers_are_floats_and_quoted_ones_texts() -> None:
+    """`--set rate_mbps=1e-3` is a number (YAML 1.2, JSON), not the text PyYAML's YAML 1.1 made of it, which
+    the spec's strict numbers refuse; quoted it stays a text; a number too large for a float is inf."""
+    assert read_yaml("a: 1e-3\nb: -5E9\nc: '1e-3'\nd: 1.5e3\ne: 1e999\nf: 12", max_chars=100) == \
+        {"a": 0.001, "b": -5e9, "c": "1e-3", "d": 1500.0, "e": float("inf"), "f": 12}

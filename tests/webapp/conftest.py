@@ -100,14 +100,13 @@ class LiveServer:
     def __init__(self, app: Any) -> None:
         import uvicorn
 
-        from webapp.asgi import make_asgi
+        from webapp.asgi import make_asgi, server_config
 
         self.app = app
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(make_asgi(app), host="127.0.0.1", port=self.port,
-                                                    log_level="warning", lifespan="off", access_log=False,
-                                                    timeout_graceful_shutdown=2))
+        self.server = uvicorn.Server(server_config(make_asgi(app), "127.0.0.1", self.port,
+                                                   timeout_graceful_shutdown=2))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 20

@@ -103,7 +103,8 @@ def test_answers_merge_box_by_box_the_later_edit_winning(app: Any) -> None:
                 {"items": [box("q-1", "x", 1) | {"extra": 1}]}, {"items": [box("q-1", 5, 1)]},
                 {"items": [box(f"q-{n}", "x", 1) for n in range(101)]}):
         resp = student.post(url, json=bad, headers=headers(app))
-        assert resp.status_code == 422, (str(bad)[:80], resp.get_json())
+        # 422 naming the box's field; infinity is not JSON at all (400, the app's strict reader)
+        assert resp.status_code in ((400, 422) if "inf" in str(bad) else (422,)), (str(bad)[:80], resp.get_json())
     assert student.post("/api/class/answers/..%2F..%2Fetc", json={"items": []}, headers=headers(app)).status_code \
         in (404, 422)
     # a far-future clock is taken as the server's now: a browser cannot pin its answer against later edits
