@@ -45,9 +45,11 @@ from typing import Any
 
 import jinja2
 from flask import Flask
+from flask.json.provider import DefaultJSONProvider
 from markupsafe import Markup
 
 from fastlab.base import paths
+from fastlab.base.record import Part
 from fastlab.labs.kit import LABS_DIR
 from fastlab.results import chart_lines, fidelity_view, tables
 from fastlab.results.tables import human_time
@@ -71,6 +73,17 @@ MAX_RUNS_PER_CLIENT_HOUR = 120
 BLUEPRINTS = (security.bp, runs.bp, live.bp, labs.bp, compare.bp, sweeps.bp, classes.bp)
 
 
+class RecordJSON(DefaultJSONProvider):
+    """The API's JSON: a run's record (fastlab.base.record: a history row's summary and environment) as its
+    file holds it."""
+
+    @staticmethod
+    def default(o: Any) -> Any:
+        if isinstance(o, Part):
+            return o.dump()
+        return DefaultJSONProvider.default(o)
+
+
 def create_app(results_root: Path | None = None, db_path: Path | None = None, *, host: str = "127.0.0.1",
                token: str | None = None, start_worker: bool = True, cleanup_on_start: bool | None = None,
                runner: q.Runner | None = None, max_duration_s: float = MAX_DURATION_S,
@@ -81,7 +94,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     host: where it will be served; off loopback an access `token` is required (checked on every
     request, header X-Fastlab-Token or cookie fastlab_token; `?token=` once sets the cookie).
     start_worker: run queued experiments (False: the queue only fills, for tests and fuzzing).
-    cleanup_on_start: remove leftovers of dead runs (`fastlab.net.runstate.cleanup`); default = start_worker.
+    cleanup_on_start: remove leftovers of dead runs (`fastlab.run.ccload.cleanup`); default = start_worker.
     runner: the engine entry point (default `fastlab.experiment.engine.run_experiment`).
     labs_dir: the folder of the guided labs (default the repository's labs/; config LABS_DIR).
     max_running: runs going at once at most (each also within the machine's budget, fastlab.experiment.cost);
@@ -94,6 +107,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     if instructor_token is not None:
         security.check_binding(host, instructor_token)  # the same strength rules as the access token
     app = Flask(__name__)
+    app.json = RecordJSON(app)
     app.jinja_env.filters["when"] = human_time
     app.jinja_env.filters["yaml"] = guided.spec_yaml  # specs read as on the form and in the CLI
     # fastlab's own templates too: tables.html, the summary tables report.html draws the same way
@@ -116,7 +130,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
 
     # --- startup: recover from a restart ------------------------------------------------------
     if cleanup_on_start if cleanup_on_start is not None else start_worker:
-        from fastlab.net.runstate import cleanup
+        from fastlab.run.ccload import cleanup
         try:
             app.config["CLEANED_AT_START"] = cleanup()
         except (OSError, subprocess.SubprocessError) as exc:  # e.g. not root: say so, keep serving

@@ -1,6 +1,10 @@
 """Serve the web app on 127.0.0.1:8080 (override with --host/--port): uvicorn with webapp.asgi in
 front (live streams as coroutines, so a class can watch a run; other requests through Flask).
 
+The topologies offered are those installed (entry points of group fastlab.topologies) and the files
+listed in FASTLAB_TOPOLOGIES (os.pathsep-separated .py files or folders); a spec naming a topology file is
+refused.
+
 Binding beyond loopback needs an access token of at least 16 characters (FASTLAB_TOKEN,
 --token-file, or --token, which `ps` shows to every user); open
 http://HOST:PORT/?token=TOKEN once in the browser to set the cookie.
@@ -17,6 +21,7 @@ import sys
 
 import uvicorn
 
+from fastlab.define.topology import only_catalogued
 from webapp import create_app
 from webapp.asgi import make_asgi, server_config
 
@@ -71,6 +76,10 @@ if args.cluster:
         cluster = Cluster.connect(args.cluster)
     except ClusterError as exc:
         parser.error(str(exc))
+# A server imports only the topologies installed (entry points) or configured by its instructor
+# (FASTLAB_TOPOLOGIES, offered by name in the form): never a file a request names.
+only_catalogued("the web app imports no topology file a spec names: pick a topology by name (the instructor "
+                "installs one, or lists its file in FASTLAB_TOPOLOGIES before starting the server)")
 try:  # refuses an off-loopback host without a token, and weak tokens
     app = create_app(host=args.host, token=args.token, instructor_token=instructor, cluster=cluster,
                      **({"max_running": args.max_running} if args.max_running is not None else {}))

@@ -27,7 +27,10 @@ from typing import Any
 from flask import Blueprint, Response, abort, current_app, g, jsonify, redirect, render_template, request
 from werkzeug.exceptions import BadRequest
 
+from fastlab.base import record
+from fastlab.base.record import Summary
 from fastlab.labs.kit import LabError
+from fastlab.results.tables import finite_number
 from webapp import classdb, guided, handout
 from webapp.apierror import api_error
 from webapp.services import body_json, instructor, services
@@ -257,6 +260,14 @@ def _json(text: Any) -> Any:
         return None
 
 
+def _summary(text: Any) -> Summary | None:
+    """A history row's summary as the run record (None for none, or one that cannot be read)."""
+    try:
+        return record.read_summary(text) if text else None
+    except ValueError:  # RecordError
+        return None
+
+
 class _Labs:
     """The labs the class's runs and answers name, loaded once per view: title, step order and labels,
     answer boxes (a lab that no longer loads keeps its folder name)."""
@@ -295,22 +306,17 @@ def _checkpoints(run: dict[str, Any], labs: _Labs, cache: dict[str, Any], budget
     return result
 
 
-def _plot_points(run: dict[str, Any], spec: Any, summary: Any) -> list[dict[str, Any]]:
+def _plot_points(run: dict[str, Any], spec: Any, summary: Summary | None) -> list[dict[str, Any]]:
     """The run's measured bottleneck backlog against the theory's (FAST: the sum of the alphas), one point
     per bottleneck FAST flows share, for a run whose parameters did not change while it ran."""
-    if not isinstance(summary, dict) or not isinstance(spec, dict):
+    if summary is None or not isinstance(spec, dict) or spec.get("cc_changes"):
         return []
-    try:
-        if spec.get("cc_changes"):
-            return []
-    except AttributeError:
-        return []
-    links = {link.get("id"): link for link in summary.get("links", []) if isinstance(link, dict)}
     out, seen = [], set()
     for ref in chart_references(spec, summary):
         link, theory = ref.get("bottleneck"), ref.get("fast_queue_pkts")
-        measured = (links.get(link) or {}).get("mean_backlog_pkts")
-        if link in seen or not theory or not isinstance(measured, int | float):
+        figures = summary.link(link) if isinstance(link, str) else None
+        measured = finite_number(figures.mean_backlog_pkts) if figures is not None else None
+        if link in seen or not theory or measured is None:
             continue
         seen.add(link)
         out.append({"student": run["student"], "run": run["id"], "lab": run["lab"], "step": run["lab_step"],
@@ -347,7 +353,7 @@ def class_view(cls: dict[str, Any], evaluate_all: bool = False) -> dict[str, Any
     stuck: dict[tuple[str, str, str], dict[str, Any]] = {}
     slim_runs = []
     for run in runs:
-        spec, summary = _json(run["spec"]), _json(run["summary"])
+        spec, summary = _json(run["spec"]), _summary(run["summary"])
         if run["status"] == "done":
             points += _plot_points(run, spec, summary)
         checkpoints = _checkpoints(run, labs, cache, budget) if run["lab"] else None
@@ -447,7 +453,7 @@ def class_bundle(view: dict[str, Any], root: Path) -> bytes:
     export), class.json (the view), answers/<student>.md, and each finished run's spec, summary and
     checkpoint results under runs/<run>/ (the traces stay in each run's own bundle: a class's would
     weigh gigabytes)."""
-    from fastlab.base.rundir import SPEC, SUMMARY, RunFolder
+    from fastlab.base.rundir import RunFolder
     from fastlab.results.bundle import MANIFEST
 
     top = f"class-{view['class']['code']}"
@@ -456,12 +462,8 @@ def class_bundle(view: dict[str, Any], root: Path) -> bytes:
     for s in view["students"]:
         files[f"answers/{s['id']}.md"] = answers_markdown(view, s["id"]).encode()
     for run in view["runs"]:
-        folder = RunFolder(root / run["id"])
-        for name in (SPEC, SUMMARY):
-            try:
-                files[f"runs/{run['id']}/{name}"] = folder.path(name).read_bytes()
-            except (FileNotFoundError, OSError):
-                continue
+        for name, data in RunFolder(root / run["id"]).record_files().items():
+            files[f"runs/{run['id']}/{name}"] = data
         if run["checkpoints"]:
             files[f"runs/{run['id']}/checkpoints.json"] = json.dumps(run["checkpoints"], indent=1).encode()
     buffer = io.BytesIO()

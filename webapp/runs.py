@@ -26,6 +26,7 @@ from werkzeug.exceptions import BadRequest
 
 from fastlab.base import paths
 from fastlab.base.documents import DocumentError, read_json
+from fastlab.base.record import Summary
 from fastlab.base.rundir import REPORT, RunFolder
 from fastlab.define import linktrace
 from fastlab.define.schema import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
@@ -44,7 +45,7 @@ MAX_ARGS_CHARS = 10_000  # ?args= of GET /api/topologies/<name>: a topology's fe
 
 
 def presets() -> list[dict[str, Any]]:
-    example = to_plain(read_spec_text((paths.REPO / "examples" / "simple-cubic.yaml").read_text()))
+    example = to_plain(read_spec_text((paths.examples_dir() / "simple-cubic.yaml").read_text()))
     fast = {"name": "fast-alpha30-loss1", "description": "FAST, alpha 30, 1% random loss on the dumbbell bottleneck",
             "topology": "dumbbell", "topology_args": {"rate_mbps": 20, "rtt_ms": 40, "buffer_bdp": 1.0},
             "duration_s": 20, "seed": 1, "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 30}}],
@@ -53,10 +54,14 @@ def presets() -> list[dict[str, Any]]:
             {"id": "fast-alpha30-loss1", "label": "FAST alpha 30 + 1% loss on the dumbbell", "spec": fast}]
 
 
-def old_notes(spec: Any, summary: dict[str, Any]) -> list[str]:
-    """"What happened" for a run made before the engine wrote it into summary.json: the same computation."""
-    if not summary:
+def notes_of(spec: Any, summary: Summary | None) -> list[str]:
+    """A finished run's "what happened": the engine's note in its record; for a run made before the engine
+    wrote it, and for an AQM run (whose notes now say what the model of its loop predicts:
+    fastlab.theory.red), the same computation here."""
+    if summary is None:
         return []
+    if summary.what_happened is not None and not chart_lines.has_drop_probability(spec):
+        return summary.what_happened
     try:
         return explain.what_happened(parse_spec(spec), summary)
     except SpecError:
@@ -110,11 +115,7 @@ def run_page(run_id: str) -> str:
     run = sv.run_row(run_id)
     changes = run_changes(run)
     refs = chart_references(run.get("spec"), run.get("summary"), changes, sv.root / run_id)
-    summary = run.get("summary") or {}
-    # the engine's note (summary.json); for runs made before it, and for an AQM run (whose notes now say what
-    # the model of its loop predicts: fastlab.theory.red), the same computation here
-    notes = summary.get("what_happened") if "what_happened" in summary and not chart_lines.has_drop_probability(
-        run.get("spec")) else old_notes(run.get("spec"), summary)
+    notes = notes_of(run.get("spec"), run.get("summary"))
     step_label = None  # a lab step run: the step's number in the handout, as on the lab page
     if run.get("lab"):
         with contextlib.suppress(LabError, OSError):  # the lab is gone or broken: the step's id alone
@@ -126,11 +127,11 @@ def run_page(run_id: str) -> str:
                            on_cluster=sv.manager.cluster is not None)  # no live changes reach a worker's engine
 
 
-def with_parts(run: dict[str, Any], run_dir: Path) -> dict[str, Any] | None:
+def with_parts(run: dict[str, Any], run_dir: Path) -> Summary | None:
     """A finished run's summary with the parts of its link schedule (fastlab.theory.segments.schedule_parts:
     one row per capacity step, "Parts of the run") where the summary has none; as it is otherwise."""
-    summary = run.get("summary")
-    if not summary or summary.get("segments") or run.get("status") != "done":
+    summary: Summary | None = run.get("summary")
+    if summary is None or summary.segments or run.get("status") != "done":
         return summary
     try:
         spec = parse_spec(run.get("spec"))
@@ -140,7 +141,7 @@ def with_parts(run: dict[str, Any], run_dir: Path) -> dict[str, Any] | None:
         parts = segments.schedule_parts(spec, folder.flows(), folder.links())
     except (SpecError, OSError, ValueError, KeyError, TypeError, RuntimeError):
         return summary
-    return summary | {"segments": parts} if parts else summary
+    return summary.model_copy(update={"segments": parts}) if parts else summary
 
 
 @bp.get("/api/runs/<run_id>/references")
@@ -218,10 +219,10 @@ def topologies() -> list[dict[str, Any]]:
 
 
 def ccs() -> list[dict[str, Any]]:
-    from fastlab.define.ccset import default_registry
+    from fastlab.plan.ccbuild import planned_registry
 
     impl = services().caps().cc_impl_choice("auto")[0]
-    registry = default_registry(impl if impl != "unavailable" else "bpf")
+    registry = planned_registry(impl if impl != "unavailable" else "bpf")
     out = []
     for name in sorted(registry.usable()):
         cc = registry.lookup(name)
@@ -244,9 +245,9 @@ def api_topologies() -> Any:
 
 @bp.get("/api/topologies/<name>")
 def api_topology(name: str) -> Any:
-    from fastlab.define.topology import TOPOLOGY_MODULES, TopologyError, build_plan
+    from fastlab.define.topology import TopologyError, build_plan, known
 
-    if name not in TOPOLOGY_MODULES:
+    if name not in known():
         return api_error(404, f"unknown topology {name[:64]!r}")
     try:  # a query string is a document like a body: the bounded reader (990 nested brackets were a 500)
         args = read_json(request.args.get("args") or "{}", max_chars=MAX_ARGS_CHARS)

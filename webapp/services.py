@@ -24,9 +24,10 @@ from typing import Any
 
 from flask import Response, abort, current_app, g, jsonify, request
 
+from fastlab.base import record
 from fastlab.base.documents import DocumentError, read_json
 from fastlab.base.names import check_name
-from fastlab.base.rundir import SUMMARY, RunFolder
+from fastlab.base.rundir import RunFolder
 from fastlab.define.schema import ExperimentSpec, SpecError, parse_spec, to_plain
 from fastlab.labs.kit import Lab, LabError
 from webapp import guided, uploads
@@ -80,16 +81,17 @@ class Services:
         """Index finished runs of the results folder that the history does not know yet."""
         conn = self.db()
         known = {row["id"] for row in conn.execute("SELECT id FROM runs")}
-        for summary_path in sorted(self.root.glob(f"*/{SUMMARY}")):
-            run_id = summary_path.parent.name
-            if run_id in known or not RUN_ID_RE.match(run_id):
+        for directory in sorted(self.root.iterdir()) if self.root.is_dir() else []:
+            run_id = directory.name
+            if run_id in known or not RUN_ID_RE.match(run_id) or not RunFolder(directory).is_run():
                 continue
-            folder = RunFolder(summary_path.parent)
-            try:  # the records through the bounded reader (a run folder may come from anywhere)
-                env, spec, summary = folder.environment(), folder.spec(), folder.summary_text()
-                row = (run_id, str(env["run"]["name"]), str(env["run"]["started"]), str(spec["topology"]), summary,
-                       json.dumps(q.history_environment(env), default=str), json.dumps(spec, default=str),
-                       str(env["run"]["started"]))
+            folder = RunFolder(directory)
+            try:  # the record as read (migrated, validated), written back in its current version
+                env, spec, summary = folder.environment(), folder.spec(), folder.summary()
+                if env.run.name is None or env.run.started is None:
+                    continue
+                row = (run_id, env.run.name, env.run.started, str(spec["topology"]), record.to_json(summary),
+                       json.dumps(q.history_environment(env)), json.dumps(spec, default=str), env.run.started)
             except (OSError, ValueError, KeyError, TypeError):  # DocumentError is a ValueError
                 continue  # a run still being written, or not a run (one bad folder must not hide the rest)
             conn.execute("INSERT OR IGNORE INTO runs (id, name, started, topology, summary, environment, status, "
@@ -97,10 +99,13 @@ class Services:
         conn.commit()
 
     def as_dict(self, row: sqlite3.Row) -> dict[str, Any]:
+        """A history row as the pages and the API use it: its summary and environment the run record's
+        (fastlab.base.record; None for a run without one or whose record cannot be read), its spec plain data."""
         out = dict(row)
-        for key in ("summary", "environment", "spec"):
+        readers = {"summary": record.read_summary, "environment": record.read_environment, "spec": json.loads}
+        for key, read in readers.items():
             try:
-                out[key] = json.loads(row[key]) if row[key] else None
+                out[key] = read(row[key]) if row[key] else None
             except ValueError:
                 out[key] = None
         out["status"] = out.get("status") or "done"

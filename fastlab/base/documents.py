@@ -162,10 +162,15 @@ def _json_constant(name: str) -> Any:
     raise DocumentError(f"{name} is not a JSON number")
 
 
+def _json_null(_name: str) -> None:
+    return None
+
+
 def read_json(text: str | bytes, *, max_chars: int, max_depth: int = MAX_DEPTH,
-              max_values: int | None = None) -> Any:
+              max_values: int | None = None, non_finite_as_null: bool = False) -> Any:
     """A JSON text as data within the bounds above (strict JSON: no NaN or Infinity, no duplicate keys);
-    DocumentError (one line) for anything else."""
+    DocumentError (one line) for anything else. `non_finite_as_null` reads NaN and Infinity as null
+    instead: a run's record written before fastlab.base.record (json.dumps wrote a NaN figure as NaN)."""
     if isinstance(text, bytes | bytearray):
         if len(text) > max_chars * 4:
             raise DocumentError(f"longer than {max_chars:,} characters")
@@ -178,7 +183,8 @@ def read_json(text: str | bytes, *, max_chars: int, max_depth: int = MAX_DEPTH,
     if len(text) > max_chars:
         raise DocumentError(f"longer than {max_chars:,} characters")
     try:
-        data = json.loads(text, object_pairs_hook=_pairs, parse_int=_json_int, parse_constant=_json_constant)
+        data = json.loads(text, object_pairs_hook=_pairs, parse_int=_json_int,
+                          parse_constant=_json_null if non_finite_as_null else _json_constant)
     except DocumentError:
         raise
     except RecursionError:

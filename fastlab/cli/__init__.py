@@ -23,9 +23,12 @@ Commands that build namespaces or load BPF need root."""
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import fastlab
+
     parser = Parser(prog="fastlab", description=DESCRIPTION, example="fastlab run examples/simple-cubic.yaml",
                     epilog="example: fastlab run examples/simple-cubic.yaml\n"
                            "each command's own help: fastlab COMMAND --help (e.g. fastlab lab run --help)")
+    parser.add_argument("--version", action="version", version=f"fastlab {fastlab.__version__}")
     sub = parser.commands("command")
     for group in (run, cc, lab, sweep, bundle, completion):
         group.register(sub)

@@ -13,7 +13,7 @@ from fastlab.cli.common import CliError, need_root, table
 
 def _cc(name: str, impl: str) -> Any:
     from fastlab.define.cc import CCError
-    from fastlab.define.ccset import default_registry
+    from fastlab.run.ccload import default_registry
 
     try:
         cc = default_registry(impl).lookup(name)
@@ -25,14 +25,14 @@ def _cc(name: str, impl: str) -> Any:
 
 
 def cmd_cc_list(args: argparse.Namespace) -> int:
-    from fastlab.define.ccset import default_registry
+    from fastlab.run.ccload import default_registry
 
     print(table(default_registry(args.impl).listing(), ["name", "origin", "usable", "how", "description"]))
     return 0
 
 
 def cmd_cc_load(args: argparse.Namespace) -> int:
-    from fastlab.define.ccset import ToolError
+    from fastlab.run.ccload import ToolError
 
     need_root("fastlab cc load")
     cc = _cc(args.name, args.impl)
@@ -62,8 +62,8 @@ def live_host_pid(host: str, run: str | None) -> int:
 
 def cmd_cc_set(args: argparse.Namespace) -> int:
     from fastlab.define.cc import CCError
-    from fastlab.define.ccset import ToolError
     from fastlab.define.schema import SpecError, parse_override
+    from fastlab.run.ccload import ToolError
     from fastlab.run.ccruntime import per_host_args
 
     need_root("fastlab cc set")

@@ -14,15 +14,15 @@ from fastlab.cli.common import CliError, cancel_on_signals, need_root, raise_on_
 
 def cmd_sweep_run(args: argparse.Namespace) -> int:
     from fastlab.define.schema import SpecError
+    from fastlab.experiment.engine import prepare_run
     from fastlab.plan.capabilities import probe
-    from fastlab.plan.prepare import prepare
     from fastlab.sweep import points as sweep
     from fastlab.sweep import run as sweep_run
 
     try:
         plan = sweep.load_sweep(args.file, args.set)
         caps = probe()
-        specs = sweep.check_points(plan, lambda spec: prepare(spec, caps=caps))
+        specs = sweep.check_points(plan, lambda spec: prepare_run(spec, caps=caps))
     except SpecError as exc:
         raise CliError(str(exc)) from None
     out = Path(args.out) if args.out else sweep.default_directory(plan)
@@ -81,7 +81,7 @@ def cluster_argv(role: str, args: argparse.Namespace, resources: str = "machine=
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     """Start a Dask scheduler or worker for `sweep run --cluster` (and the web app's `--cluster`) that
-    cannot be started wrong: with this checkout on its Python path (a scheduler without fastlab
+    cannot be started wrong: with this fastlab on its Python path (a scheduler without fastlab
     importable fails every point with "Error during deserialization of the task graph") and a worker's
     resources (its machine, run slots and this machine's budget of cores, fastlab.experiment.cost)."""
     resources = "machine=1"
@@ -92,7 +92,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         from fastlab.experiment.cost import machine_figures
         resources = resources_arg(worker_resources(machine_figures(selftest.load())))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(paths.REPO), os.environ.get("PYTHONPATH", "")) if p)}
+        p for p in (str(paths.package_parent()), os.environ.get("PYTHONPATH", "")) if p)}
     argv = cluster_argv(args.role, args, resources)
     print("fastlab: " + " ".join(argv[1:]), file=sys.stderr, flush=True)
     os.execve(sys.executable, argv, env)

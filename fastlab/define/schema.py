@@ -67,7 +67,8 @@ class SpecError(ValueError):
 class Strict(BaseModel):
     """Every model of a spec (and a topology's arguments): no unknown field, and strict values -- a number
     where a number is meant (an integer counts as a float), not `true` (which ran a link at 1 Mb/s) nor
-    "5" (issue 47), and a finite one; a boolean is true or false, not 1 or the text "true"."""
+    "5" (issue 47), and a finite one; a boolean is true or false, not 1 or the text "true". A topology
+    plugin's `Args` subclasses it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
@@ -510,11 +511,39 @@ class EmulatorSpec(Strict):
         return self
 
 
+TOPOLOGY_NAME_RE = r"^[a-z0-9_-]{1,32}$"
+
+
+class TopologyFile(Strict):
+    """A topology given as a Python file (fastlab.define.topology: NAME, DESCRIPTION, Args, plan), not
+    by the name of one installed or configured: `topology: {file: my_topo.py}`."""
+
+    file: str = Field(min_length=1, max_length=TRACE_PATH_MAX,
+                      description="the topology's Python file; relative to the spec file's folder")
+
+    @field_validator("file")
+    @classmethod
+    def _file_path(cls, path: str) -> str:
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+            raise ValueError("the file name holds a control character")
+        if not path.endswith(".py"):
+            raise ValueError(f"{path!r} is not a Python file (.py)")
+        return path
+
+
 class ExperimentSpec(Strict):
+    """An experiment, the single source of truth for the CLI, the web app, labs and bundles: its topology
+    (a name, or `{file: my_topo.py}`) and arguments, duration, flows (src, dst, algorithm and its
+    parameters), link overrides and the choices of backends. Build it from fields (`fastlab.Spec(name=...,
+    topology=..., duration_s=..., flows=[...])`, nested models as mappings) or read it from YAML
+    (`fastlab.load_spec`); pydantic's ValidationError, or SpecError naming the field, when it is wrong.
+    Whether it can run *here* (hosts, algorithms, backends) is checked when it is run."""
+
     name: str = Field(pattern=NAME_RE)
     description: str = Field("", max_length=2000)
 
-    topology: str = Field(pattern=r"^[a-z0-9_-]{1,32}$")
+    topology: Annotated[str, Field(pattern=TOPOLOGY_NAME_RE)] | TopologyFile = Field(
+        description="a topology's name (fastlab topo list) or {file: my_topo.py}")
     topology_args: dict[str, Any] = Field(default_factory=dict)
     duration_s: float = Field(gt=0, le=DURATION_MAX_S, strict=True, title="Duration (s)",  # strict: not true, not '5'
                               description="how long the flows run")
@@ -552,6 +581,22 @@ class ExperimentSpec(Strict):
         if ".." in name:
             raise ValueError("may not contain '..'")
         return name
+
+    @field_validator("topology", mode="before")
+    @classmethod
+    def _topology_name_or_file(cls, value: Any) -> Any:
+        """One line for either form (the union's own errors name both of its branches)."""
+        if isinstance(value, str):
+            if not re.fullmatch(TOPOLOGY_NAME_RE, value):
+                raise ValueError(f"{value[:40]!r} is no topology name (a-z, 0-9, _ and -, at most 32; "
+                                 "or {file: my_topo.py})")
+            return value
+        if isinstance(value, dict | TopologyFile):
+            try:
+                return TopologyFile.model_validate(value)
+            except ValidationError as err:
+                raise ValueError(format_validation_error(err)) from None
+        raise ValueError("must be a topology's name or {file: my_topo.py}")
 
     @field_validator("fast_path", mode="before")
     @classmethod
@@ -776,6 +821,14 @@ def _traces_beside(data: Any, folder: str) -> None:
                 direction["trace"] = os.path.join(folder, direction["trace"])
 
 
+def _topology_beside(data: Any, folder: str) -> None:
+    """A spec file's relative `topology: {file: ...}`, made relative to its folder (in place), as its traces."""
+    topology = data.get("topology") if isinstance(data, dict) else None
+    if isinstance(topology, dict) and isinstance(topology.get("file"), str) and topology["file"] \
+            and not os.path.isabs(topology["file"]):
+        topology["file"] = os.path.join(folder, topology["file"])
+
+
 def read_spec_file(path: str) -> str:
     """A spec or sweep file's text (a regular file, at most MAX_SPEC_CHARS); SpecError in one line."""
     try:
@@ -789,8 +842,12 @@ def read_spec_file(path: str) -> str:
 
 
 def load_spec(path: str, overrides: list[str] | None = None) -> ExperimentSpec:
+    """The spec in the YAML file `path`, with `overrides` ("topology_args.rate_mbps=20", as `--set` takes
+    them) applied; traces and a topology file it names relative to its folder are found there. Returns the
+    checked ExperimentSpec; SpecError (one line naming the field) otherwise."""
     data = read_spec_document(read_spec_file(path))
     if isinstance(data, dict) and overrides:
         data = apply_overrides(data, overrides)
     _traces_beside(data, os.path.dirname(os.path.abspath(path)))
+    _topology_beside(data, os.path.dirname(os.path.abspath(path)))
     return parse_spec(data)

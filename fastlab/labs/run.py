@@ -133,15 +133,14 @@ def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids:
     stops the lab before anything is created. A step whose run fails is recorded with its error
     and the lab goes on to the next step (except when cancelled).
     """
-    from fastlab.experiment.engine import RunError, run_experiment
-    from fastlab.plan.prepare import prepare
+    from fastlab.experiment.engine import RunError, prepare_run, run_experiment
 
     steps = [lab.step(s) for s in step_ids] if step_ids else lab.steps
     specs = {}
     for step in steps:
         specs[step.id] = lab.build_spec(step.id, short)
         try:
-            prepare(specs[step.id])
+            prepare_run(specs[step.id])
         except SpecError as exc:
             raise LabError(f"{lab.name} step {step.id} ({step.spec}): {exc}") from None
     directory = out or new_lab_run_dir(lab)

@@ -23,11 +23,12 @@ from typing import Any
 
 from fastlab.base import rundir
 from fastlab.define.cc import CCError, Registry
-from fastlab.define.ccset import FAST_PARAMS, default_registry, fast_target_ms
+from fastlab.define.ccset import FAST_PARAMS, fast_target_ms
 from fastlab.define.schema import ExperimentSpec, SpecError, numbered_flows
 from fastlab.define.topology import TopologyError, TopologyPlan, build_plan
 from fastlab.plan import routing
 from fastlab.plan.capabilities import Capabilities, app_available, probe
+from fastlab.plan.ccbuild import planned_registry
 from fastlab.plan.flows import Flow, HostParams, expand_flows, plan_parameters
 from fastlab.plan.link_commands import LinkPlanResult, Wire, choose_backend, plan_link, wiring
 from fastlab.plan.links import ResolvedLink, resolve
@@ -46,7 +47,7 @@ def validate(spec: ExperimentSpec, registry: Registry | None) -> TopologyPlan:
         for end in ("src", "dst"):
             name = getattr(flow, end)
             if name not in hosts:
-                raise SpecError(f"flows[{i}].{end}: unknown host {name!r} in topology {spec.topology} "
+                raise SpecError(f"flows[{i}].{end}: unknown host {name!r} in topology {plan.name} "
                                 f"(hosts: {', '.join(sorted(hosts))})")
         if registry is None:
             continue
@@ -61,7 +62,7 @@ def validate(spec: ExperimentSpec, registry: Registry | None) -> TopologyPlan:
     _validate_paths(spec, plan)
     for link_id in spec.links:
         if link_id not in plan.shaped:
-            raise SpecError(f"links.{link_id}: topology {spec.topology} has no shaped link {link_id!r} "
+            raise SpecError(f"links.{link_id}: topology {plan.name} has no shaped link {link_id!r} "
                             f"(shaped links: {', '.join(sorted(plan.shaped))})")
     return plan
 
@@ -75,7 +76,7 @@ def _validate_paths(spec: ExperimentSpec, plan: TopologyPlan) -> None:
     if (where or spec.controller) and not design:
         field_name = where[0][0] if where else "controller"
         hint = " (sc2002: set topology_args.core: switched)" if spec.topology == "sc2002" else ""
-        raise SpecError(f"{field_name}: topology {spec.topology} has no OpenFlow core with paths{hint}")
+        raise SpecError(f"{field_name}: topology {plan.name} has no OpenFlow core with paths{hint}")
     for field_name, path in where:
         if path not in paths:
             raise SpecError(f"{field_name}: unknown path {path!r} (paths: {', '.join(paths)})")
@@ -324,7 +325,7 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
     cc_impl = caps.cc_impl_choice(spec.cc_impl)
     if cc_impl[0] == "unavailable" and spec.cc_impl != "auto":
         raise SpecError(f"cc_impl: {cc_impl[1]}")
-    registry = registry or default_registry(cc_impl[0] if cc_impl[0] != "unavailable" else "bpf")
+    registry = registry or planned_registry(cc_impl[0] if cc_impl[0] != "unavailable" else "bpf")
     lay = layout(spec, registry)
     cc_hosts, cc_globals = plan_parameters(spec, registry)
     backends = {}

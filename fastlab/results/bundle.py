@@ -24,16 +24,18 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from fastlab.base.documents import DocumentError, one_line, read_json, read_json_file
+from fastlab.base import record
+from fastlab.base.documents import DocumentError, one_line, read_json_file
+from fastlab.base.record import Summary
 from fastlab.base.rundir import (
     POINT_FILE,
     POINTS,
     RECORD_MAX_CHARS,
-    SUMMARY,
     SWEEP_STATE,
     SWEEP_STATE_MAX_CHARS,
     RunFolder,
     finished_points,
+    summary_in,
 )
 from fastlab.measure import fidelity
 from fastlab.results import fidelity_view
@@ -114,8 +116,8 @@ def _run_facts(run_dir: Path) -> list[str]:
     folder = RunFolder(run_dir)
     spec = folder.spec()
     env = folder.environment(missing_ok=True)
-    summary = folder.summary() if folder.has(SUMMARY) else {}
-    run, tools = env.get("run", {}), env.get("tools", {})
+    summary = folder.summary() if folder.is_run() else Summary()
+    run, tools = env.run, env.tools
     lines = [f"- experiment `{spec.get('name')}`: topology `{spec.get('topology')}` "
              f"{json.dumps(spec.get('topology_args', {}))}, {spec.get('duration_s')} s, seed {spec.get('seed')}"]
     for flow in spec.get("flows", []):
@@ -123,26 +125,21 @@ def _run_facts(run_dir: Path) -> list[str]:
                      f"{json.dumps(flow.get('cc_args') or {})}")
     for link_id, link in (spec.get("links") or {}).items():
         lines.append(f"- link `{link_id}` set to {json.dumps(link)}")
-    lines += ["", f"Ran as `{run.get('prefix')}` on host `{run.get('host')}`, started {run.get('started')}, "
-              f"kernel `{env.get('kernel')}`, fastlab `{tools.get('fastlab', '?')}`, Python {tools.get('python', '?')},"
+    lines += ["", f"Ran as `{run.prefix}` on host `{run.host}`, started {run.started}, "
+              f"kernel `{env.kernel}`, fastlab `{tools.get('fastlab', '?')}`, Python {tools.get('python', '?')},"
               f" Mininet {tools.get('mininet', '?')}, {tools.get('iperf3', 'iperf3 ?')}.", "",
               "| job | backend | why |", "|---|---|---|"]
-    lines += [f"| {job} | {c.get('backend')} | {c.get('why')} |" for job, c in env.get("backends", {}).items()]
-    lines += [f"| shaping of `{a.get('link')}` | {a.get('backend')} | {a.get('why')} |" for a in env.get("shaping", [])]
-    builds = env.get("congestion_control", {}).get("builds", {})
-    lines += [f"| CC build `{name}` | sha256 `{digest}` | |" for name, digest in builds.items()]
+    lines += [f"| {job} | {c.backend} | {c.why} |" for job, c in env.backends.items()]
+    lines += [f"| shaping of `{a.link}` | {a.backend} | {a.why} |" for a in env.shaping]
+    lines += [f"| CC build `{name}` | sha256 `{digest}` | |" for name, digest in env.congestion_control.builds.items()]
     lines += ["", "| result | value |", "|---|---|"]
-    for f in summary.get("flows", []):
-        lines.append(f"| {f['id']} {f['src']}->{f['dst']} {f['cc']} | {f['throughput_mbps']} Mb/s, "
-                     f"min RTT {f['min_rtt_ms']} ms, mean RTT {f['mean_rtt_ms']} ms, {f['retransmits']} retransmits |")
-    for link in summary.get("links", []):
-        lines.append(f"| link {link['id']} | utilization {link['utilization']}, mean backlog "
-                     f"{link['mean_backlog_pkts']} pkts, drops {link['drops']} (loss model {link['loss_drops']}) |")
-    try:
-        emulation = _headline(summary).removeprefix("fidelity: ")
-    except BundleError as exc:
-        emulation = str(exc)
-    lines.append(f"| emulation | {emulation} |")
+    for f in summary.flows:
+        lines.append(f"| {f.id} {f.src}->{f.dst} {f.cc} | {f.throughput_mbps} Mb/s, "
+                     f"min RTT {f.min_rtt_ms} ms, mean RTT {f.mean_rtt_ms} ms, {f.retransmits} retransmits |")
+    for link in summary.links:
+        lines.append(f"| link {link.id} | utilization {link.utilization}, mean backlog "
+                     f"{link.mean_backlog_pkts} pkts, drops {link.drops} (loss model {link.loss_drops}) |")
+    lines.append(f"| emulation | {one_line(fidelity.headline(summary.fidelity)).removeprefix('fidelity: ')} |")
     return lines
 
 
@@ -328,24 +325,16 @@ def verify(zip_path: Path | str) -> list[str]:
     return problems
 
 
-def _member_json(zf: zipfile.ZipFile, name: str) -> object:
-    """A JSON member of a bundle (its summary.json) through the bounded reader: read as a stream no longer
-    than its header says, at most RECORD_MAX_CHARS, its depth and numbers bounded; KeyError if absent."""
+def _member_bytes(zf: zipfile.ZipFile, name: str) -> bytes:
+    """A record member of a bundle (its summary.json), read as a stream no longer than its header says and
+    at most RECORD_MAX_CHARS; BundleError for a member that is not a plain file or is larger, KeyError if
+    absent. The typed record then bounds its depth and numbers."""
     info = zf.getinfo(name)
     why = _member_problem(info) or (f"larger than {RECORD_MAX_CHARS:,} bytes" if info.file_size > RECORD_MAX_CHARS
                                     else None)
     if why:
         raise BundleError(f"{name}: {why}")
-    return read_json(b"".join(_stream(zf, info)), max_chars=RECORD_MAX_CHARS)
-
-
-def _headline(summary: object) -> str:
-    """A summary's fidelity headline, or BundleError when its verdict is not what fastlab writes (a reason
-    that is no string crashed `bundle verify` after it had said "intact")."""
-    try:
-        return one_line(fidelity.headline(fidelity_view.verdict_of(summary if isinstance(summary, dict) else None)))
-    except (TypeError, KeyError, AttributeError, ValueError, IndexError):
-        raise BundleError("its fidelity verdict is not what fastlab writes") from None
+    return b"".join(_stream(zf, info))
 
 
 def fidelity_lines(zip_path: Path | str) -> list[str]:
@@ -357,20 +346,14 @@ def fidelity_lines(zip_path: Path | str) -> list[str]:
             names = [n for n in zf.namelist() if not n.endswith("/")]
             top = names[0].split("/")[0] if names else ""
             if f"{top}/{SWEEP_STATE}" not in names:
-                return [_headline(_member_json(zf, f"{top}/{SUMMARY}"))]
+                return [one_line(fidelity.headline(summary_in(zf, top, _member_bytes).fidelity))]
             points = sorted(n.split("/")[2] for n in names
                             if n.count("/") == 3 and n.startswith(f"{top}/{POINTS}/") and n.endswith(f"/{POINT_FILE}"))
-            summaries = {p: _member_json(zf, f"{top}/{POINTS}/{p}/{SUMMARY}") for p in points}
+            summaries = {p: summary_in(zf, f"{top}/{POINTS}/{p}", _member_bytes) for p in points}
     except (OSError, KeyError, ValueError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
-        why = str(exc) if isinstance(exc, DocumentError | BundleError) else exc.__class__.__name__
+        why = str(exc) if isinstance(exc, DocumentError | BundleError | record.RecordError) else exc.__class__.__name__
         raise BundleError(f"{zip_path}: cannot read the run's summary.json: {one_line(why)[:200]}") from None
-    verdicts = {p: fidelity_view.verdict_of(s if isinstance(s, dict) else None) for p, s in summaries.items()}
-    for p, summary in summaries.items():
-        try:
-            _headline(summary)
-        except BundleError as exc:
-            raise BundleError(f"{zip_path}: {p}: {exc}") from None
-    states = {p: fidelity_view.state(v) for p, v in verdicts.items()}
+    states = {p: fidelity_view.state(s.fidelity) for p, s in summaries.items()}
     bad = [p for p, st in states.items() if st == "unfaithful"]
     unknown = sum(st == "unassessed" for st in states.values())
     if unknown == len(states):
@@ -379,7 +362,7 @@ def fidelity_lines(zip_path: Path | str) -> list[str]:
     counts += [f"{len(bad)} NOT FAITHFUL"] if bad else []
     counts += [f"{unknown} not assessed"] if unknown else []
     return [f"fidelity: {', '.join(counts)}"] + [
-        f"  {p}: NOT FAITHFUL — {one_line(str(fidelity_view.first_reason(verdicts[p])))}" for p in bad]
+        f"  {p}: NOT FAITHFUL — {one_line(str(fidelity_view.first_reason(summaries[p].fidelity)))}" for p in bad]
 
 
 def extract(zip_path: Path | str, dest: Path | str, *, bundle_files: bool = True) -> Path:

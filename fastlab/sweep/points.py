@@ -56,6 +56,7 @@ from pydantic import Field, ValidationError, model_validator
 from fastlab.base import paths, rundir
 from fastlab.base.documents import DocumentError, one_line, read_json_file
 from fastlab.base.names import NameRefused, check_name, child
+from fastlab.base.record import Summary
 from fastlab.base.rundir import RunFolder, finished_points, is_finished
 from fastlab.define.schema import (
     ExperimentSpec,
@@ -288,7 +289,7 @@ def check_points(plan: SweepPlan, check: Callable[[ExperimentSpec], object] = la
 
 # --- aggregation -------------------------------------------------------------------------------
 
-def point_row(point: Point, summary: dict[str, Any]) -> dict[str, Any]:
+def point_row(point: Point, summary: Summary) -> dict[str, Any]:
     scaled = {k: v for k, v in point.derived.items() if k != "description"}  # N' of a scale_flows sweep
     return {"point": point.id, "combo": point.combo, "rep": point.rep, "seed": point.seed,
             **{k: param_cell(v) for k, v in (point.params | scaled).items()}, **summary_metrics(summary)}

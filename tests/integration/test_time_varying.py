@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fastlab.base.rundir import RunFolder
 from tests.conftest import EXAMPLE, fastlab
 
 pytestmark = pytest.mark.usefixtures("as_root")
@@ -66,7 +67,7 @@ def judge(out: Path, want: dict[int, float]) -> float:
     assert shaped["backend"] == "emulator" and "--epoch-on-signal" in shaped["emulator_argv"]
     # the epoch came as the flows started (the signal ends linkemu's wait at once): well within a bin
     assert 0 <= shaped["epoch"]["after_flows_start_ms"] < 50, shaped["epoch"]
-    summary = json.loads((out / "summary.json").read_text())
+    summary = RunFolder(out).summary()
     got, saturated = delivered_mbps(out)
     errors = {s: abs(got[s] - w) / w for s, w in want.items() if s in saturated}
     worst = max(errors.values())
@@ -75,8 +76,8 @@ def judge(out: Path, want: dict[int, float]) -> float:
     for rate in set(want.values()):  # each phase judged on all its seconds but one
         phase = [s for s, w in want.items() if w == rate]
         assert sum(1 for s in phase if s in saturated) >= len(phase) - 1, (rate, sorted(saturated))
-    if not summary["fidelity"]["faithful"]:
-        pytest.skip(f"unfaithful run, rates not judged: {summary['fidelity']['reasons']}")
+    if not summary.faithful:
+        pytest.skip(f"unfaithful run, rates not judged: {summary.fidelity.reasons if summary.fidelity else None}")
     assert worst <= TOLERANCE, {s: round(e, 4) for s, e in errors.items()}
     return worst
 

@@ -81,6 +81,14 @@ def test_json_within_bounds_reads() -> None:
     assert read_json(b'{"a": [1, 2.5, "x", null, true]}', max_chars=100) == {"a": [1, 2.5, "x", None, True]}
 
 
+def test_a_run_record_written_before_it_was_typed_reads_nan_as_null_and_nothing_else_does() -> None:
+    """json.dumps wrote a figure of no samples as NaN into summary.json; the record reads it as null."""
+    assert read_json('{"a": [NaN, Infinity, -Infinity, 1.5]}', max_chars=100, non_finite_as_null=True) == \
+        {"a": [None, None, None, 1.5]}
+    with pytest.raises(DocumentError, match="given twice"):
+        read_json('{"a": NaN, "a": 1}', max_chars=100, non_finite_as_null=True)
+
+
 @pytest.mark.parametrize("name", ["p00-r0", "run-20261128-abc", "a.b_c-1", "X" * 128])
 def test_plain_names_pass(name: str) -> None:
     assert check_name(name, "id") == name

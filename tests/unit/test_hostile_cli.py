@@ -249,19 +249,29 @@ def test_duplicate_keys_in_a_spec_file_are_refused(tmp_path: Path) -> None:
     one_line_refusal(fastlab("run", str(spec), "--check"), "duration_s", "given twice")
 
 
-def test_a_fidelity_reason_that_is_no_string_is_read_as_text(tmp_path: Path) -> None:
-    """fidelity_lines of a sweep bundle whose points' reasons are not strings: one line saying so, not a
-    crash; and REPRODUCE.md of such a folder says so too."""
+def test_a_fidelity_reason_that_is_no_string_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A sweep whose points' reasons are not strings: the typed record refuses them where read, in one line
+    naming the point, the file and the field, both when exporting the folder (REPRODUCE.md reads them) and
+    when fidelity_lines reads a bundle whose summary was altered after export; never a crash."""
     plan = sweep.plan_sweep(doc(params={"topology_args.rtt_ms": [10, 20]}))
     directory = tmp_path / "sw"
     sweep.prepare_directory(plan, directory)
     odd = {"faithful": False, "reasons": [[1, 2]], "advice": None}
-    for point in plan.points:
-        run = fake_point_dir(directory, point, finished=True)
+    runs = [fake_point_dir(directory, point, finished=True) for point in plan.points]
+    zip_path = bundle.export(directory, tmp_path / "sw.zip")
+    for run in runs:
         summary = json.loads((run / "summary.json").read_text())
         (run / "summary.json").write_text(json.dumps(summary | {"fidelity": odd}))
-    zip_path = bundle.export(directory, tmp_path / "sw.zip")
-    assert "| emulation | its fidelity verdict is not what fastlab writes |" in \
-        zipfile.ZipFile(zip_path).read(f"sw/{bundle.REPRODUCE}").decode()
-    with pytest.raises(bundle.BundleError, match="p00-r0: its fidelity verdict is not what fastlab writes"):
-        bundle.fidelity_lines(zip_path)
+    with pytest.raises(bundle.BundleError, match=r"p00-r0/summary.json: fidelity.reasons\[0\]") as caught:
+        bundle.export(directory, tmp_path / "odd.zip")
+    assert "\n" not in str(caught.value)
+    altered = tmp_path / "altered.zip"
+    with zipfile.ZipFile(zip_path) as src, zipfile.ZipFile(altered, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename.endswith("p00-r0/summary.json"):
+                data = json.dumps(json.loads(data) | {"fidelity": odd}).encode()
+            dst.writestr(info, data)
+    with pytest.raises(bundle.BundleError, match=r"p00-r0/summary.json: fidelity.reasons\[0\]") as caught:
+        bundle.fidelity_lines(altered)
+    assert "\n" not in str(caught.value)

@@ -237,4 +237,4 @@ def test_backends_are_chosen_and_routes_followed_in_one_place() -> None:
 
 def test_the_callers_check_sees_calls() -> None:
     assert "fastlab/plan/prepare.py:layout" in callers("idle_links", "plan.routing")
-    assert "fastlab/experiment/engine.py:run_experiment" in callers("prepare", "plan.prepare")
+    assert "fastlab/experiment/engine.py:prepare_run" in callers("prepare", "plan.prepare")

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from fastlab.base.record import Summary
 from fastlab.define.schema import SpecError, parse_spec
 from fastlab.sweep import points as sweep
 from fastlab.sweep import report as sweep_report
@@ -109,7 +110,7 @@ def test_the_count_cannot_be_swept_and_scaled_and_rounding_within_the_bound_is_c
 
 def test_the_report_says_the_scaling_in_words_and_the_table_has_n_prime() -> None:
     plan = sweep.plan_sweep(document([10, 20]))
-    row = sweep.point_row(plan.points[1], {})
+    row = sweep.point_row(plan.points[1], Summary())
     assert row["flows.0.count"] == 8 and row["topology_args.rate_mbps"] == 20
     page = sweep_report.render("scaled", pd.DataFrame(), ["topology_args.rate_mbps"], 0, 2,
                                notes=sweep.scaling_lines(plan))

@@ -449,7 +449,8 @@ def test_the_forms_cc_parameters_are_the_one_tables(client) -> None:
     """The form draws each algorithm parameter's input (range, default, unit, choices) from /api/ccs:
     for FAST and HSTCP that is the one table (fastlab.define.ccset, its ranges from the cores' headers),
     field for field, nothing typed again."""
-    from fastlab.define.ccset import FAST_PARAMS, HSTCP_PARAMS, default_registry
+    from fastlab.define.ccset import FAST_PARAMS, HSTCP_PARAMS
+    from fastlab.run.ccload import default_registry
 
     ccs = {c["name"]: c for c in client.get("/api/ccs").get_json()}
     usable = default_registry("bpf").lookup("fast").build.available()[0]

@@ -69,7 +69,7 @@ from fastlab.labs.kit import CheckResult, StepRun, checkpoint, within
 @checkpoint
 def backlog(run: StepRun, lo: float, hi: float) -> CheckResult:
     \"\"\"One FAST flow keeps alpha packets queued: the bottleneck's mean backlog.\"\"\"
-    return within("mean bottleneck backlog", run.link_summary("bottleneck")["mean_backlog_pkts"], lo, hi,
+    return within("mean bottleneck backlog", run.link_summary("bottleneck").mean_backlog_pkts, lo, hi,
                   "a wide band around alpha = 20: a 4-s run's start-up counts too", "pkts")
 """
 
@@ -142,6 +142,7 @@ def test_a_class_runs_answers_and_is_seen_whole(tmp_path: Path, live_server_fact
     assert sorted(s["name"] for s in data["students"]) == sorted(STUDENTS)
     assert sorted(r["student"] for r in data["runs"]) == sorted(STUDENTS)
     assert all(r["checkpoints"]["status"] in ("pass", "fail", "inconclusive") for r in data["runs"])
+    assert [r["checkpoints"]["error"] for r in data["runs"]] == [None] * 3  # the checkpoint code ran
     predicted = [f"{n} predicts 20 packets in the queue" for n in sorted(STUDENTS)]
     assert sorted(a["text"] for a in data["answers"]) == predicted
     # the plot: one point per student, theory Σα = 20 against the backlog each measured

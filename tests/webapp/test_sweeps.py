@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from fastlab.base.record import Summary, read_summary
 from fastlab.define.schema import SpecError
 from tests.webapp.conftest import ARTIFACTS, form_with_preset, good_spec, queued_count, wait_until
 from webapp import create_app, sweeps
@@ -102,9 +103,9 @@ def test_sweeping_the_seed_runs_the_seeds_given() -> None:
 def test_aggregate_means_spread_and_theory() -> None:
     theory = {"utilization": 100.0, "throughput": 20.0, "backlog": 10, "rtt": 46.0, "retransmits": None}
 
-    def summary(util: float, backlog: float) -> dict[str, Any]:
-        return {"flows": [{"throughput_mbps": 20 * util, "mean_rtt_ms": 46, "retransmits": 1}],
-                "links": [{"utilization": util, "mean_backlog_pkts": backlog}]}
+    def summary(util: float, backlog: float) -> Summary:
+        return read_summary({"flows": [{"id": "f1", "throughput_mbps": 20 * util, "mean_rtt_ms": 46, "retransmits": 1}],
+                             "links": [{"id": "bottleneck", "utilization": util, "mean_backlog_pkts": backlog}]})
 
     points = [{"value_index": 0, "status": "done", "summary": summary(0.9, 8), "theory": theory},
               {"value_index": 0, "status": "done", "summary": summary(1.0, 10), "theory": theory},
