@@ -178,10 +178,10 @@ def test_a_capacity_schedule_cut_into_parts_and_marked() -> None:
     assert [(m["at_s"], m["text"]) for m in segments.chart_marks(spec, [])] == [
         (10.0, "bottleneck: 40 → 10 Mb/s"), (20.0, "bottleneck: 10 → 40 Mb/s")]
     parts = segments.schedule_parts(spec, folder.flows(), folder.links())
-    assert [(p["start_s"], p["settled_from_s"], p["changes"]) for p in parts] == [
+    assert [(p.start_s, p.settled_from_s, p.changes) for p in parts] == [
         (0.0, 0.0, []), (10.0, 12.0, ["bottleneck: 40 → 10 Mb/s"]), (20.0, 22.0, ["bottleneck: 10 → 40 Mb/s"])]
     # busy at the capacity in force: 10 Mb/s in the second part, not the 40 before it
-    assert [round(p["links"][0]["utilization"], 2) for p in parts][1:] == [1.0, 1.0]
+    assert [round(p.links[0].utilization or 0, 2) for p in parts][1:] == [1.0, 1.0]
 
 
 def test_goodput_from_a_recordings_bytes_acked() -> None:
