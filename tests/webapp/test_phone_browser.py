@@ -84,6 +84,15 @@ def test_no_page_scrolls_sideways_on_a_phone(tmp_path: Path, live_server_factory
     look(instructor, "/classes", "classes")
     look(instructor, klass["url"], "class-view")
     assert wide == {}, wide
+    # the class plot's title stays within the plot (on one line it ran past both edges of a 390-px screen)
+    view = instructor.new_page()
+    view.goto(server.url + klass["url"])
+    view.wait_for_selector("#class-plot .gtitle", timeout=15_000)
+    edges = view.evaluate("""(() => { const t = document.querySelector('#class-plot .gtitle').getBoundingClientRect();
+      const p = document.getElementById('class-plot').getBoundingClientRect();
+      return [t.left - p.left, p.right - t.right]; })()""")
+    assert min(edges) >= 0, edges
+    view.close()
     # the 404 is a page of the app: its navigation, a way back, the status
     page = student.new_page()
     response = page.goto(server.url + "/no/such/page")

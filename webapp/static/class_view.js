@@ -144,9 +144,12 @@ function plot(view) {
       text: mine.map((p) => `${p.student}: ${p.lab ? `${p.lab} ${p.step}` : p.run}, ${p.link}`), hoverinfo: 'text+x+y'};
   });
   const size = largeFonts() ? 20 : 13;
+  // on a phone (a plot under 480 px) the title goes on two lines: on one it ran past both edges (390 px)
+  const narrow = document.getElementById('class-plot').clientWidth < 480;
+  const runs = `(${view.plot.length} run${view.plot.length === 1 ? '' : 's'})`;
   Plotly.react('class-plot', traces, {
-    title: {text: `Backlog: measured against theory (${view.plot.length} run${view.plot.length === 1 ? '' : 's'})`},
-    font: {size}, margin: {t: 50, r: 20, b: 100, l: 70},
+    title: {text: narrow ? `Backlog: measured<br>against theory ${runs}` : `Backlog: measured against theory ${runs}`},
+    font: {size}, margin: {t: narrow ? 70 : 50, r: 20, b: 100, l: 70},
     xaxis: {title: {text: 'theory: Σα of the bottleneck (packets)'}, range: [0, top]},
     yaxis: {title: {text: 'measured mean backlog (packets)'}, range: [0, top]},
     shapes: [{type: 'line', x0: 0, y0: 0, x1: top, y1: top, line: {color: '#444', dash: 'dash', width: 1.5}}],
