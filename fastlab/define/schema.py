@@ -24,6 +24,7 @@ from pydantic import (
     Field,
     StrictInt,
     ValidationError,
+    ValidationInfo,
     field_serializer,
     field_validator,
     model_validator,
@@ -164,9 +165,9 @@ LossSpec = Annotated[BernoulliLoss | EveryNthLoss | PlannedLoss | GilbertElliott
 
 # The calibrated phantom element's fitted defaults: the output of `bench/docsis.py --fit` (stored in
 # bench/data/docsis-phantom-fit.json; tests/unit hold these to it). Not derived from any mechanism.
-PHANTOM_FIT_MAX_DELAY_MS = 40.0
-PHANTOM_FIT_KNEE = 0.3
-PHANTOM_FIT_FLOW_EXPONENT = 2.0
+PHANTOM_FIT_MAX_DELAY_MS = 35.0
+PHANTOM_FIT_KNEE = 0.5
+PHANTOM_FIT_FLOW_EXPONENT = 2.5
 PHANTOM_WINDOW_MS = 1000.0
 PHANTOM_FLOW_EXPONENT_STEP = 0.25  # linkemu takes the exponent in quarters (--XX-phantom-flow-exp-q)
 PHANTOM_FLOW_EXPONENT_MAX = 4.0
@@ -207,15 +208,15 @@ class PhantomDelay(Strict):
             return data | {"flow_exponent": 0.0}
         return data
 
-    @model_validator(mode="after")
-    def _flow_exponent(self) -> PhantomDelay:
-        steps = self.flow_exponent / PHANTOM_FLOW_EXPONENT_STEP
+    @field_validator("flow_exponent")
+    @classmethod
+    def _flow_exponent(cls, value: float, info: ValidationInfo) -> float:
+        steps = value / PHANTOM_FLOW_EXPONENT_STEP
         if abs(steps - round(steps)) > 1e-9:
-            raise ValueError(f"flow_exponent: {self.flow_exponent:g} is not a multiple of "
-                             f"{PHANTOM_FLOW_EXPONENT_STEP:g}")
-        if self.model == "calibrated_load_delay" and self.flow_exponent:
-            raise ValueError("flow_exponent: calibrated_load_delay has no flow term (model: calibrated_flow_delay)")
-        return self
+            raise ValueError(f"{value:g} is not a multiple of {PHANTOM_FLOW_EXPONENT_STEP:g} (linkemu takes quarters)")
+        if info.data.get("model") == "calibrated_load_delay" and value:
+            raise ValueError("calibrated_load_delay has no flow term (model: calibrated_flow_delay)")
+        return value
 
 
 class TokenBucketPolicy(Strict):
