@@ -261,8 +261,9 @@ def queue_fast_misreads(run: StepRun, lo: float, hi: float, min_alpha: int = 4) 
     lo, hi = lo + misread, hi + misread
     phantom_said = ("" if phantom is None else
                     f" On top, the calibrated element: {phantom['max_delay_ms']:g} ms x min(1, u / "
-                    f"{phantom['knee']:g}) x N^{phantom.get('flow_exponent', 0.0):g} at the segments' load u and "
-                    f"flows' shares (N = {flows} equal flows at most), "
+                    f"{phantom['knee']:g}) x N^{phantom.get('flow_exponent', 0.0):g} at the segments' load u"
+                    + (f" and flows' shares (N = {flows} equal flows at most)" if flows > 1 else " (one flow: N = 1)")
+                    + ", "
                     f"times the packet rate{ABSORBED_SAID if flows > 1 else ''}: "
                     f"{misread:.1f} packets FAST counts as queue that the CMTS never holds (it is added after the "
                     "shaper).")
