@@ -85,11 +85,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from fastlab.base.rundir import RTT_SAMPLES, RunFolder  # noqa: E402
-from fastlab.define.ccset import default_registry  # noqa: E402
 from fastlab.define.schema import PhantomDelay, parse_spec  # noqa: E402
 from fastlab.define.topology import build_plan  # noqa: E402
 from fastlab.experiment.engine import run_experiment  # noqa: E402
 from fastlab.measure.analysis import steady_goodput_mbps  # noqa: E402
+from fastlab.run.ccload import default_registry  # noqa: E402
 
 DATA = REPO / "bench" / "data" / "atov2005.yaml"
 FIT_FILE = REPO / "bench" / "data" / "docsis-phantom-fit.json"
@@ -226,8 +226,8 @@ def steady_figures(out: Path, warmup_s: float, downstream_mbps: float) -> dict[s
     steady = flows[flows["t"] >= warmup_s]
     mbps = steady_goodput_mbps(flows, warmup_s)
     summary = folder.summary()
-    idle = next((p["min_ms"] for p in summary.get("idle_rtt") or [] if p.get("min_ms")), math.nan)
-    cable = next((link for link in summary.get("links", []) if link.get("id") == "cable"), {})
+    idle = next((p.min_ms for p in summary.idle_rtt if p.min_ms), math.nan)
+    cable = summary.link("cable")
     shares = steady.groupby("flow")["bytes_acked"].agg(lambda b: float(b.iloc[-1] - b.iloc[0]))
     n_eff = float(shares.sum() ** 2 / (shares**2).sum()) if (shares**2).sum() > 0 else math.nan
     queue = _cable_forward(folder, warmup_s)
@@ -235,9 +235,9 @@ def steady_figures(out: Path, warmup_s: float, downstream_mbps: float) -> dict[s
                "mean_rtt_ms": float(steady["srtt_ms"].mean()), "min_rtt_ms": math.nan, "idle_rtt_ms": idle,
                "cwnd_mean": float(steady.groupby("flow")["cwnd_pkts"].mean().mean()),
                "cmts_queue_pkts": float(queue["backlog_pkts"].mean()) if not queue.empty else math.nan,
-               "cmts_drops": int(cable.get("drops", 0)), "flows_equal_share": n_eff,
-               "retransmits": int(sum(f.get("retransmits", 0) for f in summary.get("flows", []))),
-               "faithful": bool(summary["fidelity"]["faithful"])}
+               "cmts_drops": int(cable.drops or 0) if cable is not None else 0, "flows_equal_share": n_eff,
+               "retransmits": sum(f.retransmits or 0 for f in summary.flows),
+               "faithful": bool(summary.faithful)}
     if folder.has(RTT_SAMPLES):  # per-packet RTTs of a clamped flow
         rtts = folder.rtt_samples()
         rtts = rtts[rtts["t"] >= warmup_s]

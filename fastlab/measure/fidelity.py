@@ -28,6 +28,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from fastlab.base.record import Verdict
 from fastlab.define.schema import MTU_BYTES
 
 # A FAST flow aims at alpha packets queued at its bottleneck, i.e. alpha * MTU / C of queueing
@@ -354,17 +355,17 @@ def assess(inp: Inputs) -> dict[str, Any]:
     }
 
 
-def headline(verdict: dict[str, Any] | None) -> str:
-    """One line for the CLI and pages."""
-    if not verdict:
+def headline(verdict: Verdict | None) -> str:
+    """One line for the CLI and pages, of a run's verdict (fastlab.base.record.Verdict)."""
+    if verdict is None:
         return "fidelity: not assessed (run made before fidelity verdicts)"
-    if verdict["faithful"]:
-        delays = [p["emulation_delay_ms"] for p in verdict["paths"] if p["emulation_delay_ms"] is not None]
+    if verdict.faithful:
+        delays = [p.emulation_delay_ms for p in verdict.paths if p.emulation_delay_ms is not None]
         if not delays:
             return ("fidelity: faithful as far as measured (no emulated link: tc shaping's timing is not "
                     "measured, only the rate it delivered)")
         return f"fidelity: faithful (emulation delay ≤ {max(delays):.2f} ms on every path, no socket drops)"
-    return "fidelity: NOT FAITHFUL — " + "; ".join(verdict["reasons"]) + f". To fix: {verdict['advice']}."
+    return "fidelity: NOT FAITHFUL — " + "; ".join(verdict.reasons) + f". To fix: {verdict.advice}."
 
 
 # --- machine CPU (the engine samples /proc/stat around the flows) -------------------------------

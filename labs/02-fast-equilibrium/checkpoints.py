@@ -61,7 +61,7 @@ def _base_rtt_excess(run: StepRun, flow: str, t0: float, t1: float) -> float:
 
 
 def _flow_ids(run: StepRun, alphas: list[int]) -> dict[str, int]:
-    flows = [str(f["id"]) for f in run.summary["flows"]]
+    flows = run.flow_ids()
     if len(flows) != len(alphas):
         raise MissingData(f"the run has {len(flows)} flows, the checkpoint names {len(alphas)} alphas")
     return dict(zip(flows, alphas, strict=True))
@@ -89,8 +89,7 @@ def _lateness_pkts(run: StepRun, flow: str, t0: float, t1: float) -> float:
     """Packets' worth of the emulators' mean lateness on the flow's path (the fidelity verdict's figure):
     FAST counts it as queueing delay, the bottleneck does not hold those packets. 0 for a run without
     a verdict."""
-    delay_ms = next((p["emulation_delay_ms"] for p in (run.summary.get("fidelity") or {}).get("paths", [])
-                     if p["flow"] == flow and p["emulation_delay_ms"] is not None), 0.0)
+    delay_ms = run.emulation_delay_ms(flow)
     if not delay_ms:
         return 0.0
     mss = float(run.flow(flow)["mss_bytes"].dropna().median())
@@ -177,7 +176,7 @@ def backlog_around_change(run: StepRun, alpha: int, side: str, link: str = "bott
     at = _change_time(run)
     t0, t1 = (max(at - 7.0, settle_s), at) if side == "before" else (at + settle_s, _flows_end(run))
     rows = _window(run.link(link), t0, t1)
-    flow = str(run.summary["flows"][0]["id"])
+    flow = run.flow_ids()[0]
     return _around_alpha(run, f"mean {link} backlog {side} the change at {at:g} s", rows, {flow: alpha}, t0, t1)
 
 
