@@ -48,7 +48,7 @@ def test_docsis_fit_ranks_the_grid_by_residuals_in_band_units() -> None:
     half-widths of the published band; the least sum of squares wins (ties: the smaller delay)."""
     import pandas as pd
 
-    docsis = bench_module("docsis")
+    docsis = bench_module("docsis_fit")
     points = [{"window": 20, "value": 145, "low": 130, "high": 160},
               {"window": 38, "value": 145, "low": 130, "high": 160}]
     rows = pd.DataFrame([
@@ -69,10 +69,10 @@ def test_docsis_smallest_alpha_that_stays_full() -> None:
     followed by one that does not is not it)."""
     import pandas as pd
 
-    docsis = bench_module("docsis")
-    assert docsis.smallest_full_alpha(pd.Series({1: 0.5, 2: 0.96, 3: 0.9, 4: 0.97, 6: 0.99})) == 4
-    assert docsis.smallest_full_alpha(pd.Series({1: 0.5, 2: 0.6})) is None
-    data = docsis.published()
+    runs, docsis = bench_module("docsis_runs"), bench_module("docsis")
+    assert runs.smallest_full_alpha(pd.Series({1: 0.5, 2: 0.96, 3: 0.9, 4: 0.97, 6: 0.99})) == 4
+    assert runs.smallest_full_alpha(pd.Series({1: 0.5, 2: 0.6})) is None
+    data = runs.published()
     assert docsis.simple_mean_rtt_ms(20, data) == 100 and docsis.simple_mean_rtt_ms(30, data) == 120
 
 
@@ -114,7 +114,7 @@ def test_phantom_defaults_are_the_fit_output() -> None:
         PhantomDelay,
     )
 
-    docsis = bench_module("docsis")
+    docsis = bench_module("docsis_fit")
     fit = json.loads(docsis.FIT_FILE.read_text())
     best = fit["best"]
     assert (best["max_delay_ms"], best["knee"], best["flow_exponent"]) == (
@@ -127,7 +127,7 @@ def test_phantom_defaults_are_the_fit_output() -> None:
     assert list(table["candidate"]) == [c.name for c in docsis.CANDIDATES]
     assert docsis.keep(table) == best["candidate"] and not table.set_index("candidate").loc["load", "fits"]
     assert docsis.CANDIDATE[best["candidate"]].flow_exponent == best["flow_exponent"]
-    data = docsis.published()
+    data = bench_module("docsis_runs").published()
     again = docsis.fitted_one_flow(data)[0]
     assert again == {"max_delay_ms": best["max_delay_ms"], "knee": best["knee"]}
     recomputed = docsis.candidate_table(*_stage_tables(docsis, again), data)
@@ -154,8 +154,8 @@ def test_docsis_candidates_fit_only_inside_every_band() -> None:
     flow's; the smallest form that fits is kept (fewest free parameters, then the least sum of squares)."""
     import pandas as pd
 
-    docsis = bench_module("docsis")
-    data = docsis.published()
+    docsis = bench_module("docsis_fit")
+    data = bench_module("docsis_runs").published()
     best = {"max_delay_ms": 35.0, "knee": 0.5}
     windows = pd.DataFrame([{**best, "value": p["window"], "mean_rtt_ms": 146.0, "min_rtt_ms": 144.0,
                              "idle_rtt_ms": 105.0, "faithful": True} for p in data["fit"]["docsis_mean_rtt_ms"]])
@@ -177,16 +177,23 @@ def test_docsis_candidates_fit_only_inside_every_band() -> None:
     assert docsis.keep(table.reset_index()) == "flows^2"
     assert docsis.keep(table.reset_index().assign(fits=False)) is None
     # an unfaithful run proves nothing: a seed of nothing but unfaithful runs is not counted
-    need = docsis.alpha_needed(pd.DataFrame(sweep(22, [20, 22, 24]))
-                               .assign(faithful=lambda t: t["seed"] == 1))
+    unfaithful_seed = pd.DataFrame(sweep(22, [20, 22, 24])).assign(faithful=lambda t: t["seed"] == 1)
+    need = bench_module("docsis_runs").alpha_needed(unfaithful_seed)
     assert need.median == 22 and need.per_seed == [22] and need.unfaithful == 3
+
+
+def test_docsis_cli_names_every_stage_of_the_fit() -> None:
+    """bench/docsis.py's --fit-stage choices are bench/docsis_fit.py's stages, in their order (the script
+    lists them without importing the fit module, which imports the runs it drives)."""
+    stages = bench_module("docsis").FIT_STAGES
+    assert stages == list(bench_module("docsis_fit").STAGES)
 
 
 def test_docsis_grids_centre_on_fast_equilibrium_and_runs_last_enough_round_trips() -> None:
     """The alphas run for a condition surround FAST's equilibrium with the element (floor band + MAC + the
     element's delay at full load times each flow's packet rate): a grid, not a result; a run lasts at least
     RUN_RTTS round trips of the element's full-load RTT."""
-    docsis = bench_module("docsis")
+    docsis = bench_module("docsis_runs")
     element = {"model": "calibrated_flow_delay", "max_delay_ms": 40.0, "knee": 0.3, "flow_exponent": 2.0}
     assert docsis.equilibrium_alpha(element, 1, 3.0) == 3.0 + 0.040 * 250  # 13
     assert docsis.equilibrium_alpha(element, 2, 3.0) == 3.0 + 0.160 * 125  # 23
@@ -205,7 +212,7 @@ def test_docsis_prediction_table_says_the_authors_reading_and_the_elements() -> 
     element's answer (did the flows fill the link), the CMTS queue at the alpha needed."""
     import pandas as pd
 
-    docsis = bench_module("docsis")
+    docsis = bench_module("docsis_fit")
     rows = [{"downstream_mbps": 3.0, "flows": 4, "value": a, "seed": s, "utilization": 0.99 if a >= 44 else 0.7,
              "faithful": True, "cmts_queue_pkts": 9.0, "cmts_drops": 0, "mean_rtt_ms": 760.0}
             for s in (1, 2, 3) for a in (36, 40, 44, 48)]
