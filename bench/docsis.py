@@ -26,10 +26,10 @@ aggregate plots -- utilization and mean/minimum RTT against the fixed window, ut
 window against alpha -- emulated medians with their min-max over the faithful runs, the published
 figures and bands beside them. Medians everywhere leave unfaithful runs out (and say how many).
 
-Run as root: `sudo .venv/bin/python bench/docsis.py [--fit | --fit-stage S | --predict] [--windows
-5,10,...] [--alphas 1,2,...] [--links simple,docsis,docsis-off] [--repeat N] [--first-seed N] [--jobs N]
-[--duration S] [--warmup S] [--only windows|alpha] [--flows N] [--downstream 1,2,3] [--json FILE]
-[--plot FILE.html [--from JSON,...]]`.
+Run as root: `sudo .venv/bin/python bench/docsis.py [--fit | --fit-stage S | --predict [--conditions C,...]
+[--stored]] [--windows 5,10,...] [--alphas 1,2,...] [--links simple,docsis,docsis-off] [--repeat N]
+[--first-seed N] [--jobs N] [--duration S] [--warmup S] [--only windows|alpha] [--flows N] [--downstream 1,2,3]
+[--json FILE] [--plot FILE.html [--from JSON,...]]`.
 """
 
 from __future__ import annotations
@@ -281,6 +281,7 @@ def main() -> int:
     what.add_argument("--predict", action="store_true", help="the element's predictions, held-back conditions")
     parser.add_argument("--candidates", type=csv_list(str), help="--fit-stage flows: only these candidates")
     parser.add_argument("--conditions", type=csv_list(str), help="--predict: only these (e.g. 0.5x1,3x6)")
+    parser.add_argument("--stored", action="store_true", help="--predict: the table of the stored runs, run nothing")
     parser.add_argument("--windows", type=csv_list(int), default=csv_list(int)("5,10,15,20,25,28,30,35,38,42,45"))
     parser.add_argument("--alphas", type=csv_list(int), default=csv_list(int)("1,2,3,4,5,6,8,10,12,14,16,20,25,35"))
     parser.add_argument("--links", type=csv_list(str), default=["simple", "docsis", "docsis-off"])
@@ -314,6 +315,8 @@ def main() -> int:
         from bench import docsis_fit  # the fit and the predictions, on the runs of bench/docsis_runs.py
     if args.fit:
         return docsis_fit.fit(data)
+    if args.predict and args.stored:
+        return docsis_fit.predict(args, Path(), data)  # reads the stored runs only
     root = Path(tempfile.mkdtemp(prefix="fastlab-docsis-"))
     fast = args.jobs > 1 and (args.predict or args.fit_stage in ("alpha1", "flows") or
                               (not args.fit_stage and args.only != "windows"))

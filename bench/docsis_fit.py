@@ -23,6 +23,7 @@ grow the delay faster than the flows share it. The fit, by code, in stages that 
 0.5, 1, 2 and 3 Mb/s, and 3, 4 and 6 flows at 3 Mb/s: the alpha per flow that fills the downstream, the
 target queue alpha x MTU / C, whether the 512 ms shaping buffer still lets the flows fill the link. Raw
 runs and the printed table under bench/data/docsis-predictions/. Nothing is fitted to them.
+`--predict --stored`: the table of the stored runs, nothing run.
 """
 
 from __future__ import annotations
@@ -317,8 +318,9 @@ def queue_ms(packets: float, downstream_mbps: float) -> float:
 def prediction_table(runs: pd.DataFrame, buffer_ms: float) -> pd.DataFrame:
     """Per condition: the alpha per flow that fills the downstream (median by alpha; each seed's), its target
     queueing delay per flow and in all, the authors' reading (the total target queue against the buffer),
-    and the element's answer: whether the flows filled the link with the shaper's max-delay at `buffer_ms`,
-    the CMTS's real queue and the RTT there."""
+    and the element's answer: whether the flows held the link full (>= FULL at some alpha and every larger
+    one run) with the shaper's max-delay at `buffer_ms`, the CMTS's real queue, drops and the RTT there, and
+    the most drops any run of the condition met."""
     out = []
     for (down, flows), rows in runs.groupby(["downstream_mbps", "flows"], sort=True):
         need = alpha_needed(rows)
@@ -333,7 +335,8 @@ def prediction_table(runs: pd.DataFrame, buffer_ms: float) -> pd.DataFrame:
             "target_ms_per_flow": queue_ms(need.median, down) if need.median is not None else math.nan,
             "total_queue_pkts": total, "total_queue_ms": queue_ms(total, down),
             "total_within_buffer": bool(queue_ms(total, down) <= buffer_ms) if total == total else False,
-            "full_rate": bool(best_util >= FULL), "best_utilization": best_util,
+            "full_rate": need.median is not None, "best_utilization": best_util,
+            "most_drops": int(kept["cmts_drops"].max()) if not kept.empty else 0,
             "cmts_queue_pkts": float(at["cmts_queue_pkts"].median()) if not at.empty else math.nan,
             "cmts_drops": int(at["cmts_drops"].max()) if not at.empty else 0,
             "rtt_ms": float(at["mean_rtt_ms"].median()) if not at.empty else math.nan,
@@ -353,6 +356,11 @@ def predict(args: argparse.Namespace, root: Path, data: dict[str, Any]) -> int:
         raise SystemExit(f"--conditions: unknown {unknown} (known: {', '.join(known)})")
     runs_file = PREDICT_DIR / "runs.json"
     stored = json.loads(runs_file.read_text())["runs"] if runs_file.is_file() else []
+    if args.stored:
+        if not stored:
+            raise SystemExit(f"{runs_file.relative_to(REPO)}: no stored runs: run `bench/docsis.py --predict` first")
+        write_predictions(pd.DataFrame(stored), data)
+        return 0
     kept = [r for r in stored if condition_name(r["downstream_mbps"], r["flows"]) not in names]
     tasks = []
     for name in names:
@@ -366,12 +374,19 @@ def predict(args: argparse.Namespace, root: Path, data: dict[str, Any]) -> int:
     element = PhantomDelay(model="calibrated_flow_delay").model_dump()
     runs_file.write_text(json.dumps({"element": element, "repeat": args.repeat, "runs": runs}, indent=1,
                                     default=str) + "\n")
+    print(f"written: {runs_file.relative_to(REPO)}")
+    write_predictions(pd.DataFrame(runs), data)
+    return 0
+
+
+def write_predictions(runs: pd.DataFrame, data: dict[str, Any]) -> None:
+    """Print the predictions table of `runs` and store it beside them (predictions.txt)."""
+    element = PhantomDelay(model="calibrated_flow_delay").model_dump()
     buffer_ms = float(data["out_of_sample"]["authors_flow_limit"]["buffer_ms"])
-    text = prediction_text(pd.DataFrame(runs), element, buffer_ms)
+    text = prediction_text(runs, element, buffer_ms)
     (PREDICT_DIR / "predictions.txt").write_text(text + "\n")
     print(text)
-    print(f"written: {runs_file.relative_to(REPO)}, {(PREDICT_DIR / 'predictions.txt').relative_to(REPO)}")
-    return 0
+    print(f"written: {(PREDICT_DIR / 'predictions.txt').relative_to(REPO)}")
 
 
 def prediction_text(runs: pd.DataFrame, element: dict[str, Any], buffer_ms: float) -> str:
@@ -383,8 +398,9 @@ def prediction_text(runs: pd.DataFrame, element: dict[str, Any], buffer_ms: floa
             f"smallest with >= {FULL:.0%} utilization (median by alpha; each seed's own after it); target = "
             f"alpha x {PKT_BYTES} B / C; total = flows x that; 'within {buffer_ms:g}' is the authors' reading "
             f"(the total target queue must fit the CMTS's {buffer_ms:g} ms shaping buffer); 'full' is the "
-            f"element's answer (the flows filled the downstream with the shaper's max-delay at {buffer_ms:g} "
-            "ms); CMTS queue and RTT at the alpha needed; estimate = FAST's equilibrium with the element's "
+            f"element's answer (the flows held the downstream full from some alpha on, the shaper's max-delay "
+            f"at {buffer_ms:g} ms); CMTS queue, drops and RTT at the alpha needed; most_drops: the most any "
+            "run of the condition met; estimate = FAST's equilibrium with the element's "
             "delay, for comparison (not a result).")
     return head + "\n" + table.to_string(index=False, float_format="{:.2f}".format)
 

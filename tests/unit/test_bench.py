@@ -224,6 +224,13 @@ def test_docsis_prediction_table_says_the_authors_reading_and_the_elements() -> 
     assert abs(four["total_queue_ms"] - 704.0) < 1e-9 and not four["total_within_buffer"] and four["full_rate"]
     one = table.loc[1]
     assert one["alpha_per_flow"] == 6 and abs(one["target_ms_per_flow"] - 72.0) < 1e-9 and one["total_within_buffer"]
+    # six flows that never hold the link full (a lucky 0.96 between two below): no alpha, not full, drops said
+    rows += [{"downstream_mbps": 3.0, "flows": 6, "value": a, "seed": 1, "utilization": u, "faithful": True,
+              "cmts_queue_pkts": 60.0, "cmts_drops": d, "mean_rtt_ms": 1300.0}
+             for a, u, d in ((88, 0.78, 3000), (154, 0.96, 8700), (165, 0.94, 9600))]
+    six = docsis.prediction_table(pd.DataFrame(rows), 512.0).set_index("flows").loc[6]
+    assert six["alpha_per_flow"] == "none" and not six["full_rate"] and six["most_drops"] == 9600
+    assert abs(six["best_utilization"] - 0.96) < 1e-9 and not six["bracketed"]
     text = docsis.prediction_text(pd.DataFrame(rows), {"max_delay_ms": 40.0, "knee": 0.3, "flow_exponent": 2.0}, 512)
     assert "N^2" in text and "without fitting" in text
 
