@@ -196,8 +196,11 @@ class Services:
         429 when the queue or this client's share of it is full."""
         run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{spec.name}-w{secrets.token_hex(3)}"
         try:
+            from webapp import classdb, classes  # they build on this module: imported when first used
+            student = classes.current_student()  # the student who queued it, if any: tagged in the same transaction
             self.manager.submit(store.Submission(run_id, spec.name, spec.topology, to_plain(spec), client(), lab, step,
-                                                 short), self.limits(), self.db())
+                                                 short), self.limits(), self.db(),
+                                tag=lambda conn, run: classdb.tag_run(conn, run, student))
         except store.QueueFull as exc:
             return api_error(429, str(exc))
         resp = jsonify(self.run_row(run_id) | {"url": f"/runs/{run_id}"})

@@ -115,13 +115,15 @@ class RunManager:
     def wake(self) -> None:
         self._wake.set()
 
-    def submit(self, run: store.Submission, limits: store.Limits, conn: sqlite3.Connection | None = None) -> None:
+    def submit(self, run: store.Submission, limits: store.Limits, conn: sqlite3.Connection | None = None,
+               tag: Callable[[sqlite3.Connection, str], None] | None = None) -> None:
         """Queue a run within the queue's limits (store.QueueFull, one line, when full) and wake the
-        dispatcher; `conn`: the caller's connection to the store (a web request's), else one of its own."""
+        dispatcher; `conn`: the caller's connection to the store (a web request's), else one of its own;
+        `tag`: what the caller adds to the run's row in the same transaction (store.enqueue)."""
         own = conn is None
         conn = connect(self.database) if conn is None else conn
         try:
-            store.enqueue(conn, run, limits)
+            store.enqueue(conn, run, limits, tag)
         finally:
             if own:
                 conn.close()

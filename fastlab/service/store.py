@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import re
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,11 +129,13 @@ class Submission:
     short: bool | None = None
 
 
-def enqueue(conn: sqlite3.Connection, run: Submission, limits: Limits) -> None:
-    """Queue a run within `limits`, or QueueFull saying which limit. Counts and inserts in one write
-    transaction: parallel submissions (each with its own connection) wait for the database's write lock
-    here, so none counts before another's insert lands (separate steps let 30 parallel posts from one
-    address queue 13 against a limit of 10)."""
+def enqueue(conn: sqlite3.Connection, run: Submission, limits: Limits,
+            tag: Callable[[sqlite3.Connection, str], None] | None = None) -> None:
+    """Queue a run within `limits`, or QueueFull saying which limit; `tag(conn, run_id)` adds what a front
+    end keeps of the run in the same transaction (the web app: the student who queued it). Counts and
+    inserts in one write transaction: parallel submissions (each with its own connection) wait for the
+    database's write lock here, so none counts before another's insert lands (separate steps let 30
+    parallel posts from one address queue 13 against a limit of 10)."""
     if conn.in_transaction:
         conn.commit()
     conn.execute("BEGIN IMMEDIATE")
@@ -151,6 +154,8 @@ def enqueue(conn: sqlite3.Connection, run: Submission, limits: Limits) -> None:
                      "client) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
                      (run.run_id, run.name, run.topology, json.dumps(run.spec), now(), run.lab, run.step,
                       None if run.short is None else int(run.short), run.client))
+        if tag is not None:
+            tag(conn, run.run_id)
         conn.commit()
     except BaseException:
         conn.rollback()

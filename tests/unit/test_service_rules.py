@@ -16,8 +16,15 @@ SERVICE = "fastlab/service/"
 DASK = {"dask", "distributed"}
 # Modules only the service may import from the engine and the cost model: running a run, admitting one.
 RUNS_A_RUN = {("fastlab.experiment.engine", "run_experiment")}
-ADMITS = {"fastlab.experiment.cost", "fastlab.service.admission", "fastlab.service.worker"}
-WRITES_RUNS = re.compile(r"\b(INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE|DELETE\s+FROM)\s+runs\b", re.IGNORECASE)
+ADMITS = {"fastlab.experiment.cost", "fastlab.service.worker"}  # the cost model, the Dask task
+# what the queue decides with (the web app may only ask the service for a warning: admission.carry_warning)
+ADMITS_NAMES = {("fastlab.service.admission", "Going"), ("fastlab.service.admission", "predicted"),
+                ("fastlab.service.queue", "admit")}
+# SQL that adds, removes or moves a run in the queue (a web-only column of a row, such as the student who
+# queued it, webapp.classdb.tag_run, is the web app's: it is set through store.enqueue's `tag`)
+WRITES_RUNS = re.compile(r"\b(INSERT\s+(OR\s+\w+\s+)?INTO\s+runs\b|DELETE\s+FROM\s+runs\b|"
+                         r"UPDATE\s+runs\s+SET\s+[^\"]*\b(status|started|finished|summary|environment)\s*=)",
+                         re.IGNORECASE)
 QUEUED_SQL = re.compile(r"status\s*=\s*'queued'", re.IGNORECASE)
 # `.submit(...)` calls that are not Dask's: the service queue's own (a web request queues a run)
 NOT_DASK_SUBMIT = {("webapp/services.py", "self.manager.submit")}
@@ -60,7 +67,8 @@ def queue_code(files: dict[str, str]) -> set[str]:
     found = set()
     for path, text in files.items():
         imports = imported(text)
-        if imports & RUNS_A_RUN or {m for m, _ in imports} & ADMITS or {f"{m}.{n}" for m, n in imports} & ADMITS:
+        if imports & (RUNS_A_RUN | ADMITS_NAMES) or {m for m, _ in imports} & ADMITS \
+                or {f"{m}.{n}" for m, n in imports} & ADMITS:
             found.add(f"{path}: imports a run or the admission")
         if WRITES_RUNS.search(text) or QUEUED_SQL.search(text):
             found.add(f"{path}: SQL of the run queue")
@@ -97,6 +105,8 @@ def test_the_web_app_has_no_queue_admission_or_dask_code() -> None:
     assert not {p for p, _ in submit_calls(web)} - {p for p, _ in NOT_DASK_SUBMIT}
     assert not {"webapp/runner.py", "webapp/admission.py", "webapp/cluster.py"} & set(web)
     assert queue_code({"webapp/x.py": "from fastlab.experiment.cost import admit\n"}) == \
+        {"webapp/x.py: imports a run or the admission"}
+    assert queue_code({"webapp/x.py": "from fastlab.service.admission import predicted\n"}) == \
         {"webapp/x.py: imports a run or the admission"}
     assert queue_code({"webapp/x.py": "SQL = \"UPDATE runs SET status = 'cancelled' WHERE id = ?\"\n"}) == \
         {"webapp/x.py: SQL of the run queue"}
