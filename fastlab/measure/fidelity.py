@@ -28,7 +28,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from fastlab.define.schema import MTU_BYTES
+from fastlab.measure import effects
 
 # A FAST flow aims at alpha packets queued at its bottleneck, i.e. alpha * MTU / C of queueing
 # delay (2.4 ms for alpha = 200 at 1 Gb/s). Emulation delay above a quarter of that moves its
@@ -138,6 +142,13 @@ class Inputs:
     # crossings, and the counters of the emulated crossings.
     routes: tuple[tuple[Crossing, ...], ...] = ()
     counters: dict[Crossing, Counters] = field(default_factory=dict)
+    # Weighing by effect (issue 53): each flow's samples (t, bytes_acked, cwnd_pkts and the delay accounting's
+    # acct_* columns, fastlab.measure.accounting), each crossing's cumulative lateness (t, late_n, late_mean_us)
+    # and (t, steal jiffies, total jiffies) samples of /proc/stat while the flows ran. Without flows the verdict
+    # judges as before: the mean lateness and each burst by its size.
+    flows: dict[str, pd.DataFrame] = field(default_factory=dict)
+    lateness: dict[Crossing, pd.DataFrame] = field(default_factory=dict)
+    steal_samples: list[tuple[float, int, int]] = field(default_factory=list)
 
 
 def budget_ms(path: PathInfo) -> float:
@@ -223,21 +234,27 @@ def feeders(routes: tuple[tuple[Crossing, ...], ...],
 
 def burst_excess(here: Counters, limit_bps: float, slack_bytes: float) -> tuple[float, float | None]:
     """The most bytes that reached `here` within BURST_WINDOW_S beyond limit x time + slack (pure), and
-    when that window ended: max over j of v_j - min over earlier i in the window of v_i, with
-    v = arrived - limit x t (a sliding minimum: O(samples))."""
+    when that window ended (burst_span's, without its start)."""
+    worst, at, _start = burst_span(here, limit_bps, slack_bytes)
+    return worst, at
+
+
+def burst_span(here: Counters, limit_bps: float, slack_bytes: float) -> tuple[float, float | None, float | None]:
+    """burst_excess with the window's start: max over j of v_j - min over earlier i in the window of v_i,
+    with v = arrived - limit x t (a sliding minimum: O(samples)); (excess, t_j, t_i)."""
     per_s = limit_bps * (1 + BURST_RATE_DRIFT) / 8
     lows: deque[int] = deque()
-    worst, at = 0.0, None
+    worst, at, start = 0.0, None, None
     v = [a - per_s * t for t, a in zip(here.times, here.arrived_bytes, strict=True)]
     for j, t in enumerate(here.times):
         while lows and here.times[lows[0]] < t - BURST_WINDOW_S:
             lows.popleft()
         if lows and v[j] - v[lows[0]] - slack_bytes > worst:
-            worst, at = v[j] - v[lows[0]] - slack_bytes, t
+            worst, at, start = v[j] - v[lows[0]] - slack_bytes, t, here.times[lows[0]]
         while lows and v[lows[-1]] >= v[j]:
             lows.pop()
         lows.append(j)
-    return worst, at
+    return worst, at, start
 
 
 def conservation(routes: tuple[tuple[Crossing, ...], ...], counters: dict[Crossing, Counters],
@@ -254,10 +271,11 @@ def conservation(routes: tuple[tuple[Crossing, ...], ...], counters: dict[Crossi
         slow, between = fed
         slack = (BURST_MTUS * mtu_bytes + sum(max(counters[b].backlog_bytes, default=0.0) for b in between)
                  + sum(counters[c].rate_bps / 8 * counters[c].late_p99_us / 1e6 for c in slow | between))
-        excess, at = burst_excess(counters[here], sum(rates[c] for c in slow), slack)
+        excess, at, start = burst_span(counters[here], sum(rates[c] for c in slow), slack)
         out[here] = {
             "excess_bytes": round(excess), "excess_ms": round(excess * 8 / rates[here] * 1000, 2),
-            "at_s": None if at is None else round(at, 2), "slack_bytes": round(slack),
+            "at_s": None if at is None else round(at, 2), "from_s": None if start is None else round(start, 2),
+            "slack_bytes": round(slack),
             "fed_by": sorted(f"{c[0]} ({c[1]})" for c in slow)}
     return out
 
@@ -280,19 +298,179 @@ def burst_reasons(bursts: dict[Crossing, dict[str, Any]], paths: list[PathInfo],
     return reasons
 
 
+# Weighing disturbances by effect (fastlab.measure.effects): a trace whose samples stall for this many sample
+# intervals (below the gap that is judged outright) marks a stretch in which the flow's sampler -- and so
+# the machine -- stalled; what that did to the flow is measured.
+GAP_EVENT_INTERVALS = 4
+# The path's lateness is looked at over steps of this length (the emulators report every 50 ms).
+LATENESS_STEP_S = 0.1
+
+
+def _path_lateness_ms(crossings: tuple[Crossing, ...], lateness: dict[Crossing, pd.DataFrame],
+                      grid: np.ndarray) -> np.ndarray:
+    """The mean lateness summed over a path's emulated crossings in each step of `grid` (ms), from their
+    cumulative per-segment counts and means."""
+    total = np.zeros(len(grid) - 1)
+    for c in crossings:
+        rows = lateness.get(c)
+        if rows is None or len(rows) < 2:
+            continue
+        rows = rows.dropna(subset=["late_n", "late_mean_us"]).sort_values("t")
+        if len(rows) < 2:
+            continue
+        t = rows["t"].to_numpy(dtype=float)
+        n = rows["late_n"].to_numpy(dtype=float)
+        tot = n * rows["late_mean_us"].to_numpy(dtype=float)
+        dn, ds = np.diff(np.interp(grid, t, n)), np.diff(np.interp(grid, t, tot))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            total += np.where(dn > 0, ds / np.where(dn > 0, dn, 1.0), 0.0) / 1000
+    return total
+
+
+def accounting_figures(p: PathInfo, rows: pd.DataFrame | None, budget: float) -> dict[str, Any] | None:
+    """The verdict's view of a flow's delay accounting (fastlab.measure.accounting): the delay it read as
+    queue that no link queued (median, mean, p99 over its samples), of which the emulators' lateness, the
+    rest the hosts' and the datapath's; None without accounted samples."""
+    if rows is None or "acct_read_as_queue_ms" not in rows:
+        return None
+    acct = rows.dropna(subset=["acct_read_as_queue_ms"])
+    if acct.empty:
+        return None
+    read = acct["acct_read_as_queue_ms"]
+    late = float(acct["acct_lateness_ms"].median())
+    median = float(read.median())
+    return {"flow": p.flow, "samples": int(len(acct)), "read_as_queue_median_ms": round(median, 3),
+            "read_as_queue_mean_ms": round(float(read.mean()), 3),
+            "read_as_queue_p99_ms": round(float(read.quantile(0.99)), 3),
+            "lateness_median_ms": round(late, 3), "hosts_median_ms": round(median - late, 3),
+            "budget_ms": round(budget, 3),
+            "basis": "FAST alpha queue" if p.target_queue_ms is not None else "base RTT"}
+
+
+def _budget_words(p: PathInfo) -> str:
+    return (f"{DELAY_SHARE_OF_TARGET:g} of the {p.target_queue_ms:.2f} ms queue FAST aims at"
+            if p.target_queue_ms is not None else
+            f"max({MIN_BUDGET_MS:g} ms, {LOSS_BASED_RTT_SHARE:.0%} of the {p.base_rtt_ms:g} ms RTT)")
+
+
+def _steal_words(run_steal: float | None, during: float | None = None) -> str:
+    """The machine's own share, in words: the hypervisor's steal while the flows ran (and during a span)."""
+    if run_steal is None:
+        return ""
+    text = f"the hypervisor took {run_steal:.1%} of the CPUs' time while the flows ran (steal"
+    if during is not None:
+        text += f"; {during:.1%} during it"
+    return text + ")"
+
+
+def accounting_reason(p: PathInfo, fig: dict[str, Any], steal: float | None) -> str | None:
+    """The delay accounting judged as lateness is: the delay a flow read as queue that no link queued, its
+    median, against the path's budget."""
+    if fig["read_as_queue_median_ms"] <= fig["budget_ms"]:
+        return None
+    reader = "FAST reads as queue" if p.target_queue_ms is not None else "the flow's rate pays for"
+    steal_words = _steal_words(steal)
+    return (f"flow {p.flow}: its RTT carried {fig['read_as_queue_median_ms']:.2f} ms (median) that no link queued and "
+            f"{reader}: {fig['lateness_median_ms']:.2f} ms of it the emulators' late departures, "
+            f"{fig['hosts_median_ms']:.2f} ms added by the hosts and the datapath between the links (the sending "
+            f"and receiving stacks, softirq, the switches, the ACK path), above {fig['budget_ms']:.2f} ms = "
+            f"{_budget_words(p)}" + (f"; {steal_words}" if steal_words else ""))
+
+
+def disturbances(inp: Inputs, paths: list[PathInfo], bursts: dict[Crossing, dict[str, Any]],
+                 mtu: int) -> list[effects.Disturbance]:
+    """Everything that went wrong for a while, with the flows it touched: bursts held between the links above
+    their budget and the counters' noise, steps in which a path's emulators ran later than its budget, a
+    flow's RTT carrying more delay no link queued than its budget, and stalls of a flow's trace."""
+    out: list[effects.Disturbance] = []
+    for crossing, fig in sorted(bursts.items()):
+        touched = tuple(p.flow for p in paths if crossing in p.crossings)
+        budget = min((budget_ms(p) for p in paths if crossing in p.crossings), default=MIN_BUDGET_MS)
+        if touched and fig["at_s"] is not None and fig["excess_ms"] > budget and \
+                fig["excess_bytes"] > BURST_NOISE_MTUS * mtu:
+            out.append(effects.Disturbance("held burst", f"{crossing[0]} ({crossing[1]})", fig["from_s"] or fig["at_s"],
+                                           fig["at_s"], f"{fig['excess_ms']:.1f} ms of queue", touched))
+    by_route: dict[tuple[Crossing, ...], list[PathInfo]] = {}
+    for p in paths:
+        by_route.setdefault(p.crossings, []).append(p)
+    for crossings, group in by_route.items():
+        rows = [inp.flows[p.flow] for p in group if p.flow in inp.flows and len(inp.flows[p.flow])]
+        if not rows or not inp.lateness:
+            continue
+        lo = min(float(r["t"].min()) for r in rows)
+        hi = max(float(r["t"].max()) for r in rows)
+        grid = np.arange(lo, hi + LATENESS_STEP_S, LATENESS_STEP_S)
+        if len(grid) < 2:
+            continue
+        late = _path_lateness_ms(crossings, inp.lateness, grid)
+        budget = min(budget_ms(p) for p in group)
+        for a, b, peak in effects.intervals_above(grid[1:], late, budget, LATENESS_STEP_S):
+            out.append(effects.Disturbance("late departures", f"the emulated links of {group[0].flow}'s path", a, b,
+                                           f"up to {peak:.2f} ms late", tuple(p.flow for p in group)))
+    for p in paths:
+        rows = inp.flows.get(p.flow)
+        if rows is None or rows.empty:
+            continue
+        t = rows["t"].to_numpy(dtype=float)
+        step = float(np.median(np.diff(t))) if len(t) > 1 else inp.sample_interval_s
+        if "acct_read_as_queue_ms" in rows:
+            for a, b, peak in effects.intervals_above(t, rows["acct_read_as_queue_ms"].to_numpy(dtype=float),
+                                                      budget_ms(p), step):
+                out.append(effects.Disturbance("host delay", f"flow {p.flow}", a, b,
+                                               f"up to {peak:.2f} ms read as queue", (p.flow,)))
+        for a, b in zip(t, t[1:], strict=False):
+            if b - a > GAP_EVENT_INTERVALS * inp.sample_interval_s:
+                out.append(effects.Disturbance("trace gap", f"flow {p.flow}", float(a), float(b),
+                                               f"{b - a:.2f} s without a sample", (p.flow,)))
+    for d in out:
+        d.steal_share = effects.steal_share(inp.steal_samples, d.t0, d.t1)
+    return out
+
+
+def effect_reasons(weighed: dict[str, list[effects.Effect]], flows: dict[str, pd.DataFrame], steal: float | None,
+                   steal_samples: list[tuple[float, int, int]]) -> tuple[list[str], dict[str, Any]]:
+    """Per flow: the share of its delivered bytes what disturbed it cost, judged against
+    effects.DELIVERED_SHARE_MAX; a reason names the spans, their kinds and the flow's window and RTT then."""
+    reasons, figures = [], {}
+    for flow, spans in sorted(weighed.items()):
+        share = effects.deficit_share(spans, flows[flow])
+        figures[flow] = {"deficit_share": None if share is None else round(share, 5),
+                         "spans": [e.as_dict() for e in spans]}
+        if share is None or share <= effects.DELIVERED_SHARE_MAX:
+            continue
+        worst = max(spans, key=lambda e: e.deficit_bytes or 0.0)
+        during = effects.steal_share(steal_samples, worst.t0, worst.t1)
+        what = ", ".join(worst.kinds)
+        cut = f"its window cut by {worst.window_cut:.0%}" if worst.window_cut else "its window kept"
+        rtt = (f", its RTT up to {worst.read_as_queue_max_ms:.2f} ms above what the links queued"
+               if worst.read_as_queue_max_ms is not None else "")
+        steal_words = _steal_words(steal, during)
+        reasons.append(f"flow {flow}: what disturbed it cost {share:.1%} of the bytes it delivered (limit "
+                       f"{effects.DELIVERED_SHARE_MAX:.0%}); the worst, {what} from {worst.t0:.1f} s, "
+                       f"{(worst.deficit_bytes or 0) / 1e6:.2f} MB short of its {worst.reference_mbps or 0:.1f} Mb/s "
+                       f"before, {cut}{rtt}" + (f"; {steal_words}" if steal_words else ""))
+    return reasons, figures
+
+
 def assess(inp: Inputs) -> dict[str, Any]:
-    """The verdict: faithful only if no threshold is crossed; each crossing is one reason."""
+    """The verdict: faithful only if no threshold is crossed; each crossing is one reason.
+
+    With the flows' samples (`inp.flows`) the delay a flow read as queue that no link queued is judged by its
+    median (the delay accounting), and disturbances -- bursts held between the links, late departures, host
+    delay, stalled traces -- by what they cost the flows they touched; without them, as before, the mean
+    lateness and each burst by its size."""
     reasons: list[str] = []
     links = {link: link_figures(stats) for link, stats in inp.emulators.items()}
     idle_links = {link: link_figures(stats) for link, stats in inp.idle_emulators.items()}
     crossed = {c for p in inp.paths for c in p.crossings}
+    by_effect = bool(inp.flows)
 
     for link, direction in sorted(crossed):
         fig = links.get(link, {}).get(direction)
         if fig and fig["sock_drops"] > SOCK_DROPS_MAX:
             reasons.append(f"{link} ({direction}): the emulator's socket dropped {fig['sock_drops']} frames "
                            "(losses no link model decided)")
-    paths = []
+    paths, accounted = [], {}
     for p in inp.paths:
         delay = path_delay_ms(p, links)
         budget = budget_ms(p)
@@ -300,15 +478,28 @@ def assess(inp: Inputs) -> dict[str, Any]:
                       "basis": "FAST alpha queue" if p.target_queue_ms is not None else "base RTT",
                       "idle_emulation_delay_ms": path_delay_ms(p, idle_links),
                       "crossings": [[link, direction] for link, direction in p.crossings]})
-        if delay is not None and delay > budget:
-            what = (f"{DELAY_SHARE_OF_TARGET:g} of the {p.target_queue_ms:.2f} ms queue FAST aims at"
-                    if p.target_queue_ms is not None else
-                    f"max({MIN_BUDGET_MS:g} ms, {LOSS_BASED_RTT_SHARE:.0%} of the {p.base_rtt_ms:g} ms RTT)")
+        acct = accounting_figures(p, inp.flows.get(p.flow), budget) if by_effect else None
+        if acct is not None:
+            accounted[p.flow] = acct
+            reason = accounting_reason(p, acct, inp.machine_steal)
+            if reason:
+                reasons.append(reason)
+        elif delay is not None and delay > budget:
             reasons.append(f"flow {p.flow}: the emulators added {delay:.2f} ms of delay (departure lateness), "
-                           f"above {budget:.2f} ms = {what}")
+                           f"above {budget:.2f} ms = {_budget_words(p)}")
     mtu = inp.paths[0].mtu_bytes if inp.paths else MTU_BYTES
     bursts = conservation(inp.routes, inp.counters, mtu)
-    reasons += burst_reasons(bursts, inp.paths, mtu)
+    if by_effect:
+        for crossing, fig in bursts.items():  # each figure gets its budget_ms, as burst_reasons gives it
+            fig["budget_ms"] = round(min([budget_ms(p) for p in inp.paths if crossing in p.crossings]
+                                         or [MIN_BUDGET_MS]), 3)
+        found = disturbances(inp, inp.paths, bursts, mtu)
+        weighed = effects.weigh(found, inp.flows, {p.flow: p.base_rtt_ms / 1000 for p in inp.paths})
+        more, effect_figures = effect_reasons(weighed, inp.flows, inp.machine_steal, inp.steal_samples)
+        reasons += more
+    else:
+        found, effect_figures = [], {}
+        reasons += burst_reasons(bursts, inp.paths, mtu)
     for link, cores in sorted(inp.emulator_cores.items()):
         if cores > EMULATOR_CORE_MAX:
             reasons.append(f"{link}: its emulator used {cores:.2f} of a core (limit {EMULATOR_CORE_MAX:g}): "
@@ -344,13 +535,17 @@ def assess(inp: Inputs) -> dict[str, Any]:
         "sample_gaps_s": {k: round(v, 3) for k, v in inp.sample_gaps_s.items()},
         "tc_queues": tc_queues,
         "conservation": {f"{link} ({direction})": fig for (link, direction), fig in bursts.items()},
+        "delay_accounting": accounted,
+        "disturbances": [d.as_dict() for d in found],
+        "effects": effect_figures,
         "unmeasured": [f"{link}: shaped by tc (departure times are the kernel's, not measured; "
                        "the rate it delivered while queued is)" for link in inp.tc_links],
         "thresholds": {"delay_share_of_fast_target": DELAY_SHARE_OF_TARGET,
                        "loss_based_rtt_share": LOSS_BASED_RTT_SHARE, "min_budget_ms": MIN_BUDGET_MS,
                        "sock_drops_max": SOCK_DROPS_MAX, "emulator_core_max": EMULATOR_CORE_MAX,
                        "machine_busy_max": MACHINE_BUSY_MAX, "sample_gap_max_s": gap_limit,
-                       "tc_busy_share_min": TC_BUSY_SHARE_MIN, "burst_noise_mtus": BURST_NOISE_MTUS},
+                       "tc_busy_share_min": TC_BUSY_SHARE_MIN, "burst_noise_mtus": BURST_NOISE_MTUS,
+                       "delivered_share_max": effects.DELIVERED_SHARE_MAX},
     }
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastlab.measure import fidelity
+import pandas as pd
+
+from fastlab.measure import accounting, fidelity
 from fastlab.plan.prepare import Prepared
 
 
@@ -31,14 +33,49 @@ def tc_queues(prep: Prepared, links_df: Any) -> dict[str, dict[str, tuple[int, l
     return out
 
 
+def accounting_routes_of(prep: Prepared) -> list[accounting.FlowRoute]:
+    """Each flow's hops for the delay accounting: its data's and its ACKs' shaped link directions in path
+    order, with their delays, rates and backends (a tbf, DOCSIS or trace direction schedules a frame from the
+    moment linkemu reads it, so its socket wait counts as lateness)."""
+    def hop(link: str, forward: bool) -> accounting.Hop:
+        d = getattr(prep.links[link], "forward" if forward else "reverse")
+        return accounting.Hop(link, "forward" if forward else "reverse", d.delay_us / 1000, d.rate_bps,
+                              emulated=prep.backends.get(link, ("", ""))[0] == "emulator",
+                              reads_late_count=d.policy is not None or d.trace is not None)
+
+    return [accounting.FlowRoute(f.id, tuple(hop(*c) for c in p.data), tuple(hop(*c) for c in p.acks),
+                                 prep.spec.mtu)
+            for f in prep.flows for p in (prep.paths[f.id],)]
+
+
+def account_run(prep: Prepared, flows_df: pd.DataFrame, links_df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Every flow's delay accounting (fastlab.measure.accounting) from the run's traces."""
+    return accounting.account(accounting_routes_of(prep), flows_df, links_df)
+
+
+def lateness_rows(prep: Prepared, links_df: pd.DataFrame) -> dict[fidelity.Crossing, pd.DataFrame]:
+    """Each emulated crossing's cumulative lateness samples (t, late_n, late_mean_us) from links.csv."""
+    out: dict[fidelity.Crossing, pd.DataFrame] = {}
+    if links_df.empty or not {"late_n", "late_mean_us"} <= set(links_df.columns):
+        return out
+    for (link, direction), rows in links_df.groupby(["link", "direction"]):
+        if prep.backends.get(str(link), ("", ""))[0] == "emulator":
+            out[(str(link), str(direction))] = rows[["t", "late_n", "late_mean_us"]].sort_values("t")
+    return out
+
+
 def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[str, Any], flows_df: Any,
                links_df: Any, idle_stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The run's verdict (summary.json's `fidelity`): `emulators` are their final stats by link, `cpu`
-    the machine's and each emulator's CPU at the flows' start and end ((/proc/stat, cores, time))."""
+    the machine's and each emulator's CPU at the flows' start and end ((/proc/stat, cores, time)) and, under
+    "steal", (t, steal, total) samples of /proc/stat while the flows ran; `flows_df` may carry the delay
+    accounting's columns (then disturbances are weighed by their effect on the flows)."""
     spec = prep.spec
     (stat0, cores0, t0), (stat1, cores1, t1) = cpu["start"], cpu["end"]
     span = max(t1 - t0, 1e-9)
     times = {str(flow): list(rows["t"]) for flow, rows in flows_df.groupby("flow")} if not flows_df.empty else {}
+    accounted = (not flows_df.empty and "acct_read_as_queue_ms" in flows_df and "bytes_acked" in flows_df)
+    flows = {str(flow): rows.sort_values("t") for flow, rows in flows_df.groupby("flow")} if accounted else {}
     return fidelity.assess(fidelity.Inputs(
         emulators=dict(emulators), paths=fidelity_paths(prep),
         emulator_cores={link: (cores1[link] - cores0.get(link, 0.0)) / span for link in cores1},
@@ -49,7 +86,9 @@ def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[s
         tc_queues=tc_queues(prep, links_df), routes=fidelity_routes(prep),
         counters=fidelity_counters(prep, links_df, {
             (link, d): float(fig["late_p99_us"] or 0) for link, stats in emulators.items()
-            for d, fig in fidelity.link_figures(stats).items()})))
+            for d, fig in fidelity.link_figures(stats).items()}),
+        flows=flows, lateness=lateness_rows(prep, links_df) if flows else {},
+        steal_samples=list(cpu.get("steal", []))))
 
 
 def note_neighbours(verdict: dict[str, Any], neighbours: list[dict[str, Any]]) -> dict[str, Any]:

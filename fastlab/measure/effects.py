@@ -1,0 +1,210 @@
+"""A disturbance weighed by what it did to the flows it touched (issue 53 item 2).
+
+The fidelity verdict sees disturbances of several kinds: packets held and released together between the
+emulated links (a conservation excess, fastlab.measure.fidelity), departures the emulators sent late, a
+flow's RTT carrying more host delay than its budget for a while, a trace with a gap (its sampler stalled).
+Their *size* (ms of queue, ms late) says what could have happened; whether the run's physics moved
+depends on what the flows did then. A burst that FAST reads for one RTT costs a 15,000-packet window a
+percent for a second; the same burst that empties a 20-packet queue idles the link.
+
+So each disturbance, merged per flow with any it overlaps, is measured on every flow it touched over its
+interval and a settling time after it (SETTLE_RTTS round trips, at least SETTLE_MIN_S), against the flow's
+own state just before (REFERENCE_RTTS round trips, at least REFERENCE_MIN_S):
+
+- **delivered**: the bytes the flow had acknowledged by the end, against its rate just before times the
+  span (a burst released late is delivered late, not lost: its catch-up inside the span cancels the
+  deficit; a span whose rate rose past its reference, as in a start-up, counts no deficit);
+- **window**: its congestion window's deepest cut inside the span, relative to its median just before;
+- **RTT**: the most delay it read as queue that no link queued (fastlab.measure.accounting), ms.
+
+The verdict judges the delivered bytes: a flow's deficits over the run, summed, against DELIVERED_SHARE_MAX
+of what it delivered. The window and RTT figures are reported beside them and said in the reason.
+
+Pure: sample frames and intervals in, figures out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+# What a disturbance may cost a flow, summed over the run, as a share of the bytes it delivered. 1 %, the
+# loss-based flows' delay budget as a throughput error (fastlab.measure.fidelity.LOSS_BASED_RTT_SHARE):
+# a lab's utilization bands are a few percent wide, and a checkpoint whose band is narrower shrinks it
+# (fastlab.labs.kit: the checkpoint's own window and band).
+DELIVERED_SHARE_MAX = 0.01
+# The flow's state just before a disturbance: over this many of its base RTTs, at least REFERENCE_MIN_S.
+REFERENCE_RTTS = 4
+REFERENCE_MIN_S = 1.0
+# How long a disturbance's effect is followed after it ends: FAST halves its distance to equilibrium every
+# update (one or two RTTs), so 8 RTTs take it within 1/16 of the way back; a catch-up of held packets
+# arrives within one RTT. At least SETTLE_MIN_S, so a short path's span still holds several samples.
+SETTLE_RTTS = 8
+SETTLE_MIN_S = 1.0
+# Disturbances closer than this are one (their effects overlap and would be counted twice).
+MERGE_GAP_S = 0.5
+
+
+@dataclass
+class Disturbance:
+    """One thing that went wrong for a while: its kind in words, where, when, and its size in words."""
+
+    kind: str  # "held burst", "late departures", "host delay", "trace gap"
+    where: str  # a link direction ("show-floor (forward)"), or a flow for host delay and gaps
+    t0: float
+    t1: float
+    size: str  # "7.6 ms of queue", "2.1 ms late on average"
+    flows: tuple[str, ...]  # the flows it touched
+    steal_share: float | None = None  # the hypervisor's steal over it (share of CPU time), if sampled
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "where": self.where, "t0_s": round(self.t0, 3), "t1_s": round(self.t1, 3),
+                "size": self.size, "flows": list(self.flows),
+                "steal_share": None if self.steal_share is None else round(self.steal_share, 4)}
+
+
+@dataclass
+class Effect:
+    """What the disturbances over one span did to one flow."""
+
+    flow: str
+    t0: float
+    t1: float  # end of the span measured (the disturbances' end plus the settling time)
+    kinds: list[str] = field(default_factory=list)
+    deficit_bytes: float | None = None  # None: no reference (the flow had not run long enough before)
+    reference_mbps: float | None = None
+    window_cut: float | None = None  # deepest cwnd cut relative to before, 0..1
+    read_as_queue_max_ms: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        def r(v: float | None, n: int) -> float | None:
+            return None if v is None else round(v, n)
+
+        return {"flow": self.flow, "t0_s": round(self.t0, 3), "t1_s": round(self.t1, 3), "kinds": self.kinds,
+                "deficit_bytes": r(self.deficit_bytes, 0), "reference_mbps": r(self.reference_mbps, 3),
+                "window_cut": r(self.window_cut, 4), "read_as_queue_max_ms": r(self.read_as_queue_max_ms, 3)}
+
+
+def intervals_above(t: np.ndarray, values: np.ndarray, limit: float, step_s: float) -> list[tuple[float, float, float]]:
+    """The stretches of a sampled series above `limit`: (start, end, peak), each sample covering the
+    `step_s` before it; stretches closer than MERGE_GAP_S are one."""
+    out: list[tuple[float, float, float]] = []
+    for ti, v in zip(t, values, strict=True):
+        if not np.isfinite(v) or v <= limit:
+            continue
+        if out and ti - step_s - out[-1][1] <= MERGE_GAP_S:
+            a, _b, peak = out[-1]
+            out[-1] = (a, float(ti), max(peak, float(v)))
+        else:
+            out.append((float(ti) - step_s, float(ti), float(v)))
+    return out
+
+
+def steal_share(samples: list[tuple[float, int, int]], t0: float, t1: float) -> float | None:
+    """The hypervisor's steal over [t0, t1] (share of all CPU time), from (t, steal jiffies, total jiffies)
+    samples of /proc/stat: the samples around the interval. None without two of them."""
+    if len(samples) < 2:
+        return None
+    ts = [s[0] for s in samples]
+    i = max(0, int(np.searchsorted(ts, t0, side="right")) - 1)
+    j = min(len(samples) - 1, int(np.searchsorted(ts, t1, side="left")))
+    if j <= i:
+        j = min(len(samples) - 1, i + 1)
+        i = max(0, j - 1)
+    total = samples[j][2] - samples[i][2]
+    return None if total <= 0 else (samples[j][1] - samples[i][1]) / total
+
+
+def _bytes_at(rows: pd.DataFrame, at: float) -> float:
+    return float(np.interp(at, rows["t"].to_numpy(dtype=float), rows["bytes_acked"].to_numpy(dtype=float)))
+
+
+def measure(flow: str, rows: pd.DataFrame, t0: float, t1: float, base_rtt_s: float,
+            kinds: list[str]) -> Effect:
+    """The effect on one flow of what disturbed it over [t0, t1] (its flows.csv rows: t, bytes_acked,
+    cwnd_pkts, and the accounting's acct_read_as_queue_ms where present)."""
+    rows = rows.dropna(subset=["bytes_acked"]).sort_values("t")
+    reference_s = max(REFERENCE_MIN_S, REFERENCE_RTTS * base_rtt_s)
+    end = t1 + settle_s(base_rtt_s)
+    effect = Effect(flow, t0, end, list(kinds))
+    if len(rows) < 2:
+        return effect
+    first, last = float(rows["t"].iloc[0]), float(rows["t"].iloc[-1])
+    end = min(end, last)
+    effect.t1 = end
+    ref0 = t0 - reference_s
+    if ref0 >= first and end > t0:
+        rate = (_bytes_at(rows, t0) - _bytes_at(rows, ref0)) / reference_s  # bytes/s just before
+        effect.reference_mbps = rate * 8 / 1e6
+        effect.deficit_bytes = rate * (end - t0) - (_bytes_at(rows, end) - _bytes_at(rows, t0))
+    before = rows[(rows["t"] >= ref0) & (rows["t"] < t0)]
+    during = rows[(rows["t"] >= t0) & (rows["t"] <= end)]
+    if "cwnd_pkts" in rows and not before.empty and not during.empty:
+        ref_cwnd = float(before["cwnd_pkts"].median())
+        if ref_cwnd > 0:
+            effect.window_cut = max(0.0, 1 - float(during["cwnd_pkts"].min()) / ref_cwnd)
+    if "acct_read_as_queue_ms" in rows and not during.empty and during["acct_read_as_queue_ms"].notna().any():
+        effect.read_as_queue_max_ms = float(during["acct_read_as_queue_ms"].max())
+    return effect
+
+
+def settle_s(base_rtt_s: float) -> float:
+    """How long a disturbance's effect is followed after it ends."""
+    return max(SETTLE_MIN_S, SETTLE_RTTS * base_rtt_s)
+
+
+def merge_spans(spans: list[tuple[float, float, str]], settle: float = 0.0) -> list[tuple[float, float, list[str]]]:
+    """Spans whose measurements would overlap (the next starts within the last one's settling time, or
+    MERGE_GAP_S) as one, with the kinds they joined: each byte short is counted once."""
+    out: list[tuple[float, float, list[str]]] = []
+    for a, b, kind in sorted(spans):
+        if out and a - out[-1][1] <= max(MERGE_GAP_S, settle):
+            a0, b0, kinds = out[-1]
+            out[-1] = (a0, max(b0, b), kinds if kind in kinds else [*kinds, kind])
+        else:
+            out.append((a, b, [kind]))
+    return out
+
+
+def weigh(disturbances: list[Disturbance], flows: dict[str, pd.DataFrame],
+          base_rtt_s: dict[str, float]) -> dict[str, list[Effect]]:
+    """Per flow touched: the effect of each span of disturbances (merged where they overlap)."""
+    per_flow: dict[str, list[tuple[float, float, str]]] = {}
+    for d in disturbances:
+        for f in d.flows:
+            per_flow.setdefault(f, []).append((d.t0, d.t1, d.kind))
+    out: dict[str, list[Effect]] = {}
+    for f, spans in per_flow.items():
+        rows = flows.get(f)
+        if rows is None or rows.empty or "bytes_acked" not in rows:
+            continue
+        rtt = base_rtt_s.get(f, 0.0)
+        out[f] = [measure(f, rows, a, b, rtt, kinds) for a, b, kinds in merge_spans(spans, settle_s(rtt))]
+    return out
+
+
+def delivered_bytes(rows: pd.DataFrame, t0: float | None = None, t1: float | None = None) -> float:
+    """What a flow acknowledged over [t0, t1] (its whole trace by default), bytes."""
+    rows = rows.dropna(subset=["bytes_acked"]).sort_values("t")
+    if len(rows) < 2:
+        return 0.0
+    lo = float(rows["t"].iloc[0]) if t0 is None else max(t0, float(rows["t"].iloc[0]))
+    hi = float(rows["t"].iloc[-1]) if t1 is None else min(t1, float(rows["t"].iloc[-1]))
+    return max(0.0, _bytes_at(rows, hi) - _bytes_at(rows, lo)) if hi > lo else 0.0
+
+
+def deficit_share(effects: list[Effect], rows: pd.DataFrame, t0: float | None = None,
+                  t1: float | None = None) -> float | None:
+    """The flow's summed deficit over the spans that overlap [t0, t1] (the whole run by default), as a share
+    of what it delivered over [t0, t1]. Each span's is clipped at 0 (its catch-up, inside its settling time,
+    already cancels what it only delayed; a span in a start-up, whose rate rose past its reference, must not
+    cancel another's loss). None when no span had a reference."""
+    inside = [e for e in effects if e.deficit_bytes is not None
+              and (t0 is None or e.t1 > t0) and (t1 is None or e.t0 < t1)]
+    total = delivered_bytes(rows, t0, t1)
+    if not inside or total <= 0:
+        return None
+    return sum(max(0.0, e.deficit_bytes or 0.0) for e in inside) / total

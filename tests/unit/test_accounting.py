@@ -1,0 +1,212 @@
+"""The delay accounting per flow (`fastlab.measure.accounting`) and disturbances weighed by their effect
+(`fastlab.measure.effects`, judged in `fastlab.measure.fidelity`), on hand-made traces.
+
+A dumbbell: the flow's data cross the bottleneck forward (20 Mb/s, 20 ms), its ACKs the bottleneck reverse
+(20 Mb/s, 20 ms). The emulator's cumulative per-frame figures (linkemu's `acct` report) and the flow's RTT
+samples are built from known parts; a host delay injected with a known value must come out as the hosts'
+share, and nothing else may.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fastlab.define.ccset import fast_target_ms
+from fastlab.measure import accounting, effects, fidelity
+
+RATE = 20_000_000
+DATA = accounting.Hop("bottleneck", "forward", 20.0, RATE)
+ACKS = accounting.Hop("bottleneck", "reverse", 20.0, RATE)
+ROUTE = accounting.FlowRoute("f1", (DATA,), (ACKS,))
+SER_DATA_MS = 1500 * 8 / RATE * 1000  # 0.6 ms
+SER_ACK_MS = 52 * 8 / RATE * 1000
+STEP = 0.05  # the emulator's stats interval
+FLOW_STEP = 0.1  # the flow's sample interval
+
+
+def emulator_rows(direction: str, duration: float, frames_per_s: float, queue_ms, late_ms: float,
+                  ser_ms: float, extra_ms: float = 0.0) -> pd.DataFrame:
+    """links.csv rows of one direction whose frames, sent at time s, waited queue_ms(s) and were late_ms late:
+    cumulative per-frame means as linkemu reports them."""
+    rows, n, sums = [], 0.0, {"ser": 0.0, "queue": 0.0, "extra": 0.0, "late": 0.0}
+    for i in range(int(duration / STEP) + 1):
+        t = i * STEP
+        if i:
+            k = frames_per_s * STEP
+            mid = t - STEP / 2
+            n += k
+            sums["ser"] += k * ser_ms * 1000
+            sums["queue"] += k * queue_ms(mid) * 1000
+            sums["extra"] += k * extra_ms * 1000
+            sums["late"] += k * late_ms * 1000
+        mean = {key: (v / n if n else 0.0) for key, v in sums.items()}
+        rows.append({"t": t, "link": "bottleneck", "direction": direction, "acct_frames": n,
+                     "acct_ser_mean_us": mean["ser"], "acct_queue_mean_us": mean["queue"],
+                     "acct_extra_mean_us": mean["extra"], "acct_late_mean_us": mean["late"],
+                     "late_n": n, "late_mean_us": mean["late"], "backlog_bytes": 0.0})
+    return pd.DataFrame(rows)
+
+
+def flow_rows(duration: float, queue_ms, late_ms: float, host_ms: float, min_rtt_ms: float | None = None,
+              rate_mbps: float = 18.0, start: float = 0.0) -> pd.DataFrame:
+    """flows.csv rows of f1: each RTT sample carries propagation, serialization, the queue its data met at the
+    bottleneck (sent rtt - 20.6 ms before the ACK came back, roughly), both hops' lateness and `host_ms`."""
+    rows = []
+    t = start + FLOW_STEP
+    while t <= duration - 1e-9:
+        rtt = 40 + SER_DATA_MS + SER_ACK_MS + 2 * late_ms + host_ms
+        rtt += queue_ms(t - (rtt - 20.0 - SER_DATA_MS - late_ms) / 1000)
+        rows.append({"flow": "f1", "t": round(t, 6), "srtt_ms": rtt,
+                     "min_rtt_ms": min_rtt_ms if min_rtt_ms is not None else 40 + SER_DATA_MS + SER_ACK_MS,
+                     "bytes_acked": rate_mbps * 1e6 / 8 * (t - start), "cwnd_pkts": 100.0})
+        t += FLOW_STEP
+    return pd.DataFrame(rows)
+
+
+def links_of(duration: float, queue_ms, late_ms: float) -> pd.DataFrame:
+    return pd.concat([emulator_rows("forward", duration, 1500, queue_ms, late_ms, SER_DATA_MS),
+                      emulator_rows("reverse", duration, 750, lambda s: 0.0, late_ms, SER_ACK_MS)],
+                     ignore_index=True)
+
+
+def test_a_host_delay_injected_with_a_known_value_is_found() -> None:
+    """0.7 ms of host delay on top of a 5-ms standing queue and 0.1 ms of lateness per hop: every part comes
+    out as built, and the delay the flow reads as queue that no link queued is the lateness plus the hosts'."""
+    flat = (lambda s: 5.0)
+    acct = accounting.account([ROUTE], flow_rows(10, flat, 0.1, 0.7), links_of(10, flat, 0.1))["f1"]
+    steady = acct[acct["t"] > 1.0]
+    assert steady["acct_propagation_ms"].median() == pytest.approx(40.0)
+    assert steady["acct_serialization_ms"].median() == pytest.approx(SER_DATA_MS + SER_ACK_MS, abs=1e-3)
+    assert steady["acct_queueing_ms"].median() == pytest.approx(5.0, abs=1e-3)
+    assert steady["acct_lateness_ms"].median() == pytest.approx(0.2, abs=1e-3)
+    assert steady["acct_hosts_ms"].median() == pytest.approx(0.7, abs=1e-3)
+    assert steady["acct_read_as_queue_ms"].median() == pytest.approx(0.9, abs=1e-3)
+    parts = sum(steady[f"acct_{p}_ms"] for p in accounting.PARTS)
+    assert np.allclose(parts, steady["acct_rtt_ms"], atol=1e-3)  # the parts add up to the RTT sample
+
+
+def test_the_queue_a_sample_met_is_read_when_its_packet_crossed() -> None:
+    """A queue that steps from 0 to 30 ms at 5 s: the RTT samples see it one trip later; the accounting aligns
+    each hop's window with the time the flow's packet crossed it, so the injected 0.4 ms of host delay stays
+    0.4 ms on both sides of the step (a window taken at the ACK's arrival would read 30 ms of it as host)."""
+    def step(s: float) -> float:
+        return 30.0 if s >= 5.0 else 0.0
+
+    acct = accounting.account([ROUTE], flow_rows(10, step, 0.0, 0.4), links_of(10, step, 0.0))["f1"]
+    away = acct[(acct["t"] > 1) & ((acct["t"] < 4.9) | (acct["t"] > 5.3))]
+    assert away["acct_hosts_ms"].abs().max() < 0.45 and away["acct_hosts_ms"].median() == pytest.approx(0.4, abs=0.01)
+    assert acct["acct_hosts_ms"].median() == pytest.approx(0.4, abs=0.01)
+
+
+def test_a_tc_hop_is_read_from_its_backlog_and_its_lateness_is_the_hosts() -> None:
+    """On a tc link the queueing is its sampled backlog at its rate (12 kB at 20 Mb/s: 4.8 ms) and nothing is
+    measured as lateness: what the kernel's timers add is left in the hosts' share."""
+    tc_data = accounting.Hop("bottleneck", "forward", 20.0, RATE, emulated=False)
+    tc_acks = accounting.Hop("bottleneck", "reverse", 20.0, RATE, emulated=False)
+    route = accounting.FlowRoute("f1", (tc_data,), (tc_acks,))
+    links = pd.DataFrame([{"t": i * STEP, "link": "bottleneck", "direction": d,
+                           "backlog_bytes": 12_000.0 if d == "forward" else 0.0}
+                          for i in range(201) for d in ("forward", "reverse")])
+    acct = accounting.account([route], flow_rows(10, lambda s: 4.8, 0.0, 0.3), links)["f1"]
+    steady = acct[acct["t"] > 1.0]
+    assert steady["acct_queueing_ms"].median() == pytest.approx(4.8, abs=1e-3)
+    assert steady["acct_lateness_ms"].max() == 0.0
+    assert steady["acct_hosts_ms"].median() == pytest.approx(0.3, abs=1e-3)
+    figures = accounting.flow_figures(route, acct, 40 + SER_DATA_MS + SER_ACK_MS)
+    assert figures["hops_unmeasured"] == ["bottleneck (forward)", "bottleneck (reverse)"]
+
+
+def test_flow_figures_and_the_columns_flows_csv_gets() -> None:
+    flat = (lambda s: 2.0)
+    flows = flow_rows(5, flat, 0.05, 0.25)
+    acct = accounting.account([ROUTE], flows, links_of(5, flat, 0.05))
+    figures = accounting.flow_figures(ROUTE, acct["f1"], 40 + SER_DATA_MS + SER_ACK_MS)
+    assert figures["hosts_ms"]["median"] == pytest.approx(0.25, abs=1e-3)
+    assert figures["read_as_queue_ms"]["median"] == pytest.approx(0.35, abs=1e-3)
+    assert figures["hosts_floor_ms"] == pytest.approx(0.0, abs=1e-3) and figures["samples"] == len(acct["f1"])
+    assert set(figures) >= {f"{p}_ms" for p in accounting.PARTS}
+    merged = accounting.with_columns(flows, acct)
+    assert list(merged["t"]) == list(flows["t"]) and set(accounting.COLUMNS) <= set(merged.columns)
+    # a flow without RTT samples gets no accounting (and no crash)
+    empty = accounting.account([ROUTE], flows.assign(srtt_ms=np.nan), links_of(5, flat, 0.05))["f1"]
+    assert empty.empty and accounting.flow_figures(ROUTE, empty, None)["rtt_ms"]["median"] is None
+
+
+# --- the verdict on the accounting ----------------------------------------------------------------------
+
+FAST_PATH = fidelity.PathInfo("f1", (("bottleneck", "forward"), ("bottleneck", "reverse")), 40.0,
+                              fast_target_ms(15, 20))  # 15 packets at 20 Mb/s: 9 ms of queue, budget 2.25 ms
+
+
+def judged(host_ms: float, queue_ms=lambda s: 9.0, flows: pd.DataFrame | None = None, **kw) -> dict:
+    links = links_of(20, queue_ms, 0.05)
+    flows = flows if flows is not None else flow_rows(20, queue_ms, 0.05, host_ms)
+    acct = accounting.account([ROUTE], flows, links)
+    rows = accounting.with_columns(flows, acct)
+    lateness = {(c, d): links[links["direction"] == d][["t", "late_n", "late_mean_us"]]
+                for c, d in FAST_PATH.crossings}
+    return fidelity.assess(fidelity.Inputs(paths=[FAST_PATH], flows={"f1": rows}, lateness=lateness,
+                                           sample_interval_s=FLOW_STEP, machine_steal=0.012, **kw))
+
+
+def test_the_hosts_delay_is_judged_against_what_fast_reads() -> None:
+    """FAST at alpha 15 on 20 Mb/s aims at 9 ms of queue: 2.25 ms is its budget. 3 ms of host delay makes the
+    run unfaithful with the hosts named in words; 1 ms does not."""
+    bad = judged(3.0)
+    assert not bad["faithful"]
+    assert bad["reasons"][0].startswith("flow f1: its RTT carried 3.10 ms (median) that no link queued and FAST "
+                                        "reads as queue: 0.10 ms of it the emulators' late departures, 3.00 ms added "
+                                        "by the hosts and the datapath between the links")
+    assert "above 2.25 ms = 0.25 of the 9.00 ms queue FAST aims at" in bad["reasons"][0]
+    assert "the hypervisor took 1.2% of the CPUs' time while the flows ran (steal)" in bad["reasons"][0]
+    assert bad["delay_accounting"]["f1"]["hosts_median_ms"] == pytest.approx(3.0, abs=0.01)
+    good = judged(1.0)
+    assert good["faithful"], good["reasons"]
+    assert good["delay_accounting"]["f1"]["read_as_queue_median_ms"] == pytest.approx(1.1, abs=0.01)
+
+
+def test_a_disturbance_is_weighed_by_what_it_cost_the_flow() -> None:
+    """A 0.4-s spell of 6 ms host delay (above the 2.25-ms budget) in two runs: in one the flow kept its rate
+    (no reason: noted as a disturbance with no effect); in the other it delivered nothing for the spell and
+    a second after (1.8 MB: 4.2 % of the 43.2 MB it delivered), and the reason says what it cost and when."""
+    spike = flow_rows(20, lambda s: 9.0, 0.05, 0.5)
+    spike.loc[(spike["t"] > 10.0) & (spike["t"] <= 10.4), "srtt_ms"] += 5.5
+    kept = judged(0.5, flows=spike)
+    assert kept["faithful"], kept["reasons"]
+    assert [d["kind"] for d in kept["disturbances"]] == ["host delay"]
+    span = kept["effects"]["f1"]["spans"][0]
+    assert span["deficit_bytes"] == pytest.approx(0, abs=1e3) and span["read_as_queue_max_ms"] > 5
+    stalled = spike.copy()
+    stalled["bytes_acked"] = np.where(stalled["t"] > 10.0, stalled["bytes_acked"] - 18e6 / 8 * np.clip(
+        stalled["t"] - 10.0, 0, 0.8), stalled["bytes_acked"])
+    lost = judged(0.5, flows=stalled)
+    assert not lost["faithful"]
+    assert lost["reasons"][0].startswith("flow f1: what disturbed it cost 4.2% of the bytes it delivered (limit 1%); "
+                                         "the worst, host delay from 10.0 s, 1.80 MB short of its 18.0 Mb/s before")
+    assert lost["reasons"][0].endswith("the hypervisor took 1.2% of the CPUs' time while the flows ran (steal)")
+
+
+def test_a_burst_without_effect_is_no_reason_where_the_flows_are_known() -> None:
+    """The 124.5-kB burst the size rule calls unfaithful (test_fidelity) is, with the flows' samples beside it,
+    judged by what it did: a flow that kept its rate through it leaves the run faithful."""
+    from tests.unit.test_fidelity import CERN, CORE, RATE_20, RATE_200, SUNNY, steady
+    path = fidelity.PathInfo("f1", (CERN, CORE, SUNNY), 180.0, fast_target_ms(10, 20))
+    flows = flow_rows(5, lambda s: 0.0, 0.0, 0.1)
+    flows = accounting.with_columns(flows, {"f1": accounting.account([ROUTE], flows, links_of(5, lambda s: 0, 0))["f1"]})
+    inp = fidelity.Inputs(emulators={}, paths=[path], routes=((CERN, CORE, SUNNY),), flows={"f1": flows},
+                          counters={CERN: steady(RATE_20), CORE: steady(RATE_200), SUNNY: steady(RATE_20, 2.5, 124_500)})
+    verdict = fidelity.assess(inp)
+    assert verdict["faithful"], verdict["reasons"]
+    assert verdict["disturbances"][0]["kind"] == "held burst" and verdict["disturbances"][0]["where"] == "sunny (reverse)"
+
+
+def test_steal_over_a_span_and_stretches_above_a_limit() -> None:
+    samples = [(0.0, 0, 0), (1.0, 10, 200), (2.0, 110, 400), (3.0, 110, 600)]
+    assert effects.steal_share(samples, 1.2, 1.8) == pytest.approx(0.5)
+    assert effects.steal_share(samples, 0.0, 3.0) == pytest.approx(110 / 600)
+    assert effects.steal_share(samples[:1], 0, 1) is None
+    t = np.array([0.1, 0.2, 0.3, 0.4, 1.5, 1.6])
+    v = np.array([0.0, 3.0, 4.0, 0.0, 5.0, np.nan])
+    assert effects.intervals_above(t, v, 2.0, 0.1) == [(pytest.approx(0.1), 0.3, 4.0), (pytest.approx(1.4), 1.5, 5.0)]
