@@ -28,23 +28,21 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from fastlab.define.schema import MTU_BYTES
 from fastlab.measure import effects
+from fastlab.measure.budgets import (  # noqa: F401 - the verdict's budget, named here as before
+    DELAY_SHARE_OF_TARGET,
+    LOSS_BASED_RTT_SHARE,
+    MIN_BUDGET_MS,
+    Crossing,
+    PathInfo,
+    budget_ms,
+    budget_words,
+)
+from fastlab.measure.weighing import accounting_figures, accounting_reason, disturbances, effect_reasons
 
-# A FAST flow aims at alpha packets queued at its bottleneck, i.e. alpha * MTU / C of queueing
-# delay (2.4 ms for alpha = 200 at 1 Gb/s). Emulation delay above a quarter of that moves its
-# equilibrium by more than a quarter of alpha (w = alpha * D / (D - d)): the lab's lessons about
-# alpha stop holding. A quarter is an assumption: it keeps the equilibrium backlog within the
-# spread the labs already allow for one run.
-DELAY_SHARE_OF_TARGET = 0.25
-# Loss-based flows (Reno, CUBIC, HSTCP, BBR) have no delay target; their rate is window / RTT,
-# so emulation delay must stay below 1 % of the path's base RTT (a 1 % throughput error)...
-LOSS_BASED_RTT_SHARE = 0.01
-# ...but never below 0.5 ms: the wake-up latency of an idle VM's CPU is ~0.1 ms per hop.
-MIN_BUDGET_MS = 0.5
 # A frame dropped by an emulator's socket is a loss no link model decided; one loss costs Reno
 # (W/2) * RTT to recover (22 minutes at 1 Gb/s x 180 ms), so there is no tolerable number.
 SOCK_DROPS_MAX = 0
@@ -97,18 +95,6 @@ ADVICE = ("lower the capacities (topology_args.scale), run fewer flows, or stop 
           "machine; `fastlab doctor --self-test` says what this machine carries faithfully")
 
 
-@dataclass(frozen=True)
-class PathInfo:
-    """One flow's path: the link directions its data and ACKs cross, and its delay budget's basis."""
-
-    flow: str
-    crossings: tuple[tuple[str, str], ...]  # (link id, "forward" | "reverse")
-    base_rtt_ms: float
-    target_queue_ms: float | None = None  # FAST: alpha packets at the bottleneck; None: loss-based
-    mtu_bytes: int = MTU_BYTES
-
-
-Crossing = tuple[str, str]  # (link id, "forward" | "reverse")
 
 
 @dataclass(frozen=True)
@@ -151,10 +137,6 @@ class Inputs:
     steal_samples: list[tuple[float, int, int]] = field(default_factory=list)
 
 
-def budget_ms(path: PathInfo) -> float:
-    if path.target_queue_ms is not None:
-        return max(0.0, DELAY_SHARE_OF_TARGET * path.target_queue_ms)
-    return max(MIN_BUDGET_MS, LOSS_BASED_RTT_SHARE * path.base_rtt_ms)
 
 
 DIRECTION_TAGS = {"forward": "ab", "reverse": "ba"}
@@ -298,158 +280,41 @@ def burst_reasons(bursts: dict[Crossing, dict[str, Any]], paths: list[PathInfo],
     return reasons
 
 
-# Weighing disturbances by effect (fastlab.measure.effects): a trace whose samples stall for this many sample
-# intervals (below the gap that is judged outright) marks a stretch in which the flow's sampler -- and so
-# the machine -- stalled; what that did to the flow is measured.
-GAP_EVENT_INTERVALS = 4
-# The path's lateness is looked at over steps of this length (the emulators report every 50 ms).
-LATENESS_STEP_S = 0.1
+def _judge_paths(inp: Inputs, links: dict[str, Any], idle_links: dict[str, Any],
+                 by_effect: bool) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
+    """Each path's figures, its delay accounting (with the flows' samples) and the reasons they give: the
+    delay the flow read as queue that no link queued where accounted, else the emulators' mean lateness."""
+    paths, accounted, reasons = [], {}, []
+    for p in inp.paths:
+        delay = path_delay_ms(p, links)
+        budget = budget_ms(p)
+        paths.append({"flow": p.flow, "emulation_delay_ms": delay, "budget_ms": round(budget, 3),
+                      "basis": "FAST alpha queue" if p.target_queue_ms is not None else "base RTT",
+                      "idle_emulation_delay_ms": path_delay_ms(p, idle_links),
+                      "crossings": [[link, direction] for link, direction in p.crossings]})
+        acct = accounting_figures(p, inp.flows.get(p.flow), budget) if by_effect else None
+        if acct is not None:
+            accounted[p.flow] = acct
+            reason = accounting_reason(p, acct, inp.machine_steal)
+            if reason:
+                reasons.append(reason)
+        elif delay is not None and delay > budget:
+            reasons.append(f"flow {p.flow}: the emulators added {delay:.2f} ms of delay (departure lateness), "
+                           f"above {budget:.2f} ms = {budget_words(p)}")
+    return paths, accounted, reasons
 
 
-def _path_lateness_ms(crossings: tuple[Crossing, ...], lateness: dict[Crossing, pd.DataFrame],
-                      grid: np.ndarray) -> np.ndarray:
-    """The mean lateness summed over a path's emulated crossings in each step of `grid` (ms), from their
-    cumulative per-segment counts and means."""
-    total = np.zeros(len(grid) - 1)
-    for c in crossings:
-        rows = lateness.get(c)
-        if rows is None or len(rows) < 2:
-            continue
-        rows = rows.dropna(subset=["late_n", "late_mean_us"]).sort_values("t")
-        if len(rows) < 2:
-            continue
-        t = rows["t"].to_numpy(dtype=float)
-        n = rows["late_n"].to_numpy(dtype=float)
-        tot = n * rows["late_mean_us"].to_numpy(dtype=float)
-        dn, ds = np.diff(np.interp(grid, t, n)), np.diff(np.interp(grid, t, tot))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            total += np.where(dn > 0, ds / np.where(dn > 0, dn, 1.0), 0.0) / 1000
-    return total
-
-
-def accounting_figures(p: PathInfo, rows: pd.DataFrame | None, budget: float) -> dict[str, Any] | None:
-    """The verdict's view of a flow's delay accounting (fastlab.measure.accounting): the delay it read as
-    queue that no link queued (median, mean, p99 over its samples), of which the emulators' lateness, the
-    rest the hosts' and the datapath's; None without accounted samples."""
-    if rows is None or "acct_read_as_queue_ms" not in rows:
-        return None
-    acct = rows.dropna(subset=["acct_read_as_queue_ms"])
-    if acct.empty:
-        return None
-    read = acct["acct_read_as_queue_ms"]
-    late = float(acct["acct_lateness_ms"].median())
-    median = float(read.median())
-    return {"flow": p.flow, "samples": int(len(acct)), "read_as_queue_median_ms": round(median, 3),
-            "read_as_queue_mean_ms": round(float(read.mean()), 3),
-            "read_as_queue_p99_ms": round(float(read.quantile(0.99)), 3),
-            "lateness_median_ms": round(late, 3), "hosts_median_ms": round(median - late, 3),
-            "budget_ms": round(budget, 3),
-            "basis": "FAST alpha queue" if p.target_queue_ms is not None else "base RTT"}
-
-
-def _budget_words(p: PathInfo) -> str:
-    return (f"{DELAY_SHARE_OF_TARGET:g} of the {p.target_queue_ms:.2f} ms queue FAST aims at"
-            if p.target_queue_ms is not None else
-            f"max({MIN_BUDGET_MS:g} ms, {LOSS_BASED_RTT_SHARE:.0%} of the {p.base_rtt_ms:g} ms RTT)")
-
-
-def _steal_words(run_steal: float | None, during: float | None = None) -> str:
-    """The machine's own share, in words: the hypervisor's steal while the flows ran (and during a span)."""
-    if run_steal is None:
-        return ""
-    text = f"the hypervisor took {run_steal:.1%} of the CPUs' time while the flows ran (steal"
-    if during is not None:
-        text += f"; {during:.1%} during it"
-    return text + ")"
-
-
-def accounting_reason(p: PathInfo, fig: dict[str, Any], steal: float | None) -> str | None:
-    """The delay accounting judged as lateness is: the delay a flow read as queue that no link queued, its
-    median, against the path's budget."""
-    if fig["read_as_queue_median_ms"] <= fig["budget_ms"]:
-        return None
-    reader = "FAST reads as queue" if p.target_queue_ms is not None else "the flow's rate pays for"
-    steal_words = _steal_words(steal)
-    return (f"flow {p.flow}: its RTT carried {fig['read_as_queue_median_ms']:.2f} ms (median) that no link queued and "
-            f"{reader}: {fig['lateness_median_ms']:.2f} ms of it the emulators' late departures, "
-            f"{fig['hosts_median_ms']:.2f} ms added by the hosts and the datapath between the links (the sending "
-            f"and receiving stacks, softirq, the switches, the ACK path), above {fig['budget_ms']:.2f} ms = "
-            f"{_budget_words(p)}" + (f"; {steal_words}" if steal_words else ""))
-
-
-def disturbances(inp: Inputs, paths: list[PathInfo], bursts: dict[Crossing, dict[str, Any]],
-                 mtu: int) -> list[effects.Disturbance]:
-    """Everything that went wrong for a while, with the flows it touched: bursts held between the links above
-    their budget and the counters' noise, steps in which a path's emulators ran later than its budget, a
-    flow's RTT carrying more delay no link queued than its budget, and stalls of a flow's trace."""
-    out: list[effects.Disturbance] = []
-    for crossing, fig in sorted(bursts.items()):
-        touched = tuple(p.flow for p in paths if crossing in p.crossings)
-        budget = min((budget_ms(p) for p in paths if crossing in p.crossings), default=MIN_BUDGET_MS)
-        if touched and fig["at_s"] is not None and fig["excess_ms"] > budget and \
-                fig["excess_bytes"] > BURST_NOISE_MTUS * mtu:
-            out.append(effects.Disturbance("held burst", f"{crossing[0]} ({crossing[1]})", fig["from_s"] or fig["at_s"],
-                                           fig["at_s"], f"{fig['excess_ms']:.1f} ms of queue", touched))
-    by_route: dict[tuple[Crossing, ...], list[PathInfo]] = {}
-    for p in paths:
-        by_route.setdefault(p.crossings, []).append(p)
-    for crossings, group in by_route.items():
-        rows = [inp.flows[p.flow] for p in group if p.flow in inp.flows and len(inp.flows[p.flow])]
-        if not rows or not inp.lateness:
-            continue
-        lo = min(float(r["t"].min()) for r in rows)
-        hi = max(float(r["t"].max()) for r in rows)
-        grid = np.arange(lo, hi + LATENESS_STEP_S, LATENESS_STEP_S)
-        if len(grid) < 2:
-            continue
-        late = _path_lateness_ms(crossings, inp.lateness, grid)
-        budget = min(budget_ms(p) for p in group)
-        for a, b, peak in effects.intervals_above(grid[1:], late, budget, LATENESS_STEP_S):
-            out.append(effects.Disturbance("late departures", f"the emulated links of {group[0].flow}'s path", a, b,
-                                           f"up to {peak:.2f} ms late", tuple(p.flow for p in group)))
-    for p in paths:
-        rows = inp.flows.get(p.flow)
-        if rows is None or rows.empty:
-            continue
-        t = rows["t"].to_numpy(dtype=float)
-        step = float(np.median(np.diff(t))) if len(t) > 1 else inp.sample_interval_s
-        if "acct_read_as_queue_ms" in rows:
-            for a, b, peak in effects.intervals_above(t, rows["acct_read_as_queue_ms"].to_numpy(dtype=float),
-                                                      budget_ms(p), step):
-                out.append(effects.Disturbance("host delay", f"flow {p.flow}", a, b,
-                                               f"up to {peak:.2f} ms read as queue", (p.flow,)))
-        for a, b in zip(t, t[1:], strict=False):
-            if b - a > GAP_EVENT_INTERVALS * inp.sample_interval_s:
-                out.append(effects.Disturbance("trace gap", f"flow {p.flow}", float(a), float(b),
-                                               f"{b - a:.2f} s without a sample", (p.flow,)))
-    for d in out:
-        d.steal_share = effects.steal_share(inp.steal_samples, d.t0, d.t1)
-    return out
-
-
-def effect_reasons(weighed: dict[str, list[effects.Effect]], flows: dict[str, pd.DataFrame], steal: float | None,
-                   steal_samples: list[tuple[float, int, int]]) -> tuple[list[str], dict[str, Any]]:
-    """Per flow: the share of its delivered bytes what disturbed it cost, judged against
-    effects.DELIVERED_SHARE_MAX; a reason names the spans, their kinds and the flow's window and RTT then."""
-    reasons, figures = [], {}
-    for flow, spans in sorted(weighed.items()):
-        share = effects.deficit_share(spans, flows[flow])
-        figures[flow] = {"deficit_share": None if share is None else round(share, 5),
-                         "spans": [e.as_dict() for e in spans]}
-        if share is None or share <= effects.DELIVERED_SHARE_MAX:
-            continue
-        worst = max(spans, key=lambda e: e.deficit_bytes or 0.0)
-        during = effects.steal_share(steal_samples, worst.t0, worst.t1)
-        what = ", ".join(worst.kinds)
-        cut = f"its window cut by {worst.window_cut:.0%}" if worst.window_cut else "its window kept"
-        rtt = (f", its RTT up to {worst.read_as_queue_max_ms:.2f} ms above what the links queued"
-               if worst.read_as_queue_max_ms is not None else "")
-        steal_words = _steal_words(steal, during)
-        reasons.append(f"flow {flow}: what disturbed it cost {share:.1%} of the bytes it delivered (limit "
-                       f"{effects.DELIVERED_SHARE_MAX:.0%}); the worst, {what} from {worst.t0:.1f} s, "
-                       f"{(worst.deficit_bytes or 0) / 1e6:.2f} MB short of its {worst.reference_mbps or 0:.1f} Mb/s "
-                       f"before, {cut}{rtt}" + (f"; {steal_words}" if steal_words else ""))
-    return reasons, figures
+def _judge_disturbances(inp: Inputs, bursts: dict[Crossing, dict[str, Any]],
+                        mtu: int) -> tuple[list[effects.Disturbance], dict[str, Any], list[str]]:
+    """Every disturbance found (fastlab.measure.weighing), weighed by its effect on the flows it touched."""
+    for crossing, fig in bursts.items():  # each figure gets its budget_ms, as burst_reasons gives it
+        fig["budget_ms"] = round(min([budget_ms(p) for p in inp.paths if crossing in p.crossings]
+                                     or [MIN_BUDGET_MS]), 3)
+    found = disturbances(inp.paths, bursts, BURST_NOISE_MTUS * mtu, inp.flows, inp.lateness, inp.steal_samples,
+                         inp.sample_interval_s)
+    weighed = effects.weigh(found, inp.flows, {p.flow: p.base_rtt_ms / 1000 for p in inp.paths})
+    reasons, figures = effect_reasons(weighed, inp.flows, inp.machine_steal, inp.steal_samples)
+    return found, figures, reasons
 
 
 def assess(inp: Inputs) -> dict[str, Any]:
@@ -470,32 +335,12 @@ def assess(inp: Inputs) -> dict[str, Any]:
         if fig and fig["sock_drops"] > SOCK_DROPS_MAX:
             reasons.append(f"{link} ({direction}): the emulator's socket dropped {fig['sock_drops']} frames "
                            "(losses no link model decided)")
-    paths, accounted = [], {}
-    for p in inp.paths:
-        delay = path_delay_ms(p, links)
-        budget = budget_ms(p)
-        paths.append({"flow": p.flow, "emulation_delay_ms": delay, "budget_ms": round(budget, 3),
-                      "basis": "FAST alpha queue" if p.target_queue_ms is not None else "base RTT",
-                      "idle_emulation_delay_ms": path_delay_ms(p, idle_links),
-                      "crossings": [[link, direction] for link, direction in p.crossings]})
-        acct = accounting_figures(p, inp.flows.get(p.flow), budget) if by_effect else None
-        if acct is not None:
-            accounted[p.flow] = acct
-            reason = accounting_reason(p, acct, inp.machine_steal)
-            if reason:
-                reasons.append(reason)
-        elif delay is not None and delay > budget:
-            reasons.append(f"flow {p.flow}: the emulators added {delay:.2f} ms of delay (departure lateness), "
-                           f"above {budget:.2f} ms = {_budget_words(p)}")
+    paths, accounted, more = _judge_paths(inp, links, idle_links, by_effect)
+    reasons += more
     mtu = inp.paths[0].mtu_bytes if inp.paths else MTU_BYTES
     bursts = conservation(inp.routes, inp.counters, mtu)
     if by_effect:
-        for crossing, fig in bursts.items():  # each figure gets its budget_ms, as burst_reasons gives it
-            fig["budget_ms"] = round(min([budget_ms(p) for p in inp.paths if crossing in p.crossings]
-                                         or [MIN_BUDGET_MS]), 3)
-        found = disturbances(inp, inp.paths, bursts, mtu)
-        weighed = effects.weigh(found, inp.flows, {p.flow: p.base_rtt_ms / 1000 for p in inp.paths})
-        more, effect_figures = effect_reasons(weighed, inp.flows, inp.machine_steal, inp.steal_samples)
+        found, effect_figures, more = _judge_disturbances(inp, bursts, mtu)
         reasons += more
     else:
         found, effect_figures = [], {}

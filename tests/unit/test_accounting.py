@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from fastlab.define.ccset import fast_target_ms
-from fastlab.measure import accounting, effects, fidelity
+from fastlab.measure import accounting, effects, fidelity, window
 
 RATE = 20_000_000
 DATA = accounting.Hop("bottleneck", "forward", 20.0, RATE)
@@ -210,3 +210,49 @@ def test_steal_over_a_span_and_stretches_above_a_limit() -> None:
     t = np.array([0.1, 0.2, 0.3, 0.4, 1.5, 1.6])
     v = np.array([0.0, 3.0, 4.0, 0.0, 5.0, np.nan])
     assert effects.intervals_above(t, v, 2.0, 0.1) == [(pytest.approx(0.1), 0.3, 4.0), (pytest.approx(1.4), 1.5, 5.0)]
+
+
+# --- a checkpoint's own window (fastlab.measure.window) ---------------------------------------------------------
+
+def window_verdict(deficit_bytes: float, budget_ms: float = 2.25) -> dict:
+    """A faithful run's verdict whose only disturbance, at 10 s, cost f1 `deficit_bytes`."""
+    return {"faithful": True, "delay_accounting": {"f1": {"budget_ms": budget_ms}},
+            "effects": {"f1": {"deficit_share": None, "spans": [
+                {"flow": "f1", "t0_s": 10.0, "t1_s": 11.4, "kinds": ["late departures"],
+                 "deficit_bytes": deficit_bytes}]}}}
+
+
+def test_a_checkpoints_window_shrinks_the_budget_to_its_band() -> None:
+    """f1 delivers 2.25 MB/s; a disturbance cost it 0.1 MB between 6 and 20 s (0.32 % of the 31.5 MB there):
+    within the run's 1 %, but a band of +-0.2 % cannot take it; a band of +-3 % can; a checkpoint over 0-5 s
+    does not see it."""
+    flows = accounting.with_columns(flow_rows(20, lambda s: 9.0, 0.05, 0.5), {})
+    verdict = window_verdict(0.1e6)
+    narrow = window.judge(verdict, flows, (6.0, 20.0), (0.998, 1.002), 1.0, True)
+    assert narrow.startswith("the emulation was not faithful over this checkpoint's window: what disturbed flow f1 "
+                             "between 6 and 20 s cost 0.32% of the bytes it delivered there, more than the 0.20%")
+    assert window.judge(verdict, flows, (6.0, 20.0), (0.97, 1.03), 1.0, True) == ""
+    assert window.judge(verdict, flows, (0.0, 5.0), (0.998, 1.002), 1.0, True) == ""
+
+
+def test_a_failed_checkpoint_the_disturbance_explains_is_inconclusive() -> None:
+    """A utilization 0.990 against >= 0.994 (a 0.40 % miss): a disturbance that cost 0.45 % explains it (no
+    pass or fail on it), one that cost 0.1 % does not (the fail stands)."""
+    flows = flow_rows(20, lambda s: 9.0, 0.05, 0.5)
+    explained = window.judge(window_verdict(0.142e6), flows, (6.0, 20.0), (0.994, 1.006), 0.990, False)
+    assert "as much as the figure missed its band by (0.40%)" in explained
+    assert window.judge(window_verdict(0.03e6), flows, (6.0, 20.0), (0.994, 1.006), 0.990, False) == ""
+
+
+def test_a_checkpoints_window_judges_the_delay_read_as_queue_there() -> None:
+    """The run's median is inside the budget, but the checkpoint's window held a 3-ms spell of host delay."""
+    flows = flow_rows(20, lambda s: 9.0, 0.05, 0.5)
+    flows.loc[flows["t"] > 14, "srtt_ms"] += 3.0
+    acct = accounting.account([ROUTE], flows, links_of(20, lambda s: 9.0, 0.05))
+    rows = accounting.with_columns(flows, acct)
+    verdict = window_verdict(0.0)
+    reason = window.judge(verdict, rows, (15.0, 20.0), (10.0, 40.0), 20.0, True)
+    assert "flow f1 read 3.60 ms as queue that no link queued between 15 and 20 s (median), above its 2.25 ms" in reason
+    assert window.judge(verdict, rows, (5.0, 12.0), (10.0, 40.0), 20.0, True) == ""
+    assert window.band_share((0.994, 1.006)) == pytest.approx(0.006) and window.band_share((-1.0, 1.0)) is None
+    assert window.miss_share((0.994, 1.006), 0.990) == pytest.approx(0.004 / 0.994)
