@@ -1,0 +1,491 @@
+"""The fidelity verdict's error rates (issue 53 item 5): reference runs under kinds of interference, each run's
+verdict set against its physics.
+
+References (each a real run through the engine, `python -m fastlab run`, as a user runs it):
+- `lab02`: lab 02's `equilibrium` step, short form (two FAST flows, alpha 20, 20 Mb/s, 15 s); its figure the
+  bottleneck's mean backlog after 6 s (the lab's `backlog` checkpoint's measured value);
+- `row1`: lab 03's row 1 at scale 1.0 as the lab defines it (one paced FAST flow, alpha 200, 1 Gb/s, 180 ms,
+  120 s); its figure the SC2002 utilization from 40 s (the lab's `row_utilization`);
+- `row7`, `row9`, `row10`: lab 03's rows at scale 0.25 (250 Mb/s ports, alpha 15, 40 s); their figure the row's
+  mean utilization over the second half;
+- `cubic`: one CUBIC flow on the dumbbell at 1 Gb/s, 40 ms, a BDP of buffer, 30 s; its figure the
+  bottleneck's utilization from 10 s.
+
+Kinds of interference, each started before the run and stopped (by PID, bounded in time) after it:
+`none`; `cpu` (one busy loop at normal priority); `fifo10`/`fifo30`/`fifo50` (one SCHED_FIFO loop at priority
+50 -- above the emulators' 10 -- busy that share of every 100 ms); `membw` (copies between two 128 MB buffers:
+memory bandwidth); `softirq` (UDP floods of 64-byte datagrams over a veth pair between two namespaces the bench
+creates and removes itself, unrelated to the run); `cgroup` (the run's emulators moved into a cgroup of the
+bench's own whose CPU is capped at 30 % of one CPU: cgroup v1's cpu.cfs_quota_us and, as they run SCHED_FIFO,
+cpu.rt_runtime_us -- this machine mounts the cpu controller as v1, where v2 calls it cpu.max); `conc2`, `conc4`,
+`conc8` (that many runs of the reference at once, each counted).
+
+The band. For each reference, its figure's band is set by code from the quiet repeats (kind `none`) the
+verdict judged faithful: median +- max(BAND_SIGMAS robust standard deviations (1.4826 x MAD), BAND_MIN_SHARE
+of the median). A reference with fewer than MIN_QUIET_FAITHFUL such repeats (the rows at 0.25 with alpha 15,
+whose quiet runs carry host delay the verdict rejects, issue 53's first acceptance point) has no quiet band:
+its physics band is then the lab checkpoint's own (the model's: the published row and the ceiling), said in
+the table. A run is *false-faithful* when judged faithful with its figure outside the band, a *false alarm*
+when judged unfaithful with its figure inside.
+
+Raw data: one JSON line per run in bench/data/verdict-<date>.jsonl (kept across invocations: an invocation
+runs the cells still short of their repeats, within --minutes, so the bench is run in chunks under the lock);
+run folders under --runs-dir (not kept in the repository). `--table` prints the error-rate table of a data
+file without running anything.
+
+Run as root under the machine's live lock, in chunks:
+`flock /tmp/fastlab-live.lock .venv/bin/python bench/verdict.py --minutes 28 [--refs lab02,cubic] [--kinds ...]`
+`.venv/bin/python bench/verdict.py --table bench/data/verdict-<date>.jsonl`
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from fastlab.base import paths  # noqa: E402
+from fastlab.base.rundir import RunFolder  # noqa: E402
+from fastlab.define.schema import to_plain  # noqa: E402
+from fastlab.labs.kit import evaluate_step, load_lab  # noqa: E402
+
+DATA = REPO / "bench" / "data"
+# The band from quiet repeats: median +- the larger of BAND_SIGMAS robust sds and BAND_MIN_SHARE of the
+# median (a figure whose quiet repeats agree to the digit still has a measurement resolution).
+BAND_SIGMAS = 4
+BAND_MIN_SHARE = 0.005
+MIN_QUIET_FAITHFUL = 3
+RUN_GRACE_S = 300  # a run's time beyond its duration: build, idle pings, teardown, writing (bounded)
+HOG_STOP_S = 5.0
+FIFO_PRIORITY = 50  # above linkemu's SCHED_FIFO 10: the hog takes the CPU from the emulator too
+FIFO_PERIOD_S = 0.1
+CGROUP_CPU_SHARE = 0.30  # of one CPU
+CGROUP_PERIOD_US = 100_000
+MEMBW_BYTES = 128 << 20
+FLOOD_PAYLOAD_BYTES = 64
+
+
+# --- references --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Reference:
+    name: str
+    lab: str | None  # a lab step's spec (and its checkpoints), or a spec of its own
+    step: str
+    short: bool
+    sets: tuple[str, ...]
+    figure: str  # words in the name of the checkpoint whose measured value is the physics, or "utilization"
+    duration_s: float
+    unit: str = ""
+
+
+CUBIC_SPEC = {"name": "verdict-cubic-1g", "topology": "dumbbell",
+              "topology_args": {"rate_mbps": 1000, "rtt_ms": 40, "buffer_bdp": 1.0},
+              "duration_s": 30, "seed": 1, "sample_hz": 10, "idle_pings": 3,
+              "flows": [{"src": "h1", "dst": "h2", "cc": "cubic"}]}
+CUBIC_FROM_S = 10.0
+
+REFERENCES = {
+    "lab02": Reference("lab02", "02-fast-equilibrium", "equilibrium", True, (), "bottleneck backlog", 15, "pkts"),
+    "row1": Reference("row1", "03-sc2002-table", "row-1", False, (), "row utilization", 120),
+    "row7": Reference("row7", "03-sc2002-table", "row-7", False, ("topology_args.scale=0.25",), "row utilization", 40),
+    "row9": Reference("row9", "03-sc2002-table", "row-9", False, ("topology_args.scale=0.25",), "row utilization", 40),
+    "row10": Reference("row10", "03-sc2002-table", "row-10", False, ("topology_args.scale=0.25",),
+                       "row utilization", 40),
+    "cubic": Reference("cubic", None, "", False, (), "utilization", 30),
+}
+
+
+def spec_text(ref: Reference, seed: int) -> str:
+    """The reference's experiment spec as run (YAML), with its own seed."""
+    if ref.lab is None:
+        return yaml.safe_dump({**CUBIC_SPEC, "seed": seed}, sort_keys=False)
+    lab = load_lab(ref.lab)
+    spec = lab.build_spec(ref.step, short=ref.short, extra=[*ref.sets, f"seed={seed}"])
+    return yaml.safe_dump(to_plain(spec), sort_keys=False)
+
+
+def physics(ref: Reference, folder: Path) -> tuple[float | None, list[dict[str, Any]]]:
+    """The run's figure and its checkpoints (status, measured) where it is a lab step."""
+    if ref.lab is None:
+        from fastlab.labs.kit import StepRun
+        run = StepRun(folder)
+        rows = run.link("bottleneck")
+        rows = rows[rows["t"] >= CUBIC_FROM_S]
+        cap = float(run.link_summary("bottleneck")["capacity_mbps"])
+        return (float(rows["tx_mbps"].mean()) / cap if len(rows) else None), []
+    checks = evaluate_step(load_lab(ref.lab), ref.step, folder, short=ref.short)
+    out = [{"name": c.name, "status": c.status, "measured": c.measured, "expected": c.expected,
+            "inconclusive": c.inconclusive[:300]} for c in checks]
+    fig = next((c.measured for c in checks if ref.figure in c.name), None)
+    return (float(fig) if isinstance(fig, int | float) else None), out
+
+
+# --- interference ------------------------------------------------------------------------------------
+
+@dataclass
+class Interference:
+    """What a kind starts beside a run: its processes (tracked by PID) and what else it made."""
+
+    kind: str
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    netns: list[str] = field(default_factory=list)
+    cgroup: list[Path] = field(default_factory=list)
+
+    def start(self, seconds: float) -> None:
+        me = [sys.executable, str(Path(__file__).resolve())]
+        bound = f"{seconds:.0f}"
+        if self.kind == "cpu":
+            self._spawn([*me, "--hog", "spin", "--seconds", bound])
+        elif self.kind.startswith("fifo"):
+            duty = int(self.kind[4:]) / 100
+            self._spawn([*me, "--hog", "fifo", "--duty", str(duty), "--seconds", bound])
+        elif self.kind == "membw":
+            self._spawn([*me, "--hog", "membw", "--seconds", bound])
+        elif self.kind == "softirq":
+            self._flood(seconds)
+
+    def _spawn(self, argv: list[str]) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs.append(proc)
+        return proc
+
+    def _flood(self, seconds: float) -> None:
+        """Two namespaces of the bench's own joined by a veth pair, and UDP floods of small datagrams from
+        one to the other (iperf3, bounded by -t): softirq work unrelated to the run."""
+        tag = f"vb{os.getpid() % 100000}"
+        a, b = f"{tag}a", f"{tag}b"
+        for ns in (a, b):
+            subprocess.run(["ip", "netns", "add", ns], check=True)
+            self.netns.append(ns)
+        subprocess.run(["ip", "link", "add", f"{tag}x", "netns", a, "type", "veth", "peer", "name", f"{tag}y",
+                        "netns", b], check=True)
+        for ns, intf, ip in ((a, f"{tag}x", "10.253.0.1/30"), (b, f"{tag}y", "10.253.0.2/30")):
+            subprocess.run(["ip", "-n", ns, "addr", "add", ip, "dev", intf], check=True)
+            subprocess.run(["ip", "-n", ns, "link", "set", intf, "up"], check=True)
+            subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
+        self._spawn(["ip", "netns", "exec", b, "iperf3", "-s", "-B", "10.253.0.2", "-1"])
+        time.sleep(0.5)
+        self._spawn(["ip", "netns", "exec", a, "iperf3", "-c", "10.253.0.2", "-u", "-b", "0",
+                     "-l", str(FLOOD_PAYLOAD_BYTES), "-t", f"{seconds:.0f}"])
+
+    def throttle(self, out_dir: Path) -> None:
+        """cgroup: move the run's emulators (the PIDs its run state tracks as linkemu) into a cgroup of the
+        bench's own capped at CGROUP_CPU_SHARE of one CPU, once they exist."""
+        if self.kind != "cgroup":
+            return
+        if not self.cgroup:
+            group = Path("/sys/fs/cgroup/cpu") / f"fastlab-verdict-bench-{os.getpid()}"
+            group.mkdir()
+            self.cgroup.append(group)
+            quota = int(CGROUP_CPU_SHARE * CGROUP_PERIOD_US)
+            # CFS's quota caps normal tasks; the emulators run SCHED_FIFO, which only the RT runtime caps
+            (group / "cpu.cfs_period_us").write_text(str(CGROUP_PERIOD_US))
+            (group / "cpu.cfs_quota_us").write_text(str(quota))
+            (group / "cpu.rt_period_us").write_text(str(CGROUP_PERIOD_US))
+            (group / "cpu.rt_runtime_us").write_text(str(quota))
+        for pid in emulator_pids(out_dir):
+            with contextlib.suppress(OSError):  # gone, or moved already
+                (self.cgroup[0] / "cgroup.procs").write_text(str(pid))
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + HOG_STOP_S
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=HOG_STOP_S)
+        for ns in self.netns:
+            subprocess.run(["ip", "netns", "del", ns], check=False)
+        for group in self.cgroup:
+            for _ in range(50):  # the emulators leave it when they exit
+                try:
+                    group.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+
+def emulator_pids(out_dir: Path) -> list[int]:
+    """The linkemu PIDs the run writing to out_dir tracks in its run state (fastlab.net.runstate)."""
+    pids = []
+    for state in paths.STATE_DIR.glob("fl*.json"):
+        try:
+            data = json.loads(state.read_text())
+        except (OSError, ValueError):
+            continue
+        if Path(data.get("results_dir") or "/nonexistent").resolve() == out_dir.resolve():
+            pids += [int(p["pid"]) for p in data.get("pids", []) if str(p.get("what", "")).startswith("linkemu")]
+    return pids
+
+
+def hog(kind: str, seconds: float, duty: float) -> None:
+    """The body of one hog process, bounded by `seconds`."""
+    end = time.monotonic() + seconds
+    if kind == "spin":
+        while time.monotonic() < end:
+            pass
+    elif kind == "fifo":
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(FIFO_PRIORITY))
+        while time.monotonic() < end:
+            busy_until = time.monotonic() + duty * FIFO_PERIOD_S
+            while time.monotonic() < busy_until:
+                pass
+            time.sleep((1 - duty) * FIFO_PERIOD_S)
+    elif kind == "membw":
+        a, b = bytearray(MEMBW_BYTES), bytearray(MEMBW_BYTES)
+        while time.monotonic() < end:
+            b[:] = a
+            a[:] = b
+
+
+# --- runs --------------------------------------------------------------------------------------------
+
+def concurrency(kind: str) -> int:
+    return int(kind[4:]) if kind.startswith("conc") else 1
+
+
+def run_cell(ref: Reference, kind: str, seed: int, runs_dir: Path) -> list[dict[str, Any]]:
+    """One reference (or N at once, for concN) under one kind of interference; a record per run."""
+    n = concurrency(kind)
+    stamp = dt.datetime.now().strftime("%H%M%S")
+    work = Path(tempfile.mkdtemp(prefix=f"{ref.name}-{kind}-{stamp}-", dir=runs_dir))
+    bound = ref.duration_s + RUN_GRACE_S
+    interference = Interference(kind)
+    procs, outs = [], []
+    t0 = time.monotonic()
+    try:
+        interference.start(bound)
+        for i in range(n):
+            spec = work / f"spec{i}.yaml"
+            spec.write_text(spec_text(ref, seed + i))
+            out = work / f"run{i}"
+            outs.append(out)
+            procs.append(subprocess.Popen(
+                ["timeout", f"{bound:.0f}", sys.executable, "-m", "fastlab", "run", str(spec), "--out", str(out)],
+                cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL,
+                stderr=(work / f"run{i}.log").open("w")))
+        while any(p.poll() is None for p in procs):
+            for out in outs:
+                interference.throttle(out)
+            time.sleep(0.2)
+    finally:
+        interference.stop()
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    wall = time.monotonic() - t0
+    records = []
+    for i, (p, out) in enumerate(zip(procs, outs, strict=True)):
+        rec: dict[str, Any] = {"ref": ref.name, "kind": kind, "seed": seed + i, "at": dt.datetime.now().isoformat(
+            timespec="seconds"), "concurrent": n, "index": i, "dir": str(out), "rc": p.returncode,
+            "wall_s": round(wall, 1)}
+        try:
+            summary = RunFolder(out).summary()
+            verdict = summary.get("fidelity") or {}
+            accounted = verdict.get("delay_accounting") or {}
+            figure, checks = physics(ref, out)
+            rec |= {"faithful": bool(verdict.get("faithful")), "reasons": [r[:400] for r in verdict.get("reasons", [])],
+                    "figure": figure, "checkpoints": checks, "machine_busy": verdict.get("machine_busy"),
+                    "steal": verdict.get("machine_steal"),
+                    "read_as_queue_ms": {f: a.get("read_as_queue_median_ms") for f, a in accounted.items()},
+                    "hosts_ms": {f: a.get("hosts_median_ms") for f, a in accounted.items()},
+                    "deficit_share": {f: e.get("deficit_share") for f, e in (verdict.get("effects") or {}).items()},
+                    "disturbances": len(verdict.get("disturbances") or [])}
+        except Exception as exc:  # noqa: BLE001 - a failed run is a record too (its error kept)
+            rec["error"] = f"{exc.__class__.__name__}: {exc}"[:400]
+        records.append(rec)
+    return records
+
+
+# --- the table ---------------------------------------------------------------------------------------
+
+def robust_sd(values: list[float]) -> float:
+    med = statistics.median(values)
+    return 1.4826 * statistics.median([abs(v - med) for v in values])
+
+
+def bands(records: list[dict[str, Any]]) -> dict[str, tuple[float, float, str]]:
+    """Per reference: (lo, hi, where the band comes from)."""
+    out = {}
+    for name in {r["ref"] for r in records}:
+        quiet = [r["figure"] for r in records if r["ref"] == name and r["kind"] == "none" and r.get("faithful")
+                 and r.get("figure") is not None]
+        if len(quiet) >= MIN_QUIET_FAITHFUL:
+            med = statistics.median(quiet)
+            half = max(BAND_SIGMAS * robust_sd(quiet), BAND_MIN_SHARE * abs(med))
+            out[name] = (med - half, med + half, f"quiet: median {med:.4g} of {len(quiet)} faithful repeats "
+                         f"+- max({BAND_SIGMAS} robust sd, {BAND_MIN_SHARE:.1%})")
+        else:
+            lab_bands = [c["expected"] for r in records if r["ref"] == name for c in r.get("checkpoints") or []
+                         if REFERENCES[name].figure in c["name"]]
+            if lab_bands:
+                lo, hi = (float(x) for x in lab_bands[0].split()[0].split(".."))
+                out[name] = (lo, hi, f"the lab checkpoint's own band {lo:.4g}..{hi:.4g} (fewer than "
+                             f"{MIN_QUIET_FAITHFUL} faithful quiet repeats)")
+    return out
+
+
+def classify(rec: dict[str, Any], band: tuple[float, float, str] | None) -> str:
+    if "error" in rec or rec.get("figure") is None or band is None:
+        return "no figure"
+    inside = band[0] <= rec["figure"] <= band[1]
+    if rec["faithful"]:
+        return "true faithful" if inside else "false faithful"
+    return "false alarm" if inside else "true alarm"
+
+
+def table(records: list[dict[str, Any]]) -> str:
+    b = bands(records)
+    lines = ["bands (by code, from the quiet repeats):"]
+    for name, (lo, hi, why) in sorted(b.items()):
+        lines.append(f"  {name:6s} {lo:.4g} .. {hi:.4g}  ({why})")
+    kinds = sorted({r["kind"] for r in records}, key=lambda k: (k != "none", k))
+    lines.append("")
+    lines.append(f"{'kind':8s} {'runs':>5s} {'faithful':>8s} {'false-faithful':>15s} {'false alarms':>13s} "
+                 f"{'true alarms':>11s}  median figure per reference (faithful/all)")
+    totals = {"runs": 0, "faithful": 0, "ff": 0, "fa": 0}
+    for kind in kinds:
+        rows = [r for r in records if r["kind"] == kind]
+        cls = [classify(r, b.get(r["ref"])) for r in rows]
+        faithful = sum(1 for r in rows if r.get("faithful"))
+        ff, fa, ta = cls.count("false faithful"), cls.count("false alarm"), cls.count("true alarm")
+        inside = cls.count("false alarm") + cls.count("true faithful")
+        per = []
+        for name in sorted({r["ref"] for r in rows}):
+            figs = [r["figure"] for r in rows if r["ref"] == name and r.get("figure") is not None]
+            if figs:
+                per.append(f"{name} {statistics.median(figs):.4g}")
+        lines.append(f"{kind:8s} {len(rows):5d} {faithful:8d} {ff:6d} ({ff / max(faithful, 1):6.1%}) "
+                     f"{fa:4d} ({fa / max(inside, 1):5.1%}) {ta:11d}  " + ", ".join(per))
+        totals["runs"] += len(rows)
+        totals["faithful"] += faithful
+        totals["ff"] += ff
+        totals["fa"] += fa
+    lines.append(f"{'all':8s} {totals['runs']:5d} {totals['faithful']:8d} {totals['ff']:6d} "
+                 f"({totals['ff'] / max(totals['faithful'], 1):6.1%}) {totals['fa']:4d}")
+    lines.append("false-faithful: share of the faithful runs; false alarms: share of the runs whose physics was "
+                 "inside the band")
+    return "\n".join(lines)
+
+
+# --- main --------------------------------------------------------------------------------------------
+
+KINDS = ("none", "cpu", "fifo10", "fifo30", "fifo50", "membw", "softirq", "cgroup", "conc2", "conc4", "conc8")
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def plan(records: list[dict[str, Any]], refs: list[str], kinds: list[str],
+         repeats: dict[str, int]) -> list[tuple[str, str]]:
+    """The cells still short of their repeats, interleaved (reference by reference, kind by kind)."""
+    done: dict[tuple[str, str], int] = {}
+    for r in records:
+        if r["index"] == 0:
+            done[(r["ref"], r["kind"])] = done.get((r["ref"], r["kind"]), 0) + 1
+    todo = []
+    most = max(repeats.values())
+    for k in range(most):
+        for kind in kinds:
+            for ref in refs:
+                want = repeats["none"] if kind == "none" else repeats.get(kind, repeats["other"])
+                if k < want and done.get((ref, kind), 0) <= k:
+                    todo.append((ref, kind))
+    return todo
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hog", choices=("spin", "fifo", "membw"), help=argparse.SUPPRESS)
+    parser.add_argument("--seconds", type=float, default=60.0, help=argparse.SUPPRESS)
+    parser.add_argument("--duty", type=float, default=0.5, help=argparse.SUPPRESS)
+    parser.add_argument("--refs", default="lab02,cubic,row7,row9,row10,row1")
+    parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--quiet-repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=2, help="of each other kind (concN: 1)")
+    parser.add_argument("--minutes", type=float, default=28.0, help="stop starting cells after this long")
+    parser.add_argument("--data", type=Path, default=DATA / f"verdict-{dt.date.today().isoformat()}.jsonl")
+    parser.add_argument("--runs-dir", type=Path, default=Path("/tmp/verdict-bench"))
+    parser.add_argument("--keep-runs", action="store_true", help="keep every run folder (default: the last 40)")
+    parser.add_argument("--table", type=Path, help="print the table of this data file and exit")
+    args = parser.parse_args()
+    if args.hog:
+        hog(args.hog, args.seconds, args.duty)
+        return 0
+    if args.table:
+        print(table(load(args.table)))
+        return 0
+    if os.geteuid() != 0:
+        print("verdict: the runs need root (namespaces, links, emulators)", file=sys.stderr)
+        return 2
+    refs, kinds = args.refs.split(","), args.kinds.split(",")
+    for name in refs:
+        if name not in REFERENCES:
+            print(f"verdict: --refs: no reference {name!r} ({', '.join(REFERENCES)})", file=sys.stderr)
+            return 2
+    for kind in kinds:
+        if kind not in KINDS:
+            print(f"verdict: --kinds: no kind {kind!r} ({', '.join(KINDS)})", file=sys.stderr)
+            return 2
+    args.runs_dir.mkdir(parents=True, exist_ok=True)
+    args.data.parent.mkdir(parents=True, exist_ok=True)
+    repeats = {"none": args.quiet_repeats, "other": args.repeats, "conc2": 1, "conc4": 1, "conc8": 1}
+    records = load(args.data)
+    todo = plan(records, refs, kinds, repeats)
+    end = time.monotonic() + args.minutes * 60
+    print(f"verdict: {len(todo)} cells to run; this chunk stops starting them after {args.minutes:g} min", flush=True)
+    for ref_name, kind in todo:
+        ref = REFERENCES[ref_name]
+        if time.monotonic() + (ref.duration_s + 60) * (2 if kind.startswith("conc") else 1) > end:
+            continue  # would not end within the chunk: a later one runs it
+        seed = 1 + sum(1 for r in records if r["ref"] == ref_name) * 10
+        new = run_cell(ref, kind, seed, args.runs_dir)
+        with args.data.open("a") as f:
+            for rec in new:
+                f.write(json.dumps(rec) + "\n")
+        records += new
+        for rec in new:
+            why = (rec.get("reasons") or [rec.get("error", "")])[0][:140]
+            print(f"  {ref_name:6s} {kind:8s} faithful={rec.get('faithful')} figure={rec.get('figure')} {why}",
+                  flush=True)
+        if not args.keep_runs:
+            prune(args.runs_dir, keep=40)
+    print(table(records))
+    return 0
+
+
+def prune(runs_dir: Path, keep: int) -> None:
+    """Remove the oldest run folders of the bench's own beyond `keep`."""
+    folders = sorted((p for p in runs_dir.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    for p in folders[:-keep]:
+        shutil.rmtree(p, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
