@@ -30,7 +30,7 @@ from fastlab.base.rundir import REPORT, RunFolder
 from fastlab.define import linktrace
 from fastlab.define.schema import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
 from fastlab.labs.kit import LabError
-from fastlab.results import chart_lines, fidelity_view, tables
+from fastlab.results import chart_data, chart_lines, fidelity_view, tables
 from fastlab.theory import explain
 from webapp import cli_text, guided, handout, uploads
 from webapp.apierror import api_error
@@ -98,10 +98,23 @@ def run_page(run_id: str) -> str:
     if run.get("lab"):
         with contextlib.suppress(LabError, OSError):  # the lab is gone or broken: the step's id alone
             step_label = handout.render(guided.find_lab(run["lab"], sv.labs_dir)).labels.get(run["lab_step"])
+    round_trip = round_trip_of(sv.root / run_id, summary)
     return render_template("run.html", run=run, refs=refs, lines=chart_lines.lines(refs), notes=notes,
                            step_label=step_label, marks=change_marks(run.get("spec"), changes),
+                           round_trip=round_trip, round_trip_json=chart_data.script_json(round_trip),
                            traces=uploads.describe(run.get("spec"), sv.traces),
                            on_cluster=sv.manager.cluster is not None)  # no live changes reach a worker's engine
+
+
+def round_trip_of(folder: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """A finished run's "where the round trip went" (its flows' delay accounting in flows.csv), {} before the
+    run has one (running, or made before the accounting)."""
+    if not any("delay_accounting" in f for f in summary.get("flows") or []):
+        return {}
+    try:
+        return chart_data.round_trip(RunFolder(folder).flows(), summary)
+    except (OSError, ValueError):
+        return {}
 
 
 @bp.get("/api/runs/<run_id>/references")

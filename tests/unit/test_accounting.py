@@ -74,7 +74,9 @@ def links_of(duration: float, queue_ms, late_ms: float) -> pd.DataFrame:
 def test_a_host_delay_injected_with_a_known_value_is_found() -> None:
     """0.7 ms of host delay on top of a 5-ms standing queue and 0.1 ms of lateness per hop: every part comes
     out as built, and the delay the flow reads as queue that no link queued is the lateness plus the hosts'."""
-    flat = (lambda s: 5.0)
+    def flat(s: float) -> float:
+        return 5.0
+
     acct = accounting.account([ROUTE], flow_rows(10, flat, 0.1, 0.7), links_of(10, flat, 0.1))["f1"]
     steady = acct[acct["t"] > 1.0]
     assert steady["acct_propagation_ms"].median() == pytest.approx(40.0)
@@ -119,7 +121,9 @@ def test_a_tc_hop_is_read_from_its_backlog_and_its_lateness_is_the_hosts() -> No
 
 
 def test_flow_figures_and_the_columns_flows_csv_gets() -> None:
-    flat = (lambda s: 2.0)
+    def flat(s: float) -> float:
+        return 2.0
+
     flows = flow_rows(5, flat, 0.05, 0.25)
     acct = accounting.account([ROUTE], flows, links_of(5, flat, 0.05))
     figures = accounting.flow_figures(ROUTE, acct["f1"], 40 + SER_DATA_MS + SER_ACK_MS)
@@ -194,12 +198,14 @@ def test_a_burst_without_effect_is_no_reason_where_the_flows_are_known() -> None
     from tests.unit.test_fidelity import CERN, CORE, RATE_20, RATE_200, SUNNY, steady
     path = fidelity.PathInfo("f1", (CERN, CORE, SUNNY), 180.0, fast_target_ms(10, 20))
     flows = flow_rows(5, lambda s: 0.0, 0.0, 0.1)
-    flows = accounting.with_columns(flows, {"f1": accounting.account([ROUTE], flows, links_of(5, lambda s: 0, 0))["f1"]})
+    flows = accounting.with_columns(flows, accounting.account([ROUTE], flows, links_of(5, lambda s: 0, 0)))
+    counters = {CERN: steady(RATE_20), CORE: steady(RATE_200), SUNNY: steady(RATE_20, 2.5, 124_500)}
     inp = fidelity.Inputs(emulators={}, paths=[path], routes=((CERN, CORE, SUNNY),), flows={"f1": flows},
-                          counters={CERN: steady(RATE_20), CORE: steady(RATE_200), SUNNY: steady(RATE_20, 2.5, 124_500)})
+                          counters=counters)
     verdict = fidelity.assess(inp)
     assert verdict["faithful"], verdict["reasons"]
-    assert verdict["disturbances"][0]["kind"] == "held burst" and verdict["disturbances"][0]["where"] == "sunny (reverse)"
+    burst = verdict["disturbances"][0]
+    assert burst["kind"] == "held burst" and burst["where"] == "sunny (reverse)"
 
 
 def test_steal_over_a_span_and_stretches_above_a_limit() -> None:
@@ -256,3 +262,34 @@ def test_a_checkpoints_window_judges_the_delay_read_as_queue_there() -> None:
     assert window.judge(verdict, rows, (5.0, 12.0), (10.0, 40.0), 20.0, True) == ""
     assert window.band_share((0.994, 1.006)) == pytest.approx(0.006) and window.band_share((-1.0, 1.0)) is None
     assert window.miss_share((0.994, 1.006), 0.990) == pytest.approx(0.004 / 0.994)
+
+
+# --- the chart "where the round trip went" -------------------------------------------------------------------
+
+def test_the_round_trip_chart_gets_each_flows_parts_and_medians() -> None:
+    """report.html holds the section (its medians table and the chart's div) and the data charts.js's
+    drawRoundTrip stacks: each flow's parts above its propagation over time; a run without the accounting
+    gets none."""
+    import json
+    import re
+
+    from fastlab.results import chart_data, report
+    from tests.unit.test_fidelity import ENVIRONMENT
+
+    flows = flow_rows(20, lambda s: 9.0, 0.05, 0.5)
+    acct = accounting.account([ROUTE], flows, links_of(20, lambda s: 9.0, 0.05))
+    rows = accounting.with_columns(flows, acct)
+    summary = {"flows": [{"id": "f1", "delay_accounting": accounting.flow_figures(ROUTE, acct["f1"], 40.6)}],
+               "links": [], "jain_index": 1.0}
+    data = chart_data.round_trip(rows, summary)
+    assert list(data) == ["f1"] and data["f1"]["propagation_ms"] == 40.0
+    assert len(data["f1"]["t"]) == len(acct["f1"]) and data["f1"]["hosts"][-1] == pytest.approx(0.5, abs=1e-3)
+    assert data["f1"]["figures"]["queueing_ms"]["median"] == pytest.approx(9.0, abs=1e-3)
+    long = pd.concat([rows.assign(t=rows["t"] + 20 * k) for k in range(12)], ignore_index=True)  # 2,280 samples
+    assert len(chart_data.round_trip(long)["f1"]["t"]) <= chart_data.ROUND_TRIP_POINTS
+    assert chart_data.round_trip(flows) == {}  # no accounting columns
+    page = report.render("name: demo\n", summary, ENVIRONMENT, rows, pd.DataFrame(), pd.DataFrame())
+    assert '<section id="round-trip">' in page and '<div class="chart" id="chart-round-trip"></div>' in page
+    assert "<td>9.000" in page and "drawRoundTrip('chart-round-trip', data.roundTrip, firstFlow)" in page
+    run_data = json.loads(re.search(r'<script type="application/json" id="run-data">(.*?)</script>', page, re.S)[1])
+    assert run_data["roundTrip"]["f1"]["t"] == data["f1"]["t"]
