@@ -171,7 +171,7 @@ def _hop_parts(hop: Hop, s: _Series | None, a: np.ndarray, b: np.ndarray, nomina
 
 def hop_series(links: pd.DataFrame, hops: set[tuple[str, str]]) -> dict[tuple[str, str], _Series]:
     """links.csv rows of each hop as cumulative series (the hops a run's flows cross)."""
-    out = {}
+    out: dict[tuple[str, str], _Series] = {}
     if links.empty or not {"link", "direction", "t"} <= set(links.columns):
         return out
     for (link, direction), rows in links.groupby(["link", "direction"]):

@@ -120,13 +120,13 @@ def disturbances(paths: list[PathInfo], bursts: dict[Crossing, dict[str, Any]], 
             out.append(effects.Disturbance("late departures", f"the emulated links of {group[0].flow}'s path", a, b,
                                            f"up to {peak:.2f} ms late", tuple(p.flow for p in group)))
     for p in paths:
-        rows = flows.get(p.flow)
-        if rows is None or rows.empty:
+        trace = flows.get(p.flow)
+        if trace is None or trace.empty:
             continue
-        t = rows["t"].to_numpy(dtype=float)
+        t = trace["t"].to_numpy(dtype=float)
         step = float(np.median(np.diff(t))) if len(t) > 1 else sample_interval_s
-        if "acct_read_as_queue_ms" in rows:
-            for a, b, peak in effects.intervals_above(t, rows["acct_read_as_queue_ms"].to_numpy(dtype=float),
+        if "acct_read_as_queue_ms" in trace:
+            for a, b, peak in effects.intervals_above(t, trace["acct_read_as_queue_ms"].to_numpy(dtype=float),
                                                       budget_ms(p), step):
                 out.append(effects.Disturbance("host delay", f"flow {p.flow}", a, b,
                                                f"up to {peak:.2f} ms read as queue", (p.flow,)))

@@ -79,7 +79,7 @@ def round_trip(flows: pd.DataFrame, summary: dict[str, Any] | None = None) -> di
         rows = rows.sort_values("t")
         step = max(1, math.ceil(len(rows) / ROUND_TRIP_POINTS))
         binned = rows.groupby(pd.RangeIndex(len(rows)) // step).mean(numeric_only=True)
-        series = {"t": [round(float(v), 3) for v in binned["t"]]}
+        series: dict[str, Any] = {"t": [round(float(v), 3) for v in binned["t"]]}
         for part in ROUND_TRIP_PARTS:
             series[part] = [_finite(round(float(v), 4)) for v in binned[f"acct_{part}_ms"]]
         series["propagation_ms"] = _finite(round(float(rows["acct_propagation_ms"].median()), 3))
