@@ -41,7 +41,7 @@ from fastlab.measure.budgets import (  # noqa: F401 - the verdict's budget, name
     budget_ms,
     budget_words,
 )
-from fastlab.measure.weighing import accounting_figures, accounting_reason, disturbances, effect_reasons
+from fastlab.measure.weighing import accounting_figures, accounting_reasons, disturbances, effect_reasons
 
 # A frame dropped by an emulator's socket is a loss no link model decided; one loss costs Reno
 # (W/2) * RTT to recover (22 minutes at 1 Gb/s x 180 ms), so there is no tolerable number.
@@ -284,7 +284,7 @@ def _judge_paths(inp: Inputs, links: dict[str, Any], idle_links: dict[str, Any],
                  by_effect: bool) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
     """Each path's figures, its delay accounting (with the flows' samples) and the reasons they give: the
     delay the flow read as queue that no link queued where accounted, else the emulators' mean lateness."""
-    paths, accounted, reasons = [], {}, []
+    paths, accounted, reasons, judged = [], {}, [], []
     for p in inp.paths:
         delay = path_delay_ms(p, links)
         budget = budget_ms(p)
@@ -295,13 +295,11 @@ def _judge_paths(inp: Inputs, links: dict[str, Any], idle_links: dict[str, Any],
         acct = accounting_figures(p, inp.flows.get(p.flow), budget) if by_effect else None
         if acct is not None:
             accounted[p.flow] = acct
-            reason = accounting_reason(p, acct, inp.machine_steal)
-            if reason:
-                reasons.append(reason)
+            judged.append((p, acct))
         elif delay is not None and delay > budget:
             reasons.append(f"flow {p.flow}: the emulators added {delay:.2f} ms of delay (departure lateness), "
                            f"above {budget:.2f} ms = {budget_words(p)}")
-    return paths, accounted, reasons
+    return paths, accounted, accounting_reasons(judged, inp.machine_steal) + reasons
 
 
 def _judge_disturbances(inp: Inputs, bursts: dict[Crossing, dict[str, Any]],
@@ -399,6 +397,10 @@ def headline(verdict: dict[str, Any] | None) -> str:
     if not verdict:
         return "fidelity: not assessed (run made before fidelity verdicts)"
     if verdict["faithful"]:
+        accounted = [a["read_as_queue_median_ms"] for a in (verdict.get("delay_accounting") or {}).values()]
+        if accounted:
+            return (f"fidelity: faithful (delay read as queue that no link queued <= {max(accounted):.2f} ms on every "
+                    "path, disturbances within what the flows may lose, no socket drops)")
         delays = [p["emulation_delay_ms"] for p in verdict["paths"] if p["emulation_delay_ms"] is not None]
         if not delays:
             return ("fidelity: faithful as far as measured (no emulated link: tc shaping's timing is not "

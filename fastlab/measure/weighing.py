@@ -74,18 +74,33 @@ def _steal_words(run_steal: float | None, during: float | None = None) -> str:
     return text + ")"
 
 
-def accounting_reason(p: PathInfo, fig: dict[str, Any], steal: float | None) -> str | None:
+def _span(values: list[float]) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}-{hi:.2f}"
+
+
+def accounting_reasons(judged: list[tuple[PathInfo, dict[str, Any]]], steal: float | None) -> list[str]:
     """The delay accounting judged as lateness is: the delay a flow read as queue that no link queued, its
-    median, against the path's budget."""
-    if fig["read_as_queue_median_ms"] <= fig["budget_ms"]:
-        return None
-    reader = "FAST reads as queue" if p.target_queue_ms is not None else "the flow's rate pays for"
+    median, against the path's budget. Flows over the same budget in one reason (a row of ten FAST flows
+    reads as one line, their figures as ranges)."""
+    groups: dict[tuple[str, float], list[tuple[PathInfo, dict[str, Any]]]] = {}
+    for p, fig in judged:
+        if fig["read_as_queue_median_ms"] > fig["budget_ms"]:
+            groups.setdefault((budget_words(p), fig["budget_ms"]), []).append((p, fig))
     steal_words = _steal_words(steal)
-    return (f"flow {p.flow}: its RTT carried {fig['read_as_queue_median_ms']:.2f} ms (median) that no link queued and "
-            f"{reader}: {fig['lateness_median_ms']:.2f} ms of it the emulators' late departures, "
-            f"{fig['hosts_median_ms']:.2f} ms added by the hosts and the datapath between the links (the sending "
-            f"and receiving stacks, softirq, the switches, the ACK path), above {fig['budget_ms']:.2f} ms = "
-            f"{budget_words(p)}" + (f"; {steal_words}" if steal_words else ""))
+    reasons = []
+    for (words, budget), group in groups.items():
+        fast = group[0][0].target_queue_ms is not None
+        reader = "FAST reads as queue" if fast else "the flow's rate pays for"
+        figs = [fig for _, fig in group]
+        who = (f"flow {group[0][0].flow}: its RTT" if len(group) == 1 else
+               f"flows {', '.join(p.flow for p, _ in group)}: their RTTs")
+        reasons.append(f"{who} carried {_span([f['read_as_queue_median_ms'] for f in figs])} ms (median) that no link "
+                       f"queued and {reader}: {_span([f['lateness_median_ms'] for f in figs])} ms of it the emulators' "
+                       f"late departures, {_span([f['hosts_median_ms'] for f in figs])} ms added by the hosts and the "
+                       "datapath between the links (the sending and receiving stacks, softirq, the switches, the ACK "
+                       f"path), above {budget:.2f} ms = {words}" + (f"; {steal_words}" if steal_words else ""))
+    return reasons
 
 
 def disturbances(paths: list[PathInfo], bursts: dict[Crossing, dict[str, Any]], noise_bytes: float,
