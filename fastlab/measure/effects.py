@@ -46,6 +46,14 @@ SETTLE_RTTS = 8
 SETTLE_MIN_S = 1.0
 # Disturbances closer than this are one (their effects overlap and would be counted twice).
 MERGE_GAP_S = 0.5
+# A disturbance with no undisturbed stretch before it cannot be weighed. In a flow's first STARTUP_S (or
+# STARTUP_RTTS of its RTTs) that is its start-up: a smoothed RTT lags a queue that grows by the RTT (measured on
+# a quiet machine, lab 02: 4-11 ms "read as queue" in the first 0.7 s of every run), and no flow has a rate to
+# lose yet. Past it, such a stretch -- disturbed from the start, without a break -- counts against the run when it
+# covers more than UNWEIGHED_SHARE_MAX of the flow's time: nothing says what the flow would have done.
+STARTUP_S = 2.0
+STARTUP_RTTS = 10
+UNWEIGHED_SHARE_MAX = 0.10
 
 
 @dataclass
@@ -74,6 +82,7 @@ class Effect:
     t0: float
     t1: float  # end of the span measured (the disturbances' end plus the settling time)
     kinds: list[str] = field(default_factory=list)
+    until: float = 0.0  # the disturbances' own end (t1 adds the settling time)
     deficit_bytes: float | None = None  # None: no reference (the flow had not run long enough before)
     reference_mbps: float | None = None
     window_cut: float | None = None  # deepest cwnd cut relative to before, 0..1
@@ -83,7 +92,8 @@ class Effect:
         def r(v: float | None, n: int) -> float | None:
             return None if v is None else round(v, n)
 
-        return {"flow": self.flow, "t0_s": round(self.t0, 3), "t1_s": round(self.t1, 3), "kinds": self.kinds,
+        return {"flow": self.flow, "t0_s": round(self.t0, 3), "t1_s": round(self.t1, 3),
+                "until_s": round(self.until, 3), "kinds": self.kinds,
                 "deficit_bytes": r(self.deficit_bytes, 0), "reference_mbps": r(self.reference_mbps, 3),
                 "window_cut": r(self.window_cut, 4), "read_as_queue_max_ms": r(self.read_as_queue_max_ms, 3)}
 
@@ -129,7 +139,7 @@ def measure(flow: str, rows: pd.DataFrame, t0: float, t1: float, base_rtt_s: flo
     rows = rows.dropna(subset=["bytes_acked"]).sort_values("t")
     reference_s = max(REFERENCE_MIN_S, REFERENCE_RTTS * base_rtt_s)
     end = t1 + settle_s(base_rtt_s)
-    effect = Effect(flow, t0, end, list(kinds))
+    effect = Effect(flow, t0, end, list(kinds), until=t1)
     if len(rows) < 2:
         return effect
     first, last = float(rows["t"].iloc[0]), float(rows["t"].iloc[-1])
@@ -208,3 +218,19 @@ def deficit_share(effects: list[Effect], rows: pd.DataFrame, t0: float | None = 
     if not inside or total <= 0:
         return None
     return sum(max(0.0, e.deficit_bytes or 0.0) for e in inside) / total
+
+
+def unweighed_share(effects: list[Effect], rows: pd.DataFrame, base_rtt_s: float) -> tuple[float, Effect | None]:
+    """The share of the flow's time past its start-up covered by disturbances that could not be weighed (no
+    undisturbed stretch before them), and the longest of them."""
+    rows = rows.dropna(subset=["bytes_acked"])
+    if len(rows) < 2:
+        return 0.0, None
+    first, last = float(rows["t"].min()), float(rows["t"].max())
+    startup = first + max(STARTUP_S, STARTUP_RTTS * base_rtt_s)
+    spans = [(max(e.t0, startup), min(e.until, last), e) for e in effects if e.deficit_bytes is None]
+    spans = [(a, b, e) for a, b, e in spans if b > a]
+    if not spans or last <= first:
+        return 0.0, None
+    longest = max(spans, key=lambda s: s[1] - s[0])[2]
+    return sum(b - a for a, b, _ in spans) / (last - first), longest

@@ -310,8 +310,9 @@ def _judge_disturbances(inp: Inputs, bursts: dict[Crossing, dict[str, Any]],
                                      or [MIN_BUDGET_MS]), 3)
     found = disturbances(inp.paths, bursts, BURST_NOISE_MTUS * mtu, inp.flows, inp.lateness, inp.steal_samples,
                          inp.sample_interval_s)
-    weighed = effects.weigh(found, inp.flows, {p.flow: p.base_rtt_ms / 1000 for p in inp.paths})
-    reasons, figures = effect_reasons(weighed, inp.flows, inp.machine_steal, inp.steal_samples)
+    rtts = {p.flow: p.base_rtt_ms / 1000 for p in inp.paths}
+    weighed = effects.weigh(found, inp.flows, rtts)
+    reasons, figures = effect_reasons(weighed, inp.flows, inp.machine_steal, inp.steal_samples, rtts)
     return found, figures, reasons
 
 

@@ -155,14 +155,25 @@ def disturbances(paths: list[PathInfo], bursts: dict[Crossing, dict[str, Any]], 
 
 
 def effect_reasons(weighed: dict[str, list[effects.Effect]], flows: dict[str, pd.DataFrame], steal: float | None,
-                   steal_samples: list[tuple[float, int, int]]) -> tuple[list[str], dict[str, Any]]:
+                   steal_samples: list[tuple[float, int, int]],
+                   base_rtt_s: dict[str, float]) -> tuple[list[str], dict[str, Any]]:
     """Per flow: the share of its delivered bytes what disturbed it cost, judged against
-    effects.DELIVERED_SHARE_MAX; a reason names the spans, their kinds and the flow's window and RTT then."""
+    effects.DELIVERED_SHARE_MAX; a reason names the spans, their kinds and the flow's window and RTT then. And
+    the share of its time disturbed with nothing to weigh it against (effects.unweighed_share)."""
     reasons, figures = [], {}
     for flow, spans in sorted(weighed.items()):
         share = effects.deficit_share(spans, flows[flow])
+        unweighed, longest = effects.unweighed_share(spans, flows[flow], base_rtt_s.get(flow, 0.0))
         figures[flow] = {"deficit_share": None if share is None else round(share, 5),
-                         "spans": [e.as_dict() for e in spans]}
+                         "unweighed_share": round(unweighed, 4), "spans": [e.as_dict() for e in spans]}
+        if longest is not None and unweighed > effects.UNWEIGHED_SHARE_MAX:
+            rtt = (f", its RTT up to {longest.read_as_queue_max_ms:.2f} ms above what the links queued"
+                   if longest.read_as_queue_max_ms is not None else "")
+            steal_words = _steal_words(steal, effects.steal_share(steal_samples, longest.t0, longest.until))
+            reasons.append(f"flow {flow}: disturbed without a break for {unweighed:.0%} of its time (limit "
+                           f"{effects.UNWEIGHED_SHARE_MAX:.0%}), {', '.join(longest.kinds)} from {longest.t0:.1f} to "
+                           f"{longest.until:.1f} s with no undisturbed stretch before to weigh it against{rtt}"
+                           + (f"; {steal_words}" if steal_words else ""))
         if share is None or share <= effects.DELIVERED_SHARE_MAX:
             continue
         worst = max(spans, key=lambda e: e.deficit_bytes or 0.0)

@@ -321,3 +321,18 @@ def test_a_lab_checkpoint_is_judged_over_its_own_window(tmp_path) -> None:
     assert util.inconclusive.startswith("the emulation was not faithful over this checkpoint's window: what "
                                         "disturbed flow f1 between 6 and 15 s cost 0.6")
     assert checks["window f1"].status == "pass" and checks["window f2"].status == "pass"
+
+
+def test_a_flow_disturbed_from_its_start_without_a_break_cannot_be_weighed() -> None:
+    """A spell of host delay in the first second (a start-up: the smoothed RTT lags the queue it builds) has no
+    rate before it to be weighed against, and is excused; spells every 0.8 s from the start to the end (a
+    real-time hog taking a CPU 30 % of the time) leave nothing undisturbed to weigh them against: unfaithful."""
+    start = flow_rows(20, lambda s: 9.0, 0.05, 0.5)
+    start.loc[(start["t"] > 0.2) & (start["t"] <= 0.6), "srtt_ms"] += 8.0
+    assert judged(0.5, flows=start)["faithful"]
+    hog = flow_rows(20, lambda s: 9.0, 0.05, 0.5)
+    hog.loc[(hog["t"] % 0.8) < 0.25, "srtt_ms"] += 8.0
+    verdict = judged(0.5, flows=hog)
+    assert not verdict["faithful"]
+    assert verdict["reasons"][0].startswith("flow f1: disturbed without a break for 87% of its time (limit 10%), "
+                                            "host delay from 0.0 to 19.4 s with no undisturbed stretch before")
