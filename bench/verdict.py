@@ -30,8 +30,8 @@ when judged unfaithful with its figure inside.
 
 Raw data: one JSON line per run in bench/data/verdict-<date>.jsonl (kept across invocations: an invocation
 runs the cells still short of their repeats, within --minutes, so the bench is run in chunks under the lock);
-run folders under --runs-dir (not kept in the repository). `--table` prints the error-rate table of a data
-file without running anything.
+run folders under --runs-dir (not kept in the repository, kept there so that `--rejudge` can judge them again
+with a later verdict). `--table` prints the error-rate table of a data file without running anything.
 
 Run as root under the machine's live lock, in chunks:
 `flock /tmp/fastlab-live.lock .venv/bin/python bench/verdict.py --minutes 28 [--refs lab02,cubic] [--kinds ...]`
@@ -45,7 +45,6 @@ import contextlib
 import datetime as dt
 import json
 import os
-import shutil
 import signal
 import statistics
 import subprocess
@@ -91,7 +90,7 @@ class Reference:
     step: str
     short: bool
     sets: tuple[str, ...]
-    figure: str  # words in the name of the checkpoint whose measured value is the physics, or "utilization"
+    figure: str  # words in the name of its headline figure (the table's column; every figure is judged)
     duration_s: float
     unit: str = ""
 
@@ -122,20 +121,21 @@ def spec_text(ref: Reference, seed: int) -> str:
     return yaml.safe_dump(to_plain(spec), sort_keys=False)
 
 
-def physics(ref: Reference, folder: Path) -> tuple[float | None, list[dict[str, Any]]]:
-    """The run's figure and its checkpoints (status, measured) where it is a lab step."""
+def physics(ref: Reference, folder: Path) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """The run's figures (each checkpoint's measured value, by its name; the CUBIC dumbbell's utilization) and
+    its checkpoints (status, measured, band) where it is a lab step."""
     if ref.lab is None:
         from fastlab.labs.kit import StepRun
         run = StepRun(folder)
         rows = run.link("bottleneck")
         rows = rows[rows["t"] >= CUBIC_FROM_S]
         cap = float(run.link_summary("bottleneck")["capacity_mbps"])
-        return (float(rows["tx_mbps"].mean()) / cap if len(rows) else None), []
+        return ({"utilization": float(rows["tx_mbps"].mean()) / cap} if len(rows) else {}), []
     checks = evaluate_step(load_lab(ref.lab), ref.step, folder, short=ref.short)
     out = [{"name": c.name, "status": c.status, "measured": c.measured, "expected": c.expected,
-            "inconclusive": c.inconclusive[:300]} for c in checks]
-    fig = next((c.measured for c in checks if ref.figure in c.name), None)
-    return (float(fig) if isinstance(fig, int | float) else None), out
+            "band": c.band, "inconclusive": c.inconclusive[:300]} for c in checks]
+    figures = {c.name: float(c.measured) for c in checks if isinstance(c.measured, int | float)}
+    return figures, out
 
 
 # --- interference ------------------------------------------------------------------------------------
@@ -306,9 +306,11 @@ def run_cell(ref: Reference, kind: str, seed: int, runs_dir: Path) -> list[dict[
             summary = RunFolder(out).summary()
             verdict = summary.get("fidelity") or {}
             accounted = verdict.get("delay_accounting") or {}
-            figure, checks = physics(ref, out)
+            figures, checks = physics(ref, out)
+            headline = next((v for k, v in figures.items() if ref.figure in k), None)
             rec |= {"faithful": bool(verdict.get("faithful")), "reasons": [r[:400] for r in verdict.get("reasons", [])],
-                    "figure": figure, "checkpoints": checks, "machine_busy": verdict.get("machine_busy"),
+                    "figure": headline, "figures": figures, "checkpoints": checks,
+                    "machine_busy": verdict.get("machine_busy"),
                     "steal": verdict.get("machine_steal"),
                     "read_as_queue_ms": {f: a.get("read_as_queue_median_ms") for f, a in accounted.items()},
                     "hosts_ms": {f: a.get("hosts_median_ms") for f, a in accounted.items()},
@@ -320,6 +322,70 @@ def run_cell(ref: Reference, kind: str, seed: int, runs_dir: Path) -> list[dict[
     return records
 
 
+# --- re-judging recorded runs ------------------------------------------------------------------------
+
+def rejudge_folder(folder: Path) -> dict[str, Any]:
+    """The verdict this code gives a recorded run (its traces, plan and the emulators' figures as its summary
+    kept them), written into its summary.json (the first one kept as summary.orig.json) and flows.csv."""
+    from fastlab.base.rundir import SPEC
+    from fastlab.define.schema import load_spec
+    from fastlab.measure import accounting, fidelity
+    from fastlab.measure import verdict as gather
+    from fastlab.plan.prepare import prepare
+
+    rf = RunFolder(folder)
+    spec = load_spec(str(rf.path(SPEC)))
+    prep = prepare(spec)
+    flows, links = rf.flows(), rf.links()
+    flows = flows.drop(columns=[c for c in accounting.COLUMNS if c in flows])
+    accounts = gather.account_run(prep, flows, links)
+    flows = accounting.with_columns(flows, accounts)
+    summary = rf.summary()
+    if not (folder / "summary.orig.json").exists():
+        (folder / "summary.orig.json").write_text(json.dumps(summary))
+    old = summary.get("fidelity") or {}
+    routes = {r.flow: r for r in gather.accounting_routes_of(prep)}
+    for f in summary["flows"]:
+        f["delay_accounting"] = accounting.flow_figures(routes[f["id"]], accounts[f["id"]], f.get("min_rtt_ms"))
+    tags = {"forward": "ab", "reverse": "ba"}
+    emulators = {link: {tags[d]: {"late_us": {"mean": x.get("late_mean_us"), "p50": x.get("late_p50_us"),
+                                              "p99": x.get("late_p99_us"), "max": x.get("late_max_us"),
+                                              "n": x.get("segments")}, "sock_drops": x.get("sock_drops", 0)}
+                        for d, x in sides.items()} for link, sides in (old.get("links") or {}).items()}
+    late99 = {(link, d): float(x.get("late_p99_us") or 0) for link, sides in (old.get("links") or {}).items()
+              for d, x in sides.items()}
+    verdict = fidelity.assess(fidelity.Inputs(
+        emulators=emulators, paths=gather.fidelity_paths(prep), emulator_cores=old.get("emulator_cores") or {},
+        machine_busy=old.get("machine_busy"), machine_steal=old.get("machine_steal"),
+        sample_gaps_s=old.get("sample_gaps_s") or {}, sample_interval_s=1 / spec.sample_hz,
+        tc_links=tuple(k for k, (b, _) in prep.backends.items() if b != "emulator"),
+        tc_queues=gather.tc_queues(prep, links), routes=gather.fidelity_routes(prep),
+        counters=gather.fidelity_counters(prep, links, late99),
+        flows={str(f): r.sort_values("t") for f, r in flows.groupby("flow")},
+        lateness=gather.lateness_rows(prep, links)))
+    summary["fidelity"] = gather.note_neighbours(verdict, [{"prefix": n} for n in old.get("neighbours") or []])
+    (folder / "summary.json").write_text(json.dumps(summary, indent=1))
+    for gz in folder.glob("flows.csv*"):
+        gz.unlink()
+    flows.to_csv(folder / "flows.csv", index=False)
+    return summary
+
+
+def rejudge(data: Path) -> list[dict[str, Any]]:
+    """Every record of a data file judged again by this code from its run folder (kept by the bench)."""
+    out = []
+    for rec in load(data):
+        folder = Path(rec["dir"])
+        if "error" not in rec and (folder / "summary.json").is_file():
+            verdict = rejudge_folder(folder)["fidelity"]
+            figures, checks = physics(REFERENCES[rec["ref"]], folder)
+            rec |= {"faithful": bool(verdict["faithful"]), "reasons": [r[:400] for r in verdict["reasons"]],
+                    "figures": figures, "checkpoints": checks, "rejudged": True,
+                    "figure": next((v for k, v in figures.items() if REFERENCES[rec["ref"]].figure in k), None)}
+        out.append(rec)
+    return out
+
+
 # --- the table ---------------------------------------------------------------------------------------
 
 def robust_sd(values: list[float]) -> float:
@@ -327,41 +393,61 @@ def robust_sd(values: list[float]) -> float:
     return 1.4826 * statistics.median([abs(v - med) for v in values])
 
 
-def bands(records: list[dict[str, Any]]) -> dict[str, tuple[float, float, str]]:
-    """Per reference: (lo, hi, where the band comes from)."""
-    out = {}
+def _figure_key(name: str) -> str:
+    """A checkpoint's name without the parts that vary with the run (its window's times)."""
+    return name.split(" (")[0]
+
+
+def bands(records: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[float, float, str]]:
+    """Per reference and figure: (lo, hi, where the band comes from). From the quiet repeats the verdict judged
+    faithful (median +- max(BAND_SIGMAS robust sds, BAND_MIN_SHARE of it)); with fewer than MIN_QUIET_FAITHFUL of
+    them, the lab checkpoint's own band (the model's), said so."""
+    out: dict[tuple[str, str], tuple[float, float, str]] = {}
     for name in {r["ref"] for r in records}:
-        quiet = [r["figure"] for r in records if r["ref"] == name and r["kind"] == "none" and r.get("faithful")
-                 and r.get("figure") is not None]
-        if len(quiet) >= MIN_QUIET_FAITHFUL:
-            med = statistics.median(quiet)
-            half = max(BAND_SIGMAS * robust_sd(quiet), BAND_MIN_SHARE * abs(med))
-            out[name] = (med - half, med + half, f"quiet: median {med:.4g} of {len(quiet)} faithful repeats "
-                         f"+- max({BAND_SIGMAS} robust sd, {BAND_MIN_SHARE:.1%})")
-        else:
-            lab_bands = [c["expected"] for r in records if r["ref"] == name for c in r.get("checkpoints") or []
-                         if REFERENCES[name].figure in c["name"]]
-            if lab_bands:
-                lo, hi = (float(x) for x in lab_bands[0].split()[0].split(".."))
-                out[name] = (lo, hi, f"the lab checkpoint's own band {lo:.4g}..{hi:.4g} (fewer than "
-                             f"{MIN_QUIET_FAITHFUL} faithful quiet repeats)")
+        mine = [r for r in records if r["ref"] == name and "figures" in r]
+        quiet = [r for r in mine if r["kind"] == "none" and r.get("faithful")]
+        keys = {_figure_key(k) for r in mine for k in r["figures"]}
+        for key in keys:
+            values = [v for r in quiet for k, v in r["figures"].items() if _figure_key(k) == key]
+            if len(values) >= MIN_QUIET_FAITHFUL:
+                med = statistics.median(values)
+                half = max(BAND_SIGMAS * robust_sd(values), BAND_MIN_SHARE * abs(med))
+                out[(name, key)] = (med - half, med + half, f"quiet: median {med:.4g} of {len(values)} faithful "
+                                    f"repeats +- max({BAND_SIGMAS} robust sd, {BAND_MIN_SHARE:.1%})")
+                continue
+            lab = [c["band"] for r in mine for c in r.get("checkpoints") or []
+                   if _figure_key(c["name"]) == key and c.get("band")]
+            if lab:
+                lo, hi = lab[0]
+                out[(name, key)] = (lo, hi, f"the lab checkpoint's own band (fewer than {MIN_QUIET_FAITHFUL} faithful "
+                                    "quiet repeats)")
     return out
 
 
-def classify(rec: dict[str, Any], band: tuple[float, float, str] | None) -> str:
-    if "error" in rec or rec.get("figure") is None or band is None:
+def classify(rec: dict[str, Any], b: dict[tuple[str, str], tuple[float, float, str]]) -> str:
+    """true/false faithful, true/false alarm: the physics is inside when every figure with a band is in it."""
+    judged = [(v, b[(rec["ref"], _figure_key(k))]) for k, v in (rec.get("figures") or {}).items()
+              if (rec["ref"], _figure_key(k)) in b]
+    if "error" in rec or not judged:
         return "no figure"
-    inside = band[0] <= rec["figure"] <= band[1]
+    inside = all(lo <= v <= hi for v, (lo, hi, _) in judged)
     if rec["faithful"]:
         return "true faithful" if inside else "false faithful"
     return "false alarm" if inside else "true alarm"
 
 
+def outside(rec: dict[str, Any], b: dict[tuple[str, str], tuple[float, float, str]]) -> list[str]:
+    """The figures of a run outside their bands, in words."""
+    return [f"{k} {v:.4g} not in {b[(rec['ref'], _figure_key(k))][0]:.4g}..{b[(rec['ref'], _figure_key(k))][1]:.4g}"
+            for k, v in (rec.get("figures") or {}).items() if (rec["ref"], _figure_key(k)) in b
+            and not b[(rec["ref"], _figure_key(k))][0] <= v <= b[(rec["ref"], _figure_key(k))][1]]
+
+
 def table(records: list[dict[str, Any]]) -> str:
     b = bands(records)
-    lines = ["bands (by code, from the quiet repeats):"]
-    for name, (lo, hi, why) in sorted(b.items()):
-        lines.append(f"  {name:6s} {lo:.4g} .. {hi:.4g}  ({why})")
+    lines = ["bands (by code, from the quiet repeats; a run's physics is inside when all its figures are):"]
+    for (name, key), (lo, hi, why) in sorted(b.items()):
+        lines.append(f"  {name:6s} {key[:40]:40s} {lo:.4g} .. {hi:.4g}  ({why})")
     kinds = sorted({r["kind"] for r in records}, key=lambda k: (k != "none", k))
     lines.append("")
     lines.append(f"{'kind':8s} {'runs':>5s} {'faithful':>8s} {'false-faithful':>15s} {'false alarms':>13s} "
@@ -369,7 +455,7 @@ def table(records: list[dict[str, Any]]) -> str:
     totals = {"runs": 0, "faithful": 0, "ff": 0, "fa": 0}
     for kind in kinds:
         rows = [r for r in records if r["kind"] == kind]
-        cls = [classify(r, b.get(r["ref"])) for r in rows]
+        cls = [classify(r, b) for r in rows]
         faithful = sum(1 for r in rows if r.get("faithful"))
         ff, fa, ta = cls.count("false faithful"), cls.count("false alarm"), cls.count("true alarm")
         inside = cls.count("false alarm") + cls.count("true faithful")
@@ -388,6 +474,14 @@ def table(records: list[dict[str, Any]]) -> str:
                  f"({totals['ff'] / max(totals['faithful'], 1):6.1%}) {totals['fa']:4d}")
     lines.append("false-faithful: share of the faithful runs; false alarms: share of the runs whose physics was "
                  "inside the band")
+    wrong = [(r, classify(r, b)) for r in records]
+    wrong = [(r, c) for r, c in wrong if c in ("false faithful", "false alarm")]
+    if wrong:
+        lines.append("")
+        lines.append("the runs judged wrongly:")
+        for r, c in wrong:
+            why = "; ".join(outside(r, b)) if c == "false faithful" else (r.get("reasons") or [""])[0][:200]
+            lines.append(f"  {c:14s} {r['ref']:6s} {r['kind']:8s} {r['at']}  {why}")
     return "\n".join(lines)
 
 
@@ -432,14 +526,20 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=28.0, help="stop starting cells after this long")
     parser.add_argument("--data", type=Path, default=DATA / f"verdict-{dt.date.today().isoformat()}.jsonl")
     parser.add_argument("--runs-dir", type=Path, default=Path("/tmp/verdict-bench"))
-    parser.add_argument("--keep-runs", action="store_true", help="keep every run folder (default: the last 40)")
     parser.add_argument("--table", type=Path, help="print the table of this data file and exit")
+    parser.add_argument("--rejudge", type=Path, help="judge the runs of this data file again with this code (their "
+                        "folders), write the records to --data, print the table and exit")
     args = parser.parse_args()
     if args.hog:
         hog(args.hog, args.seconds, args.duty)
         return 0
     if args.table:
         print(table(load(args.table)))
+        return 0
+    if args.rejudge:
+        records = rejudge(args.rejudge)
+        args.data.write_text("".join(json.dumps(r) + "\n" for r in records))
+        print(table(records))
         return 0
     if os.geteuid() != 0:
         print("verdict: the runs need root (namespaces, links, emulators)", file=sys.stderr)
@@ -474,17 +574,9 @@ def main() -> int:
             why = (rec.get("reasons") or [rec.get("error", "")])[0][:140]
             print(f"  {ref_name:6s} {kind:8s} faithful={rec.get('faithful')} figure={rec.get('figure')} {why}",
                   flush=True)
-        if not args.keep_runs:
-            prune(args.runs_dir, keep=40)
     print(table(records))
     return 0
 
-
-def prune(runs_dir: Path, keep: int) -> None:
-    """Remove the oldest run folders of the bench's own beyond `keep`."""
-    folders = sorted((p for p in runs_dir.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
-    for p in folders[:-keep]:
-        shutil.rmtree(p, ignore_errors=True)
 
 
 if __name__ == "__main__":
