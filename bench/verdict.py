@@ -386,6 +386,42 @@ def rejudge(data: Path) -> list[dict[str, Any]]:
     return out
 
 
+# --- the classroom under interference ----------------------------------------------------------------
+
+CLASSROOM_TIMEOUT_S = 1500  # bench/classroom.py's concurrent mode: ~2 minutes quiet, bounded whatever happens
+
+
+def classroom(kinds: list[str], runs: int, out: Path) -> int:
+    """bench/classroom.py (twenty lab 02 short steps at once through the web app) under each kind of
+    interference: every run's verdict and checkpoints; a faithful run whose checkpoints failed is the error
+    issue 53 forbids. The raw output goes to `out`."""
+    bad = 0
+    with out.open("a") as log:
+        for kind in kinds:
+            interference = Interference(kind)
+            log.write(f"\n=== classroom under {kind} ({dt.datetime.now().isoformat(timespec='seconds')})\n")
+            try:
+                interference.start(CLASSROOM_TIMEOUT_S)
+                done = subprocess.run(["timeout", str(CLASSROOM_TIMEOUT_S), sys.executable,
+                                       str(REPO / "bench" / "classroom.py"), "--modes", "concurrent", "--runs",
+                                       str(runs)], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                                      capture_output=True, text=True, check=False)
+            finally:
+                interference.stop()
+            log.write(done.stdout + done.stderr)
+            lines = [ln for ln in done.stdout.splitlines() if " checkpoints " in ln]
+            faithful = [ln for ln in lines if " faithful " in ln]
+            failed = [ln for ln in faithful if ln.rstrip().split(" checkpoints ")[1].startswith("fail")]
+            bad += len(failed)
+            summary = (f"classroom under {kind}: {len(lines)} runs, {len(faithful)} faithful, "
+                       f"{len(failed)} faithful runs with a failed checkpoint")
+            log.write(summary + "\n")
+            print(summary, flush=True)
+            for ln in failed:
+                print("   ", ln.strip(), flush=True)
+    return bad
+
+
 # --- the table ---------------------------------------------------------------------------------------
 
 def robust_sd(values: list[float]) -> float:
@@ -527,6 +563,8 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DATA / f"verdict-{dt.date.today().isoformat()}.jsonl")
     parser.add_argument("--runs-dir", type=Path, default=Path("/tmp/verdict-bench"))
     parser.add_argument("--table", type=Path, help="print the table of this data file and exit")
+    parser.add_argument("--classroom", help="run bench/classroom.py (concurrent) under these kinds instead")
+    parser.add_argument("--classroom-runs", type=int, default=20)
     parser.add_argument("--rejudge", type=Path, help="judge the runs of this data file again with this code (their "
                         "folders), write the records to --data, print the table and exit")
     args = parser.parse_args()
@@ -544,6 +582,14 @@ def main() -> int:
     if os.geteuid() != 0:
         print("verdict: the runs need root (namespaces, links, emulators)", file=sys.stderr)
         return 2
+    if args.classroom:
+        kinds = args.classroom.split(",")
+        if any(k not in KINDS or k.startswith("conc") or k == "cgroup" for k in kinds):
+            print(f"verdict: --classroom: kinds of {', '.join(k for k in KINDS if k[:4] != 'conc' and k != 'cgroup')}",
+                  file=sys.stderr)
+            return 2
+        out = DATA / f"verdict-classroom-{dt.date.today().isoformat()}.txt"
+        return 1 if classroom(kinds, args.classroom_runs, out) else 0
     refs, kinds = args.refs.split(","), args.kinds.split(",")
     for name in refs:
         if name not in REFERENCES:
