@@ -67,9 +67,11 @@ from fastlab.labs.kit import evaluate_step, load_lab  # noqa: E402
 
 DATA = REPO / "bench" / "data"
 # The band from quiet repeats: median +- the larger of BAND_SIGMAS robust sds and BAND_MIN_SHARE of the
-# median (a figure whose quiet repeats agree to the digit still has a measurement resolution).
+# median: a figure whose quiet repeats agree to the digit (FAST's queue estimate, a kept-busy link) still moves
+# by run-to-run chance, and 2 % is the issue's own tolerance for the same physics (lab 03 row 1's faithful runs
+# within +-2 % of their median).
 BAND_SIGMAS = 4
-BAND_MIN_SHARE = 0.005
+BAND_MIN_SHARE = 0.02
 MIN_QUIET_FAITHFUL = 3
 RUN_GRACE_S = 300  # a run's time beyond its duration: build, idle pings, teardown, writing (bounded)
 HOG_STOP_S = 5.0

@@ -8,8 +8,9 @@ depends on what the flows did then. A burst that FAST reads for one RTT costs a 
 percent for a second; the same burst that empties a 20-packet queue idles the link.
 
 So each disturbance, merged per flow with any it overlaps, is measured on every flow it touched over its
-interval and a settling time after it (SETTLE_RTTS round trips, at least SETTLE_MIN_S), against the flow's
-own state just before (REFERENCE_RTTS round trips, at least REFERENCE_MIN_S):
+interval, a settling time after it (SETTLE_RTTS round trips, at least SETTLE_MIN_S) and then until the flow's
+rate is back to what it was (at most RECOVERY_MAX_S), against the flow's own state just before (REFERENCE_RTTS
+round trips, at least REFERENCE_MIN_S):
 
 - **delivered**: the bytes the flow had acknowledged by the end, against its rate just before times the
   span (a burst released late is delivered late, not lost: its catch-up inside the span cancels the
@@ -46,6 +47,12 @@ SETTLE_RTTS = 8
 SETTLE_MIN_S = 1.0
 # Disturbances closer than this are one (their effects overlap and would be counted twice).
 MERGE_GAP_S = 0.5
+# After its settling time a span is followed until the flow's rate (over its reference window) is back within
+# RECOVERED_SHARE of its rate just before, at most RECOVERY_MAX_S: FAST at 1 Gb/s x 180 ms took 5-10 s to
+# regain a window a stall had cut by 6-9 % (lab 03 row 1, bench/verdict.py, 2026-11-28: 8 RTTs of settling
+# counted 0.8 % of its bytes short where its utilization from 40 s was 2.7 % below its quiet repeats').
+RECOVERED_SHARE = 0.01
+RECOVERY_MAX_S = 30.0
 # A disturbance with no undisturbed stretch before it cannot be weighed. In a flow's first STARTUP_S (or
 # STARTUP_RTTS of its RTTs) that is its start-up: a smoothed RTT lags a queue that grows by the RTT (measured on
 # a quiet machine, lab 02: 4-11 ms "read as queue" in the first 0.7 s of every run), and no flow has a rate to
@@ -132,13 +139,30 @@ def _bytes_at(rows: pd.DataFrame, at: float) -> float:
     return float(np.interp(at, rows["t"].to_numpy(dtype=float), rows["bytes_acked"].to_numpy(dtype=float)))
 
 
-def measure(flow: str, rows: pd.DataFrame, t0: float, t1: float, base_rtt_s: float,
-            kinds: list[str]) -> Effect:
-    """The effect on one flow of what disturbed it over [t0, t1] (its flows.csv rows: t, bytes_acked,
-    cwnd_pkts, and the accounting's acct_read_as_queue_ms where present)."""
+def _rate(rows: pd.DataFrame, a: float, b: float) -> float:
+    """Bytes per second acknowledged over [a, b]."""
+    return (_bytes_at(rows, b) - _bytes_at(rows, a)) / (b - a) if b > a else 0.0
+
+
+def recovered_at(rows: pd.DataFrame, after: float, rate: float, window_s: float) -> float:
+    """The first time from `after` (sample by sample) at which the flow's rate over the window_s before it is
+    back within RECOVERED_SHARE of `rate`, at most RECOVERY_MAX_S later (and no later than its last sample)."""
+    t = rows["t"].to_numpy(dtype=float)
+    cap = min(float(t[-1]), after + RECOVERY_MAX_S)
+    for ti in t[(t >= after) & (t <= cap)]:
+        if ti - window_s >= t[0] and _rate(rows, ti - window_s, ti) >= (1 - RECOVERED_SHARE) * rate:
+            return float(ti)
+    return cap
+
+
+def measure(flow: str, rows: pd.DataFrame, t0: float, t1: float, base_rtt_s: float, kinds: list[str],
+            end: float | None = None) -> Effect:
+    """The effect on one flow of what disturbed it over [t0, t1], measured to `end` (default: its settling
+    time after t1) -- its flows.csv rows: t, bytes_acked, cwnd_pkts, and the accounting's
+    acct_read_as_queue_ms where present."""
     rows = rows.dropna(subset=["bytes_acked"]).sort_values("t")
     reference_s = max(REFERENCE_MIN_S, REFERENCE_RTTS * base_rtt_s)
-    end = t1 + settle_s(base_rtt_s)
+    end = t1 + settle_s(base_rtt_s) if end is None else end
     effect = Effect(flow, t0, end, list(kinds), until=t1)
     if len(rows) < 2:
         return effect
@@ -147,7 +171,7 @@ def measure(flow: str, rows: pd.DataFrame, t0: float, t1: float, base_rtt_s: flo
     effect.t1 = end
     ref0 = t0 - reference_s
     if ref0 >= first and end > t0:
-        rate = (_bytes_at(rows, t0) - _bytes_at(rows, ref0)) / reference_s  # bytes/s just before
+        rate = _rate(rows, ref0, t0)  # bytes/s just before
         effect.reference_mbps = rate * 8 / 1e6
         effect.deficit_bytes = rate * (end - t0) - (_bytes_at(rows, end) - _bytes_at(rows, t0))
     before = rows[(rows["t"] >= ref0) & (rows["t"] < t0)]
@@ -162,26 +186,45 @@ def measure(flow: str, rows: pd.DataFrame, t0: float, t1: float, base_rtt_s: flo
 
 
 def settle_s(base_rtt_s: float) -> float:
-    """How long a disturbance's effect is followed after it ends."""
+    """How long a disturbance's effect is followed after it ends, at least."""
     return max(SETTLE_MIN_S, SETTLE_RTTS * base_rtt_s)
 
 
-def merge_spans(spans: list[tuple[float, float, str]], settle: float = 0.0) -> list[tuple[float, float, list[str]]]:
-    """Spans whose measurements would overlap (the next starts within the last one's settling time, or
-    MERGE_GAP_S) as one, with the kinds they joined: each byte short is counted once."""
-    out: list[tuple[float, float, list[str]]] = []
-    for a, b, kind in sorted(spans):
-        if out and a - out[-1][1] <= max(MERGE_GAP_S, settle):
-            a0, b0, kinds = out[-1]
-            out[-1] = (a0, max(b0, b), kinds if kind in kinds else [*kinds, kind])
-        else:
-            out.append((a, b, [kind]))
+def spans_of(spans: list[tuple[float, float, str]], rows: pd.DataFrame,
+             base_rtt_s: float) -> list[tuple[float, float, float, list[str]]]:
+    """The flow's disturbances as spans measured to its recovery: (start, their end, measured to, kinds). A
+    span is followed for its settling time and then until the flow's rate is back near what it was just before
+    (recovered_at); a disturbance that begins before that joins it (each byte short is counted once)."""
+    rows = rows.dropna(subset=["bytes_acked"]).sort_values("t")
+    todo = sorted(spans)
+    if len(rows) < 2:
+        return [(a, b, b, [k]) for a, b, k in todo]
+    first = float(rows["t"].iloc[0])
+    reference_s = max(REFERENCE_MIN_S, REFERENCE_RTTS * base_rtt_s)
+    out: list[tuple[float, float, float, list[str]]] = []
+    i = 0
+    while i < len(todo):
+        a, b, kind = todo[i]
+        kinds = [kind]
+        rate = _rate(rows, a - reference_s, a) if a - reference_s >= first else 0.0
+        i += 1
+        while True:
+            until = b + settle_s(base_rtt_s)
+            end = recovered_at(rows, until, rate, reference_s) if rate > 0 else until
+            if i < len(todo) and todo[i][0] <= max(end, b + MERGE_GAP_S):
+                b = max(b, todo[i][1])
+                if todo[i][2] not in kinds:
+                    kinds.append(todo[i][2])
+                i += 1
+                continue
+            break
+        out.append((a, b, end, kinds))
     return out
 
 
 def weigh(disturbances: list[Disturbance], flows: dict[str, pd.DataFrame],
           base_rtt_s: dict[str, float]) -> dict[str, list[Effect]]:
-    """Per flow touched: the effect of each span of disturbances (merged where they overlap)."""
+    """Per flow touched: the effect of each span of disturbances, measured to the flow's recovery."""
     per_flow: dict[str, list[tuple[float, float, str]]] = {}
     for d in disturbances:
         for f in d.flows:
@@ -192,7 +235,7 @@ def weigh(disturbances: list[Disturbance], flows: dict[str, pd.DataFrame],
         if rows is None or rows.empty or "bytes_acked" not in rows:
             continue
         rtt = base_rtt_s.get(f, 0.0)
-        out[f] = [measure(f, rows, a, b, rtt, kinds) for a, b, kinds in merge_spans(spans, settle_s(rtt))]
+        out[f] = [measure(f, rows, a, b, rtt, kinds, end) for a, b, end, kinds in spans_of(spans, rows, rtt)]
     return out
 
 
