@@ -107,8 +107,10 @@ def disturbances(paths: list[PathInfo], bursts: dict[Crossing, dict[str, Any]], 
                  flows: dict[str, pd.DataFrame], lateness: dict[Crossing, pd.DataFrame],
                  steal_samples: list[tuple[float, int, int]], sample_interval_s: float) -> list[effects.Disturbance]:
     """Everything that went wrong for a while, with the flows it touched: bursts held between the links above
-    their budget and the counters' noise, steps in which a path's emulators ran later than its budget, a
-    flow's RTT carrying more delay no link queued than its budget, and stalls of a flow's trace."""
+    their budget and the counters' noise, steps in which a path's emulators ran later than its budget above
+    their usual (median) lateness, a flow's RTT carrying more delay no link queued than its budget above its
+    median, and stalls of a flow's trace. A standing delay is the accounting's to judge (its median): a
+    disturbance is what comes and goes on top of it."""
     out: list[effects.Disturbance] = []
     for crossing, fig in sorted(bursts.items()):
         touched = tuple(p.flow for p in paths if crossing in p.crossings)
@@ -130,7 +132,7 @@ def disturbances(paths: list[PathInfo], bursts: dict[Crossing, dict[str, Any]], 
         if len(grid) < 2:
             continue
         late = _path_lateness_ms(crossings, lateness, grid)
-        budget = min(budget_ms(p) for p in group)
+        budget = min(budget_ms(p) for p in group) + max(0.0, float(np.median(late)))
         for a, b, peak in effects.intervals_above(grid[1:], late, budget, LATENESS_STEP_S):
             out.append(effects.Disturbance("late departures", f"the emulated links of {group[0].flow}'s path", a, b,
                                            f"up to {peak:.2f} ms late", tuple(p.flow for p in group)))
@@ -141,8 +143,9 @@ def disturbances(paths: list[PathInfo], bursts: dict[Crossing, dict[str, Any]], 
         t = trace["t"].to_numpy(dtype=float)
         step = float(np.median(np.diff(t))) if len(t) > 1 else sample_interval_s
         if "acct_read_as_queue_ms" in trace:
-            for a, b, peak in effects.intervals_above(t, trace["acct_read_as_queue_ms"].to_numpy(dtype=float),
-                                                      budget_ms(p), step):
+            read = trace["acct_read_as_queue_ms"].to_numpy(dtype=float)
+            standing = max(0.0, float(np.nanmedian(read))) if np.isfinite(read).any() else 0.0
+            for a, b, peak in effects.intervals_above(t, read, budget_ms(p) + standing, step):
                 out.append(effects.Disturbance("host delay", f"flow {p.flow}", a, b,
                                                f"up to {peak:.2f} ms read as queue", (p.flow,)))
         for a, b in zip(t, t[1:], strict=False):
@@ -159,30 +162,40 @@ def effect_reasons(weighed: dict[str, list[effects.Effect]], flows: dict[str, pd
                    base_rtt_s: dict[str, float]) -> tuple[list[str], dict[str, Any]]:
     """Per flow: the share of its delivered bytes what disturbed it cost, judged against
     effects.DELIVERED_SHARE_MAX; a reason names the spans, their kinds and the flow's window and RTT then. And
-    the share of its time disturbed with nothing to weigh it against (effects.unweighed_share)."""
-    reasons, figures = [], {}
+    the share of its time disturbed with nothing to weigh it against (effects.unweighed_share). Flows with the
+    same finding share one reason, their figures as ranges."""
+    figures: dict[str, Any] = {}
+    unweighed: list[tuple[str, float, effects.Effect]] = []
+    costly: list[tuple[str, float, effects.Effect]] = []
     for flow, spans in sorted(weighed.items()):
         share = effects.deficit_share(spans, flows[flow])
-        unweighed, longest = effects.unweighed_share(spans, flows[flow], base_rtt_s.get(flow, 0.0))
+        part, longest = effects.unweighed_share(spans, flows[flow], base_rtt_s.get(flow, 0.0))
         figures[flow] = {"deficit_share": None if share is None else round(share, 5),
-                         "unweighed_share": round(unweighed, 4), "spans": [e.as_dict() for e in spans]}
-        if longest is not None and unweighed > effects.UNWEIGHED_SHARE_MAX:
-            rtt = (f", its RTT up to {longest.read_as_queue_max_ms:.2f} ms above what the links queued"
-                   if longest.read_as_queue_max_ms is not None else "")
-            steal_words = _steal_words(steal, effects.steal_share(steal_samples, longest.t0, longest.until))
-            reasons.append(f"flow {flow}: disturbed without a break for {unweighed:.0%} of its time (limit "
-                           f"{effects.UNWEIGHED_SHARE_MAX:.0%}), {', '.join(longest.kinds)} from {longest.t0:.1f} to "
-                           f"{longest.until:.1f} s with no undisturbed stretch before to weigh it against{rtt}"
-                           + (f"; {steal_words}" if steal_words else ""))
-        if share is None or share <= effects.DELIVERED_SHARE_MAX:
-            continue
-        worst = max(spans, key=lambda e: e.deficit_bytes or 0.0)
+                         "unweighed_share": round(part, 4), "spans": [e.as_dict() for e in spans]}
+        if longest is not None and part > effects.UNWEIGHED_SHARE_MAX:
+            unweighed.append((flow, part, longest))
+        if share is not None and share > effects.DELIVERED_SHARE_MAX:
+            costly.append((flow, share, max(spans, key=lambda e: e.deficit_bytes or 0.0)))
+    reasons = []
+    if unweighed:
+        _, _, longest = max(unweighed, key=lambda u: u[1])
+        rtt = (f", RTTs up to {max(u[2].read_as_queue_max_ms or 0.0 for u in unweighed):.2f} ms above what the "
+               "links queued" if any(u[2].read_as_queue_max_ms is not None for u in unweighed) else "")
+        kinds = sorted({k for u in unweighed for k in u[2].kinds})
+        steal_words = _steal_words(steal, effects.steal_share(steal_samples, longest.t0, longest.until))
+        low, high = (f"{100 * f(u[1] for u in unweighed):.0f}" for f in (min, max))
+        reasons.append(f"{_who(u[0] for u in unweighed)}: disturbed without a break for "
+                       f"{low if low == high else f'{low}-{high}'}% of the time (limit "
+                       f"{effects.UNWEIGHED_SHARE_MAX:.0%}) -- {', '.join(kinds)} from {longest.t0:.1f} to "
+                       f"{longest.until:.1f} s with no undisturbed stretch before to weigh it against{rtt}"
+                       + (f"; {steal_words}" if steal_words else ""))
+    for flow, share, worst in costly:
         during = effects.steal_share(steal_samples, worst.t0, worst.t1)
-        what = ", ".join(worst.kinds)
         cut = f"its window cut by {worst.window_cut:.0%}" if worst.window_cut else "its window kept"
         rtt = (f", its RTT up to {worst.read_as_queue_max_ms:.2f} ms above what the links queued"
                if worst.read_as_queue_max_ms is not None else "")
         steal_words = _steal_words(steal, during)
+        what = ", ".join(worst.kinds)
         reasons.append(f"flow {flow}: what disturbed it cost {share:.1%} of the bytes it delivered (limit "
                        f"{effects.DELIVERED_SHARE_MAX:.0%}); the worst, {what} from {worst.t0:.1f} s, "
                        f"{(worst.deficit_bytes or 0) / 1e6:.2f} MB short of its {worst.reference_mbps or 0:.1f} Mb/s "
@@ -190,3 +203,6 @@ def effect_reasons(weighed: dict[str, list[effects.Effect]], flows: dict[str, pd
     return reasons, figures
 
 
+def _who(flows: Any) -> str:
+    names = list(flows)
+    return f"flow {names[0]}" if len(names) == 1 else f"flows {', '.join(names)}"

@@ -334,5 +334,5 @@ def test_a_flow_disturbed_from_its_start_without_a_break_cannot_be_weighed() -> 
     hog.loc[(hog["t"] % 0.8) < 0.25, "srtt_ms"] += 8.0
     verdict = judged(0.5, flows=hog)
     assert not verdict["faithful"]
-    assert verdict["reasons"][0].startswith("flow f1: disturbed without a break for 87% of its time (limit 10%), "
+    assert verdict["reasons"][0].startswith("flow f1: disturbed without a break for 87% of the time (limit 10%) -- "
                                             "host delay from 0.0 to 19.4 s with no undisturbed stretch before")
