@@ -167,7 +167,7 @@ def effect_reasons(weighed: dict[str, list[effects.Effect]], flows: dict[str, pd
     figures: dict[str, Any] = {}
     unweighed: list[tuple[str, float, effects.Effect]] = []
     costly: list[tuple[str, float, effects.Effect]] = []
-    for flow, spans in sorted(weighed.items()):
+    for flow, spans in sorted(weighed.items(), key=lambda kv: _natural(kv[0])):
         share = effects.deficit_share(spans, flows[flow])
         part, longest = effects.unweighed_share(spans, flows[flow], base_rtt_s.get(flow, 0.0))
         figures[flow] = {"deficit_share": None if share is None else round(share, 5),
@@ -201,6 +201,13 @@ def effect_reasons(weighed: dict[str, list[effects.Effect]], flows: dict[str, pd
                        f"{(worst.deficit_bytes or 0) / 1e6:.2f} MB short of its {worst.reference_mbps or 0:.1f} Mb/s "
                        f"before, {cut}{rtt}" + (f"; {steal_words}" if steal_words else ""))
     return reasons, figures
+
+
+def _natural(name: str) -> tuple[str, int, str]:
+    """f2 before f10."""
+    stem = name.rstrip("0123456789")
+    digits = name[len(stem):]
+    return (stem, int(digits) if digits else -1, name)
 
 
 def _who(flows: Any) -> str:
