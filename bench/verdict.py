@@ -20,13 +20,14 @@ bench's own whose CPU is capped at 30 % of one CPU: cgroup v1's cpu.cfs_quota_us
 cpu.rt_runtime_us -- this machine mounts the cpu controller as v1, where v2 calls it cpu.max); `conc2`, `conc4`,
 `conc8` (that many runs of the reference at once, each counted).
 
-The band. For each reference, its figure's band is set by code from the quiet repeats (kind `none`) the
-verdict judged faithful: median +- max(BAND_SIGMAS robust standard deviations (1.4826 x MAD), BAND_MIN_SHARE
-of the median). A reference with fewer than MIN_QUIET_FAITHFUL such repeats (the rows at 0.25 with alpha 15,
-whose quiet runs carry host delay the verdict rejects, issue 53's first acceptance point) has no quiet band:
-its physics band is then the lab checkpoint's own (the model's: the published row and the ceiling), said in
-the table. A run is *false-faithful* when judged faithful with its figure outside the band, a *false alarm*
-when judged unfaithful with its figure inside.
+The bands. Each figure of a reference (every lab checkpoint's measured value; the dumbbell's utilization) has
+its band set by code from the quiet repeats (kind `none`) the verdict judged faithful: median +- max(BAND_SIGMAS
+standard deviations of a new run (the sample sd x sqrt(1 + 1/n)), BAND_MIN_SHARE of the median). A figure with
+fewer than MIN_QUIET_FAITHFUL such repeats (the rows at 0.25 with alpha 15, whose quiet runs carry host delay the
+verdict rejects, issue 53's first acceptance point) has no quiet band: its band is then the lab checkpoint's own
+(the model's: the published row and the ceiling), said in the table. A run's physics is inside when every figure
+with a band is inside it. A run is *false-faithful* when judged faithful with its physics outside, a *false
+alarm* when judged unfaithful with it inside.
 
 Raw data: one JSON line per run in bench/data/verdict-<date>.jsonl (kept across invocations: an invocation
 runs the cells still short of their repeats, within --minutes, so the bench is run in chunks under the lock);
@@ -66,9 +67,11 @@ from fastlab.define.schema import to_plain  # noqa: E402
 from fastlab.labs.kit import evaluate_step, load_lab  # noqa: E402
 
 DATA = REPO / "bench" / "data"
-# The band from quiet repeats: median +- the larger of BAND_SIGMAS robust sds and BAND_MIN_SHARE of the
-# median: a figure whose quiet repeats agree to the digit (FAST's queue estimate, a kept-busy link) still moves
-# by run-to-run chance, and 2 % is the issue's own tolerance for the same physics (lab 03 row 1's faithful runs
+# The band from quiet repeats: median +- the larger of BAND_SIGMAS standard deviations of a new run (the
+# repeats' sample sd x sqrt(1 + 1/n): a prediction, not the median's error; the robust MAD of five repeats
+# that happened to agree put a quiet run's rate ratio outside, 2026-11-29) and BAND_MIN_SHARE of the median: a
+# figure whose quiet repeats agree to the digit (FAST's queue estimate, a kept-busy link) still moves by
+# run-to-run chance, and 2 % is the issue's own tolerance for the same physics (lab 03 row 1's faithful runs
 # within +-2 % of their median).
 BAND_SIGMAS = 4
 BAND_MIN_SHARE = 0.02
@@ -426,9 +429,9 @@ def classroom(kinds: list[str], runs: int, out: Path) -> int:
 
 # --- the table ---------------------------------------------------------------------------------------
 
-def robust_sd(values: list[float]) -> float:
-    med = statistics.median(values)
-    return 1.4826 * statistics.median([abs(v - med) for v in values])
+def prediction_sd(values: list[float]) -> float:
+    """The spread of one more run like these: their sample sd x sqrt(1 + 1/n)."""
+    return statistics.stdev(values) * (1 + 1 / len(values)) ** 0.5 if len(values) > 1 else 0.0
 
 
 def _figure_key(name: str) -> str:
@@ -438,7 +441,7 @@ def _figure_key(name: str) -> str:
 
 def bands(records: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[float, float, str]]:
     """Per reference and figure: (lo, hi, where the band comes from). From the quiet repeats the verdict judged
-    faithful (median +- max(BAND_SIGMAS robust sds, BAND_MIN_SHARE of it)); with fewer than MIN_QUIET_FAITHFUL of
+    faithful (median +- max(BAND_SIGMAS sds of a new run, BAND_MIN_SHARE of it)); with fewer than MIN_QUIET_FAITHFUL of
     them, the lab checkpoint's own band (the model's), said so."""
     out: dict[tuple[str, str], tuple[float, float, str]] = {}
     for name in {r["ref"] for r in records}:
@@ -449,9 +452,9 @@ def bands(records: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[float, f
             values = [v for r in quiet for k, v in r["figures"].items() if _figure_key(k) == key]
             if len(values) >= MIN_QUIET_FAITHFUL:
                 med = statistics.median(values)
-                half = max(BAND_SIGMAS * robust_sd(values), BAND_MIN_SHARE * abs(med))
+                half = max(BAND_SIGMAS * prediction_sd(values), BAND_MIN_SHARE * abs(med))
                 out[(name, key)] = (med - half, med + half, f"quiet: median {med:.4g} of {len(values)} faithful "
-                                    f"repeats +- max({BAND_SIGMAS} robust sd, {BAND_MIN_SHARE:.1%})")
+                                    f"repeats +- max({BAND_SIGMAS} sd of a new run, {BAND_MIN_SHARE:.0%})")
                 continue
             lab = [c["band"] for r in mine for c in r.get("checkpoints") or []
                    if _figure_key(c["name"]) == key and c.get("band")]

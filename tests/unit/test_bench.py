@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -137,7 +138,7 @@ def test_red_lane_judges_only_faithful_pairs_and_says_how_far_apart() -> None:
 
 def test_verdict_bench_bands_from_quiet_repeats_and_its_error_classes() -> None:
     """bench/verdict.py: each figure's band comes from the quiet repeats the verdict judged faithful (median
-    +- max(4 robust sds, 2 %)); a reference without three of them takes the lab checkpoint's band. A run is
+    +- max(4 sds of a new run, 2 %)); a reference without three of them takes the lab checkpoint's band. A run is
     false-faithful when judged faithful with any figure outside, a false alarm when unfaithful with all inside."""
     verdict = bench_module("verdict")
 
@@ -150,7 +151,7 @@ def test_verdict_bench_bands_from_quiet_repeats_and_its_error_classes() -> None:
     quiet = [rec("none", True, 1.0, b) for b in (38.0, 38.5, 39.0, 39.5, 40.0)]
     bands = verdict.bands(quiet + [rec("none", False, 0.5, 20.0)])
     lo, hi, why = bands[("lab02", "mean bottleneck backlog after 6 s")]
-    sd = 1.4826 * 0.5  # MAD of the faithful repeats: 0.5
+    sd = statistics.stdev([38.0, 38.5, 39.0, 39.5, 40.0]) * (1 + 1 / 5) ** 0.5  # a new run's, from the 5 faithful
     assert (lo, hi) == (39.0 - 4 * sd, 39.0 + 4 * sd) and why.startswith("quiet: median 39 of 5 faithful")
     assert bands[("lab02", "bottleneck utilization 6-15 s")][:2] == (1.0 - 0.02, 1.0 + 0.02)  # no spread: 2 %
     assert verdict.classify(rec("cpu", True, 0.967, 39.0), bands) == "false faithful"
