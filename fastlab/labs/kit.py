@@ -188,7 +188,7 @@ class StepRun:
         self.directory = Path(directory)
         self.folder = RunFolder(self.directory)
         # the time windows the checkpoint being evaluated measured over (evaluate_run clears it before each):
-        # its fidelity is judged over them (fastlab.labs.fidelity_window)
+        # its fidelity is judged over them (fastlab.measure.window)
         self.windows: list[tuple[float, float]] = []
 
     def measure_window(self, t0: float, t1: float) -> None:
