@@ -563,7 +563,8 @@ def main() -> int:
     parser.add_argument("--refs", default="lab02,cubic,row7,row9,row10,row1")
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--quiet-repeats", type=int, default=5)
-    parser.add_argument("--repeats", type=int, default=2, help="of each other kind (concN: 1)")
+    parser.add_argument("--repeats", type=int, default=2, help="of each other kind")
+    parser.add_argument("--conc-repeats", type=int, default=1, help="of each concN cell (N runs each)")
     parser.add_argument("--minutes", type=float, default=28.0, help="stop starting cells after this long")
     parser.add_argument("--data", type=Path, default=DATA / f"verdict-{dt.date.today().isoformat()}.jsonl")
     parser.add_argument("--runs-dir", type=Path, default=Path("/tmp/verdict-bench"))
@@ -606,7 +607,8 @@ def main() -> int:
             return 2
     args.runs_dir.mkdir(parents=True, exist_ok=True)
     args.data.parent.mkdir(parents=True, exist_ok=True)
-    repeats = {"none": args.quiet_repeats, "other": args.repeats, "conc2": 1, "conc4": 1, "conc8": 1}
+    repeats = {"none": args.quiet_repeats, "other": args.repeats, "conc2": args.conc_repeats,
+               "conc4": args.conc_repeats, "conc8": args.conc_repeats}
     records = load(args.data)
     todo = plan(records, refs, kinds, repeats)
     end = time.monotonic() + args.minutes * 60
