@@ -19,9 +19,10 @@ it: a packet acknowledged at time t was sent at t - rtt and left hop k at about 
 delays up to and including k); linkemu's counters are cumulative (count and mean), so the mean over any
 window is the difference of two interpolated totals.
 
-What a flow's algorithm reads as queue is its RTT above its minimum: `read_as_queue = rtt - queueing -
-min_rtt` is the part of that which is *not* a link's queue -- lateness and host delay above their share of
-the minimum RTT. FAST counts every such millisecond as queued packets (alpha * MTU / C is its whole target),
+What a flow's algorithm reads as queue is its RTT above its minimum: `read_as_queue = rtt - queueing - base`
+is the part of that which is *not* a link's queue -- lateness and host delay above their share of the
+minimum RTT (`base`: the kernel's minimum so far, but never below the path's propagation and a data
+packet's serialization, which the handshake's minimum can be). FAST counts every such millisecond as queued packets (alpha * MTU / C is its whole target),
 a loss-based flow's rate is window / RTT. The verdict judges its median per flow (fastlab.measure.fidelity).
 
 Pure: DataFrames and the plan's hops in, a DataFrame and figures out; unit-tested on hand-made traces in
@@ -212,10 +213,14 @@ def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str
         late += parts[2]
     min_rtt = rows["min_rtt_ms"].to_numpy(dtype=float) if "min_rtt_ms" in rows else np.full(len(t), np.nan)
     min_rtt = np.fmin.accumulate(np.where(np.isnan(min_rtt), rtt, np.fmin(min_rtt, rtt)))
+    # the kernel's minimum may be the handshake's (a SYN serializes in no time): a data packet's RTT, which is
+    # what a delay-based algorithm takes for its base, is never below its propagation and serialization
+    # (lab 02 at 20 Mb/s: 0.6 ms of a segment's serialization read as queue otherwise)
+    base = np.maximum(min_rtt, prop + ser)
     hosts = rtt - prop - ser - queue - late
     out = pd.DataFrame({"t": t, "acct_propagation_ms": prop, "acct_serialization_ms": ser,
                         "acct_queueing_ms": queue, "acct_lateness_ms": late, "acct_hosts_ms": hosts,
-                        "acct_rtt_ms": rtt, "acct_read_as_queue_ms": rtt - queue - min_rtt})
+                        "acct_rtt_ms": rtt, "acct_read_as_queue_ms": rtt - queue - base})
     return out.round({c: 4 for c in COLUMNS})  # t kept exact: flows.csv's samples are matched on it
 
 

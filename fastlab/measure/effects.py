@@ -14,7 +14,10 @@ round trips, at least REFERENCE_MIN_S):
 
 - **delivered**: the bytes the flow had acknowledged by the end, against its rate just before times the
   span (a burst released late is delivered late, not lost: its catch-up inside the span cancels the
-  deficit; a span whose rate rose past its reference, as in a start-up, counts no deficit);
+  deficit; a span whose rate rose past its reference, as in a start-up, counts no deficit). Only a flow whose
+  rate held steady just before has a reference: one still starting, or giving way to a flow that joined,
+  would lose rate without any disturbance. Its recovery ends when its rate is back, or has held steady at a
+  new level (its new share of the link);
 - **window**: its congestion window's deepest cut inside the span, relative to its median just before;
 - **RTT**: the most delay it read as queue that no link queued (fastlab.measure.accounting), ms.
 
@@ -144,13 +147,25 @@ def _rate(rows: pd.DataFrame, a: float, b: float) -> float:
     return (_bytes_at(rows, b) - _bytes_at(rows, a)) / (b - a) if b > a else 0.0
 
 
+def steady(rows: pd.DataFrame, a: float, b: float) -> bool:
+    """Whether the flow's rate held over [a, b]: its two halves within RECOVERED_SHARE of each other (a flow
+    still starting, or giving way to one that joined, is not: what it did next is not the disturbance's)."""
+    mid = (a + b) / 2
+    first, second = _rate(rows, a, mid), _rate(rows, mid, b)
+    return max(first, second) > 0 and abs(first - second) <= RECOVERED_SHARE * max(first, second)
+
+
 def recovered_at(rows: pd.DataFrame, after: float, rate: float, window_s: float) -> float:
     """The first time from `after` (sample by sample) at which the flow's rate over the window_s before it is
-    back within RECOVERED_SHARE of `rate`, at most RECOVERY_MAX_S later (and no later than its last sample)."""
+    back within RECOVERED_SHARE of `rate`, or has held steady over 2 window_s at another level (a new share of
+    its link: it recovered to that), at most RECOVERY_MAX_S later (and no later than its last sample)."""
     t = rows["t"].to_numpy(dtype=float)
     cap = min(float(t[-1]), after + RECOVERY_MAX_S)
     for ti in t[(t >= after) & (t <= cap)]:
-        if ti - window_s >= t[0] and _rate(rows, ti - window_s, ti) >= (1 - RECOVERED_SHARE) * rate:
+        if ti - window_s < t[0]:
+            continue
+        if _rate(rows, ti - window_s, ti) >= (1 - RECOVERED_SHARE) * rate or \
+                (ti - 2 * window_s >= after - window_s and steady(rows, ti - 2 * window_s, ti)):
             return float(ti)
     return cap
 
@@ -170,7 +185,7 @@ def measure(flow: str, rows: pd.DataFrame, t0: float, t1: float, base_rtt_s: flo
     end = min(end, last)
     effect.t1 = end
     ref0 = t0 - reference_s
-    if ref0 >= first and end > t0:
+    if ref0 >= first and end > t0 and steady(rows, ref0, t0):
         rate = _rate(rows, ref0, t0)  # bytes/s just before
         effect.reference_mbps = rate * 8 / 1e6
         effect.deficit_bytes = rate * (end - t0) - (_bytes_at(rows, end) - _bytes_at(rows, t0))
@@ -206,7 +221,8 @@ def spans_of(spans: list[tuple[float, float, str]], rows: pd.DataFrame,
     while i < len(todo):
         a, b, kind = todo[i]
         kinds = [kind]
-        rate = _rate(rows, a - reference_s, a) if a - reference_s >= first else 0.0
+        ref0 = a - reference_s
+        rate = _rate(rows, ref0, a) if ref0 >= first and steady(rows, ref0, a) else 0.0
         i += 1
         while True:
             until = b + settle_s(base_rtt_s)

@@ -336,3 +336,15 @@ def test_a_flow_disturbed_from_its_start_without_a_break_cannot_be_weighed() -> 
     assert not verdict["faithful"]
     assert verdict["reasons"][0].startswith("flow f1: disturbed without a break for 87% of the time (limit 10%) -- "
                                             "host delay from 0.0 to 19.4 s with no undisturbed stretch before")
+
+
+def test_a_handshakes_minimum_is_not_taken_for_a_data_packets() -> None:
+    """The kernel's min_rtt may come from the SYN, which serializes in no time: 40.0 ms where a data packet
+    takes at least 40.62. What the flow reads as queue is measured from the data packet's floor, so 0.6 ms of a
+    segment's serialization is not read as queue."""
+    def flat(s: float) -> float:
+        return 5.0
+
+    flows = flow_rows(10, flat, 0.1, 0.7, min_rtt_ms=40.0)
+    acct = accounting.account([ROUTE], flows, links_of(10, flat, 0.1))["f1"]
+    assert acct[acct["t"] > 1]["acct_read_as_queue_ms"].median() == pytest.approx(0.9, abs=1e-3)
