@@ -21,8 +21,9 @@ cpu.rt_runtime_us -- this machine mounts the cpu controller as v1, where v2 call
 `conc8` (that many runs of the reference at once, each counted).
 
 The bands. Each figure of a reference (every lab checkpoint's measured value; the dumbbell's utilization) has
-its band set by code from the quiet repeats (kind `none`) the verdict judged faithful: median +- max(BAND_SIGMAS
-standard deviations of a new run (the sample sd x sqrt(1 + 1/n)), BAND_MIN_SHARE of the median). A figure with
+its band set by code from the quiet repeats (kind `none`) the verdict judged faithful: where a new quiet run's
+figures fall with probability BAND_COVER, all at once (a Student-t prediction interval from the repeats, a
+Bonferroni share per figure), and at least BAND_MIN_SHARE of the median either side. A figure with
 fewer than MIN_QUIET_FAITHFUL such repeats (the rows at 0.25 with alpha 15, whose quiet runs carry host delay the
 verdict rejects, issue 53's first acceptance point) has no quiet band: its band is then the lab checkpoint's own
 (the model's: the published row and the ceiling), said in the table. A run's physics is inside when every figure
@@ -45,6 +46,7 @@ import argparse
 import contextlib
 import datetime as dt
 import json
+import math
 import os
 import signal
 import statistics
@@ -67,13 +69,14 @@ from fastlab.define.schema import to_plain  # noqa: E402
 from fastlab.labs.kit import evaluate_step, load_lab  # noqa: E402
 
 DATA = REPO / "bench" / "data"
-# The band from quiet repeats: median +- the larger of BAND_SIGMAS standard deviations of a new run (the
-# repeats' sample sd x sqrt(1 + 1/n): a prediction, not the median's error; the robust MAD of five repeats
-# that happened to agree put a quiet run's rate ratio outside, 2026-11-29) and BAND_MIN_SHARE of the median: a
-# figure whose quiet repeats agree to the digit (FAST's queue estimate, a kept-busy link) still moves by
-# run-to-run chance, and 2 % is the issue's own tolerance for the same physics (lab 03 row 1's faithful runs
-# within +-2 % of their median).
-BAND_SIGMAS = 4
+# The band from quiet repeats: where a new quiet run's figures fall with probability BAND_COVER, all of the
+# reference's figures at once -- a Student-t prediction interval, mean +- t(1 - (1 - BAND_COVER)/(2 m), n - 1)
+# x s x sqrt(1 + 1/n) for m figures from n repeats (the robust MAD of five repeats that happened to agree, x 4,
+# put a sixth quiet run's rate ratio outside, 2026-11-29: five repeats know their spread badly, and the t
+# quantile says how badly) -- and at least BAND_MIN_SHARE of the median either side: a figure whose quiet
+# repeats agree to the digit (a kept-busy link) still moves by run-to-run chance, and 2 % is the issue's own
+# tolerance for the same physics (lab 03 row 1's faithful runs within +-2 % of their median).
+BAND_COVER = 0.99
 BAND_MIN_SHARE = 0.02
 MIN_QUIET_FAITHFUL = 3
 RUN_GRACE_S = 300  # a run's time beyond its duration: build, idle pings, teardown, writing (bounded)
@@ -429,9 +432,30 @@ def classroom(kinds: list[str], runs: int, out: Path) -> int:
 
 # --- the table ---------------------------------------------------------------------------------------
 
-def prediction_sd(values: list[float]) -> float:
-    """The spread of one more run like these: their sample sd x sqrt(1 + 1/n)."""
-    return statistics.stdev(values) * (1 + 1 / len(values)) ** 0.5 if len(values) > 1 else 0.0
+def t_quantile(p: float, df: int) -> float:
+    """Student's t quantile (pure: the density integrated by Simpson's rule, the quantile by bisection)."""
+    norm = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+
+    def cdf(x: float, steps: int = 2000) -> float:
+        h = x / steps
+        f = [norm * (1 + (i * h) ** 2 / df) ** (-(df + 1) / 2) for i in range(steps + 1)]
+        return 0.5 + h / 3 * (f[0] + f[-1] + 4 * sum(f[1:-1:2]) + 2 * sum(f[2:-1:2]))
+
+    lo, hi = 0.0, 1000.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+def prediction_half(values: list[float], figures: int) -> float:
+    """Half the width of the band a new run's figure falls in with probability BAND_COVER, all `figures` of the
+    reference at once (a Bonferroni share each): t x s x sqrt(1 + 1/n)."""
+    n = len(values)
+    if n < 2:
+        return 0.0
+    t = t_quantile(1 - (1 - BAND_COVER) / (2 * max(1, figures)), n - 1)
+    return t * statistics.stdev(values) * (1 + 1 / n) ** 0.5
 
 
 def _figure_key(name: str) -> str:
@@ -441,8 +465,8 @@ def _figure_key(name: str) -> str:
 
 def bands(records: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[float, float, str]]:
     """Per reference and figure: (lo, hi, where the band comes from). From the quiet repeats the verdict judged
-    faithful (median +- max(BAND_SIGMAS sds of a new run, BAND_MIN_SHARE of it)); with fewer than MIN_QUIET_FAITHFUL of
-    them, the lab checkpoint's own band (the model's), said so."""
+    faithful (a new run's BAND_COVER prediction interval, at least BAND_MIN_SHARE of the median); with fewer
+    than MIN_QUIET_FAITHFUL of them, the lab checkpoint's own band (the model's), said so."""
     out: dict[tuple[str, str], tuple[float, float, str]] = {}
     for name in {r["ref"] for r in records}:
         mine = [r for r in records if r["ref"] == name and "figures" in r]
@@ -451,10 +475,11 @@ def bands(records: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[float, f
         for key in keys:
             values = [v for r in quiet for k, v in r["figures"].items() if _figure_key(k) == key]
             if len(values) >= MIN_QUIET_FAITHFUL:
-                med = statistics.median(values)
-                half = max(BAND_SIGMAS * prediction_sd(values), BAND_MIN_SHARE * abs(med))
-                out[(name, key)] = (med - half, med + half, f"quiet: median {med:.4g} of {len(values)} faithful "
-                                    f"repeats +- max({BAND_SIGMAS} sd of a new run, {BAND_MIN_SHARE:.0%})")
+                mean, med = statistics.mean(values), statistics.median(values)
+                half = prediction_half(values, len(keys))
+                lo, hi = min(mean - half, med * (1 - BAND_MIN_SHARE)), max(mean + half, med * (1 + BAND_MIN_SHARE))
+                out[(name, key)] = (lo, hi, f"quiet: {len(values)} faithful repeats, a new run's "
+                                    f"{BAND_COVER:.0%} prediction ({len(keys)} figures) or +-{BAND_MIN_SHARE:.0%}")
                 continue
             lab = [c["band"] for r in mine for c in r.get("checkpoints") or []
                    if _figure_key(c["name"]) == key and c.get("band")]

@@ -137,10 +137,12 @@ def test_red_lane_judges_only_faithful_pairs_and_says_how_far_apart() -> None:
 
 
 def test_verdict_bench_bands_from_quiet_repeats_and_its_error_classes() -> None:
-    """bench/verdict.py: each figure's band comes from the quiet repeats the verdict judged faithful (median
-    +- max(4 sds of a new run, 2 %)); a reference without three of them takes the lab checkpoint's band. A run is
-    false-faithful when judged faithful with any figure outside, a false alarm when unfaithful with all inside."""
+    """bench/verdict.py: each figure's band comes from the quiet repeats the verdict judged faithful (a new run's
+    99 % Student-t prediction interval, the reference's figures at once, at least +-2 %); a reference without
+    three of them takes the lab checkpoint's band. A run is false-faithful when judged faithful with any figure
+    outside, a false alarm when unfaithful with all inside."""
     verdict = bench_module("verdict")
+    assert abs(verdict.t_quantile(0.975, 4) - 2.776) < 1e-3 and abs(verdict.t_quantile(0.999, 14) - 3.787) < 1e-3
 
     def rec(kind: str, faithful: bool, util: float, backlog: float | None = None, ref: str = "lab02") -> dict:
         figures = {"bottleneck utilization 6-15 s": util} | ({"mean bottleneck backlog after 6 s": backlog}
@@ -148,11 +150,15 @@ def test_verdict_bench_bands_from_quiet_repeats_and_its_error_classes() -> None:
         return {"ref": ref, "kind": kind, "faithful": faithful, "figures": figures, "at": "t", "index": 0,
                 "reasons": ["why"], "checkpoints": [{"name": "7-flow row utilization (20-40 s)", "band": [0.9, 0.997]}]}
 
-    quiet = [rec("none", True, 1.0, b) for b in (38.0, 38.5, 39.0, 39.5, 40.0)]
+    backlogs = (36.0, 38.0, 38.5, 39.0, 39.5, 40.0, 42.0)
+    quiet = [rec("none", True, 1.0, b) for b in backlogs]
     bands = verdict.bands(quiet + [rec("none", False, 0.5, 20.0)])
     lo, hi, why = bands[("lab02", "mean bottleneck backlog after 6 s")]
-    sd = statistics.stdev([38.0, 38.5, 39.0, 39.5, 40.0]) * (1 + 1 / 5) ** 0.5  # a new run's, from the 5 faithful
-    assert (lo, hi) == (39.0 - 4 * sd, 39.0 + 4 * sd) and why.startswith("quiet: median 39 of 5 faithful")
+    # two figures: 0.5 % a side each; t(0.9975, 6) = 4.317
+    half = verdict.t_quantile(1 - 0.01 / 4, 6) * statistics.stdev(backlogs) * (1 + 1 / 7) ** 0.5
+    assert abs(verdict.t_quantile(1 - 0.01 / 4, 6) - 4.317) < 2e-3
+    assert (lo, hi) == (statistics.mean(backlogs) - half, statistics.mean(backlogs) + half)
+    assert why.startswith("quiet: 7 faithful repeats, a new run's 99% prediction (2 figures)")
     assert bands[("lab02", "bottleneck utilization 6-15 s")][:2] == (1.0 - 0.02, 1.0 + 0.02)  # no spread: 2 %
     assert verdict.classify(rec("cpu", True, 0.967, 39.0), bands) == "false faithful"
     assert verdict.classify(rec("cpu", False, 0.999, 39.2), bands) == "false alarm"
