@@ -335,7 +335,7 @@ def run_cell(ref: Reference, kind: str, seed: int, runs_dir: Path) -> list[dict[
 def rejudge_folder(folder: Path) -> dict[str, Any]:
     """The verdict this code gives a recorded run (its traces, plan and the emulators' figures as its summary
     kept them), written into its summary.json (the first one kept as summary.orig.json) and flows.csv."""
-    from fastlab.base.rundir import SPEC
+    from fastlab.base.rundir import EVENTS, SPEC
     from fastlab.define.schema import load_spec
     from fastlab.measure import accounting, fidelity
     from fastlab.measure import verdict as gather
@@ -370,6 +370,7 @@ def rejudge_folder(folder: Path) -> dict[str, Any]:
         tc_queues=gather.tc_queues(prep, links), routes=gather.fidelity_routes(prep),
         counters=gather.fidelity_counters(prep, links, late99),
         flows={str(f): r.sort_values("t") for f, r in flows.groupby("flow")},
+        algorithm_base_ms=gather.algorithm_bases(flows, rf.events() if rf.has(EVENTS) else None),
         lateness=gather.lateness_rows(prep, links)))
     summary["fidelity"] = gather.note_neighbours(verdict, [{"prefix": n} for n in old.get("neighbours") or []])
     (folder / "summary.json").write_text(json.dumps(summary, indent=1))

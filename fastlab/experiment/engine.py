@@ -350,7 +350,7 @@ def _flows_phase(run: _Run) -> None:
         raise RunError(str(exc)) from None
 
 
-def _summary(run: _Run, flows_df: Any, links_df: Any, accounts: dict[str, Any]) -> dict[str, Any]:
+def _summary(run: _Run, flows_df: Any, links_df: Any, events_df: Any, accounts: dict[str, Any]) -> dict[str, Any]:
     """Collect phase: summary.json from the traces, the idle RTTs, the delay accounting per flow, the fidelity
     verdict, the parts of a run whose parameters changed (scheduled or live: measured and judged per part)
     and the note."""
@@ -367,7 +367,7 @@ def _summary(run: _Run, flows_df: Any, links_df: Any, accounts: dict[str, Any]) 
                                                                flow.get("min_rtt_ms"))
     summary["idle_rtt"] = run.idle
     summary["fidelity"] = note_neighbours(assess_run(prep, run.shaper.final, run.cpu, flows_df, links_df,
-                                                     run.idle_stats), run.neighbours_seen())
+                                                     run.idle_stats, events_df), run.neighbours_seen())
     changes = segments.applied_changes({"congestion_control": {"applied": run.ccs.applied}})
     if changes:
         summary["segments"] = segments.measured(spec, changes, flows_df, links_df, capacities)
@@ -435,7 +435,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
                                      run.bus.frame("event"))
     accounts = account_run(run.prep, flows_df, links_df)  # flows.csv carries each sample's accounting
     flows_df = accounting.with_columns(flows_df, accounts)
-    summary = _summary(run, flows_df, links_df, accounts)
+    summary = _summary(run, flows_df, links_df, events_df, accounts)
     environment = _environment(run)
     spec_yaml = _spec_yaml(spec, copies)
     # the report's theory lines: the live page's (per part of a run whose parameters changed)

@@ -22,8 +22,9 @@ window is the difference of two interpolated totals.
 What a flow's algorithm reads as queue is its RTT above its minimum: `read_as_queue = rtt - queueing - base`
 is the part of that which is *not* a link's queue -- lateness and host delay above their share of the
 minimum RTT (`base`: the kernel's minimum so far, but never below the path's propagation and a data
-packet's serialization, which the handshake's minimum can be). FAST counts every such millisecond as queued packets (alpha * MTU / C is its whole target),
-a loss-based flow's rate is window / RTT. The verdict judges its median per flow (fastlab.measure.fidelity).
+packet's serialization, which the handshake's minimum can be). FAST counts every such millisecond as queued
+packets (alpha * MTU / C is its whole target), a loss-based flow's rate is window / RTT. The verdict judges its
+median per flow (fastlab.measure.fidelity), and a delay-based flow's own baseRTT against the same floor.
 
 Pure: DataFrames and the plan's hops in, a DataFrame and figures out; unit-tested on hand-made traces in
 which a host delay of known size is injected and found.

@@ -41,7 +41,13 @@ from fastlab.measure.budgets import (  # noqa: F401 - the verdict's budget, name
     budget_ms,
     budget_words,
 )
-from fastlab.measure.weighing import accounting_figures, accounting_reasons, disturbances, effect_reasons
+from fastlab.measure.weighing import (
+    accounting_figures,
+    accounting_reasons,
+    base_reasons,
+    disturbances,
+    effect_reasons,
+)
 
 # A frame dropped by an emulator's socket is a loss no link model decided; one loss costs Reno
 # (W/2) * RTT to recover (22 minutes at 1 Gb/s x 180 ms), so there is no tolerable number.
@@ -133,6 +139,7 @@ class Inputs:
     # and (t, steal jiffies, total jiffies) samples of /proc/stat while the flows ran. Without flows the verdict
     # judges as before: the mean lateness and each burst by its size.
     flows: dict[str, pd.DataFrame] = field(default_factory=dict)
+    algorithm_base_ms: dict[str, float] = field(default_factory=dict)  # flow -> its algorithm's own baseRTT
     lateness: dict[Crossing, pd.DataFrame] = field(default_factory=dict)
     steal_samples: list[tuple[float, int, int]] = field(default_factory=list)
 
@@ -292,14 +299,15 @@ def _judge_paths(inp: Inputs, links: dict[str, Any], idle_links: dict[str, Any],
                       "basis": "FAST alpha queue" if p.target_queue_ms is not None else "base RTT",
                       "idle_emulation_delay_ms": path_delay_ms(p, idle_links),
                       "crossings": [[link, direction] for link, direction in p.crossings]})
-        acct = accounting_figures(p, inp.flows.get(p.flow), budget) if by_effect else None
+        acct = (accounting_figures(p, inp.flows.get(p.flow), budget, inp.algorithm_base_ms.get(p.flow))
+                if by_effect else None)
         if acct is not None:
             accounted[p.flow] = acct
             judged.append((p, acct))
         elif delay is not None and delay > budget:
             reasons.append(f"flow {p.flow}: the emulators added {delay:.2f} ms of delay (departure lateness), "
                            f"above {budget:.2f} ms = {budget_words(p)}")
-    return paths, accounted, accounting_reasons(judged, inp.machine_steal) + reasons
+    return paths, accounted, accounting_reasons(judged, inp.machine_steal) + base_reasons(judged) + reasons
 
 
 def _judge_disturbances(inp: Inputs, bursts: dict[Crossing, dict[str, Any]],

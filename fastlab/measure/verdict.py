@@ -64,12 +64,27 @@ def lateness_rows(prep: Prepared, links_df: pd.DataFrame) -> dict[fidelity.Cross
     return out
 
 
+def algorithm_bases(flows_df: pd.DataFrame, events_df: pd.DataFrame | None) -> dict[str, float]:
+    """Each flow's baseRTT as its own algorithm holds it at the end (ms): FAST's update events (the BPF build),
+    or the module build's TCP_CC_INFO samples in flows.csv; none for an algorithm without one."""
+    out: dict[str, float] = {}
+    if not flows_df.empty and "cc_base_rtt_ms" in flows_df:
+        for flow, rows in flows_df.dropna(subset=["cc_base_rtt_ms"]).groupby("flow"):
+            out[str(flow)] = float(rows.sort_values("t")["cc_base_rtt_ms"].iloc[-1])
+    if events_df is not None and not events_df.empty and {"event", "base_rtt_us"} <= set(events_df.columns):
+        updates = events_df[(events_df["event"] == "update") & (events_df["base_rtt_us"] > 0)]
+        for flow, rows in updates.groupby("flow"):
+            out[str(flow)] = float(rows.sort_values("t")["base_rtt_us"].iloc[-1]) / 1000
+    return out
+
+
 def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[str, Any], flows_df: Any,
-               links_df: Any, idle_stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
+               links_df: Any, idle_stats: dict[str, dict[str, Any]], events_df: Any = None) -> dict[str, Any]:
     """The run's verdict (summary.json's `fidelity`): `emulators` are their final stats by link, `cpu`
     the machine's and each emulator's CPU at the flows' start and end ((/proc/stat, cores, time)) and, under
     "steal", (t, steal, total) samples of /proc/stat while the flows ran; `flows_df` may carry the delay
-    accounting's columns (then disturbances are weighed by their effect on the flows)."""
+    accounting's columns (then disturbances are weighed by their effect on the flows), `events_df` the
+    algorithms' events (FAST's baseRTT)."""
     spec = prep.spec
     (stat0, cores0, t0), (stat1, cores1, t1) = cpu["start"], cpu["end"]
     span = max(t1 - t0, 1e-9)
@@ -88,6 +103,7 @@ def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[s
             (link, d): float(fig["late_p99_us"] or 0) for link, stats in emulators.items()
             for d, fig in fidelity.link_figures(stats).items()}),
         flows=flows, lateness=lateness_rows(prep, links_df) if flows else {},
+        algorithm_base_ms=algorithm_bases(flows_df, events_df) if flows else {},
         steal_samples=list(cpu.get("steal", []))))
 
 

@@ -44,10 +44,13 @@ def _path_lateness_ms(crossings: tuple[Crossing, ...], lateness: dict[Crossing, 
     return total
 
 
-def accounting_figures(p: PathInfo, rows: pd.DataFrame | None, budget: float) -> dict[str, Any] | None:
+def accounting_figures(p: PathInfo, rows: pd.DataFrame | None, budget: float,
+                       algorithm_base_ms: float | None = None) -> dict[str, Any] | None:
     """The verdict's view of a flow's delay accounting (fastlab.measure.accounting): the delay it read as
     queue that no link queued (median, mean, p99 over its samples), of which the emulators' lateness, the
-    rest the hosts' and the datapath's; None without accounted samples."""
+    rest the hosts' and the datapath's; and, where its algorithm reported its own baseRTT, how far that lies
+    above the path's propagation and a packet's serialization (`base_excess_ms`: taken for path, so read as
+    no queue). None without accounted samples."""
     if rows is None or "acct_read_as_queue_ms" not in rows:
         return None
     acct = rows.dropna(subset=["acct_read_as_queue_ms"])
@@ -61,7 +64,10 @@ def accounting_figures(p: PathInfo, rows: pd.DataFrame | None, budget: float) ->
             "read_as_queue_p99_ms": round(float(read.quantile(0.99)), 3),
             "lateness_median_ms": round(late, 3), "hosts_median_ms": round(median - late, 3),
             "budget_ms": round(budget, 3),
-            "basis": "FAST alpha queue" if p.target_queue_ms is not None else "base RTT"}
+            "basis": "FAST alpha queue" if p.target_queue_ms is not None else "base RTT",
+            "base_excess_ms": None if algorithm_base_ms is None else round(
+                algorithm_base_ms - float(acct["acct_propagation_ms"].median())
+                - float(acct["acct_serialization_ms"].median()), 3)}
 
 
 def _steal_words(run_steal: float | None, during: float | None = None) -> str:
@@ -77,6 +83,23 @@ def _steal_words(run_steal: float | None, during: float | None = None) -> str:
 def _span(values: list[float]) -> str:
     lo, hi = min(values), max(values)
     return f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}-{hi:.2f}"
+
+
+def base_reasons(judged: list[tuple[PathInfo, dict[str, Any]]]) -> list[str]:
+    """A delay-based flow whose own baseRTT lies above its path's propagation and a packet's serialization by
+    more than its budget took a queue or a delay at its start for its path: it keeps that much more queued
+    than alpha, for the whole run (lab 02 beside a memory-bandwidth hog: f2's baseRTT 84.47 ms on an 80.62-ms
+    path, the queue 42.6 packets where its quiet repeats held 38.5). A quiet machine's: 0.1-0.4 ms (lab 02),
+    0.2-0.3 ms (lab 03 row 1), what the hosts add to every packet."""
+    reasons = []
+    for p, fig in judged:
+        excess = fig.get("base_excess_ms")
+        if p.target_queue_ms is not None and excess is not None and excess > fig["budget_ms"]:
+            reasons.append(f"flow {p.flow}: its own baseRTT lies {excess:.2f} ms above its path's propagation and a "
+                           f"packet's serialization: a queue or a delay met at its start, taken for path, which "
+                           f"FAST keeps queued beyond alpha all run; above {fig['budget_ms']:.2f} ms = "
+                           f"{budget_words(p)}")
+    return reasons
 
 
 def accounting_reasons(judged: list[tuple[PathInfo, dict[str, Any]]], steal: float | None) -> list[str]:

@@ -348,3 +348,20 @@ def test_a_handshakes_minimum_is_not_taken_for_a_data_packets() -> None:
     flows = flow_rows(10, flat, 0.1, 0.7, min_rtt_ms=40.0)
     acct = accounting.account([ROUTE], flows, links_of(10, flat, 0.1))["f1"]
     assert acct[acct["t"] > 1]["acct_read_as_queue_ms"].median() == pytest.approx(0.9, abs=1e-3)
+
+
+def test_a_base_rtt_taken_with_a_queue_in_it_is_judged() -> None:
+    """FAST's own baseRTT (its update events) 3.85 ms above the path's propagation and a packet's serialization:
+    a queue or a delay met at its start, which it keeps queued beyond alpha all run (lab 02 beside a
+    memory-bandwidth hog); 0.3 ms is what the hosts add to every packet on a quiet machine."""
+    floor = 40 + SER_DATA_MS + SER_ACK_MS
+    bad = judged(0.5, algorithm_base_ms={"f1": floor + 3.85})
+    assert not bad["faithful"] and bad["delay_accounting"]["f1"]["base_excess_ms"] == pytest.approx(3.85, abs=0.01)
+    assert bad["reasons"] == ["flow f1: its own baseRTT lies 3.85 ms above its path's propagation and a packet's "
+                              "serialization: a queue or a delay met at its start, taken for path, which FAST keeps "
+                              "queued beyond alpha all run; above 2.25 ms = 0.25 of the 9.00 ms queue FAST aims at"]
+    assert judged(0.5, algorithm_base_ms={"f1": floor + 0.3})["faithful"]
+    from fastlab.measure.verdict import algorithm_bases
+    events = pd.DataFrame({"t": [1.0, 2.0, 3.0], "flow": "f1", "event": ["update", "update", "init"],
+                           "base_rtt_us": [44_000, 43_100, 0]})
+    assert algorithm_bases(pd.DataFrame({"flow": ["f1"], "t": [1.0]}), events) == {"f1": 43.1}
