@@ -11,14 +11,10 @@ References (each a real run through the engine, `python -m fastlab run`, as a us
 - `cubic`: one CUBIC flow on the dumbbell at 1 Gb/s, 40 ms, a BDP of buffer, 30 s; its figure the
   bottleneck's utilization from 10 s.
 
-Kinds of interference, each started before the run and stopped (by PID, bounded in time) after it:
-`none`; `cpu` (one busy loop at normal priority); `fifo10`/`fifo30`/`fifo50` (one SCHED_FIFO loop at priority
-50 -- above the emulators' 10 -- busy that share of every 100 ms); `membw` (copies between two 128 MB buffers:
-memory bandwidth); `softirq` (UDP floods of 64-byte datagrams over a veth pair between two namespaces the bench
-creates and removes itself, unrelated to the run); `cgroup` (the run's emulators moved into a cgroup of the
-bench's own whose CPU is capped at 30 % of one CPU: cgroup v1's cpu.cfs_quota_us and, as they run SCHED_FIFO,
-cpu.rt_runtime_us -- this machine mounts the cpu controller as v1, where v2 calls it cpu.max); `conc2`, `conc4`,
-`conc8` (that many runs of the reference at once, each counted).
+Kinds of interference (bench/hogs.py, each started before the run and stopped by PID, bounded in time, after
+it): `none`; `cpu`; `fifo10`/`fifo30`/`fifo50` (a SCHED_FIFO hog above the emulators at that duty); `membw`;
+`softirq` (a flood between namespaces of its own); `cgroup` (the run's emulators capped at 30 % of a CPU);
+`conc2`, `conc4`, `conc8` (that many runs of the reference at once, each counted).
 
 The bands. Each figure of a reference (every lab checkpoint's measured value; the dumbbell's utilization) has
 its band set by code from the quiet repeats (kind `none`) the verdict judged faithful: where a new quiet run's
@@ -43,18 +39,16 @@ Run as root under the machine's live lock, in chunks:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import math
 import os
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +57,13 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from fastlab.base import paths  # noqa: E402
 from fastlab.base.rundir import RunFolder  # noqa: E402
 from fastlab.define.schema import to_plain  # noqa: E402
 from fastlab.labs.kit import evaluate_step, load_lab  # noqa: E402
+from fastlab.measure.verdict import judge_again  # noqa: E402
+
+sys.path.insert(0, str(REPO / "bench"))
+from hogs import Interference, hog  # noqa: E402
 
 DATA = REPO / "bench" / "data"
 # The band from quiet repeats: where a new quiet run's figures fall with probability BAND_COVER, all of the
@@ -80,13 +77,6 @@ BAND_COVER = 0.99
 BAND_MIN_SHARE = 0.02
 MIN_QUIET_FAITHFUL = 3
 RUN_GRACE_S = 300  # a run's time beyond its duration: build, idle pings, teardown, writing (bounded)
-HOG_STOP_S = 5.0
-FIFO_PRIORITY = 50  # above linkemu's SCHED_FIFO 10: the hog takes the CPU from the emulator too
-FIFO_PERIOD_S = 0.1
-CGROUP_CPU_SHARE = 0.30  # of one CPU
-CGROUP_PERIOD_US = 100_000
-MEMBW_BYTES = 128 << 20
-FLOOD_PAYLOAD_BYTES = 64
 
 
 # --- references --------------------------------------------------------------------------------------
@@ -144,128 +134,6 @@ def physics(ref: Reference, folder: Path) -> tuple[dict[str, float], list[dict[s
             "band": c.band, "inconclusive": c.inconclusive[:300]} for c in checks]
     figures = {c.name: float(c.measured) for c in checks if isinstance(c.measured, int | float)}
     return figures, out
-
-
-# --- interference ------------------------------------------------------------------------------------
-
-@dataclass
-class Interference:
-    """What a kind starts beside a run: its processes (tracked by PID) and what else it made."""
-
-    kind: str
-    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
-    netns: list[str] = field(default_factory=list)
-    cgroup: list[Path] = field(default_factory=list)
-
-    def start(self, seconds: float) -> None:
-        me = [sys.executable, str(Path(__file__).resolve())]
-        bound = f"{seconds:.0f}"
-        if self.kind == "cpu":
-            self._spawn([*me, "--hog", "spin", "--seconds", bound])
-        elif self.kind.startswith("fifo"):
-            duty = int(self.kind[4:]) / 100
-            self._spawn([*me, "--hog", "fifo", "--duty", str(duty), "--seconds", bound])
-        elif self.kind == "membw":
-            self._spawn([*me, "--hog", "membw", "--seconds", bound])
-        elif self.kind == "softirq":
-            self._flood(seconds)
-
-    def _spawn(self, argv: list[str]) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.procs.append(proc)
-        return proc
-
-    def _flood(self, seconds: float) -> None:
-        """Two namespaces of the bench's own joined by a veth pair, and UDP floods of small datagrams from
-        one to the other (iperf3, bounded by -t): softirq work unrelated to the run."""
-        tag = f"vb{os.getpid() % 100000}"
-        a, b = f"{tag}a", f"{tag}b"
-        for ns in (a, b):
-            subprocess.run(["ip", "netns", "add", ns], check=True)
-            self.netns.append(ns)
-        subprocess.run(["ip", "link", "add", f"{tag}x", "netns", a, "type", "veth", "peer", "name", f"{tag}y",
-                        "netns", b], check=True)
-        for ns, intf, ip in ((a, f"{tag}x", "10.253.0.1/30"), (b, f"{tag}y", "10.253.0.2/30")):
-            subprocess.run(["ip", "-n", ns, "addr", "add", ip, "dev", intf], check=True)
-            subprocess.run(["ip", "-n", ns, "link", "set", intf, "up"], check=True)
-            subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
-        self._spawn(["ip", "netns", "exec", b, "iperf3", "-s", "-B", "10.253.0.2", "-1"])
-        time.sleep(0.5)
-        self._spawn(["ip", "netns", "exec", a, "iperf3", "-c", "10.253.0.2", "-u", "-b", "0",
-                     "-l", str(FLOOD_PAYLOAD_BYTES), "-t", f"{seconds:.0f}"])
-
-    def throttle(self, out_dir: Path) -> None:
-        """cgroup: move the run's emulators (the PIDs its run state tracks as linkemu) into a cgroup of the
-        bench's own capped at CGROUP_CPU_SHARE of one CPU, once they exist."""
-        if self.kind != "cgroup":
-            return
-        if not self.cgroup:
-            group = Path("/sys/fs/cgroup/cpu") / f"fastlab-verdict-bench-{os.getpid()}"
-            group.mkdir()
-            self.cgroup.append(group)
-            quota = int(CGROUP_CPU_SHARE * CGROUP_PERIOD_US)
-            # CFS's quota caps normal tasks; the emulators run SCHED_FIFO, which only the RT runtime caps
-            (group / "cpu.cfs_period_us").write_text(str(CGROUP_PERIOD_US))
-            (group / "cpu.cfs_quota_us").write_text(str(quota))
-            (group / "cpu.rt_period_us").write_text(str(CGROUP_PERIOD_US))
-            (group / "cpu.rt_runtime_us").write_text(str(quota))
-        for pid in emulator_pids(out_dir):
-            with contextlib.suppress(OSError):  # gone, or moved already
-                (self.cgroup[0] / "cgroup.procs").write_text(str(pid))
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + HOG_STOP_S
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=HOG_STOP_S)
-        for ns in self.netns:
-            subprocess.run(["ip", "netns", "del", ns], check=False)
-        for group in self.cgroup:
-            for _ in range(50):  # the emulators leave it when they exit
-                try:
-                    group.rmdir()
-                    break
-                except OSError:
-                    time.sleep(0.1)
-
-
-def emulator_pids(out_dir: Path) -> list[int]:
-    """The linkemu PIDs the run writing to out_dir tracks in its run state (fastlab.net.runstate)."""
-    pids = []
-    for state in paths.STATE_DIR.glob("fl*.json"):
-        try:
-            data = json.loads(state.read_text())
-        except (OSError, ValueError):
-            continue
-        if Path(data.get("results_dir") or "/nonexistent").resolve() == out_dir.resolve():
-            pids += [int(p["pid"]) for p in data.get("pids", []) if str(p.get("what", "")).startswith("linkemu")]
-    return pids
-
-
-def hog(kind: str, seconds: float, duty: float) -> None:
-    """The body of one hog process, bounded by `seconds`."""
-    end = time.monotonic() + seconds
-    if kind == "spin":
-        while time.monotonic() < end:
-            pass
-    elif kind == "fifo":
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(FIFO_PRIORITY))
-        while time.monotonic() < end:
-            busy_until = time.monotonic() + duty * FIFO_PERIOD_S
-            while time.monotonic() < busy_until:
-                pass
-            time.sleep((1 - duty) * FIFO_PERIOD_S)
-    elif kind == "membw":
-        a, b = bytearray(MEMBW_BYTES), bytearray(MEMBW_BYTES)
-        while time.monotonic() < end:
-            b[:] = a
-            a[:] = b
 
 
 # --- runs --------------------------------------------------------------------------------------------
@@ -332,61 +200,13 @@ def run_cell(ref: Reference, kind: str, seed: int, runs_dir: Path) -> list[dict[
 
 # --- re-judging recorded runs ------------------------------------------------------------------------
 
-def rejudge_folder(folder: Path) -> dict[str, Any]:
-    """The verdict this code gives a recorded run (its traces, plan and the emulators' figures as its summary
-    kept them), written into its summary.json (the first one kept as summary.orig.json) and flows.csv."""
-    from fastlab.base.rundir import EVENTS, SPEC
-    from fastlab.define.schema import load_spec
-    from fastlab.measure import accounting, fidelity
-    from fastlab.measure import verdict as gather
-    from fastlab.plan.prepare import prepare
-
-    rf = RunFolder(folder)
-    spec = load_spec(str(rf.path(SPEC)))
-    prep = prepare(spec)
-    flows, links = rf.flows(), rf.links()
-    flows = flows.drop(columns=[c for c in accounting.COLUMNS if c in flows])
-    accounts = gather.account_run(prep, flows, links)
-    flows = accounting.with_columns(flows, accounts)
-    summary = rf.summary()
-    if not (folder / "summary.orig.json").exists():
-        (folder / "summary.orig.json").write_text(json.dumps(summary))
-    old = summary.get("fidelity") or {}
-    routes = {r.flow: r for r in gather.accounting_routes_of(prep)}
-    for f in summary["flows"]:
-        f["delay_accounting"] = accounting.flow_figures(routes[f["id"]], accounts[f["id"]], f.get("min_rtt_ms"))
-    tags = {"forward": "ab", "reverse": "ba"}
-    emulators = {link: {tags[d]: {"late_us": {"mean": x.get("late_mean_us"), "p50": x.get("late_p50_us"),
-                                              "p99": x.get("late_p99_us"), "max": x.get("late_max_us"),
-                                              "n": x.get("segments")}, "sock_drops": x.get("sock_drops", 0)}
-                        for d, x in sides.items()} for link, sides in (old.get("links") or {}).items()}
-    late99 = {(link, d): float(x.get("late_p99_us") or 0) for link, sides in (old.get("links") or {}).items()
-              for d, x in sides.items()}
-    verdict = fidelity.assess(fidelity.Inputs(
-        emulators=emulators, paths=gather.fidelity_paths(prep), emulator_cores=old.get("emulator_cores") or {},
-        machine_busy=old.get("machine_busy"), machine_steal=old.get("machine_steal"),
-        sample_gaps_s=old.get("sample_gaps_s") or {}, sample_interval_s=1 / spec.sample_hz,
-        tc_links=tuple(k for k, (b, _) in prep.backends.items() if b != "emulator"),
-        tc_queues=gather.tc_queues(prep, links), routes=gather.fidelity_routes(prep),
-        counters=gather.fidelity_counters(prep, links, late99),
-        flows={str(f): r.sort_values("t") for f, r in flows.groupby("flow")},
-        algorithm_base_ms=gather.algorithm_bases(flows, rf.events() if rf.has(EVENTS) else None),
-        lateness=gather.lateness_rows(prep, links)))
-    summary["fidelity"] = gather.note_neighbours(verdict, [{"prefix": n} for n in old.get("neighbours") or []])
-    (folder / "summary.json").write_text(json.dumps(summary, indent=1))
-    for gz in folder.glob("flows.csv*"):
-        gz.unlink()
-    flows.to_csv(folder / "flows.csv", index=False)
-    return summary
-
-
 def rejudge(data: Path) -> list[dict[str, Any]]:
     """Every record of a data file judged again by this code from its run folder (kept by the bench)."""
     out = []
     for rec in load(data):
         folder = Path(rec["dir"])
         if "error" not in rec and (folder / "summary.json").is_file():
-            verdict = rejudge_folder(folder)["fidelity"]
+            verdict = judge_again(folder)["fidelity"]
             figures, checks = physics(REFERENCES[rec["ref"]], folder)
             rec |= {"faithful": bool(verdict["faithful"]), "reasons": [r[:400] for r in verdict["reasons"]],
                     "figures": figures, "checkpoints": checks, "rejudged": True,

@@ -7,12 +7,15 @@ runs.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from fastlab.base.rundir import EVENTS, SPEC, RunFolder
+from fastlab.define.schema import load_spec
 from fastlab.measure import accounting, fidelity
-from fastlab.plan.prepare import Prepared
+from fastlab.plan.prepare import Prepared, prepare
 
 
 def tc_queues(prep: Prepared, links_df: Any) -> dict[str, dict[str, tuple[int, list[tuple[float, float, float]]]]]:
@@ -163,3 +166,43 @@ def fidelity_paths(prep: Prepared) -> list[fidelity.PathInfo]:
     """Each flow's emulated crossings (data and ACKs) and the basis of its delay budget, from the plan."""
     return [fidelity.PathInfo(f.id, tuple(_named(p.data + p.acks)), p.figures.rtt_ms, p.target_queue_ms, prep.spec.mtu)
             for f in prep.flows for p in (prep.paths[f.id],)]
+
+
+def judge_again(folder: Path) -> dict[str, Any]:
+    """The verdict this code gives a recorded run (its traces, plan and the emulators' figures as its summary
+    kept them), written into its summary.json and flows.csv (with the delay accounting): bench/verdict.py
+    --rejudge judges its recorded runs again with a later verdict. The machine's steal over time is not
+    recorded in a run folder: the reasons then give the run's only."""
+    rf = RunFolder(folder)
+    spec = load_spec(str(rf.path(SPEC)))
+    prep = prepare(spec)
+    flows, links = rf.flows(), rf.links()
+    flows = flows.drop(columns=[c for c in accounting.COLUMNS if c in flows])
+    accounts = account_run(prep, flows, links)
+    flows = accounting.with_columns(flows, accounts)
+    summary = rf.summary()
+    old = summary.get("fidelity") or {}
+    routes = {r.flow: r for r in accounting_routes_of(prep)}
+    for f in summary["flows"]:
+        f["delay_accounting"] = accounting.flow_figures(routes[f["id"]], accounts[f["id"]], f.get("min_rtt_ms"))
+    tags = {"forward": "ab", "reverse": "ba"}
+    emulators = {link: {tags[d]: {"late_us": {"mean": x.get("late_mean_us"), "p50": x.get("late_p50_us"),
+                                              "p99": x.get("late_p99_us"), "max": x.get("late_max_us"),
+                                              "n": x.get("segments")}, "sock_drops": x.get("sock_drops", 0)}
+                        for d, x in sides.items()} for link, sides in (old.get("links") or {}).items()}
+    late99 = {(link, d): float(x.get("late_p99_us") or 0) for link, sides in (old.get("links") or {}).items()
+              for d, x in sides.items()}
+    verdict = fidelity.assess(fidelity.Inputs(
+        emulators=emulators, paths=fidelity_paths(prep), emulator_cores=old.get("emulator_cores") or {},
+        machine_busy=old.get("machine_busy"), machine_steal=old.get("machine_steal"),
+        sample_gaps_s=old.get("sample_gaps_s") or {}, sample_interval_s=1 / spec.sample_hz,
+        tc_links=tuple(k for k, (b, _) in prep.backends.items() if b != "emulator"),
+        tc_queues=tc_queues(prep, links), routes=fidelity_routes(prep),
+        counters=fidelity_counters(prep, links, late99),
+        flows={str(f): r.sort_values("t") for f, r in flows.groupby("flow")},
+        algorithm_base_ms=algorithm_bases(flows, rf.events() if rf.has(EVENTS) else None),
+        lateness=lateness_rows(prep, links)))
+    summary["fidelity"] = note_neighbours(verdict, [{"prefix": n} for n in old.get("neighbours") or []])
+    rf.replace_flows(flows)
+    rf.replace_summary(summary)
+    return summary
