@@ -56,6 +56,14 @@ MERGE_GAP_S = 0.5
 # counted 0.8 % of its bytes short where its utilization from 40 s was 2.7 % below its quiet repeats').
 RECOVERED_SHARE = 0.01
 RECOVERY_MAX_S = 30.0
+# A rate holds steady when its two halves of a reference window differ by at most STEADY_SHARE: wide enough for
+# what sampling leaves in a low rate (two FAST flows of 10 Mb/s, 20 Hz: the halves of a quiet second differ by a
+# few percent), narrow enough to tell a flow giving way to one that joined (12 -> 10 Mb/s: 17 %).
+STEADY_SHARE = 0.05
+# A disturbance's effect often begins before it is seen (a stall's RTT samples come back late): when the flow
+# was not steady in the reference window just before, up to REFERENCE_LOOKBACK windows further back are tried,
+# and the span is measured from the end of the steady one.
+REFERENCE_LOOKBACK = 3
 # A disturbance with no undisturbed stretch before it cannot be weighed. In a flow's first STARTUP_S (or
 # STARTUP_RTTS of its RTTs) that is its start-up: a smoothed RTT lags a queue that grows by the RTT (measured on
 # a quiet machine, lab 02: 4-11 ms "read as queue" in the first 0.7 s of every run), and no flow has a rate to
@@ -148,11 +156,24 @@ def _rate(rows: pd.DataFrame, a: float, b: float) -> float:
 
 
 def steady(rows: pd.DataFrame, a: float, b: float) -> bool:
-    """Whether the flow's rate held over [a, b]: its two halves within RECOVERED_SHARE of each other (a flow
+    """Whether the flow's rate held over [a, b]: its two halves within STEADY_SHARE of each other (a flow
     still starting, or giving way to one that joined, is not: what it did next is not the disturbance's)."""
     mid = (a + b) / 2
     first, second = _rate(rows, a, mid), _rate(rows, mid, b)
-    return max(first, second) > 0 and abs(first - second) <= RECOVERED_SHARE * max(first, second)
+    return max(first, second) > 0 and abs(first - second) <= STEADY_SHARE * max(first, second)
+
+
+def reference(rows: pd.DataFrame, t0: float, window_s: float) -> tuple[float, float] | None:
+    """(from when, bytes/s): the flow's rate over the latest steady window_s ending at most REFERENCE_LOOKBACK
+    windows before t0, and the end of that window (where its effect is measured from); None: none steady."""
+    first = float(rows["t"].iloc[0])
+    for k in range(REFERENCE_LOOKBACK + 1):
+        a, b = t0 - (k + 1) * window_s, t0 - k * window_s
+        if a < first:
+            return None
+        if steady(rows, a, b):
+            return b, _rate(rows, a, b)
+    return None
 
 
 def recovered_at(rows: pd.DataFrame, after: float, rate: float, window_s: float) -> float:
@@ -181,14 +202,14 @@ def measure(flow: str, rows: pd.DataFrame, t0: float, t1: float, base_rtt_s: flo
     effect = Effect(flow, t0, end, list(kinds), until=t1)
     if len(rows) < 2:
         return effect
-    first, last = float(rows["t"].iloc[0]), float(rows["t"].iloc[-1])
-    end = min(end, last)
+    end = min(end, float(rows["t"].iloc[-1]))
     effect.t1 = end
-    ref0 = t0 - reference_s
-    if ref0 >= first and end > t0 and steady(rows, ref0, t0):
-        rate = _rate(rows, ref0, t0)  # bytes/s just before
+    ref = reference(rows, t0, reference_s) if end > t0 else None
+    if ref is not None:
+        start, rate = ref  # bytes/s just before (or as far back as the flow held steady)
         effect.reference_mbps = rate * 8 / 1e6
-        effect.deficit_bytes = rate * (end - t0) - (_bytes_at(rows, end) - _bytes_at(rows, t0))
+        effect.deficit_bytes = rate * (end - start) - (_bytes_at(rows, end) - _bytes_at(rows, start))
+    ref0 = t0 - reference_s
     before = rows[(rows["t"] >= ref0) & (rows["t"] < t0)]
     during = rows[(rows["t"] >= t0) & (rows["t"] <= end)]
     if "cwnd_pkts" in rows and not before.empty and not during.empty:
@@ -214,15 +235,14 @@ def spans_of(spans: list[tuple[float, float, str]], rows: pd.DataFrame,
     todo = sorted(spans)
     if len(rows) < 2:
         return [(a, b, b, [k]) for a, b, k in todo]
-    first = float(rows["t"].iloc[0])
     reference_s = max(REFERENCE_MIN_S, REFERENCE_RTTS * base_rtt_s)
     out: list[tuple[float, float, float, list[str]]] = []
     i = 0
     while i < len(todo):
         a, b, kind = todo[i]
         kinds = [kind]
-        ref0 = a - reference_s
-        rate = _rate(rows, ref0, a) if ref0 >= first and steady(rows, ref0, a) else 0.0
+        ref = reference(rows, a, reference_s)
+        rate = ref[1] if ref is not None else 0.0
         i += 1
         while True:
             until = b + settle_s(base_rtt_s)
