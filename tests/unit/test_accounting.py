@@ -365,3 +365,17 @@ def test_a_base_rtt_taken_with_a_queue_in_it_is_judged() -> None:
     events = pd.DataFrame({"t": [1.0, 2.0, 3.0], "flow": "f1", "event": ["update", "update", "init"],
                            "base_rtt_us": [44_000, 43_100, 0]})
     assert algorithm_bases(pd.DataFrame({"flow": ["f1"], "t": [1.0]}), events) == {"f1": 43.1}
+
+
+def test_an_effect_that_began_before_its_disturbance_was_seen_is_counted_from_there() -> None:
+    """The flow stops delivering at 9.6 s for 0.8 s; the host-delay spell is seen from 10 s (a stall's RTT samples
+    come back late). The second before the spell is not steady, so the reference is the steady one before it, and
+    the span is measured from 9.0 s: the whole 1.8 MB short is counted (4.2 % of 43.2 MB)."""
+    spike = flow_rows(20, lambda s: 9.0, 0.05, 0.5)
+    spike.loc[(spike["t"] > 10.0) & (spike["t"] <= 10.4), "srtt_ms"] += 5.5
+    spike["bytes_acked"] = np.where(spike["t"] > 9.6, spike["bytes_acked"] - 18e6 / 8 * np.clip(
+        spike["t"] - 9.6, 0, 0.8), spike["bytes_acked"])
+    verdict = judged(0.5, flows=spike)
+    span = verdict["effects"]["f1"]["spans"][0]
+    assert span["deficit_bytes"] == pytest.approx(1.8e6, rel=0.01) and span["reference_mbps"] == pytest.approx(18.0)
+    assert verdict["reasons"][0].startswith("flow f1: what disturbed it cost 4.2% of the bytes it delivered")
