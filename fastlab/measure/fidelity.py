@@ -47,6 +47,7 @@ from fastlab.measure.weighing import (
     base_reasons,
     disturbances,
     effect_reasons,
+    startup_reasons,
 )
 
 # A frame dropped by an emulator's socket is a loss no link model decided; one loss costs Reno
@@ -321,7 +322,7 @@ def _judge_disturbances(inp: Inputs, bursts: dict[Crossing, dict[str, Any]],
     rtts = {p.flow: p.base_rtt_ms / 1000 for p in inp.paths}
     weighed = effects.weigh(found, inp.flows, rtts)
     reasons, figures = effect_reasons(weighed, inp.flows, inp.machine_steal, inp.steal_samples, rtts)
-    return found, figures, reasons
+    return found, figures, startup_reasons(found, inp.flows, rtts) + reasons
 
 
 def assess(inp: Inputs) -> dict[str, Any]:

@@ -141,7 +141,8 @@ def disturbances(paths: list[PathInfo], bursts: dict[Crossing, dict[str, Any]], 
         if touched and fig["at_s"] is not None and fig["excess_ms"] > budget and \
                 fig["excess_bytes"] > noise_bytes:
             out.append(effects.Disturbance("held burst", f"{crossing[0]} ({crossing[1]})", fig["from_s"] or fig["at_s"],
-                                           fig["at_s"], f"{fig['excess_ms']:.1f} ms of queue", touched))
+                                           fig["at_s"], f"{fig['excess_ms']:.1f} ms of queue", touched,
+                                           peak_ms=float(fig["excess_ms"])))
     by_route: dict[tuple[Crossing, ...], list[PathInfo]] = {}
     for p in paths:
         by_route.setdefault(p.crossings, []).append(p)
@@ -158,7 +159,7 @@ def disturbances(paths: list[PathInfo], bursts: dict[Crossing, dict[str, Any]], 
         budget = min(budget_ms(p) for p in group) + max(0.0, float(np.median(late)))
         for a, b, peak in effects.intervals_above(grid[1:], late, budget, LATENESS_STEP_S):
             out.append(effects.Disturbance("late departures", f"the emulated links of {group[0].flow}'s path", a, b,
-                                           f"up to {peak:.2f} ms late", tuple(p.flow for p in group)))
+                                           f"up to {peak:.2f} ms late", tuple(p.flow for p in group), peak_ms=peak))
     for p in paths:
         trace = flows.get(p.flow)
         if trace is None or trace.empty:
@@ -170,14 +171,26 @@ def disturbances(paths: list[PathInfo], bursts: dict[Crossing, dict[str, Any]], 
             standing = max(0.0, float(np.nanmedian(read))) if np.isfinite(read).any() else 0.0
             for a, b, peak in effects.intervals_above(t, read, budget_ms(p) + standing, step):
                 out.append(effects.Disturbance("host delay", f"flow {p.flow}", a, b,
-                                               f"up to {peak:.2f} ms read as queue", (p.flow,)))
+                                               f"up to {peak:.2f} ms read as queue", (p.flow,), peak_ms=peak))
         for a, b in zip(t, t[1:], strict=False):
             if b - a > GAP_EVENT_INTERVALS * sample_interval_s:
                 out.append(effects.Disturbance("trace gap", f"flow {p.flow}", float(a), float(b),
-                                               f"{b - a:.2f} s without a sample", (p.flow,)))
+                                               f"{b - a:.2f} s without a sample", (p.flow,), peak_ms=(b - a) * 1000))
     for d in out:
         d.steal_share = effects.steal_share(steal_samples, d.t0, d.t1)
     return out
+
+
+def startup_reasons(found: list[effects.Disturbance], flows: dict[str, pd.DataFrame],
+                    base_rtt_s: dict[str, float]) -> list[str]:
+    """The emulation's own failures in the flows' start-up (effects.startup_failures), one reason per disturbance
+    naming the flows it touched."""
+    touched: dict[int, tuple[effects.Disturbance, list[str]]] = {}
+    for flow, d in effects.startup_failures(found, flows, base_rtt_s):
+        touched.setdefault(id(d), (d, []))[1].append(flow)
+    return [f"{_who(sorted(names, key=_natural))}: {d.kind} at {d.where} from {d.t0:.1f} to {d.t1:.1f} s, {d.size}, "
+            f"in their start-up (more than {effects.STARTUP_RTT_SHARE:.0%} of a base RTT): what they took for their "
+            "path and how they share it are settled then, and stay" for d, names in touched.values()]
 
 
 def effect_reasons(weighed: dict[str, list[effects.Effect]], flows: dict[str, pd.DataFrame], steal: float | None,

@@ -144,13 +144,14 @@ FAST_PATH = fidelity.PathInfo("f1", (("bottleneck", "forward"), ("bottleneck", "
                               fast_target_ms(15, 20))  # 15 packets at 20 Mb/s: 9 ms of queue, budget 2.25 ms
 
 
-def judged(host_ms: float, queue_ms=lambda s: 9.0, flows: pd.DataFrame | None = None, **kw) -> dict:
+def judged(host_ms: float, queue_ms=lambda s: 9.0, flows: pd.DataFrame | None = None,
+           lateness: dict | None = None, **kw) -> dict:
     links = links_of(20, queue_ms, 0.05)
     flows = flows if flows is not None else flow_rows(20, queue_ms, 0.05, host_ms)
     acct = accounting.account([ROUTE], flows, links)
     rows = accounting.with_columns(flows, acct)
-    lateness = {(c, d): links[links["direction"] == d][["t", "late_n", "late_mean_us"]]
-                for c, d in FAST_PATH.crossings}
+    lateness = lateness if lateness is not None else {
+        (c, d): links[links["direction"] == d][["t", "late_n", "late_mean_us"]] for c, d in FAST_PATH.crossings}
     return fidelity.assess(fidelity.Inputs(paths=[FAST_PATH], flows={"f1": rows}, lateness=lateness,
                                            sample_interval_s=FLOW_STEP, machine_steal=0.012, **kw))
 
@@ -379,3 +380,26 @@ def test_an_effect_that_began_before_its_disturbance_was_seen_is_counted_from_th
     span = verdict["effects"]["f1"]["spans"][0]
     assert span["deficit_bytes"] == pytest.approx(1.8e6, rel=0.01) and span["reference_mbps"] == pytest.approx(18.0)
     assert verdict["reasons"][0].startswith("flow f1: what disturbed it cost 4.2% of the bytes it delivered")
+
+
+def test_the_emulation_failing_in_the_flows_start_up_is_judged_by_its_size() -> None:
+    """Nothing can weigh a disturbance in the start-up (no rate before it), but the flows settle what they take
+    for their path and how they share it then: the emulators 25 ms late from 0.3 to 1.5 s (more than a fifth of
+    the 40-ms RTT) makes the run unfaithful; 5 ms late does not."""
+    def late_rows(spell_us: float) -> pd.DataFrame:
+        t = np.arange(0, 20.0001, STEP)
+        step_mean = np.where((t > 0.3) & (t <= 1.5), spell_us, 50.0)
+        n = np.arange(len(t)) * 75.0
+        total = np.cumsum(np.concatenate([[0.0], step_mean[1:] * 75.0]))
+        return pd.DataFrame({"t": t, "late_n": n, "late_mean_us": np.where(n > 0, total / np.maximum(n, 1), 0.0)})
+
+    quiet_late = late_rows(50.0)
+    for spell_us, faithful in ((25_000.0, False), (5_000.0, True)):
+        lateness = {FAST_PATH.crossings[0]: late_rows(spell_us), FAST_PATH.crossings[1]: quiet_late}
+        verdict = judged(0.5, lateness=lateness)
+        assert verdict["faithful"] is faithful, verdict["reasons"]
+    assert verdict["disturbances"][0]["kind"] == "late departures"  # 5 ms: seen, excused
+    lateness = {FAST_PATH.crossings[0]: late_rows(25_000.0), FAST_PATH.crossings[1]: quiet_late}
+    assert judged(0.5, lateness=lateness)["reasons"][0].startswith(
+        "flow f1: late departures at the emulated links of f1's path from 0.2 to 1.5 s, up to 25.05 ms late, in "
+        "their start-up (more than 20% of a base RTT)")
