@@ -1,8 +1,9 @@
 # fastlab: the two README commands are `make run` and `make test`, as root or as a sudo user.
-PY := .venv/bin/python
+# FASTLAB_VENV (scripts/setup.sh): another virtualenv than .venv, e.g. to try `make setup` apart.
+PY := $(or $(FASTLAB_VENV),.venv)/bin/python
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup run test test-stock-kernel unit check lint bench clean
+.PHONY: setup run test test-stock-kernel unit check lint bench clean docs cc-constants
 
 # Everything below needs root (packages, namespaces, tc, BPF): a sudo user's `make X` becomes
 # `sudo make X`; root (e.g. a fresh Debian root shell, which has no sudo) runs it directly.
@@ -21,7 +22,7 @@ run: setup
 # All tests, in tiers that fail fast (scripts/test.sh prints each tier's time): lint and the type
 # checker, native unit tests, the Python unit tier (what `make check` runs: every lab's physics on its
 # recorded runs), then (after removing what killed runs left behind) the web app, integration and live
-# lab tests (real namespaces; invariants, DESIGN.md §10) and the stock-kernel lane.
+# lab tests (real namespaces; invariants, docs/design.md §10) and the stock-kernel lane.
 test: setup
 	@bash scripts/test.sh
 
@@ -47,8 +48,19 @@ unit:
 	$(PY) -m pytest -p no:cacheprovider -q tests/unit
 
 lint:
-	$(PY) -m ruff check fastlab topologies tests bench webapp labs controllers
+	$(PY) -m ruff check fastlab topologies tests bench webapp labs controllers examples/plugin-topology scripts setup.py
 	$(PY) -m mypy
+
+# The documentation site (site/), its API reference (docs/api.md) generated from the package's docstrings:
+# mkdocs + mkdocstrings, from requirements-docs.txt (`make test` installs it; tests/unit/test_docs.py builds
+# the same site).
+docs:
+	@$(PY) -c "import mkdocstrings" 2>/dev/null || $(PY) -m pip install -q -r requirements-docs.txt
+	$(PY) -m mkdocs build --strict
+
+# fastlab/define/cc_constants.py from the CC cores' C headers (after changing one; a unit test compares).
+cc-constants:
+	$(PY) scripts/cc_constants.py
 
 clean:
 	$(MAKE) -s -C linkemu clean

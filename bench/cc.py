@@ -62,11 +62,12 @@ def measure(cc: str, args: dict[str, Any], duration_s: float, out: Path) -> dict
                        "flows": [{"src": "h1", "dst": "h2", "cc": cc, "cc_args": args}]})
     cpu = CpuWindow()
     result = run_experiment(spec, out=out, on_sample=cpu)
-    gbps = result.summary["flows"][0]["throughput_mbps"] / 1000
+    flow = result.summary.flows[0]
+    gbps = (flow.throughput_mbps or 0.0) / 1000
     folder = RunFolder(out)
     per_s = len(folder.events()) / duration_s if folder.has(EVENTS) else 0.0
     return {"cc": cc, "goodput_gbps": gbps, "busy_cores": cpu.cores(), "cores_per_gbps": cpu.cores() / gbps,
-            "events_per_s": per_s, "retransmits": result.summary["flows"][0]["retransmits"]}
+            "events_per_s": per_s, "retransmits": flow.retransmits}
 
 
 def main() -> int:

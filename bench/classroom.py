@@ -163,8 +163,8 @@ def run_mode(mode: Mode, count: int, tmp: Path) -> None:
                               "error": row.get("error"),
                               "faithful": verdict.get("faithful"), "reasons": verdict.get("reasons", []),
                               "neighbours": len(verdict.get("neighbours") or []),
-                              "prefix": (env.get("run") or {}).get("prefix"),
-                              "admission": ((env.get("concurrency") or {}).get("admission") or {}).get("why"),
+                              "prefix": env.run.prefix,
+                              "admission": ((env.concurrency or {}).get("admission") or {}).get("why"),
                               "checkpoints": checks.get("status") if isinstance(checks, dict) else None,
                               "failed": [f"{c['name']}: {c['measured_text']} (expected {c['expected']}, "
                                          f"{c['tolerance']})" for c in checks.get("checks", [])

@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from fastlab.base.rundir import LINKS, SPEC, SUMMARY, RunFolder  # noqa: E402
+from fastlab.base.rundir import LINKS, SPEC, RunFolder  # noqa: E402
 from fastlab.define.schema import SpecError, load_spec  # noqa: E402
 from fastlab.measure import fidelity  # noqa: E402
 from fastlab.measure.verdict import fidelity_counters, fidelity_paths, fidelity_routes  # noqa: E402
@@ -42,8 +42,9 @@ def judge(folder: Path, caps: object) -> tuple[dict[fidelity.Crossing, dict], li
     links = RunFolder(folder).links()
     if not {"tx_bytes", "backlog_bytes"} <= set(links.columns):
         return None
-    late = RunFolder(folder).summary()["fidelity"].get("links", {})
-    counters = fidelity_counters(prep, links, {(link, d): float(fig.get("late_p99_us") or 0)
+    verdict = RunFolder(folder).summary().fidelity
+    late = verdict.links if verdict is not None else {}
+    counters = fidelity_counters(prep, links, {(link, d): float(fig.late_p99_us or 0)
                                                for link, sides in late.items() for d, fig in sides.items()})
     bursts = fidelity.conservation(fidelity_routes(prep), counters, prep.spec.mtu)
     return bursts, fidelity.burst_reasons(bursts, fidelity_paths(prep), prep.spec.mtu)
@@ -53,12 +54,14 @@ def rejudge(folder: Path, bursts: dict[fidelity.Crossing, dict], reasons: list[s
     """The run's verdict as the engine would give it today: the conservation figures and reasons added."""
     run = RunFolder(folder)
     summary = run.summary()
-    verdict = summary["fidelity"]
-    verdict["conservation"] = {f"{link} ({direction})": fig for (link, direction), fig in bursts.items()}
-    verdict["reasons"] = [r for r in verdict["reasons"] if "held and released together" not in r] + reasons
-    verdict["faithful"] = not verdict["reasons"]
-    verdict["advice"] = None if verdict["faithful"] else fidelity.ADVICE
-    verdict["rejudged"] = "bench/conservation.py --rejudge (the conservation check, added after the run)"
+    verdict = summary.fidelity
+    if verdict is None:
+        return  # a run made before verdicts: nothing to judge again
+    verdict.conservation = {f"{link} ({direction})": fig for (link, direction), fig in bursts.items()}
+    verdict.reasons = [r for r in verdict.reasons if "held and released together" not in r] + reasons
+    verdict.faithful = not verdict.reasons
+    verdict.advice = None if verdict.faithful else fidelity.ADVICE
+    verdict.rejudged = "bench/conservation.py --rejudge (the conservation check, added after the run)"
     run.replace_summary(summary)
 
 
@@ -72,7 +75,7 @@ def main() -> int:
     print(f"{'run':64} {'worst link direction':28} {'excess':>9} {'ms':>7} {'budget':>7}")
     for name in sorted(glob.glob(args.folders)):
         folder = Path(name)
-        if not RunFolder(folder).has(SUMMARY) or not RunFolder(folder).has(LINKS):
+        if not RunFolder(folder).is_run() or not RunFolder(folder).has(LINKS):
             continue
         result = judge(folder, caps)
         if result is None:

@@ -63,11 +63,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from fastlab.base.rundir import RTT_SAMPLES, RunFolder  # noqa: E402
-from fastlab.define.ccset import default_registry  # noqa: E402
 from fastlab.define.schema import PhantomDelay, parse_spec  # noqa: E402
 from fastlab.define.topology import build_plan  # noqa: E402
 from fastlab.experiment.engine import run_experiment  # noqa: E402
 from fastlab.measure.analysis import steady_goodput_mbps  # noqa: E402
+from fastlab.run.ccload import default_registry  # noqa: E402
 
 DATA = REPO / "bench" / "data" / "atov2005.yaml"
 FIT_FILE = REPO / "bench" / "data" / "docsis-phantom-fit.json"
@@ -129,11 +129,11 @@ def steady_figures(out: Path, warmup_s: float, downstream_mbps: float) -> dict[s
     steady = flows[flows["t"] >= warmup_s]
     mbps = steady_goodput_mbps(flows, warmup_s)
     summary = folder.summary()
-    idle = next((p["min_ms"] for p in summary.get("idle_rtt") or [] if p.get("min_ms")), math.nan)
+    idle = next((p.min_ms for p in summary.idle_rtt if p.min_ms), math.nan)
     figures = {"goodput_mbps": mbps, "utilization": mbps / (downstream_mbps * PAYLOAD_SHARE),
                "mean_rtt_ms": float(steady["srtt_ms"].mean()), "min_rtt_ms": math.nan, "idle_rtt_ms": idle,
                "cwnd_mean": float(steady["cwnd_pkts"].mean()),
-               "faithful": bool(summary["fidelity"]["faithful"])}
+               "faithful": bool(summary.faithful)}
     if folder.has(RTT_SAMPLES):  # per-packet RTTs of a clamped flow
         rtts = folder.rtt_samples()
         rtts = rtts[rtts["t"] >= warmup_s]

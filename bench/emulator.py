@@ -192,8 +192,8 @@ def measure(case: Case, mode: str, duration_s: float, out: Path, perf: bool = Fa
     result = run_experiment(spec, out=out, on_sample=on_sample)
     if split:
         split.join()
-    flow = result.summary["flows"][0]
-    fid = result.summary["fidelity"]
+    flow = result.summary.flows[0].dump()
+    fid = result.summary.fidelity.dump() if result.summary.fidelity is not None else {}
     steady_mbps = steady_goodput_mbps(RunFolder(out).flows(), WARMUP_S)
     late = fid["links"]["bottleneck"]
     cores = fid["emulator_cores"]["bottleneck"]

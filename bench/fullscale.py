@@ -30,6 +30,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from fastlab.base.record import headline  # noqa: E402
 from fastlab.base.rundir import RunFolder  # noqa: E402
 from fastlab.define.schema import parse_spec  # noqa: E402
 from fastlab.experiment.engine import run_experiment  # noqa: E402
@@ -72,13 +73,13 @@ def main() -> int:
     for i, case in enumerate(c for c in CASES if not args.only or args.only.lower() in c.label.lower()):
         result = run_experiment(parse_spec(spec_for(case, args.duration)), out=root / f"case{i}")
         goodput = steady_goodput_mbps(RunFolder(result.directory).flows(), args.t_from)
-        fid = result.summary["fidelity"]
+        fid = result.summary.fidelity.dump() if result.summary.fidelity is not None else {}
         util = goodput / (GBE_PAYLOAD_MBPS * case.flows)
         rows.append({"case": case.label, "goodput_mbps": goodput, "utilization": util,
                      "published_mbps": case.published_mbps,
                      "ratio_to_published": goodput / case.published_mbps if case.published_mbps else None,
                      "bmps_e15": goodput * 1e6 * DISTANCE_M / 1e15,
-                     "retransmits": sum(f["retransmits"] for f in result.summary["flows"]),
+                     "retransmits": headline(result.summary).run("retransmits").value,
                      "faithful": fid["faithful"], "machine_busy": fid["machine_busy"],
                      "steal": fid.get("machine_steal"),
                      "max_path_delay_ms": max((p["emulation_delay_ms"] or 0) for p in fid["paths"]),

@@ -53,8 +53,8 @@ def run_argv(row: int, scale: float, mode: str, sets: list[str], out: Path) -> l
 def judge(row: int, out: Path, checks: Any) -> dict[str, Any]:
     """One finished run: verdict, lab 03's row utilization, lateness p99 (worst direction), CPU."""
     run = StepRun(out)
-    fid = run.summary["fidelity"]
-    flows = [f["id"] for f in run.summary["flows"]]
+    fid = run.summary.fidelity.dump() if run.summary.fidelity is not None else {}
+    flows = run.flow_ids()
     result = checks["row_utilization"](run, flows=flows, published=PUBLISHED[row])
     lates = [d["late_p99_us"] or 0 for link in fid["links"].values() for d in link.values()]
     return {"faithful": fid["faithful"], "utilization": result.measured, "row_check": result.passed,

@@ -1,7 +1,7 @@
 """Pass rates of the labs' checkpoints over repeated live runs, and the spread of what they measure.
 
 A lab's physics is judged on recorded runs in the unit tier; this bench says how often a *live* run
-on this machine agrees (DESIGN.md §10). It runs each lab's short form (or named steps, or the full
+on this machine agrees (docs/design.md §10). It runs each lab's short form (or named steps, or the full
 form) N times through the real CLI (`fastlab lab run`) and prints, per checkpoint:
 
 - `pass`: passes over the runs the fidelity verdict called faithful (an unfaithful run proves nothing

@@ -138,7 +138,7 @@ def measure(flows: int, rate_mbps: float, mode: str, duration_s: float, warmup_s
     wake = WakeUps(out, warmup_s)
     result = run_experiment(parse_spec(spec_for(flows, rate_mbps, mode, duration_s)), out=out,
                             on_sample=wake.on_sample)
-    fid = result.summary["fidelity"]
+    fid = result.summary.fidelity.dump() if result.summary.fidelity is not None else {}
     try:
         steady = steady_goodput_mbps(RunFolder(out).flows(), warmup_s)
     except ValueError:

@@ -2,7 +2,7 @@
 how often and how closely they agree on drop rate and time-mean queue (issue 33's acceptance: within
 20 %). One pair of runs carries a few hundred drops, too few for a 20 % band at four standard
 deviations, so CI's lane asserts only RED's invariants on both (tests/stock_kernel/test_red.py) and
-this bench measures the agreement (DESIGN.md §10).
+this bench measures the agreement (docs/design.md §10).
 
 It boots the lane once with FASTLAB_LANE_REPEATS=N, running only that test: N pairs (tc first, then
 linkemu at the rate tc delivered while busy). Per pair it prints both backends' drop rate, mean queue,

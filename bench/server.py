@@ -46,9 +46,10 @@ SERVE = r'''
 import json, sys, time
 from pathlib import Path
 from fastlab.experiment.engine import RunResult
+from fastlab.base.record import read_environment, read_summary
 from fastlab.base.rundir import RunFolder
 from webapp import create_app
-from webapp.asgi import make_asgi
+from webapp.asgi import make_asgi, server_config
 import uvicorn
 
 FLOWS, HZ, DURATION = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
@@ -69,16 +70,15 @@ def engine(spec, *, out, on_sample):
                        "loss_drops": 0})
         n += 1
         time.sleep(max(0.0, n / HZ - (time.monotonic() - t0)))
-    summary = {"flows": [{"id": f"f{f}", "src": "h1", "dst": "h2", "cc": "cubic", "throughput_mbps": 3.0}
-                         for f in range(1, FLOWS + 1)], "links": [], "jain_index": 1.0}
+    summary = read_summary({"flows": [{"id": f"f{f}", "src": "h1", "dst": "h2", "cc": "cubic", "throughput_mbps": 3.0}
+                                      for f in range(1, FLOWS + 1)], "links": [], "jain_index": 1.0})
     RunFolder(out).write_summary(summary)
-    return RunResult(out, summary, {"kernel": "synthetic", "backends": {}})
+    return RunResult(out, summary, read_environment({"kernel": "synthetic", "backends": {}}))
 
 
 app = create_app(results_root=Path(sys.argv[5]), runner=engine, cleanup_on_start=False)
 print(app.config["CSRF_TOKEN"], flush=True)
-uvicorn.Server(uvicorn.Config(make_asgi(app), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning",
-                              lifespan="off", access_log=False)).run()
+uvicorn.Server(server_config(make_asgi(app), "127.0.0.1", int(sys.argv[1]))).run()
 '''
 
 

@@ -57,6 +57,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from fastlab.base.record import Verdict  # noqa: E402
 from fastlab.base.rundir import RunFolder  # noqa: E402
 from fastlab.define.schema import to_plain  # noqa: E402
 from fastlab.labs.kit import evaluate_step, load_lab  # noqa: E402
@@ -127,7 +128,7 @@ def physics(ref: Reference, folder: Path) -> tuple[dict[str, float], list[dict[s
         run = StepRun(folder)
         rows = run.link("bottleneck")
         rows = rows[rows["t"] >= CUBIC_FROM_S]
-        cap = float(run.link_summary("bottleneck")["capacity_mbps"])
+        cap = run.capacity_mbps("bottleneck")
         return ({"utilization": float(rows["tx_mbps"].mean()) / cap} if len(rows) else {}), []
     checks = evaluate_step(load_lab(ref.lab), ref.step, folder, short=ref.short)
     out = [{"name": c.name, "status": c.status, "measured": c.measured, "expected": c.expected,
@@ -179,23 +180,29 @@ def run_cell(ref: Reference, kind: str, seed: int, runs_dir: Path) -> list[dict[
             timespec="seconds"), "concurrent": n, "index": i, "dir": str(out), "rc": p.returncode,
             "wall_s": round(wall, 1)}
         try:
-            summary = RunFolder(out).summary()
-            verdict = summary.get("fidelity") or {}
-            accounted = verdict.get("delay_accounting") or {}
+            verdict = RunFolder(out).summary().fidelity
             figures, checks = physics(ref, out)
             headline = next((v for k, v in figures.items() if ref.figure in k), None)
-            rec |= {"faithful": bool(verdict.get("faithful")), "reasons": [r[:400] for r in verdict.get("reasons", [])],
-                    "figure": headline, "figures": figures, "checkpoints": checks,
-                    "machine_busy": verdict.get("machine_busy"),
-                    "steal": verdict.get("machine_steal"),
-                    "read_as_queue_ms": {f: a.get("read_as_queue_median_ms") for f, a in accounted.items()},
-                    "hosts_ms": {f: a.get("hosts_median_ms") for f, a in accounted.items()},
-                    "deficit_share": {f: e.get("deficit_share") for f, e in (verdict.get("effects") or {}).items()},
-                    "disturbances": len(verdict.get("disturbances") or [])}
+            rec |= {"figure": headline, "figures": figures, "checkpoints": checks} | verdict_fields(verdict)
         except Exception as exc:  # noqa: BLE001 - a failed run is a record too (its error kept)
             rec["error"] = f"{exc.__class__.__name__}: {exc}"[:400]
         records.append(rec)
     return records
+
+
+def verdict_fields(verdict: Verdict | None) -> dict[str, Any]:
+    """What a record of the bench keeps of a run's verdict (fastlab.base.record.Verdict): faithful, its
+    reasons, the machine's load and steal, each flow's delay read as queue and hosts' share (medians), the
+    share of its bytes disturbances cost, how many disturbances were found."""
+    if verdict is None:
+        return {"faithful": False, "reasons": ["no fidelity verdict"]}
+    accounted = verdict.delay_accounting
+    return {"faithful": verdict.faithful, "reasons": [r[:400] for r in verdict.reasons],
+            "machine_busy": verdict.machine_busy, "steal": verdict.machine_steal,
+            "read_as_queue_ms": {f: a.read_as_queue_median_ms for f, a in accounted.items()},
+            "hosts_ms": {f: a.hosts_median_ms for f, a in accounted.items()},
+            "deficit_share": {f: e.deficit_share for f, e in verdict.effects.items()},
+            "disturbances": len(verdict.disturbances)}
 
 
 # --- re-judging recorded runs ------------------------------------------------------------------------
@@ -205,11 +212,10 @@ def rejudge(data: Path) -> list[dict[str, Any]]:
     out = []
     for rec in load(data):
         folder = Path(rec["dir"])
-        if "error" not in rec and (folder / "summary.json").is_file():
-            verdict = judge_again(folder)["fidelity"]
+        if "error" not in rec and RunFolder(folder).is_run():
+            verdict = judge_again(folder).fidelity
             figures, checks = physics(REFERENCES[rec["ref"]], folder)
-            rec |= {"faithful": bool(verdict["faithful"]), "reasons": [r[:400] for r in verdict["reasons"]],
-                    "figures": figures, "checkpoints": checks, "rejudged": True,
+            rec |= verdict_fields(verdict) | {"figures": figures, "checkpoints": checks, "rejudged": True,
                     "figure": next((v for k, v in figures.items() if REFERENCES[rec["ref"]].figure in k), None)}
         out.append(rec)
     return out

@@ -3,7 +3,7 @@
  * policy (cable modem -> CMTS, one CM, one best-effort service flow).
  *
  * Role: reproduce the latency a cable modem's upstream adds even on an idle
- * link, and its load dependence, for fastlab's DOCSIS access path (DESIGN.md
+ * link, and its load dependence, for fastlab's DOCSIS access path (docs/design.md
  * section 5).  A CM may only transmit in time the CMTS has granted in a MAP
  * message, and it must first ask for that time.  Defaults follow the
  * CableLabs DOCSIS ns-3 model (github.com/cablelabs/docsis-ns3: CmNetDevice,
@@ -16,7 +16,7 @@
  *                              (ns-3: MinReqGntDelay / MAP generation lead)
  *   req_transit_ns   450 us    CM -> CMTS request transit (ns-3: Rtt/2 +
  *                              CM/CMTS pipeline frames)
- *   phy_rate_bps     2.56 Mb/s upstream PHY rate (assumption, DESIGN.md)
+ *   phy_rate_bps     2.56 Mb/s upstream PHY rate (assumption, docs/design.md)
  *   rate_bps         (--XX-rate-bps) max sustained rate of the service
  *                              flow's token bucket; 0 = no bucket
  *   max_burst_bytes  3044 B    that bucket's depth (max traffic burst)

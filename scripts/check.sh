@@ -17,14 +17,14 @@ if [ -x .venv/bin/python ]; then
 else
     PY=.venv-check/bin/python
     stamp=.venv-check/.requirements-check.sha256
-    want="$(sha256sum requirements-check.txt | cut -d' ' -f1)"
+    want="$(cat requirements-check.txt requirements-docs.txt | sha256sum | cut -d' ' -f1)"
     if [ ! -x "$PY" ]; then
         log "creating .venv-check (no set-up .venv here)"
         python3 -m venv .venv-check
     fi
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         log "installing requirements-check.txt"
-        "$PY" -m pip install -q --disable-pip-version-check -r requirements-check.txt
+        "$PY" -m pip install -q --disable-pip-version-check -r requirements-check.txt -r requirements-docs.txt
         echo "$want" > "$stamp"
     fi
 fi
@@ -35,7 +35,7 @@ if ! make -s -C linkemu linkemu >/dev/null || ! make -s -C kernel-modules fastla
     log "cannot build linkemu or fastlab-cc: install gcc, clang, bpftool and libbpf-dev (make setup does)"
     exit 1
 fi
-"$PY" -m ruff check fastlab topologies tests bench webapp labs controllers
+"$PY" -m ruff check fastlab topologies tests bench webapp labs controllers examples/plugin-topology scripts setup.py
 "$PY" -m mypy
 # -p no:cacheprovider: a read-only or shared checkout stays untouched; exit code 5 (no tests) fails.
 # -n 2: both cores, when pytest-xdist is there (a .venv set up before it joined requirements.txt has not).

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # fastlab setup: idempotent, as root, on Debian 12 / Ubuntu 22.04+.
-# System packages, a Python environment in which Mininet imports (system python3 + venv with
-# system site-packages), requirements.txt, native builds, Open vSwitch running, `fastlab` on PATH.
+# The system part: packages (Mininet, Open vSwitch, clang/libbpf, ...), the native builds (linkemu,
+# fastlab-cc, fastlab-clamp) installed where an installed package finds them ($PREFIX/lib/fastlab),
+# Open vSwitch running. Then the Python part: a virtualenv in which Mininet imports (system python3 +
+# venv with system site-packages), requirements.txt, fastlab itself installed into it editable
+# (`pip install -e`, offline: no build isolation), and `fastlab` on PATH ($PREFIX/bin/fastlab).
+#   FASTLAB_VENV    the virtualenv (default: .venv in the checkout)
+#   FASTLAB_PREFIX  where the command and the native tools go (default: /usr/local)
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$REPO/.venv"
+VENV="${FASTLAB_VENV:-$REPO/.venv}"
+PREFIX="${FASTLAB_PREFIX:-/usr/local}"
 STAMP="$VENV/.fastlab-setup"
 log() { printf 'setup: %s\n' "$*"; }
 
@@ -14,7 +20,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 APT_PACKAGES=(mininet openvswitch-switch iperf3 iproute2 ethtool iputils-ping procps net-tools
-              bridge-utils iptables make gcc libc6-dev python3 python3-venv python3-dev
+              bridge-utils iptables make gcc libc6-dev python3 python3-venv python3-dev python3-wheel
               clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool libnetfilter-queue-dev
               chromium)
 # Headers to compile-check the loadable modules: Debian's metapackage, else this kernel's.
@@ -48,18 +54,35 @@ if [ ! -x "$VENV/bin/python" ]; then
     log "creating $VENV"
     "$SYS_PY" -m venv --system-site-packages "$VENV"
 fi
-req_hash="$(sha256sum "$REPO/requirements.txt" | cut -d' ' -f1)"
+# The stamp covers what the environment is made from: the pins and the package's own metadata.
+req_hash="$(cat "$REPO/requirements.txt" "$REPO/pyproject.toml" "$REPO/setup.py" | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$req_hash" ]; then
     log "installing requirements.txt"
     "$VENV/bin/pip" install -q --disable-pip-version-check -r "$REPO/requirements.txt"
+    # fastlab itself, editable (this checkout's code, its console script and its topology entry points);
+    # no build isolation: the venv's own setuptools (and the system's python3-wheel) build it, with no network.
+    log "installing fastlab (editable) into $VENV"
+    "$VENV/bin/pip" install -q --disable-pip-version-check --no-build-isolation -e "$REPO"
     echo "$req_hash" > "$STAMP"
 fi
 "$VENV/bin/python" -c "import mininet.net, yaml, pydantic, pandas, plotly" \
     || { echo "setup: the Python environment is incomplete" >&2; exit 1; }
+(cd / && "$VENV/bin/python" -c "import fastlab.cli") \
+    || { echo "setup: fastlab is not importable from $VENV" >&2; exit 1; }
 
 log "building the link emulator and the congestion-control set"
 make -s -C "$REPO/linkemu"
 make -s -C "$REPO/kernel-modules"
+# ... installed where a fastlab that is not this checkout's (pip install <checkout>) finds them
+# (fastlab.base.paths: FASTLAB_NATIVE_DIR, else the checkout it runs from, else $PREFIX/lib/fastlab).
+NATIVE="$PREFIX/lib/fastlab"
+for tool in linkemu/linkemu kernel-modules/fastlab-cc kernel-modules/fastlab-clamp; do
+    cmp -s "$REPO/$tool" "$NATIVE/${tool##*/}" || install -D -m 755 "$REPO/$tool" "$NATIVE/${tool##*/}"
+done
+for ko in "$REPO"/kernel-modules/modules/*.ko; do
+    [ -e "$ko" ] || continue
+    cmp -s "$ko" "$NATIVE/modules/${ko##*/}" || install -D -m 644 "$ko" "$NATIVE/modules/${ko##*/}"
+done
 
 # Open vSwitch: systemd where it runs, otherwise its own control script. Only from the machine's
 # own network namespace: a daemon started from another one (e.g. `make run` inside `unshare --net`)
@@ -98,12 +121,15 @@ if grep -qw tracefs /proc/filesystems && [ -d /sys/kernel/tracing ] && ! mountpo
     mount -t tracefs nodev /sys/kernel/tracing || log "warning: cannot mount tracefs"
 fi
 
-# `fastlab` on root's PATH, running the engine from this checkout.
-cat > /usr/local/bin/fastlab <<WRAP
+# `fastlab` on root's PATH (and a sudo user's), running the engine from this checkout (the path first:
+# the virtualenv may be shared with another checkout's editable install).
+mkdir -p "$PREFIX/bin"
+cat > "$PREFIX/bin/fastlab.new" <<WRAP
 #!/bin/sh
 # installed by $REPO/scripts/setup.sh
 export PYTHONPATH="$REPO\${PYTHONPATH:+:\$PYTHONPATH}"
 exec "$VENV/bin/python" -m fastlab "\$@"
 WRAP
-chmod 755 /usr/local/bin/fastlab
-log "ready: $(fastlab --help >/dev/null && echo 'fastlab on PATH')"
+chmod 755 "$PREFIX/bin/fastlab.new"
+mv -f "$PREFIX/bin/fastlab.new" "$PREFIX/bin/fastlab"
+log "ready: $("$PREFIX/bin/fastlab" --version) on PATH ($PREFIX/bin/fastlab)"

@@ -3,7 +3,10 @@
 # printed as it ends and all of them in a table at the end (CI's log says where the time went).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-PY=.venv/bin/python
+PY=${FASTLAB_VENV:-.venv}/bin/python
+# The test target's own tools (the documentation site's builder): installed here, not by `make setup`/`make run`.
+"$PY" -c "import mkdocstrings" 2>/dev/null || "$PY" -m pip install -q --disable-pip-version-check -r requirements-docs.txt \
+    || echo "test: cannot install requirements-docs.txt: the API page's test will be skipped" >&2
 
 tiers=(
     "lint + mypy|make -s lint"

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from fastlab.base.record import Summary
+
 # The gate does not draw at random (issue 30: a test that fails by chance teaches nothing): the
 # property tests draw the same examples every run, from a fixed seed, with no example database.
 # `HYPOTHESIS_PROFILE=explore make check` draws afresh each run, to look for new failures (the last
@@ -91,14 +93,14 @@ def foreign_run_prefixes() -> set[str]:
     return prefixes
 
 
-def faithful(summary: dict) -> bool:
+def faithful(summary: Summary) -> bool:
     """Whether a live run's physics may be judged: only a run the fidelity verdict calls faithful proves
-    anything (DESIGN.md §10). An unfaithful one is inconclusive: the caller skips its physical bounds,
+    anything (docs/design.md §10). An unfaithful one is inconclusive: the caller skips its physical bounds,
     and this says so in the test's output."""
-    verdict = summary.get("fidelity") or {}
-    if verdict.get("faithful"):
+    if summary.faithful:
         return True
-    print(f"inconclusive: the run was not faithful, its physics is not judged: {verdict.get('reasons')}")
+    print("inconclusive: the run was not faithful, its physics is not judged: "
+          f"{summary.fidelity.reasons if summary.fidelity is not None else None}")
     return False
 
 

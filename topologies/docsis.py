@@ -10,7 +10,7 @@ and dropped when that delay would exceed `max-delay`, a drop threshold, not a bu
 the study's stated configuration; the IOS 12.2BC default is 128). Its reverse direction is the
 upstream: 512 kb/s through the request-grant MAC of the emulator (MAP interval, request-to-grant
 lookahead, request transit, piggybacked requests, concatenation, upstream token bucket), whose
-parameters default to DESIGN.md §5 and are overridable under `links.cable.reverse.policy`.
+parameters default to docs/design.md §5 and are overridable under `links.cable.reverse.policy`.
 
 On top of that sourced model sits one element that is NOT a mechanism: `phantom: calibrated` (the
 default) adds the load-dependent delay Atov et al. measured on a real Cisco CMTS and modem and call

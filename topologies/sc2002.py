@@ -10,7 +10,7 @@ Sites: CERN (Geneva), StarLight (Chicago), the Level(3) PoP at Sunnyvale, the SC
 dual-GbE servers: each host's GbE access link is shaped (it is the bottleneck of the 1- and
 2-flow runs); several hosts per site carry the multi-flow runs. One-way delays follow the
 documented RTTs: CERN-Sunnyvale 180 ms, Baltimore-Sunnyvale 85 ms, and the assumed split
-CERN-StarLight 118 ms, StarLight-Sunnyvale 62 ms, Baltimore-StarLight 23 ms (DESIGN.md §5).
+CERN-StarLight 118 ms, StarLight-Sunnyvale 62 ms, Baltimore-StarLight 23 ms (docs/design.md §5).
 
 With `core: switched` the StarLight-Sunnyvale core is layer 2 under OpenFlow control instead:
 rstar and rsunny share one subnet across the OVS switches s5 (StarLight) and s6 (Sunnyvale),

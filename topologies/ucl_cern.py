@@ -1,6 +1,6 @@
 """UCL (London) -> CERN (Geneva): a HighSpeed TCP test path of the DataTAG work (2002).
 
-100 Mb/s bottleneck, 20 ms RTT (DESIGN.md §5); the one-BDP buffer is an assumption.
+100 Mb/s bottleneck, 20 ms RTT (docs/design.md §5); the one-BDP buffer is an assumption.
 `scale` divides the capacity and keeps the delay.
 """
 

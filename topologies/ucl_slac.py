@@ -1,6 +1,6 @@
 """UCL (London) -> SLAC (Menlo Park): a HighSpeed TCP test path of the DataTAG work (2002).
 
-135 ms RTT (DESIGN.md §5); the bottleneck is the 1 GbE host interface and the buffer one BDP
+135 ms RTT (docs/design.md §5); the bottleneck is the 1 GbE host interface and the buffer one BDP
 (both assumptions). The default scale 0.1 keeps it within what one core emulates here.
 """
 

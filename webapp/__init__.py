@@ -38,9 +38,11 @@ from typing import Any
 
 import jinja2
 from flask import Flask
+from flask.json.provider import DefaultJSONProvider
 from markupsafe import Markup
 
 from fastlab.base import paths
+from fastlab.base.record import Part
 from fastlab.labs.kit import LABS_DIR
 from fastlab.results import chart_lines, fidelity_view, tables
 from fastlab.results.tables import human_time
@@ -54,9 +56,25 @@ MAX_DURATION_S = 600.0
 MAX_QUEUED = 40  # runs waiting at once: a class's worth; more is a runaway script, not a lesson
 # Runs one client (address) may have waiting: a student's few tries, so that one runaway script
 # or impatient double-clicker cannot take the class's queue. On a loopback server every user is
-# 127.0.0.1, so there it is one user's limit; behind a reverse proxy the proxy is one client.
+# 127.0.0.1, so there it is one user's limit; behind a reverse proxy the proxy is one client unless
+# `python -m webapp --trusted-proxy ADDR` names it (then its X-Forwarded-For names the client).
 MAX_QUEUED_PER_CLIENT = 10
+# Runs one client may put in the history an hour (queued, then run or cancelled): a student's tries, one
+# every 30 s, are far below it. Submit-then-cancel added 17.7 rows a second (63,700 an hour) from one
+# client, and a row costs the history and every page that lists it (issue 47).
+MAX_RUNS_PER_CLIENT_HOUR = 120
 BLUEPRINTS = (security.bp, runs.bp, live.bp, labs.bp, compare.bp, sweeps.bp)
+
+
+class RecordJSON(DefaultJSONProvider):
+    """The API's JSON: a run's record (fastlab.base.record: a history row's summary and environment) as its
+    file holds it."""
+
+    @staticmethod
+    def default(o: Any) -> Any:
+        if isinstance(o, Part):
+            return o.dump()
+        return DefaultJSONProvider.default(o)
 
 
 def create_app(results_root: Path | None = None, db_path: Path | None = None, *, host: str = "127.0.0.1",
@@ -69,7 +87,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     host: where it will be served; off loopback an access `token` is required (checked on every
     request, header X-Fastlab-Token or cookie fastlab_token; `?token=` once sets the cookie).
     start_worker: run queued experiments (False: the queue only fills, for tests and fuzzing).
-    cleanup_on_start: remove leftovers of dead runs (`fastlab.net.runstate.cleanup`); default = start_worker.
+    cleanup_on_start: remove leftovers of dead runs (`fastlab.run.ccload.cleanup`); default = start_worker.
     runner: the engine entry point (default `fastlab.experiment.engine.run_experiment`).
     labs_dir: the folder of the guided labs (default the repository's labs/; config LABS_DIR).
     max_running: runs going at once at most (each also within the machine's budget, fastlab.experiment.cost);
@@ -82,6 +100,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     if instructor_token is not None:
         security.check_binding(host, instructor_token)  # the same strength rules as the access token
     app = Flask(__name__)
+    app.json = RecordJSON(app)
     app.jinja_env.filters["when"] = human_time
     app.jinja_env.filters["yaml"] = guided.spec_yaml  # specs read as on the form and in the CLI
     # fastlab's own templates too: tables.html, the summary tables report.html draws the same way
@@ -94,6 +113,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     app.config.update(RESULTS_ROOT=root, DATABASE=database, MAX_CONTENT_LENGTH=256 * 1024,
                       CSRF_TOKEN=secrets.token_urlsafe(32), MAX_DURATION_S=max_duration_s,
                       MAX_QUEUED=MAX_QUEUED, MAX_QUEUED_PER_CLIENT=MAX_QUEUED_PER_CLIENT,
+                      MAX_RUNS_PER_CLIENT_HOUR=MAX_RUNS_PER_CLIENT_HOUR,
                       LABS_DIR=Path(labs_dir or LABS_DIR), INSTRUCTOR_TOKEN=instructor_token or None, **guards)
     manager = q.RunManager(root, database, runner, max_running=max_running, cluster=cluster)
     app.extensions["fastlab_runs"] = manager
@@ -102,7 +122,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
 
     # --- startup: recover from a restart ------------------------------------------------------
     if cleanup_on_start if cleanup_on_start is not None else start_worker:
-        from fastlab.net.runstate import cleanup
+        from fastlab.run.ccload import cleanup
         try:
             app.config["CLEANED_AT_START"] = cleanup()
         except (OSError, subprocess.SubprocessError) as exc:  # e.g. not root: say so, keep serving

@@ -1,20 +1,29 @@
 """Serve the web app on 127.0.0.1:8080 (override with --host/--port): uvicorn with webapp.asgi in
 front (live streams as coroutines, so a class can watch a run; other requests through Flask).
 
+The topologies offered are those installed (entry points of group fastlab.topologies) and the files
+listed in FASTLAB_TOPOLOGIES (os.pathsep-separated .py files or folders); a spec naming a topology file is
+refused.
+
 Binding beyond loopback needs an access token of at least 16 characters (FASTLAB_TOKEN,
 --token-file, or --token, which `ps` shows to every user); open
 http://HOST:PORT/?token=TOKEN once in the browser to set the cookie.
+
+A client is the address its connection comes from: X-Forwarded-For is believed only from the reverse
+proxy that `--trusted-proxy ADDR` names (which then names its clients), never by default.
 """
 
 import argparse
+import ipaddress
 import os
 import signal
 import sys
 
 import uvicorn
 
+from fastlab.define.topology import only_catalogued
 from webapp import create_app
-from webapp.asgi import make_asgi
+from webapp.asgi import make_asgi, server_config
 
 SHUTDOWN_WAIT_S = 60  # a run's teardown takes seconds; the next start cleans up whatever is left
 STREAMS_CLOSE_S = 3  # on a signal, open event streams get this long before the server stops serving
@@ -35,9 +44,17 @@ parser.add_argument("--max-running", type=int, default=None,
 parser.add_argument("--cluster", metavar="ADDRESS",
                     help="run queued experiments on this Dask scheduler's workers (`fastlab cluster worker`, "
                          "one per lab machine), e.g. tcp://10.0.0.5:8786; default: in this process")
+parser.add_argument("--trusted-proxy", metavar="ADDR",
+                    help="the address of a reverse proxy in front of this server: its X-Forwarded-For names the "
+                         "client (no one else's is believed); default: the client is the connection's address")
 args = parser.parse_args()
 if args.max_running is not None and not 1 <= args.max_running <= 64:
     parser.error(f"--max-running: from 1 to 64, not {args.max_running}")
+if args.trusted_proxy is not None:
+    try:
+        args.trusted_proxy = str(ipaddress.ip_address(args.trusted_proxy))
+    except ValueError:
+        parser.error(f"--trusted-proxy: {args.trusted_proxy[:60]!r} is not an IP address")
 
 
 def first_line(path: str, option: str) -> str:
@@ -59,6 +76,10 @@ if args.cluster:
         cluster = Cluster.connect(args.cluster)
     except ClusterError as exc:
         parser.error(str(exc))
+# A server imports only the topologies installed (entry points) or configured by its instructor
+# (FASTLAB_TOPOLOGIES, offered by name in the form): never a file a request names.
+only_catalogued("the web app imports no topology file a spec names: pick a topology by name (the instructor "
+                "installs one, or lists its file in FASTLAB_TOPOLOGIES before starting the server)")
 try:  # refuses an off-loopback host without a token, and weak tokens
     app = create_app(host=args.host, token=args.token, instructor_token=instructor, cluster=cluster,
                      **({"max_running": args.max_running} if args.max_running is not None else {}))
@@ -79,6 +100,6 @@ def stop(signum: int, _frame: object) -> None:
 signal.signal(signal.SIGTERM, stop)
 signal.signal(signal.SIGINT, stop)
 print(f"fastlab web app on http://{args.host}:{args.port}", flush=True)
-uvicorn.Server(uvicorn.Config(make_asgi(app), host=args.host, port=args.port, log_level="warning", lifespan="off",
-                              timeout_graceful_shutdown=STREAMS_CLOSE_S, access_log=False)).run()
+uvicorn.Server(server_config(make_asgi(app, trusted_proxy=args.trusted_proxy), args.host, args.port,
+                             timeout_graceful_shutdown=STREAMS_CLOSE_S)).run()
 stop(signal.SIGTERM, None)  # served until a signal uvicorn did not hand on: still stop cleanly

@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import math
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from flask import Blueprint, jsonify, render_template, request
 
+from fastlab.base.record import Environment, Summary, headline
 from fastlab.base.rundir import RunFolder
 from fastlab.define.schema import SpecError, parse_spec, to_plain
-from fastlab.results import fidelity_view
-from fastlab.results.tables import finite_number as number
 from fastlab.theory import segments
 from webapp.apierror import api_error
 from webapp.services import RUN_ID_RE, Services, services
@@ -35,6 +33,7 @@ MAX_RUNS = 8  # overlays beyond this are unreadable
 MIN_RUNS = 2
 MAX_IDS_CHARS = 2000  # MAX_RUNS ids of at most ~120 characters, and commas
 MAX_POINTS = 600  # per trace: a chart's width in pixels, about
+VERDICT_WORDS = {1: "faithful", 0: "NOT faithful"}  # the headline's `faithful`, in the compare table
 
 
 class CompareError(ValueError):
@@ -82,7 +81,7 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def change_texts(spec: dict[str, Any] | None, environment: dict[str, Any] | None) -> str:
+def change_texts(spec: dict[str, Any] | None, environment: Environment | None) -> str:
     """A run's applied parameter changes in words, with the values they replaced where the spec parses."""
     changes = segments.applied_changes(environment)
     try:
@@ -117,45 +116,23 @@ def differences(specs: list[dict[str, Any] | None], changes: list[str] | None = 
 
 
 
-def metrics(summaries: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
-    """Results side by side: per flow (by id) throughput, RTTs, retransmits; per link utilization (%),
-    backlog, queue drops and loss drops; Jain's index; the emulation verdict. A row per quantity,
-    one value per run (None where a run lacks it)."""
-    rows: list[dict[str, Any]] = []
-
-    def add(label: str, unit: str, pick: Callable[[dict[str, Any]], Any]) -> None:
-        values = []
-        for s in summaries:
-            try:
-                values.append(pick(s or {}))
-            except (KeyError, TypeError, StopIteration):
-                values.append(None)
-        if any(v is not None for v in values):
-            rows.append({"quantity": label, "unit": unit, "values": values})
-
-    def item(s: dict[str, Any], kind: str, key: str) -> dict[str, Any]:
-        return next(x for x in s[kind] if x["id"] == key)
-
-    flow_ids: list[str] = []
-    link_ids: list[str] = []
-    for s in summaries:
-        flow_ids += [f["id"] for f in (s or {}).get("flows", []) if f.get("id") not in flow_ids]
-        link_ids += [link["id"] for link in (s or {}).get("links", []) if link.get("id") not in link_ids]
-    for fid in flow_ids:
-        add(f"{fid} algorithm", "", lambda s, fid=fid: item(s, "flows", fid)["cc"])
-        add(f"{fid} throughput", "Mb/s", lambda s, fid=fid: number(item(s, "flows", fid)["throughput_mbps"]))
-        add(f"{fid} mean RTT", "ms", lambda s, fid=fid: number(item(s, "flows", fid)["mean_rtt_ms"]))
-        add(f"{fid} retransmits", "packets", lambda s, fid=fid: number(item(s, "flows", fid)["retransmits"]))
-    for lid in link_ids:
-        add(f"{lid} utilization", "%", lambda s, lid=lid: None if number(item(s, "links", lid)["utilization"]) is None
-            else round(100 * item(s, "links", lid)["utilization"], 1))
-        add(f"{lid} mean backlog", "packets", lambda s, lid=lid: number(item(s, "links", lid)["mean_backlog_pkts"]))
-        add(f"{lid} queue drops", "packets", lambda s, lid=lid: number(item(s, "links", lid).get("queue_drops")))
-        add(f"{lid} random-loss drops", "packets", lambda s, lid=lid: number(item(s, "links", lid).get("loss_drops")))
-    add("Jain's fairness index", "", lambda s: number(s["jain_index"]))
-    add("emulation", "", lambda s: {"faithful": "faithful", "unfaithful": "NOT faithful"}.get(
-        fidelity_view.state(fidelity_view.verdict_of(s))) if s else None)
-    return rows
+def metrics(summaries: list[Summary | None]) -> list[dict[str, Any]]:
+    """Results side by side: each run's headline figures (fastlab.base.record.headline) -- per flow (by id),
+    per link, then the run's totals, Jain's index and the emulation verdict -- a fraction shown as a
+    percentage. A row per quantity, one value per run (None where a run lacks it); no row where no run
+    has the quantity."""
+    lines = [headline(s) if s is not None else None for s in summaries]
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for kind in ("flow", "link", "run"):
+        for i, line in enumerate(lines):
+            for figure in line.figures if line is not None else ():
+                if figure.of != kind:
+                    continue
+                shown = figure.shown()
+                row = rows.setdefault((kind, figure.subject, figure.name), {
+                    "quantity": figure.label, "unit": shown.unit, "values": [None] * len(lines)})
+                row["values"][i] = VERDICT_WORDS.get(shown.value) if figure.name == "faithful" else shown.value
+    return [row for row in rows.values() if any(v is not None for v in row["values"])]
 
 
 def thin(t: list[float], y: list[float], points: int = MAX_POINTS) -> tuple[list[float], list[float | None]]:
@@ -244,7 +221,7 @@ def api_delete(run_id: str) -> Any:
         return api_error(403, h.not_yours(row, "delete it"))
     if row["status"] in h.active:
         return api_error(409, f"run is {row['status']}: cancel it first, then delete it")
-    folder = h.root / run_id
+    folder = h.folder(run_id)  # the id checked as a name (fastlab.base.names) before anything is removed
     if folder.is_symlink():
         folder.unlink()
     elif folder.is_dir():

@@ -84,7 +84,7 @@ def api_checkpoints(run_id: str) -> Any:
         return api_error(409, f"run is {row['status']}: checkpoints are evaluated {when}")
     lab = sv.lab_or_error(row["lab"], row["lab_step"])
     try:
-        result = guided.evaluate(lab, row["lab_step"], sv.root / run_id, short=bool(row["lab_short"]))
+        result = guided.evaluate(lab, row["lab_step"], sv.folder(run_id), short=bool(row["lab_short"]))
     except Exception as exc:  # noqa: BLE001 - the lab author's checkpoint code: report, keep serving
         return api_error(500, f"{lab.name} step {row['lab_step']}: checkpoint code failed: "
                               f"{exc.__class__.__name__}: {exc}")

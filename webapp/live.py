@@ -28,7 +28,7 @@ def event_stream(run_id: str) -> EventStream:
     sv = services()
     sv.run_row(run_id)
     return EventStream(sv.manager, run_id, lambda: sv.status_row(run_id),
-                       lambda: q.iter_partial(sv.root / run_id), q.END)
+                       lambda: q.iter_partial(sv.folder(run_id)), q.END)
 
 
 def stream_headers(resp: Response) -> Response:

@@ -51,9 +51,19 @@ def document() -> dict[str, Any]:
                                 "or fastlab_token cookie)."},
         "paths": {
             "/api/runs": {
-                "get": {"summary": "list runs (history and queue)", "operationId": "listRuns",
-                        "responses": {"200": {"description": "runs, newest first", "content": {"application/json": {
-                            "schema": {"type": "array", "items": {"$ref": "#/components/schemas/Run"}}}}}}},
+                "get": {"summary": "list runs (history and queue), a page at a time", "operationId": "listRuns",
+                        "parameters": [{"name": "page", "in": "query", "required": False,
+                                        "description": "the page, from 1 (newest first)",
+                                        "schema": {"type": "integer", "minimum": 1, "maximum": 999999}},
+                                       {"name": "per_page", "in": "query", "required": False,
+                                        "description": "runs a page (default 100)",
+                                        "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
+                        "responses": {"200": {"description": "a page of runs, newest first; the number of runs in "
+                                                             "all in X-Total-Count, the next page (if any) in Link "
+                                                             "(rel=next)",
+                                              "content": {"application/json": {
+                            "schema": {"type": "array", "items": {"$ref": "#/components/schemas/Run"}}}}},
+                            "400": error}},
                 "post": {"summary": "submit an experiment (queued)", "operationId": "submitRun",
                          "parameters": [csrf], "requestBody": json_spec,
                          "responses": {"201": {"description": "queued", "content": {"application/json": {

@@ -28,6 +28,8 @@ from typing import Any
 
 import pandas as pd
 
+from fastlab.base import record
+from fastlab.base.record import Environment
 from fastlab.base.rundir import EVENTS, FLOWS, LINKS, RunFolder
 from fastlab.define.schema import parse_spec
 from fastlab.experiment.cost import MAX_RUNS, Cost, admit
@@ -69,17 +71,13 @@ def connect(database: Path) -> sqlite3.Connection:
     return conn
 
 
-def history_environment(env: dict[str, Any]) -> dict[str, Any]:
-    """What the history keeps of a run's environment.json: the backends and kernel (the run page's table)
-    and the parameter changes it applied (fastlab.theory.segments: the charts' markers and theory spans)."""
-    def part(key: str, kind: type) -> Any:
-        value = env.get(key) if isinstance(env, dict) else None
-        return value if isinstance(value, kind) else kind()
-
-    applied = part("congestion_control", dict).get("applied")
-    return {"backends": part("backends", dict), "kernel": str(part("kernel", str)),
-            "congestion_control": {"applied": [a for a in applied if isinstance(a, dict) and "at_s" in a]
-                                   if isinstance(applied, list) else []}}
+def history_environment(env: Environment) -> dict[str, Any]:
+    """What the history keeps of a run's environment.json (a record of its own: fastlab.base.record reads it
+    back): the backends and kernel (the run page's table) and the parameter changes it applied
+    (fastlab.theory.segments: the charts' markers and theory spans)."""
+    return {"backends": {job: choice.dump() for job, choice in env.backends.items()}, "kernel": str(env.kernel or ""),
+            "congestion_control": {"applied": [a.dump() for a in env.congestion_control.applied
+                                               if a.at_s is not None]}}
 
 
 def clean(value: Any) -> Any:
@@ -438,8 +436,8 @@ class RunManager:
             else:
                 result = self.runner(spec, out=run_dir, on_sample=on_sample)
             status = "done"
-            summary = json.dumps(result.summary, default=str)
-            environment = json.dumps(history_environment(result.environment or {}), default=str)
+            summary = record.to_json(result.summary)
+            environment = json.dumps(history_environment(result.environment))
         except BaseException as exc:  # noqa: BLE001 - the worker must survive any run's failure
             error = f"{exc.__class__.__name__}: {exc}"
             if self._shutting_down:

@@ -6,7 +6,6 @@ the form is generated from (topologies, algorithms, the spec schema, presets), a
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -26,6 +25,8 @@ from flask import (
 from werkzeug.exceptions import BadRequest
 
 from fastlab.base import paths
+from fastlab.base.documents import DocumentError, read_json
+from fastlab.base.record import Summary
 from fastlab.base.rundir import REPORT, RunFolder
 from fastlab.define import linktrace
 from fastlab.define.schema import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
@@ -36,14 +37,15 @@ from webapp import cli_text, guided, handout, uploads
 from webapp.apierror import api_error
 from webapp.openapi import document
 from webapp.security import REPORT_CSP
-from webapp.services import body_json, services
+from webapp.services import HOME_ROWS, MAX_PER_PAGE, PER_PAGE, body_json, client, services
 from webapp.theory import change_marks, chart_references, run_changes
 
 bp = Blueprint("runs", __name__)
+MAX_ARGS_CHARS = 10_000  # ?args= of GET /api/topologies/<name>: a topology's few arguments as JSON
 
 
 def presets() -> list[dict[str, Any]]:
-    example = to_plain(read_spec_text((paths.REPO / "examples" / "simple-cubic.yaml").read_text()))
+    example = to_plain(read_spec_text((paths.examples_dir() / "simple-cubic.yaml").read_text()))
     fast = {"name": "fast-alpha30-loss1", "description": "FAST, alpha 30, 1% random loss on the dumbbell bottleneck",
             "topology": "dumbbell", "topology_args": {"rate_mbps": 20, "rtt_ms": 40, "buffer_bdp": 1.0},
             "duration_s": 20, "seed": 1, "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 30}}],
@@ -52,10 +54,13 @@ def presets() -> list[dict[str, Any]]:
             {"id": "fast-alpha30-loss1", "label": "FAST alpha 30 + 1% loss on the dumbbell", "spec": fast}]
 
 
-def old_notes(spec: Any, summary: dict[str, Any]) -> list[str]:
-    """"What happened" for a run made before the engine wrote it into summary.json: the same computation."""
-    if not summary:
+def notes_of(spec: Any, summary: Summary | None) -> list[str]:
+    """A finished run's "what happened": the engine's note in its record; for a run made before the engine
+    wrote it, the same computation here."""
+    if summary is None:
         return []
+    if summary.what_happened is not None:
+        return summary.what_happened
     try:
         return explain.what_happened(parse_spec(spec), summary)
     except SpecError:
@@ -63,12 +68,30 @@ def old_notes(spec: Any, summary: dict[str, Any]) -> list[str]:
 
 
 # --- pages ------------------------------------------------------------------------------------------
+def paging(per_page: int) -> tuple[int, int]:
+    """The request's ?page= (from 1) and ?per_page= (default `per_page`, at most MAX_PER_PAGE): whole numbers
+    of at most 6 digits, or the request ends with 400 in one line."""
+    out = []
+    for name, default, top in (("page", 1, 999_999), ("per_page", per_page, MAX_PER_PAGE)):
+        raw = request.args.get(name)
+        if raw is None:
+            out.append(default)
+            continue
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= 6 and 1 <= int(raw) <= top):
+            abort(api_error(400, f"{name}: a whole number from 1 to {top:,}"))
+        out.append(int(raw))
+    return out[0], out[1]
+
+
 @bp.get("/")
 def index() -> str:
-    """The landing page: what fastlab is, the labs first, a new experiment second, recent runs third."""
+    """The landing page: what fastlab is, the labs first, a new experiment second, recent runs third (a
+    page of them: ?page=2 ... for older ones)."""
     sv = services()
-    return render_template("index.html", runs=sv.all_runs(), labs=guided.catalogue(sv.labs_dir),
-                           queue=sv.manager.queue_state())
+    page, per_page = paging(HOME_ROWS)
+    runs, total = sv.runs_page(page, per_page)
+    return render_template("index.html", runs=runs, labs=guided.catalogue(sv.labs_dir),
+                           queue=sv.manager.queue_state(), page=page, per_page=per_page, total=total)
 
 
 @bp.get("/new")
@@ -91,14 +114,12 @@ def run_page(run_id: str) -> str:
     run = sv.run_row(run_id)
     changes = run_changes(run)
     refs = chart_references(run.get("spec"), run.get("summary"), changes)
-    summary = run.get("summary") or {}
-    # the engine's note (summary.json); for runs made before it, the same computation here
-    notes = summary.get("what_happened") if "what_happened" in summary else old_notes(run.get("spec"), summary)
+    notes = notes_of(run.get("spec"), run.get("summary"))
     step_label = None  # a lab step run: the step's number in the handout, as on the lab page
     if run.get("lab"):
         with contextlib.suppress(LabError, OSError):  # the lab is gone or broken: the step's id alone
             step_label = handout.render(guided.find_lab(run["lab"], sv.labs_dir)).labels.get(run["lab_step"])
-    round_trip = round_trip_of(sv.root / run_id, summary)
+    round_trip = round_trip_of(sv.root / run_id, run.get("summary"))
     return render_template("run.html", run=run, refs=refs, lines=chart_lines.lines(refs), notes=notes,
                            step_label=step_label, marks=change_marks(run.get("spec"), changes),
                            round_trip=round_trip, round_trip_json=chart_data.script_json(round_trip),
@@ -106,10 +127,10 @@ def run_page(run_id: str) -> str:
                            on_cluster=sv.manager.cluster is not None)  # no live changes reach a worker's engine
 
 
-def round_trip_of(folder: Path, summary: dict[str, Any]) -> dict[str, Any]:
+def round_trip_of(folder: Path, summary: Summary | None) -> dict[str, Any]:
     """A finished run's "where the round trip went" (its flows' delay accounting in flows.csv), {} before the
     run has one (running, or made before the accounting)."""
-    if not any("delay_accounting" in f for f in summary.get("flows") or []):
+    if summary is None or all(f.delay_accounting is None for f in summary.flows):
         return {}
     try:
         return chart_data.round_trip(RunFolder(folder).flows(), summary)
@@ -132,7 +153,7 @@ def report(run_id: str) -> Any:
     sv = services()
     sv.run_row(run_id)  # 404 for anything the history does not know: no path from the URL
     try:
-        path = RunFolder(sv.root / run_id).path(REPORT)
+        path = RunFolder(sv.folder(run_id)).path(REPORT)
     except FileNotFoundError:
         abort(404)
     resp = send_file(path, mimetype="text/html")
@@ -191,10 +212,10 @@ def topologies() -> list[dict[str, Any]]:
 
 
 def ccs() -> list[dict[str, Any]]:
-    from fastlab.define.ccset import default_registry
+    from fastlab.plan.ccbuild import planned_registry
 
     impl = services().caps().cc_impl_choice("auto")[0]
-    registry = default_registry(impl if impl != "unavailable" else "bpf")
+    registry = planned_registry(impl if impl != "unavailable" else "bpf")
     out = []
     for name in sorted(registry.usable()):
         cc = registry.lookup(name)
@@ -217,12 +238,15 @@ def api_topologies() -> Any:
 
 @bp.get("/api/topologies/<name>")
 def api_topology(name: str) -> Any:
-    from fastlab.define.topology import TOPOLOGY_MODULES, TopologyError, build_plan
+    from fastlab.define.topology import TopologyError, build_plan, known
 
-    if name not in TOPOLOGY_MODULES:
-        return api_error(404, f"unknown topology {name!r}")
+    if name not in known():
+        return api_error(404, f"unknown topology {name[:64]!r}")
+    try:  # a query string is a document like a body: the bounded reader (990 nested brackets were a 500)
+        args = read_json(request.args.get("args") or "{}", max_chars=MAX_ARGS_CHARS)
+    except DocumentError as exc:
+        return api_error(400, f"args: {exc}")
     try:
-        args = json.loads(request.args.get("args") or "{}")
         if not isinstance(args, dict):
             raise TopologyError("topology_args: must be a mapping")
         plan = build_plan(name, args)
@@ -247,7 +271,15 @@ def api_schema() -> Any:
 # --- API: runs -----------------------------------------------------------------------------------------
 @bp.get("/api/runs")
 def api_runs() -> Any:
-    return jsonify(services().all_runs())
+    """A page of the history, newest first (?page=, ?per_page=): the total in X-Total-Count, the next page
+    (when there is one) in a Link header."""
+    page, per_page = paging(PER_PAGE)
+    runs, total = services().runs_page(page, per_page)
+    resp = jsonify(runs)
+    resp.headers["X-Total-Count"] = str(total)
+    if page * per_page < total:
+        resp.headers["Link"] = f'</api/runs?page={page + 1}&per_page={per_page}>; rel="next"'
+    return resp
 
 
 @bp.get("/api/queue")
@@ -283,7 +315,7 @@ def api_trace_upload() -> Any:
     if not uploads.FIELD_RE.fullmatch(field):
         return api_error(400, "field: name the trace's field, links.<link>.trace or links.<link>.reverse.trace")
     try:
-        stored = services().traces.put(request.get_data(cache=False), request.args.get("name", ""), field)
+        stored = services().traces.put(request.get_data(cache=False), request.args.get("name", ""), field, client())
     except uploads.UploadError as exc:
         return api_error(exc.status, str(exc))
     resp = jsonify(stored.as_json())
@@ -320,7 +352,7 @@ def send_bundle(run_id: str, extra: dict[str, bytes] | None = None) -> Any:
 
     sv = services()
     row = sv.run_row(run_id)
-    run_dir = sv.root / run_id
+    run_dir = sv.folder(run_id)
     if row["status"] in sv.active or not run_dir.is_dir():
         return api_error(409, f"run is {row['status']}: no bundle yet")
     # The zip is sent from an open file whose folder is already gone: nothing stays in /tmp whether

@@ -39,6 +39,13 @@ RAW_BODIES = {"/api/traces": linktrace.MAX_FILE_BYTES}
 RAW_TYPE = "application/octet-stream"
 
 
+def body_limit(path: str, config: Any) -> int:
+    """The largest body a request to `path` may carry, bytes: the route's own (RAW_BODIES) or the app's
+    MAX_CONTENT_LENGTH. The one rule of both the ASGI front (webapp.asgi, which reads a body to it and
+    no further) and the guard below (which refuses a larger one with 413)."""
+    return RAW_BODIES.get(path) or int(config["MAX_CONTENT_LENGTH"])
+
+
 def host_name(header: str) -> str:
     """The name part of a Host header or an Origin's authority (pure): '[::1]:8080' -> '::1'."""
     header = header.strip().lower()
@@ -91,17 +98,19 @@ def guard() -> Any:
             return resp
         if not hmac.compare_digest(given.encode(), token.encode()):
             return api_error(401, "access token required (X-Fastlab-Token header or fastlab_token cookie)")
+    if request.content_length is not None and request.content_length > body_limit(request.path, config):
+        # from its Content-Length, before a byte is read (the ASGI front reads no further either); a
+        # chunked body over the limit comes with the length the front read, one byte past it
+        return too_large(None)
     if request.method not in SAFE_METHODS:
         sent = request.headers.get("X-CSRF-Token", "")
         if not hmac.compare_digest(sent.encode(), config["CSRF_TOKEN"].encode()):
             return api_error(403, "missing or wrong X-CSRF-Token header")
         raw_limit = RAW_BODIES.get(request.path)
         if raw_limit is not None:
-            # refused from its Content-Length, before a byte is read; a body without one (chunked) is read
-            # to one byte past the bound at most (werkzeug's limit), which linktrace then refuses
+            # a body without a Content-Length (the test client's chunked one) is read to one byte past the
+            # bound at most (werkzeug's limit), which linktrace then refuses
             request.max_content_length = raw_limit + 1
-            if request.content_length is not None and request.content_length > raw_limit:
-                return too_large(None)
             if request.mimetype != RAW_TYPE:
                 return api_error(415, f"send the file's bytes as the body (Content-Type: {RAW_TYPE})")
         elif request.content_length and not request.is_json:
@@ -128,8 +137,7 @@ def not_found(exc: Any) -> Any:
 
 @bp.app_errorhandler(413)
 def too_large(_e: Any) -> Any:
-    limit = RAW_BODIES.get(request.path) or current_app.config["MAX_CONTENT_LENGTH"]  # a route's own bound
-    return api_error(413, f"request body larger than {limit:,} bytes")
+    return api_error(413, f"request body larger than {body_limit(request.path, current_app.config):,} bytes")
 
 
 @bp.app_context_processor

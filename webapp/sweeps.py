@@ -31,16 +31,16 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from flask import Blueprint, abort, jsonify, render_template, send_file
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from werkzeug.exceptions import BadRequest
 
+from fastlab.base.record import FlowFigures, LinkFigures, Summary, headline, shown_unit, unit_of
 from fastlab.base.rundir import PARTIAL, RunFolder
 from fastlab.define.schema import SpecError, format_validation_error, parse_spec
 from fastlab.results import bundle
-from fastlab.results.tables import finite_number
 from fastlab.sweep.points import finish_point, plan_sweep, prepare_directory, scaling_lines, write_aggregates
 from fastlab.theory import explain
 from fastlab.theory import fast as fast_theory
@@ -53,10 +53,12 @@ bp = Blueprint("sweeps", __name__)
 SWEEP_ID_RE = re.compile(r"^[0-9]{8}-[0-9]{6}-[A-Za-z0-9][A-Za-z0-9_.-]{0,64}-s[0-9a-f]{6}$")
 PARAM_RE = r"^[A-Za-z_][A-Za-z0-9_]*(\.([A-Za-z_][A-Za-z0-9_-]*|[0-9]+)){0,7}$"
 MAX_POINTS = 10  # runs of one sweep: one client's queue allowance (webapp.MAX_QUEUED_PER_CLIENT)
-# What the aggregate plot can show: key -> (label, unit)
-METRICS = {"utilization": ("bottleneck utilization", "%"), "throughput": ("total goodput", "Mb/s"),
-           "backlog": ("mean bottleneck backlog", "packets"), "rtt": ("f1 mean RTT", "ms"),
-           "retransmits": ("retransmits, all flows", "packets")}
+# What the aggregate plot can show: key -> (label, unit), each a headline figure's (`results`)
+METRICS = {"utilization": ("bottleneck utilization", shown_unit(unit_of(LinkFigures, "utilization") or "")),
+           "throughput": ("total goodput", unit_of(FlowFigures, "throughput_mbps")),
+           "backlog": ("mean bottleneck backlog", unit_of(LinkFigures, "mean_backlog_pkts")),
+           "rtt": ("f1 mean RTT", unit_of(FlowFigures, "mean_rtt_ms")),
+           "retransmits": ("retransmits, all flows", unit_of(FlowFigures, "retransmits"))}
 
 
 class SweepError(ValueError):
@@ -91,9 +93,9 @@ def default_metric(param: str) -> str:
 
 def _topology_args(name: Any) -> dict[str, Any]:
     """The topology's argument schema properties (title, description, type), {} for an unknown one."""
-    from fastlab.define.topology import TOPOLOGY_MODULES, load_module
+    from fastlab.define.topology import known, load_module
 
-    if not isinstance(name, str) or name not in TOPOLOGY_MODULES:
+    if not isinstance(name, str) or name not in known():
         return {}
     return load_module(name).Args.model_json_schema().get("properties", {})
 
@@ -103,9 +105,9 @@ def sweepable(spec: dict[str, Any]) -> list[dict[str, Any]]:
     algorithm parameters (fastlab.define.ccset's table: its units), its number of flows, each shaped link's
     random loss rate, the topology's numeric arguments and the duration. The form offers them as a list;
     the sweep's axis is labelled with them."""
-    from fastlab.define.ccset import default_registry
+    from fastlab.plan.ccbuild import planned_registry
 
-    registry = default_registry("bpf")
+    registry = planned_registry("bpf")
     out: list[dict[str, Any]] = []
     flows = spec.get("flows") if isinstance(spec.get("flows"), list) else []
     for i, flow in enumerate(flows):
@@ -221,17 +223,25 @@ def point_specs(req: SweepRequest) -> list[tuple[int, int, dict[str, Any]]]:
     return out
 
 
-def results(summary: dict[str, Any]) -> dict[str, float | None]:
-    """A finished run's numbers for the aggregate plot (None where the summary lacks one)."""
-    flows = summary.get("flows") or []
-    links = summary.get("links") or []
-    first = links[0] if links else {}
-    util = finite_number(first.get("utilization"))
-    return {"utilization": None if util is None else 100 * util,
-            "throughput": sum(finite_number(f.get("throughput_mbps")) or 0 for f in flows) if flows else None,
-            "backlog": finite_number(first.get("mean_backlog_pkts")),
-            "rtt": finite_number(flows[0].get("mean_rtt_ms")) if flows else None,
-            "retransmits": sum(finite_number(f.get("retransmits")) or 0 for f in flows) if flows else None}
+def results(summary: Summary) -> dict[str, float | int | None]:
+    """A finished run's numbers for the aggregate plot, from its headline figures (fastlab.base.record.headline):
+    the bottleneck's (the busiest link's) utilization, shown in %, and mean backlog, the total goodput, the
+    first flow's mean RTT and all flows' retransmits (None where the record lacks one)."""
+    line = headline(summary)
+    link, flows = line.busiest_link(), line.subjects("flow")
+
+    def pick(kind: Literal["flow", "link"], subject: str | None, name: str) -> float | int | None:
+        value = next((f.shown().value for f in line.of(kind, subject) if f.name == name), None) if subject else None
+        return value if isinstance(value, int | float) else None
+
+    def total(name: str) -> float | int | None:
+        value = line.run(name).value
+        return value if flows and isinstance(value, int | float) else None
+
+    return {"utilization": pick("link", link, "utilization"), "throughput": total("throughput_mbps"),
+            "backlog": pick("link", link, "mean_backlog_pkts"), "rtt": pick("flow", flows[0] if flows else None,
+                                                                           "mean_rtt_ms"),
+            "retransmits": total("retransmits")}
 
 
 def theory(spec: dict[str, Any]) -> dict[str, float | None]:
@@ -391,7 +401,7 @@ def sweep_folder(sweep_id: str, directory: Path) -> Path:
         if RUN_ID_RE.match(run_dir.name) and RunFolder(run_dir).is_run():
             shutil.copytree(run_dir, folder / "points" / point.id, ignore=shutil.ignore_patterns(PARTIAL))
             env = RunFolder(run_dir).environment(missing_ok=True)
-            finish_point(folder, state, point, str((env.get("run") or {}).get("host") or "web"), 0.0)
+            finish_point(folder, state, point, env.run.host or "web", 0.0)
     write_aggregates(plan, folder)
     return folder
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from fastlab.base.record import Summary
 from fastlab.define.schema import SpecError, parse_spec
 from fastlab.theory import explain, segments
 from webapp.services import services
@@ -16,7 +17,7 @@ from webapp.services import services
 def run_changes(run: dict[str, Any]) -> list[segments.Change]:
     """A run's parameter changes: a finished run's as applied (environment.json); a queued or running
     one's applied so far (the live control of the run now going) and the rest of its schedule."""
-    if run.get("environment"):
+    if run.get("environment") is not None:
         return segments.applied_changes(run["environment"])
     try:
         scheduled = segments.scheduled_changes(parse_spec(run.get("spec")))
@@ -24,15 +25,14 @@ def run_changes(run: dict[str, Any]) -> list[segments.Change]:
         return []
     sv = services()
     live = sv.manager.live_of(str(run.get("id")))
-    so_far = segments.applied_changes({"congestion_control": {"applied": live.applied()}}) \
-        if live is not None else []
+    so_far = segments.changes_of(live.applied()) if live is not None else []
     done = {(c.at_s, c.host, c.cc, json.dumps(c.args, sort_keys=True)) for c in so_far}
     # a scheduled change is applied with its own at_s: one applied so far appears once
     pending = [c for c in scheduled if (c.at_s, c.host, c.cc, json.dumps(c.args, sort_keys=True)) not in done]
     return sorted(so_far + pending, key=lambda c: c.at_s)
 
 
-def chart_references(spec: Any, summary: dict[str, Any] | None,
+def chart_references(spec: Any, summary: Summary | None,
                      changes: list[segments.Change] | None = None) -> list[dict[str, Any]]:
     """The theory's lines for the run's charts (fastlab.theory.fast, one span per segment between the
     run's parameter changes; fastlab.theory.explain's response functions at the measured loss rate, the

@@ -13,21 +13,30 @@ and the form can send the spec again. The engine then copies the stored file int
 (`trace_<link>_<direction>.txt`, named in spec.yaml) as for a CLI run, so the bundle carries it.
 
 Bounds: one file is at most linktrace.MAX_FILE_BYTES (the request's body is refused above it before it
-is read, webapp.security); the folder at most MAX_STORED_BYTES in all, so that uploads cannot fill the
-results' disk.
+is read, webapp.asgi and webapp.security); the folder at most MAX_STORED_BYTES in all, so that uploads
+cannot fill the results' disk; and each client (address) at most MAX_CLIENT_BYTES of it, so that one
+client cannot take the class's store (one filled it in under a minute, issue 47). Who added which file is
+a ledger in the history's database (table `uploads`); the check of both bounds and the write are one step
+under the store's lock (8 parallel uploads had overshot the cap: each checked before any had written).
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+import fcntl
 import hashlib
 import os
 import re
+import sqlite3
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fastlab.base import rundir
+from fastlab.base.names import check_name
 from fastlab.define import linktrace
 from fastlab.define.schema import ExperimentSpec, LinkDirection, SpecError
 
@@ -35,6 +44,9 @@ PREFIX = "upload:"
 REF_RE = re.compile(r"^upload:([0-9a-f]{64})$")
 # A class's worth of traces: 32 files at the 8 MiB bound, or thousands of the usual few-hundred-kB ones.
 MAX_STORED_BYTES = 256 * 1024 * 1024
+# One client's share of it: four files at the bound, or ~100 of the usual ones (public mahimahi traces are
+# 0.1-3.4 MB); an eighth of the store, so a class's first eight clients can never fill it between them.
+MAX_CLIENT_BYTES = 32 * 1024 * 1024
 NAME_MAX = 64  # characters of the uploaded file's name kept, for messages only
 FIELD_RE = re.compile(r"^links\.[A-Za-z0-9_-]{1,64}(\.reverse)?\.trace$")
 
@@ -75,28 +87,56 @@ def clean_name(raw: str) -> str:
 
 
 class TraceStore:
-    """The server's folder of uploaded traces, one file per content (its sha256)."""
+    """The server's folder of uploaded traces, one file per content (its sha256), and the ledger of who
+    added each (`database`: the history's; None for a store that is only read, e.g. the worker's)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, database: Path | None = None) -> None:
         self.folder = folder
+        self.database = database
 
     @classmethod
-    def under(cls, results_root: Path) -> TraceStore:
+    def under(cls, results_root: Path, database: Path | None = None) -> TraceStore:
         """The store of the app whose results folder is `results_root` (run ids never start with a dot, so
         the history's scan of the folder passes it by)."""
-        return cls(results_root / ".uploads" / "traces")
+        return cls(results_root / ".uploads" / "traces", database)
 
     def path(self, sha256: str) -> Path:
-        return self.folder / f"{sha256}.txt"
+        return self.folder / check_name(f"{sha256}.txt", "upload")
 
     def used_bytes(self) -> int:
         if not self.folder.is_dir():
             return 0
         return sum(p.stat().st_size for p in self.folder.glob("*.txt") if p.is_file())
 
-    def put(self, data: bytes, name: str, field: str) -> Stored:
-        """Check `data` with linktrace (the CLI's parser) and store it; UploadError naming `field` (and the
-        file's line) otherwise, with nothing written."""
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The store's lock (a file lock beside the folder: every thread and process that writes here takes it)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with self.folder.with_name(f"{self.folder.name}.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
+    def _ledger(self) -> sqlite3.Connection | None:
+        if self.database is None:
+            return None
+        conn = sqlite3.connect(self.database, timeout=30)
+        conn.execute("CREATE TABLE IF NOT EXISTS uploads (sha TEXT PRIMARY KEY, client TEXT, bytes INTEGER, "
+                      "created TEXT)")
+        return conn
+
+    def client_bytes(self, client: str) -> int:
+        """What `client` added to the store and is still there, bytes."""
+        conn = self._ledger()
+        if conn is None:
+            return 0
+        with contextlib.closing(conn):
+            rows = conn.execute("SELECT sha, bytes FROM uploads WHERE client = ?", (client,)).fetchall()
+        return sum(size for sha, size in rows if self.path(sha).is_file())
+
+    def put(self, data: bytes, name: str, field: str, client: str = "unknown") -> Stored:
+        """Check `data` with linktrace (the CLI's parser) and store it, within the store's and `client`'s
+        bounds (content already stored costs nothing more); UploadError naming `field` (and the file's line)
+        otherwise (422; 429 past the client's share, 507 when the store is full), with nothing written."""
         shown = clean_name(name)
         try:
             lines, period = linktrace.parse(data, shown)
@@ -104,21 +144,35 @@ class TraceStore:
             raise UploadError(f"{field}: {exc}") from None
         sha = hashlib.sha256(data).hexdigest()
         target = self.path(sha)
-        if not target.is_file():
-            if self.used_bytes() + len(data) > MAX_STORED_BYTES:
-                raise UploadError(f"{field}: the server's trace store is full ({MAX_STORED_BYTES // 2**20} MiB); "
-                                  "ask the instructor to clear it", status=507)
-            self.folder.mkdir(parents=True, exist_ok=True)
-            # written beside its final name and renamed: a reader never sees half a file
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".part-")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                os.replace(tmp, target)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+        with self._locked():  # the bounds' check and the write are one step
+            if not target.is_file():
+                mine = self.client_bytes(client)
+                if mine + len(data) > MAX_CLIENT_BYTES:
+                    raise UploadError(f"{field}: your uploads take {mine / 2**20:.1f} MiB of your "
+                                      f"{MAX_CLIENT_BYTES // 2**20} MiB share of the server's trace store; "
+                                      "this file would pass it: reuse a trace you uploaded", status=429)
+                if self.used_bytes() + len(data) > MAX_STORED_BYTES:
+                    raise UploadError(f"{field}: the server's trace store is full ({MAX_STORED_BYTES // 2**20} MiB); "
+                                      "ask the instructor to clear it", status=507)
+                # written beside its final name and renamed: a reader never sees half a file
+                fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".part-")
+                try:
+                    with os.fdopen(fd, "wb") as fh:
+                        fh.write(data)
+                    os.replace(tmp, target)
+                except BaseException:
+                    Path(tmp).unlink(missing_ok=True)
+                    raise
+                self._record(sha, client, len(data))
         return Stored(f"{PREFIX}{sha}", shown, lines, period, len(data))
+
+    def _record(self, sha: str, client: str, size: int) -> None:
+        conn = self._ledger()
+        if conn is None:
+            return
+        with contextlib.closing(conn), conn:
+            conn.execute("INSERT OR REPLACE INTO uploads (sha, client, bytes, created) VALUES (?, ?, ?, ?)",
+                         (sha, client, size, dt.datetime.now(dt.UTC).isoformat(timespec="seconds")))
 
 
 def trace_fields(spec: ExperimentSpec) -> list[tuple[str, str, LinkDirection]]:

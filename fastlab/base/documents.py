@@ -17,13 +17,18 @@ line (`DocumentError`, which the caller prefixes with the document's name):
   `rate_mbps: 10` then `rate_mbps: 1000` ran at 1000);
 - **non-finite JSON constants**: `NaN`, `Infinity` are not JSON (Python's `json` accepts them).
 
-Pure: no files are read here (callers read at most `max_chars + 1` characters and pass the text).
+The readers are pure; `read_file` (and `read_json_file`, `read_yaml_file` over it) is the one way a
+document is read from a path: a regular file only (a lab.json linked to /dev/zero made `lab check --run`
+read for ever; a FIFO blocks its reader), and at most `max_bytes` of it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -109,6 +114,12 @@ class _BoundedLoader(yaml.SafeLoader):
 
 
 _BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_yaml_int)
+# A number in exponent form (1e-3, 5E9, 1.5e3) is a float, as YAML 1.2 and JSON read it: PyYAML's YAML 1.1
+# wants a dot and a signed exponent and reads the others as texts, which the spec's strict numbers refuse
+# ("Input should be a valid number" for `--set rate_mbps=1e-3`); quoted, "1e-3" stays a text.
+_BoundedLoader.add_implicit_resolver("tag:yaml.org,2002:float",
+                                     re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+                                     list("-+0123456789."))
 
 
 def read_yaml(text: str, *, max_chars: int, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> Any:
@@ -151,10 +162,15 @@ def _json_constant(name: str) -> Any:
     raise DocumentError(f"{name} is not a JSON number")
 
 
+def _json_null(_name: str) -> None:
+    return None
+
+
 def read_json(text: str | bytes, *, max_chars: int, max_depth: int = MAX_DEPTH,
-              max_values: int | None = None) -> Any:
+              max_values: int | None = None, non_finite_as_null: bool = False) -> Any:
     """A JSON text as data within the bounds above (strict JSON: no NaN or Infinity, no duplicate keys);
-    DocumentError (one line) for anything else."""
+    DocumentError (one line) for anything else. `non_finite_as_null` reads NaN and Infinity as null
+    instead: a run's record written before fastlab.base.record (json.dumps wrote a NaN figure as NaN)."""
     if isinstance(text, bytes | bytearray):
         if len(text) > max_chars * 4:
             raise DocumentError(f"longer than {max_chars:,} characters")
@@ -167,7 +183,8 @@ def read_json(text: str | bytes, *, max_chars: int, max_depth: int = MAX_DEPTH,
     if len(text) > max_chars:
         raise DocumentError(f"longer than {max_chars:,} characters")
     try:
-        data = json.loads(text, object_pairs_hook=_pairs, parse_int=_json_int, parse_constant=_json_constant)
+        data = json.loads(text, object_pairs_hook=_pairs, parse_int=_json_int,
+                          parse_constant=_json_null if non_finite_as_null else _json_constant)
     except DocumentError:
         raise
     except RecursionError:
@@ -177,6 +194,51 @@ def read_json(text: str | bytes, *, max_chars: int, max_depth: int = MAX_DEPTH,
         raise DocumentError(f"not valid JSON{where}") from None
     check_shape(data, max_depth=max_depth, max_values=max_values if max_values is not None else 10 * max_chars)
     return data
+
+
+_FILE_TYPES = {stat.S_IFDIR: "a folder", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+               stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket"}
+
+
+def read_file(path: str | Path, *, max_bytes: int) -> bytes:
+    """The bytes of the regular file at `path` (a symbolic link to one is followed), at most `max_bytes`;
+    DocumentError for anything that is not a regular file (refused from its type, before a byte is read:
+    opened without blocking, so a FIFO with no writer does not hang) or longer; OSError (FileNotFoundError,
+    PermissionError, ...) as the file system says."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise DocumentError(f"not a regular file ({_FILE_TYPES.get(stat.S_IFMT(mode), 'a special file')})")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(max_bytes + 1)  # one more: a longer file is refused, not cut
+    if len(data) > max_bytes:
+        raise DocumentError(f"larger than {max_bytes:,} bytes")
+    return data
+
+
+def _text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DocumentError("not UTF-8 text") from None
+
+
+def read_json_file(path: str | Path, *, max_chars: int, max_depth: int = MAX_DEPTH,
+                   max_values: int | None = None) -> Any:
+    """`read_json` of the regular file at `path` (read_file's bounds); DocumentError or OSError."""
+    return read_json(_text(read_file(path, max_bytes=4 * max_chars)), max_chars=max_chars, max_depth=max_depth,
+                     max_values=max_values)
+
+
+def read_yaml_file(path: str | Path, *, max_chars: int, max_depth: int = MAX_DEPTH,
+                   max_values: int = MAX_VALUES) -> Any:
+    """`read_yaml` of the regular file at `path` (read_file's bounds); DocumentError or OSError."""
+    return read_yaml(_text(read_file(path, max_bytes=4 * max_chars)), max_chars=max_chars, max_depth=max_depth,
+                     max_values=max_values)
 
 
 # Whatever str.splitlines() breaks at: an error echoes the input it refuses (a union's tag, a key), and

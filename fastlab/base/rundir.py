@@ -1,13 +1,15 @@
-"""The layout of fastlab's result folders: the one writer and reader of run folders (`RunFolder`) and
-the names of the files in run and sweep folders (issue 13).
+"""The layout of fastlab's result folders: the one writer and reader of run folders (`RunFolder`, and
+`RunReader`, a run folder read once) and the names of the files in run and sweep folders (issue 13).
 
 A run folder holds spec.yaml (the spec as run; a link's mahimahi trace beside it,
 `trace_<link>_<direction>.txt`), environment.json (where and how it ran: the plan's decisions, tools,
 sysctls), flows.csv, links.csv, cc_events.csv (fastlab's algorithms' events, when any ran),
 rtt_samples.csv (clamped flows' per-second RTT statistics), summary.json (written when the run
-completed) and report.html. The engine writes it with `RunFolder.write`; the labs, replay, bundles,
-sweeps and the web app read it through `RunFolder`, which also reads a CSV stored gzipped
-(`flows.csv.gz`, as the labs' recorded runs are).
+completed) and report.html. summary.json and environment.json are the typed run record
+(fastlab.base.record: `Summary`, `Environment`, migrated from older versions on read); no other module
+opens them. The engine writes a folder with `RunFolder.write`; the labs (StepRun), results (Run), replay,
+bundles, sweeps and the web app read it through `RunReader`/`RunFolder`, which also read a CSV stored
+gzipped (`flows.csv.gz`, as the labs' recorded runs are).
 
 It also owns a run folder's life: its name (`RunFolder.named`), the check that it can be written
 before a run builds anything (`room`), its creation (`open` does all three for the engine), the web
@@ -25,14 +27,20 @@ from __future__ import annotations
 import contextlib
 import csv
 import datetime as dt
+import functools
 import json
 import os
 import shutil
 import threading
 import time
+import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from fastlab.base import record
+from fastlab.base.documents import DocumentError, read_file, read_yaml_file
+from fastlab.base.record import Environment, Summary
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,13 +53,20 @@ EVENTS = "cc_events.csv"
 RTT_SAMPLES = "rtt_samples.csv"
 REPORT = "report.html"
 SUMMARY = "summary.json"  # a run folder's summary, written when the run completed
+TOPOLOGY_COPY = "topology.py"  # a run's topology file (a spec's `topology: {file: ...}`), copied beside spec.yaml
 PARTIAL = "partial.jsonl"  # the web app's live samples of a run, appended while it goes (kept if it is cut)
 INCOMPLETE = ".incomplete"  # the suffix of a run folder whose files could not all be written
 REPORT_BYTES = 6 * 1024**2  # report.html inlines plotly (~4.6 MB)
 ROW_BYTES = 400  # a sample in flows/links.csv and the web app's partial.jsonl, generously
 SWEEP_STATE = "sweep.json"  # a sweep folder's state
+SWEEP_STATE_MAX_CHARS = 64 * 1024 * 1024  # sweep.json: 10,000 points of a few hundred bytes each, with room
 POINT_FILE = "point.json"  # a sweep point's record, written last
 POINTS = "points"  # a sweep folder's point run folders
+# What a run folder's records are read up to (fastlab.base.documents: a regular file, its depth and size
+# bounded): the largest in the repository are ~60 kB (lab 03's environment.json, 64 flows), and a spec is
+# at most fastlab.define.schema.MAX_SPEC_CHARS.
+RECORD_MAX_CHARS = record.MAX_RECORD_CHARS
+SPEC_MAX_CHARS = 1_000_000
 
 
 DROPS_LOG_PREFIX = "loss_drops_"
@@ -77,6 +92,15 @@ def finished_points(sweep_dir: Path) -> list[str]:
     """Names of a sweep folder's finished points, sorted."""
     points = sweep_dir / POINTS
     return sorted(p.name for p in points.iterdir() if is_finished(p)) if points.is_dir() else []
+
+
+def summary_in(zf: zipfile.ZipFile, folder: str, read_member: Callable[[zipfile.ZipFile, str], bytes]) -> Summary:
+    """The summary.json of the run folder `folder` inside a bundle's zip (member `<folder>/summary.json`),
+    read without unpacking the bundle: `read_member` (the bundle's bounded member reader) gives its bytes,
+    read as the typed record. KeyError when the zip has none; RecordError (one line naming the member and
+    the field) for one that is not a run record."""
+    name = f"{folder}/{SUMMARY}"
+    return record.read_summary(read_member(zf, name), name)
 
 
 def expected_bytes(sample_hz: float, duration_s: float, flows: int, links: int) -> int:
@@ -233,23 +257,31 @@ class RunFolder:
         """A finished run's folder: its spec and summary are there."""
         return self.has(SPEC) and self.has(SUMMARY)
 
+    # The records are read with the one bounded reader (fastlab.base.documents): a folder from a bundle or
+    # another machine may hold anything; DocumentError (a ValueError, one line) for what it cannot take.
     def spec(self) -> dict[str, Any]:
         """spec.yaml as plain data ({} for an empty file)."""
-        import yaml
+        return read_yaml_file(self.path(SPEC), max_chars=SPEC_MAX_CHARS) or {}
 
-        return yaml.safe_load(self.path(SPEC).read_text()) or {}
+    def _record_text(self, name: str) -> bytes:
+        """A record file's bytes through the bounded reader: a regular file (a FIFO or a device is refused
+        before a byte is read), at most the bytes fastlab.base.record reads (4 per character);
+        RecordError in one line naming the folder and the file for anything else."""
+        try:
+            return read_file(self.path(name), max_bytes=4 * record.MAX_RECORD_CHARS)
+        except DocumentError as exc:
+            raise record.RecordError(f"{self.directory.name}/{name}: {exc}") from None
 
-    def summary(self) -> dict[str, Any]:
-        return json.loads(self.path(SUMMARY).read_text())
+    def summary(self) -> Summary:
+        """summary.json as the run record (migrated from its version); RecordError (a ValueError) in one line
+        for a file that is not one, FileNotFoundError without it."""
+        return record.read_summary(self._record_text(SUMMARY), f"{self.directory.name}/{SUMMARY}")
 
-    def summary_text(self) -> str:
-        return self.path(SUMMARY).read_text()
-
-    def environment(self, missing_ok: bool = False) -> dict[str, Any]:
-        """environment.json; with `missing_ok`, {} for a run made before it existed."""
+    def environment(self, missing_ok: bool = False) -> Environment:
+        """environment.json as the run record; with `missing_ok`, an empty one for a run made before it existed."""
         if missing_ok and not self.has(ENVIRONMENT):
-            return {}
-        return json.loads(self.path(ENVIRONMENT).read_text())
+            return Environment()
+        return record.read_environment(self._record_text(ENVIRONMENT), f"{self.directory.name}/{ENVIRONMENT}")
 
     def csv(self, name: str) -> pd.DataFrame:
         import pandas as pd
@@ -269,7 +301,7 @@ class RunFolder:
         """Per second and clamped flow: the count, mean and minimum of the RTT sample of every ACK."""
         return self.csv(RTT_SAMPLES)
 
-    def write(self, *, spec_yaml: str, environment: dict[str, Any], summary: dict[str, Any],
+    def write(self, *, spec_yaml: str, environment: Environment, summary: Summary,
               flows: pd.DataFrame | None = None, links: pd.DataFrame | None = None,
               events: pd.DataFrame | None = None, rtt_samples: Iterable[dict[str, object]] = (),
               rtt_columns: Iterable[str] = ()) -> None:
@@ -277,7 +309,7 @@ class RunFolder:
         a folder with a summary holds the whole run. Empty events or RTT samples write no file."""
         d = self.directory
         (d / SPEC).write_text(spec_yaml)
-        (d / ENVIRONMENT).write_text(json.dumps(environment, indent=1, default=str))
+        (d / ENVIRONMENT).write_text(record.to_json(environment))
         if flows is not None:
             flows.to_csv(d / FLOWS, index=False)
         if links is not None:
@@ -290,7 +322,7 @@ class RunFolder:
                 writer.writerows(samples)
         if events is not None and not events.empty:
             events.to_csv(d / EVENTS, index=False)
-        (d / SUMMARY).write_text(json.dumps(summary, indent=1))
+        (d / SUMMARY).write_text(record.to_json(summary))
 
     def write_recording(self, source: RunFolder, traces: dict[str, pd.DataFrame]) -> None:
         """This folder (it exists) as a recording of the run `source` (a lab's, fastlab.labs.record): its spec,
@@ -305,16 +337,16 @@ class RunFolder:
             with gzip.open(self.directory / f"{name}.gz", "wt", compresslevel=9) as handle:
                 frame.to_csv(handle, index=False)
 
-    def write_summary(self, summary: dict[str, Any]) -> None:
+    def write_summary(self, summary: Summary) -> None:
         """summary.json alone (a stand-in engine's, bench/server.py: the web app reads no other file)."""
-        (self.directory / SUMMARY).write_text(json.dumps(summary, indent=1))
+        (self.directory / SUMMARY).write_text(record.to_json(summary))
 
-    def replace_summary(self, summary: dict[str, Any]) -> None:
+    def replace_summary(self, summary: Summary) -> None:
         """summary.json of a finished run rewritten (a verdict judged again by a newer check): written
         beside it and renamed over it, so a reader never sees half of it."""
         target = self.path(SUMMARY)
         scratch = target.with_name(f".{target.name}.new")
-        scratch.write_text(json.dumps(summary, indent=1))
+        scratch.write_text(record.to_json(summary))
         scratch.replace(target)
 
     def replace_flows(self, flows: pd.DataFrame) -> None:
@@ -329,3 +361,64 @@ class RunFolder:
     def write_report(self, html: str) -> None:
         """report.html, last: drawn from the files `write` wrote, so a failure to draw it loses no data."""
         (self.directory / REPORT).write_text(html)
+
+
+class RunReader:
+    """A run folder read once: its spec (plain data, as run), its record (`summary`, `environment`:
+    fastlab.base.record) and its traces, each read when first asked for and kept (a caller may replace one
+    in memory). The one reader of run folders: the labs' StepRun and the results API's Run are this with
+    their own manners -- what a missing file raises (`missing`), whether a run without environment.json
+    reads as an empty one (`environment_optional`), how a trace table is dressed (`dress`)."""
+
+    environment_optional = False
+
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory)
+        self.folder = RunFolder(self.directory)
+
+    def missing(self, exc: FileNotFoundError) -> Exception:
+        """What a missing file raises (this reader: the FileNotFoundError naming it)."""
+        return exc
+
+    def dress(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """A trace table as this reader gives it (this reader: as read)."""
+        return frame
+
+    def _read(self, read: Callable[[], Any]) -> Any:
+        try:
+            return read()
+        except FileNotFoundError as exc:
+            raise self.missing(exc) from None
+
+    @functools.cached_property
+    def spec(self) -> dict[str, Any]:
+        """spec.yaml, the spec as run, as plain data (fastlab.define.schema.parse_spec types it)."""
+        return dict(self._read(self.folder.spec))
+
+    @functools.cached_property
+    def summary(self) -> Summary:
+        return self._read(self.folder.summary)  # type: ignore[no-any-return]
+
+    @functools.cached_property
+    def environment(self) -> Environment:
+        return self._read(lambda: self.folder.environment(missing_ok=self.environment_optional))  # type: ignore[no-any-return]
+
+    @functools.cached_property
+    def flows(self) -> pd.DataFrame:
+        """Per flow and sample: t (s since the flows started), bytes_acked, cwnd_pkts, srtt_ms, ..."""
+        return self.dress(self._read(self.folder.flows))
+
+    @functools.cached_property
+    def links(self) -> pd.DataFrame:
+        """Per emulated link, direction and sample: backlog_pkts, tx_bytes, drops, ..."""
+        return self.dress(self._read(self.folder.links))
+
+    @functools.cached_property
+    def cc_events(self) -> pd.DataFrame:
+        """fastlab's algorithms' events (FAST's updates, cc_set changes)."""
+        return self.dress(self._read(self.folder.events))
+
+    @functools.cached_property
+    def rtt_samples(self) -> pd.DataFrame:
+        """Per second and clamped flow: the count, mean and minimum of the RTT sample of every ACK."""
+        return self.dress(self._read(self.folder.rtt_samples))

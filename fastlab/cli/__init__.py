@@ -1,8 +1,9 @@
-"""`fastlab` command line: run, doctor, cleanup, topo, cc, lab, sweep, cluster, bundle.
+"""`fastlab` command line: run, doctor, cleanup, topo, cc, lab, sweep, cluster, bundle, completion.
 
-One module per command group (run.py, cc.py, lab.py, sweep.py, bundle.py), each with its handlers
-and the `register` that adds its subcommands to the parser; common.py holds what they share.
-Bad input prints one line naming the problem and exits 2, before anything is created.
+One module per command group (run.py, cc.py, lab.py, sweep.py, bundle.py, completion.py), each with its
+handlers and the `register` that adds its subcommands to the parser; common.py holds what they share,
+parsing.py the parser (an example under every command's help, usage errors in words). `fastlab` alone
+prints the help. Bad input prints one line naming the problem and exits 2, before anything is created.
 """
 
 from __future__ import annotations
@@ -10,30 +11,38 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fastlab.cli import bundle, cc, lab, run, sweep
+from fastlab.cli import bundle, cc, completion, lab, run, sweep
 from fastlab.cli.common import EXIT_USAGE, CliError, show_progress
+from fastlab.cli.parsing import Parser
 
 __all__ = ["CliError", "build_parser", "main"]
 
-
-class OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one line and exit 2 (subcommand parsers inherit this class)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"fastlab: {message}", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
+DESCRIPTION = """TCP congestion-control emulation lab: real kernel TCP between network namespaces, links
+shaped by tc or fastlab's link emulator, FAST TCP and HighSpeed TCP, guided labs, sweeps and bundles.
+Commands that build namespaces or load BPF need root."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="fastlab", description="TCP congestion-control emulation lab")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for group in (run, cc, lab, sweep, bundle):
+    import fastlab
+
+    parser = Parser(prog="fastlab", description=DESCRIPTION, example="fastlab run examples/simple-cubic.yaml",
+                    epilog="example: fastlab run examples/simple-cubic.yaml\n"
+                           "each command's own help: fastlab COMMAND --help (e.g. fastlab lab run --help)")
+    parser.add_argument("--version", action="version", version=f"fastlab {fastlab.__version__}")
+    sub = parser.commands("command")
+    for group in (run, cc, lab, sweep, bundle, completion):
         group.register(sub)
+    parser.set_defaults(root_parser=parser)  # `fastlab completion` walks the whole command line
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:  # `fastlab` alone: what it can do, not an error
+        parser.print_help()
+        return 0
+    args = parser.parse_args(argv)
     show_progress()
     try:
         return args.func(args)

@@ -86,17 +86,26 @@ def cmd_bundle_replay(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """The `bundle` command groups on the top-level subparsers."""
-    bundle = sub.add_parser("bundle", help="result bundles: export, verify, replay")
-    bundle_sub = bundle.add_subparsers(dest="command_bundle", required=True)
-    bundle_export = bundle_sub.add_parser("export", help="a run or sweep directory as a zip with a SHA-256 manifest")
-    bundle_export.add_argument("directory", help="run or sweep directory")
+    bundle = sub.add_parser("bundle", help="result bundles: export, verify, replay",
+                            example="fastlab bundle verify run.zip")
+    bundle_sub = bundle.commands("command_bundle")
+    bundle_export = bundle_sub.add_parser("export", help="a run or sweep directory as a zip with a SHA-256 manifest",
+                                          example="fastlab bundle export results/20261128-101500-simple-cubic-fl3a9c "
+                                                  "-o run.zip")
+    bundle_export.positional("directory", metavar="DIRECTORY", words="the run or sweep directory to export",
+                             help="run or sweep directory", example="results/20261128-101500-simple-cubic-fl3a9c")
     bundle_export.add_argument("-o", "--output", metavar="FILE.zip", help="bundle to write (default: <name>.zip)")
     bundle_export.set_defaults(func=cmd_bundle_export)
-    bundle_verify = bundle_sub.add_parser("verify", help="check every file against the manifest (exit 1: altered)")
-    bundle_verify.add_argument("bundle", metavar="FILE.zip")
+    bundle_verify = bundle_sub.add_parser("verify", help="check every file against the manifest (exit 1: altered)",
+                                          example="fastlab bundle verify run.zip")
+    bundle_verify.positional("bundle", metavar="FILE.zip", words="the bundle, a .zip file",
+                             help="a bundle made by fastlab bundle export or the web app", example="run.zip")
     bundle_verify.set_defaults(func=cmd_bundle_verify)
-    bundle_replay = bundle_sub.add_parser("replay", help="rerun a bundle's spec here and compare (exit 1: differs)")
-    bundle_replay.add_argument("bundle", metavar="FILE.zip")
-    bundle_replay.add_argument("--out", help="replay directory (default: results/replays/<time>-<bundle>)")
-    bundle_replay.add_argument("--point", metavar="ID", help="of a sweep bundle, only this point")
+    bundle_replay = bundle_sub.add_parser("replay", help="rerun a bundle's spec here and compare (exit 1: differs)",
+                                          example="fastlab bundle replay sweep.zip --point p03-r1")
+    bundle_replay.positional("bundle", metavar="FILE.zip", words="the bundle, a .zip file",
+                             help="a bundle made by fastlab bundle export or the web app", example="run.zip")
+    bundle_replay.add_argument("--out", metavar="DIRECTORY",
+                               help="replay directory (default: results/replays/<time>-<bundle>)")
+    bundle_replay.add_argument("--point", metavar="ID", help="of a sweep bundle, only this point, e.g. p03-r1")
     bundle_replay.set_defaults(func=cmd_bundle_replay)

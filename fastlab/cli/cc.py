@@ -13,7 +13,7 @@ from fastlab.cli.common import CliError, need_root, table
 
 def _cc(name: str, impl: str) -> Any:
     from fastlab.define.cc import CCError
-    from fastlab.define.ccset import default_registry
+    from fastlab.run.ccload import default_registry
 
     try:
         cc = default_registry(impl).lookup(name)
@@ -25,14 +25,14 @@ def _cc(name: str, impl: str) -> Any:
 
 
 def cmd_cc_list(args: argparse.Namespace) -> int:
-    from fastlab.define.ccset import default_registry
+    from fastlab.run.ccload import default_registry
 
     print(table(default_registry(args.impl).listing(), ["name", "origin", "usable", "how", "description"]))
     return 0
 
 
 def cmd_cc_load(args: argparse.Namespace) -> int:
-    from fastlab.define.ccset import ToolError
+    from fastlab.run.ccload import ToolError
 
     need_root("fastlab cc load")
     cc = _cc(args.name, args.impl)
@@ -62,8 +62,8 @@ def live_host_pid(host: str, run: str | None) -> int:
 
 def cmd_cc_set(args: argparse.Namespace) -> int:
     from fastlab.define.cc import CCError
-    from fastlab.define.ccset import ToolError
     from fastlab.define.schema import SpecError, parse_override
+    from fastlab.run.ccload import ToolError
     from fastlab.run.ccruntime import per_host_args
 
     need_root("fastlab cc set")
@@ -87,21 +87,27 @@ def cmd_cc_set(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """The `cc` command groups on the top-level subparsers."""
-    cc = sub.add_parser("cc", help="congestion controls: list, load, unload, set parameters")
-    cc_sub = cc.add_subparsers(dest="command_cc", required=True)
+    cc = sub.add_parser("cc", help="congestion controls: list, load, unload, set parameters",
+                        example="fastlab cc list")
+    cc_sub = cc.commands("command_cc")
     impl: dict[str, Any] = {"choices": ["bpf", "module"], "default": "bpf", "help": "build to use (default: bpf)"}
-    cc_list = cc_sub.add_parser("list", help="kernel algorithms here and fastlab's, and how each loads")
+    cc_list = cc_sub.add_parser("list", help="kernel algorithms here and fastlab's, and how each loads",
+                                example="fastlab cc list --impl module")
     cc_list.add_argument("--impl", **impl)
     cc_list.set_defaults(func=cmd_cc_list)
     for verb in ("load", "unload"):
-        p = cc_sub.add_parser(verb, help=f"{verb} fast or hstcp")
-        p.add_argument("name")
+        p = cc_sub.add_parser(verb, help=f"{verb} fast or hstcp", example=f"fastlab cc {verb} fast")
+        p.positional("name", metavar="ALGORITHM", words="the algorithm, fast or hstcp",
+                     help="fastlab's algorithm: fast or hstcp", example="fast")
         p.add_argument("--impl", **impl)
         p.set_defaults(func=cmd_cc_load)
-    cc_set = cc_sub.add_parser("set", help="set parameters, globally or for one host of a running run")
-    cc_set.add_argument("name")
-    cc_set.add_argument("values", nargs="+", metavar="KEY=VALUE")
-    cc_set.add_argument("--host", help="a host of a running run (per-namespace override)")
-    cc_set.add_argument("--run", help="run prefix, when several runs have the host")
+    cc_set = cc_sub.add_parser("set", help="set parameters, globally or for one host of a running run",
+                               example="fastlab cc set fast alpha=60 --host h1")
+    cc_set.positional("name", metavar="ALGORITHM", words="the algorithm, fast or hstcp",
+                      help="fastlab's algorithm: fast or hstcp", example="fast")
+    cc_set.positional("values", nargs="+", metavar="KEY=VALUE", words="at least one parameter as KEY=VALUE",
+                      help="parameters to set", example="alpha=60 gamma=0.5")
+    cc_set.add_argument("--host", help="a host of a running run (per-namespace override), e.g. h1")
+    cc_set.add_argument("--run", metavar="PREFIX", help="run prefix, when several runs have the host")
     cc_set.add_argument("--impl", **impl)
     cc_set.set_defaults(func=cmd_cc_set)

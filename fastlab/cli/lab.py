@@ -122,18 +122,14 @@ def cmd_lab_record(args: argparse.Namespace) -> int:
 
 def cmd_lab_keep(args: argparse.Namespace) -> int:
     """Keep a step of a finished lab run as a labelled case (recorded/cases/NAME) with its verdict."""
-    import json
-
     from fastlab.labs.kit import LabError
     from fastlab.labs.record import keep_case, size_of
+    from fastlab.labs.run import read_lab_record
 
     lab = _lab(args.lab)
     run_dir = Path(args.run)
     try:
-        try:
-            short = bool(json.loads((run_dir / "lab.json").read_text()).get("short"))
-        except (OSError, ValueError, AttributeError) as exc:
-            raise LabError(f"--run {run_dir}: not a lab run (lab.json: {exc})") from None
+        short = bool(read_lab_record(run_dir).get("short"))
         step_dir = run_dir / lab.step(args.step).id
         if not step_dir.is_dir():
             raise LabError(f"--run {run_dir}: no run of step {args.step}")
@@ -146,27 +142,36 @@ def cmd_lab_keep(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """The `lab` command groups on the top-level subparsers."""
-    lab = sub.add_parser("lab", help="guided labs: list, run, check")
-    lab_sub = lab.add_subparsers(dest="command_lab", required=True)
-    lab_sub.add_parser("list", help="the labs in labs/").set_defaults(func=cmd_lab_list)
-    lab_run = lab_sub.add_parser("run", help="run a lab's steps and evaluate its checkpoints")
-    lab_run.add_argument("lab", help="lab number, folder name or slug")
+    lab = sub.add_parser("lab", help="guided labs: list, run, check, record, keep", example="fastlab lab list")
+    lab_sub = lab.commands("command_lab")
+    lab_ref: dict[str, str] = {"metavar": "LAB", "words": "the lab: its number, folder name or slug",
+                               "help": "lab number, folder name or slug", "example": "2"}
+    lab_sub.add_parser("list", help="the labs in labs/", example="fastlab lab list").set_defaults(func=cmd_lab_list)
+    lab_run = lab_sub.add_parser("run", help="run a lab's steps and evaluate its checkpoints",
+                                 example="fastlab lab run 2 --short")
+    lab_run.positional("lab", **lab_ref)
     lab_run.add_argument("--short", action="store_true", help="the shortened form (CI)")
-    lab_run.add_argument("--out", help="lab run directory (default: results/labs/<time>-NN-slug)")
-    lab_run.add_argument("--step", action="append", default=[], metavar="ID", help="only this step (repeatable)")
+    lab_run.add_argument("--out", metavar="DIRECTORY", help="lab run directory (default: results/labs/<time>-NN-slug)")
+    lab_run.add_argument("--step", action="append", default=[], metavar="ID",
+                         help="only this step (repeatable), e.g. --step live")
     lab_run.set_defaults(func=cmd_lab_run)
-    lab_check = lab_sub.add_parser("check", help="re-evaluate the checkpoints of a finished lab run")
-    lab_check.add_argument("lab", help="lab number, folder name or slug")
-    lab_check.add_argument("--run", help="lab run directory (default: the latest run of the lab)")
+    lab_check = lab_sub.add_parser("check", help="re-evaluate the checkpoints of a finished lab run",
+                                   example="fastlab lab check 2")
+    lab_check.positional("lab", **lab_ref)
+    lab_check.add_argument("--run", metavar="DIRECTORY", help="lab run directory (default: the latest run of the lab)")
     lab_check.set_defaults(func=cmd_lab_check)
-    record = lab_sub.add_parser("record", help="run steps and store them as the lab's recorded runs (unit tier)")
-    record.add_argument("lab", help="lab number, folder name or slug")
+    record = lab_sub.add_parser("record", help="run steps and store them as the lab's recorded runs (unit tier)",
+                                example="fastlab lab record 2 --step live --form short")
+    record.positional("lab", **lab_ref)
     record.add_argument("--step", action="append", default=[], metavar="ID", help="only this step (repeatable)")
     record.add_argument("--form", choices=["full", "short", "both"], default="both", help="which forms (default both)")
     record.set_defaults(func=cmd_lab_record)
-    keep = lab_sub.add_parser("keep", help="keep a step of a lab run as a labelled case with its verdict")
-    keep.add_argument("lab", help="lab number, folder name or slug")
-    keep.add_argument("--run", required=True, help="the lab run directory (holds lab.json)")
+    keep = lab_sub.add_parser("keep", help="keep a step of a lab run as a labelled case with its verdict",
+                              example="fastlab lab keep 2 --run results/labs/20261128-101500-02-fast-equilibrium "
+                                      "--step live --as late-change --expect pass --why 'the change came late' "
+                                      "--source 'CI, 2026-11-28'")
+    keep.positional("lab", **lab_ref)
+    keep.add_argument("--run", required=True, metavar="DIRECTORY", help="the lab run directory (holds lab.json)")
     keep.add_argument("--step", required=True, metavar="ID", help="the step to keep")
     keep.add_argument("--as", dest="name", required=True, metavar="NAME", help="the case's name (a-z, 0-9, -)")
     keep.add_argument("--expect", required=True, choices=["pass", "fail", "inconclusive"],

@@ -14,13 +14,14 @@ from fastlab.measure import fidelity
 
 def cmd_run(args: argparse.Namespace) -> int:
     from fastlab.define.schema import SpecError, load_spec
-    from fastlab.experiment.engine import RunError, run_experiment
-    from fastlab.plan.prepare import prepare
+    from fastlab.experiment.engine import RunError, prepare_run, run_experiment
 
     try:
         spec = load_spec(args.spec, args.set)
+        if args.topology_file:
+            spec = with_topology_file(spec, args.topology_file)
         if args.check:
-            prepare(spec)
+            prepare_run(spec)
             print(f"{args.spec}: valid")
             return 0
     except SpecError as exc:
@@ -37,13 +38,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     except RunError as exc:
         return run_failed("run", exc, cancel)
-    for flow in result.summary["flows"]:
-        print(f"{flow['id']} {flow['src']}->{flow['dst']} {flow['cc']}: {flow['throughput_mbps']:.2f} Mb/s, "
-              f"min RTT {flow['min_rtt_ms']} ms, retransmits {flow['retransmits']}", file=sys.stderr)
-    for link in result.summary["links"]:
-        print(f"{link['id']}: utilization {link['utilization']:.3f}, mean backlog "
-              f"{link['mean_backlog_pkts']:.1f} pkts, drops {link['drops']}", file=sys.stderr)
-    print(fidelity.headline(result.summary.get("fidelity")), file=sys.stderr)
+    for flow in result.summary.flows:
+        print(f"{flow.id} {flow.src}->{flow.dst} {flow.cc}: {flow.throughput_mbps or 0.0:.2f} Mb/s, "
+              f"min RTT {flow.min_rtt_ms} ms, retransmits {flow.retransmits}", file=sys.stderr)
+    for link in result.summary.links:
+        print(f"{link.id}: utilization {link.utilization or 0.0:.3f}, mean backlog "
+              f"{link.mean_backlog_pkts or 0.0:.1f} pkts, drops {link.drops}", file=sys.stderr)
+    print(fidelity.headline(result.summary.fidelity), file=sys.stderr)
     print(result.directory)
     return 0
 
@@ -72,7 +73,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from fastlab.net.runstate import KEPT, cleanup
+    from fastlab.net.runstate import KEPT
+    from fastlab.run.ccload import cleanup
 
     need_root("fastlab cleanup")
     removed = cleanup()
@@ -82,10 +84,29 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_topo_list(args: argparse.Namespace) -> int:
-    from fastlab.define.topology import catalogue
+def with_topology_file(spec: Any, file: str) -> Any:
+    """`spec` run on the topology in `file` (--topology-file: relative to the working folder)."""
+    from fastlab.define.schema import parse_spec, to_plain
 
-    print(table(catalogue(), ["name", "description", "arguments"]))
+    return parse_spec({**to_plain(spec), "topology": {"file": str(Path(file).expanduser().resolve())}})
+
+
+def topology_ref(name: str) -> Any:
+    """A topology named on the command line: a name, or a Python file (it ends in .py)."""
+    from fastlab.define.schema import TopologyFile
+
+    return TopologyFile(file=str(Path(name).expanduser().resolve())) if name.endswith(".py") else name
+
+
+def cmd_topo_list(args: argparse.Namespace) -> int:
+    """Every topology a spec may name (fastlab's, installed packages', FASTLAB_TOPOLOGIES'); a plugin that
+    cannot be offered is one line on stderr."""
+    from fastlab.define.topology import catalogue_with_problems
+
+    rows, problems = catalogue_with_problems()
+    print(table(rows, ["name", "description", "arguments", "origin"]))
+    for problem in problems:
+        print(f"fastlab: {problem}", file=sys.stderr)
     return 0
 
 
@@ -106,8 +127,8 @@ def cmd_topo_show(args: argparse.Namespace) -> int:
     if args.scale is not None:
         topo_args["scale"] = args.scale
     try:
-        plan = build_plan(args.name, topo_args)
-    except TopologyError as exc:
+        plan = build_plan(topology_ref(args.name), topo_args)
+    except (TopologyError, ValueError) as exc:
         raise CliError(str(exc)) from None
     scale = plan.metadata.get("scale", 1.0)
     originals = plan.metadata.get("original_capacities_mbps", {})
@@ -165,25 +186,41 @@ def cmd_topo_show(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """The `run` command groups on the top-level subparsers."""
-    run = sub.add_parser("run", help="run an experiment spec")
-    run.add_argument("spec", help="experiment spec (YAML)")
+    run = sub.add_parser("run", help="run an experiment spec",
+                         example="fastlab run examples/simple-cubic.yaml --set flows.0.cc=bbr")
+    run.positional("spec", metavar="SPEC", words="the experiment spec, a YAML file",
+                   help="experiment spec (YAML)", example="examples/simple-cubic.yaml")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="override a field, e.g. --set topology_args.rate_mbps=20 --set flows.0.cc=bbr")
-    run.add_argument("--out", help="results directory (default: results/<time>-<name>-<run>)")
-    run.add_argument("--check", action="store_true", help="validate only; create nothing")
+    run.add_argument("--out", metavar="DIRECTORY",
+                     help="results directory (default: results/<time>-<name>-<run>, or under $FASTLAB_RESULTS)")
+    run.add_argument("--check", action="store_true",
+                     help="validate the spec against this machine and stop: creates nothing, but probes the "
+                          "kernel (qdiscs, iptables) in a throwaway network namespace (unshare -n) that vanishes "
+                          "with the probe")
+    run.add_argument("--topology-file", metavar="FILE.py",
+                     help="run on the topology in this Python file (NAME, DESCRIPTION, Args, plan) instead of "
+                          "the spec's, e.g. --topology-file my_topo.py")
     run.set_defaults(func=cmd_run)
-    doctor = sub.add_parser("doctor", help="what this machine can do, and the backend for each job")
-    doctor.add_argument("--json", action="store_true")
+    doctor = sub.add_parser("doctor", help="what this machine can do, and the backend for each job",
+                            example="fastlab doctor --json")
+    doctor.add_argument("--json", action="store_true", help="the capabilities, backends and measured capacity as JSON")
     doctor.add_argument("--self-test", action="store_true",
                         help="first measure the highest rate and flow count this machine emulates faithfully "
                              "(runs experiments, ~2 minutes, root)")
     doctor.set_defaults(func=cmd_doctor)
-    sub.add_parser("cleanup", help="remove leftovers of fastlab runs (only)").set_defaults(func=cmd_cleanup)
-    topo = sub.add_parser("topo", help="topologies")
-    topo_sub = topo.add_subparsers(dest="topo_command", required=True)
-    topo_sub.add_parser("list", help="list topologies").set_defaults(func=cmd_topo_list)
-    show = topo_sub.add_parser("show", help="nodes, links, capacities, RTTs and BDPs of a topology")
-    show.add_argument("name")
-    show.add_argument("--scale", type=float, help="capacity scale factor (topologies that take one)")
-    show.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE", help="another topology argument")
+    sub.add_parser("cleanup", help="remove leftovers of fastlab runs (only)",
+                   example="fastlab cleanup").set_defaults(func=cmd_cleanup)
+    topo = sub.add_parser("topo", help="topologies: list, show", example="fastlab topo show sc2002 --scale 0.1")
+    topo_sub = topo.commands("topo_command")
+    topo_sub.add_parser("list", help="list topologies and their arguments",
+                        example="fastlab topo list").set_defaults(func=cmd_topo_list)
+    show = topo_sub.add_parser("show", help="nodes, links, capacities, RTTs and BDPs of a topology",
+                               example="fastlab topo show docsis --arg mode=simple")
+    show.positional("name", metavar="TOPOLOGY", words="the topology's name, as fastlab topo list shows it, or its file",
+                    help="a topology's name, as `fastlab topo list` shows, or its Python file (FILE.py)",
+                    example="sc2002")
+    show.add_argument("--scale", type=float, help="capacity scale factor (topologies that take one), e.g. 0.1")
+    show.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
+                      help="another topology argument, e.g. --arg rate_mbps=20")
     show.set_defaults(func=cmd_topo_show)

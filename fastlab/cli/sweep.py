@@ -14,15 +14,15 @@ from fastlab.cli.common import CliError, cancel_on_signals, need_root, raise_on_
 
 def cmd_sweep_run(args: argparse.Namespace) -> int:
     from fastlab.define.schema import SpecError
+    from fastlab.experiment.engine import prepare_run
     from fastlab.plan.capabilities import probe
-    from fastlab.plan.prepare import prepare
     from fastlab.sweep import points as sweep
     from fastlab.sweep import run as sweep_run
 
     try:
         plan = sweep.load_sweep(args.file, args.set)
         caps = probe()
-        specs = sweep.check_points(plan, lambda spec: prepare(spec, caps=caps))
+        specs = sweep.check_points(plan, lambda spec: prepare_run(spec, caps=caps))
     except SpecError as exc:
         raise CliError(str(exc)) from None
     out = Path(args.out) if args.out else sweep.default_directory(plan)
@@ -81,7 +81,7 @@ def cluster_argv(role: str, args: argparse.Namespace, resources: str = "machine=
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     """Start a Dask scheduler or worker for `sweep run --cluster` (and the web app's `--cluster`) that
-    cannot be started wrong: with this checkout on its Python path (a scheduler without fastlab
+    cannot be started wrong: with this fastlab on its Python path (a scheduler without fastlab
     importable fails every point with "Error during deserialization of the task graph") and a worker's
     resources (its machine, run slots and this machine's budget of cores, fastlab.experiment.cost)."""
     resources = "machine=1"
@@ -92,7 +92,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         from fastlab.experiment.cost import machine_figures
         resources = resources_arg(worker_resources(machine_figures(selftest.load())))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(paths.REPO), os.environ.get("PYTHONPATH", "")) if p)}
+        p for p in (str(paths.package_parent()), os.environ.get("PYTHONPATH", "")) if p)}
     argv = cluster_argv(args.role, args, resources)
     print("fastlab: " + " ".join(argv[1:]), file=sys.stderr, flush=True)
     os.execve(sys.executable, argv, env)
@@ -101,30 +101,42 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """The `sweep` command groups on the top-level subparsers."""
-    sweep = sub.add_parser("sweep", help="parameter sweeps: run (resumable), status")
-    sweep_sub = sweep.add_subparsers(dest="command_sweep", required=True)
-    sweep_run = sweep_sub.add_parser("run", help="run a spec's sweep: section; rerun the same command to resume")
-    sweep_run.add_argument("file", help="experiment spec with a top-level sweep: section (YAML)")
+    sweep = sub.add_parser("sweep", help="parameter sweeps: run (resumable), status",
+                           example="fastlab sweep run examples/sweep-alpha.yaml --check")
+    sweep_sub = sweep.commands("command_sweep")
+    sweep_run = sweep_sub.add_parser("run", help="run a spec's sweep: section; rerun the same command to resume",
+                                     example="fastlab sweep run examples/sweep-alpha.yaml --set sweep.repeat=1")
+    sweep_run.positional("file", metavar="SPEC", words="the sweep's spec, a YAML file with a sweep: section",
+                         help="experiment spec with a top-level sweep: section (YAML)",
+                         example="examples/sweep-alpha.yaml")
     sweep_run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                            help="override a field of the spec or the sweep, e.g. --set sweep.repeat=1")
-    sweep_run.add_argument("--out", help="sweep directory (default: results/sweeps/<name>-<digest>)")
+    sweep_run.add_argument("--out", metavar="DIRECTORY",
+                           help="sweep directory (default: results/sweeps/<name>-<digest>)")
     sweep_run.add_argument("--cluster", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://10.0.0.5:8786; "
-                           "workers: one per host, started with --resources machine=1")
-    sweep_run.add_argument("--check", action="store_true", help="validate every point only; create nothing")
+                           "workers: one per host, started with fastlab cluster worker")
+    sweep_run.add_argument("--check", action="store_true",
+                           help="validate every point against this machine and stop: creates nothing, but probes the "
+                                "kernel in a throwaway network namespace (unshare -n)")
     sweep_run.set_defaults(func=cmd_sweep_run)
-    sweep_status = sweep_sub.add_parser("status", help="points of a sweep directory and their status")
-    sweep_status.add_argument("directory")
+    sweep_status = sweep_sub.add_parser("status", help="points of a sweep directory and their status",
+                                        example="fastlab sweep status results/sweeps/sweep-alpha-3f2a9c1d")
+    sweep_status.positional("directory", metavar="DIRECTORY", words="the sweep's directory",
+                            help="a sweep directory", example="results/sweeps/sweep-alpha-3f2a9c1d")
     sweep_status.set_defaults(func=cmd_sweep_status)
     cluster = sub.add_parser("cluster", help="a Dask scheduler or worker for sweep run --cluster and "
-                             "python -m webapp --cluster")
-    cluster_sub = cluster.add_subparsers(dest="role", required=True)
-    scheduler = cluster_sub.add_parser("scheduler", help="the cluster's scheduler (any one host)")
+                             "python -m webapp --cluster", example="fastlab cluster scheduler --host 10.0.0.5")
+    cluster_sub = cluster.commands("role")
+    scheduler = cluster_sub.add_parser("scheduler", help="the cluster's scheduler (any one host)",
+                                       example="fastlab cluster scheduler --host 10.0.0.5")
     scheduler.add_argument("--host", help="address to listen on, e.g. 10.0.0.5")
-    scheduler.add_argument("--port", type=int, default=8786)
-    scheduler.add_argument("--scheduler-file", help="write the scheduler's address to this JSON file")
+    scheduler.add_argument("--port", type=int, default=8786, help="port to listen on (default 8786)")
+    scheduler.add_argument("--scheduler-file", metavar="FILE", help="write the scheduler's address to this JSON file")
     scheduler.set_defaults(func=cmd_cluster)
-    worker = cluster_sub.add_parser("worker", help="a worker: one per lab host, as root")
-    worker.add_argument("address", help="the scheduler, e.g. tcp://10.0.0.5:8786")
-    worker.add_argument("--host", help="this host's address on the lab network")
-    worker.add_argument("--local-directory", help="Dask's scratch directory")
+    worker = cluster_sub.add_parser("worker", help="a worker: one per lab host, as root",
+                                    example="fastlab cluster worker tcp://10.0.0.5:8786 --host 10.0.0.7")
+    worker.positional("address", metavar="ADDRESS", words="the scheduler's address",
+                      help="the scheduler's address", example="tcp://10.0.0.5:8786")
+    worker.add_argument("--host", help="this host's address on the lab network, e.g. 10.0.0.7")
+    worker.add_argument("--local-directory", metavar="DIRECTORY", help="Dask's scratch directory")
     worker.set_defaults(func=cmd_cluster)

@@ -24,6 +24,11 @@ class CCError(ValueError):
     """A congestion control or one of its parameters is not acceptable."""
 
 
+class BuildError(RuntimeError):
+    """A build of an algorithm refused or failed to load, unload or configure it (the run stage's loaders,
+    fastlab.run.ccload, raise it as ToolError); its message is kept."""
+
+
 @dataclass(frozen=True)
 class ModuleMapping:
     """How a module build writes one parameter: its sysfs parameters' names, and their integer

@@ -29,9 +29,17 @@ from pydantic import (
     model_validator,
 )
 
-from fastlab.base.documents import MAX_DEPTH, MAX_VALUES, DocumentError, check_shape, one_line, read_yaml
+from fastlab.base.documents import (
+    MAX_DEPTH,
+    MAX_VALUES,
+    DocumentError,
+    check_shape,
+    one_line,
+    read_file,
+    read_yaml,
+)
 
-MTU_BYTES = 1500  # standard Ethernet frames: the default throughout (DESIGN.md §5)
+MTU_BYTES = 1500  # standard Ethernet frames: the default throughout (docs/design.md §5)
 MTU_MIN_BYTES = 576  # the smallest datagram every IPv4 host must accept (RFC 791)
 MTU_MAX_BYTES = 9000  # jumbo frames, as the 2002-2003 records used (Abilene, DataTAG)
 # One table of ranges for a link's values, fixed or scheduled (all within linkemu's: 1 Tb/s, 1 h).
@@ -39,6 +47,16 @@ RATE_MAX_MBPS = 400_000
 DELAY_MAX_MS = 10_000
 DURATION_MAX_S = 3600
 SCHEDULE_MAX_STEPS = 1024  # linkemu's EMU_SCHEDULE_MAX_STEPS
+# Flows of a run in all, each entry's `count` added up: `count` is a shorthand for entries, not a way past
+# the 64 entries `flows` takes (64 entries x count 64 validated 4,096 flows, issue 47). Each flow is a
+# sender and a receiver process, a socket pair and a trace series: the runs at this bound are the largest
+# measured here (the web form's maxima, 64 flows: +257 MB of server memory, issue 37; 16 flows' tools
+# took 30 s to start in the 2-vCPU TCG guest, commit 187b272).
+MAX_FLOWS = 64
+# A run records its flows and links once a sample period (1 / sample_hz): fewer than this many samples
+# are no trace, no mean and no verdict (a 1e-300-s run was called done and faithful with 0 samples,
+# issue 47). fastlab.plan.prepare adds the path's own bound: a few base RTTs.
+MIN_SAMPLE_PERIODS = 4
 TRACE_PATH_MAX = 4096  # PATH_MAX
 
 
@@ -47,7 +65,12 @@ class SpecError(ValueError):
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Every model of a spec (and a topology's arguments): no unknown field, and strict values -- a number
+    where a number is meant (an integer counts as a float), not `true` (which ran a link at 1 Mb/s) nor
+    "5" (issue 47), and a finite one; a boolean is true or false, not 1 or the text "true". A topology
+    plugin's `Args` subclasses it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 # --- buffers -----------------------------------------------------------------------------------
@@ -488,11 +511,39 @@ class EmulatorSpec(Strict):
         return self
 
 
+TOPOLOGY_NAME_RE = r"^[a-z0-9_-]{1,32}$"
+
+
+class TopologyFile(Strict):
+    """A topology given as a Python file (fastlab.define.topology: NAME, DESCRIPTION, Args, plan), not
+    by the name of one installed or configured: `topology: {file: my_topo.py}`."""
+
+    file: str = Field(min_length=1, max_length=TRACE_PATH_MAX,
+                      description="the topology's Python file; relative to the spec file's folder")
+
+    @field_validator("file")
+    @classmethod
+    def _file_path(cls, path: str) -> str:
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+            raise ValueError("the file name holds a control character")
+        if not path.endswith(".py"):
+            raise ValueError(f"{path!r} is not a Python file (.py)")
+        return path
+
+
 class ExperimentSpec(Strict):
+    """An experiment, the single source of truth for the CLI, the web app, labs and bundles: its topology
+    (a name, or `{file: my_topo.py}`) and arguments, duration, flows (src, dst, algorithm and its
+    parameters), link overrides and the choices of backends. Build it from fields (`fastlab.Spec(name=...,
+    topology=..., duration_s=..., flows=[...])`, nested models as mappings) or read it from YAML
+    (`fastlab.load_spec`); pydantic's ValidationError, or SpecError naming the field, when it is wrong.
+    Whether it can run *here* (hosts, algorithms, backends) is checked when it is run."""
+
     name: str = Field(pattern=NAME_RE)
     description: str = Field("", max_length=2000)
 
-    topology: str = Field(pattern=r"^[a-z0-9_-]{1,32}$")
+    topology: Annotated[str, Field(pattern=TOPOLOGY_NAME_RE)] | TopologyFile = Field(
+        description="a topology's name (fastlab topo list) or {file: my_topo.py}")
     topology_args: dict[str, Any] = Field(default_factory=dict)
     duration_s: float = Field(gt=0, le=DURATION_MAX_S, strict=True, title="Duration (s)",  # strict: not true, not '5'
                               description="how long the flows run")
@@ -531,6 +582,22 @@ class ExperimentSpec(Strict):
             raise ValueError("may not contain '..'")
         return name
 
+    @field_validator("topology", mode="before")
+    @classmethod
+    def _topology_name_or_file(cls, value: Any) -> Any:
+        """One line for either form (the union's own errors name both of its branches)."""
+        if isinstance(value, str):
+            if not re.fullmatch(TOPOLOGY_NAME_RE, value):
+                raise ValueError(f"{value[:40]!r} is no topology name (a-z, 0-9, _ and -, at most 32; "
+                                 "or {file: my_topo.py})")
+            return value
+        if isinstance(value, dict | TopologyFile):
+            try:
+                return TopologyFile.model_validate(value)
+            except ValidationError as err:
+                raise ValueError(format_validation_error(err)) from None
+        raise ValueError("must be a topology's name or {file: my_topo.py}")
+
     @field_validator("fast_path", mode="before")
     @classmethod
     def _fast_path_yaml_words(cls, value: Any) -> Any:
@@ -541,6 +608,13 @@ class ExperimentSpec(Strict):
 
     @model_validator(mode="after")
     def _flows_within_run(self) -> ExperimentSpec:
+        total = sum(flow.count for flow in self.flows)
+        if total > MAX_FLOWS:
+            raise ValueError(f"flows: {total:,} flows in all (each entry's count added up): at most {MAX_FLOWS}")
+        if self.duration_s * self.sample_hz < MIN_SAMPLE_PERIODS:
+            raise ValueError(f"duration_s: {self.duration_s:g} s holds fewer than {MIN_SAMPLE_PERIODS} sample "
+                             f"periods at {self.sample_hz:g} samples per second: at least "
+                             f"{MIN_SAMPLE_PERIODS / self.sample_hz:g} s")
         for i, flow in enumerate(self.flows):
             if flow.start_s >= self.duration_s:
                 raise ValueError(f"flows[{i}].start_s ({flow.start_s}) must be before duration_s ({self.duration_s})")
@@ -569,6 +643,17 @@ def numbered_flows(spec: ExperimentSpec) -> list[tuple[str, FlowSpec]]:
     the theory's references all read it)."""
     entries = [entry for entry in spec.flows for _ in range(entry.count)]
     return [(f"f{n}", entry) for n, entry in enumerate(entries, start=1)]
+
+
+def trace_files(spec: ExperimentSpec) -> list[tuple[str, str]]:
+    """(field, file) of every direction of `spec` that runs a trace file, the field as errors name it
+    (links.X.trace, links.X.reverse.trace)."""
+    out = []
+    for link_id, link in spec.links.items():
+        for where, direction in (("", link), (".reverse", link.reverse)):
+            if direction is not None and direction.trace is not None:
+                out.append((f"links.{link_id}{where}.trace", direction.trace))
+    return out
 
 
 def to_plain(spec: ExperimentSpec) -> dict[str, Any]:
@@ -736,16 +821,33 @@ def _traces_beside(data: Any, folder: str) -> None:
                 direction["trace"] = os.path.join(folder, direction["trace"])
 
 
-def load_spec(path: str, overrides: list[str] | None = None) -> ExperimentSpec:
+def _topology_beside(data: Any, folder: str) -> None:
+    """A spec file's relative `topology: {file: ...}`, made relative to its folder (in place), as its traces."""
+    topology = data.get("topology") if isinstance(data, dict) else None
+    if isinstance(topology, dict) and isinstance(topology.get("file"), str) and topology["file"] \
+            and not os.path.isabs(topology["file"]):
+        topology["file"] = os.path.join(folder, topology["file"])
+
+
+def read_spec_file(path: str) -> str:
+    """A spec or sweep file's text (a regular file, at most MAX_SPEC_CHARS); SpecError in one line."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read(MAX_SPEC_CHARS + 1)  # one more: a longer file is refused, not cut
+        return read_file(path, max_bytes=4 * MAX_SPEC_CHARS).decode("utf-8")
     except OSError as exc:
         raise SpecError(f"spec: cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise SpecError(f"spec: {path} is not UTF-8 text") from None
-    data = read_spec_document(text)
+    except DocumentError as exc:
+        raise SpecError(f"spec: cannot read {path}: {exc}") from None
+
+
+def load_spec(path: str, overrides: list[str] | None = None) -> ExperimentSpec:
+    """The spec in the YAML file `path`, with `overrides` ("topology_args.rate_mbps=20", as `--set` takes
+    them) applied; traces and a topology file it names relative to its folder are found there. Returns the
+    checked ExperimentSpec; SpecError (one line naming the field) otherwise."""
+    data = read_spec_document(read_spec_file(path))
     if isinstance(data, dict) and overrides:
         data = apply_overrides(data, overrides)
     _traces_beside(data, os.path.dirname(os.path.abspath(path)))
+    _topology_beside(data, os.path.dirname(os.path.abspath(path)))
     return parse_spec(data)

@@ -17,7 +17,7 @@ task the scheduler reruns after its worker died refuses to start (a Dask `Variab
 attempt), and the server marks the run interrupted.
 
 At a worker's start (`--preload fastlab.experiment.cluster_run`, also after a nanny restarts it) `dask_setup`
-runs `fastlab.net.runstate.cleanup()`: the leftovers of runs whose engine died -- a killed worker's run --
+runs `fastlab.run.ccload.cleanup()`: the leftovers of runs whose engine died -- a killed worker's run --
 are removed through their state files, never by a name pattern.
 """
 
@@ -214,7 +214,7 @@ def run_web_remote(run_id: str, spec_yaml: str, admission: dict[str, Any]) -> di
 def dask_setup(worker: Any) -> None:
     """`dask worker --preload fastlab.experiment.cluster_run`: at every start of a worker process, remove what
     runs whose engine died left behind (a killed worker's run), through their state files."""
-    from fastlab.net.runstate import cleanup
+    from fastlab.run.ccload import cleanup
 
     try:
         removed = cleanup()

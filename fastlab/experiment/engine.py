@@ -25,17 +25,18 @@ from typing import Any
 import yaml
 
 from fastlab.base import rundir
+from fastlab.base.record import Environment, FlowDelay, IdleRtt, Summary, Verdict
 from fastlab.base.rundir import RunFolder, RunFolderError, expected_bytes
 from fastlab.define import linktrace
 from fastlab.define.cc import Registry
-from fastlab.define.schema import ExperimentSpec, to_plain
+from fastlab.define.schema import ExperimentSpec, TopologyFile, to_plain
 from fastlab.experiment import machine
 from fastlab.measure import accounting, analysis, fidelity
 from fastlab.measure.verdict import account_run, accounting_routes_of, assess_run, note_neighbours
 from fastlab.net.network import Network
 from fastlab.net.runstate import Neighbours, RunState, new_prefix
 from fastlab.net.shaping import Shaper
-from fastlab.plan.capabilities import Capabilities
+from fastlab.plan.capabilities import Capabilities, probe
 from fastlab.plan.flows import Flow
 from fastlab.plan.links import mean_rate_bps
 from fastlab.plan.prepare import (
@@ -48,6 +49,7 @@ from fastlab.plan.prepare import (
     prepare,
 )
 from fastlab.results import report
+from fastlab.run import ccload
 from fastlab.run.ccruntime import CCRuntime, LiveControl
 from fastlab.run.controller import OpenFlowControl
 from fastlab.run.cwndclamp import RTT_COLUMNS, ClampError, CwndClamp
@@ -72,9 +74,12 @@ class RunError(RuntimeError):
 
 @dataclass
 class RunResult:
+    """A finished run: its results folder (`fastlab.load(result.directory)` reads it), its summary and
+    its environment (what ran, with which backends and why)."""
+
     directory: Path
-    summary: dict[str, Any]
-    environment: dict[str, Any] = field(default_factory=dict)
+    summary: Summary
+    environment: Environment = field(default_factory=Environment)
 
 
 def parse_ping(out: str) -> dict[str, float] | None:
@@ -230,9 +235,22 @@ def _copy_traces(prep: Prepared, folder: RunFolder) -> dict[tuple[str, str], str
     return copies
 
 
-def _spec_yaml(spec: ExperimentSpec, copies: dict[tuple[str, str], str]) -> str:
-    """spec.yaml: the spec as run, its traces named by their copies beside it."""
+def _copy_topology(spec: ExperimentSpec, folder: RunFolder) -> str | None:
+    """A topology file the spec names, copied into the run folder (what ran is what the folder holds, and
+    a bundle carries it); the copy's name, or None for a named topology."""
+    if not isinstance(spec.topology, TopologyFile):
+        return None
+    try:
+        return folder.copy_in(Path(spec.topology.file).expanduser().resolve(), rundir.TOPOLOGY_COPY).name
+    except RunFolderError as exc:
+        raise RunError(str(exc)) from None
+
+
+def _spec_yaml(spec: ExperimentSpec, copies: dict[tuple[str, str], str], topology: str | None = None) -> str:
+    """spec.yaml: the spec as run, its traces and topology file named by their copies beside it."""
     data = to_plain(spec)
+    if topology is not None:
+        data["topology"] = {"file": topology}
     for (link_id, name), copy in copies.items():
         node = data.get("links", {}).get(link_id, {})
         node = node.get("reverse", {}) if name == "reverse" else node
@@ -270,7 +288,7 @@ def _build(run: _Run) -> None:
     spec, prep, net = run.spec, run.prep, run.net
     run.ccs.load()
     run.stop_if_cancelled()
-    log.info("run %s: building %s on Mininet (%s switches)", run.prefix, spec.topology, prep.switch[0])
+    log.info("run %s: building %s on Mininet (%s switches)", run.prefix, prep.plan.name, prep.switch[0])
     net.build(prep.sockbuf_bytes)
     for link_plan in run.run_plan.links.values():
         run.shaper.apply(link_plan, 1.0 / spec.sample_hz)
@@ -350,7 +368,7 @@ def _flows_phase(run: _Run) -> None:
         raise RunError(str(exc)) from None
 
 
-def _summary(run: _Run, flows_df: Any, links_df: Any, events_df: Any, accounts: dict[str, Any]) -> dict[str, Any]:
+def _summary(run: _Run, flows_df: Any, links_df: Any, events_df: Any, accounts: dict[str, Any]) -> Summary:
     """Collect phase: summary.json from the traces, the idle RTTs, the delay accounting per flow, the fidelity
     verdict, the parts of a run whose parameters changed (scheduled or live: measured and judged per part)
     and the note."""
@@ -361,22 +379,22 @@ def _summary(run: _Run, flows_df: Any, links_df: Any, events_df: Any, accounts: 
     capacities = {k: round(mean_rate_bps(link.forward, *active) / 1e6, 6) for k, link in prep.links.items()}
     summary = analysis.summarize(infos, flows_df, run.traffic.finished, links_df, capacities)
     routes = {r.flow: r for r in accounting_routes_of(prep)}
-    for flow in summary["flows"]:  # where each flow's round trip went (fastlab.measure.accounting)
-        if flow["id"] in accounts and flow["id"] in routes:
-            flow["delay_accounting"] = accounting.flow_figures(routes[flow["id"]], accounts[flow["id"]],
-                                                               flow.get("min_rtt_ms"))
-    summary["idle_rtt"] = run.idle
-    summary["fidelity"] = note_neighbours(assess_run(prep, run.shaper.final, run.cpu, flows_df, links_df,
-                                                     run.idle_stats, events_df), run.neighbours_seen())
-    changes = segments.applied_changes({"congestion_control": {"applied": run.ccs.applied}})
+    for flow in summary.flows:  # where each flow's round trip went (fastlab.measure.accounting)
+        if flow.id in accounts and flow.id in routes:
+            flow.delay_accounting = FlowDelay.model_validate(
+                accounting.flow_figures(routes[flow.id], accounts[flow.id], flow.min_rtt_ms))
+    summary.idle_rtt = [IdleRtt.model_validate(p) for p in run.idle]
+    summary.fidelity = Verdict.model_validate(note_neighbours(assess_run(
+        prep, run.shaper.final, run.cpu, flows_df, links_df, run.idle_stats, events_df), run.neighbours_seen()))
+    changes = segments.changes_of(run.ccs.applied)
     if changes:
-        summary["segments"] = segments.measured(spec, changes, flows_df, links_df, capacities)
-    summary["what_happened"] = explain.what_happened(spec, summary, changes,  # the note of the results page
-                                                     fast_theory.plan_references(prep))
+        summary.segments = segments.measured(spec, changes, flows_df, links_df, capacities)
+    summary.what_happened = explain.what_happened(spec, summary, changes,  # the note of the results page
+                                                  fast_theory.plan_references(prep))
     return summary
 
 
-def _environment(run: _Run) -> dict[str, Any]:
+def _environment(run: _Run) -> Environment:
     """environment.json: where and how the run ran (the plan's decisions, what was applied, the tools)."""
     prep = run.prep
     environment = {
@@ -401,7 +419,19 @@ def _environment(run: _Run) -> dict[str, Any]:
     if run.control is not None:
         environment["openflow"] = run.control.applied
     environment["concurrency"] = {"neighbours": run.neighbours_seen(), "admission": run.admission}
-    return environment
+    return Environment.model_validate(environment)
+
+
+def prepare_run(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabilities | None = None) -> Prepared:
+    """`prepare` with the algorithms' loaders bound (fastlab.run.ccload, in the build the spec's cc_impl
+    picks here), so every check a run makes before building its network is made: the plan's own checks
+    and those only fastlab-cc can make (HSTCP's table). What `fastlab run --check`, labs and sweeps check
+    specs with; raises SpecError naming the field."""
+    caps = caps or probe()
+    if registry is None:
+        impl = caps.cc_impl_choice(spec.cc_impl)[0]
+        registry = ccload.default_registry(impl if impl != "unavailable" else "bpf")
+    return prepare(spec, registry, caps)
 
 
 def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: Registry | None = None,
@@ -416,10 +446,11 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     teardown (whatever happened) -> collect -> write. Stopping is cooperative (checked between phases
     and every 0.2 s while flows run) so that no step, such as registering an algorithm and recording
     it, is cut in half."""
-    prep = prepare(spec, registry, caps)
+    prep = prepare_run(spec, registry, caps)
     prefix = new_prefix()
     folder = _open_folder(spec, prep, prefix, out)
     copies = _copy_traces(prep, folder)
+    topology_copy = _copy_topology(spec, folder)
     run = replace(_parts(spec, prep, for_run(prep, prefix, folder.directory), folder, on_sample, cancel, live),
                   admission=admission)
     with Teardown() as teardown:
@@ -437,7 +468,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     flows_df = accounting.with_columns(flows_df, accounts)
     summary = _summary(run, flows_df, links_df, events_df, accounts)
     environment = _environment(run)
-    spec_yaml = _spec_yaml(spec, copies)
+    spec_yaml = _spec_yaml(spec, copies, topology_copy)
     # the report's theory lines: the live page's (per part of a run whose parameters changed)
     refs = explain.response_lines(segments.reference_spans(spec, segments.applied_changes(environment)), summary)
     try:

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from fastlab.base import paths
-from fastlab.define.ccset import KERNEL_MODULES
 
 log = logging.getLogger(__name__)
 
@@ -45,15 +44,18 @@ def _first_line(argv: list[str]) -> str | None:
 @functools.cache
 def tool_versions() -> dict[str, str]:
     """Versions of what a run uses, once per process: they cannot change under a running engine
-    (whose own code is the checkout as it was imported), and `git describe --dirty` stats every
-    file of the checkout, which takes seconds on a slow file system."""
-    versions = {"python": sys.version.split()[0]}
+    (whose own code is as it was imported), and `git describe --dirty` stats every file of the
+    checkout, which takes seconds on a slow file system. fastlab's own: the checkout's `git describe`
+    when it runs from one, else the installed package's version."""
+    import fastlab
+
+    versions = {"python": sys.version.split()[0], "fastlab": fastlab.__version__}
     given = os.environ.get("FASTLAB_GIT_DESCRIBE", "").strip()[:100]  # the lane's host's: git takes >10 s over 9p
-    commands = {"fastlab": ["git", "-C", str(paths.REPO), "describe", "--always", "--dirty"], "tc": ["tc", "-V"],
-                **{tool: [tool, "--version"] for tool in ("iperf3", "ovs-vsctl", "ethtool")}}
+    commands = {"tc": ["tc", "-V"], **{tool: [tool, "--version"] for tool in ("iperf3", "ovs-vsctl", "ethtool")}}
     if given:
         versions["fastlab"] = given
-        del commands["fastlab"]
+    elif paths.SOURCE_TREE is not None:
+        commands["fastlab"] = ["git", "-C", str(paths.SOURCE_TREE), "describe", "--always", "--dirty"]
     for name, argv in commands.items():
         line = _first_line(argv)
         if line is not None:
@@ -73,7 +75,7 @@ def cc_build_hashes(ccs: list[Any]) -> dict[str, str]:
     """SHA-256 of the BPF objects the run's own algorithms were loaded from."""
     hashes = {}
     for cc in ccs:
-        obj = KERNEL_MODULES / "build" / f"{cc.name}.bpf.o"
+        obj = paths.cc_bpf_object(cc.name)
         if cc.build.impl == "bpf" and obj.exists():
             hashes[obj.name] = hashlib.sha256(obj.read_bytes()).hexdigest()
     return hashes

@@ -22,11 +22,11 @@ import math
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from fastlab.base import paths, rundir
+from fastlab.base.record import Environment, FlowFigures, LinkFigures, Summary, headline
 from fastlab.base.rundir import SPEC, RunFolder
-from fastlab.define.schema import load_spec
+from fastlab.define.schema import ExperimentSpec, load_spec, trace_files
 from fastlab.measure import fidelity
 from fastlab.results import bundle, fidelity_view
 
@@ -84,10 +84,11 @@ TOLERANCES: dict[str, Tolerance] = {
 
 @dataclass
 class RunFacts:
-    """What replay compares of one run: its summary, the shaping backend per link, the loss drops logged."""
+    """What replay compares of one run: its record (summary and environment: the shaping backend per link),
+    the loss drops logged."""
 
-    summary: dict[str, Any]
-    environment: dict[str, Any] = field(default_factory=dict)
+    summary: Summary
+    environment: Environment = field(default_factory=Environment)
     loss_drops: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # link -> direction -> indices
 
     @classmethod
@@ -104,12 +105,13 @@ class RunFacts:
 
     def seeded_loss(self, link: str) -> bool:
         """The link's loss was made by the emulator (seeded, per packet index) rather than netem."""
-        shaping = self.environment.get("shaping", [])
-        return any(a.get("link") == link and a.get("backend") == "emulator" for a in shaping)
+        shaped = self.environment.shaping_of(link)
+        return shaped is not None and shaped.backend == "emulator"
 
-    def arrivals(self, link: dict[str, Any], direction: str) -> int | None:
-        figures = link if direction == "forward" else link.get("reverse", {})
-        return figures.get("arrivals_pkts")
+    @staticmethod
+    def arrivals(link: LinkFigures | None, direction: str) -> int | None:
+        figures = link if direction == "forward" or link is None else link.reverse
+        return figures.arrivals_pkts if figures is not None else None
 
 
 @dataclass(frozen=True)
@@ -135,8 +137,14 @@ def _row(metric: str, kind: str, original: float | None, replay: float | None) -
     return Comparison(metric, original, replay, tolerance.describe(), ok)
 
 
-def _median_idle(summary: dict[str, Any]) -> dict[str, float]:
-    return {f"{p['src']}->{p['dst']}": p["median_ms"] for p in summary.get("idle_rtt", [])}
+def _median_idle(summary: Summary) -> dict[str, float | None]:
+    return {f"{p.src}->{p.dst}": p.median_ms for p in summary.idle_rtt}
+
+
+def _figure(part: FlowFigures | LinkFigures | None, name: str) -> float | None:
+    """A compared figure of a flow or link (None: the run lacks it, or it is no number)."""
+    value = getattr(part, name, None)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 FIDELITY_METRIC = "emulation faithful (1 yes, 0 no, - not assessed)"
@@ -144,13 +152,14 @@ FIDELITY_METRIC = "emulation faithful (1 yes, 0 no, - not assessed)"
 
 def fidelity_row(original: RunFacts, replay: RunFacts) -> Comparison:
     """The two runs' fidelity verdicts side by side: shown, not compared (ok whatever they are)."""
-    flags = [fidelity_view.faithful_flag(run.summary) for run in (original, replay)]
-    return Comparison(FIDELITY_METRIC, flags[0], flags[1], "reported, not compared", True, informational=True)
+    flags = [headline(run.summary).run("faithful").value for run in (original, replay)]
+    o, r = (f if isinstance(f, int) else None for f in flags)  # 1, 0 or None (not assessed)
+    return Comparison(FIDELITY_METRIC, o, r, "reported, not compared", True, informational=True)
 
 
 def fidelity_notes(original: RunFacts, replay: RunFacts) -> list[str]:
     """Each run's fidelity headline and, when the verdicts differ, one line saying what that means."""
-    verdicts = [fidelity_view.verdict_of(run.summary) for run in (original, replay)]
+    verdicts = [run.summary.fidelity for run in (original, replay)]
     lines = [f"original {fidelity.headline(verdicts[0])}", f"replay   {fidelity.headline(verdicts[1])}"]
     states = [fidelity_view.state(v) for v in verdicts]
     if "unassessed" not in states and states[0] != states[1]:
@@ -164,29 +173,29 @@ def compare(original: RunFacts, replay: RunFacts) -> list[Comparison]:
     """Every compared figure of two runs of one spec, each against its tolerance, then the two
     fidelity verdicts side by side (informational); pure."""
     rows: list[Comparison] = []
-    o_flows = {f["id"]: f for f in original.summary.get("flows", [])}
-    r_flows = {f["id"]: f for f in replay.summary.get("flows", [])}
+    o_flows = {f.id: f for f in original.summary.flows}
+    r_flows = {f.id: f for f in replay.summary.flows}
     for flow_id in sorted(o_flows.keys() | r_flows.keys(), key=lambda f: (len(f), f)):
-        o, r = o_flows.get(flow_id, {}), r_flows.get(flow_id, {})
+        o, r = o_flows.get(flow_id), r_flows.get(flow_id)
         for key in ("throughput_mbps", "mean_rtt_ms", "min_rtt_ms", "retransmits"):
-            rows.append(_row(f"{flow_id} {key}", key, o.get(key), r.get(key)))
+            rows.append(_row(f"{flow_id} {key}", key, _figure(o, key), _figure(r, key)))
     o_idle, r_idle = _median_idle(original.summary), _median_idle(replay.summary)
     for path in sorted(o_idle.keys() | r_idle.keys()):
         rows.append(_row(f"idle RTT {path} median_ms", "idle_rtt_ms", o_idle.get(path), r_idle.get(path)))
-    o_links = {link["id"]: link for link in original.summary.get("links", [])}
-    r_links = {link["id"]: link for link in replay.summary.get("links", [])}
+    o_links = {link.id: link for link in original.summary.links}
+    r_links = {link.id: link for link in replay.summary.links}
     for link_id in sorted(o_links.keys() | r_links.keys()):
-        o, r = o_links.get(link_id, {}), r_links.get(link_id, {})
+        ol, rl = o_links.get(link_id), r_links.get(link_id)
         for key in ("utilization", "mean_backlog_pkts", "queue_drops"):
-            rows.append(_row(f"{link_id} {key}", key, o.get(key), r.get(key)))
+            rows.append(_row(f"{link_id} {key}", key, _figure(ol, key), _figure(rl, key)))
         seeded = original.seeded_loss(link_id) and replay.seeded_loss(link_id)
         total_kind = "loss_drops_total" if seeded else "loss_drops_unseeded"
-        rows.append(_row(f"{link_id} loss_drops", total_kind, o.get("loss_drops"), r.get("loss_drops")))
+        rows.append(_row(f"{link_id} loss_drops", total_kind, _figure(ol, "loss_drops"), _figure(rl, "loss_drops")))
         if not seeded:
             continue
         o_drops, r_drops = original.loss_drops.get(link_id, {}), replay.loss_drops.get(link_id, {})
         for direction in sorted(o_drops.keys() | r_drops.keys()):
-            o_count, r_count = original.arrivals(o, direction), replay.arrivals(r, direction)
+            o_count, r_count = original.arrivals(ol, direction), replay.arrivals(rl, direction)
             if o_count is None or r_count is None:
                 continue
             common = min(o_count, r_count)
@@ -196,30 +205,29 @@ def compare(original: RunFacts, replay: RunFacts) -> list[Comparison]:
                        len(o_same), len(r_same))
             rows.append(Comparison(row.metric, row.original, row.replay, row.tolerance + " (same packet indices)",
                                    row.ok and o_same == r_same))
-    o_jain, r_jain = original.summary.get("jain_index"), replay.summary.get("jain_index")
+    o_jain, r_jain = original.summary.jain_index, replay.summary.jain_index
     if len(o_flows) > 1:
         rows.append(_row("jain_index", "jain_index", o_jain, r_jain))
     rows.append(fidelity_row(original, replay))
     return rows
 
 
-def _backend_choices(env: dict[str, Any]) -> dict[str, str]:
+def _backend_choices(env: Environment) -> dict[str, str]:
     """What did each job on a run: backends, shaping per link, CC build per algorithm, kernel, versions."""
-    choices = {f"backend for {job}": str(c.get("backend")) for job, c in env.get("backends", {}).items()}
-    choices |= {f"shaping of link {a.get('link')}": str(a.get("backend")) for a in env.get("shaping", [])}
-    for applied in env.get("congestion_control", {}).get("applied", []):
-        if "impl" in applied:
-            choices[f"{applied['cc']} implementation"] = str(applied["impl"])
-    choices |= {f"CC build {name} sha256": digest[:12] for name, digest in
-                env.get("congestion_control", {}).get("builds", {}).items()}
-    choices["kernel"] = str(env.get("kernel"))
+    choices = {f"backend for {job}": str(c.backend) for job, c in env.backends.items()}
+    choices |= {f"shaping of link {a.link}": str(a.backend) for a in env.shaping}
+    for applied in env.congestion_control.applied:
+        if applied.impl is not None:
+            choices[f"{applied.cc} implementation"] = str(applied.impl)
+    choices |= {f"CC build {name} sha256": digest[:12] for name, digest in env.congestion_control.builds.items()}
+    choices["kernel"] = str(env.kernel)
     for tool in ("fastlab", "iperf3", "mininet", "ovs-vsctl"):
-        if tool in env.get("tools", {}):
-            choices[f"{tool} version"] = str(env["tools"][tool])
+        if tool in env.tools:
+            choices[f"{tool} version"] = str(env.tools[tool])
     return choices
 
 
-def environment_differences(original: dict[str, Any], replay: dict[str, Any]) -> list[str]:
+def environment_differences(original: Environment, replay: Environment) -> list[str]:
     """One warning per backend, build or version that differs between the two runs; pure."""
     o, r = _backend_choices(original), _backend_choices(replay)
     return [f"{key}: original {o.get(key, 'none')}, here {r.get(key, 'none')}"
@@ -261,6 +269,22 @@ def default_directory(bundle_path: Path) -> Path:
     return paths.results_root() / "replays" / f"{stamp}-{bundle_path.stem}"
 
 
+def bundled_spec(run_dir: Path, what: str) -> ExperimentSpec:
+    """A bundled run's spec.yaml, every file it names (a link's trace) inside the run's own folder of the
+    extracted bundle; BundleError otherwise. A bundle is data someone else wrote: its spec naming a path
+    of this machine (a root-only file as a trace) had replay, as root, read that file and quote its first
+    bytes in the error (issue 47). The engine copies a trace into the run folder, so a real bundle's spec
+    names only that copy."""
+    spec = load_spec(str(RunFolder(run_dir).path(SPEC)))
+    inside = run_dir.resolve()
+    for where, path in trace_files(spec):
+        target = Path(path)
+        if target.is_symlink() or not target.resolve().is_relative_to(inside) or not target.is_file():
+            raise bundle.BundleError(f"{what}: {where} names a file outside the bundle (a bundle's spec may name "
+                                     "only the files it carries)")
+    return spec
+
+
 def replay_bundle(bundle_path: Path, out: Path, *, point: str | None = None,
                   cancel: threading.Event | None = None) -> list[ReplayOutcome]:
     """Extract `bundle_path` into out/original, rerun its run (or sweep points) into out/replay, compare.
@@ -282,11 +306,12 @@ def replay_bundle(bundle_path: Path, out: Path, *, point: str | None = None,
             raise bundle.BundleError(f"--point {point}: no finished point {point!r} in the bundle "
                                      f"(points: {', '.join(done) or 'none'})")
         targets = [(p, original / "points" / p, out / "replay" / p) for p in ([point] if point else done)]
+    specs = {run_dir: bundled_spec(run_dir, point_id or original.name) for point_id, run_dir, _ in targets}
     outcomes = []
     for point_id, run_dir, replay_dir in targets:
         spec_path = RunFolder(run_dir).path(SPEC)
         log.info("replaying %s: %s -> %s", point_id or original.name, spec_path, replay_dir)
-        result = run_experiment(load_spec(str(spec_path)), out=replay_dir, cancel=cancel)
+        result = run_experiment(specs[run_dir], out=replay_dir, cancel=cancel)
         before, after = RunFacts.from_dir(run_dir), RunFacts.from_dir(result.directory)
         outcomes.append(ReplayOutcome(point_id, run_dir, result.directory, compare(before, after),
                                       environment_differences(before.environment, after.environment),

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fastlab.base.record import Verdict
 from fastlab.base.rundir import RunFolder
 
 log = logging.getLogger(__name__)
@@ -71,9 +72,9 @@ def steady_utilization(samples: Any, rate_mbps: float, warmup_s: float) -> float
     return total / (rate_mbps * PAYLOAD_SHARE)
 
 
-def judge(utilization: float, verdict: dict[str, Any]) -> tuple[bool, str]:
-    if not verdict.get("faithful"):
-        return False, "; ".join(verdict.get("reasons", [])) or "not faithful"
+def judge(utilization: float, verdict: Verdict | None) -> tuple[bool, str]:
+    if verdict is None or not verdict.faithful:
+        return False, "; ".join(verdict.reasons if verdict is not None else []) or "not faithful"
     if utilization < PASS_UTILIZATION:
         return False, f"steady utilization {utilization:.2f} < {PASS_UTILIZATION:g}: the rate was not carried"
     return True, f"faithful, utilization {utilization:.3f}"
@@ -95,11 +96,12 @@ def run(duration_s: float = DURATION_S) -> dict[str, Any]:
                 log.info("self-test: %s ...", step.label)
                 result = run_experiment(parse_spec(step_spec(step, duration_s)), out=Path(tmp) / f"{key}-{i}")
                 util = steady_utilization(RunFolder(result.directory).flows(), step.rate_mbps, WARMUP_S)
-                ok, why = judge(util, result.summary["fidelity"])
+                ok, why = judge(util, result.summary.fidelity)
                 out["steps"].append({"step": step.label, "rate_mbps": step.rate_mbps, "flows": step.flows,
                                      "utilization": round(util, 4), "passed": ok, "why": why,
                                      # the machine's measured cost: fastlab.experiment.cost's cores per Gb/s
-                                     "machine_busy": result.summary["fidelity"].get("machine_busy")})
+                                     "machine_busy": result.summary.fidelity.machine_busy
+                                     if result.summary.fidelity is not None else None})
                 log.info("self-test: %s: %s (%s)", step.label, "pass" if ok else "FAIL", why)
                 if not ok:
                     break

@@ -24,10 +24,10 @@ def _hstcp_flow(run: StepRun, src: str | None = None) -> str:
     """The (first) HSTCP flow, or the one sent from host `src`."""
     if src is None:
         return run.flow_running("hstcp")
-    for flow in run.summary["flows"]:
-        if flow["cc"] == "hstcp" and flow["src"] == src:
-            return str(flow["id"])
-    raise MissingData(f"summary.json has no hstcp flow from {src}")
+    ids = run.flow_ids("hstcp", src)
+    if not ids:
+        raise MissingData(f"summary.json has no hstcp flow from {src}")
+    return ids[0]
 
 
 def _ca_events(run: StepRun, event: str, above: float, minimum: int,

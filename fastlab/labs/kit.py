@@ -14,7 +14,6 @@ unknown checkpoint or arguments a checkpoint does not take are a `LabError` nami
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib.util
 import inspect
@@ -33,7 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fastlab.base import paths
 from fastlab.base.documents import DocumentError
-from fastlab.base.rundir import RunFolder
+from fastlab.base.record import FlowFigures, LinkFigures, LinkTiming, ResolvedDirection, Shaping
+from fastlab.base.rundir import RunReader
 from fastlab.define.schema import (
     ExperimentSpec,
     SpecError,
@@ -45,7 +45,7 @@ from fastlab.measure import window
 
 log = logging.getLogger(__name__)
 
-LABS_DIR = paths.REPO / "labs"
+LABS_DIR = paths.labs_dir()
 MAX_MINUTES = 10
 FOLDER_RE = re.compile(r"^(\d\d)-([a-z0-9][a-z0-9-]*)$")
 CHECKPOINT_MARK = "__fastlab_checkpoint__"
@@ -79,7 +79,7 @@ class CheckResult:
 
     `passed` is the figure against its band. On a run the fidelity verdict calls unfaithful (or a
     run without a verdict) the figure proves nothing either way: `inconclusive` then holds the
-    verdict's reasons and the status is INCONCLUSIVE, whatever the figure (DESIGN.md §10).
+    verdict's reasons and the status is INCONCLUSIVE, whatever the figure (docs/design.md §10).
     """
 
     name: str
@@ -136,7 +136,7 @@ def link_kept_busy(run: StepRun, link: str, t0: float, t1: float, why: str) -> C
     rows = rows[(rows["t"] >= t0) & (rows["t"] < t1)]
     if len(rows) < 10:
         raise MissingData(f"{link}: fewer than 10 samples between {t0:g} and {t1:g} s")
-    used = float(rows["tx_mbps"].mean()) / float(run.link_summary(link)["capacity_mbps"])
+    used = float(rows["tx_mbps"].mean()) / run.capacity_mbps(link)
     interval = float(rows["t"].diff().median())
     slack = interval / (t1 - t0)
     return within(f"{link} utilization {t0:g}-{t1:g} s", used, 1 - slack, 1 + slack,
@@ -171,25 +171,28 @@ def fidelity_precondition(run: StepRun) -> str:
     whose fidelity verdict (summary.json) says the emulation kept time. An unfaithful run proves
     nothing either way, so its checkpoints are INCONCLUSIVE, never PASS or FAIL; a run made before
     verdicts existed cannot say, so the same holds."""
-    verdict = run.summary.get("fidelity")
-    if not isinstance(verdict, dict) or "faithful" not in verdict:
+    verdict = run.summary.fidelity
+    if verdict is None:
         return ("the run has no fidelity verdict (made before verdicts existed): whether its emulation kept time "
                 "is unknown")
-    if verdict["faithful"]:
+    if verdict.faithful:
         return ""
-    return "the emulation was not faithful: " + "; ".join(str(r) for r in verdict.get("reasons") or ["no reason given"])
+    return "the emulation was not faithful: " + "; ".join(verdict.reasons or ["no reason given"])
 
 
-class StepRun:
-    """A step's run directory with lazy accessors (read through `fastlab.base.rundir.RunFolder`, so CSVs
-    may be stored gzipped, `flows.csv.gz`); a missing file is MissingData."""
+class StepRun(RunReader):
+    """A step's run directory read through the one reader of run folders (`fastlab.base.rundir.RunReader`:
+    CSVs may be stored gzipped, `flows.csv.gz`; the record typed, fastlab.base.record), with what checkpoints
+    read of it; a missing file, flow or link is MissingData."""
 
     def __init__(self, directory: Path | str) -> None:
-        self.directory = Path(directory)
-        self.folder = RunFolder(self.directory)
+        super().__init__(directory)
         # the time windows the checkpoint being evaluated measured over (evaluate_run clears it before each):
         # its fidelity is judged over them (fastlab.measure.window)
         self.windows: list[tuple[float, float]] = []
+
+    def missing(self, exc: FileNotFoundError) -> Exception:
+        return MissingData(str(exc))
 
     def measure_window(self, t0: float, t1: float) -> None:
         """Note that the checkpoint being evaluated measures over [t0, t1] (run time, s): the accessors that
@@ -201,49 +204,14 @@ class StepRun:
         lateness and the hosts' delay above their share of its minimum RTT, from flows.csv's delay
         accounting (fastlab.measure.accounting). A delay-based flow counts it as queued packets, so a
         model of its queue takes it off. A run made before the accounting: the verdict's mean emulation
-        delay of the flow's path (lateness only), 0 without a verdict."""
+        delay of the flow's path (lateness only, emulation_delay_ms), 0 without a verdict."""
         self.measure_window(t0, t1)
         rows = self.flow(flow_id)
         if "acct_read_as_queue_ms" in rows:
             inside = rows[(rows["t"] >= t0) & (rows["t"] <= t1)]["acct_read_as_queue_ms"].dropna()
             if not inside.empty:
                 return max(0.0, float(inside.mean()))
-        return float(next((p["emulation_delay_ms"] for p in (self.summary.get("fidelity") or {}).get("paths", [])
-                           if p["flow"] == flow_id and p["emulation_delay_ms"] is not None), 0.0))
-
-    def _read(self, read: Callable[[], Any]) -> Any:
-        try:
-            return read()
-        except FileNotFoundError as exc:
-            raise MissingData(str(exc)) from None
-
-    @functools.cached_property
-    def spec(self) -> dict[str, Any]:
-        return self._read(self.folder.spec)
-
-    @functools.cached_property
-    def summary(self) -> dict[str, Any]:
-        return self._read(self.folder.summary)
-
-    @functools.cached_property
-    def environment(self) -> dict[str, Any]:
-        return self._read(self.folder.environment)
-
-    @functools.cached_property
-    def flows(self) -> pd.DataFrame:
-        return self._read(self.folder.flows)
-
-    @functools.cached_property
-    def links(self) -> pd.DataFrame:
-        return self._read(self.folder.links)
-
-    @functools.cached_property
-    def cc_events(self) -> pd.DataFrame:
-        return self._read(self.folder.events)
-
-    @functools.cached_property
-    def rtt_samples(self) -> pd.DataFrame:
-        return self._read(self.folder.rtt_samples)
+        return self.emulation_delay_ms(flow_id)
 
     def flow(self, flow_id: str) -> pd.DataFrame:
         """flows.csv rows of one flow, in time order."""
@@ -268,10 +236,36 @@ class StepRun:
 
     def flow_running(self, cc: str) -> str:
         """The id of the (first) flow that runs congestion control `cc`."""
-        for flow in self.summary["flows"]:
-            if flow["cc"] == cc:
-                return str(flow["id"])
+        for flow in self.summary.flows:
+            if flow.cc == cc:
+                return flow.id
         raise MissingData(f"summary.json has no {cc} flow")
+
+    def flow_ids(self, cc: str | tuple[str, ...] | None = None, src: str | None = None) -> list[str]:
+        """The ids of the run's flows, in order; those running `cc` (one of them, for several) and sent from
+        `src` when given."""
+        ccs = (cc,) if isinstance(cc, str) else cc
+        return [f.id for f in self.summary.flows if (ccs is None or f.cc in ccs) and (src is None or f.src == src)]
+
+    def emulation_delay_ms(self, flow_id: str) -> float:
+        """The delay the emulators added on the flow's path (the fidelity verdict's figure), ms; 0 for a run
+        without a verdict or a path no emulator measured."""
+        paths = self.summary.fidelity.paths if self.summary.fidelity is not None else []
+        return next((float(p.emulation_delay_ms) for p in paths
+                     if p.flow == flow_id and p.emulation_delay_ms is not None), 0.0)
+
+    def link_timing(self, link_id: str | None = None) -> dict[str, dict[str, LinkTiming]]:
+        """The emulators' departure lateness per link and direction (the fidelity verdict's; {} without one),
+        of one link when `link_id` is given."""
+        links = self.summary.fidelity.links if self.summary.fidelity is not None else {}
+        return links if link_id is None else {link_id: links.get(link_id, {})}
+
+    def shaping(self, link_id: str) -> Shaping:
+        """How the run shaped the link (environment.json)."""
+        shaped = self.environment.shaping_of(link_id)
+        if shaped is None:
+            raise MissingData(f"environment.json has no shaping record of link {link_id}")
+        return shaped
 
     def goodput_mbps(self, flow_id: str, t0: float, t1: float, outside_recovery: bool = True) -> float:
         """A flow's acknowledged payload rate over [t0, t1] (run time, s), from its bytes_acked counter.
@@ -312,30 +306,31 @@ class StepRun:
         (52 bytes a segment, timestamps on) over the capacity, which counts IP bytes as shaping does."""
         mss = float(self.flow(flow_id)["mss_bytes"].dropna().median())
         ip_mbps = self.goodput_mbps(flow_id, t0, t1) * (mss + TCPIP_HEADER_BYTES) / mss
-        return ip_mbps / float(self.link_summary(link_id)["capacity_mbps"])
+        return ip_mbps / self.capacity_mbps(link_id)
 
     def sc2002_utilization(self, flow_id: str, link_id: str, t0: float, t1: float) -> float:
         """Utilization in the SC2002 papers' sense: goodput over the link's capacity less 40 header
         bytes per 1500-byte packet (see SC2002_PAYLOAD_SHARE), over a window whose ends are outside
         loss recovery (goodput_mbps's default: a ceiling checkpoint must not see a recovery's catch-up
         as extra rate)."""
-        capacity = float(self.link_summary(link_id)["capacity_mbps"])
+        capacity = self.capacity_mbps(link_id)
         return self.goodput_mbps(flow_id, t0, t1) / (capacity * SC2002_PAYLOAD_SHARE)
 
-    def flow_summary(self, flow_id: str) -> dict[str, Any]:
-        for flow in self.summary["flows"]:
-            if flow["id"] == flow_id:
-                return flow
-        raise MissingData(f"summary.json has no flow {flow_id}")
+    def flow_summary(self, flow_id: str) -> FlowFigures:
+        """The flow's figures in summary.json (fastlab.base.record.FlowFigures)."""
+        flow = self.summary.flow(flow_id)
+        if flow is None:
+            raise MissingData(f"summary.json has no flow {flow_id}")
+        return flow
 
     def idle_ping_min_ms(self, flow_id: str) -> float:
         """The minimum of the idle pings the run sent over the flow's path (its hosts) before the flows
         started: the path's RTT with its queues empty, emulators and stacks included."""
         info = self.flow_summary(flow_id)
-        for idle in self.summary.get("idle_rtt") or []:
-            if idle["src"] == info["src"] and idle["dst"] == info["dst"] and idle.get("min_ms"):
-                return float(idle["min_ms"])
-        raise MissingData(f"summary.json has no idle pings of {info['src']} -> {info['dst']}")
+        idle = self.summary.idle(str(info.src), str(info.dst))
+        if idle is None or not idle.min_ms:
+            raise MissingData(f"summary.json has no idle pings of {info.src} -> {info.dst}")
+        return float(idle.min_ms)
 
     def link_busy_share(self, link_id: str, t0: float, t1: float) -> float | None:
         """The share of its rate a link delivered over [t0, t1] while it kept packets queued: its own
@@ -348,16 +343,39 @@ class StepRun:
         self.measure_window(t0, t1)
         rows = self.link(link_id)
         rows = rows[(rows["t"] >= t0) & (rows["t"] <= t1)].dropna(subset=["backlog_pkts", "tx_bytes"])
-        capacity = self.link_summary(link_id)["capacity_mbps"]
+        capacity = self.capacity_mbps(link_id)
         samples = list(zip(rows["t"].astype(float), rows["backlog_pkts"].astype(float),
                            rows["tx_bytes"].astype(float), strict=True))
-        return tc_busy_share(samples, int(float(capacity) * 1e6))["delivered_share"]
+        return tc_busy_share(samples, int(capacity * 1e6))["delivered_share"]
 
-    def link_summary(self, link_id: str) -> dict[str, Any]:
-        for link in self.summary["links"]:
-            if link["id"] == link_id:
-                return link
-        raise MissingData(f"summary.json has no link {link_id}")
+    def link_summary(self, link_id: str) -> LinkFigures:
+        """The link's figures in summary.json (fastlab.base.record.LinkFigures)."""
+        link = self.summary.link(link_id)
+        if link is None:
+            raise MissingData(f"summary.json has no link {link_id}")
+        return link
+
+    def capacity_mbps(self, link_id: str) -> float:
+        """The link's capacity, Mb/s (a schedule's: averaged over the flows' active window)."""
+        capacity = self.link_summary(link_id).capacity_mbps
+        if capacity is None:
+            raise MissingData(f"summary.json has no capacity of link {link_id}")
+        return float(capacity)
+
+    def resolved(self, link_id: str, direction: str = "forward") -> ResolvedDirection:
+        """One direction of the link as the run resolved and applied it (environment.json)."""
+        resolved = self.shaping(link_id).resolved
+        side = None if resolved is None else resolved.forward if direction == "forward" else resolved.reverse
+        if side is None:
+            raise MissingData(f"environment.json has no resolved {direction} direction of link {link_id}")
+        return side
+
+    def buffer_pkts(self, link_id: str, direction: str = "forward") -> int:
+        """The buffer the link's direction was given, packets (environment.json's resolved shaping)."""
+        limit = self.resolved(link_id, direction).limit_pkts
+        if not limit:
+            raise MissingData(f"environment.json has no buffer in packets of link {link_id} ({direction})")
+        return int(limit)
 
 
 # --- lab.yaml ----------------------------------------------------------------------------------
@@ -622,7 +640,7 @@ def _window_precondition(run: StepRun, result: CheckResult) -> str:
     if not run.windows or not result.evaluated:
         return ""
     try:
-        return window.judge(run.summary.get("fidelity"), run.flows, (min(a for a, _ in run.windows),
+        return window.judge(run.summary.fidelity, run.flows, (min(a for a, _ in run.windows),
                             max(b for _, b in run.windows)), result.band, result.measured, result.passed)
     except MissingData:
         return ""

@@ -1,6 +1,6 @@
 """Recorded lab runs: the run folders on which the unit tier judges every checkpoint of every lab.
 
-A lab's physics is judged deterministically on recordings, never by a live run's luck (DESIGN.md
+A lab's physics is judged deterministically on recordings, never by a live run's luck (docs/design.md
 §10). Under a lab folder:
 
 - `recorded/full/<step>/` and `recorded/short/<step>/`: a faithful run of the step's full and short

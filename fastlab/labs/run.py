@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fastlab.base import paths
+from fastlab.base.documents import DocumentError, one_line, read_json_file
 from fastlab.define.schema import SpecError
 from fastlab.labs.kit import (
     FAIL,
@@ -95,7 +97,7 @@ class LabRun:
                 "steps": [s.as_dict() for s in self.steps]}
 
     def save(self) -> None:
-        (self.directory / "lab.json").write_text(json.dumps(self.as_dict(), indent=1))
+        (self.directory / LAB_RECORD).write_text(json.dumps(self.as_dict(), indent=1))
 
 
 # Exit status of `fastlab lab run` and `lab check`: 0 every checkpoint passed, 1 one failed, and this
@@ -114,7 +116,7 @@ def new_lab_run_dir(lab: Lab) -> Path:
 
 
 def latest_lab_run(lab: Lab) -> Path:
-    runs = sorted(p for p in lab_runs_root().glob(f"*-{lab.name}") if (p / "lab.json").is_file()) \
+    runs = sorted(p for p in lab_runs_root().glob(f"*-{lab.name}") if (p / LAB_RECORD).is_file()) \
         if lab_runs_root().is_dir() else []
     if not runs:
         raise LabError(f"no finished run of lab {lab.name} under {lab_runs_root()}: run `fastlab lab run {lab.number}`")
@@ -131,15 +133,14 @@ def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids:
     stops the lab before anything is created. A step whose run fails is recorded with its error
     and the lab goes on to the next step (except when cancelled).
     """
-    from fastlab.experiment.engine import RunError, run_experiment
-    from fastlab.plan.prepare import prepare
+    from fastlab.experiment.engine import RunError, prepare_run, run_experiment
 
     steps = [lab.step(s) for s in step_ids] if step_ids else lab.steps
     specs = {}
     for step in steps:
         specs[step.id] = lab.build_spec(step.id, short)
         try:
-            prepare(specs[step.id])
+            prepare_run(specs[step.id])
         except SpecError as exc:
             raise LabError(f"{lab.name} step {step.id} ({step.spec}): {exc}") from None
     directory = out or new_lab_run_dir(lab)
@@ -167,22 +168,41 @@ def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids:
     return run
 
 
+LAB_RECORD = "lab.json"
+# lab.json: a lab run's record, a few kB (one entry a step); a folder handed on may hold anything.
+LAB_RECORD_MAX_CHARS = 1_000_000
+
+
+def read_lab_record(directory: Path) -> dict[str, Any]:
+    """A lab run folder's lab.json as `LabRun.save` writes it, read by the one bounded reader (a regular
+    file, its size, depth and numbers bounded: one linked to /dev/zero made `lab check --run` read for
+    ever); LabError "DIR: not a lab run (lab.json: why)" in one line for anything else."""
+    def refused(why: str) -> LabError:
+        return LabError(f"{directory}: not a lab run ({LAB_RECORD}: {one_line(why)[:200]})")
+
+    try:
+        record = read_json_file(directory / LAB_RECORD, max_chars=LAB_RECORD_MAX_CHARS)
+    except OSError as exc:
+        raise refused(exc.strerror or exc.__class__.__name__) from None
+    except DocumentError as exc:
+        raise refused(str(exc)) from None
+    if not isinstance(record, dict) or not isinstance(record.get("name"), str):
+        raise refused("an object naming its lab")
+    entries = record.get("steps")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("id"), str)
+                                                for e in entries):
+        raise refused("steps: a list of {id: ...} objects")
+    durations = [e.get("duration_s", 0.0) for e in entries]
+    if not all(isinstance(d, int | float) and not isinstance(d, bool) and math.isfinite(d) for d in durations):
+        raise refused("steps[].duration_s: a number")
+    return record
+
+
 def check_lab_run(directory: Path) -> LabRun:
     """Re-evaluate the checkpoints of a finished lab run (its lab.json names the lab and steps)."""
-    try:
-        record = json.loads((directory / "lab.json").read_text(encoding="utf-8"))
-        lab = load_lab(str(record["name"])[:200])
-        entries = record["steps"]
-        if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("id"), str)
-                                                     for e in entries):
-            raise ValueError("steps: a list of {id: ...} objects")
-        duration = [e.get("duration_s", 0.0) for e in entries]
-        if not all(isinstance(d, int | float) and not isinstance(d, bool) and d == d for d in duration):
-            raise ValueError("steps[].duration_s: a number")
-    except RecursionError:
-        raise LabError(f"{directory}: not a lab run (lab.json: nested too deeply)") from None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise LabError(f"{directory}: not a lab run (lab.json: {str(exc)[:200]})") from None
+    record = read_lab_record(directory)
+    lab = load_lab(record["name"][:200])
+    entries = record["steps"]
     run = LabRun(lab, directory, bool(record.get("short")), str(record.get("started", ""))[:100])
     for entry in entries:
         step = lab.step(entry["id"][:100])

@@ -11,6 +11,8 @@ from typing import Any
 
 import pandas as pd
 
+from fastlab.base.record import Summary
+
 
 @dataclass(frozen=True)
 class FlowInfo:
@@ -115,11 +117,13 @@ def link_summary(link_id: str, capacity_mbps: float, links: pd.DataFrame, t0: fl
 
 
 def summarize(flows: list[FlowInfo], flow_samples: pd.DataFrame, done: dict[str, dict[str, Any]],
-              link_samples: pd.DataFrame, capacities: dict[str, float]) -> dict[str, Any]:
+              link_samples: pd.DataFrame, capacities: dict[str, float]) -> Summary:
+    """summary.json's measured part (fastlab.base.record.Summary): each flow, each link over the flows'
+    active window, Jain's index of the goodputs and that window."""
     per_flow = [flow_summary(f, flow_samples, done.get(f.id)) for f in flows]
     t0 = min(f.start_s for f in flows)
     t1 = max(f.stop_s for f in flows)
     per_link = [link_summary(link, cap, link_samples, t0, t1) for link, cap in capacities.items()]
-    return {"flows": per_flow, "links": per_link,
-            "jain_index": round(jain_index([f["throughput_mbps"] for f in per_flow]), 4),
-            "active_window_s": [t0, t1]}
+    return Summary.model_validate({"flows": per_flow, "links": per_link,
+                                   "jain_index": round(jain_index([f["throughput_mbps"] for f in per_flow]), 4),
+                                   "active_window_s": [t0, t1]})

@@ -30,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 
+from fastlab.base.record import Verdict
 from fastlab.define.schema import MTU_BYTES
 from fastlab.measure import effects
 from fastlab.measure.budgets import (  # noqa: F401 - the verdict's budget, named here as before
@@ -402,21 +403,21 @@ def assess(inp: Inputs) -> dict[str, Any]:
     }
 
 
-def headline(verdict: dict[str, Any] | None) -> str:
-    """One line for the CLI and pages."""
-    if not verdict:
+def headline(verdict: Verdict | None) -> str:
+    """One line for the CLI and pages, of a run's verdict (fastlab.base.record.Verdict)."""
+    if verdict is None:
         return "fidelity: not assessed (run made before fidelity verdicts)"
-    if verdict["faithful"]:
-        accounted = [a["read_as_queue_median_ms"] for a in (verdict.get("delay_accounting") or {}).values()]
+    if verdict.faithful:
+        accounted = [a.read_as_queue_median_ms for a in verdict.delay_accounting.values()]
         if accounted:
             return (f"fidelity: faithful (delay read as queue that no link queued <= {max(accounted):.2f} ms on every "
                     "path, disturbances within what the flows may lose, no socket drops)")
-        delays = [p["emulation_delay_ms"] for p in verdict["paths"] if p["emulation_delay_ms"] is not None]
+        delays = [p.emulation_delay_ms for p in verdict.paths if p.emulation_delay_ms is not None]
         if not delays:
             return ("fidelity: faithful as far as measured (no emulated link: tc shaping's timing is not "
                     "measured, only the rate it delivered)")
         return f"fidelity: faithful (emulation delay ≤ {max(delays):.2f} ms on every path, no socket drops)"
-    return "fidelity: NOT FAITHFUL — " + "; ".join(verdict["reasons"]) + f". To fix: {verdict['advice']}."
+    return "fidelity: NOT FAITHFUL — " + "; ".join(verdict.reasons) + f". To fix: {verdict.advice}."
 
 
 # --- machine CPU (the engine samples /proc/stat around the flows) -------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from fastlab.base.record import FlowDelay, Summary, Verdict
 from fastlab.base.rundir import EVENTS, SPEC, RunFolder
 from fastlab.define.schema import load_spec
 from fastlab.measure import accounting, fidelity
@@ -168,7 +169,7 @@ def fidelity_paths(prep: Prepared) -> list[fidelity.PathInfo]:
             for f in prep.flows for p in (prep.paths[f.id],)]
 
 
-def judge_again(folder: Path) -> dict[str, Any]:
+def judge_again(folder: Path) -> Summary:
     """The verdict this code gives a recorded run (its traces, plan and the emulators' figures as its summary
     kept them), written into its summary.json and flows.csv (with the delay accounting): bench/verdict.py
     --rejudge judges its recorded runs again with a later verdict. The machine's steal over time is not
@@ -181,28 +182,28 @@ def judge_again(folder: Path) -> dict[str, Any]:
     accounts = account_run(prep, flows, links)
     flows = accounting.with_columns(flows, accounts)
     summary = rf.summary()
-    old = summary.get("fidelity") or {}
+    old = summary.fidelity or Verdict(faithful=True)
     routes = {r.flow: r for r in accounting_routes_of(prep)}
-    for f in summary["flows"]:
-        f["delay_accounting"] = accounting.flow_figures(routes[f["id"]], accounts[f["id"]], f.get("min_rtt_ms"))
+    for f in summary.flows:
+        f.delay_accounting = FlowDelay.model_validate(accounting.flow_figures(routes[f.id], accounts[f.id],
+                                                                              f.min_rtt_ms))
     tags = {"forward": "ab", "reverse": "ba"}
-    emulators = {link: {tags[d]: {"late_us": {"mean": x.get("late_mean_us"), "p50": x.get("late_p50_us"),
-                                              "p99": x.get("late_p99_us"), "max": x.get("late_max_us"),
-                                              "n": x.get("segments")}, "sock_drops": x.get("sock_drops", 0)}
-                        for d, x in sides.items()} for link, sides in (old.get("links") or {}).items()}
-    late99 = {(link, d): float(x.get("late_p99_us") or 0) for link, sides in (old.get("links") or {}).items()
-              for d, x in sides.items()}
+    emulators = {link: {tags[d]: {"late_us": {"mean": x.late_mean_us, "p50": x.late_p50_us, "p99": x.late_p99_us,
+                                              "max": x.late_max_us, "n": x.segments},
+                                  "sock_drops": x.sock_drops or 0}
+                        for d, x in sides.items()} for link, sides in old.links.items()}
+    late99 = {(link, d): float(x.late_p99_us or 0) for link, sides in old.links.items() for d, x in sides.items()}
     verdict = fidelity.assess(fidelity.Inputs(
-        emulators=emulators, paths=fidelity_paths(prep), emulator_cores=old.get("emulator_cores") or {},
-        machine_busy=old.get("machine_busy"), machine_steal=old.get("machine_steal"),
-        sample_gaps_s=old.get("sample_gaps_s") or {}, sample_interval_s=1 / spec.sample_hz,
+        emulators=emulators, paths=fidelity_paths(prep), emulator_cores=dict(old.emulator_cores),
+        machine_busy=old.machine_busy, machine_steal=old.machine_steal,
+        sample_gaps_s=dict(old.sample_gaps_s), sample_interval_s=1 / spec.sample_hz,
         tc_links=tuple(k for k, (b, _) in prep.backends.items() if b != "emulator"),
         tc_queues=tc_queues(prep, links), routes=fidelity_routes(prep),
         counters=fidelity_counters(prep, links, late99),
         flows={str(f): r.sort_values("t") for f, r in flows.groupby("flow")},
         algorithm_base_ms=algorithm_bases(flows, rf.events() if rf.has(EVENTS) else None),
         lateness=lateness_rows(prep, links)))
-    summary["fidelity"] = note_neighbours(verdict, [{"prefix": n} for n in old.get("neighbours") or []])
+    summary.fidelity = Verdict.model_validate(note_neighbours(verdict, [{"prefix": n} for n in old.neighbours]))
     rf.replace_flows(flows)
     rf.replace_summary(summary)
     return summary

@@ -18,7 +18,7 @@ window, on the same evidence:
 A checkpoint whose model takes the measured delay into account (lab 02's queue, which FAST shortens by
 what it reads as queue: fastlab.labs.kit.StepRun.read_as_queue_ms) has the delay inside its band already;
 the disturbances are judged all the same. Pure: the verdict (summary.json's `fidelity`) and the flows'
-samples in, "" or the reason out.
+samples in, "" or the reason out (fastlab.base.record.Verdict's `delay_accounting` and `effects`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from fastlab.base.record import EffectSpan, Verdict
 from fastlab.measure import effects
 
 
@@ -47,41 +48,37 @@ def miss_share(band: tuple[float, float], measured: float) -> float:
     return 0.0
 
 
-def _effects(spans: list[dict[str, Any]]) -> list[effects.Effect]:
-    out = []
-    for s in spans:
-        e = effects.Effect(str(s.get("flow")), float(s["t0_s"]), float(s["t1_s"]), list(s.get("kinds") or []))
-        e.deficit_bytes = s.get("deficit_bytes")
-        out.append(e)
-    return out
+def _effects(spans: list[EffectSpan]) -> list[effects.Effect]:
+    """The record's spans as the effects the weighing measured (what deficit_share takes)."""
+    return [effects.Effect(s.flow, s.t0_s, s.t1_s, list(s.kinds), deficit_bytes=s.deficit_bytes) for s in spans]
 
 
-def judge(verdict: dict[str, Any] | None, flows: pd.DataFrame, window: tuple[float, float],
+def judge(verdict: Verdict | None, flows: pd.DataFrame, window: tuple[float, float],
           band: tuple[float, float] | None, measured: Any, passed: bool) -> str:
     """Why the checkpoint measured over `window` cannot vouch for its figure, or ""."""
-    if not isinstance(verdict, dict):
+    if verdict is None:
         return ""
     t0, t1 = window
     reasons = []
-    for flow, fig in sorted((verdict.get("delay_accounting") or {}).items()):
+    for flow, judged in sorted(verdict.delay_accounting.items()):
         if flows.empty or "acct_read_as_queue_ms" not in flows:
             break
         rows = flows[(flows["flow"] == flow) & (flows["t"] >= t0) & (flows["t"] <= t1)]
         inside = rows["acct_read_as_queue_ms"].dropna()
-        if not inside.empty and float(inside.median()) > float(fig["budget_ms"]):
+        if not inside.empty and judged.budget_ms is not None and float(inside.median()) > judged.budget_ms:
             reasons.append(f"flow {flow} read {float(inside.median()):.2f} ms as queue that no link queued between "
-                           f"{t0:g} and {t1:g} s (median), above its {float(fig['budget_ms']):.2f} ms budget")
+                           f"{t0:g} and {t1:g} s (median), above its {judged.budget_ms:.2f} ms budget")
     allowed = effects.DELIVERED_SHARE_MAX
     share = band_share(band) if band is not None else None
     if share is not None:
         allowed = min(allowed, share)
     miss = (miss_share(band, float(measured))
             if band is not None and not passed and isinstance(measured, int | float) else None)
-    for flow, fig in sorted((verdict.get("effects") or {}).items()):
+    for flow, fig in sorted(verdict.effects.items()):
         rows = flows[flows["flow"] == flow] if not flows.empty else flows
         if rows.empty or "bytes_acked" not in rows:
             continue
-        cost = effects.deficit_share(_effects(fig.get("spans") or []), rows.sort_values("t"), t0, t1)
+        cost = effects.deficit_share(_effects(fig.spans), rows.sort_values("t"), t0, t1)
         if cost is None or cost <= 0:
             continue
         if cost > allowed:

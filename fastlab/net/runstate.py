@@ -20,12 +20,13 @@ import signal
 import string
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from fastlab.base import paths
+from fastlab.define.cc import BuildError
 
 PREFIX_RE = re.compile(r"fl[0-9a-z]{4}")  # new_prefix()'s names; match() finds candidates, cleanup
 # deletes only by a dead run's own prefix
@@ -219,39 +220,38 @@ def remove_root_objects(intfs: list[str], bridges: list[str]) -> list[str]:
 KEPT = "kept: "  # marks a cleanup item that could not be removed
 
 
-def unload_ccs(entries: list[str]) -> tuple[list[str], list[str]]:
+CCLoaderOf = Callable[[str, str], "CCLoader"]  # (name, impl) -> its loader: fastlab.run.ccload.loader
+
+
+def unload_ccs(entries: list[str], cc_loader: CCLoaderOf) -> tuple[list[str], list[str]]:
     """Unregister congestion controls a dead run had loaded (in use: gone once its sockets are).
     Returns what was removed and the entries that could not be (kept for the next cleanup)."""
-    from fastlab.define.ccset import LOADERS, ToolError
-
     removed, kept = [], []
     for entry in entries:
         name, impl = entry.split(":")
-        loader = LOADERS[impl](name)
+        loader = cc_loader(name, impl)
         if not loader.registered():  # recorded, then killed before it was registered: nothing to undo
             removed.append(f"congestion control {name} (was not registered)")
             continue
         try:
             removed.append(f"congestion control {name} ({loader.unload()})")
-        except ToolError as exc:
+        except BuildError as exc:
             removed.append(f"{KEPT}congestion control {name} stays registered, the run state keeps it for the "
                            f"next cleanup: {exc}")
             kept.append(entry)
     return removed, kept
 
 
-def release_ccs(prefix: str, entries: list[str]) -> tuple[list[str], list[str]]:
+def release_ccs(prefix: str, entries: list[str], cc_loader: CCLoaderOf) -> tuple[list[str], list[str]]:
     """Leave a dead run's references (cc_release): the algorithm is unregistered when it was the
     last holder of a registration fastlab made. Returns what was done and the entries kept (an unload
     that failed: the next cleanup retries it)."""
-    from fastlab.define.ccset import LOADERS, ToolError
-
     done, kept = [], []
     for entry in entries:
         name, impl = entry.split(":")
         try:
-            released = cc_release(entry, prefix, LOADERS[impl](name))
-        except ToolError as exc:
+            released = cc_release(entry, prefix, cc_loader(name, impl))
+        except BuildError as exc:
             done.append(f"{KEPT}congestion control {name} stays registered, the run state keeps it for the "
                         f"next cleanup: {exc}")
             kept.append(entry)
@@ -282,8 +282,10 @@ def remove_cgroup(path: Path, wait_s: float = RMDIR_WAIT_S) -> str | None:
             time.sleep(0.1)
 
 
-def cleanup(include_live: bool = False) -> list[str]:
-    """Remove what dead fastlab runs left behind; returns what was removed.
+def cleanup(include_live: bool = False, *, cc_loader: CCLoaderOf) -> list[str]:
+    """Remove what dead fastlab runs left behind; returns what was removed. `cc_loader` gives the loader
+    of an algorithm a dead run registered (the run stage's: `fastlab.run.ccload.cleanup` is the whole
+    `fastlab cleanup`).
 
     Only what a dead run's state file recorded, or what carries that run's own prefix, is touched:
     never everything that merely looks like a fastlab name (e.g. Kubernetes' `flannel.1`)."""
@@ -315,8 +317,8 @@ def cleanup(include_live: bool = False) -> list[str]:
                 else:
                     kept_cgroups.append(cg)
             state.cgroups = kept_cgroups
-            unloaded, state.cc_loaded = (release_ccs(state.prefix, state.cc_loaded) if state.cc_refcounted
-                                         else unload_ccs(state.cc_loaded))
+            unloaded, state.cc_loaded = (release_ccs(state.prefix, state.cc_loaded, cc_loader)
+                                         if state.cc_refcounted else unload_ccs(state.cc_loaded, cc_loader))
             removed += unloaded
             if state.cc_loaded or state.cgroups:
                 state.pids, state.intfs, state.bridges = [], [], []

@@ -23,11 +23,12 @@ from typing import Any
 
 from fastlab.base import rundir
 from fastlab.define.cc import CCError, Registry
-from fastlab.define.ccset import FAST_PARAMS, default_registry, fast_target_ms
+from fastlab.define.ccset import FAST_PARAMS, fast_target_ms
 from fastlab.define.schema import ExperimentSpec, SpecError, numbered_flows
 from fastlab.define.topology import TopologyError, TopologyPlan, build_plan
 from fastlab.plan import routing
 from fastlab.plan.capabilities import Capabilities, app_available, probe
+from fastlab.plan.ccbuild import planned_registry
 from fastlab.plan.flows import Flow, HostParams, expand_flows, plan_parameters
 from fastlab.plan.link_commands import LinkPlanResult, Wire, choose_backend, plan_link, wiring
 from fastlab.plan.links import ResolvedLink, resolve
@@ -46,7 +47,7 @@ def validate(spec: ExperimentSpec, registry: Registry | None) -> TopologyPlan:
         for end in ("src", "dst"):
             name = getattr(flow, end)
             if name not in hosts:
-                raise SpecError(f"flows[{i}].{end}: unknown host {name!r} in topology {spec.topology} "
+                raise SpecError(f"flows[{i}].{end}: unknown host {name!r} in topology {plan.name} "
                                 f"(hosts: {', '.join(sorted(hosts))})")
         if registry is None:
             continue
@@ -61,7 +62,7 @@ def validate(spec: ExperimentSpec, registry: Registry | None) -> TopologyPlan:
     _validate_paths(spec, plan)
     for link_id in spec.links:
         if link_id not in plan.shaped:
-            raise SpecError(f"links.{link_id}: topology {spec.topology} has no shaped link {link_id!r} "
+            raise SpecError(f"links.{link_id}: topology {plan.name} has no shaped link {link_id!r} "
                             f"(shaped links: {', '.join(sorted(plan.shaped))})")
     return plan
 
@@ -75,7 +76,7 @@ def _validate_paths(spec: ExperimentSpec, plan: TopologyPlan) -> None:
     if (where or spec.controller) and not design:
         field_name = where[0][0] if where else "controller"
         hint = " (sc2002: set topology_args.core: switched)" if spec.topology == "sc2002" else ""
-        raise SpecError(f"{field_name}: topology {spec.topology} has no OpenFlow core with paths{hint}")
+        raise SpecError(f"{field_name}: topology {plan.name} has no OpenFlow core with paths{hint}")
     for field_name, path in where:
         if path not in paths:
             raise SpecError(f"{field_name}: unknown path {path!r} (paths: {', '.join(paths)})")
@@ -225,6 +226,21 @@ IDLE_PINGS_LOST_MAX = 4
 MAX_IDLE_PHASE_S = 600.0
 
 
+# A run shorter than a few base RTTs of its longest path ends inside its flows' first round trips: TCP
+# has not seen an ACK clock, a loss or a queue, and the run measures no congestion control at all (a run
+# of 1e-300 s was called done and faithful, issue 47). Four RTTs: the handshake and the first rounds of
+# slow start. The schema bounds it by the sample period too (fastlab.define.schema.MIN_SAMPLE_PERIODS).
+MIN_RUN_RTTS = 4
+
+
+def check_duration(spec: ExperimentSpec, routes: Routes, links: dict[str, ResolvedLink]) -> None:
+    """SpecError naming duration_s when the run is shorter than MIN_RUN_RTTS base RTTs of its longest path."""
+    rtt_ms = max(routes.figures(links, f.src, f.dst).rtt_ms for f in spec.flows)
+    if spec.duration_s * 1000 < MIN_RUN_RTTS * rtt_ms:
+        raise SpecError(f"duration_s: {spec.duration_s:g} s is shorter than {MIN_RUN_RTTS} base RTTs of the "
+                        f"longest path ({rtt_ms:g} ms): at least {MIN_RUN_RTTS * rtt_ms / 1000:g} s")
+
+
 def idle_phase_s(routes: Routes, links: dict[str, ResolvedLink], spec: ExperimentSpec) -> float:
     """The longest the idle pings can take with the queues empty, s: each path's pings, and the lost ones
     it may have, each waiting its timeout."""
@@ -263,6 +279,7 @@ def layout(spec: ExperimentSpec, registry: Registry | None = None) -> Layout:
     plan = plan.unshaped(set(idle))
     links = {k: v for k, v in links.items() if k not in idle}
     routes = routes.keeping(links)
+    check_duration(spec, routes, links)
     flows = expand_flows(spec, plan)
     return Layout(spec, plan, flows, links, unused | idle, routes, flow_paths(flows, routes, links, spec.mtu),
                   idle_phase_s(routes, links, spec))
@@ -308,7 +325,7 @@ def prepare(spec: ExperimentSpec, registry: Registry | None = None, caps: Capabi
     cc_impl = caps.cc_impl_choice(spec.cc_impl)
     if cc_impl[0] == "unavailable" and spec.cc_impl != "auto":
         raise SpecError(f"cc_impl: {cc_impl[1]}")
-    registry = registry or default_registry(cc_impl[0] if cc_impl[0] != "unavailable" else "bpf")
+    registry = registry or planned_registry(cc_impl[0] if cc_impl[0] != "unavailable" else "bpf")
     lay = layout(spec, registry)
     cc_hosts, cc_globals = plan_parameters(spec, registry)
     backends = {}

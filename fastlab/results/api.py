@@ -19,16 +19,20 @@ from __future__ import annotations
 import functools
 import json
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from fastlab.base.rundir import EVENTS, POINT_FILE, SWEEP_STATE, RunFolder, finished_points
+from fastlab.base import record
+from fastlab.base.record import Part, Verdict
+from fastlab.base.rundir import EVENTS, POINT_FILE, SWEEP_STATE, RunReader, finished_points
+from fastlab.define.schema import ExperimentSpec, parse_spec
 from fastlab.results import bundle
 
-# Units of the trace and summary columns (DataFrame.attrs["units"] too): what a plot's axis says.
+# Units of the trace columns and of summary.json's figures (fastlab.base.record's), in DataFrame.attrs["units"]
+# too: what a plot's axis says.
 UNITS = {
     "t": "s", "bytes_acked": "bytes", "mss_bytes": "bytes", "cwnd_pkts": "packets", "srtt_ms": "ms",
     "min_rtt_ms": "ms", "goodput_mbps": "Mb/s", "retransmits": "packets", "backlog_pkts": "packets",
@@ -36,11 +40,8 @@ UNITS = {
     "queue_drops": "packets", "loss_drops": "packets", "aqm_drops": "packets", "aqm_marks": "packets",
     "aqm_avg_queue": "packets or bytes (the RED mode's)", "aqm_avg_pkts": "packets",
     "aqm_drop_prob": "probability", "aqm_qdelay_ms": "ms",
-    "throughput_mbps": "Mb/s", "mean_rtt_ms": "ms",
-    "mean_cwnd_pkts": "packets", "capacity_mbps": "Mb/s", "utilization": "fraction",
-    "mean_backlog_pkts": "packets", "max_backlog_pkts": "packets", "start_s": "s", "end_s": "s",
     "base_rtt_us": "µs", "avg_rtt_us": "µs", "target": "packets", "cwnd": "packets", "alpha": "packets",
-}
+} | record.units()
 
 
 class ResultsError(ValueError):
@@ -52,77 +53,63 @@ def _framed(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-@dataclass
-class Run:
-    """One finished run, read from its folder."""
+class Run(RunReader):
+    """One finished run, read from its folder (fastlab.base.rundir.RunReader, the one reader of run folders):
+    its tables carry their units; a run made before environment.json reads an empty one."""
 
-    directory: Path
-    folder: RunFolder = field(init=False, repr=False)
+    environment_optional = True
 
-    def __post_init__(self) -> None:
-        self.folder = RunFolder(self.directory)
+    def __init__(self, directory: Path | str) -> None:
+        super().__init__(directory)
         if not self.folder.is_run():
             raise ResultsError(f"{self.directory}: not a finished run (no spec.yaml and summary.json)")
+
+    def __repr__(self) -> str:
+        return f"Run({str(self.directory)!r})"
+
+    def dress(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return _framed(frame)
 
     @property
     def name(self) -> str:
         return str(self.spec.get("name") or self.directory.name)
 
     @functools.cached_property
-    def spec(self) -> dict[str, Any]:
-        return self.folder.spec()
-
-    @functools.cached_property
-    def summary(self) -> dict[str, Any]:
-        return self.folder.summary()
-
-    @functools.cached_property
-    def environment(self) -> dict[str, Any]:
-        return self.folder.environment(missing_ok=True)
-
-    @functools.cached_property
-    def flows(self) -> pd.DataFrame:
-        """Per flow and sample: t (s since the flows started), bytes_acked, cwnd_pkts, srtt_ms, ..."""
-        return _framed(self.folder.flows())
-
-    @functools.cached_property
-    def links(self) -> pd.DataFrame:
-        """Per emulated link, direction and sample: backlog_pkts, tx_bytes, drops, ..."""
-        return _framed(self.folder.links())
-
-    @functools.cached_property
-    def events(self) -> pd.DataFrame:
-        """fastlab's algorithms' events (FAST's updates, cc_set changes); empty when none ran."""
-        return _framed(self.folder.events()) if self.folder.has(EVENTS) else pd.DataFrame()
+    def experiment(self) -> ExperimentSpec:
+        """The spec as run, typed: spec.yaml through the one spec schema (fastlab.define.schema.ExperimentSpec,
+        every default filled in); SpecError naming the field for a spec today's schema no longer takes. The
+        record keeps the spec as data (`spec`): fastlab.base cannot import the define stage's model."""
+        return parse_spec(self.spec)
 
     @property
-    def fidelity(self) -> dict[str, Any]:
-        """The emulation's fidelity verdict ({} for a run made before it existed)."""
-        return self.summary.get("fidelity") or {}
+    def events(self) -> pd.DataFrame:
+        """fastlab's algorithms' events (FAST's updates, cc_set changes); empty when none ran."""
+        return self.cc_events if self.folder.has(EVENTS) else pd.DataFrame()
+
+    @property
+    def fidelity(self) -> Verdict | None:
+        """The emulation's fidelity verdict (None for a run made before it existed)."""
+        return self.summary.fidelity
 
     @property
     def faithful(self) -> bool | None:
         """True/False as the verdict says; None when the run was not assessed. An unfaithful run proves
         nothing either way about the congestion control."""
-        value = self.fidelity.get("faithful")
-        return value if isinstance(value, bool) else None
+        return self.summary.faithful
 
     @property
     def segments(self) -> pd.DataFrame:
         """The parts of a run whose parameters changed: per part and link, its span, the change that
         began it, utilization and mean queue (empty for a run without changes)."""
-        rows = []
-        for part in self.summary.get("segments") or []:
-            for link in part.get("links") or []:
-                rows.append({"start_s": part.get("start_s"), "end_s": part.get("end_s"),
-                             "change": "; ".join(part.get("changes") or []) or None, "link": link.get("id"),
-                             "utilization": link.get("utilization"),
-                             "mean_backlog_pkts": link.get("mean_backlog_pkts")})
+        rows = [{"start_s": part.start_s, "end_s": part.end_s, "change": "; ".join(part.changes) or None,
+                 "link": link.id, "utilization": link.utilization, "mean_backlog_pkts": link.mean_backlog_pkts}
+                for part in self.summary.segments or [] for link in part.links]
         return _framed(pd.DataFrame(rows))
 
     def table(self, kind: str = "flows") -> pd.DataFrame:
         """summary.json's `flows` or `links` rows as a DataFrame."""
-        return _framed(pd.DataFrame(self.summary.get(kind) or []))
+        tables: dict[str, list[Part]] = {"flows": [*self.summary.flows], "links": [*self.summary.links]}
+        return _framed(pd.DataFrame([p.dump() for p in tables.get(kind, [])]))
 
 
 @dataclass
@@ -140,27 +127,16 @@ class Sweep:
         """One row per finished point: its point record (the swept values) and headline figures."""
         rows = []
         for name, run in self.points.items():
-            record = json.loads((run.directory / POINT_FILE).read_text())
-            rows.append({"point": name, **{k: v for k, v in record.items() if not isinstance(v, dict | list)},
+            point = json.loads((run.directory / POINT_FILE).read_text())
+            rows.append({"point": name, **{k: v for k, v in point.items() if not isinstance(v, dict | list)},
                          **headline(run)})
         return _framed(pd.DataFrame(rows))
 
 
 def headline(run: Run) -> dict[str, Any]:
-    """A run's figures as compare shows them: total goodput, each flow's, the first link's queue and
-    utilization, Jain's index, the verdict."""
-    flows = run.summary.get("flows") or []
-    links = run.summary.get("links") or []
-    row: dict[str, Any] = {"name": run.name, "throughput_mbps": sum(f.get("throughput_mbps") or 0 for f in flows)}
-    for f in flows:
-        row[f"{f.get('id')} throughput_mbps"] = f.get("throughput_mbps")
-        row[f"{f.get('id')} mean_rtt_ms"] = f.get("mean_rtt_ms")
-    if links:
-        row["utilization"] = links[0].get("utilization")
-        row["mean_backlog_pkts"] = links[0].get("mean_backlog_pkts")
-    row["jain_index"] = run.summary.get("jain_index")
-    row["faithful"] = run.faithful
-    return row
+    """A run's figures as compare shows them: its name, then its headline figures
+    (fastlab.base.record.headline: totals, each link's, each flow's; `faithful` 1, 0 or None)."""
+    return {"name": run.name, **record.headline(run.summary).flat()}
 
 
 def compare(runs: list[Run]) -> pd.DataFrame:

@@ -22,9 +22,21 @@ import stat
 import zipfile
 import zlib
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from fastlab.base.rundir import POINT_FILE, POINTS, SUMMARY, SWEEP_STATE, RunFolder, finished_points
+from fastlab.base import record
+from fastlab.base.documents import DocumentError, one_line, read_json_file
+from fastlab.base.record import Summary
+from fastlab.base.rundir import (
+    POINT_FILE,
+    POINTS,
+    RECORD_MAX_CHARS,
+    SWEEP_STATE,
+    SWEEP_STATE_MAX_CHARS,
+    RunFolder,
+    finished_points,
+    summary_in,
+)
 from fastlab.measure import fidelity
 from fastlab.results import fidelity_view
 
@@ -46,6 +58,14 @@ class BundleError(ValueError):
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _shown(name: str) -> str:
+    """A member's name as a problem names it: as it is when it is a plain one, else quoted, on one line and
+    at most ~100 characters (a name may hold anything a zip can: line breaks, ': ')."""
+    if normal_name(name) and name.isprintable() and ": " not in name and len(name) <= 100:
+        return name
+    return repr(one_line(name[:100]) + ("..." if len(name) > 100 else ""))
 
 
 def _member_problem(info: zipfile.ZipInfo) -> str | None:
@@ -96,8 +116,8 @@ def _run_facts(run_dir: Path) -> list[str]:
     folder = RunFolder(run_dir)
     spec = folder.spec()
     env = folder.environment(missing_ok=True)
-    summary = folder.summary() if folder.has(SUMMARY) else {}
-    run, tools = env.get("run", {}), env.get("tools", {})
+    summary = folder.summary() if folder.is_run() else Summary()
+    run, tools = env.run, env.tools
     lines = [f"- experiment `{spec.get('name')}`: topology `{spec.get('topology')}` "
              f"{json.dumps(spec.get('topology_args', {}))}, {spec.get('duration_s')} s, seed {spec.get('seed')}"]
     for flow in spec.get("flows", []):
@@ -105,27 +125,36 @@ def _run_facts(run_dir: Path) -> list[str]:
                      f"{json.dumps(flow.get('cc_args') or {})}")
     for link_id, link in (spec.get("links") or {}).items():
         lines.append(f"- link `{link_id}` set to {json.dumps(link)}")
-    lines += ["", f"Ran as `{run.get('prefix')}` on host `{run.get('host')}`, started {run.get('started')}, "
-              f"kernel `{env.get('kernel')}`, fastlab `{tools.get('fastlab', '?')}`, Python {tools.get('python', '?')},"
+    lines += ["", f"Ran as `{run.prefix}` on host `{run.host}`, started {run.started}, "
+              f"kernel `{env.kernel}`, fastlab `{tools.get('fastlab', '?')}`, Python {tools.get('python', '?')},"
               f" Mininet {tools.get('mininet', '?')}, {tools.get('iperf3', 'iperf3 ?')}.", "",
               "| job | backend | why |", "|---|---|---|"]
-    lines += [f"| {job} | {c.get('backend')} | {c.get('why')} |" for job, c in env.get("backends", {}).items()]
-    lines += [f"| shaping of `{a.get('link')}` | {a.get('backend')} | {a.get('why')} |" for a in env.get("shaping", [])]
-    builds = env.get("congestion_control", {}).get("builds", {})
-    lines += [f"| CC build `{name}` | sha256 `{digest}` | |" for name, digest in builds.items()]
+    lines += [f"| {job} | {c.backend} | {c.why} |" for job, c in env.backends.items()]
+    lines += [f"| shaping of `{a.link}` | {a.backend} | {a.why} |" for a in env.shaping]
+    lines += [f"| CC build `{name}` | sha256 `{digest}` | |" for name, digest in env.congestion_control.builds.items()]
     lines += ["", "| result | value |", "|---|---|"]
-    for f in summary.get("flows", []):
-        lines.append(f"| {f['id']} {f['src']}->{f['dst']} {f['cc']} | {f['throughput_mbps']} Mb/s, "
-                     f"min RTT {f['min_rtt_ms']} ms, mean RTT {f['mean_rtt_ms']} ms, {f['retransmits']} retransmits |")
-    for link in summary.get("links", []):
-        lines.append(f"| link {link['id']} | utilization {link['utilization']}, mean backlog "
-                     f"{link['mean_backlog_pkts']} pkts, drops {link['drops']} (loss model {link['loss_drops']}) |")
-    lines.append(f"| emulation | {fidelity.headline(fidelity_view.verdict_of(summary)).removeprefix('fidelity: ')} |")
+    for f in summary.flows:
+        lines.append(f"| {f.id} {f.src}->{f.dst} {f.cc} | {f.throughput_mbps} Mb/s, "
+                     f"min RTT {f.min_rtt_ms} ms, mean RTT {f.mean_rtt_ms} ms, {f.retransmits} retransmits |")
+    for link in summary.links:
+        lines.append(f"| link {link.id} | utilization {link.utilization}, mean backlog "
+                     f"{link.mean_backlog_pkts} pkts, drops {link.drops} (loss model {link.loss_drops}) |")
+    lines.append(f"| emulation | {one_line(fidelity.headline(summary.fidelity)).removeprefix('fidelity: ')} |")
     return lines
 
 
 def reproduce_md(directory: Path, bundle_name: str) -> str:
-    """REPRODUCE.md for a run or sweep directory (read from its files; writes nothing)."""
+    """REPRODUCE.md for a run or sweep directory (read from its files; writes nothing); BundleError in one
+    line when its records cannot be read (the bounded reader refused them, or they lack what fastlab
+    writes)."""
+    try:
+        return _reproduce_md(directory, bundle_name)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # DocumentError is a ValueError
+        why = str(exc) if isinstance(exc, DocumentError | BundleError) else f"{exc.__class__.__name__}: {exc}"
+        raise BundleError(f"{directory}: its records cannot be read ({one_line(why)[:200]})") from None
+
+
+def _reproduce_md(directory: Path, bundle_name: str) -> str:
     kind, top = kind_of(directory), directory.name
     verify_cmds = ["```sh", f"fastlab bundle verify {bundle_name}        # every byte against {MANIFEST}"]
     if kind == "run":
@@ -140,7 +169,7 @@ def reproduce_md(directory: Path, bundle_name: str) -> str:
             f"sudo fastlab run {top}/spec.yaml --out rerun-{top}", "```"]
     else:
         state_path = directory / SWEEP_STATE
-        state = json.loads(state_path.read_text()) if state_path.is_file() else {}
+        state = read_json_file(state_path, max_chars=SWEEP_STATE_MAX_CHARS) if state_path.is_file() else {}
         done = finished_points(directory)
         lines = [f"# Reproducing fastlab sweep `{top}`", "",
                  f"This bundle is a parameter sweep: `sweep.yaml` (the spec with its `sweep:` section), `{SWEEP_STATE}`"
@@ -208,9 +237,30 @@ def export(directory: Path | str, zip_path: Path | str, extra: dict[str, bytes] 
     return zip_path
 
 
-def _safe(name: str) -> bool:
-    p = PurePosixPath(name)
-    return not p.is_absolute() and ".." not in p.parts and "\\" not in name and "\x00" not in name
+def normal_name(name: str) -> bool:
+    """A member name (or a manifest's path) in normal form (pure): relative, '/'-separated parts none of
+    which is empty, '.' or '..', and no backslash or NUL. `run1//x`, `run1/./spec.yaml` and `run1/x/` name
+    a file that a second, different name reaches too (`run1/x`, `run1/spec.yaml`): which of the two a
+    reader opened was not the one verify certified (issue 47). Every name is judged in this form before
+    anything is hashed, extracted or read."""
+    return bool(name) and "\\" not in name and "\x00" not in name and \
+        all(part not in ("", ".", "..") for part in name.split("/"))
+
+
+def _namespace_problems(names: list[str]) -> list[str]:
+    """What is wrong with a bundle's member names as a set (pure): a name not in normal form, a name given
+    twice (a zip may hold two members of one name: a dict of them kept the last), a name that is both a
+    file and the folder of another (`spec.yaml` and `spec.yaml/x`)."""
+    problems = [f"unsafe member name {_shown(n)}: not a normal member name (an empty, '.' or '..' part, a "
+                "leading '/', a backslash or a NUL)" for n in names if not normal_name(n)]
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            problems.append(f"{_shown(name)}: the bundle holds a member of this name twice")
+        seen.add(name)
+    folders = {"/".join(n.split("/")[:i]) for n in seen for i in range(1, n.count("/") + 1)}
+    problems += [f"{_shown(n)}: both a file and the folder of another member" for n in sorted(seen & folders)]
+    return problems
 
 
 def verify(zip_path: Path | str) -> list[str]:
@@ -223,11 +273,12 @@ def verify(zip_path: Path | str) -> list[str]:
     except (OSError, zipfile.BadZipFile, ValueError) as exc:
         return [f"cannot open bundle: {exc}"]
     with zf:
-        infos = {i.filename: i for i in zf.infolist() if not i.is_dir()}
+        files = [i for i in zf.infolist() if not i.is_dir()]
+        # the namespace first: a folder entry is a name too (`run1/x/` beside a file `run1/x`)
+        problems += _namespace_problems([i.filename for i in files] +
+                                        [i.filename.removesuffix("/") for i in zf.infolist() if i.is_dir()])
+        infos = {i.filename: i for i in files}
         names = list(infos)
-        for name in names:
-            if not _safe(name):
-                problems.append(f"unsafe member name {name!r}")
         refused = {name: why for name, info in infos.items() if (why := _member_problem(info))}
         problems += [refused[name] for name in sorted(refused)]
         if sum(i.file_size for i in infos.values()) > MAX_EXTRACT_BYTES:
@@ -248,26 +299,42 @@ def verify(zip_path: Path | str) -> list[str]:
             if not m:
                 problems.append(f"{MANIFEST} line {n} is malformed")
                 continue
+            if not normal_name(m.group(2)) or m.group(2) in expected:
+                problems.append(f"{MANIFEST} line {n}: {_shown(m.group(2))} is not a normal member name or "
+                                "is listed twice")
+                continue
             expected[m.group(2)] = m.group(1)
         present = {n[len(top) + 1:] for n in names if n.startswith(top + "/") and n != manifests[0]}
         for name in names:
             if not name.startswith(top + "/"):
-                problems.append(f"{name}: outside the bundle's folder {top}/")
+                problems.append(f"{_shown(name)}: outside the bundle's folder {top}/")
         for rel in sorted(set(expected) - present):
-            problems.append(f"{rel}: missing (listed in the manifest)")
+            problems.append(f"{_shown(rel)}: missing (listed in the manifest)")
         for rel in sorted(present - set(expected)):
-            problems.append(f"{rel}: not listed in the manifest")
+            problems.append(f"{_shown(rel)}: not listed in the manifest")
         for rel in sorted(set(expected) & present):
             if f"{top}/{rel}" in refused:
                 continue
             try:
                 digest = _stream_sha256(zf, infos[f"{top}/{rel}"])
             except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error) as exc:  # CRC/inflate errors
-                problems.append(f"{rel}: unreadable ({exc})")
+                problems.append(f"{_shown(rel)}: unreadable ({one_line(str(exc))[:200]})")
                 continue
             if digest != expected[rel]:
-                problems.append(f"{rel}: SHA-256 mismatch (altered)")
+                problems.append(f"{_shown(rel)}: SHA-256 mismatch (altered)")
     return problems
+
+
+def _member_bytes(zf: zipfile.ZipFile, name: str) -> bytes:
+    """A record member of a bundle (its summary.json), read as a stream no longer than its header says and
+    at most RECORD_MAX_CHARS; BundleError for a member that is not a plain file or is larger, KeyError if
+    absent. The typed record then bounds its depth and numbers."""
+    info = zf.getinfo(name)
+    why = _member_problem(info) or (f"larger than {RECORD_MAX_CHARS:,} bytes" if info.file_size > RECORD_MAX_CHARS
+                                    else None)
+    if why:
+        raise BundleError(f"{name}: {why}")
+    return b"".join(_stream(zf, info))
 
 
 def fidelity_lines(zip_path: Path | str) -> list[str]:
@@ -279,13 +346,14 @@ def fidelity_lines(zip_path: Path | str) -> list[str]:
             names = [n for n in zf.namelist() if not n.endswith("/")]
             top = names[0].split("/")[0] if names else ""
             if f"{top}/{SWEEP_STATE}" not in names:
-                return [fidelity.headline(fidelity_view.verdict_of(json.loads(zf.read(f"{top}/{SUMMARY}"))))]
+                return [one_line(fidelity.headline(summary_in(zf, top, _member_bytes).fidelity))]
             points = sorted(n.split("/")[2] for n in names
                             if n.count("/") == 3 and n.startswith(f"{top}/{POINTS}/") and n.endswith(f"/{POINT_FILE}"))
-            summaries = {p: json.loads(zf.read(f"{top}/{POINTS}/{p}/{SUMMARY}")) for p in points}
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile, zlib.error) as exc:
-        raise BundleError(f"{zip_path}: cannot read the run's summary.json: {exc}") from None
-    states = {p: fidelity_view.state(fidelity_view.verdict_of(s)) for p, s in summaries.items()}
+            summaries = {p: summary_in(zf, f"{top}/{POINTS}/{p}", _member_bytes) for p in points}
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        why = str(exc) if isinstance(exc, DocumentError | BundleError | record.RecordError) else exc.__class__.__name__
+        raise BundleError(f"{zip_path}: cannot read the run's summary.json: {one_line(why)[:200]}") from None
+    states = {p: fidelity_view.state(s.fidelity) for p, s in summaries.items()}
     bad = [p for p, st in states.items() if st == "unfaithful"]
     unknown = sum(st == "unassessed" for st in states.values())
     if unknown == len(states):
@@ -294,7 +362,7 @@ def fidelity_lines(zip_path: Path | str) -> list[str]:
     counts += [f"{len(bad)} NOT FAITHFUL"] if bad else []
     counts += [f"{unknown} not assessed"] if unknown else []
     return [f"fidelity: {', '.join(counts)}"] + [
-        f"  {p}: NOT FAITHFUL — {fidelity_view.first_reason(fidelity_view.verdict_of(summaries[p]))}" for p in bad]
+        f"  {p}: NOT FAITHFUL — {one_line(str(fidelity_view.first_reason(summaries[p].fidelity)))}" for p in bad]
 
 
 def extract(zip_path: Path | str, dest: Path | str, *, bundle_files: bool = True) -> Path:

@@ -13,6 +13,8 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
+from fastlab.base.record import Summary
+
 # The columns of each kind of sample the charts read (fastlab/templates/charts.js), as the engine streams them
 # to the live page: a report carries no more than its charts draw.
 SAMPLE_COLUMNS = {
@@ -68,12 +70,14 @@ ROUND_TRIP_POINTS = 1200
 ROUND_TRIP_PARTS = ("serialization", "queueing", "lateness", "hosts")  # stacked above the propagation
 
 
-def round_trip(flows: pd.DataFrame, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+def round_trip(flows: pd.DataFrame, summary: Summary | None = None) -> dict[str, Any]:
     """Per flow: its RTT samples' parts above the propagation (ms), over time, and the summary's medians
-    (summary.json's `delay_accounting`), for charts.js's drawRoundTrip; {} for a run without the accounting."""
+    (the record's FlowFigures.delay_accounting, as data), for charts.js's drawRoundTrip; {} for a run without
+    the accounting."""
     if flows.empty or "acct_rtt_ms" not in flows or "flow" not in flows:
         return {}
-    figures = {f["id"]: f.get("delay_accounting") for f in (summary or {}).get("flows") or [] if "id" in f}
+    figures = {f.id: f.delay_accounting.dump() for f in (summary.flows if summary is not None else [])
+               if f.delay_accounting is not None}
     out: dict[str, Any] = {}
     for flow, rows in flows.dropna(subset=["acct_rtt_ms"]).groupby("flow", sort=True):
         rows = rows.sort_values("t")

@@ -28,6 +28,7 @@ from fastlab.results import api as results
 
 CSRF_META = re.compile(r'<meta name="csrf-token" content="([^"]+)">')
 ENDED = ("done", "failed", "interrupted", "cancelled")
+RUNS_PER_PAGE = 1000  # the largest page GET /api/runs answers
 
 
 class ClientError(RuntimeError):
@@ -83,9 +84,17 @@ class Client:
         return self._csrf
 
     # --- the API ---------------------------------------------------------------------------------
-    def runs(self) -> list[dict[str, Any]]:
-        """The history, newest first."""
-        return list(self._request("GET", "/api/runs"))
+    def runs(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The history, newest first (at most `limit` runs): GET /api/runs a page at a time."""
+        out: list[dict[str, Any]] = []
+        page = 1
+        while limit is None or len(out) < limit:
+            rows = list(self._request("GET", f"/api/runs?page={page}&per_page={RUNS_PER_PAGE}"))
+            out += rows
+            if len(rows) < RUNS_PER_PAGE:
+                break
+            page += 1
+        return out[:limit]
 
     def run(self, run_id: str) -> dict[str, Any]:
         return dict(self._request("GET", f"/api/runs/{run_id}"))

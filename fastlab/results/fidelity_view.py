@@ -1,12 +1,13 @@
 """How a run's fidelity verdict is shown to people: report.html, the web app, sweeps, bundles, replay.
 
-`fastlab.measure.fidelity.assess()` puts a verdict in every run's summary.json under "fidelity"; this
-module only presents it. It is pure and tolerant: a missing or empty verdict (runs made before
-verdicts existed) is "not assessed", and a verdict missing some keys still renders. Every piece
+`fastlab.measure.fidelity.assess()` puts a verdict in every run's summary.json under "fidelity"
+(fastlab.base.record.Verdict); this module only presents it. It is pure and tolerant: no verdict (runs
+made before verdicts existed) is "not assessed", and a verdict missing some figures still renders. Every piece
 of text that reaches HTML goes through `html.escape`; the HTML carries class names only, each
 page styles them (report.html with `CSS`, the web app with its style.css).
 
-- `state`, `faithful_flag`, `first_reason`: the verdict in one word, as 1/0/None, its first reason.
+- `verdict_of`, `state`, `first_reason`: a run's verdict, the verdict in one word, its first reason (as
+  1/0/None: fastlab.base.record.headline's `faithful`).
 - `banner` -> `Banner` (title, plain-words lead, reasons, advice) and `banner_html`: the box at
   the top of a run's pages.
 - `path_rows`, `link_rows`, `details_html`: the measurements behind the verdict (per-path
@@ -19,6 +20,8 @@ import html
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from fastlab.base.record import PathDelay, Summary, Verdict
 
 State = Literal["faithful", "unfaithful", "unassessed"]
 
@@ -42,25 +45,19 @@ CSS = """\
 """
 
 
-def verdict_of(summary: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The verdict in a summary.json, or None (an old run, or no summary at all)."""
-    verdict = (summary or {}).get("fidelity")
-    return verdict if isinstance(verdict, dict) and "faithful" in verdict else None
+def verdict_of(summary: Summary | None) -> Verdict | None:
+    """The verdict of a run's record, or None (an old run, or no summary at all)."""
+    return summary.fidelity if summary is not None else None
 
 
-def state(verdict: dict[str, Any] | None) -> State:
-    if not verdict or "faithful" not in verdict:
+def state(verdict: Verdict | None) -> State:
+    if verdict is None:
         return "unassessed"
-    return "faithful" if verdict["faithful"] else "unfaithful"
+    return "faithful" if verdict.faithful else "unfaithful"
 
 
-def faithful_flag(summary: dict[str, Any] | None) -> int | None:
-    """1 faithful, 0 not, None not assessed: the `faithful` column of a sweep's aggregate."""
-    return {"faithful": 1, "unfaithful": 0, "unassessed": None}[state(verdict_of(summary))]
-
-
-def first_reason(verdict: dict[str, Any] | None) -> str | None:
-    reasons = (verdict or {}).get("reasons") or []
+def first_reason(verdict: Verdict | None) -> str | None:
+    reasons = verdict.reasons if verdict is not None else []
     return str(reasons[0]) if reasons else None
 
 
@@ -90,13 +87,12 @@ class Banner:
     advice: str | None = None
 
 
-def _worst_path(verdict: dict[str, Any]) -> dict[str, Any] | None:
-    measured = [p for p in verdict.get("paths") or [] if p.get("emulation_delay_ms") is not None]
-    return max(measured, key=lambda p: p["emulation_delay_ms"] / max(p.get("budget_ms") or 1e-9, 1e-9),
-               default=None)
+def _worst_path(verdict: Verdict) -> PathDelay | None:
+    measured = [p for p in verdict.paths if p.emulation_delay_ms is not None]
+    return max(measured, key=lambda p: (p.emulation_delay_ms or 0.0) / max(p.budget_ms or 1e-9, 1e-9), default=None)
 
 
-def banner(verdict: dict[str, Any] | None) -> Banner:
+def banner(verdict: Verdict | None) -> Banner:
     kind = state(verdict)
     if kind == "unassessed":
         return Banner(kind, "Fidelity not assessed",
@@ -104,29 +100,29 @@ def banner(verdict: dict[str, Any] | None) -> Banner:
                       "emulated links kept their timing.")
     assert verdict is not None
     if kind == "unfaithful":
-        advice = verdict.get("advice")
+        advice = verdict.advice
         return Banner(kind, "Not faithful: do not trust these results as they stand",
                       "This machine could not keep up with the network in the spec during this run. The emulated "
                       "links added delay or dropped packets of their own, so the figures below partly measure this "
                       "machine, not only the congestion control.",
-                      tuple(str(r) for r in verdict.get("reasons") or []),
+                      tuple(str(r) for r in verdict.reasons),
                       advice[:1].upper() + advice[1:] if advice else None)
     worst = _worst_path(verdict)
-    accounted = list((verdict.get("delay_accounting") or {}).values())
+    accounted = list(verdict.delay_accounting.values())
     if accounted:
-        top = max(accounted, key=lambda a: a["read_as_queue_median_ms"] / max(a.get("budget_ms") or 1e-9, 1e-9))
-        lead = (f"every flow read at most {top['read_as_queue_median_ms']:.2f} ms of delay no link queued "
-                f"(median; budget {_num(top.get('budget_ms'))} ms), what disturbed the flows cost them no more "
+        top = max(accounted, key=lambda a: a.read_as_queue_median_ms / max(a.budget_ms or 1e-9, 1e-9))
+        lead = (f"every flow read at most {top.read_as_queue_median_ms:.2f} ms of delay no link queued "
+                f"(median; budget {_num(top.budget_ms)} ms), what disturbed the flows cost them no more "
                 "than their limit, the emulated links dropped no packets of their own, and the CPU kept headroom.")
     elif worst is None:
         lead = "no threshold was crossed (no emulator measured a path's delay: its links were shaped by tc)."
     else:
-        lead = (f"the emulated links added at most {worst['emulation_delay_ms']:.2f} ms of delay (budget "
-                f"{_num(worst.get('budget_ms'))} ms), dropped no packets of their own, and the CPU kept headroom.")
+        lead = (f"the emulated links added at most {worst.emulation_delay_ms or 0.0:.2f} ms of delay (budget "
+                f"{_num(worst.budget_ms)} ms), dropped no packets of their own, and the CPU kept headroom.")
     return Banner(kind, "Faithful emulation", lead)
 
 
-def banner_html(verdict: dict[str, Any] | None) -> str:
+def banner_html(verdict: Verdict | None) -> str:
     """The box at the top of report.html and the web app's run page (id "fidelity", data-fidelity = state).
 
     Unfaithful: a red box with the title, a plain-words sentence, the reasons and what to do.
@@ -184,26 +180,24 @@ class LinkRow:
     cores_over: bool
 
 
-def path_rows(verdict: dict[str, Any] | None) -> list[PathRow]:
-    return [PathRow(str(p.get("flow")), p.get("emulation_delay_ms"), p.get("budget_ms"),
-                    BASIS_WORDS.get(str(p.get("basis")), str(p.get("basis") or "")))
-            for p in (verdict or {}).get("paths") or []]
+def path_rows(verdict: Verdict | None) -> list[PathRow]:
+    return [PathRow(p.flow, p.emulation_delay_ms, p.budget_ms, BASIS_WORDS.get(str(p.basis), str(p.basis or "")))
+            for p in (verdict.paths if verdict is not None else [])]
 
 
-def link_rows(verdict: dict[str, Any] | None) -> list[LinkRow]:
-    verdict = verdict or {}
-    limits = verdict.get("thresholds") or {}
+def link_rows(verdict: Verdict | None) -> list[LinkRow]:
+    if verdict is None:
+        return []
+    limits = verdict.thresholds
     drops_max, cores_max = limits.get("sock_drops_max", 0), limits.get("emulator_core_max")
-    cores = verdict.get("emulator_cores") or {}
     rows = []
-    for link, directions in sorted((verdict.get("links") or {}).items()):
-        c = cores.get(link)
-        for direction, fig in (directions or {}).items():
-            drops = int(fig.get("sock_drops") or 0)
-            rows.append(LinkRow(link, direction, fig.get("late_mean_us"), fig.get("late_p50_us"),
-                                fig.get("late_p99_us"),
-                                fig.get("late_max_us"), int(fig.get("segments") or 0), drops, c,
-                                drops > drops_max, c is not None and cores_max is not None and c > cores_max))
+    for link, directions in sorted(verdict.links.items()):
+        c = verdict.emulator_cores.get(link)
+        for direction, fig in directions.items():
+            drops = int(fig.sock_drops or 0)
+            rows.append(LinkRow(link, direction, fig.late_mean_us, fig.late_p50_us, fig.late_p99_us, fig.late_max_us,
+                                int(fig.segments or 0), drops, c, drops > drops_max,
+                                c is not None and cores_max is not None and c > cores_max))
     return rows
 
 
@@ -211,27 +205,25 @@ def _cell(text: str, over: bool = False) -> str:
     return f'<td class="num{" over" if over else ""}">{html.escape(text)}</td>'
 
 
-def _accounting_html(verdict: dict[str, Any]) -> list[str]:
+def _accounting_html(verdict: Verdict) -> list[str]:
     """The delay accounting judged per flow (fastlab.measure.accounting) and the disturbances weighed by their
     effect (fastlab.measure.effects): tables, none for a run made before them."""
     esc = html.escape
     out = []
-    accounted = verdict.get("delay_accounting") or {}
-    if accounted:
+    if verdict.delay_accounting:
         out.append("<table class=\"fidelity-accounting\"><caption>Delay each flow read as queue that no link queued "
                    "(median over its samples; the rest of the hosts' delay is in its minimum RTT)</caption><tr>"
                    "<th>flow</th><th>read as queue (ms)</th><th>p99 (ms)</th><th>emulators' lateness (ms)</th>"
                    "<th>hosts and datapath (ms)</th><th>budget (ms)</th></tr>")
-        for flow, a in sorted(accounted.items()):
-            over = a["read_as_queue_median_ms"] > (a.get("budget_ms") or float("inf"))
-            out.append(f"<tr><td>{esc(flow)}</td>{_cell(_num(a['read_as_queue_median_ms']), over)}"
-                       f"{_cell(_num(a.get('read_as_queue_p99_ms')))}{_cell(_num(a.get('lateness_median_ms')))}"
-                       f"{_cell(_num(a.get('hosts_median_ms')))}{_cell(_num(a.get('budget_ms')))}</tr>")
+        for flow, a in sorted(verdict.delay_accounting.items()):
+            over = a.read_as_queue_median_ms > (a.budget_ms or float("inf"))
+            out.append(f"<tr><td>{esc(flow)}</td>{_cell(_num(a.read_as_queue_median_ms), over)}"
+                       f"{_cell(_num(a.read_as_queue_p99_ms))}{_cell(_num(a.lateness_median_ms))}"
+                       f"{_cell(_num(a.hosts_median_ms))}{_cell(_num(a.budget_ms))}</tr>")
         out.append("</table>")
-    effects = verdict.get("effects") or {}
-    spans = [(flow, e) for flow, fig in sorted(effects.items()) for e in fig.get("spans") or []]
+    spans = [(flow, e) for flow, fig in sorted(verdict.effects.items()) for e in fig.spans]
     if spans:
-        limit = (verdict.get("thresholds") or {}).get("delivered_share_max")
+        limit = verdict.thresholds.get("delivered_share_max")
         caption = ("What disturbed the flows and what it cost them (bytes short of their rate just before, over "
                    "the disturbance and its settling time" + (f"; limit {limit:.0%} of a flow's bytes" if limit else "")
                    + ")")
@@ -239,11 +231,11 @@ def _accounting_html(verdict: dict[str, Any]) -> list[str]:
                    "<th>from (s)</th><th>to (s)</th><th>what</th><th>bytes short (MB)</th><th>window cut</th>"
                    "<th>most read as queue (ms)</th></tr>")
         for flow, e in spans[:MAX_EFFECT_ROWS]:
-            short, cut = e.get("deficit_bytes"), e.get("window_cut")
-            cells = [_cell(_num(e.get("t0_s"), "{:.1f}")), _cell(_num(e.get("t1_s"), "{:.1f}")),
-                     f"<td>{esc(', '.join(e.get('kinds') or []))}</td>",
+            short, cut = e.deficit_bytes, e.window_cut
+            cells = [_cell(_num(e.t0_s, "{:.1f}")), _cell(_num(e.t1_s, "{:.1f}")),
+                     f"<td>{esc(', '.join(e.kinds))}</td>",
                      _cell("–" if short is None else f"{max(0.0, short) / 1e6:.2f}"),
-                     _cell("–" if cut is None else f"{cut:.0%}"), _cell(_num(e.get("read_as_queue_max_ms")))]
+                     _cell("–" if cut is None else f"{cut:.0%}"), _cell(_num(e.read_as_queue_max_ms))]
             out.append(f"<tr><td>{esc(flow)}</td>{''.join(cells)}</tr>")
         out.append("</table>")
         if len(spans) > MAX_EFFECT_ROWS:
@@ -255,7 +247,7 @@ def _accounting_html(verdict: dict[str, Any]) -> list[str]:
 MAX_EFFECT_ROWS = 20  # a run disturbed all along lists its first ones; summary.json holds every one
 
 
-def details_html(verdict: dict[str, Any] | None) -> str:
+def details_html(verdict: Verdict | None) -> str:
     """Per-path emulation delay vs budget and per-link lateness, plus CPU and trace gaps; "" if not assessed."""
     if state(verdict) == "unassessed":
         return ""
@@ -287,37 +279,36 @@ def details_html(verdict: dict[str, Any] | None) -> str:
                        f"{_cell(_num(r.p99_us, '{:.0f}'))}{_cell(_num(r.max_us, '{:.0f}'))}{_cell(str(r.segments))}"
                        f"{_cell(str(r.sock_drops), r.drops_over)}{cores}</tr>")
         out.append("</table>")
-    limits = verdict.get("thresholds") or {}
+    limits = verdict.thresholds
     facts = []
-    busy = verdict.get("machine_busy")
+    busy = verdict.machine_busy
     if busy is not None:
         limit = limits.get("machine_busy_max")
         facts.append(f"machine busy while the flows ran: {busy:.0%}"
                      + (f" (limit {limit:.0%})" if limit is not None else ""))
-    steal = verdict.get("machine_steal")
+    steal = verdict.machine_steal
     if steal is not None and steal >= STEAL_SHOWN:
         facts.append(f"the hypervisor ran other work for {steal:.1%} of this machine's CPU time (steal): "
                      "an emulator due to send then waits, whatever this machine was doing")
-    gaps = verdict.get("sample_gaps_s") or {}
+    gaps = verdict.sample_gaps_s
     if gaps:
         flow, gap = max(gaps.items(), key=lambda kv: kv[1])
         limit = limits.get("sample_gap_max_s")
         facts.append(f"longest gap in the traces: {gap:.2f} s (flow {flow}"
                      + (f", limit {limit:g} s)" if limit is not None else ")"))
-    idle = [(p["flow"], p["idle_emulation_delay_ms"]) for p in verdict.get("paths") or []
-            if p.get("idle_emulation_delay_ms") is not None]
+    idle = [(p.flow, p.idle_emulation_delay_ms) for p in verdict.paths if p.idle_emulation_delay_ms is not None]
     if idle:  # what the emulators' lateness put into the idle RTTs the summary reports (no flow ran: not judged)
         facts.append("delay the emulators added to the idle pings (the base RTTs in the summary include it): "
                      + ", ".join(f"{flow} {ms:.2f} ms" for flow, ms in idle))
-    queued = [(link, direction, fig) for link, sides in sorted((verdict.get("tc_queues") or {}).items())
-              for direction, fig in sorted(sides.items()) if fig.get("delivered_share") is not None]
+    queued = [(link, direction, fig) for link, sides in sorted(verdict.tc_queues.items())
+              for direction, fig in sorted(sides.items()) if fig.delivered_share is not None]
     if queued:  # tc links: the rate they kept while packets waited (TC_BUSY_SHARE_MIN judges it)
         limit = limits.get("tc_busy_share_min")
         facts.append("rate tc delivered while packets were queued: "
-                     + ", ".join(f"{link} {direction} {fig['delivered_share']:.0%} over {fig['busy_s']:.1f} s"
+                     + ", ".join(f"{link} {direction} {fig.delivered_share or 0.0:.0%} over {fig.busy_s or 0.0:.1f} s"
                                  for link, direction, fig in queued)
                      + (f" (limit {limit:.0%})" if limit is not None else ""))
-    facts += [str(u) for u in verdict.get("unmeasured") or []]
+    facts += [str(u) for u in verdict.unmeasured]
     if facts:
         out.append('<p class="note">' + "; ".join(esc(f) for f in facts) + ".</p>")
     out.append("</div>")

@@ -18,6 +18,7 @@ import plotly
 import yaml
 from markupsafe import Markup
 
+from fastlab.base.record import Environment, Summary
 from fastlab.define.schema import SpecError, parse_spec
 from fastlab.results import chart_lines, fidelity_view
 from fastlab.results.chart_data import chart_samples, round_trip, script_json
@@ -31,7 +32,7 @@ def plotly_js() -> str:
     return (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
 
 
-def fidelity_section(summary: dict[str, Any]) -> str:
+def fidelity_section(summary: Summary) -> str:
     """The verdict's banner and, for an assessed run, its measurements under a heading."""
     verdict = fidelity_view.verdict_of(summary)
     details = fidelity_view.details_html(verdict)
@@ -45,7 +46,7 @@ TEMPLATES.globals["theory_kinds"] = chart_lines.kinds
 TEMPLATES.globals["has_drop_probability"] = chart_lines.has_drop_probability
 
 
-def render(spec_yaml: str, summary: dict[str, Any], environment: dict[str, Any],
+def render(spec_yaml: str, summary: Summary, environment: Environment,
            flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame,
            refs: list[dict[str, Any]] | None = None, duration_s: float | None = None) -> str:
     """report.html (templates/report.html): fidelity, what happened, the tables (a run whose parameters
@@ -64,10 +65,10 @@ def render(spec_yaml: str, summary: dict[str, Any], environment: dict[str, Any],
             "duration": duration_s or (spec or {}).get("duration_s") or 0,
             "samples": chart_samples(flows, links, events), "roundTrip": round_trip(flows, summary)}
     return TEMPLATES.get_template("report.html").render(
-        run=environment["run"], kernel=environment["kernel"], jain_index=summary["jain_index"],
+        run=environment.run, kernel=environment.kernel, jain_index=summary.jain_index,
         base_css=asset("base.css"), fidelity_css=fidelity_view.CSS, fidelity=fidelity_section(summary),
-        what_happened=[str(line) for line in summary.get("what_happened") or []],
+        what_happened=summary.what_happened or [],
         **run_tables(summary, environment), spec=spec, refs=refs or [], marks=marks, measured=True,
         round_trip=data["roundTrip"],
         plotly_js=Markup(plotly_js()), charts_js=Markup(asset("charts.js")), data=script_json(data),  # noqa: S704
-        spec_yaml=spec_yaml, tools=json.dumps(environment["tools"], indent=1))
+        spec_yaml=spec_yaml, tools=json.dumps(environment.tools, indent=1))

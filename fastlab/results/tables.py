@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from fastlab.base.record import Environment, Segment, Summary
+
 ASSETS = ("base.css", "charts.js")  # what report.html inlines and the web app serves from fastlab/templates
 
 
@@ -100,40 +102,39 @@ def table(rows: list[dict[str, Any]], id_header: str = "id") -> Table:
     return Table([(k, headers.get(k, k)) for k in keys], [[cell(k, r.get(k)) for k in keys] for r in rows], numeric)
 
 
-def segment_rows(segments: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def segment_rows(segments: list[Segment]) -> list[dict[str, Any]]:
     """summary.json's `segments` (fastlab.theory.segments) as rows: the part of the run, the change that began
     it, each busy link's utilization and mean queue and each flow's goodput over the part's settled
     time. A link no part used (an idle access link) is left out."""
-    busy = {link.get("id") for seg in segments for link in seg.get("links") or []
-            if isinstance(link, dict) and (finite_number(link.get("utilization")) or 0) > 0.01}
-    used = [link["id"] for link in segments[0].get("links") or [] if isinstance(link, dict) and link.get("id") in busy]
+    busy = {link.id for seg in segments for link in seg.links if (finite_number(link.utilization) or 0) > 0.01}
+    used = [link.id for link in segments[0].links if link.id in busy] if segments else []
     rows = []
     for seg in segments:
-        start, end, settled = (finite_number(seg.get(k)) for k in ("start_s", "end_s", "settled_from_s"))
+        start, end, settled = (finite_number(v) for v in (seg.start_s, seg.end_s, seg.settled_from_s))
         row: dict[str, Any] = {
             "part": f"{start:.1f}–{end:.1f} s" if start is not None and end is not None else "-",
-            "began with": "; ".join(str(c) for c in seg.get("changes") or []) or "the start",
+            "began with": "; ".join(seg.changes) or "the start",
             "judged from (s)": settled}
-        links = {link.get("id"): link for link in seg.get("links") or [] if isinstance(link, dict)}
+        links = {link.id: link for link in seg.links}
         for link_id in used:
-            util = finite_number(links.get(link_id, {}).get("utilization"))
+            link = links.get(link_id)
+            util = finite_number(link.utilization) if link is not None else None
             row[f"{link_id} busy (%)"] = None if util is None else round(100 * util, 1)
-            row[f"{link_id} mean queue (packets)"] = finite_number(links.get(link_id, {}).get("mean_backlog_pkts"))
-        for flow in seg.get("flows") or []:
-            if isinstance(flow, dict):
-                row[f"{flow.get('id')} goodput (Mb/s)"] = finite_number(flow.get("throughput_mbps"))
+            row[f"{link_id} mean queue (packets)"] = finite_number(link.mean_backlog_pkts) if link is not None else None
+        for flow in seg.flows:
+            row[f"{flow.id} goodput (Mb/s)"] = finite_number(flow.throughput_mbps)
         rows.append(row)
     return rows
 
 
-def run_tables(summary: dict[str, Any], environment: dict[str, Any] | None) -> dict[str, Table]:
+def run_tables(summary: Summary, environment: Environment | None) -> dict[str, Table]:
     """A run's tables as report.html and the web app's run page show them: flows, links, the parts of a
     run whose parameters changed, and (when the environment is known) which backend did each job and
     how each link was shaped."""
-    env = environment or {}
-    backends = [{"job": job, **choice} for job, choice in (env.get("backends") or {}).items()]
-    shaping = [{"link": a["link"], "backend": a["backend"], "why": a["why"]} for a in env.get("shaping") or []]
-    segments = summary.get("segments")
-    return {"flows": table(summary.get("flows") or [], "flow"), "links": table(summary.get("links") or [], "link"),
-            "segments": table(segment_rows(segments) if isinstance(segments, list) else []),
+    env = environment or Environment()
+    backends = [{"job": job, **choice.dump()} for job, choice in env.backends.items()]
+    shaping = [{"link": a.link, "backend": a.backend, "why": a.why} for a in env.shaping]
+    return {"flows": table([f.dump() for f in summary.flows], "flow"),
+            "links": table([link.dump() for link in summary.links], "link"),
+            "segments": table(segment_rows(summary.segments or [])),
             "backends": table(backends), "shaping": table(shaping)}

@@ -18,10 +18,11 @@ from typing import Any
 
 from fastlab.base.supervised import Supervised, stop_all
 from fastlab.define.cc import CCError, CongestionControl, Registry
-from fastlab.define.ccset import GLOBAL_ONLY, ModuleLoader, ToolError
+from fastlab.define.ccset import GLOBAL_ONLY
 from fastlab.define.schema import ExperimentSpec
 from fastlab.net.runstate import RunState, cc_acquire, cc_holders_elsewhere, cc_release
 from fastlab.plan.flows import HostParams
+from fastlab.run.ccload import ModuleLoader, ToolError
 
 EVENTS_READY_S = 0.3
 STREAM_STOP_GRACE_S = 5.0  # an event stream detaches its ring buffer reader and exits on SIGTERM

@@ -28,7 +28,7 @@ from fastlab.net.network import Network
 from fastlab.plan.flows import Flow
 from fastlab.run.openflow import FlowPath, plan_rules
 
-APPS = {"paths": "controllers.fastlab_paths"}  # spec `controller.app` -> module under the repository
+APPS = {"paths": "controllers.fastlab_paths"}  # spec `controller.app` -> its module (the controllers package)
 READY_TIMEOUT_S = 30.0
 ROUTE_TIMEOUT_S = 5.0
 STOP_TIMEOUT_S = 5.0
@@ -100,7 +100,8 @@ class OpenFlowControl:
             self._app = Supervised.start(f"controller {controller.app}",
                                          [paths.python(), "-m", APPS[controller.app], "--port", str(port)],
                                          state=self.net.state, on_message=self._on_message, stdin=True, stderr=log,
-                                         cwd=str(paths.REPO), ask_stop=lambda app: app.send({"cmd": "stop"}))
+                                         cwd=str(paths.package_parent()),
+                                         ask_stop=lambda app: app.send({"cmd": "stop"}))
         self.applied |= {"mode": f"controller {controller.app} (os-ken, OpenFlow 1.3)", "port": port,
                          "stats_hz": controller.stats_hz}
         for switch in self._ofports:

@@ -35,8 +35,9 @@ START_CONCURRENCY = 4
 START_TIMEOUT_S = 30.0
 # Tools start as `python -S`: without the site module, which imports every .pth of the system's
 # site-packages (one here imports certifi). flowtool needs only the standard library and fastlab (found
-# from the working directory, the checkout). In the guest above, 16 bare starts: 19-20 s with site,
-# 7-8 s without; 16 flowtool starts 30-33 s -> 19-20 s (tests/unit/test_traffic.py holds it to -S).
+# from the working directory, the folder holding the package: paths.package_parent). In the guest above,
+# 16 bare starts: 19-20 s with site, 7-8 s without; 16 flowtool starts 30-33 s -> 19-20 s
+# (tests/unit/test_traffic.py holds it to -S).
 PYTHON_FLAGS = ("-S",)
 STOP_GRACE_S = 3.0  # a flowtool ends its sample loop and exits on SIGTERM
 
@@ -65,7 +66,7 @@ class Traffic:
         tool = Supervised.start(what, [paths.python(), *PYTHON_FLAGS, "-m", "fastlab.run.flowtool", *argv],
                                 state=self.net.state,
                                 on_message=on_line, on_exit=on_exit, popen=self.net.node(host).popen,
-                                cwd=str(paths.REPO), stdin=stdin)
+                                cwd=str(paths.package_parent()), stdin=stdin)
         self._procs.append(tool)
         if cgroup is not None:  # the sender waits for this before it opens its socket
             try:

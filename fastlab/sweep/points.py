@@ -54,8 +54,9 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from fastlab.base import paths, rundir
-from fastlab.base.documents import DocumentError, read_json
+from fastlab.base.documents import DocumentError, one_line, read_json_file
 from fastlab.base.names import NameRefused, check_name, child
+from fastlab.base.record import Summary
 from fastlab.base.rundir import RunFolder, finished_points, is_finished
 from fastlab.define.schema import (
     ExperimentSpec,
@@ -66,6 +67,7 @@ from fastlab.define.schema import (
     parse_override,
     parse_spec,
     read_spec_document,
+    read_spec_file,
 )
 from fastlab.sweep.report import FAITHFUL, PointFidelity, aggregate, param_cell, render, summary_metrics
 from fastlab.sweep.scaling import FlowScaling, scale_words, scaled_flows
@@ -73,7 +75,7 @@ from fastlab.sweep.scaling import FlowScaling, scale_words, scaled_flows
 log = logging.getLogger(__name__)
 
 MAX_POINTS = 10_000
-MAX_STATE_CHARS = 64 * 1024 * 1024  # sweep.json: 10,000 points of a few hundred bytes each, with room
+MAX_STATE_CHARS = rundir.SWEEP_STATE_MAX_CHARS
 SWEEP_FILE = "sweep.yaml"
 STATE_FILE = rundir.SWEEP_STATE
 POINT_FILE = rundir.POINT_FILE
@@ -89,11 +91,13 @@ class SweepError(ValueError):
 # --- definition --------------------------------------------------------------------------------
 
 class ValueRange(Strict):
-    """Evenly spaced values from `from` to `to` (both included): a `step`, or `num` values (linear or log)."""
+    """Evenly spaced values from `from` to `to` (both included): a `step`, or `num` values (linear or log).
+    Finite numbers only: a NaN range made NaN values, which the check of repeated values called "listed
+    twice" (issue 47)."""
 
-    start: float = Field(alias="from")
-    to: float
-    step: float | None = Field(None, gt=0)
+    start: float = Field(alias="from", allow_inf_nan=False)
+    to: float = Field(allow_inf_nan=False)
+    step: float | None = Field(None, gt=0, allow_inf_nan=False)
     num: int | None = Field(None, ge=2, le=1000)
     scale: Literal["linear", "log"] = "linear"
 
@@ -175,6 +179,8 @@ def resolve_values(key: str, values: object) -> list[Any]:
             raise SpecError(f"{where}: {format_validation_error(err)}") from None
     if not isinstance(values, list) or not values:
         raise SpecError(f"{where}: give a list of values or a range {{from, to, step or num}}")
+    if any(isinstance(v, float) and not math.isfinite(v) for v in values):
+        raise SpecError(f"{where}: values must be finite numbers (not NaN or infinity)")
     if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
         raise SpecError(f"{where}: a value is listed twice")
     return values
@@ -264,11 +270,7 @@ def plan_sweep(document: object, overrides: list[str] | None = None) -> SweepPla
 
 
 def load_sweep(path: str | Path, overrides: list[str] | None = None) -> SweepPlan:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"spec: cannot read {path}: {exc.strerror}") from None
-    return plan_sweep(read_spec_document(text), overrides)
+    return plan_sweep(read_spec_document(read_spec_file(str(path))), overrides)
 
 
 def check_points(plan: SweepPlan, check: Callable[[ExperimentSpec], object] = lambda _spec: None,
@@ -287,7 +289,7 @@ def check_points(plan: SweepPlan, check: Callable[[ExperimentSpec], object] = la
 
 # --- aggregation -------------------------------------------------------------------------------
 
-def point_row(point: Point, summary: dict[str, Any]) -> dict[str, Any]:
+def point_row(point: Point, summary: Summary) -> dict[str, Any]:
     scaled = {k: v for k, v in point.derived.items() if k != "description"}  # N' of a scale_flows sweep
     return {"point": point.id, "combo": point.combo, "rep": point.rep, "seed": point.seed,
             **{k: param_cell(v) for k, v in (point.params | scaled).items()}, **summary_metrics(summary)}
@@ -330,7 +332,7 @@ class SweepState:
         """sweep.json as written by `save`; anything else (not JSON, not UTF-8, nested too deeply, a list,
         a key missing or unknown) is a SweepError naming the file, not a traceback."""
         try:
-            raw = read_json(path.read_text(encoding="utf-8"), max_chars=MAX_STATE_CHARS)
+            raw = read_json_file(path, max_chars=MAX_STATE_CHARS)
             state = cls(**{**raw, "points": [PointState(**p) for p in raw["points"]]})
         except OSError as exc:
             raise SweepError(f"{path}: cannot read: {exc.strerror}") from None
@@ -485,5 +487,6 @@ def status_lines(directory: Path) -> list[str]:
         extra = f" on {p.host}, {p.duration_s} s" if status == "done" else f": {p.error}" if p.error else ""
         params = " ".join(f"{k}={yaml_value(v)}" for k, v in p.params.items())
         lines.append(f"  {p.id}  {params} seed={p.seed}  {status}{extra}")
-    return lines
+    # sweep.json is a file anyone may have edited: each point stays one line whatever its texts hold
+    return [one_line(line) for line in lines]
 

@@ -1,5 +1,6 @@
-"""A sweep's tables and page (pure): summaries -> flat metrics -> one row per point -> per
-combination mean, std, min and max -> sweep.html with the points' fidelity and the plots.
+"""A sweep's tables and page (pure): run records -> their headline figures (fastlab.base.record.headline) ->
+one row per point -> per combination mean, std, min and max -> sweep.html with the points' fidelity and
+the plots.
 
 sweep.py defines, plans and runs sweeps and keeps their folder; what it writes to
 aggregate.csv, aggregate_mean.csv and sweep.html comes from here.
@@ -17,6 +18,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
+from fastlab.base.record import Summary, headline
 from fastlab.results import fidelity_view
 from fastlab.results.tables import HEADERS
 
@@ -35,24 +37,11 @@ class PointLike(Protocol):
     def label(self) -> str: ...
 
 
-def summary_metrics(summary: dict[str, Any]) -> dict[str, float | int | None]:
-    """A run's summary.json as flat metrics: totals first (with `faithful`: 1/0/None for a summary
-    without a fidelity verdict), then per link and per flow."""
-    flows, links = summary.get("flows", []), summary.get("links", [])
-    rtts = [f["mean_rtt_ms"] for f in flows if f.get("mean_rtt_ms") is not None]
-    metrics: dict[str, float | int | None] = {
-        "throughput_mbps": round(sum(f["throughput_mbps"] for f in flows), 4),
-        "mean_rtt_ms": round(sum(rtts) / len(rtts), 4) if rtts else None,
-        "retransmits": sum(f["retransmits"] for f in flows),
-        "jain_index": summary.get("jain_index"),
-        FAITHFUL: fidelity_view.faithful_flag(summary)}
-    for link in links:
-        for key in ("utilization", "mean_backlog_pkts", "max_backlog_pkts", "queue_drops", "loss_drops"):
-            metrics[f"{link['id']}_{key}"] = link.get(key)
-    for flow in flows:
-        for key in ("throughput_mbps", "mean_rtt_ms", "min_rtt_ms", "retransmits"):
-            metrics[f"{flow['id']}_{key}"] = flow.get(key)
-    return metrics
+def summary_metrics(summary: Summary) -> dict[str, float | int | str | None]:
+    """A run's record as one row of flat metrics: its headline figures (fastlab.base.record.headline), totals
+    first (with `faithful`: 1/0/None for a run without a fidelity verdict), then per link (`<link>_<name>`)
+    and per flow (`<flow>_<name>`)."""
+    return headline(summary).flat()
 
 
 def param_cell(value: Any) -> Any:
@@ -130,10 +119,8 @@ class PointFidelity:
     first_reason: str | None = None
 
     @classmethod
-    def of(cls, point: PointLike, summary: dict[str, Any]) -> PointFidelity:
-        verdict = fidelity_view.verdict_of(summary)
-        flag = fidelity_view.faithful_flag(summary)
-        return cls(point.id, point.label(), None if flag is None else bool(flag), fidelity_view.first_reason(verdict))
+    def of(cls, point: PointLike, summary: Summary) -> PointFidelity:
+        return cls(point.id, point.label(), summary.faithful, fidelity_view.first_reason(summary.fidelity))
 
 
 def fidelity_html(points: list[PointFidelity]) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from fastlab.base.record import Summary, headline
 from fastlab.base.rundir import RunFolder
 from fastlab.define.schema import ExperimentSpec, SpecError
 from fastlab.results import bundle, fidelity_view
@@ -41,7 +42,6 @@ from fastlab.sweep.points import (
     prepare_directory,
     write_aggregates,
 )
-from fastlab.sweep.report import FAITHFUL, summary_metrics
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +57,13 @@ def _eta(seconds_per_point: float, remaining: int) -> str:
     return f"; ETA {int(seconds // 60)} min {int(seconds % 60)} s" if seconds >= 60 else f"; ETA {seconds:.0f} s"
 
 
-def _brief(summary: dict[str, Any]) -> str:
+def _brief(summary: Summary) -> str:
     """A finished point in one line for the log: throughput, utilizations, and a warning if not faithful."""
-    m = summary_metrics(summary)
-    links = [f"{k.removesuffix('_utilization')} utilization {v}" for k, v in m.items() if k.endswith("_utilization")]
-    warning = ([f"NOT FAITHFUL: {fidelity_view.first_reason(fidelity_view.verdict_of(summary))}"]
-               if m[FAITHFUL] == 0 else [])
-    return ", ".join([f"{m['throughput_mbps']} Mb/s", *links, *warning])
+    figures = headline(summary)
+    links = [f"{f.subject} utilization {f.value}" for f in figures.figures
+             if f.of == "link" and f.name == "utilization"]
+    warning = [f"NOT FAITHFUL: {fidelity_view.first_reason(summary.fidelity)}"] if summary.faithful is False else []
+    return ", ".join([f"{figures.run('throughput_mbps').value} Mb/s", *links, *warning])
 
 
 def _fail_point(directory: Path, state: SweepState, point: Point, status: str, error: str) -> None:
@@ -153,7 +153,7 @@ def run_point_remote(spec_yaml: str) -> dict[str, Any]:
         return {"bundle": zip_path.read_bytes(), "host": platform.node(), "seconds": time.monotonic() - began}
 
 
-def _store_remote(directory: Path, point: Point, payload: dict[str, Any]) -> dict[str, Any]:
+def _store_remote(directory: Path, point: Point, payload: dict[str, Any]) -> Summary:
     """Unpack a worker's bundle (verified on the way) as points/<id>/, exactly like a local run."""
     incoming = directory / "points" / f".incoming-{point.id}"
     shutil.rmtree(incoming, ignore_errors=True)

@@ -15,17 +15,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from fastlab.base.record import LinkFigures, Segment, SegmentLink, Summary
 from fastlab.theory.hstcp import RENO_C, HstcpParams
 
 FULL = 0.9  # utilization from which a link counts as full
 
 
-def loss_rate(link: dict[str, Any]) -> float | None:
-    """Random-loss drops per packet that arrived at a link (its forward direction), None without them."""
-    arrivals, drops = link.get("arrivals_pkts"), link.get("loss_drops")
-    if not arrivals or drops is None or arrivals <= 0:
+def loss_rate(link: LinkFigures | SegmentLink) -> float | None:
+    """Random-loss drops per packet that arrived at a link (its forward direction), None without them (a
+    segment's figures count no arrivals)."""
+    arrivals = link.arrivals_pkts if isinstance(link, LinkFigures) else None
+    if not arrivals or link.loss_drops is None or arrivals <= 0:
         return None
-    return drops / arrivals
+    return link.loss_drops / arrivals
 
 
 def mathis_window(p: float) -> float:
@@ -58,16 +60,16 @@ def configured_rates(spec_links: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def measured_rates(summary: dict[str, Any] | None) -> dict[str, float]:
-    out = {}
-    for link in (summary or {}).get("links", []):
+def measured_rates(summary: Summary | Segment | None) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for link in summary.links if summary is not None else []:
         p = loss_rate(link)
         if p:
-            out[link["id"]] = p
+            out[link.id] = p
     return out
 
 
-def response_lines(refs: list[dict[str, Any]], summary: dict[str, Any] | None,
+def response_lines(refs: list[dict[str, Any]], summary: Summary | None,
                    spec_links: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The references with, for each flow whose path loses packets at random, the loss rate (measured,
     else the spec's), Mathis' window and, where it differs (p below HSTCP's Low_P) and the flow runs
@@ -89,13 +91,13 @@ def _pct(p: float) -> str:
     return f"{100 * p:.2g} %"
 
 
-def fast_note(link: dict[str, Any], total_alpha: float, flows: int, p: float | None) -> str:
+def fast_note(link: LinkFigures | SegmentLink, total_alpha: float, flows: int, p: float | None) -> str:
     """One bottleneck shared by FAST flows only: its mean backlog against the sum of the alphas."""
-    backlog, util = float(link.get("mean_backlog_pkts") or 0), float(link.get("utilization") or 0)
-    drops = int(link.get("loss_drops") or 0) + int(link.get("queue_drops") or 0)
+    backlog, util = float(link.mean_backlog_pkts or 0), float(link.utilization or 0)
+    drops = int(link.loss_drops or 0) + int(link.queue_drops or 0)
     tol = max(2 * flows + 1, 0.15 * total_alpha)  # the integer update keeps up to 2 packets per flow below
     alpha = f"α = {total_alpha:g}" if flows == 1 else f"Σα = {total_alpha:g}"
-    head = f"{link['id']}: utilization {util:.2f}, mean backlog {backlog:.1f} packets"
+    head = f"{link.id}: utilization {util:.2f}, mean backlog {backlog:.1f} packets"
     if backlog < total_alpha - tol:
         much = "≪" if backlog < 0.5 * total_alpha else "<"
         if drops:
@@ -112,9 +114,10 @@ def fast_note(link: dict[str, Any], total_alpha: float, flows: int, p: float | N
             f"hold Σα{f': {drops} drops' if drops else ''})")
 
 
-def link_notes(refs: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]:
-    """One line per bottleneck: FAST's queue against Σα where only FAST flows share it, else how full."""
-    links = {link["id"]: link for link in summary.get("links", []) if "id" in link}
+def link_notes(refs: list[dict[str, Any]], summary: Summary | Segment) -> list[str]:
+    """One line per bottleneck (of the run, or of one of its segments): FAST's queue against Σα where only
+    FAST flows share it, else how full."""
+    links: dict[str, LinkFigures | SegmentLink] = {link.id: link for link in summary.links}
     rates = measured_rates(summary)
     out: list[str] = []
     by_link: dict[str, list[dict[str, Any]]] = {}
@@ -123,51 +126,50 @@ def link_notes(refs: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]
             by_link.setdefault(ref["bottleneck"], []).append(ref)
     for link_id, members in by_link.items():
         link = links.get(link_id)
-        if link is None or link.get("utilization") is None:
+        if link is None or link.utilization is None:
             continue
-        util = float(link.get("utilization") or 0)
+        util = float(link.utilization)
         if all(r.get("fast_queue_pkts") for r in members):
             out.append(fast_note(link, float(members[0]["fast_queue_pkts"]), len(members), rates.get(link_id)))
         elif util >= FULL:
             out.append(f"{link_id}: utilization {util:.2f}: the flows keep it full "
-                       f"(mean backlog {float(link.get('mean_backlog_pkts') or 0):.1f} packets)")
+                       f"(mean backlog {float(link.mean_backlog_pkts or 0):.1f} packets)")
         else:
             out.append(f"{link_id}: utilization {util:.2f}: the flows leave {100 * (1 - util):.0f} % of it unused")
     return out
 
 
-def flow_notes(refs: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]:
+def flow_notes(refs: list[dict[str, Any]], summary: Summary) -> list[str]:
     """Each lossy flow's mean window against the response functions at its loss rate; unfair sharing."""
-    flows = {f["id"]: f for f in summary.get("flows", []) if "id" in f}
     out: list[str] = []
     for ref in response_lines(refs, summary):
-        flow = flows.get(ref["flow"], {})
-        p, window = ref.get("loss_rate"), flow.get("mean_cwnd_pkts")
-        if not p or window is None:
+        flow = summary.flow(ref["flow"])
+        p, window = ref.get("loss_rate"), flow.mean_cwnd_pkts if flow is not None else None
+        if not p or window is None or flow is None:
             continue
-        line = (f"{ref['flow']} ({ref.get('cc') or flow.get('cc')}): mean window {float(window):.0f} packets at a "
+        line = (f"{ref['flow']} ({ref.get('cc') or flow.cc}): mean window {float(window):.0f} packets at a "
                 f"random loss rate p = {_pct(p)}; standard TCP's response function 1.22/√p gives "
                 f"{ref['mathis_window_pkts']:.0f}")
         if ref.get("hstcp_window_pkts"):
             line += f", HSTCP's w(p) {ref['hstcp_window_pkts']:.0f}"
         out.append(line)
-    jain = summary.get("jain_index")
-    if len(flows) > 1 and isinstance(jain, int | float) and jain < 0.9:
+    jain = summary.jain_index
+    if len(summary.flows) > 1 and jain is not None and jain < 0.9:
         out.append(f"the flows did not share fairly: Jain index {jain:.2f} (1 = equal shares)")
     return out
 
 
-def notes(refs: list[dict[str, Any]], summary: dict[str, Any] | None) -> list[str]:
+def notes(refs: list[dict[str, Any]], summary: Summary | None) -> list[str]:
     """The "what happened" lines of a finished run, most telling first; [] without a summary."""
-    if not summary:
+    if summary is None:
         return []
     return link_notes(refs, summary) + flow_notes(refs, summary)
 
 
-def what_happened(spec: Any, summary: dict[str, Any], changes: list[Any] | None = None,
+def what_happened(spec: Any, summary: Summary, changes: list[Any] | None = None,
                   refs: list[dict[str, Any]] | None = None) -> list[str]:
     """The notes of an ExperimentSpec's finished run (none where the theory cannot place its flows).
-    A run whose parameters changed (`changes`: fastlab.theory.segments.Change, with summary["segments"]
+    A run whose parameters changed (`changes`: fastlab.theory.segments.Change, with the summary's segments
     measured) is judged per segment, each against its own values: the queue after α 30 -> 60 is
     compared with 60, not 30; the loss and fairness lines stay over the whole run. `refs`: the run's
     references when its plan is at hand (the engine's: fast_theory.plan_references), else from the spec."""
@@ -180,14 +182,15 @@ def what_happened(spec: Any, summary: dict[str, Any], changes: list[Any] | None 
         seg_refs = [fast_theory.references(part.spec) for part in parts] if changes else []
     except (ValueError, KeyError, TypeError, RuntimeError):
         return []
-    measured = summary.get("segments") or []
+    measured = summary.segments or []
     if not changes or len(measured) != len(parts):
         return notes(refs, summary)
-    said = [text for figures in measured for text in figures["changes"]]
+    said = [text for figures in measured for text in figures.changes]
     out = [f"the run's parameters changed {len(said)} time{'s' if len(said) > 1 else ''}: each part is judged "
            f"against its own values ({'; '.join(said[:3])}{'; …' if len(said) > 3 else ''})"]
     for part, figures, part_refs in zip(parts, measured, seg_refs, strict=True):
-        span = f"{part.label()}" + (f" (judged from {figures['settled_from_s']:.1f} s)"
-                                    if figures["settled_from_s"] > part.start_s else "")
+        settled = figures.settled_from_s
+        span = f"{part.label()}" + (f" (judged from {settled:.1f} s)" if settled is not None and settled > part.start_s
+                                    else "")
         out += [f"{span}: {line}" for line in link_notes(part_refs, figures)]
     return out + flow_notes(refs, summary)

@@ -20,6 +20,8 @@ from typing import Any
 
 import pandas as pd
 
+from fastlab.base.record import Environment
+from fastlab.base.record import Segment as RecordSegment
 from fastlab.measure import analysis
 
 # Figures of a segment are taken over its settled part: FAST moves to a new equilibrium within a few
@@ -59,19 +61,21 @@ class Change:
         return f"{self.what(before)} at {self.at_s:.1f} s" + (" (live)" if self.live else "")
 
 
-def applied_changes(environment: dict[str, Any] | None) -> list[Change]:
+def applied_changes(environment: Environment | None) -> list[Change]:
     """The changes a finished run applied, in time order (environment.json's applied list: entries with
     `at_s` and `args`; the set-up of each host's parameters before the flows start has no `at_s`)."""
-    applied = ((environment or {}).get("congestion_control") or {}).get("applied") or []
     out = []
-    for entry in applied:
-        if not isinstance(entry, dict) or not isinstance(entry.get("at_s"), int | float) or \
-                not isinstance(entry.get("args"), dict) or not isinstance(entry.get("cc"), str):
+    for entry in environment.congestion_control.applied if environment is not None else []:
+        if entry.at_s is None or entry.args is None or entry.cc is None:
             continue
-        host = entry.get("host") if entry.get("scope") != "global" else None
-        out.append(Change(float(entry["at_s"]), entry["cc"], dict(entry["args"]),
-                          host if isinstance(host, str) else None, bool(entry.get("live"))))
+        host = entry.host if entry.scope != "global" else None
+        out.append(Change(float(entry.at_s), entry.cc, dict(entry.args), host, bool(entry.live)))
     return sorted(out, key=lambda c: c.at_s)
+
+
+def changes_of(applied: list[dict[str, Any]]) -> list[Change]:
+    """`applied_changes` of a run still going: the entries its congestion control applied so far (ccruntime's)."""
+    return applied_changes(Environment.model_validate({"congestion_control": {"applied": applied}}))
 
 
 def scheduled_changes(spec: Any) -> list[Change]:
@@ -208,8 +212,9 @@ def _mean(rows: pd.DataFrame, column: str, digits: int) -> float | None:
 
 
 def measured(spec: Any, changes: list[Change], flows: pd.DataFrame, links: pd.DataFrame,
-             capacities: dict[str, float]) -> list[dict[str, Any]]:
-    """summary.json's `segments`: each segment's figures, in time order ([] for a run without changes)."""
+             capacities: dict[str, float]) -> list[RecordSegment]:
+    """summary.json's `segments` (fastlab.base.record.Segment): each segment's figures, in time order ([] for
+    a run without changes)."""
     if not changes:
         return []
     parts = segments(spec, changes)
@@ -217,7 +222,7 @@ def measured(spec: Any, changes: list[Change], flows: pd.DataFrame, links: pd.Da
 
 
 def figures(seg: Segment, flows: pd.DataFrame, links: pd.DataFrame, capacities: dict[str, float],
-            closed: bool = False) -> dict[str, Any]:
+            closed: bool = False) -> RecordSegment:
     """A segment's measured figures over its settled part [settled, end) ([settled, end] for the last,
     `closed`): per flow goodput, mean RTT and window, per link utilization and mean backlog (the forward
     direction, as the run's summary). A column the traces do not have (a recording trimmed to what its
@@ -249,6 +254,7 @@ def figures(seg: Segment, flows: pd.DataFrame, links: pd.DataFrame, capacities: 
         per_link.append({"id": link_id,
                          "utilization": round(sent * 8 / 1e6 / (capacity * span), 4) if span and capacity else None,
                          "mean_backlog_pkts": _mean(window, "backlog_pkts", 3), **drops})
-    return {"start_s": seg.start_s, "end_s": seg.end_s, "settled_from_s": round(t0, 3),
-            "changes": [c.text(b) for c, b in zip(seg.changes, seg.before, strict=True)],
-            "flows": per_flow, "links": per_link}
+    return RecordSegment.model_validate({
+        "start_s": seg.start_s, "end_s": seg.end_s, "settled_from_s": round(t0, 3),
+        "changes": [c.text(b) for c, b in zip(seg.changes, seg.before, strict=True)],
+        "flows": per_flow, "links": per_link})

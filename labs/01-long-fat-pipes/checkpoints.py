@@ -41,14 +41,14 @@ def _tso_burst(rows: pd.DataFrame) -> int:
 def _packet_share(run: StepRun, flow: str, link: str) -> float:
     """One packet's serialization at the bottleneck as a share of the base RTT: what a delayed ACK,
     waiting for the second segment, adds to an RTT sample (so to srtt) at most."""
-    packet_s = packet_bits(run_mtu(run.spec)) / (run.link_summary(link)["capacity_mbps"] * 1e6)
-    return packet_s / (run.flow_summary(flow)["min_rtt_ms"] / 1e3)
+    packet_s = packet_bits(run_mtu(run.spec)) / (run.capacity_mbps(link) * 1e6)
+    return packet_s / (run.flow_summary(flow).min_rtt_ms / 1e3)
 
 
 def _bdp_pkts(run: StepRun, flow: str, link: str) -> float:
     """rate * base RTT in packets of the run's MTU, from the link's capacity and the flow's minimum RTT."""
-    rate_bps = run.link_summary(link)["capacity_mbps"] * 1e6
-    return rate_bps * run.flow_summary(flow)["min_rtt_ms"] / 1e3 / packet_bits(run_mtu(run.spec))
+    rate_bps = run.capacity_mbps(link) * 1e6
+    return rate_bps * run.flow_summary(flow).min_rtt_ms / 1e3 / packet_bits(run_mtu(run.spec))
 
 
 def _path_holds_pkts(run: StepRun, flow: str, link: str) -> float:
@@ -107,7 +107,7 @@ def slow_start_time(run: StepRun, flow: str = "f1", link: str = "cern-gbe") -> C
     if reached.empty:
         raise MissingData(f"the window never reached the BDP ({bdp:.0f} pkts)")
     measured = float(reached["t"].iloc[0] - rows["t"].iloc[0])
-    rtt_s = run.flow_summary(flow)["min_rtt_ms"] / 1e3
+    rtt_s = run.flow_summary(flow).min_rtt_ms / 1e3
     theory = rtt_s * math.log2(bdp / initial_window)
     return within("time for slow start to reach the BDP", measured, theory - rtt_s, theory + 2 * rtt_s,
                   f"theory RTT*log2(BDP/IW) = {theory:.2f} s with IW {initial_window:.0f}; -1 RTT: the first sample "
@@ -177,7 +177,7 @@ def time_to_refill(run: StepRun, flow: str = "f1", link: str = "cern-gbe", settl
     """
     rows = run.flow(flow)
     bdp = _bdp_pkts(run, flow, link)
-    rtt_s = run.flow_summary(flow)["min_rtt_ms"] / 1e3
+    rtt_s = run.flow_summary(flow).min_rtt_ms / 1e3
     for event, span in _loss_free_spans(rows, settle_s):
         if len(span) < 40 or event["ssthresh"] >= bdp:
             continue
@@ -215,7 +215,7 @@ def rate_is_window_over_rtt(run: StepRun, flow: str = "f1", link: str = "cern-gb
     measured = run.goodput_mbps(flow, t0, t1)
     mss_bits = float(rows["mss_bytes"].iloc[-1]) * 8
     expected = float((span["cwnd_pkts"] * mss_bits / (span["srtt_ms"] / 1e3)).mean()) / 1e6
-    capacity = run.link_summary(link)["capacity_mbps"]
+    capacity = run.capacity_mbps(link)
     window = float(span["cwnd_pkts"].mean())
     burst, delayed = _tso_burst(rows), _packet_share(run, flow, link)
     tolerance = burst / window + delayed
@@ -365,9 +365,9 @@ def regain_after_one_loss(run: StepRun, flow: str = "f1", link: str = "cern-gbe"
     the loss, or of what the path holds (BDP + buffer) if a growing window had overshot that.
     """
     rows = run.flow(flow)
-    cc = run.flow_summary(flow)["cc"]
+    cc = run.flow_summary(flow).cc
     event, window = _planned_loss(rows)
-    base_s, bdp = run.flow_summary(flow)["min_rtt_ms"] / 1e3, _bdp_pkts(run, flow, link)
+    base_s, bdp = run.flow_summary(flow).min_rtt_ms / 1e3, _bdp_pkts(run, flow, link)
     goal = REGAINED * min(window, _path_holds_pkts(run, flow, link))
     start = event["ssthresh"]
     if start >= goal:

@@ -61,7 +61,7 @@ def _base_rtt_excess(run: StepRun, flow: str, t0: float, t1: float) -> float:
 
 
 def _flow_ids(run: StepRun, alphas: list[int]) -> dict[str, int]:
-    flows = [str(f["id"]) for f in run.summary["flows"]]
+    flows = run.flow_ids()
     if len(flows) != len(alphas):
         raise MissingData(f"the run has {len(flows)} flows, the checkpoint names {len(alphas)} alphas")
     return dict(zip(flows, alphas, strict=True))
@@ -178,7 +178,7 @@ def backlog_around_change(run: StepRun, alpha: int, side: str, link: str = "bott
     at = _change_time(run)
     t0, t1 = (max(at - 7.0, settle_s), at) if side == "before" else (at + settle_s, _flows_end(run))
     rows = _window(run.link(link), t0, t1)
-    flow = str(run.summary["flows"][0]["id"])
+    flow = run.flow_ids()[0]
     return _around_alpha(run, f"mean {link} backlog {side} the change at {at:g} s", rows, {flow: alpha}, t0, t1)
 
 

@@ -42,7 +42,7 @@ def _window(run: StepRun) -> tuple[float, float]:
 
 def _utilization(run: StepRun, flow_id: str) -> float:
     """The flow's SC2002 utilization of its sender's GbE port (`<host>-gbe`), its bottleneck."""
-    return run.sc2002_utilization(flow_id, f"{run.flow_summary(flow_id)['src']}-gbe", *_window(run))
+    return run.sc2002_utilization(flow_id, f"{run.flow_summary(flow_id).src}-gbe", *_window(run))
 
 
 def _ceiling() -> float:
@@ -58,8 +58,8 @@ def row_utilization(run: StepRun, flows: list[str], published: float, margin: fl
     asks for the published figure (less `margin` where a step runs off its paper conditions, e.g.
     the short forms' smaller scale), and no more than the ceiling (above it the shaping leaks)."""
     for f in flows:
-        if run.flow_summary(f)["cc"] != "fast":
-            raise MissingData(f"flow {f} runs {run.flow_summary(f)['cc']}, not fast: this row is FAST's")
+        if run.flow_summary(f).cc != "fast":
+            raise MissingData(f"flow {f} runs {run.flow_summary(f).cc}, not fast: this row is FAST's")
     values = [_utilization(run, f) for f in flows]
     mean = sum(values) / len(values)
     t0, t1 = _window(run)
@@ -78,7 +78,7 @@ def _bmps_note(run: StepRun, flows: list[str], published: float) -> str:
 
     A scaled-down run's bmps is divided by its scale so that both figures describe the real path."""
     plan = build_plan(run.spec["topology"], run.spec.get("topology_args", {}))
-    site = "".join(c for c in run.flow_summary(flows[0])["src"] if not c.isdigit())
+    site = "".join(c for c in run.flow_summary(flows[0]).src if not c.isdigit())
     km = plan.metadata.get("distances_km", {}).get(f"{site}-sunnyvale")
     if km is None:
         return ""
@@ -91,10 +91,7 @@ def _bmps_note(run: StepRun, flows: list[str], published: float) -> str:
 
 
 def _port_buffer_pkts(run: StepRun, port: str) -> float:
-    for applied in run.environment.get("shaping", []):
-        if applied["link"] == port:
-            return float(applied["resolved"]["forward"]["limit_pkts"])
-    raise MissingData(f"environment.json records no queue limit of {port}")
+    return float(run.buffer_pkts(port))
 
 
 BETA = {"reno": 0.5, "cubic": 0.7}  # the window kept at a loss (RFC 5681; RFC 8312 as Linux sets it)
@@ -125,12 +122,12 @@ def clean_path_utilization(run: StepRun, flow: str) -> CheckResult:
     and Reno's utilization 0.507). So the window the flow kept is read from its trace (its least
     ssthresh up to the window's end), and the port idles only while the window is below what covers
     the RTT (the BDP plus the up to two packets of the sender's own TSO burst)."""
-    cc = run.flow_summary(flow)["cc"]
+    cc = run.flow_summary(flow).cc
     if cc not in BETA:
         raise MissingData(f"flow {flow} runs {cc}: the model takes Reno or CUBIC")
-    port = f"{run.flow_summary(flow)['src']}-gbe"
+    port = f"{run.flow_summary(flow).src}-gbe"
     ref = next(r for r in fast_theory.references(parse_spec(run.spec)) if r["flow"] == flow)
-    pps = float(run.link_summary(port)["capacity_mbps"]) * 1e6 / (MTU_BYTES * 8)
+    pps = run.capacity_mbps(port) * 1e6 / (MTU_BYTES * 8)
     bdp = pps * (ref["base_rtt_ms"] / 1e3 + 1 / pps)
     buffer = _port_buffer_pkts(run, port)
     one_cut = BETA[cc] * (bdp + buffer)
@@ -264,21 +261,22 @@ class Sawtooth:
 def sawtooth(run: StepRun, flow: str) -> Sawtooth:
     """The compare step's model of one flow, from the run's spec: its port, loss, base RTT and alpha."""
     ref = next(r for r in fast_theory.references(parse_spec(run.spec)) if r["flow"] == flow)
-    port = f"{run.flow_summary(flow)['src']}-gbe"
+    port = f"{run.flow_summary(flow).src}-gbe"
     loss = (run.spec.get("links", {}).get(port) or {}).get("loss") or {}
     if loss.get("model") != "every_nth" or ref["cc"] not in ("reno", "fast"):
         raise MissingData(f"the periodic-loss model takes a Reno or FAST flow on a port with every_nth loss ({flow})")
-    pps = float(run.link_summary(port)["capacity_mbps"]) * 1e6 / (MTU_BYTES * 8)
+    pps = run.capacity_mbps(port) * 1e6 / (MTU_BYTES * 8)
     # the path's RTT as the flow meets it: propagation, the packet's own serialization at its port, the
     # delay no link queued over the measured window (the emulators' lateness and the hosts' delay, from
     # the run's delay accounting; the verdict's mean lateness for a run made before it) and the mean queue
     # the other flows keep on the shared links of the path (their backlog / their rate)
     late_ms = run.read_as_queue_ms(flow, *_window(run))
-    shared_ms = sum(float(link["mean_backlog_pkts"]) * MTU_BYTES * 8 / (float(link["capacity_mbps"]) * 1e3)
-                    for link in run.summary["links"] if link["id"] in ref["links"] and link["id"] != port)
+    shared_ms = sum(float(link.mean_backlog_pkts or 0.0) * MTU_BYTES * 8 / (run.capacity_mbps(link.id) * 1e3)
+                    for link in run.summary.links if link.id in ref["links"] and link.id != port)
     rtt_s = (ref["base_rtt_ms"] + late_ms + shared_ms) / 1e3 + 1 / pps
-    buffer = next((a["resolved"]["forward"]["limit_pkts"] for a in run.environment.get("shaping", [])
-                   if a["link"] == port), None)
+    shaped = run.environment.shaping_of(port)
+    side = shaped.resolved.forward if shaped is not None and shaped.resolved is not None else None
+    buffer = side.limit_pkts if side is not None else None
     t0, t1 = _window(run)
     return Sawtooth(ref["cc"], pps * rtt_s, rtt_s, int(loss["n"]), t1 - t0, int(ref["alpha"] or 0),
                     float(buffer) if buffer else math.inf)
@@ -302,7 +300,7 @@ def utilization_gap(run: StepRun, better: str, worse: str) -> CheckResult:
     against the difference of their per-RTT models' bands."""
     a, b = _utilization(run, better), _utilization(run, worse)
     (a_lo, a_hi), (b_lo, b_hi) = sawtooth(run, better).band(), sawtooth(run, worse).band()
-    names = f"{run.flow_summary(better)['cc']} - {run.flow_summary(worse)['cc']}"
+    names = f"{run.flow_summary(better).cc} - {run.flow_summary(worse).cc}"
     result = within(f"utilization gap {names}", a - b, a_lo - b_hi, a_hi - b_lo,
                     f"each flow's per-RTT model under the same every-nth loss (see its utilization): "
                     f"{a_lo:.3f}..{a_hi:.3f} against {b_lo:.3f}..{b_hi:.3f}. Reno's sawtooth peaks where n packets fit "
@@ -316,11 +314,11 @@ def utilization_gap(run: StepRun, better: str, worse: str) -> CheckResult:
 def loss_rate(run: StepRun, link: str) -> CheckResult:
     """The loss the spec asks for was applied: drops / arrivals on the link."""
     loss = run.spec["links"][link]["loss"]
-    summary = run.link_summary(link)
-    arrivals = summary.get("arrivals_pkts") or 0
+    figures = run.link_summary(link)
+    arrivals = figures.arrivals_pkts or 0
     if arrivals <= 0:
         raise MissingData(f"links.csv counts no arrivals on {link}")
-    drops = summary["loss_drops"] / arrivals
+    drops = (figures.loss_drops or 0) / arrivals
     if loss["model"] == "every_nth":
         n = int(loss["n"])
         expected = arrivals // n

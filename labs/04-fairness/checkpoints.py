@@ -91,12 +91,12 @@ SHARED_QUEUE_SEEDS = 5  # Reno's drops are drawn: the band takes the widest of t
 def shared_queue(run: StepRun, link: str, t0: float) -> SharedQueue:
     """The run's shared uplink as the fluid model takes it: capacity, buffer, each flow's base RTT."""
     refs = fast_theory.references(parse_spec(run.spec))
-    buffer = next(a["resolved"]["forward"]["limit_pkts"] for a in run.environment["shaping"] if a["link"] == link)
+    buffer = run.buffer_pkts(link)
     fast = [r for r in refs if r["cc"] == "fast"]
     reno = [r for r in refs if r["cc"] == "reno"]
     if not fast or len(fast) + len(reno) != len(refs):
         raise MissingData("the shared-queue model takes FAST and Reno flows only")
-    return SharedQueue(float(run.link_summary(link)["capacity_mbps"]), int(buffer),
+    return SharedQueue(run.capacity_mbps(link), int(buffer),
                        tuple(r["base_rtt_ms"] for r in fast), tuple(int(r["alpha"]) for r in fast),
                        tuple(r["base_rtt_ms"] for r in reno), float(run.spec["duration_s"]), t0,
                        mtu_bytes=fast_theory.run_mtu(run.spec))
@@ -112,7 +112,7 @@ def path_rtt_ms(run: StepRun, flow: str) -> float:
     and back): the least of the idle pings over the same hosts before the flows start and the
     kernel's min_rtt of the flow, whose handshake crosses the path before its data does. Noise only
     ever adds to an RTT, so the least is the best reading (the short form sends a single ping)."""
-    min_rtt = run.flow_summary(flow).get("min_rtt_ms")
+    min_rtt = run.flow_summary(flow).min_rtt_ms
     try:
         ping = run.idle_ping_min_ms(flow)
     except MissingData:
@@ -144,7 +144,7 @@ def queued_share(run: StepRun, flow: str, alpha: int, link: str, t0: float) -> Q
     if len(queue) < 2:
         raise MissingData(f"{link}: fewer than two queue samples in {a:g}..{b:g} s")
     backlog = float(queue["backlog_pkts"].mean())
-    used = float(queue["tx_mbps"].mean()) / run.link_summary(link)["capacity_mbps"]
+    used = float(queue["tx_mbps"].mean()) / run.capacity_mbps(link)
     return QueuedShare((a, b), backlog, used, run.utilization(flow, link, a, b) / used * backlog / alpha)
 
 
@@ -155,7 +155,7 @@ def replayed_ceiling(run: StepRun, flow: str, alpha: int, link: str, share: Queu
     before the span, each packet's RTT the path's empty-queue RTT (`path_rtt_ms`) plus the backlog it
     met, read over the flow's span as `queued_share` reads the run."""
     queue = run.link(link)
-    capacity = float(run.link_summary(link)["capacity_mbps"])
+    capacity = run.capacity_mbps(link)
     c_pkts = capacity * 1e6 / fast_theory.packet_bits(fast_theory.run_mtu(run.spec))
     t0, t1 = share.span
     start = max(t0 - REPLAY_LEAD_S, 0.0)
@@ -244,8 +244,10 @@ def background_loss_rate(run: StepRun, link: str = "datatag", sigmas: float = 4.
     if loss.get("model") != "bernoulli":
         raise MissingData(f"the spec sets no Bernoulli loss on {link}")
     p = float(loss["rate"])
-    summary = run.link_summary(link)
-    n, k = float(summary["arrivals_pkts"]), float(summary["loss_drops"])
+    figures = run.link_summary(link)
+    if figures.arrivals_pkts is None or figures.loss_drops is None:
+        raise MissingData(f"summary.json counts no arrivals or loss drops on {link}")
+    n, k = float(figures.arrivals_pkts), float(figures.loss_drops)
     if n <= 0:
         raise MissingData(f"no packet crossed {link}")
     sd = math.sqrt(n * p * (1 - p)) / n
@@ -257,7 +259,7 @@ def background_loss_rate(run: StepRun, link: str = "datatag", sigmas: float = 4.
 
 
 def _flows_running(run: StepRun, ccs: tuple[str, ...]) -> list[str]:
-    flows = [f["id"] for f in run.summary["flows"] if f["cc"] in ccs]
+    flows = run.flow_ids(ccs)
     if not flows:
         raise MissingData(f"no flow of this run uses {' or '.join(ccs)}")
     return flows
@@ -265,7 +267,7 @@ def _flows_running(run: StepRun, ccs: tuple[str, ...]) -> list[str]:
 
 def _port_mbps(run: StepRun, flow: str) -> float:
     """The flow's own access port (its sender's `<host>-gbe` link)."""
-    return float(run.link_summary(f"{run.flow_summary(flow)['src']}-gbe")["capacity_mbps"])
+    return run.capacity_mbps(f"{run.flow_summary(flow).src}-gbe")
 
 
 def _aimd_prediction(rows: pd.DataFrame, cap_mbps: float) -> tuple[float, float, float, int]:
@@ -349,7 +351,7 @@ def fast_outlasts_linux(run: StepRun, t0: float = 10.0) -> CheckResult:
     (W/2) RTTs, minutes at these windows; with losses every 12-15 s per flow Reno never gets back.
     """
     linux = _flows_running(run, ("reno", "cubic"))
-    fast = [f["id"] for f in run.summary["flows"] if f["cc"] == "fast"]
+    fast = run.flow_ids("fast")
     if not fast:
         raise MissingData("no flow of this run uses fast")
     rates = {f: run.goodput_mbps(f, t0, math.inf) for f in fast + linux}

@@ -30,7 +30,7 @@ def _loss_rate(run: StepRun, flow: str) -> float:
     """The drop rate set for `flow`: on its sender's own link (`<src>-link`) where the spec has one,
     else on the bottleneck; 1/n for every-nth loss, the probability for Bernoulli loss."""
     links = run.spec.get("links", {})
-    src = run.flow_summary(flow)["src"]
+    src = run.flow_summary(flow).src
     loss = links.get(f"{src}-link", {}).get("loss") or links.get("bottleneck", {}).get("loss")
     if loss is None:
         raise MissingData(f"the spec sets no loss on {src}-link or the bottleneck")
@@ -104,10 +104,10 @@ def _flow(run: StepRun, cc: str, src: str | None = None) -> str:
     """The (first) flow running `cc`, or the one sent from host `src`."""
     if src is None:
         return run.flow_running(cc)
-    for flow in run.summary["flows"]:
-        if flow["cc"] == cc and flow["src"] == src:
-            return str(flow["id"])
-    raise MissingData(f"summary.json has no {cc} flow from {src}")
+    ids = run.flow_ids(cc, src)
+    if not ids:
+        raise MissingData(f"summary.json has no {cc} flow from {src}")
+    return ids[0]
 
 
 def _window_over_theory(run: StepRun, cc: str, src: str | None = None) -> Versus:
@@ -155,7 +155,7 @@ def hstcp_over_reno(run: StepRun) -> CheckResult:
 def link_utilization(run: StepRun, lo: float = 0.95, hi: float = 1.02) -> CheckResult:
     """Both flows together over the bottleneck's capacity, after the first third of the run."""
     duration = float(run.spec["duration_s"])
-    total = sum(run.utilization(f["id"], "bottleneck", duration / 3, duration) for f in run.summary["flows"])
+    total = sum(run.utilization(f, "bottleneck", duration / 3, duration) for f in run.flow_ids())
     return within("bottleneck utilization", total, lo, hi,
                   "the response functions at p = 1e-4 ask for 266 + 122 packets, more than the 20 ms path holds "
                   "(167 BDP + a 167-packet queue): the windows fill the queue and its overflows set them. A "
@@ -314,7 +314,7 @@ def parallel_reno(run: StepRun, src: str = "ucl3") -> CheckResult:
     """Aggregate goodput of the N parallel Reno streams from `src` over the HSTCP flow's, after the first
     third of the run, against the response functions at the loss rate set for both senders."""
     duration = float(run.spec["duration_s"])
-    streams = [f["id"] for f in run.summary["flows"] if f["src"] == src and f["cc"] == "reno"]
+    streams = run.flow_ids("reno", src)
     if not streams:
         raise MissingData(f"summary.json has no Reno flow from {src}")
     hstcp = run.flow_running("hstcp")

@@ -62,7 +62,7 @@ def segments(run: StepRun) -> list[Segment]:
 
 
 def _utilization(run: StepRun, segment: Segment) -> float:
-    return sum(run.utilization(f["id"], "cable", *segment.settled) for f in run.summary["flows"])
+    return sum(run.utilization(f, "cable", *segment.settled) for f in run.flow_ids())
 
 
 def _real_backlog(run: StepRun, t0: float, t1: float) -> float:
@@ -77,11 +77,11 @@ def _real_backlog(run: StepRun, t0: float, t1: float) -> float:
 
 def _perceived_backlog(run: StepRun, t0: float, t1: float) -> float:
     total = 0.0
-    for flow in run.summary["flows"]:
-        updates = run.events(flow["id"])
+    for flow in run.flow_ids():
+        updates = run.events(flow)
         updates = updates[(updates["event"] == "update") & (updates["t"] >= t0) & (updates["t"] <= t1)]
         if updates.empty:
-            raise MissingData(f"cc_events.csv has no FAST updates of flow {flow['id']} in {t0:g}..{t1:g} s")
+            raise MissingData(f"cc_events.csv has no FAST updates of flow {flow} in {t0:g}..{t1:g} s")
         total += float(updates["backlog"].mean())
     return total
 
@@ -144,12 +144,9 @@ def utilization_at(run: StepRun, alpha: int, lo: float, hi: float = 1.02) -> Che
 def phantom_of(run: StepRun) -> dict[str, float] | None:
     """The calibrated phantom element of the cable's downstream, as the run applied it (environment.json),
     or None where the run has none."""
-    for applied in run.environment.get("shaping", []):
-        if applied.get("link") == "cable":
-            policy = applied["resolved"]["forward"].get("policy") or {}
-            phantom = policy.get("phantom")
-            return {k: float(v) for k, v in phantom.items() if k != "model"} if phantom else None
-    raise MissingData("environment.json has no shaping record of the cable link")
+    policy = run.resolved("cable").policy or {}
+    phantom = policy.get("phantom")
+    return {k: float(v) for k, v in phantom.items() if k != "model"} if phantom else None
 
 
 def phantom_delay_ms(phantom: dict[str, float], load: float) -> float:
@@ -266,12 +263,12 @@ def base_rtt_extra(run: StepRun, lo_ms: float, hi_ms: float) -> CheckResult:
 def idle_extra_rtt(run: StepRun, lo_ms: float, hi_ms: float) -> CheckResult:
     """Idle ping RTT (minimum) above the path's base RTT, before any flow starts."""
     base = float(run.spec["topology_args"].get("base_rtt_ms", 100.0))
-    idle = run.summary.get("idle_rtt") or []
-    if not idle:
+    idle = run.summary.idle_rtt
+    if not idle or idle[0].min_ms is None:
         raise MissingData("summary.json has no idle RTT")
     ser = _simple_serialization_ms(run, PING_IP_BYTES, PING_IP_BYTES)
-    extra = float(idle[0]["min_ms"]) - base - ser
-    pings = int(idle[0].get("pings", 10))
+    extra = float(idle[0].min_ms) - base - ser
+    pings = idle[0].pings if idle[0].pings is not None else 10
     worst_phase = 2 * (1 - 0.01 ** (1 / pings))
     return within("idle RTT above base" + (f" and {ser:.2f} ms of serialization" if ser else ""), extra,
                   lo_ms, hi_ms,
@@ -296,10 +293,10 @@ def _window_rtts(run: StepRun) -> tuple[float, float, float]:
     if len(rows) < 3:
         raise MissingData(f"rtt_samples.csv has fewer than 3 seconds of samples after {WINDOW_WARMUP_S:g} s")
     mean = float((rows["mean_rtt_ms"] * rows["samples"]).sum() / rows["samples"].sum())
-    idle = run.summary.get("idle_rtt") or []
-    if not idle:
+    idle = run.summary.idle_rtt
+    if not idle or idle[0].min_ms is None:
         raise MissingData("summary.json has no idle RTT")
-    return mean, float(rows["min_rtt_ms"].min()), float(idle[0]["min_ms"])
+    return mean, float(rows["min_rtt_ms"].min()), float(idle[0].min_ms)
 
 
 @checkpoint
@@ -340,7 +337,7 @@ def window_min_rtt_rise(run: StepRun, at_least: float = 0.5) -> CheckResult:
 def window_rate(run: StepRun) -> CheckResult:
     """Goodput over window / mean RTT: a window-limited flow sends a window per round trip."""
     mean, _, _ = _window_rtts(run)
-    flow = str(run.summary["flows"][0]["id"])
+    flow = run.flow_ids()[0]
     window = float(run.spec["flows"][0]["max_cwnd_pkts"])
     mss = float(run.flow(flow)["mss_bytes"].dropna().median())
     end = float(run.spec["duration_s"])

@@ -39,7 +39,7 @@ def _loss_rate(run: StepRun) -> float:
 
 
 def _port(run: StepRun, flow: str) -> str:
-    return f"{run.flow_summary(flow)['src']}-gbe"
+    return f"{run.flow_summary(flow).src}-gbe"
 
 
 def _utilization(run: StepRun, cc: str) -> float:
@@ -122,7 +122,7 @@ def reno_follows_mathis(run: StepRun) -> CheckResult:
 
 def _bdp_packets(run: StepRun, flow: str) -> tuple[float, float, float]:
     """The flow's port capacity in IP packets/s, its base RTT (s) and BDP (packets)."""
-    capacity = float(run.link_summary(_port(run, flow))["capacity_mbps"]) * 1e6 / 8 / IP_PACKET_BYTES
+    capacity = run.capacity_mbps(_port(run, flow)) * 1e6 / 8 / IP_PACKET_BYTES
     base = float(run.flow(flow)["min_rtt_ms"].min()) / 1000
     return capacity, base, capacity * base
 

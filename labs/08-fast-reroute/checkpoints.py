@@ -67,8 +67,7 @@ def path_rtt(run: StepRun, flow: str, rtt_ms: float) -> CheckResult:
     route = _route(run, flow)
     ping = run.idle_ping_min_ms(flow)
     mtu = run_mtu(run.spec)
-    capacity = {link["id"]: float(link["capacity_mbps"]) for link in run.summary["links"]}
-    serialized_ms = serialization_ms(mtu, (capacity[link] for link in route["links"]))
+    serialized_ms = serialization_ms(mtu, (run.capacity_mbps(link) for link in route["links"]))
     return within(f"{flow} minimum RTT", measured, rtt_ms, ping + serialized_ms,
                   f"the path's propagation RTT {rtt_ms:g} ms (nothing is faster); at most the idle pings' minimum over "
                   f"this path before the flows ({ping:.2f} ms: the OVS userspace bridges, the link emulators and the "
@@ -89,9 +88,9 @@ def port_share(run: StepRun, port: str, flow: str, t0: float = 3.0) -> CheckResu
     mbps = float(rows["tx_bytes"].iloc[-1] - rows["tx_bytes"].iloc[0]) * 8 / 1e6 / (t1 - float(rows["t"].iloc[0]))
     mss = float(run.flow(flow)["mss_bytes"].dropna().median())
     expected = run.goodput_mbps(flow, t0, t1) * (mss + HEADER_BYTES) / mss
-    capacity = next((link["capacity_mbps"] for link in run.summary["links"] if link["id"] == "cern-gbe"), 0.0)
+    capacity = run.capacity_mbps("cern-gbe")
     ceiling = capacity * (run_mtu(run.spec) + 14) / run_mtu(run.spec)
-    rtt_s = float(run.flow_summary(flow)["min_rtt_ms"]) / 1e3
+    rtt_s = float(run.flow_summary(flow).min_rtt_ms) / 1e3
     stats_hz = float((run.spec.get("controller") or {}).get("stats_hz", 10))
     spread = (2 / stats_hz + rtt_s) / (t1 - t0)
     return within(f"{port} transmit rate after {t0:g} s", mbps, expected * (1 - spread),
@@ -178,10 +177,10 @@ def phantom_backlog(run: StepRun) -> CheckResult:
 
 def _capacity_pps(run: StepRun) -> float:
     """The bottleneck (the CERN host's access link) in packets of the run's MTU per second."""
-    capacity = next((link["capacity_mbps"] for link in run.summary["links"] if link["id"] == "cern-gbe"), None)
+    capacity = run.capacity_mbps("cern-gbe")
     if not capacity:
         raise MissingData("summary.json has no capacity of link cern-gbe")
-    return float(capacity) * 1e6 / packet_bits(run_mtu(run.spec))
+    return capacity * 1e6 / packet_bits(run_mtu(run.spec))
 
 
 @dataclass(frozen=True)
@@ -234,9 +233,8 @@ def at_equilibrium(run: StepRun, index: int, max_drift: float = 5.0) -> CheckRes
 def _largest_lateness_ms(run: StepRun) -> float:
     """The latest departure of any emulated link direction over the run (its emulators' own figures,
     from the fidelity verdict): the largest delay blip the emulation put into the flow's RTT."""
-    links = (run.summary.get("fidelity") or {}).get("links") or {}
-    late = [float(fig["late_max_us"]) for sides in links.values() for fig in sides.values()
-            if fig.get("segments") and fig.get("late_max_us") is not None]
+    late = [float(fig.late_max_us) for sides in run.link_timing().values() for fig in sides.values()
+            if fig.segments and fig.late_max_us is not None]
     return max(late, default=0.0) / 1000
 
 

@@ -91,8 +91,8 @@ def _rtt_noise_ms(run: StepRun, link: str = "bottleneck") -> float:
     point follows the RTT it measures, so a noise of d ms moves it by C x d packets: nothing at
     20 Mb/s (1.2 ms, 2 packets), but at 80 Mb/s a p99 of 0.6-0.9 ms each way is 8-10 packets, and
     one late burst (a 5-7 ms maximum) kicked a settled window 6 packets off and back (local, 2026-11-26)."""
-    figures = ((run.summary.get("fidelity") or {}).get("links") or {}).get(link) or {}
-    return sum(float((figures.get(d) or {}).get("late_p99_us") or 0.0) for d in ("forward", "reverse")) / 1000
+    figures = run.link_timing(link)[link]
+    return sum(float(figures[d].late_p99_us or 0.0) for d in ("forward", "reverse") if d in figures) / 1000
 
 
 def _model(bdp: float, alpha0: int, alpha1: int, gamma: float, period: str, rounds: int, w0: float,
@@ -124,7 +124,7 @@ def _step(run: StepRun, flow: str) -> StepRead:
     if len(before) < 5 or len(after) < 20:
         raise MissingData(f"{flow}: {len(before)} updates before and {len(after)} after the change at {at:g} s")
     base_ms = float(after["base_rtt_us"].iloc[-1]) / 1000
-    capacity = float(run.link_summary("bottleneck")["capacity_mbps"])
+    capacity = run.capacity_mbps("bottleneck")
     pkts_per_s = capacity * 1e6 / packet_bits(run_mtu(run.spec))
     bdp = pkts_per_s * base_ms / 1000
     w0 = float(np.median(before))
@@ -338,10 +338,7 @@ def queue_swing(run: StepRun, at_least_buffer: float | None = None, fast_flow: s
         raise MissingData(f"fewer than 20 queue samples of {link} between {t0:g} and {end:g} s")
     swing = float(rows["backlog_pkts"].quantile(0.95) - rows["backlog_pkts"].quantile(0.05))
     if at_least_buffer is not None:
-        shaped = [s for s in run.environment.get("shaping", []) if s["link"] == link]
-        if not shaped or not shaped[0]["resolved"]["forward"].get("limit_pkts"):
-            raise MissingData(f"environment.json does not say {link}'s buffer in packets")
-        buffer = float(shaped[0]["resolved"]["forward"]["limit_pkts"])
+        buffer = float(run.buffer_pkts(link))
         return within(f"{link} queue swing (p95 - p5) after {t0:g} s", swing, at_least_buffer * buffer, buffer + 1,
                       f"Reno's window runs from BDP + buffer to half of it at each loss, so with a one-BDP buffer "
                       f"the queue climbs from empty to the full {buffer:.0f} packets one packet per RTT, the RTT "

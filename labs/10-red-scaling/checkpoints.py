@@ -111,7 +111,7 @@ def link_utilization(run: StepRun, t0: float) -> tuple[float, float, float]:
         raise MissingData(f"fewer than 20 samples of {LINK} between {t0:g} and {end:g} s")
     sent = float(rows["tx_bytes"].iloc[-1] - rows["tx_bytes"].iloc[0])
     span = float(rows["t"].iloc[-1] - rows["t"].iloc[0])
-    return sent * 8 / (float(run.link_summary(LINK)["capacity_mbps"]) * 1e6 * span), t0, end
+    return sent * 8 / (run.capacity_mbps(LINK) * 1e6 * span), t0, end
 
 
 @checkpoint
@@ -198,7 +198,7 @@ def window_limited(run: StepRun, lo: float = 0.94, hi: float = 1.07, t0: float =
     flows = run.flows[(run.flows["t"] >= t0) & (run.flows["t"] <= end)].dropna(subset=["cwnd_pkts", "srtt_ms"])
     if flows.empty:
         raise MissingData(f"flows.csv has no cwnd and srtt samples between {t0:g} and {end:g} s")
-    capacity_bps = float(run.link_summary(LINK)["capacity_mbps"]) * 1e6
+    capacity_bps = run.capacity_mbps(LINK) * 1e6
     offered = (flows["cwnd_pkts"] * packet_bits(run_mtu(run.spec)) / (flows["srtt_ms"] / 1000) / capacity_bps)
     rounds = offered.groupby((flows["t"] / SAMPLE_S).round().astype(int)).sum()
     allowed = float(np.minimum(rounds, 1.0).mean())
@@ -428,11 +428,7 @@ def segment_queue(run: StepRun, segment: int, settle_s: float, lo: float, hi: fl
     if per == "alpha":
         unit, scale = "sum(alpha)", float(_alpha_pkts(run))
     elif per == "buffer":
-        try:
-            shaped = next(s for s in run.environment["shaping"] if s.get("link") == LINK)
-            unit, scale = "the buffer", float(shaped["resolved"]["forward"]["limit_pkts"])
-        except (KeyError, StopIteration, TypeError, ValueError):
-            raise MissingData("environment.json does not say the bottleneck's buffer in packets") from None
+        unit, scale = "the buffer", float(run.buffer_pkts(LINK))
     else:
         raise MissingData(f"per: {per!r} is neither alpha nor buffer")
     if scale <= 0:

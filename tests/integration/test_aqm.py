@@ -1,5 +1,5 @@
 """AQM in real runs (issue 33): RED, CoDel and PIE in the emulator on a real dumbbell with kernel TCP,
-judged on invariants (DESIGN.md §10): the AQM is carried out as the spec asks (linkemu's --ab-aqm, the
+judged on invariants (docs/design.md §10): the AQM is carried out as the spec asks (linkemu's --ab-aqm, the
 reverse direction without one), it drops early where four Reno flows overload a 50 Mb/s link, its
 counters and state reach links.csv and summary.json, and its drops are counted apart from the full
 queue's. How well each keeps the queue (RED's average between its thresholds, CoDel's sojourn near its

@@ -1,5 +1,5 @@
 """fastlab's FAST and HSTCP, as BPF struct_ops, carrying real kernel TCP through the emulated path:
-live runs judged on invariants (DESIGN.md §10). Each run is as short as its invariant needs.
+live runs judged on invariants (docs/design.md §10). Each run is as short as its invariant needs.
 
 What is asserted: the build registers and is unregistered after the run; the parameters asked for
 (alpha, a changed alpha, Limited Slow-Start's max_ssthresh) are the ones the algorithm's own events
@@ -21,11 +21,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fastlab.base import paths
+from fastlab.base.rundir import RunFolder
 from fastlab.define.cc import kernel_available
-from fastlab.define.ccset import TOOL, default_registry
 from fastlab.define.schema import parse_spec, read_spec_text
 from fastlab.experiment.engine import run_experiment
+from fastlab.run.ccload import default_registry
 from tests.conftest import EXAMPLE, fastlab
+
+TOOL = paths.cc_tool()
 
 pytestmark = pytest.mark.usefixtures("as_root")
 
@@ -40,8 +44,8 @@ def test_issue_spec_with_fast_alpha_20(tmp_path: Path) -> None:
     spec_file.write_text(FAST_SPEC)
     proc = fastlab("run", str(spec_file), "--out", str(out), "--set", "duration_s=6")
     assert proc.returncode == 0, proc.stderr
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["flows"][0]["cc"] == "fast" and summary["links"][0]["utilization"] > 0
+    summary = RunFolder(out).summary()
+    assert summary.flows[0].cc == "fast" and (summary.links[0].utilization or 0) > 0
     events = pd.read_csv(out / "cc_events.csv")
     updates = events[events["event"] == "update"]
     assert len(updates) > 20 and set(updates["flow"]) == {"f1"}  # an update per RTT (40-45 ms) for 6 s
@@ -73,13 +77,13 @@ def test_two_paths_keep_their_rtts_apart(tmp_path: Path) -> None:
                        "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 20}},
                                  {"src": "h3", "dst": "h4", "cc": "fast", "cc_args": {"alpha": 20}}]})
     result = run_experiment(spec, out=tmp_path / "rtt")
-    flows = {f["id"]: f for f in result.summary["flows"]}
-    idle = {(p["src"], p["dst"]): p["min_ms"] for p in result.summary["idle_rtt"]}
+    flows = {f.id: f for f in result.summary.flows}
+    idle = {(p.src, p.dst): p.min_ms or 0.0 for p in result.summary.idle_rtt}
     assert idle[("h1", "h2")] >= 40 - 0.5 and idle[("h3", "h4")] >= 80 - 0.5, idle
     assert idle[("h3", "h4")] - idle[("h1", "h2")] >= 30, idle  # 40 ms apart; lateness is noise of < 10
     for flow, path in (("f1", ("h1", "h2")), ("f2", ("h3", "h4"))):
-        assert flows[flow]["min_rtt_ms"] >= idle[path] - 0.5, (flow, flows[flow]["min_rtt_ms"], idle)
-    assert all(f["throughput_mbps"] > 0 for f in flows.values()), flows
+        assert (flows[flow].min_rtt_ms or 0) >= idle[path] - 0.5, (flow, flows[flow].min_rtt_ms, idle)
+    assert all((f.throughput_mbps or 0) > 0 for f in flows.values()), flows
 
 
 def test_register_whose_caller_died_registers_nothing() -> None:
@@ -136,9 +140,9 @@ def test_a_dead_runs_override_on_a_reused_namespace_is_not_inherited() -> None:
     kernel reuses namespace inodes, so a new host may get that inode. Here a fresh namespace
     stands for it: it carries alpha 77, and a run configuring that host without cc_args must
     give it the global parameters."""
-    from fastlab.define.ccset import BpfLoader, run_tool
     from fastlab.net.runstate import RunState, new_prefix
     from fastlab.plan.flows import HostParams
+    from fastlab.run.ccload import BpfLoader, run_tool
     from fastlab.run.ccruntime import CCRuntime
 
     loader = BpfLoader("fast")

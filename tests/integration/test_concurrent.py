@@ -52,12 +52,12 @@ def test_two_concurrent_runs_share_fast_and_finish_with_their_own_verdicts(tmp_p
     prefixes = {name: env["run"]["prefix"] for name, env in envs.items()}
     for name, r in results.items():
         other = prefixes["second" if name == "first" else "first"]
-        verdict = r.summary["fidelity"]
-        assert isinstance(verdict["faithful"], bool)  # each run is judged on its own
-        assert other in verdict["neighbours"], verdict["neighbours"]  # their flows overlapped
+        verdict = r.summary.fidelity
+        assert verdict is not None and isinstance(verdict.faithful, bool)  # each run is judged on its own
+        assert other in verdict.neighbours, verdict.neighbours  # their flows overlapped
         assert other in [n["prefix"] for n in envs[name]["concurrency"]["neighbours"]]
-        if not verdict["faithful"]:  # unfaithful beside a neighbour: it says so
-            assert any("shared the machine" in why for why in verdict["reasons"]), verdict["reasons"]
+        if not verdict.faithful:  # unfaithful beside a neighbour: it says so
+            assert any("shared the machine" in why for why in verdict.reasons), verdict.reasons
 
     # FAST: one registration (at most one run registered it), released by the last one out
     loads = {name: next(a for a in env["congestion_control"]["applied"] if a.get("cc") == "fast" and "impl" in a)

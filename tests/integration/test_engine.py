@@ -1,5 +1,5 @@
 """Real runs: Mininet namespaces, the userspace emulator, real kernel TCP, OVS -- judged on invariants
-(DESIGN.md §10): files, columns, backends and commands, what is left behind, seeded drops, and facts
+(docs/design.md §10): files, columns, backends and commands, what is left behind, seeded drops, and facts
 that hold whatever the machine's timing (no RTT below the path's, no rate above the link's, a
 binomial count within 4 standard deviations). Bands that depend on this 2-core machine's timing
 (utilization of a busy link, RTT within a few ms) are judged on recorded runs and in bench/.
@@ -20,6 +20,8 @@ import pandas as pd
 import pytest
 
 from fastlab.base import paths
+from fastlab.base.record import SCHEMA_VERSION
+from fastlab.base.rundir import RunFolder
 from tests.conftest import EXAMPLE, REPO, fastlab, machine_leftovers
 
 pytestmark = pytest.mark.usefixtures("as_root")
@@ -40,15 +42,18 @@ def test_issue_spec_end_to_end(tmp_path: Path) -> None:
     out = run_ok(tmp_path, "duration_s=5")
     for name in ("spec.yaml", "environment.json", "flows.csv", "links.csv", "summary.json", "report.html"):
         assert (out / name).stat().st_size > 0, name
-    summary = json.loads((out / "summary.json").read_text())
-    flow, link = summary["flows"][0], summary["links"][0]
+    written = json.loads((out / "summary.json").read_text())  # the file as others read it
+    assert written["schema_version"] == SCHEMA_VERSION
+    summary = RunFolder(out).summary()
+    flow, link = written["flows"][0], written["links"][0]
     assert link["id"] == "bottleneck" and link["capacity_mbps"] == 50
     assert 0 < link["utilization"] <= 1.02, link  # never above the link's rate
     assert flow["min_rtt_ms"] >= 40 - 0.5, flow  # an emulator is late, never early
     assert {"id", "src", "dst", "cc", "throughput_mbps", "mean_rtt_ms", "min_rtt_ms", "retransmits"} <= set(flow)
     assert {"id", "capacity_mbps", "utilization", "mean_backlog_pkts", "drops"} <= set(link)
-    assert 0 < summary["jain_index"] <= 1
-    assert isinstance(summary["fidelity"]["faithful"], bool) and "reasons" in summary["fidelity"]
+    assert summary.jain_index is not None and 0 < summary.jain_index <= 1
+    assert summary.fidelity is not None and isinstance(summary.fidelity.faithful, bool)
+    assert "reasons" in written["fidelity"]
     env = json.loads((out / "environment.json").read_text())
     assert env["backends"]["delay"]["backend"] == "emulator"
     assert "sch_netem is missing" in env["backends"]["delay"]["why"]
@@ -71,8 +76,11 @@ def test_issue_spec_end_to_end(tmp_path: Path) -> None:
     assert len(acct) >= 20 and (acct["acct_propagation_ms"] == 40.0).all() and (acct["acct_queueing_ms"] >= 0).all()
     parts = sum(acct[f"acct_{p}_ms"] for p in ("propagation", "serialization", "queueing", "lateness", "hosts"))
     assert ((parts - acct["acct_rtt_ms"]).abs() < 0.01).all()
-    assert flow["delay_accounting"]["propagation_ms"]["median"] == 40.0
-    assert summary["fidelity"]["delay_accounting"]["f1"]["budget_ms"] == 0.5
+    assert "delay_accounting" in flow and "delay_accounting" in written["fidelity"]  # the file's names
+    accounted = summary.flows[0].delay_accounting
+    assert accounted is not None and accounted.propagation_ms is not None
+    assert accounted.propagation_ms.median == 40.0
+    assert summary.fidelity.delay_accounting["f1"].budget_ms == 0.5
     assert {"acct_frames", "acct_queue_mean_us", "acct_late_mean_us"} <= set(links.columns)
     html = (out / "report.html").read_text()
     # plotly.js is inlined: no script is loaded from anywhere (the library's own map defaults mention CDNs)
@@ -111,14 +119,15 @@ def test_tc_backend_shapes_rate_and_queue(tmp_path: Path) -> None:
     VM, where the run is then unfaithful)."""
     out = run_ok(tmp_path, "topology_args.rtt_ms=0", "links.bottleneck.backend=tc",
                  "links.bottleneck.buffer=100", "duration_s=4")
-    summary = json.loads((out / "summary.json").read_text())
-    link = summary["links"][0]
-    assert 0 < link["utilization"] <= 1.02, link
-    assert summary["flows"][0]["throughput_mbps"] <= 50 * 1.02
-    queued = summary["fidelity"]["tc_queues"]["bottleneck"]["forward"]
-    assert queued["busy_s"] >= 1 and queued["delivered_share"] <= 1.02, queued
-    faithful_tc = queued["delivered_share"] >= 0.95
-    assert faithful_tc or any("tc delivered" in r for r in summary["fidelity"]["reasons"]), summary["fidelity"]
+    summary = RunFolder(out).summary()
+    link = summary.links[0]
+    assert 0 < (link.utilization or 0) <= 1.02, link
+    assert (summary.flows[0].throughput_mbps or 0) <= 50 * 1.02
+    assert summary.fidelity is not None
+    queued = summary.fidelity.tc_queues["bottleneck"]["forward"]
+    assert (queued.busy_s or 0) >= 1 and (queued.delivered_share or 0) <= 1.02, queued
+    faithful_tc = (queued.delivered_share or 0) >= 0.95
+    assert faithful_tc or any("tc delivered" in r for r in summary.fidelity.reasons), summary.fidelity
     env = json.loads((out / "environment.json").read_text())
     commands = [" ".join(c) for c in env["shaping"][0]["commands"]]
     assert any("htb" in c and "50000000bit" in c for c in commands)
@@ -200,8 +209,8 @@ def test_scheduled_flows_and_live_stream(tmp_path: Path) -> None:
     # a flow stopped at 5 s sampled a second later would be a scheduler's fault, not timing noise
     assert late["t"].min() >= 2.0 and late["t"].max() <= 6.0, (late["t"].min(), late["t"].max())
     assert flows[flows["flow"] == "f1"]["t"].max() >= 7.5
-    by_id = {f["id"]: f for f in result.summary["flows"]}
-    assert by_id["f2"]["cc"] == "reno" and by_id["f2"]["start_s"] == 2 and by_id["f2"]["throughput_mbps"] > 1
+    f2 = result.summary.flow("f2")
+    assert f2 is not None and f2.cc == "reno" and f2.start_s == 2 and (f2.throughput_mbps or 0) > 1
     flow_arrivals = [when for when, s in arrivals if s["kind"] == "flow"]
     # live: samples arrived spread over the run, not in one burst at the end
     assert flow_arrivals and flow_arrivals[-1] - flow_arrivals[0] >= 6
@@ -264,7 +273,7 @@ def test_cleanup_and_app_start_leave_other_softwares_interfaces(tmp_path: Path) 
 import json, subprocess
 for name in ("flannel.1", "flzz99-eth0", "flq7x2-s1", "flq7x2-h1"):
     subprocess.run(["ip", "link", "add", name, "type", "bridge"], check=True)  # no dummy driver here
-from fastlab.net.runstate import cleanup
+from fastlab.run.ccload import cleanup
 removed = cleanup()
 subprocess.run(["ip", "link", "add", "flq7x2-h2", "type", "bridge"], check=True)
 from webapp import create_app

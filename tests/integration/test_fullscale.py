@@ -44,12 +44,12 @@ def test_links_no_flow_crosses_get_no_emulator(tmp_path: Path) -> None:
     assert set(prep.unused_links) == {"showfloor", "abilene-east", "abilene-west", "sunnyvale-gbe"}
     assert "cannot queue" in prep.unused_links["sunnyvale-gbe"]
     result = run_experiment(spec, out=tmp_path / "run")
-    emulated = {record["link"] for record in result.environment["shaping"]}
+    emulated = {record.link for record in result.environment.shaping}
     assert emulated == {"cern-gbe", "datatag", "level3"}
-    assert set(result.environment["links_not_emulated"]) == {"showfloor", "abilene-east", "abilene-west",
-                                                            "sunnyvale-gbe"}
-    assert all("emulator_argv" in r for r in result.environment["shaping"])
-    assert 0 < result.summary["flows"][0]["throughput_mbps"] <= 10  # 10 Mb/s bottleneck at this scale
+    assert set(result.environment.links_not_emulated) == {"showfloor", "abilene-east", "abilene-west",
+                                                          "sunnyvale-gbe"}
+    assert all("emulator_argv" in r.dump() for r in result.environment.shaping)
+    assert 0 < (result.summary.flows[0].throughput_mbps or 0) <= 10  # 10 Mb/s bottleneck at this scale
 
 
 DUMBBELL = {"name": "fidelity", "topology": "dumbbell", "duration_s": 6, "seed": 1, "switch": "bridge",
@@ -69,25 +69,26 @@ while time.monotonic() < end:          # one hog per CPU, in step: the emulator 
 
 
 def test_quiet_run_is_faithful_and_overloaded_run_is_not(tmp_path: Path) -> None:
-    quiet = run_experiment(parse_spec(DUMBBELL | {"duration_s": 3}), out=tmp_path / "quiet").summary["fidelity"]
-    print(f"without hogs: faithful {quiet['faithful']} {quiet['reasons']}")
-    assert quiet["links"]["bottleneck"]["forward"]["segments"] > 1000
+    quiet = run_experiment(parse_spec(DUMBBELL | {"duration_s": 3}), out=tmp_path / "quiet").summary.fidelity
+    assert quiet is not None
+    print(f"without hogs: faithful {quiet.faithful} {quiet.reasons}")
+    assert (quiet.links["bottleneck"]["forward"].segments or 0) > 1000
     hogs = [subprocess.Popen([sys.executable, "-c", HOG, str(cpu), str(EMULATOR_RT_PRIORITY + 10), "20"])
             for cpu in sorted(os.sched_getaffinity(0))]
     try:
-        loaded = run_experiment(parse_spec(DUMBBELL), out=tmp_path / "loaded").summary["fidelity"]
+        loaded = run_experiment(parse_spec(DUMBBELL), out=tmp_path / "loaded").summary.fidelity
     finally:
         for hog in hogs:
             hog.kill()
             hog.wait()
-    assert not loaded["faithful"]
+    assert loaded is not None and not loaded.faithful
     # the emulators' timing (their lateness, in the delay the flow read as queue or what disturbed it), or the
     # machine's load, named in words
-    assert any(w in r for r in loaded["reasons"] for w in ("lateness", "late departures", "disturbed", "busy")), \
-        loaded["reasons"]
-    assert loaded["advice"]
+    assert any(w in r for r in loaded.reasons for w in ("lateness", "late departures", "disturbed", "busy")), \
+        loaded.reasons
+    assert loaded.advice
     saved = json.loads((tmp_path / "loaded" / "summary.json").read_text())["fidelity"]
-    assert saved["faithful"] is False and saved["reasons"] == loaded["reasons"]
+    assert saved["faithful"] is False and saved["reasons"] == loaded.reasons
 
 
 def test_fast_path_carries_a_full_scale_gbe_flow(tmp_path: Path) -> None:
@@ -99,18 +100,18 @@ def test_fast_path_carries_a_full_scale_gbe_flow(tmp_path: Path) -> None:
     before, during = set(placement.napi_threads()), set()
     result = run_experiment(spec, out=tmp_path / "full",
                             on_sample=lambda _s: during.update(placement.napi_threads()))
-    assert result.environment["backends"]["fast path"]["backend"] == "on"
-    threaded = [c for c in result.environment["network_commands"] if c[-1].endswith("/threaded=1")]
+    assert result.environment.backends["fast path"].backend == "on"
+    threaded = [c for c in result.environment.network_commands if c[-1].endswith("/threaded=1")]
     assert len(threaded) == 2 * 3, threaded  # both ends of each of the three emulated links
     assert len(during - before) >= 6, (before, during)
     # each emulator of a link up to 2 Gb/s shares a CPU with the two receive threads it wakes
-    for rec in (r for r in result.environment["shaping"] if r.get("emulator_argv")):
+    for rec in (r.dump() for r in result.environment.shaping if r.dump().get("emulator_argv")):
         rate = max(rec["resolved"][d]["rate_bps"] or 0 for d in ("forward", "reverse"))
         if 0 < rate <= placement.COLOCATE_MAX_BPS:
             assert rec["colocated"]["cpu"] is not None and len(rec["colocated"]["pinned"]) == 3, rec
         else:
             assert rec["colocated"]["cpu"] is None, rec
-    assert result.environment["backends"]["switch"]["backend"] in ("bridge", "ovs-kernel")
-    flow = result.summary["flows"][0]
+    assert result.environment.backends["switch"].backend in ("bridge", "ovs-kernel")
+    flow = result.summary.flows[0].dump()
     assert 0 < flow["throughput_mbps"] <= 1000, flow
     assert flow["min_rtt_ms"] >= 180 - 0.5, flow  # an emulator is late, never early

@@ -1,6 +1,6 @@
 """OpenFlow control of sc2002's switched core with real Open vSwitch (userspace datapath here) and the
 real os-ken controller process: path selection, scheduled reroutes, port statistics -- judged on
-invariants (DESIGN.md §10).
+invariants (docs/design.md §10).
 
 Abilene's path is 10 ms longer in RTT than Level(3)'s (190 vs 180 ms CERN-Sunnyvale). Asserted:
 the reroutes are applied in order, at their time (within 2 s: a controller that late is broken, not
@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fastlab.base.record import Summary
 from fastlab.define.schema import ExperimentSpec, load_spec
 from fastlab.experiment.engine import run_experiment
 from fastlab.theory.fast import references, run_mtu, serialization_ms
@@ -39,16 +40,17 @@ def rtt_step_at(flows: pd.DataFrame, at_s: float, change_ms: float) -> float:
     return float(moved["t"].min()) if not moved.empty else float("inf")
 
 
-def min_rtt_ceilings_ms(spec: ExperimentSpec, summary: dict) -> dict[str, float]:
+def min_rtt_ceilings_ms(spec: ExperimentSpec, summary: Summary) -> dict[str, float]:
     """Per flow, the most its minimum RTT can be on its own path: what the idle pings measured over the
     way they took (Level(3): the OVS userspace bridges, link emulators and stacks, there and back,
     a minimum of 10 pings) plus one MTU packet's serialization on each shaped link of the flow's
     path (a ping's 98 bytes take next to nothing). Abilene's way adds to Level(3)'s one transit
     switch and one shaped link, which cost no more than the whole Level(3) way's overhead: counted
     twice for it. (CI, 2026-11-25: f1 on Abilene 194.7 ms, 4.7 above its propagation.)"""
-    (ping,) = [p for p in summary["idle_rtt"] if p["src"] == "cern" and p["dst"] == "sunnyvale"]
-    overhead_ms = float(ping["min_ms"]) - 180.0
-    capacity = {link["id"]: float(link["capacity_mbps"]) for link in summary["links"]}
+    ping = summary.idle("cern", "sunnyvale")
+    assert ping is not None and ping.min_ms is not None
+    overhead_ms = float(ping.min_ms) - 180.0
+    capacity = {link.id: float(link.capacity_mbps or 0.0) for link in summary.links}
     ceilings = {}
     for ref in references(spec):
         serialization = serialization_ms(run_mtu(spec), (capacity[link] for link in ref["links"]))
@@ -78,7 +80,7 @@ def test_reroute_moves_the_flow_and_fast_reacts(tmp_path: Path) -> None:
     flows = pd.read_csv(out / "flows.csv")
     events = pd.read_csv(out / "cc_events.csv")
     links = pd.read_csv(out / "links.csv")
-    env = result.environment["openflow"]
+    env = result.environment.openflow
 
     # the route changed when asked, and the flow's RTT followed (by half the detour) before the next move
     reroutes = events[events["event"] == "reroute"].sort_values("t")
@@ -123,7 +125,7 @@ def test_static_flows_pin_paths_per_flow_without_a_controller(tmp_path: Path) ->
                                     "flows.0.cc_args={}", "flows.0.path=abilene",
                                     "flows.1={src: cern, dst: sunnyvale, cc: cubic}"])
     result = run_experiment(spec, out=tmp_path / "static")
-    flows = {f["id"]: f for f in result.summary["flows"]}
+    flows = {f.id: f.dump() for f in result.summary.flows}
     # f1 on Abilene (190 ms), f2 on the default Level(3) (180 ms): no less than the propagation, no more
     # than the emulated path adds (here 2026-11-25: f1 193.9 of 197.0, f2 182.7 of 184.1)
     ceilings = min_rtt_ceilings_ms(spec, result.summary)
@@ -131,6 +133,6 @@ def test_static_flows_pin_paths_per_flow_without_a_controller(tmp_path: Path) ->
     assert got["f1"] >= 190 and got["f2"] >= 180 and got["f1"] - got["f2"] >= 5, (got, ceilings)
     if faithful(result.summary):  # the ceilings come from the idle pings: what the emulated path adds
         assert got["f1"] <= ceilings["f1"] and got["f2"] <= ceilings["f2"], (got, ceilings)
-    env = result.environment["openflow"]
+    env = result.environment.openflow
     assert env["mode"] == "static (ovs-ofctl)" and env["flow_paths"] == {"f1": "abilene", "f2": "level3"}
     assert not (result.directory / "controller.log").exists()

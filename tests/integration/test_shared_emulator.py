@@ -48,13 +48,14 @@ def drops(run: Path, link: str) -> list[int]:
 def test_one_process_serves_every_link_with_the_same_seeded_decisions(tmp_path: Path) -> None:
     per_link = run_experiment(parse_spec(spec("per_link")), out=tmp_path / "per_link")
     shared = run_experiment(parse_spec(spec("shared")), out=tmp_path / "shared")
-    records = shared.environment["shaping"]
+    records = [r.dump() for r in shared.environment.shaping]
     assert {r["link"] for r in records} == LINKS
     assert all(r["emulator_mode"] == "shared" for r in records)
-    assert all(r["emulator_mode"] == "per_link" for r in per_link.environment["shaping"])
-    fid = shared.summary["fidelity"]
-    assert set(fid["emulator_cores"]) == {SHARED_KEY}, fid["emulator_cores"]  # one process, counted once
-    assert set(per_link.summary["fidelity"]["emulator_cores"]) == LINKS
+    assert all(r.dump()["emulator_mode"] == "per_link" for r in per_link.environment.shaping)
+    fid, apart = shared.summary.fidelity, per_link.summary.fidelity
+    assert fid is not None and apart is not None
+    assert set(fid.emulator_cores) == {SHARED_KEY}, fid.emulator_cores  # one process, counted once
+    assert set(apart.emulator_cores) == LINKS
 
     links = pd.read_csv(shared.directory / "links.csv")
     for link in LINKS:
@@ -72,6 +73,6 @@ def test_one_process_serves_every_link_with_the_same_seeded_decisions(tmp_path: 
     horizon = min(max(a), max(b))
     assert [i for i in a if i <= horizon] == [i for i in b if i <= horizon]
     assert len([i for i in a if i <= horizon]) > 20  # enough drops to compare
-    print(f"shared: faithful {fid['faithful']}, reasons {fid['reasons']}")
-    if not fid["faithful"]:
-        pytest.skip(f"inconclusive: the shared run was not faithful ({'; '.join(fid['reasons'])})")
+    print(f"shared: faithful {fid.faithful}, reasons {fid.reasons}")
+    if not fid.faithful:
+        pytest.skip(f"inconclusive: the shared run was not faithful ({'; '.join(fid.reasons)})")

@@ -78,7 +78,7 @@ def test_export_verify_replay_of_a_fresh_run_drops_the_same_packets(tmp_path: Pa
     out = tmp_path / "replay"
     proc = fastlab("bundle", "replay", str(bundle), "--out", str(out))
     # Whether two live runs agree within the replay's tolerances on every figure (throughput, RTT,
-    # backlog) is a draw from this machine's spread: printed, not asserted (DESIGN.md §10). What
+    # backlog) is a draw from this machine's spread: printed, not asserted (docs/design.md §10). What
     # holds whatever the timing is the seeded loss row: exact.
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     print(proc.stdout)

@@ -6,7 +6,7 @@ the second after each step) and any second whose queue ran dry (then TCP, not th
 all but one of each phase's seconds are judged. The times count from the flows' start: linkemu
 got its epoch as they started and said so. The trace is copied into the run folder and spec.yaml names
 the copy. A run the fidelity verdict calls unfaithful (the machine was busy) proves nothing: the rates
-are then not judged (DESIGN.md §10).
+are then not judged (docs/design.md §10).
 
 Measured on this 2-core VM (2026-11-27, 3 runs each, all faithful): the worst judged second's relative
 error, min / median / max, schedule 0.11 / 0.11 / 0.11 % (one packet in a second: 8.009 for 8 Mb/s),
@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fastlab.base.rundir import RunFolder
 from tests.conftest import EXAMPLE, fastlab
 
 pytestmark = pytest.mark.usefixtures("as_root")
@@ -66,7 +67,7 @@ def judge(out: Path, want: dict[int, float]) -> float:
     assert shaped["backend"] == "emulator" and "--epoch-on-signal" in shaped["emulator_argv"]
     # the epoch came as the flows started (the signal ends linkemu's wait at once): well within a bin
     assert 0 <= shaped["epoch"]["after_flows_start_ms"] < 50, shaped["epoch"]
-    summary = json.loads((out / "summary.json").read_text())
+    summary = RunFolder(out).summary()
     got, saturated = delivered_mbps(out)
     errors = {s: abs(got[s] - w) / w for s, w in want.items() if s in saturated}
     worst = max(errors.values())
@@ -75,8 +76,8 @@ def judge(out: Path, want: dict[int, float]) -> float:
     for rate in set(want.values()):  # each phase judged on all its seconds but one
         phase = [s for s, w in want.items() if w == rate]
         assert sum(1 for s in phase if s in saturated) >= len(phase) - 1, (rate, sorted(saturated))
-    if not summary["fidelity"]["faithful"]:
-        pytest.skip(f"unfaithful run, rates not judged: {summary['fidelity']['reasons']}")
+    if not summary.faithful:
+        pytest.skip(f"unfaithful run, rates not judged: {summary.fidelity.reasons if summary.fidelity else None}")
     assert worst <= TOLERANCE, {s: round(e, 4) for s, e in errors.items()}
     return worst
 

@@ -2,17 +2,17 @@
 emulated path, is never below the documented one (less 2 % or 1 ms: ping's clock), and on a
 faithful run not above it by more than that (the emulator's wake-up latency and the switches add a
 fraction of a millisecond); the DOCSIS MAC's request-grant wait is there, never shorter than its
-model, spread over a MAP; flows cross each topology. Live runs, judged on invariants (DESIGN.md §10):
+model, spread over a MAP; flows cross each topology. Live runs, judged on invariants (docs/design.md §10):
 bounds that depend on this machine's timing are judged only on a faithful run."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from fastlab.base.rundir import RunFolder
 from fastlab.define.schema import ExperimentSpec, parse_spec
 from fastlab.define.topology import build_plan
 from fastlab.experiment.engine import run_experiment
@@ -53,8 +53,8 @@ def idle_rtts(tmp_path: Path, topology: str, args: dict, pings: int = 10) -> tup
                        "idle_pings": pings, "switch": "bridge",
                        "flows": [{"src": e["src"], "dst": e["dst"]} for e in endpoints]})
     result = run_experiment(spec, out=tmp_path / topology)
-    measured = {(r["src"], r["dst"]): r | {"serialization_ms": ping_serialization_ms(spec, r["src"], r["dst"])}
-                for r in result.summary["idle_rtt"]}
+    measured = {(r.src, r.dst): r.dump() | {"serialization_ms": ping_serialization_ms(spec, r.src, r.dst)}
+                for r in result.summary.idle_rtt}
     return endpoints, measured, faithful(result.summary)
 
 
@@ -100,8 +100,8 @@ def test_sc2002_fairness_setup_reports_per_flow_throughput(tmp_path: Path) -> No
                                  {"src": "cern3", "dst": "chicago2", "cc": "reno"}]})
     result = run_experiment(spec, out=tmp_path / "fair")
     # switch: auto is the OVS kernel datapath where it exists, else Linux bridges (this machine)
-    assert result.environment["backends"]["switch"]["backend"] in ("bridge", "ovs-kernel")
-    flows = {f["dst"]: f for f in result.summary["flows"]}
+    assert result.environment.backends["switch"].backend in ("bridge", "ovs-kernel")
+    flows = {f.dst: f.dump() for f in result.summary.flows}
     assert set(flows) == {"sunnyvale", "chicago", "chicago2"}
     assert all(f["throughput_mbps"] > 0.5 for f in flows.values()), flows
     # minimum over the loaded run: the OVS userspace datapath adds load-dependent delay (7 ms measured)
@@ -109,18 +109,17 @@ def test_sc2002_fairness_setup_reports_per_flow_throughput(tmp_path: Path) -> No
     if faithful(result.summary):
         assert flows["sunnyvale"]["min_rtt_ms"] <= 180 + OVS_LOADED_MS, flows["sunnyvale"]
         assert flows["chicago"]["min_rtt_ms"] <= 118 + OVS_LOADED_MS, flows["chicago"]
-    datatag = next(link for link in result.summary["links"] if link["id"] == "datatag")
-    assert datatag["capacity_mbps"] == 250  # 2.5 Gb/s at the default scale 0.1
-    summary = json.loads((tmp_path / "fair" / "summary.json").read_text())
-    assert len(summary["flows"]) == 3
+    datatag = result.summary.link("datatag")
+    assert datatag is not None and datatag.capacity_mbps == 250  # 2.5 Gb/s at the default scale 0.1
+    assert RunFolder(tmp_path / "fair").summary() == result.summary  # what the folder holds is what came back
 
 
 def test_docsis_downstream_tcp(tmp_path: Path) -> None:
     spec = parse_spec({"name": "docsis-down", "topology": "docsis", "duration_s": 8,
                        "flows": [{"src": "server", "dst": "client", "cc": "cubic"}]})
     result = run_experiment(spec, out=tmp_path / "down")
-    flow = result.summary["flows"][0]
-    cable = next(link for link in result.summary["links"] if link["id"] == "cable")
+    flow = result.summary.flows[0].dump()
+    cable = result.summary.link("cable").dump()
     # 3 Mb/s downstream: TCP payload at most 3 x 1448/1500 (+2 %: the counters' ends)
     assert 0 < flow["throughput_mbps"] <= 2.9 * 1.02, flow
     assert cable["reverse"]["utilization"] > 0
@@ -140,5 +139,5 @@ def test_sc2002_default_spec_builds_no_ovs_userspace_datapath(tmp_path: Path) ->
                        "flows": [{"src": "cern", "dst": "sunnyvale", "cc": "fast",
                                   "cc_args": {"alpha": 50, "pacing_pct": 120}}]})
     result = run_experiment(spec, out=tmp_path / "fast")
-    assert result.environment["backends"]["switch"]["backend"] != "ovs-user"
-    assert result.summary["flows"][0]["min_rtt_ms"] >= 180 - 0.5
+    assert result.environment.backends["switch"].backend != "ovs-user"
+    assert (result.summary.flows[0].min_rtt_ms or 0) >= 180 - 0.5

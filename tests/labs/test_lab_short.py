@@ -1,5 +1,5 @@
 """Every lab in labs/ in its short form, live, as root, through the real CLI -- judged on invariants,
-not on the lab's physics (DESIGN.md §10: tight bands are judged on recorded runs in the unit tier,
+not on the lab's physics (docs/design.md §10: tight bands are judged on recorded runs in the unit tier,
 pass rates by bench/labs.py).
 
 Each lab runs the step with the most live properties (`live_steps`). Its run must: exit as `fastlab lab

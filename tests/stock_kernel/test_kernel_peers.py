@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from fastlab.base.paths import REPO
 from fastlab.define.schema import parse_spec
 from fastlab.experiment.engine import run_experiment
 from fastlab.plan.capabilities import Capabilities
+from tests.conftest import REPO
 
 TABLE = REPO / "kernel-modules" / "core" / "hstcp_table_default.h"
 ROW = re.compile(r"\{\s*(\d+),\s*(\d+),\s*(\d+)\s*\}")

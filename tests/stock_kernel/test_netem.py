@@ -63,12 +63,14 @@ def bridges() -> set[str]:
 def idle_less_lateness_ms(result: RunResult, stat: str = "late_p50_us") -> tuple[float, float]:
     """(median idle RTT, the lateness linkemu measured on the idle pings: sum of each direction's
     median (or `stat`), 0 with tc, which measures none), ms."""
-    late = result.summary["fidelity"].get("idle_links", {}).get("bottleneck", {})
+    verdict = result.summary.fidelity
+    late = verdict.idle_links.get("bottleneck", {}) if verdict is not None else {}
     # linkemu measured the idle pings (and the ARP before them) in both directions; tc measures nothing
-    shaped_by = {s["link"]: s["backend"] for s in result.environment["shaping"]}["bottleneck"]
-    assert (shaped_by == "tc") == (not late) and all(d["segments"] >= 15 for d in late.values()), late
-    return (result.summary["idle_rtt"][0]["median_ms"],
-            sum((d.get(stat) or 0) for d in late.values()) / 1000)
+    shaped = result.environment.shaping_of("bottleneck")
+    shaped_by = shaped.backend if shaped is not None else None
+    assert (shaped_by == "tc") == (not late) and all((d.segments or 0) >= 15 for d in late.values()), late
+    return (result.summary.idle_rtt[0].median_ms or 0.0,
+            sum((getattr(d, stat) or 0) for d in late.values()) / 1000)
 
 
 NETEM_PROBE_DELAY_MS = 20  # each direction of the bare pair, as each crossing of the dumbbell's 40-ms RTT
@@ -162,7 +164,8 @@ def test_netem_and_linkemu_agree_over_the_ovs_kernel_datapath(lane_out: Path, ca
                                  idle_pings=15, topology_args={"rate_mbps": 10, "rtt_ms": 0, "buffer_bdp": 2.0},
                                  links={"bottleneck": {"backend": backend}})
             zero = run_experiment(parse_spec(zero_spec), out=lane_out / f"side-{backend}-zero", caps=caps)
-            assert "netem" not in json.dumps(zero.environment["shaping"]), zero.environment["shaping"]
+            shaped = json.dumps([s.dump() for s in zero.environment.shaping])
+            assert "netem" not in shaped, shaped
             zero_ms, zero_late_ms = idle_less_lateness_ms(zero)
             if backend == "tc":  # netem's own wake-ups, on both sides of its run
                 bare.measure()
@@ -179,14 +182,14 @@ def test_netem_and_linkemu_agree_over_the_ovs_kernel_datapath(lane_out: Path, ca
             if backend == "tc":
                 bare.measure()
             env = result.environment
-            assert env["backends"]["switch"]["backend"] == "ovs-kernel", env["backends"]["switch"]
+            assert env.backends["switch"].backend == "ovs-kernel", env.backends["switch"]
             assert datapath and "system@ovs-system" in datapath[0] and "port " in datapath[0], datapath
-            shaping = {s["link"]: s for s in env["shaping"]}
+            shaping = {s.link: s.dump() for s in env.shaping}
             assert shaping["bottleneck"]["backend"] == backend, shaping
-            link = next(x for x in result.summary["links"] if x["id"] == "bottleneck")
+            link = result.summary.link("bottleneck").dump()
             idle_ms, late_ms = idle_less_lateness_ms(result)
             late_p99_ms = idle_less_lateness_ms(result, "late_p99_us")[1]
-            verdict = result.summary["fidelity"]
+            verdict = result.summary.fidelity.dump()
             queued = verdict.get("tc_queues", {}).get("bottleneck", {}).get("forward", {})
             figures[backend] = {"zero_ms": zero_ms, "zero_late_ms": zero_late_ms, "idle_ms": idle_ms,
                                 "late_ms": late_ms, "late_p99_ms": late_p99_ms,

@@ -2,7 +2,7 @@
 same guest (issue 33): what CI asserts here are the invariants of RED doing its job on both; how closely
 the two agree on drop rate and time-mean queue (the issue's 20 %) is a pass rate, measured by
 `bench/red_lane.py` over repeated lanes, because one pair of runs of a few hundred drops each cannot
-carry a 20 % band at four standard deviations (DESIGN.md §10).
+carry a 20 % band at four standard deviations (docs/design.md §10).
 
 "The same experiment" means the same RED as both see it:
 - thresholds of 10 and 30 full-sized packets: linkemu counts packets, the kernel bytes (IP bytes through
@@ -76,19 +76,21 @@ def run_red(backend: str, rate_mbps: float, out: Path, caps: Capabilities) -> di
                     topology_args={"rate_mbps": rate_mbps, "rtt_ms": RTT_MS, "buffer_bdp": 2.0},
                     links={"bottleneck": {"backend": backend, "aqm": RED, "buffer": 66}})
     result = run_experiment(parse_spec(spec), out=out, caps=caps)
-    shaping = {s["link"]: s for s in result.environment["shaping"]}["bottleneck"]
+    shaping = {s.link: s.dump() for s in result.environment.shaping}["bottleneck"]
     assert shaping["backend"] == backend, shaping
     if backend == "tc":
         got = shaping["resolved"]["forward"]["tc_aqm"]
         assert (got["wq"], got["min_bytes"], got["max_bytes"], got["limit_bytes"]) == (2**-9, 15000, 45000, 99000)
         assert any("red" in c and "1:1" in c for c in shaping["commands"]), shaping["commands"]
     counts = window_counts(result.directory, STEADY_FROM_S, DURATION_S)
-    verdict = result.summary["fidelity"]
-    share = verdict.get("tc_queues", {}).get("bottleneck", {}).get("forward", {}).get("delivered_share")
+    verdict = result.summary.fidelity
+    assert verdict is not None
+    queued = verdict.tc_queues.get("bottleneck", {}).get("forward")
+    share = queued.delivered_share if queued is not None else None
     return {**counts, "rate_mbps": rate_mbps, "tc_share": share,
             "drop_rate": counts["aqm_drops"] / max(counts["arrivals"], 1.0),
             "mean_queue_pkts": backlog_mean(result.directory, STEADY_FROM_S, DURATION_S),
-            "faithful": verdict["faithful"], "reasons": verdict["reasons"]}
+            "faithful": verdict.faithful, "reasons": verdict.reasons}
 
 
 @pytest.mark.parametrize("repeat", range(REPEATS))

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fastlab.base.record import EffectSpan, FlowEffects, Verdict, read_environment, read_summary
 from fastlab.define.ccset import fast_target_ms
 from fastlab.measure import accounting, effects, fidelity, window
 
@@ -221,12 +222,14 @@ def test_steal_over_a_span_and_stretches_above_a_limit() -> None:
 
 # --- a checkpoint's own window (fastlab.measure.window) ---------------------------------------------------------
 
-def window_verdict(deficit_bytes: float, budget_ms: float = 2.25) -> dict:
+def window_verdict(deficit_bytes: float, budget_ms: float = 2.25) -> Verdict:
     """A faithful run's verdict whose only disturbance, at 10 s, cost f1 `deficit_bytes`."""
-    return {"faithful": True, "delay_accounting": {"f1": {"budget_ms": budget_ms}},
-            "effects": {"f1": {"deficit_share": None, "spans": [
-                {"flow": "f1", "t0_s": 10.0, "t1_s": 11.4, "kinds": ["late departures"],
-                 "deficit_bytes": deficit_bytes}]}}}
+    return Verdict.model_validate({
+        "faithful": True, "delay_accounting": {"f1": {"flow": "f1", "read_as_queue_median_ms": 0.5,
+                                                      "budget_ms": budget_ms}},
+        "effects": {"f1": {"deficit_share": None, "spans": [
+            {"flow": "f1", "t0_s": 10.0, "t1_s": 11.4, "kinds": ["late departures"],
+             "deficit_bytes": deficit_bytes}]}}})
 
 
 def test_a_checkpoints_window_shrinks_the_budget_to_its_band() -> None:
@@ -280,8 +283,8 @@ def test_the_round_trip_chart_gets_each_flows_parts_and_medians() -> None:
     flows = flow_rows(20, lambda s: 9.0, 0.05, 0.5)
     acct = accounting.account([ROUTE], flows, links_of(20, lambda s: 9.0, 0.05))
     rows = accounting.with_columns(flows, acct)
-    summary = {"flows": [{"id": "f1", "delay_accounting": accounting.flow_figures(ROUTE, acct["f1"], 40.6)}],
-               "links": [], "jain_index": 1.0}
+    figures = accounting.flow_figures(ROUTE, acct["f1"], 40.6)
+    summary = read_summary({"flows": [{"id": "f1", "delay_accounting": figures}], "links": [], "jain_index": 1.0})
     data = chart_data.round_trip(rows, summary)
     assert list(data) == ["f1"] and data["f1"]["propagation_ms"] == 40.0
     assert len(data["f1"]["t"]) == len(acct["f1"]) and data["f1"]["hosts"][-1] == pytest.approx(0.5, abs=1e-3)
@@ -289,7 +292,7 @@ def test_the_round_trip_chart_gets_each_flows_parts_and_medians() -> None:
     long = pd.concat([rows.assign(t=rows["t"] + 20 * k) for k in range(12)], ignore_index=True)  # 2,280 samples
     assert len(chart_data.round_trip(long)["f1"]["t"]) <= chart_data.ROUND_TRIP_POINTS
     assert chart_data.round_trip(flows) == {}  # no accounting columns
-    page = report.render("name: demo\n", summary, ENVIRONMENT, rows, pd.DataFrame(), pd.DataFrame())
+    page = report.render("name: demo\n", summary, read_environment(ENVIRONMENT), rows, pd.DataFrame(), pd.DataFrame())
     assert '<section id="round-trip">' in page and '<div class="chart" id="chart-round-trip"></div>' in page
     assert "<td>9.000" in page and "drawRoundTrip('chart-round-trip', data.roundTrip, firstFlow)" in page
     run_data = json.loads(re.search(r'<script type="application/json" id="run-data">(.*?)</script>', page, re.S)[1])
@@ -302,20 +305,21 @@ def test_a_lab_checkpoint_is_judged_over_its_own_window(tmp_path) -> None:
     that measure from 6 s with a band narrower than that -- utilization's +-0.6 %, the rate ratio's -- cannot
     vouch for their figures: inconclusive, with the window's reason; the window checkpoints (FAST's own
     estimate, no window noted) are judged as before."""
-    import json
     import shutil
 
+    from fastlab.base.rundir import RunFolder
     from fastlab.labs.kit import evaluate_step, load_lab
 
     lab = load_lab("02")
     run = tmp_path / "run"
     shutil.copytree(lab.recording("equilibrium", short=True), run)
-    summary = json.loads((run / "summary.json").read_text())
-    f1 = next(f for f in summary["flows"] if f["id"] == "f1")
-    lost = 0.006 * f1["throughput_mbps"] * 1e6 / 8 * 9  # of f1's bytes between 6 and 15 s
-    summary["fidelity"]["effects"] = {"f1": {"deficit_share": 0.004, "spans": [
-        {"flow": "f1", "t0_s": 10.0, "t1_s": 11.2, "kinds": ["late departures"], "deficit_bytes": lost}]}}
-    (run / "summary.json").write_text(json.dumps(summary))
+    recorded = RunFolder(run).summary()
+    f1, verdict = recorded.flow("f1"), recorded.fidelity
+    assert f1 is not None and f1.throughput_mbps is not None and verdict is not None
+    lost = 0.006 * f1.throughput_mbps * 1e6 / 8 * 9  # of f1's bytes between 6 and 15 s
+    verdict.effects = {"f1": FlowEffects(deficit_share=0.004, spans=[EffectSpan(
+        flow="f1", t0_s=10.0, t1_s=11.2, kinds=["late departures"], deficit_bytes=lost)])}
+    RunFolder(run).replace_summary(recorded)
     checks = {c.name: c for c in evaluate_step(lab, "equilibrium", run, short=True)}
     util = checks["bottleneck utilization 6-15 s"]
     assert util.status == "inconclusive" and util.passed

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from fastlab.define.cc import CCError
-from fastlab.define.ccset import default_registry
 from fastlab.define.schema import SpecError, parse_spec
 from fastlab.plan.capabilities import Capabilities, Probe
 from fastlab.plan.flows import plan_parameters
+from fastlab.run.ccload import default_registry
 
 
 def caps(bpf: bool, modules: bool) -> Capabilities:
@@ -83,14 +83,14 @@ def test_cc_impl_bad_values_are_refused(bad: object) -> None:
 def test_hostile_hstcp_table_values_are_refused_by_prepare_naming_the_field(
         impl: str, bpf: bool, modules: bool, args: dict, message: str) -> None:
     """Issue 35: {low_window: 10, high_p: 0.012} passed the Python check and was refused after the
-    network was built; now the spec's checks (prepare, nothing built) refuse it and its like, for
-    both builds (the stock-kernel lane runs prepare on the module build)."""
-    from fastlab.plan.prepare import prepare
+    network was built; now the spec's checks (prepare_run: prepare with the loaders bound, nothing built)
+    refuse it and its like, for both builds (the stock-kernel lane runs prepare on the module build)."""
+    from fastlab.experiment.engine import prepare_run
 
     s = spec([{"src": "h1", "dst": "h2", "cc": "hstcp", "cc_args": args}], cc_impl=impl)
     if impl == "bpf":
         with pytest.raises(SpecError, match=rf"^flows\[0\]\.cc_args: {message}"):
-            prepare(s, caps=caps(bpf, modules))
+            prepare_run(s, caps=caps(bpf, modules))
     else:  # this machine cannot load modules, which prepare says first: the module build's check itself
         with pytest.raises(CCError, match=rf"^{message}"):
             default_registry("module").lookup("hstcp").validate_args(args)

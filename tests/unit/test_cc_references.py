@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from fastlab.base import paths
-from fastlab.define.ccset import ToolError
 from fastlab.net import runstate
 from fastlab.net.runstate import CC_OWNER, cc_acquire, cc_holders, cc_locked, cc_release
+from fastlab.run.ccload import ToolError
 
 REPO = Path(__file__).resolve().parents[2]
 

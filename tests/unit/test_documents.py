@@ -81,6 +81,14 @@ def test_json_within_bounds_reads() -> None:
     assert read_json(b'{"a": [1, 2.5, "x", null, true]}', max_chars=100) == {"a": [1, 2.5, "x", None, True]}
 
 
+def test_a_run_record_written_before_it_was_typed_reads_nan_as_null_and_nothing_else_does() -> None:
+    """json.dumps wrote a figure of no samples as NaN into summary.json; the record reads it as null."""
+    assert read_json('{"a": [NaN, Infinity, -Infinity, 1.5]}', max_chars=100, non_finite_as_null=True) == \
+        {"a": [None, None, None, 1.5]}
+    with pytest.raises(DocumentError, match="given twice"):
+        read_json('{"a": NaN, "a": 1}', max_chars=100, non_finite_as_null=True)
+
+
 @pytest.mark.parametrize("name", ["p00-r0", "run-20261128-abc", "a.b_c-1", "X" * 128])
 def test_plain_names_pass(name: str) -> None:
     assert check_name(name, "id") == name
@@ -100,3 +108,38 @@ def test_child_refuses_links_out_of_the_folder(tmp_path: Path) -> None:
     assert child(tmp_path / "in", "ok", "id") == tmp_path / "in" / "ok"
     with pytest.raises(NameRefused, match="symbolic link"):
         child(tmp_path / "in", "link", "id")
+
+
+def test_read_file_takes_regular_files_only_and_bounds_them(tmp_path: Path) -> None:
+    """A lab.json linked to /dev/zero made `lab check --run` read for ever (issue 47): a document is read
+    from a regular file only, refused from its type before a byte is read (a FIFO without a writer does not
+    block), and at most max_bytes of it."""
+    import os
+
+    from fastlab.base.documents import read_file, read_json_file
+
+    good = tmp_path / "good.json"
+    good.write_text('{"a": 1}')
+    assert read_json_file(good, max_chars=100) == {"a": 1}
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    os.mkfifo(tmp_path / "fifo.json")
+    for name, words in (("zero.json", "not a regular file (a character device)"), ("fifo.json", "a FIFO"),
+                        (".", "a folder")):
+        t0 = time.monotonic()
+        with pytest.raises(DocumentError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            read_file(tmp_path / name, max_bytes=100)
+        assert time.monotonic() - t0 < 1
+    with pytest.raises(DocumentError, match="larger than 7 bytes"):
+        read_file(good, max_bytes=7)
+    with pytest.raises(FileNotFoundError):
+        read_file(tmp_path / "missing", max_bytes=7)
+    (tmp_path / "latin1.json").write_bytes(b'{"a": "\xe9"}')
+    with pytest.raises(DocumentError, match="not UTF-8"):
+        read_json_file(tmp_path / "latin1.json", max_chars=100)
+
+
+def test_exponent_numbers_are_floats_and_quoted_ones_texts() -> None:
+    """`--set rate_mbps=1e-3` is a number (YAML 1.2, JSON), not the text PyYAML's YAML 1.1 made of it, which
+    the spec's strict numbers refuse; quoted it stays a text; a number too large for a float is inf."""
+    assert read_yaml("a: 1e-3\nb: -5E9\nc: '1e-3'\nd: 1.5e3\ne: 1e999\nf: 12", max_chars=100) == \
+        {"a": 0.001, "b": -5e9, "c": "1e-3", "d": 1500.0, "e": float("inf"), "f": 12}

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from fastlab.base.record import LinkFigures, Summary, read_environment, read_summary
 from fastlab.theory import explain
 from fastlab.theory.hstcp import HstcpParams
 
@@ -15,10 +16,11 @@ FAST_REF = {"flow": "f1", "bottleneck": "bottleneck", "capacity_mbps": 20, "base
 
 
 def summary(backlog: float, util: float, loss_drops: int = 0, queue_drops: int = 0, arrivals: int = 10_000,
-            window: float = 20.0) -> dict:
-    return {"flows": [{"id": "f1", "cc": "fast", "mean_cwnd_pkts": window}],
-            "links": [{"id": "bottleneck", "utilization": util, "mean_backlog_pkts": backlog, "loss_drops": loss_drops,
-                       "queue_drops": queue_drops, "arrivals_pkts": arrivals}], "jain_index": 1.0}
+            window: float = 20.0, **more: object) -> Summary:
+    return read_summary({"flows": [{"id": "f1", "cc": "fast", "mean_cwnd_pkts": window}],
+                         "links": [{"id": "bottleneck", "utilization": util, "mean_backlog_pkts": backlog,
+                                    "loss_drops": loss_drops, "queue_drops": queue_drops, "arrivals_pkts": arrivals}],
+                         "jain_index": 1.0} | more)
 
 
 def test_losses_that_keep_fast_below_its_equilibrium_are_named() -> None:
@@ -53,15 +55,15 @@ def test_two_fast_flows_compare_with_the_sum_of_alphas_and_loss_based_links() ->
     assert explain.notes(cubic, summary(50, 0.97)) == [
         "bottleneck: utilization 0.97: the flows keep it full (mean backlog 50.0 packets)"]
     assert "leave 60 % of it unused" in explain.notes(cubic, summary(0, 0.4))[0]
-    unfair = summary(50, 0.97) | {"flows": [{"id": "f1"}, {"id": "f2"}], "jain_index": 0.6}
+    unfair = summary(50, 0.97, flows=[{"id": "f1"}, {"id": "f2"}], jain_index=0.6)
     assert explain.notes(cubic, unfair)[-1] == "the flows did not share fairly: Jain index 0.60 (1 = equal shares)"
-    assert explain.notes(cubic, None) == [] and explain.notes([], {}) == []
+    assert explain.notes(cubic, None) == [] and explain.notes([], Summary()) == []
 
 
 def test_response_lines_at_the_measured_else_configured_loss_rate() -> None:
     hstcp = {"flow": "f1", "cc": "hstcp", "links": ("a", "b")}
-    measured = {"links": [{"id": "a", "loss_drops": 1, "arrivals_pkts": 100_000}, {"id": "b", "loss_drops": 0,
-                                                                                    "arrivals_pkts": 100_000}]}
+    measured = read_summary({"links": [{"id": "a", "loss_drops": 1, "arrivals_pkts": 100_000},
+                                       {"id": "b", "loss_drops": 0, "arrivals_pkts": 100_000}]})
     (line,) = explain.response_lines([hstcp], measured)
     assert line["loss_rate"] == 1e-5 and line["mathis_window_pkts"] == round(math.sqrt(1.5 / 1e-5), 1)
     assert line["hstcp_window_pkts"] == round(HstcpParams().window(1e-5), 1) > line["mathis_window_pkts"]
@@ -70,9 +72,10 @@ def test_response_lines_at_the_measured_else_configured_loss_rate() -> None:
     assert explain.response_lines([hstcp], None, {}) == [hstcp]  # no loss: no lines
     # a finished run that lost nothing at random: no line, whatever the spec asked for
     lossy = {"b": {"loss": {"model": "bernoulli", "rate": 0.01}}}
-    assert explain.response_lines([hstcp], {"links": []}, lossy) == [hstcp]
+    assert explain.response_lines([hstcp], Summary(), lossy) == [hstcp]
     assert explain.path_loss({"links": ("a", "b")}, {"a": 0.5, "b": 0.5}) == 0.75
-    assert explain.loss_rate({"loss_drops": 3}) is None and explain.loss_rate({"arrivals_pkts": 0}) is None
+    assert explain.loss_rate(LinkFigures(id="a", loss_drops=3)) is None
+    assert explain.loss_rate(LinkFigures(id="a", arrivals_pkts=0)) is None
 
 
 def test_what_happened_from_a_spec() -> None:
@@ -88,12 +91,12 @@ def test_the_report_shows_the_note_escaped() -> None:
 
     from fastlab.results import report
 
-    env = {"run": {"name": "n", "prefix": "flabcd", "started": "2026-11-24T03:00:00+00:00"}, "kernel": "6.18",
-           "backends": {}, "shaping": [], "tools": {}}
+    env = read_environment({"run": {"name": "n", "prefix": "flabcd", "started": "2026-11-24T03:00:00+00:00"},
+                            "kernel": "6.18", "backends": {}, "shaping": [], "tools": {}})
     empty = pd.DataFrame()
 
     def page(summary: dict) -> str:
-        return report.render("name: n\n", {"flows": [], "links": [], "jain_index": 1.0} | summary, env,
+        return report.render("name: n\n", read_summary({"flows": [], "links": [], "jain_index": 1.0} | summary), env,
                              empty, empty, empty)
 
     assert "What happened" not in page({})

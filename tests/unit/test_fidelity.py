@@ -15,9 +15,15 @@ import pandas as pd
 import pytest
 import yaml
 
+from fastlab.base.record import Verdict, read_environment, read_summary
 from fastlab.define.ccset import fast_target_ms
 from fastlab.measure import fidelity
 from fastlab.results import fidelity_view, report
+
+
+def judged(inputs: fidelity.Inputs) -> Verdict:
+    """The verdict as a run's record holds it (fastlab.base.record.Verdict), which the views present."""
+    return Verdict.model_validate(fidelity.assess(inputs))
 
 # A dumbbell: flow f1 crosses the bottleneck forward (data) and reverse (ACKs), 40 ms base RTT.
 LOSS_PATH = fidelity.PathInfo("f1", (("bottleneck", "forward"), ("bottleneck", "reverse")), 40.0)
@@ -68,9 +74,9 @@ def test_the_idle_pings_lateness_is_reported_not_judged() -> None:
     assert verdict["paths"][0]["idle_emulation_delay_ms"] == 3.3
     assert verdict["paths"][0]["emulation_delay_ms"] == 0.12  # the flows' figure is the whole run's
     assert verdict["idle_links"]["bottleneck"]["reverse"]["late_p50_us"] == 900
-    details = fidelity_view.details_html(verdict)
+    details = fidelity_view.details_html(Verdict.model_validate(verdict))
     assert "delay the emulators added to the idle pings" in details and "f1 3.30 ms" in details
-    assert "idle pings" not in fidelity_view.details_html(fidelity.assess(quiet()))  # none measured: no line
+    assert "idle pings" not in fidelity_view.details_html(judged(quiet()))  # none measured: no line
 
 
 @pytest.mark.parametrize("changes, pattern", [
@@ -110,13 +116,12 @@ def test_a_gap_limit_grows_with_a_slow_sample_rate_and_links_not_crossed_are_not
 
 
 def test_headline_for_faithful_unfaithful_and_not_assessed() -> None:
-    assert fidelity.headline(fidelity.assess(quiet())) == \
+    assert fidelity.headline(judged(quiet())) == \
         "fidelity: faithful (emulation delay ≤ 0.12 ms on every path, no socket drops)"
-    line = fidelity.headline(fidelity.assess(quiet(machine_busy=0.99, emulator_cores={"bottleneck": 0.95})))
+    line = fidelity.headline(judged(quiet(machine_busy=0.99, emulator_cores={"bottleneck": 0.95})))
     assert line.startswith("fidelity: NOT FAITHFUL — ") and "0.95 of a core" in line and "99% busy" in line
     assert line.endswith(f"To fix: {fidelity.ADVICE}.")
-    assert fidelity.headline(None) == fidelity.headline({}) == \
-        "fidelity: not assessed (run made before fidelity verdicts)"
+    assert fidelity.headline(None) == "fidelity: not assessed (run made before fidelity verdicts)"
 
 
 def test_cpu_times_busy_fraction_and_sample_gaps() -> None:
@@ -135,17 +140,19 @@ def test_cpu_times_busy_fraction_and_sample_gaps() -> None:
 
 # --- how the verdict is shown ----------------------------------------------------------------------
 
-UNFAITHFUL = fidelity.assess(quiet(emulators={"bottleneck": stats(drops_ab=12)}, machine_busy=0.99))
+UNFAITHFUL = judged(quiet(emulators={"bottleneck": stats(drops_ab=12)}, machine_busy=0.99))
 
 
 def test_view_states_flags_and_first_reason() -> None:
-    faithful = fidelity.assess(quiet())
+    from fastlab.base.record import Summary, headline
+
+    faithful = judged(quiet())
     assert fidelity_view.state(faithful) == "faithful" and fidelity_view.state(UNFAITHFUL) == "unfaithful"
-    assert fidelity_view.state(None) == fidelity_view.state({}) == "unassessed"
-    assert fidelity_view.faithful_flag({"fidelity": faithful}) == 1
-    assert fidelity_view.faithful_flag({"fidelity": UNFAITHFUL}) == 0
-    assert fidelity_view.faithful_flag({"flows": []}) is None and fidelity_view.faithful_flag(None) is None
-    assert fidelity_view.first_reason(UNFAITHFUL) == UNFAITHFUL["reasons"][0]
+    assert fidelity_view.state(None) == "unassessed"
+    assert headline(Summary(fidelity=faithful)).run("faithful").value == 1
+    assert headline(Summary(fidelity=UNFAITHFUL)).run("faithful").value == 0
+    assert headline(Summary()).run("faithful").value is None and fidelity_view.verdict_of(None) is None
+    assert fidelity_view.first_reason(UNFAITHFUL) == UNFAITHFUL.reasons[0]
     assert fidelity_view.first_reason(faithful) is None
     rows = fidelity_view.link_rows(UNFAITHFUL)
     assert [(r.link, r.direction, r.sock_drops, r.drops_over) for r in rows] == [
@@ -153,8 +160,8 @@ def test_view_states_flags_and_first_reason() -> None:
 
 
 def test_banner_escapes_the_reasons() -> None:
-    hostile = copy.deepcopy(UNFAITHFUL)
-    hostile["reasons"] = ["<script>alert(1)</script> & more"]
+    hostile = UNFAITHFUL.model_copy(deep=True)
+    hostile.reasons = ["<script>alert(1)</script> & more"]
     page = fidelity_view.banner_html(hostile)
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in page
 
@@ -163,19 +170,18 @@ ENVIRONMENT = {"run": {"name": "demo", "prefix": "flabcd", "started": "2026-11-2
                "kernel": "6.18", "backends": {}, "shaping": [], "tools": {}}
 
 
-def render(fid: dict[str, Any] | None) -> str:
-    summary: dict[str, Any] = {"flows": [], "links": [], "jain_index": 1.0}
-    if fid is not None:
-        summary["fidelity"] = fid
+def render(fid: Verdict | None) -> str:
+    summary = read_summary({"flows": [], "links": [], "jain_index": 1.0})
+    summary.fidelity = fid
     empty = pd.DataFrame()
-    return report.render("name: demo\n", summary, ENVIRONMENT, empty, empty, empty)
+    return report.render("name: demo\n", summary, read_environment(ENVIRONMENT), empty, empty, empty)
 
 
 def test_report_warns_with_the_reasons_and_advice_when_not_faithful() -> None:
     page = render(UNFAITHFUL)
     top = page[:page.index("<h2>Flows</h2>")]
     assert 'data-fidelity="unfaithful"' in top and "Not faithful" in top
-    for reason in UNFAITHFUL["reasons"]:
+    for reason in UNFAITHFUL.reasons:
         assert fidelity_view.html.escape(reason) in top, reason
     assert "socket dropped 12 frames" in top and "99% busy" in top
     assert "What to do:" in top and "fastlab doctor --self-test" in top
@@ -185,7 +191,7 @@ def test_report_warns_with_the_reasons_and_advice_when_not_faithful() -> None:
 
 
 def test_report_notes_a_faithful_run_and_an_old_one() -> None:
-    page = render(fidelity.assess(quiet()))
+    page = render(judged(quiet()))
     assert 'data-fidelity="faithful"' in page and "Faithful emulation" in page and "Not faithful" not in page
     assert "0.12 ms" in page
     old = render(None)
@@ -216,13 +222,14 @@ def test_a_run_folder_is_named_created_and_finished_by_its_owner(tmp_path) -> No
     finishing (files, report, permissions) and a folder whose writing failed renamed .incomplete."""
     import re
 
+    from fastlab.base.record import Environment, Summary
     from fastlab.base.rundir import INCOMPLETE, RunFolder, RunFolderError
 
     folder = RunFolder.named("demo", "flabcd", root=tmp_path)
     assert re.fullmatch(r"\d{8}-\d{6}-demo-flabcd", folder.directory.name) and folder.directory.parent == tmp_path
     assert RunFolder.named("demo", "flabcd", out=tmp_path / "mine").directory == tmp_path / "mine"
     folder.create()
-    folder.finish(lambda: "<html></html>", spec_yaml="name: demo\n", environment={}, summary={"flows": []})
+    folder.finish(lambda: "<html></html>", spec_yaml="name: demo\n", environment=Environment(), summary=Summary())
     assert folder.is_run() and folder.has("report.html") and (folder.directory.stat().st_mode & 0o777) == 0o755
 
     def broken() -> str:
@@ -231,7 +238,7 @@ def test_a_run_folder_is_named_created_and_finished_by_its_owner(tmp_path) -> No
     full = RunFolder(tmp_path / "full")
     full.create()
     with pytest.raises(RunFolderError, match="No space left on device; what was written is in .*full.incomplete"):
-        full.finish(broken, spec_yaml="name: demo\n", environment={}, summary={})
+        full.finish(broken, spec_yaml="name: demo\n", environment=Environment(), summary=Summary())
     assert (tmp_path / f"full{INCOMPLETE}" / "summary.json").is_file() and not full.directory.exists()
     (tmp_path / "file").write_text("x")
     with pytest.raises(RunFolderError, match="cannot create the results folder"):
@@ -247,7 +254,7 @@ def test_report_tables_speak_words_and_keep_the_keys() -> None:
         "links": [{"id": "bottleneck", "capacity_mbps": 10000.0, "utilization": 0.98765,
                    "mean_backlog_pkts": 12.34567, "reverse": {"utilization": 0.1}}], "jain_index": 1.0}
     empty = pd.DataFrame()
-    page = report.render("name: demo\n", summary, ENVIRONMENT, empty, empty, empty)
+    page = report.render("name: demo\n", read_summary(summary), read_environment(ENVIRONMENT), empty, empty, empty)
     assert '<th title="throughput_mbps">goodput (Mb/s)</th>' in page
     num = '<td class="num">'  # numbers are right-aligned, words not
     assert '<th title="utilization">busy (%)</th>' in page and f"{num}98.8</td>" in page
@@ -267,7 +274,7 @@ def test_report_escapes_everything_it_did_not_build() -> None:
     env["tools"] = {"iperf3": "</pre><img src=x onerror=alert(2)>"}
     summary: dict[str, Any] = {"flows": [{"id": "f1", "cc": "<i>fast</i>"}], "links": [], "jain_index": 1.0}
     empty = pd.DataFrame()
-    page = report.render("name: '<b>x</b>'\n", summary, env, empty, empty, empty)
+    page = report.render("name: '<b>x</b>'\n", read_summary(summary), read_environment(env), empty, empty, empty)
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<img src=x" not in page and "<b>x</b>" not in page and "<i>fast</i>" not in page
 
@@ -301,8 +308,8 @@ def test_steal_is_reported_beside_the_verdict_not_judged() -> None:
     """A hypervisor's steal explains late departures; the verdict judges the lateness itself."""
     noisy = fidelity.assess(quiet(machine_steal=0.034))
     assert noisy["faithful"] and noisy["machine_steal"] == 0.034
-    assert "hypervisor ran other work for 3.4%" in fidelity_view.details_html(noisy)
-    assert "hypervisor" not in fidelity_view.details_html(fidelity.assess(quiet(machine_steal=0.001)))
+    assert "hypervisor ran other work for 3.4%" in fidelity_view.details_html(Verdict.model_validate(noisy))
+    assert "hypervisor" not in fidelity_view.details_html(judged(quiet(machine_steal=0.001)))
     assert fidelity.assess(quiet())["machine_steal"] is None
 
 
@@ -327,7 +334,7 @@ def test_a_tc_queue_is_judged_by_the_rate_it_delivered_while_packets_stayed_queu
                                               "reverse": {"busy_s": 0.5, "delivered_share": None}}
     assert verdict["unmeasured"] == ["access: shaped by tc (departure times are the kernel's, not measured; "
                                      "the rate it delivered while queued is)"]
-    details = fidelity_view.details_html(verdict)
+    details = fidelity_view.details_html(Verdict.model_validate(verdict))
     assert "rate tc delivered while packets were queued: access forward 97% over 3.0 s (limit 95%)" in details
 
 
@@ -415,8 +422,8 @@ def test_report_draws_what_the_live_page_draws() -> None:
     flows = pd.DataFrame({"flow": "f1", "t": t, "goodput_mbps": 20.0, "cwnd_pkts": 50.0, "srtt_ms": 60.0})
     env = dict(ENVIRONMENT) | {"congestion_control": {"applied": [
         {"at_s": 6.4, "host": "h1", "cc": "fast", "args": {"alpha": 60}, "live": True}]}}
-    page = report.render(yaml.safe_dump(to_plain(spec)), {"flows": [], "links": [], "jain_index": 1.0}, env, flows,
-                         pd.DataFrame(), pd.DataFrame(), refs, 20)
+    page = report.render(yaml.safe_dump(to_plain(spec)), read_summary({"flows": [], "links": [], "jain_index": 1.0}),
+                         read_environment(env), flows, pd.DataFrame(), pd.DataFrame(), refs, 20)
     for chart in ("goodput", "links", "cwnd", "rtt", "queue", "fast-window", "fast-rtt"):
         assert f'<div class="chart" id="chart-{chart}"></div>' in page, chart
     assert 'id="chart-ports"' not in page and '<select id="smooth">' in page and 'id="theory-note"' in page

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from fastlab.define.ccset import default_registry
 from fastlab.labs.kit import load_lab
 from fastlab.plan.links import resolve
 from fastlab.plan.prepare import validate
+from fastlab.run.ccload import default_registry
 from tests.unit.test_topologies import figures
 
 REPO = Path(__file__).resolve().parents[2]

@@ -142,8 +142,8 @@ MAX_MODULE_LINES = 500
 LONG_MODULES = {
     "fastlab/labs/kit.py": "the lab format and the one API lab authors' checkpoints.py import (StepRun, "
                            "CheckResult, within, loss_starts...): a split would change every lab's imports",
-    "fastlab/define/schema.py": "the one spec schema (DESIGN.md: experiments are data, one schema for the CLI, the "
-                              "web app, labs and bundles): every field with its range and its one-line error path",
+    "fastlab/define/schema.py": "the one spec schema (docs/design.md: experiments are data, one schema for the CLI, "
+                              "the web app, labs and bundles): every field with its range and its one-line error path",
 }
 
 
@@ -237,4 +237,4 @@ def test_backends_are_chosen_and_routes_followed_in_one_place() -> None:
 
 def test_the_callers_check_sees_calls() -> None:
     assert "fastlab/plan/prepare.py:layout" in callers("idle_links", "plan.routing")
-    assert "fastlab/experiment/engine.py:run_experiment" in callers("prepare", "plan.prepare")
+    assert "fastlab/experiment/engine.py:prepare_run" in callers("prepare", "plan.prepare")

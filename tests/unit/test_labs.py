@@ -18,6 +18,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from fastlab.base.record import Verdict
+from fastlab.base.rundir import RunFolder
 from fastlab.labs.kit import (
     LABS_DIR,
     CheckResult,
@@ -40,7 +42,7 @@ from fastlab.labs.kit import checkpoint, within
 
 @checkpoint
 def throughput(run, flow="f1", minimum=1.0):
-    return within("throughput", run.flow_summary(flow)["throughput_mbps"], minimum, 1e9, "any traffic")
+    return within("throughput", run.flow_summary(flow).throughput_mbps, minimum, 1e9, "any traffic")
 '''
 LAB_YAML = """
 title: A throwaway lab
@@ -142,7 +144,7 @@ def test_bad_step_override_names_the_step(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args, message", [
     (["lab", "list", "extra"], "unrecognized arguments"),
-    (["lab", "check"], "required: lab"),
+    (["lab", "check"], "missing the lab"),
     (["lab", "check", "99"], "no lab '99'"),
     (["lab", "check", "1", "--run", "/nonexistent/run"], "not a lab run"),
     (["lab", "run", "99"], "no lab '99'"),
@@ -267,13 +269,13 @@ def scaled_copy(recorded: Path, out: Path, factor: float, columns: tuple[str, ..
                 if column in frame:
                     frame[column] = frame[column] * factor
             frame.to_csv(out / path.name.removesuffix(".gz"), index=False)
-        elif path.name == "summary.json":
-            summary = json.loads(path.read_text())
-            for item in summary["flows"] + summary["links"]:
+        elif path.name == "summary.json":  # through the record: its figures are typed fields
+            summary = RunFolder(recorded).summary()
+            for item in [*summary.flows, *summary.links]:
                 for key in summary_keys:
-                    if isinstance(item.get(key), int | float):
-                        item[key] *= factor
-            (out / path.name).write_text(json.dumps(summary))
+                    if isinstance(getattr(item, key, None), int | float):
+                        setattr(item, key, getattr(item, key) * factor)
+            RunFolder(out).write_summary(summary)
         else:
             shutil.copy(path, out / path.name)
     return out
@@ -295,7 +297,7 @@ def test_checkpoints_fail_on_an_altered_run(folder: Path, step_id: str, short: b
 @pytest.mark.parametrize("folder, step_id, short", STEPS, ids=step_label)
 def test_recorded_run_keeps_traces_gzipped(folder: Path, step_id: str, short: bool) -> None:
     run = StepRun(recording(folder, step_id, short))
-    assert run.spec["name"] and run.summary["flows"]
+    assert run.spec["name"] and run.summary.flows
     assert not list(run.directory.glob("*.csv")), "store traces as .csv.gz"
     with gzip.open(run.directory / "flows.csv.gz", "rt") as handle:
         assert handle.readline().startswith("flow,t")
@@ -315,13 +317,15 @@ def test_kept_runs_get_the_verdict_their_case_says(folder: Path, case: Case) -> 
 def with_verdict(recorded: Path, out: Path, faithful: bool | None) -> Path:
     """A copy of a recorded run whose fidelity verdict says `faithful` (None: no verdict at all)."""
     shutil.copytree(recorded, out)
-    summary = json.loads((out / "summary.json").read_text())
+    folder = RunFolder(out)
+    summary = folder.summary()
     if faithful is None:
-        summary.pop("fidelity", None)
+        summary.fidelity = None
     else:
-        summary["fidelity"] = summary.get("fidelity") or {"paths": []}
-        summary["fidelity"] |= {"faithful": faithful, "reasons": [] if faithful else ["the machine was 99% busy"]}
-    (out / "summary.json").write_text(json.dumps(summary))
+        summary.fidelity = summary.fidelity or Verdict(faithful=faithful, paths=[])
+        summary.fidelity.faithful = faithful
+        summary.fidelity.reasons = [] if faithful else ["the machine was 99% busy"]
+    folder.replace_summary(summary)
     return out
 
 

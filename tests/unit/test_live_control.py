@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from fastlab.define.ccset import default_registry
 from fastlab.net.runstate import RunState
 from fastlab.plan.flows import HostParams
+from fastlab.run.ccload import default_registry
 from fastlab.run.ccruntime import CCRuntime, LiveControl, LiveControlError
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from fastlab.base.record import Verdict, read_environment, read_summary
 from fastlab.experiment.replay import TOLERANCES, RunFacts, compare, environment_differences, fidelity_notes, table
 
 ENVIRONMENT = {
@@ -39,7 +40,7 @@ def facts(**changes: Any) -> RunFacts:
         for part in path:
             node = node[int(part)] if part.isdigit() else node[part]
         node[last] = value
-    return RunFacts(s, copy.deepcopy(ENVIRONMENT), {"bottleneck": {"forward": list(DROPS)}})
+    return RunFacts(read_summary(s), read_environment(ENVIRONMENT), {"bottleneck": {"forward": list(DROPS)}})
 
 
 def row(rows: list[Any], metric: str) -> Any:
@@ -93,7 +94,7 @@ def test_seeded_loss_must_drop_the_very_same_packets() -> None:
 def test_unseeded_loss_is_compared_as_random_counts() -> None:
     original, replay = facts(), facts(**{"links.0.loss_drops": 16})
     for run in (original, replay):
-        run.environment["shaping"][0]["backend"] = "tc"
+        run.environment.shaping[0].backend = "tc"
     rows = compare(original, replay)
     assert not any("loss drops in packets" in r.metric for r in rows)
     assert row(rows, "bottleneck loss_drops").ok  # 9 -> 16 is within 3 sqrt(9) + ...: Poisson spread
@@ -103,7 +104,7 @@ def test_unseeded_loss_is_compared_as_random_counts() -> None:
 
 def test_missing_figures_differ() -> None:
     replay = facts()
-    replay.summary["flows"].pop()
+    replay.summary.flows.pop()
     rows = compare(facts(), replay)
     assert not row(rows, "f2 throughput_mbps").ok
 
@@ -125,13 +126,13 @@ def test_table_lists_original_replay_diff_tolerance_ok() -> None:
 
 
 def test_environment_differences_name_each_backend() -> None:
-    assert environment_differences(ENVIRONMENT, copy.deepcopy(ENVIRONMENT)) == []
+    assert environment_differences(read_environment(ENVIRONMENT), read_environment(ENVIRONMENT)) == []
     other = copy.deepcopy(ENVIRONMENT)
     other["kernel"] = "6.8.0-45-generic"
     other["shaping"][0]["backend"] = "tc"
     other["backends"]["switch"]["backend"] = "ovs-kernel"
     other["congestion_control"] = {"applied": [{"cc": "fast", "impl": "module"}], "builds": {}}
-    warnings = "\n".join(environment_differences(ENVIRONMENT, other))
+    warnings = "\n".join(environment_differences(read_environment(ENVIRONMENT), read_environment(other)))
     for text in ("kernel: original 6.18.0, here 6.8.0-45-generic", "shaping of link bottleneck: original emulator, "
                  "here tc", "backend for switch: original ovs-user, here ovs-kernel",
                  "fast implementation: original bpf, here module", "CC build fast.bpf.o"):
@@ -149,9 +150,10 @@ def test_facts_read_from_a_run_directory(tmp_path: Path) -> None:
 
 def with_verdict(run: RunFacts, faithful: bool | None) -> RunFacts:
     if faithful is not None:
-        run.summary["fidelity"] = {"faithful": faithful, "paths": [], "links": {},
-                                   "reasons": [] if faithful else ["the machine was 99% busy while the flows ran"],
-                                   "advice": None if faithful else "run fewer flows"}
+        run.summary.fidelity = Verdict.model_validate({
+            "faithful": faithful, "paths": [], "links": {},
+            "reasons": [] if faithful else ["the machine was 99% busy while the flows ran"],
+            "advice": None if faithful else "run fewer flows"})
     return run
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fastlab.base.record import read_summary
 from fastlab.results import api as results
 from fastlab.results import bundle
 
@@ -23,9 +24,9 @@ def test_a_run_folder_loads_into_dataframes_with_units() -> None:
     assert isinstance(run, results.Run) and run.name == run.spec["name"]
     assert {"t", "flow", "bytes_acked"} <= set(run.flows.columns)
     assert run.flows.attrs["units"]["t"] == "s" and run.flows.attrs["units"]["bytes_acked"] == "bytes"
-    assert run.faithful is True and run.fidelity["faithful"] is True
+    assert run.faithful is True and run.fidelity is not None and run.fidelity.faithful is True
     table = run.table("flows")
-    assert list(table["id"]) == [f["id"] for f in run.summary["flows"]]
+    assert list(table["id"]) == [f.id for f in run.summary.flows]
     assert table.attrs["units"]["throughput_mbps"] == "Mb/s"
     assert run.segments.empty  # no parameter changed during this run
 
@@ -36,15 +37,15 @@ def test_runs_compare_side_by_side() -> None:
     table = results.compare([a, b])
     assert list(table.index) == ["equilibrium", "alphas"]
     assert table.loc["equilibrium", "throughput_mbps"] == pytest.approx(
-        sum(f["throughput_mbps"] for f in a.summary["flows"]))
-    assert table.loc["alphas", "faithful"] == b.faithful
+        sum(f.throughput_mbps or 0 for f in a.summary.flows))
+    assert table.loc["alphas", "faithful"] == int(bool(b.faithful))
 
 
 def test_a_bundle_is_verified_then_loaded_and_a_tampered_one_refused(tmp_path: Path) -> None:
     zip_path = bundle.export(RECORDED / "equilibrium", tmp_path / "eq.zip")
     run = results.load(zip_path, extract_to=tmp_path / "out")
-    assert isinstance(run, results.Run) and run.summary == json.loads((RECORDED / "equilibrium" / "summary.json")
-                                                                      .read_text())
+    assert isinstance(run, results.Run) and run.summary == read_summary((RECORDED / "equilibrium" / "summary.json")
+                                                                         .read_text())
     tampered = tmp_path / "tampered.zip"
     with zipfile.ZipFile(zip_path) as src, zipfile.ZipFile(tampered, "w") as dst:
         for info in src.infolist():

@@ -4,24 +4,34 @@ what every reader gets back, a gzipped CSV reads like a plain one, and a missing
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from fastlab.base.rundir import EVENTS, FLOWS, REPORT, RTT_SAMPLES, SUMMARY, RunFolder
+from fastlab.base.record import MAX_RECORD_CHARS, Environment, RecordError, Summary
+from fastlab.base.rundir import ENVIRONMENT, EVENTS, FLOWS, REPORT, RTT_SAMPLES, SUMMARY, RunFolder
 
 
 def test_what_is_written_reads_back_and_empty_parts_write_no_file(tmp_path: Path) -> None:
     folder = RunFolder(tmp_path)
     flows = pd.DataFrame({"flow": ["f1", "f1"], "t": [0.1, 0.2], "cwnd_pkts": [10, 12]})
-    folder.write(spec_yaml="name: x\ntopology: dumbbell\n", environment={"kernel": "6.18", "when": Path("/x")},
-                 summary={"flows": [{"id": "f1"}]}, flows=flows, links=pd.DataFrame({"link": [], "t": []}),
-                 events=pd.DataFrame(), rtt_samples=[])
+    folder.write(spec_yaml="name: x\ntopology: dumbbell\n",
+                 environment=Environment.model_validate({"kernel": "6.18", "when": Path("/x")}),
+                 summary=Summary.model_validate({"flows": [{"id": "f1"}]}), flows=flows,
+                 links=pd.DataFrame({"link": [], "t": []}), events=pd.DataFrame(), rtt_samples=[])
     assert folder.is_run() and not folder.has(EVENTS) and not folder.has(RTT_SAMPLES) and not folder.has(REPORT)
     assert folder.spec() == {"name": "x", "topology": "dumbbell"}
-    assert folder.environment() == {"kernel": "6.18", "when": "/x"}  # written with default=str
-    assert folder.summary() == {"flows": [{"id": "f1"}]}
+    # the record as written: its version first, the fields given, a path as its text
+    assert json.loads(folder.path(ENVIRONMENT).read_text()) == {"schema_version": 1, "kernel": "6.18", "when": "/x"}
+    assert json.loads(folder.path(SUMMARY).read_text()) == {"schema_version": 1, "flows": [{"id": "f1"}]}
+    assert folder.environment().kernel == "6.18" and folder.summary().flows[0].id == "f1"
+    # a caller that replaces a field gets it back; the summary of a finished run rewritten whole
+    summary = folder.summary()
+    summary.jain_index = 0.5
+    folder.replace_summary(summary)
+    assert folder.summary().jain_index == 0.5 and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     pd.testing.assert_frame_equal(folder.flows(), flows)
     folder.write_report("<html></html>")
     assert folder.path(REPORT).read_text() == "<html></html>"
@@ -32,9 +42,18 @@ def test_a_gzipped_csv_reads_like_a_plain_one_and_a_missing_file_is_named(tmp_pa
         f.write("flow,t\nf1,0.5\n")
     folder = RunFolder(tmp_path)
     assert folder.flows().to_dict("list") == {"flow": ["f1"], "t": [0.5]}
-    assert not folder.is_run() and folder.environment(missing_ok=True) == {}
+    assert not folder.is_run() and folder.environment(missing_ok=True) == Environment()
     with pytest.raises(FileNotFoundError, match=f"the run has no {SUMMARY}"):
         folder.summary()
+
+
+def test_a_record_that_is_no_run_record_is_one_line_naming_the_folder_the_file_and_the_field(tmp_path: Path) -> None:
+    (tmp_path / SUMMARY).write_text('{"flows": [{"id": "f1", "retransmits": "many"}]}')
+    with pytest.raises(RecordError, match=rf"^{tmp_path.name}/summary.json: flows\[0\].retransmits: "):
+        RunFolder(tmp_path).summary()
+    (tmp_path / ENVIRONMENT).write_bytes(b" " * (4 * MAX_RECORD_CHARS + 10))  # read no further than the reader takes
+    with pytest.raises(RecordError, match="environment.json: larger than 67,108,864 bytes"):
+        RunFolder(tmp_path).environment()
 
 
 def test_open_names_checks_and_creates_and_refuses_in_one_line(tmp_path: Path) -> None:

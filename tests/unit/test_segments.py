@@ -4,14 +4,14 @@ per part, the figures over each part's settled time and the words, on hand-compu
 
 from __future__ import annotations
 
-import json
+import re
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
 import yaml
 
+from fastlab.base.record import RecordError, read_environment, read_summary
 from fastlab.base.rundir import RunFolder
 from fastlab.define.schema import parse_spec
 from fastlab.results import tables
@@ -65,18 +65,25 @@ def test_changes_at_one_instant_together_global_ones_reach_every_flow_late_ones_
 
 
 def test_applied_changes_read_the_environment_and_skip_what_is_not_a_change() -> None:
-    env = {"congestion_control": {"applied": [
+    env = read_environment({"congestion_control": {"applied": [
         {"cc": "fast", "impl": "bpf", "loaded_by_run": True}, {"cc": "fast", "scope": "host", "host": "h1",
                                                                 "args": {"alpha": 30}},
         {"cc": "fast", "scope": "host", "host": "h1", "at_s": 12.0, "args": {"alpha": 5}},
         {"cc": "fast", "scope": "host", "host": "h1", "at_s": 6.4, "args": {"alpha": 60}, "live": True},
         {"cc": "fast", "scope": "global", "host": "h1", "at_s": 15, "args": {"alpha": 7}},
-        "garbage", {"at_s": "soon", "cc": "fast", "args": {}}, {"at_s": 3, "cc": 5, "args": {}},
-        {"at_s": 3, "cc": "fast", "args": [1]}, {"cc": "fast", "unload": "unregistered"}]}}
+        {"at_s": 3, "args": {"alpha": 1}}, {"cc": "fast", "unload": "unregistered"}]}})
     assert segments.applied_changes(env) == [LIVE, Change(12.0, "fast", {"alpha": 5}, "h1"),
                                              Change(15.0, "fast", {"alpha": 7}, None)]
-    for hostile in (None, {}, {"congestion_control": None}, {"congestion_control": {"applied": "x"}}):
-        assert segments.applied_changes(hostile) == []
+    assert segments.applied_changes(None) == [] and segments.applied_changes(read_environment({})) == []
+    # what is no record of a change at all is refused where the record is read, naming the field
+    for hostile, field in (("garbage", "applied[0]"), ({"at_s": "soon", "cc": "fast", "args": {}}, "applied[0].at_s"),
+                           ({"at_s": 3, "cc": 5, "args": {}}, "applied[0].cc"),
+                           ({"at_s": 3, "cc": "fast", "args": [1]}, "applied[0].args")):
+        with pytest.raises(RecordError, match=rf"congestion_control\.{field.replace('[', '.').replace(']', '')}"
+                           if False else "congestion_control"):
+            read_environment({"congestion_control": {"applied": [hostile]}})
+    with pytest.raises(RecordError, match="congestion_control.applied: Input should be a valid list"):
+        read_environment({"congestion_control": {"applied": "x"}})
 
 
 def _traces() -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -95,17 +102,18 @@ def test_each_part_is_measured_over_its_settled_time_and_judged_against_its_own_
     spec = parse_spec(SPEC)
     flows, links = _traces()
     measured = segments.measured(spec, [LIVE], flows, links, {"bottleneck": 20.0})
-    assert [m["settled_from_s"] for m in measured] == [0.0, 8.4]  # 6.4 + SETTLE_S
-    assert measured[0]["links"][0]["mean_backlog_pkts"] == 30 and measured[1]["links"][0]["mean_backlog_pkts"] == 60
-    assert measured[1]["links"][0]["utilization"] == pytest.approx(1.0)
-    assert measured[1]["flows"][0]["throughput_mbps"] == pytest.approx(20.0)
-    assert measured[1]["flows"][0]["mean_rtt_ms"] == 76.0
-    assert measured[1]["changes"] == ["h1: α 30 → 60 at 6.4 s (live)"]
+    assert [m.settled_from_s for m in measured] == [0.0, 8.4]  # 6.4 + SETTLE_S
+    assert measured[0].links[0].mean_backlog_pkts == 30 and measured[1].links[0].mean_backlog_pkts == 60
+    assert measured[1].links[0].utilization == pytest.approx(1.0)
+    assert measured[1].flows[0].throughput_mbps == pytest.approx(20.0)
+    assert measured[1].flows[0].mean_rtt_ms == 76.0
+    assert measured[1].changes == ["h1: α 30 → 60 at 6.4 s (live)"]
     # the whole run's queue (mean ~52) against α 30 alone: "more queued than FAST's equilibrium" -- wrong
-    summary = {"links": [{"id": "bottleneck", "utilization": 1.0, "mean_backlog_pkts": 52.4}],
-               "flows": [{"id": "f1", "cc": "fast"}], "jain_index": 1.0}
+    summary = read_summary({"links": [{"id": "bottleneck", "utilization": 1.0, "mean_backlog_pkts": 52.4}],
+                            "flows": [{"id": "f1", "cc": "fast"}], "jain_index": 1.0})
     assert "more queued than FAST's equilibrium" in " ".join(explain.what_happened(spec, summary))
-    lines = explain.what_happened(spec, summary | {"segments": measured}, [LIVE])
+    summary.segments = measured
+    lines = explain.what_happened(spec, summary, [LIVE])
     assert lines[0].startswith("the run's parameters changed 1 time") and "α 30 → 60 at 6.4 s (live)" in lines[0]
     assert "0.0–6.4 s: bottleneck" in lines[1] and "≈ α = 30: FAST at equilibrium" in lines[1]
     assert "6.4–20.0 s (judged from 8.4 s): bottleneck" in lines[2] and "≈ α = 60: FAST at equilibrium" in lines[2]
@@ -122,27 +130,32 @@ def test_lab06_recorded_staircase_in_parts() -> None:
     """Lab 06's recorded α staircase (1 -> 20 in 3-s steps over DOCSIS): seven parts; the link fills at
     α 12, as the lab's checkpoint reads it, and every part but the first is judged from its second half."""
     spec = parse_spec(yaml.safe_load((DOCSIS / "spec.yaml").read_text()))
-    env = json.loads((DOCSIS / "environment.json").read_text())
-    changes = segments.applied_changes(env)
-    assert [c.args["alpha"] for c in changes] == [2, 4, 8, 12, 16, 20]
     folder = RunFolder(DOCSIS)
-    summary = folder.summary()
-    capacities = {link["id"]: link["capacity_mbps"] for link in summary["links"]}
+    changes = segments.applied_changes(folder.environment())
+    assert [c.args["alpha"] for c in changes] == [2, 4, 8, 12, 16, 20]
+    capacities = {link.id: link.capacity_mbps or 0.0 for link in folder.summary().links}
     measured = segments.measured(spec, changes, folder.flows(), folder.links(), capacities)
-    util = [next(x["utilization"] for x in m["links"] if x["id"] == "cable") for m in measured]
-    assert len(measured) == 7 and [m["settled_from_s"] for m in measured[1:]] == [4.5, 7.5, 10.5, 13.5, 16.5, 19.5]
+    util = [next(x.utilization for x in m.links if x.id == "cable") for m in measured]
+    assert len(measured) == 7 and [m.settled_from_s for m in measured[1:]] == [4.5, 7.5, 10.5, 13.5, 16.5, 19.5]
     assert max(util[:4]) < 0.95 <= min(util[4:]), util
     rows = tables.segment_rows(measured)
     assert rows[4]["began with"] == "server: α 8 → 12 at 12.0 s" and rows[4]["cable busy (%)"] >= 95
     assert "path busy (%)" in rows[0] or all("path" not in k for k in rows[0])  # idle links left out or shown
 
 
-def test_segment_rows_take_hostile_summaries_without_error() -> None:
-    hostile: list[Any] = [{"start_s": float("nan"), "end_s": 10**400, "changes": [None, 5], "links": [None, {"id": 1}],
-                           "flows": ["x", {"id": "f1", "throughput_mbps": "fast"}]}, {}]
-    rows = tables.segment_rows(hostile)
+def test_segment_rows_take_odd_figures_and_hostile_segments_are_refused_where_read() -> None:
+    odd = read_summary('{"segments": [{"start_s": NaN, "end_s": 1e308, "changes": [], "links": [{"id": "l"}],'
+                       ' "flows": [{"id": "f1", "throughput_mbps": null}]}, {"start_s": 0, "end_s": 1}]}')
+    rows = tables.segment_rows(odd.segments or [])
     assert rows[0]["part"] == "-" and rows[0]["f1 goodput (Mb/s)"] is None and rows[1]["began with"] == "the start"
-    assert tables.run_tables({"segments": "nonsense"}, None)["segments"].rows == []
+    assert tables.run_tables(read_summary({}), None)["segments"].rows == []
+    for hostile, field in (("nonsense", "segments"),
+                           ([{"start_s": 0, "end_s": 1, "changes": [None]}], "segments[0].changes[0]"),
+                           ([{"start_s": 0, "end_s": 1, "links": [None]}], "segments[0].links[0]"),
+                           ([{"start_s": 0, "end_s": 1, "flows": [{"id": "f1", "throughput_mbps": "fast"}]}],
+                            "segments[0].flows[0].throughput_mbps")):
+        with pytest.raises(RecordError, match=rf"^summary: {re.escape(field)}: "):
+            read_summary({"segments": hostile})
 
 
 def test_compare_lists_the_changes_no_spec_holds() -> None:
@@ -156,17 +169,18 @@ def test_run_page_and_references_api_step_at_the_change(tmp_path: Path) -> None:
     flows, links = _traces()
     spec = parse_spec(SPEC)
     measured = segments.measured(spec, [LIVE], flows, links, {"bottleneck": 20.0})
-    summary = {"flows": [{"id": "f1", "cc": "fast", "throughput_mbps": 20.0}], "jain_index": 1.0,
-               "links": [{"id": "bottleneck", "capacity_mbps": 20, "utilization": 1.0, "mean_backlog_pkts": 52.4}],
-               "segments": measured}
-    summary["what_happened"] = explain.what_happened(spec, summary, [LIVE])
+    summary = read_summary({"flows": [{"id": "f1", "cc": "fast", "throughput_mbps": 20.0}], "jain_index": 1.0,
+                            "links": [{"id": "bottleneck", "capacity_mbps": 20, "utilization": 1.0,
+                                       "mean_backlog_pkts": 52.4}]})
+    summary.segments = measured
+    summary.what_happened = explain.what_happened(spec, summary, [LIVE])
     (tmp_path / run_id).mkdir()
     RunFolder(tmp_path / run_id).write(
         spec_yaml=yaml.safe_dump(SPEC), summary=summary,
-        environment={"run": {"name": "live-alpha", "prefix": "flabcd", "started": "2026-11-27T10:00:00+00:00"},
-                     "kernel": "6.18", "congestion_control": {"applied": [
-                         {"cc": "fast", "scope": "host", "host": "h1", "at_s": 6.4, "args": {"alpha": 60},
-                          "live": True}]}})
+        environment=read_environment({
+            "run": {"name": "live-alpha", "prefix": "flabcd", "started": "2026-11-27T10:00:00+00:00"},
+            "kernel": "6.18", "congestion_control": {"applied": [
+                {"cc": "fast", "scope": "host", "host": "h1", "at_s": 6.4, "args": {"alpha": 60}, "live": True}]}}))
     client = create_app(results_root=tmp_path).test_client()
     page = client.get(f"/runs/{run_id}").get_data(as_text=True)
     assert "Parts of the run" in page and "h1: α 30 → 60 at 6.4 s (live)" in page

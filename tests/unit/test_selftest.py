@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fastlab.base.record import Verdict
 from fastlab.experiment import selftest
 
-FAITHFUL = {"faithful": True, "reasons": []}
+FAITHFUL = Verdict(faithful=True, reasons=[])
 
 
 def test_ladders_rise_and_name_their_load() -> None:
@@ -22,8 +23,10 @@ def test_a_step_passes_only_faithful_and_carrying_its_rate() -> None:
     assert selftest.judge(0.95, FAITHFUL)[0]
     ok, why = selftest.judge(0.5, FAITHFUL)
     assert not ok and "not carried" in why
-    ok, why = selftest.judge(0.99, {"faithful": False, "reasons": ["the machine was 99% busy"]})
+    ok, why = selftest.judge(0.99, Verdict(faithful=False, reasons=["the machine was 99% busy"]))
     assert not ok and "99% busy" in why
+    ok, why = selftest.judge(0.99, None)
+    assert not ok and why == "not faithful"
 
 
 def test_saved_result_is_loaded_and_described(tmp_path: Path) -> None:

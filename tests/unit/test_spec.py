@@ -185,8 +185,9 @@ def test_non_finite_cc_parameters_are_one_line_errors(value: str, where: str) ->
     field (they used to end in a ValueError/OverflowError traceback)."""
     from fastlab.define.ccset import register_ours
     from fastlab.plan.flows import plan_parameters
+    from fastlab.run.ccload import LOADERS
 
-    registry = register_ours(Registry(kernel_listing=lambda: {"reno", "cubic"}, module_listing=set), "bpf")
+    registry = register_ours(Registry(kernel_listing=lambda: {"reno", "cubic"}, module_listing=set), LOADERS["bpf"])
     flows = ("flows:\n  - {src: h1, dst: h2, cc: fast, cc_args: {alpha: VALUE}}\n" if where == "cc_args" else
              "flows:\n  - {src: h1, dst: h2, cc: fast}\n"
              "cc_changes: [{at_s: 1, host: h1, cc: fast, args: {alpha: VALUE}}]\n")
@@ -289,8 +290,9 @@ def _fuzz_one(path: tuple, value: object) -> None:
 
     from fastlab.define.ccset import register_ours
     from fastlab.plan.flows import plan_parameters
+    from fastlab.run.ccload import LOADERS
 
-    registry = register_ours(Registry(kernel_listing=lambda: {"reno", "cubic"}, module_listing=set), "bpf")
+    registry = register_ours(Registry(kernel_listing=lambda: {"reno", "cubic"}, module_listing=set), LOADERS["bpf"])
     data = copy.deepcopy(FUZZ_BASE)
     node = data
     for part in path[:-1]:
@@ -338,8 +340,9 @@ def test_line_breaks_in_any_value_or_key_stay_one_line(breaker: str) -> None:
 
     from fastlab.define.ccset import register_ours
     from fastlab.plan.flows import plan_parameters
+    from fastlab.run.ccload import LOADERS
 
-    registry = register_ours(Registry(kernel_listing=lambda: {"reno", "cubic"}, module_listing=set), "bpf")
+    registry = register_ours(Registry(kernel_listing=lambda: {"reno", "cubic"}, module_listing=set), LOADERS["bpf"])
     for path in _leaves(FUZZ_BASE):
         for as_key in (False, True):
             data = copy.deepcopy(FUZZ_BASE)

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from fastlab.base.record import read_summary
 from fastlab.define.cc import Registry
 from fastlab.define.schema import SpecError, parse_override
 from fastlab.plan.prepare import validate
@@ -139,7 +140,7 @@ def summary(throughput: float, rtt: float, utilization: float, retransmits: int)
 
 
 def test_summary_metrics_total_and_per_flow_and_link() -> None:
-    m = sweep_report.summary_metrics(summary(10.0, 30.0, 0.9, 4))
+    m = sweep_report.summary_metrics(read_summary(summary(10.0, 30.0, 0.9, 4)))
     assert m["throughput_mbps"] == 15.0 and m["mean_rtt_ms"] == 31.0 and m["retransmits"] == 4
     assert m["bottleneck_utilization"] == 0.9 and m["f2_throughput_mbps"] == 5.0 and m["jain_index"] == 0.9
 
@@ -147,7 +148,7 @@ def test_summary_metrics_total_and_per_flow_and_link() -> None:
 def test_aggregate_gives_mean_std_min_max_and_n_per_combination() -> None:
     plan = sweep.plan_sweep(doc(params={"topology_args.rtt_ms": [10, 20]}, repeat=3))
     throughputs = {"p00-r0": 10, "p00-r1": 12, "p00-r2": 14, "p01-r0": 20, "p01-r1": 22}  # p01-r2 not finished
-    rows = pd.DataFrame([sweep.point_row(p, summary(throughputs[p.id], 30, 0.9, 1))
+    rows = pd.DataFrame([sweep.point_row(p, read_summary(summary(throughputs[p.id], 30, 0.9, 1)))
                          for p in plan.points if p.id in throughputs])
     means = sweep_report.aggregate(rows, ["topology_args.rtt_ms"])
     assert list(means["topology_args.rtt_ms"]) == [10, 20] and list(means["n"]) == [3, 2]
@@ -226,10 +227,12 @@ def verdict(faithful: bool) -> dict[str, object]:
 
 
 def test_summary_metrics_carry_the_fidelity_verdict_and_old_summaries_have_none() -> None:
-    assert sweep_report.summary_metrics(summary(10.0, 30.0, 0.9, 4))["faithful"] is None  # made before verdicts
-    assert sweep_report.summary_metrics(summary(10.0, 30.0, 0.9, 4) | {"fidelity": verdict(True)})["faithful"] == 1
-    assert sweep_report.summary_metrics(summary(10.0, 30.0, 0.9, 4) | {"fidelity": verdict(False)})["faithful"] == 0
-    empty = sweep_report.summary_metrics({})
+    def faithful(more: dict[str, object]) -> object:
+        return sweep_report.summary_metrics(read_summary(summary(10.0, 30.0, 0.9, 4) | more))["faithful"]
+
+    assert faithful({}) is None  # made before verdicts
+    assert faithful({"fidelity": verdict(True)}) == 1 and faithful({"fidelity": verdict(False)}) == 0
+    empty = sweep_report.summary_metrics(read_summary({}))
     assert empty["faithful"] is None and empty["throughput_mbps"] == 0
 
 
@@ -253,7 +256,7 @@ def test_sweep_rows_and_page_count_faithful_points_and_name_the_unfaithful_ones(
     assert "2 of 4 finished points faithful; 1 not faithful; 1 not assessed" in page
     assert "<strong>p00-r1</strong> (topology_args.rtt_ms=10 seed=11): the machine was 99% busy" in page
     assert "its trace has a 1.50 s gap" not in page  # the first reason only
-    brief = sweep_run._brief(summary(1, 1, 1, 1) | {"fidelity": verdict(False)})
+    brief = sweep_run._brief(read_summary(summary(1, 1, 1, 1) | {"fidelity": verdict(False)}))
     assert "NOT FAITHFUL: the machine was 99% busy" in brief
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from fastlab.base.record import Summary
 from fastlab.define.schema import SpecError, parse_spec
 from fastlab.sweep import points as sweep
 from fastlab.sweep import report as sweep_report
@@ -75,7 +76,7 @@ def test_the_scaling_is_red_theorys_shrink_as_lab_10_carries_it() -> None:
     ([10, "fast"], SCALE, r"^sweep\.scale_flows\.capacity: topology_args\.rate_mbps takes 'fast', not a capacity"),
     ([10, True], SCALE, r"^sweep\.scale_flows\.capacity: topology_args\.rate_mbps takes True, not a capacity"),
     ([10, -5], SCALE, r"^sweep\.scale_flows\.capacity: .* takes -5, not a capacity"),
-    ([10, 1e308 * 10], SCALE, r"^sweep\.scale_flows\.capacity: .* takes inf, not a capacity"),
+    ([10, 1e308 * 10], SCALE, r"^sweep\.params\.topology_args\.rate_mbps: values must be finite numbers"),
     ([10, 20], SCALE | {"capacity": "links.bottleneck.rate_mbps"},
      r"^sweep\.scale_flows\.capacity: links\.bottleneck\.rate_mbps is not a swept parameter"),
     ([10, 20], SCALE | {"flow": 3}, r"^sweep\.scale_flows\.flow: the spec has no flows\.3 to scale$"),
@@ -109,7 +110,7 @@ def test_the_count_cannot_be_swept_and_scaled_and_rounding_within_the_bound_is_c
 
 def test_the_report_says_the_scaling_in_words_and_the_table_has_n_prime() -> None:
     plan = sweep.plan_sweep(document([10, 20]))
-    row = sweep.point_row(plan.points[1], {})
+    row = sweep.point_row(plan.points[1], Summary())
     assert row["flows.0.count"] == 8 and row["topology_args.rate_mbps"] == 20
     page = sweep_report.render("scaled", pd.DataFrame(), ["topology_args.rate_mbps"], 0, 2,
                                notes=sweep.scaling_lines(plan))

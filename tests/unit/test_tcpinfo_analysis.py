@@ -43,12 +43,12 @@ def test_summary_from_traces() -> None:
     info = [analysis.FlowInfo("f1", "h1", "h2", "cubic", 0.0, 10.0)]
     done = {"f1": {"t": 110.0, "start": 100.0, "bytes_acked": 12_500_000, "retransmits": 3, "min_rtt_ms": 40.05}}
     summary = analysis.summarize(info, flows, done, analysis.add_rates(links), {"bottleneck": 10.0})
-    flow, link = summary["flows"][0], summary["links"][0]
-    assert flow["throughput_mbps"] == pytest.approx(10.0) and flow["retransmits"] == 3
-    assert flow["min_rtt_ms"] == 40.05 and flow["mean_rtt_ms"] == pytest.approx(40 + 50.5)
-    assert link["utilization"] == pytest.approx(1.0) and link["mean_backlog_pkts"] == 10
-    assert link["drops"] == 2 and link["arrivals_pkts"] == 10_000 and link["reverse"]["utilization"] == 0
-    assert summary["jain_index"] == 1.0
+    flow, link = summary.flows[0], summary.links[0]
+    assert flow.throughput_mbps == pytest.approx(10.0) and flow.retransmits == 3
+    assert flow.min_rtt_ms == 40.05 and flow.mean_rtt_ms == pytest.approx(40 + 50.5)
+    assert link.utilization == pytest.approx(1.0) and link.mean_backlog_pkts == 10
+    assert link.drops == 2 and link.arrivals_pkts == 10_000 and link.reverse and link.reverse.utilization == 0
+    assert summary.jain_index == 1.0
 
 
 def test_ping_summary_parser() -> None:

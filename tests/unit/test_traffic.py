@@ -128,6 +128,7 @@ def test_the_start_bound_covers_list_scheduling() -> None:
 
 def test_flowtool_runs_without_the_site_module() -> None:
     """flowtool needs only the standard library and fastlab, so it starts as `python -S` from the checkout."""
-    out = subprocess.run([paths.python(), "-S", "-m", "fastlab.run.flowtool", "--help"], cwd=str(paths.REPO),
+    out = subprocess.run([paths.python(), "-S", "-m", "fastlab.run.flowtool", "--help"],
+                         cwd=str(paths.package_parent()),
                          capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
     assert out.returncode == 0 and "send" in out.stdout, out.stderr

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from fastlab.base.record import read_environment, read_summary
 from fastlab.base.rundir import RunFolder
 from fastlab.labs.kit import LABS_DIR, lab_folders
 from webapp import create_app
@@ -33,13 +34,14 @@ def fake_run(root: Path, run_id: str, utilization: float, fidelity: dict[str, An
     folder = RunFolder(run)
     folder.write(
         spec_yaml="name: demo\ntopology: dumbbell\nduration_s: 5\nflows: [{src: h1, dst: h2}]\n",
-        environment={"run": {"name": "demo", "prefix": "flabcd", "started": "2026-11-22T05:00:00+00:00"},
-                     "kernel": "6.18", "backends": {"delay": {"backend": "emulator", "why": "sch_netem is missing"}}},
-        summary={"flows": [{"id": "f1", "src": "h1", "dst": "h2", "cc": "cubic", "throughput_mbps": 47.5,
-                            "mean_rtt_ms": 60, "min_rtt_ms": 40.8, "retransmits": 3}],
-                 "links": [{"id": "bottleneck", "capacity_mbps": 50, "utilization": utilization,
-                            "mean_backlog_pkts": 100, "drops": 3}], "jain_index": 1.0}
-        | ({"fidelity": fidelity} if fidelity is not None else {}))
+        environment=read_environment({
+            "run": {"name": "demo", "prefix": "flabcd", "started": "2026-11-22T05:00:00+00:00"},
+            "kernel": "6.18", "backends": {"delay": {"backend": "emulator", "why": "sch_netem is missing"}}}),
+        summary=read_summary({"flows": [{"id": "f1", "src": "h1", "dst": "h2", "cc": "cubic", "throughput_mbps": 47.5,
+                                         "mean_rtt_ms": 60, "min_rtt_ms": 40.8, "retransmits": 3}],
+                              "links": [{"id": "bottleneck", "capacity_mbps": 50, "utilization": utilization,
+                                         "mean_backlog_pkts": 100, "drops": 3}], "jain_index": 1.0}
+                             | ({"fidelity": fidelity} if fidelity is not None else {})))
     folder.write_report("<html>report</html>")
 
 

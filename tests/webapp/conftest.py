@@ -3,7 +3,6 @@ Debian chromium through Playwright, and a tiny lab folder (independent of the re
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -15,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from fastlab.base.record import read_environment, read_summary
+from fastlab.base.rundir import RunFolder
 from fastlab.experiment.engine import RunResult
 from webapp import create_app
 
@@ -78,13 +79,14 @@ class FakeEngine:
                        "tx_bytes": 1000 * n})
             n += 1
             time.sleep(0.05)
-        summary = {"flows": [{"id": "f1", "src": "h1", "dst": "h2", "cc": "cubic", "throughput_mbps": 5.0,
-                              "mean_rtt_ms": 40, "min_rtt_ms": 40, "retransmits": 0}],
-                   "links": [{"id": "bottleneck", "capacity_mbps": 20, "utilization": 0.25,
-                              "mean_backlog_pkts": 3, "drops": 0}], "jain_index": 1.0}
-        (out / "summary.json").write_text(json.dumps(summary))
-        (out / "report.html").write_text("<html>fake report</html>")
-        return RunResult(out, summary, {"kernel": "fake", "backends": {}})
+        summary = read_summary({"flows": [{"id": "f1", "src": "h1", "dst": "h2", "cc": "cubic", "throughput_mbps": 5.0,
+                                           "mean_rtt_ms": 40, "min_rtt_ms": 40, "retransmits": 0}],
+                                "links": [{"id": "bottleneck", "capacity_mbps": 20, "utilization": 0.25,
+                                           "mean_backlog_pkts": 3, "drops": 0}], "jain_index": 1.0})
+        folder = RunFolder(out)
+        folder.write_summary(summary)
+        folder.write_report("<html>fake report</html>")
+        return RunResult(out, summary, read_environment({"kernel": "fake", "backends": {}}))
 
 
 def free_port() -> int:
@@ -100,14 +102,13 @@ class LiveServer:
     def __init__(self, app: Any) -> None:
         import uvicorn
 
-        from webapp.asgi import make_asgi
+        from webapp.asgi import make_asgi, server_config
 
         self.app = app
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(make_asgi(app), host="127.0.0.1", port=self.port,
-                                                    log_level="warning", lifespan="off", access_log=False,
-                                                    timeout_graceful_shutdown=2))
+        self.server = uvicorn.Server(server_config(make_asgi(app), "127.0.0.1", self.port,
+                                                   timeout_graceful_shutdown=2))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 20
@@ -242,12 +243,12 @@ WHY = "one loss-based flow keeps a 1-BDP buffer from emptying after slow start (
 
 @checkpoint
 def utilization(run: StepRun, lo: float, hi: float) -> CheckResult:
-    return within("bottleneck utilization", run.link_summary("bottleneck")["utilization"], lo, hi, WHY)
+    return within("bottleneck utilization", run.link_summary("bottleneck").utilization, lo, hi, WHY)
 
 
 @checkpoint
 def throughput(run: StepRun, flow: str, lo: float, hi: float) -> CheckResult:
-    return within(f"{flow} throughput", run.flow_summary(flow)["throughput_mbps"], lo, hi, WHY, "Mb/s")
+    return within(f"{flow} throughput", run.flow_summary(flow).throughput_mbps, lo, hi, WHY, "Mb/s")
 """
 
 

@@ -181,8 +181,9 @@ def test_the_report_draws_the_run_pages_charts(tmp_path: Path, live_server_facto
     (run / "environment.json").write_text(json.dumps(env))
     folder = RunFolder(run)
     spec, summary = parse_spec(folder.spec()), folder.summary()
-    refs = explain.response_lines(segments.reference_spans(spec, segments.applied_changes(env)), summary)
-    folder.write_report(report.render(folder.path("spec.yaml").read_text(), summary, env, folder.flows(),
+    environment = folder.environment()
+    refs = explain.response_lines(segments.reference_spans(spec, segments.applied_changes(environment)), summary)
+    folder.write_report(report.render(folder.path("spec.yaml").read_text(), summary, environment, folder.flows(),
                                       folder.links(), folder.events(), refs, spec.duration_s))
     app = create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False)
     server = live_server_factory(app)

@@ -29,7 +29,7 @@ def test_history_refusals_and_a_recorded_runs_results(tmp_path: Path, live_serve
         lab.run("nope")
     assert err.value.status == 404
     run = lab.results(RUN, tmp_path / "fetched")
-    assert isinstance(run, results.Run) and run.summary["flows"][0]["id"] == "f1"
+    assert isinstance(run, results.Run) and run.summary.flows[0].id == "f1"
     assert (tmp_path / "fetched" / f"{RUN}.zip").is_file()
 
 

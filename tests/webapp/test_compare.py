@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from fastlab.base.record import read_summary
 from tests.webapp.conftest import ARTIFACTS, good_spec, wait_until
 from webapp import compare, create_app
 
@@ -76,8 +77,9 @@ def test_run_lists_differences_metrics_and_thinning() -> None:
     full = {"name": "x", "topology": "dumbbell", "duration_s": 10, "flows": [{"src": "h1", "dst": "h2", "cc": "cubic"}]}
     assert compare.differences([full, full | {"sample_hz": 20, "seed": 1, "mtu": 1500}]) == []
     assert compare.differences([full, full | {"sample_hz": 50}]) == [{"field": "sample_hz", "values": [20.0, 50.0]}]
-    rows = compare.metrics([{"flows": [{"id": "f1", "cc": "fast", "throughput_mbps": 18.0}],
-                             "links": [{"id": "bottleneck", "utilization": 0.9}], "jain_index": 1.0}, None])
+    rows = compare.metrics([read_summary({"flows": [{"id": "f1", "cc": "fast", "throughput_mbps": 18.0}],
+                                          "links": [{"id": "bottleneck", "utilization": 0.9}], "jain_index": 1.0}),
+                            None])
     by = {r["quantity"]: r["values"] for r in rows}
     assert by["f1 throughput"] == [18.0, None] and by["bottleneck utilization"] == [90.0, None]
     assert "f1 mean RTT" not in by  # no run has it: no row

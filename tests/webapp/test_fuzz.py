@@ -174,7 +174,7 @@ def test_unicode_and_huge_lab_refs_are_not_found(tmp_path: Path, path: str) -> N
 def test_a_period_of_thousands_of_digits_is_refused_in_one_line() -> None:
     """FAST's period is `<N>us`: a 5,000-digit N is refused by its pattern, before any int() conversion."""
     from fastlab.define.cc import CCError
-    from fastlab.define.ccset import default_registry
+    from fastlab.run.ccload import default_registry
 
     fast = default_registry().lookup("fast")
     with pytest.raises(CCError, match="period="):

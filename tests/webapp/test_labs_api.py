@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fastlab.base.rundir import RunFolder
 from tests.webapp.conftest import good_spec, queued_count, wait_status
 from webapp import create_app
 
@@ -208,8 +209,8 @@ def test_checkpoints_of_a_real_short_step_run(tmp_path: Path, tiny_labs: Path) -
         assert (result["lab"], result["lab_name"], result["step"], result["short"]) == (1, "01-tiny", "fill", True)
         checks = {c["name"]: c for c in result["checks"]}
         assert list(checks) == ["bottleneck utilization", "impossible utilization", "missing flow"]
-        summary = json.loads((results / run["id"] / "summary.json").read_text())
-        utilization = summary["links"][0]["utilization"]
+        summary = RunFolder(results / run["id"]).summary()
+        utilization = summary.links[0].utilization
         passing = checks["bottleneck utilization"]
         assert passing["expected"] == "0.8..1.02" and "1-BDP buffer" in passing["tolerance"]
         assert passing["measured"] == pytest.approx(utilization, abs=1e-4)
@@ -219,7 +220,7 @@ def test_checkpoints_of_a_real_short_step_run(tmp_path: Path, tiny_labs: Path) -
         assert missing["passed"] is False and missing["measured"] == "n/a"
         assert "cannot evaluate" in missing["note"] and "f9" in missing["note"]
         assert result["passed"] is False
-        if summary["fidelity"]["faithful"]:
+        if summary.faithful:
             assert [c["status"] for c in checks.values()] == ["pass", "fail", "fail"] and result["status"] == "fail"
         else:  # a busy machine: the figures are computed, the verdicts are not given
             assert {c["status"] for c in checks.values()} == {"inconclusive"} and result["status"] == "inconclusive"

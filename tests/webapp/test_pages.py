@@ -32,7 +32,8 @@ def write_report(root: Path, run_id: str) -> None:
     """The report.html the engine writes at the end of a run, for a test-written run (its traces and summary),
     so the report page is looked at as a student opens it."""
     folder = RunFolder(root / run_id)
-    environment = folder.environment() | {"tools": {"fastlab": "test"}}
+    environment = folder.environment()
+    environment.tools = {"fastlab": "test"}
     refs = fast_theory.references(parse_spec(folder.spec()))
     html = report.render(folder.path("spec.yaml").read_text(), folder.summary(), environment, folder.flows(),
                          folder.links(), pd.DataFrame(), refs, folder.spec()["duration_s"])

@@ -42,8 +42,7 @@ def test_upload_a_trace_run_over_it_and_see_it_named(tmp_path: Path, live_server
     # a bad file: the server's line beside the field; no trace in the spec, nothing stored
     page.set_input_files("[name='bottleneck-trace']", str(bad))
     wait_until(page, f"{NOTE} !== null", timeout=10_000)
-    assert page.inner_text(".trace-error") == ("bad.trace:3: 6 is below the line before's 7 "
-                                              "(timestamps must be non-decreasing)")
+    assert page.inner_text(".trace-error") == "bad.trace:3: below the line before (timestamps must be non-decreasing)"
     assert page.get_attribute("[name='bottleneck-trace']", "aria-invalid") == "true"
     assert not (tmp_path / "results" / ".uploads" / "traces").exists()
     page.locator("fieldset:has(#links)").screenshot(path=str(ARTIFACTS / "webapp-trace-form-bad.png"))

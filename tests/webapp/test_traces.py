@@ -83,17 +83,17 @@ def test_resolve_replaces_references_with_the_stored_file_and_refuses_everything
 
 
 @pytest.mark.parametrize("data, why", [
-    (b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)), r"link\.trace:1: '.ELF.*' is not a millisecond timestamp"),
-    (b"", r"link\.trace: no timestamps \(empty file\)"),
-    (b"1\nnan\n3\n", r"link\.trace:2: 'nan' is not a millisecond timestamp"),
-    (b"1\n-5\n9\n", r"link\.trace:2: '-5' is not a millisecond timestamp"),
-    (b"1\n2.5\n9\n", r"link\.trace:2: '2\.5' is not a millisecond timestamp"),
-    (b"5\n7\n6\n", r"link\.trace:3: 6 is below the line before's 7"),
+    (b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)), r"link\.trace:1: not a millisecond timestamp"),
+    (b"", r"link\.trace is empty \(no timestamps\)"),
+    (b"1\nnan\n3\n", r"link\.trace:2: not a millisecond timestamp"),
+    (b"1\n-5\n9\n", r"link\.trace:2: not a millisecond timestamp"),
+    (b"1\n2.5\n9\n", r"link\.trace:2: not a millisecond timestamp"),
+    (b"5\n7\n6\n", r"link\.trace:3: below the line before"),
     (b"0\n0\n", r"link\.trace:2: the last timestamp is the period and must be above 0 ms"),
     (b"1\n\n2\n", r"link\.trace:2: empty line"),
-    (b"99999999999\n", r"link\.trace:1: '99999999999' is above the largest timestamp"),
-    ("1\n٣\n".encode(), r"link\.trace:2: .* is not a millisecond timestamp"),  # a digit to str.isdigit
-    (b"1\n" * (linktrace.MAX_LINES + 1), r"link\.trace: more than 1,048,576 lines"),
+    (b"99999999999\n", r"link\.trace:1: above the largest timestamp"),
+    ("1\n٣\n".encode(), r"link\.trace:2: not a millisecond timestamp"),  # a digit to str.isdigit
+    (b"1\n" * (linktrace.MAX_LINES + 1), r"link\.trace has more than 1,048,576 lines"),
 ])
 def test_a_bad_trace_is_one_line_naming_the_field_and_nothing_is_stored(app, client, csrf, data: bytes,
                                                                          why: str) -> None:
@@ -111,7 +111,7 @@ def test_a_zip_is_refused_in_one_line(app, client, csrf) -> None:
         z.writestr("trace.txt", TRACE)
     resp = upload(client, csrf, buf.getvalue(), name="trace.zip")
     assert resp.status_code == 422
-    assert resp.get_json()["error"].startswith(f"{FIELD}: trace.zip:1: 'PK")
+    assert resp.get_json()["error"].startswith(f"{FIELD}: trace.zip:1: not a millisecond timestamp")
     # ... and the same zip as a multipart form (what a plain HTML form sends): not the file's bytes
     resp = client.post("/api/traces", query_string={"field": FIELD},
                        data={"file": (io.BytesIO(buf.getvalue()), "trace.zip")}, headers=csrf,
@@ -160,7 +160,7 @@ def test_an_over_long_file_is_refused_from_its_length_before_it_is_read(app, cli
                                           "HTTP_TRANSFER_ENCODING": "chunked", "wsgi.input_terminated": True})
     assert resp.status_code in (413, 422), resp.get_json()
     assert resp.get_json()["error"] in (f"request body larger than {linktrace.MAX_FILE_BYTES:,} bytes",
-                                        f"{FIELD}: file: larger than {linktrace.MAX_FILE_BYTES:,} bytes")
+                                        f"{FIELD}: file is larger than {linktrace.MAX_FILE_BYTES:,} bytes")
     assert stored_files(app) == []
     # the JSON routes keep their own, smaller bound
     assert client.post("/api/runs", data=b"{" + b" " * 300_000 + b"}", headers=csrf | {
@@ -177,7 +177,7 @@ def test_the_file_name_is_never_a_path(app, client, csrf, tmp_path: Path) -> Non
     every = [p for p in tmp_path.rglob("*") if p.is_file() and p.read_bytes() == TRACE]
     assert every == [uploads.TraceStore.under(Path(app.config["RESULTS_ROOT"])).path(sha)]
     bad = upload(client, csrf, b"x\n", name="../../etc/passwd")
-    assert bad.get_json()["error"] == f"{FIELD}: passwd:1: 'x' is not a millisecond timestamp (digits only)"
+    assert bad.get_json()["error"] == f"{FIELD}: passwd:1: not a millisecond timestamp (digits only)"
     assert uploads.clean_name("..\\..\\win.ini") == "win.ini" and uploads.clean_name("/") == "file"
     assert uploads.clean_name("...hidden") == "hidden" and uploads.clean_name("a b;$(x)") == "a_b___x_"
 
