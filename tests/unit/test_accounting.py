@@ -210,6 +210,48 @@ def test_a_burst_without_effect_is_no_reason_where_the_flows_are_known() -> None
     assert burst["kind"] == "held burst" and burst["where"] == "sunny (reverse)"
 
 
+def test_every_part_of_the_verdict_the_accounting_adds_is_a_typed_field_of_the_record() -> None:
+    """What the verdict writes of the delay accounting, the disturbances and their effects (a run with a spell of
+    host delay and a burst held between the links) reads as the record's typed parts, nothing kept untyped,
+    and is written back as it was; a flow's `delay_accounting` likewise."""
+    import json
+
+    from fastlab.base.record import Part
+    from tests.unit.test_fidelity import CERN, CORE, RATE_20, RATE_200, SUNNY, steady
+
+    spike = flow_rows(20, lambda s: 9.0, 0.05, 0.5)
+    spike.loc[(spike["t"] > 10.0) & (spike["t"] <= 10.4), "srtt_ms"] += 5.5
+    spike["bytes_acked"] = np.where(spike["t"] > 10.0, spike["bytes_acked"] - 18e6 / 8 * np.clip(
+        spike["t"] - 10.0, 0, 0.4), spike["bytes_acked"])
+    rows = accounting.with_columns(spike, accounting.account([ROUTE], spike, links_of(20, lambda s: 9.0, 0.05)))
+    counters = {CERN: steady(RATE_20), CORE: steady(RATE_200), SUNNY: steady(RATE_20, 2.5, 124_500)}
+    data = fidelity.assess(fidelity.Inputs(
+        paths=[fidelity.PathInfo("f1", (CERN, CORE, SUNNY), 180.0, fast_target_ms(10, 20))],
+        routes=((CERN, CORE, SUNNY),), counters=counters, flows={"f1": rows}, sample_interval_s=FLOW_STEP))
+    assert data["delay_accounting"] and data["effects"] and data["conservation"]
+    assert {d["kind"] for d in data["disturbances"]} == {"host delay", "held burst"}
+    verdict = Verdict.model_validate(data)
+
+    def untyped(part: Part) -> list[str]:
+        found = [f"{type(part).__name__}.{k}" for k in part.model_extra or {}]
+        for value in part.__dict__.values():
+            for item in (value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]):
+                found += untyped(item) if isinstance(item, Part) else []
+        return found
+
+    assert untyped(verdict) == []
+    burst, spell = verdict.effects["f1"].spans  # the burst cost nothing, the stall 0.4 s x 18 Mb/s
+    assert burst.kinds == ["held burst"] and burst.deficit_bytes == 0
+    assert spell.kinds == ["host delay"] and spell.deficit_bytes == pytest.approx(0.9e6, rel=0.01)
+    assert verdict.conservation["sunny (reverse)"].excess_bytes and verdict.delay_accounting["f1"].budget_ms == 1.5
+    assert verdict.dump() == json.loads(json.dumps(data))
+    acct = accounting.account([ROUTE], spike, links_of(20, lambda s: 9.0, 0.05))["f1"]
+    flow = read_summary({"flows": [{"id": "f1", "delay_accounting": accounting.flow_figures(ROUTE, acct, 40.6)}]})
+    figures = flow.flows[0].delay_accounting
+    assert figures is not None and not untyped(figures) and figures.hosts_ms is not None
+    assert figures.hosts_ms.median == pytest.approx(0.5, abs=0.01)
+
+
 def test_steal_over_a_span_and_stretches_above_a_limit() -> None:
     samples = [(0.0, 0, 0), (1.0, 10, 200), (2.0, 110, 400), (3.0, 110, 600)]
     assert effects.steal_share(samples, 1.2, 1.8) == pytest.approx(0.5)

@@ -117,6 +117,8 @@ class PathDelay(Part):
     budget_ms: float | None = figure(None, "ms", "the delay allowed before the run stops being faithful")
     basis: str | None = figure(None, "", "what the budget is: 'FAST alpha queue' or 'base RTT'")
     idle_emulation_delay_ms: float | None = figure(None, "ms", "the same during the idle pings")
+    crossings: list[list[str]] = figure([], "", "the emulated link directions its data and ACKs cross, "
+                                                "[link, 'forward' | 'reverse'] in path order")
 
 
 class LinkTiming(Part):
