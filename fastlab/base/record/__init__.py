@@ -24,11 +24,11 @@ than SCHEMA_VERSION is refused in one line (it renamed or re-meant a field this 
 How another branch adds a field (as a flow's delay accounting was added): add it to its model (summary.py,
 environment.py) as an optional field with its unit and role (`delay_accounting: FlowDelay | None =
 figure(None, "", "...")`, a new Part for a nested object), compute it where that part is computed
-(fastlab.measure) and pass it to the model the engine builds. No version bump and no migration: files
-written before it read it as None. A field renamed, removed, or whose unit or meaning changes is a new version: bump SCHEMA_VERSION and
-add the step from the previous version to SUMMARY_STEPS / ENVIRONMENT_STEPS (tests/unit/test_record.py
-loads every recording and the old bundles through it). A figure meant for the headline goes into
-HEADLINE_FLOW / HEADLINE_LINK (headline.py).
+(fastlab.measure) and pass it to the model the engine builds. No version bump and no migration: files written
+before it read it as None. A field renamed, removed, or whose unit or meaning changes is a new version: bump
+SCHEMA_VERSION and add the step from the previous version to SUMMARY_STEPS / ENVIRONMENT_STEPS
+(tests/unit/test_record.py loads every recording and the old bundles through it). A figure meant for the
+headline goes into HEADLINE_FLOW / HEADLINE_LINK (headline.py).
 
 Pure: no files are read here (rundir reads them and passes the text, bounded by fastlab.base.documents).
 """
