@@ -81,7 +81,8 @@ STATE_FILE = rundir.SWEEP_STATE
 POINT_FILE = rundir.POINT_FILE
 # `seed` may be swept: each point then runs its own value (+ r for repetition r), as the web form's
 # seed sweeps do (one engine for both, issue 32).
-RESERVED_PARAMS = {"name": "a sweep's points share its name", "sweep": "a sweep cannot sweep itself"}
+RESERVED_PARAMS = {"name": "a sweep's points share its name", "sweep": "a sweep cannot sweep itself",
+                   "repeat": "repetitions are sweep.repeat (every point runs once)"}
 
 
 class SweepError(ValueError):
@@ -130,7 +131,8 @@ class ValueRange(Strict):
 class SweepDef(Strict):
     """The `sweep:` section, its value lists resolved (`parse_sweep`)."""
 
-    params: dict[str, list[Any]] = Field(min_length=1, max_length=16)
+    # No params: every point is the base spec (a spec's `repeat: N` runs as such a sweep, fastlab.sweep.repeats).
+    params: dict[str, list[Any]] = Field(default_factory=dict, max_length=16)
     mode: Literal["grid", "zip"] = "grid"
     repeat: int = Field(1, ge=1, le=1000, description="runs per parameter combination")
     scale_flows: FlowScaling | None = Field(None, description="scale a flows row's count with the swept "
@@ -141,7 +143,7 @@ class SweepDef(Strict):
         lengths = {k: len(v) for k, v in self.params.items()}
         if self.mode == "zip" and len(set(lengths.values())) > 1:
             raise ValueError(f"mode: zip needs lists of one length, got {lengths}")
-        combos = next(iter(lengths.values())) if self.mode == "zip" else math.prod(lengths.values())
+        combos = next(iter(lengths.values()), 1) if self.mode == "zip" else math.prod(lengths.values())
         if combos * self.repeat > MAX_POINTS:
             raise ValueError(f"repeat: {combos} combinations x {self.repeat} repetitions exceed {MAX_POINTS} points")
         scale = self.scale_flows
@@ -157,6 +159,8 @@ class SweepDef(Strict):
         return self
 
     def combinations(self) -> list[dict[str, Any]]:
+        if not self.params:
+            return [{}]  # the base spec alone
         keys = list(self.params)
         rows = zip(*self.params.values(), strict=True) if self.mode == "zip" else itertools.product(
             *self.params.values())
@@ -253,8 +257,14 @@ def plan_sweep(document: object, overrides: list[str] | None = None) -> SweepPla
     document = apply_overrides(copy.deepcopy(document), overrides or [])
     if "sweep" not in document:
         raise SpecError("sweep: missing: a sweep file is a spec with a `sweep:` section (params, mode, repeat)")
-    base = {k: v for k, v in document.items() if k != "sweep"}
-    sweep = parse_sweep(document["sweep"])
+    base = {k: v for k, v in document.items() if k not in ("sweep", "repeat")}
+    raw_sweep = document["sweep"]
+    if "repeat" in document:  # the spec's own repetitions: the sweep's, for every point (each point runs once)
+        repeat = document["repeat"]
+        if isinstance(raw_sweep, dict) and "repeat" in raw_sweep:
+            raise SpecError("repeat: a sweep file gives its repetitions once, as sweep.repeat")
+        raw_sweep = {**raw_sweep, "repeat": repeat} if isinstance(raw_sweep, dict) else raw_sweep
+    sweep = parse_sweep(raw_sweep)
     base_seed = base.get("seed", ExperimentSpec.model_fields["seed"].default)
     if isinstance(base_seed, bool) or not isinstance(base_seed, int):
         raise SpecError(f"seed: must be an integer, got {base_seed!r}")
