@@ -140,6 +140,9 @@ class SweepDef(Strict):
 
     @model_validator(mode="after")
     def _sizes(self) -> SweepDef:
+        if not self.params and self.repeat < 2:
+            raise ValueError("params: give at least one parameter to sweep (without parameters a sweep only "
+                             "repeats its spec: repeat 2 or more)")
         lengths = {k: len(v) for k, v in self.params.items()}
         if self.mode == "zip" and len(set(lengths.values())) > 1:
             raise ValueError(f"mode: zip needs lists of one length, got {lengths}")
