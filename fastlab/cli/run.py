@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fastlab.cli.common import CliError, cancel_on_signals, need_root, run_failed, table
+from fastlab.cli.sweep import run_plan
 from fastlab.measure import fidelity
 
 
@@ -62,7 +63,6 @@ def run_repeats(spec: Any, args: argparse.Namespace) -> int:
     from fastlab.results import fidelity_view
     from fastlab.sweep import points as sweep
     from fastlab.sweep import repeats
-    from fastlab.sweep import run as sweep_run
     from fastlab.sweep.report import aggregate
 
     try:
@@ -72,14 +72,8 @@ def run_repeats(spec: Any, args: argparse.Namespace) -> int:
     except SpecError as exc:
         raise CliError(str(exc)) from None
     out = Path(args.out) if args.out else sweep.default_directory(plan)
-    cancel = cancel_on_signals()
-    try:
-        result = sweep_run.run_sweep(plan, specs, out, cancel=cancel)
-    except sweep.SweepError as exc:
-        raise CliError(str(exc)) from None
-    except KeyboardInterrupt:
-        print(f"fastlab: repetitions interrupted; finished runs are kept: rerun the same command to resume ({out})",
-              file=sys.stderr)
+    result = run_plan(plan, specs, out, "repetitions", cancel=cancel_on_signals())
+    if result is None:
         return 130
     means = aggregate(result.table, [])
     unfaithful = str(means.iloc[0].get("unfaithful") or "").split() if not means.empty else []
