@@ -171,8 +171,12 @@ def render(name: str, means: pd.DataFrame, params: list[str], finished: int, tot
            fidelity: list[PointFidelity] | None = None, notes: list[str] | None = None) -> str:
     """sweep.html: fidelity of the points, what the sweep scaled (`notes`: a scale_flows sweep's lines), the
     mean table and the plots."""
-    plot = pio.to_html(figure(means, params), include_plotlyjs=True, full_html=False) if not means.empty else ""
-    shown = ["combo", *params, "n", "faithful_n", "assessed_n"] + [f"{m}_mean" for m, _ in plotted_metrics(means)]
+    # a sweep without parameters (a spec's repetitions) has nothing to plot against: its table is the figures
+    plot = pio.to_html(figure(means, params), include_plotlyjs=True, full_html=False) \
+        if params and not means.empty else ""
+    shown = ["combo", *params, "n", "faithful_n", "assessed_n"] + (
+        [f"{m}_mean" for m, _ in plotted_metrics(means)] if params else
+        [f"{m}_{s}" for m, _ in plotted_metrics(means) for s in ("median", "ci95_low", "ci95_high")])
     table = means[[c for c in shown if c in means.columns]].to_html(index=False, float_format=lambda v: f"{v:.4g}")
     scaled_html = ('<ul class="scaling">' + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
                    if notes else "")

@@ -93,6 +93,23 @@ def test_the_figures_are_over_the_faithful_runs_the_unfaithful_named() -> None:
     assert lines[2] == "throughput_mbps: median 11, 95 % interval 8.516 to 13.48"
 
 
+def test_the_folder_of_repetitions_has_its_tables_and_a_page_of_figures(tmp_path) -> None:
+    """write_aggregates of a sweep without parameters: aggregate_mean.csv with the median and interval, and a
+    sweep.html whose table is those figures (no plot: nothing to plot them against)."""
+    from tests.unit.test_sweep import fake_point_dir
+
+    plan = repeats.plan_repeats(parse_spec({**BASE, "repeat": 3}))
+    sweep.prepare_directory(plan, tmp_path)
+    for point in plan.points:
+        fake_point_dir(tmp_path, point, finished=True)
+    table = sweep.write_aggregates(plan, tmp_path)
+    assert len(table) == 3
+    means = pd.read_csv(tmp_path / "aggregate_mean.csv")
+    assert {"throughput_mbps_median", "throughput_mbps_ci95_low", "throughput_mbps_ci95_high"} <= set(means.columns)
+    page = (tmp_path / "sweep.html").read_text()
+    assert "throughput_mbps_median" in page and "3 of 3 points finished" in page
+
+
 def test_no_faithful_run_gives_no_figures() -> None:
     means = aggregate(table([0, 0], [10.0, 11.0]), [])
     assert pd.isna(means.iloc[0]["throughput_mbps_median"])
