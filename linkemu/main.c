@@ -1341,6 +1341,7 @@ static void setup_link(struct link *l)
 					.max_delay_ns = dopt->v[F_PHANTOM_MAX_DELAY] * 1000,
 					.knee_ppm = dopt->v[F_PHANTOM_KNEE],
 					.window_ns = dopt->v[F_PHANTOM_WINDOW] * 1000,
+					.flow_exp_q = (uint32_t)dopt->v[F_PHANTOM_FLOW_EXP],
 				},
 			};
 

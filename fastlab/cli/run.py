@@ -214,9 +214,10 @@ def cmd_topo_show(args: argparse.Namespace) -> int:
     calibrated = plan.metadata.get("calibrated")
     if calibrated:
         print(f"\nCalibrated element ({calibrated['element']}): every downstream packet delayed by "
-              f"{calibrated['max_delay_ms']:g} ms x min(1, load / {calibrated['knee']:g}), the load read over "
-              f"{calibrated['window_ms']:g} ms -- {calibrated['note']}. `--arg phantom=off`: the documented "
-              "mechanisms alone.")
+              f"{calibrated['max_delay_ms']:g} ms x min(1, load / {calibrated['knee']:g}) x "
+              f"flows^{calibrated.get('flow_exponent', 0):g}, the load and the flows (equally loaded ones the "
+              f"traffic amounts to) read over {calibrated['window_ms']:g} ms -- {calibrated['note']}. "
+              "`--arg phantom=off`: the documented mechanisms alone.")
     return 0
 
 
