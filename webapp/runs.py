@@ -38,6 +38,7 @@ from webapp.apierror import api_error
 from webapp.openapi import document
 from webapp.security import REPORT_CSP
 from webapp.services import HOME_ROWS, MAX_PER_PAGE, PER_PAGE, body_json, client, services
+from webapp.sweeps import submit_repeats
 from webapp.theory import change_marks, chart_references, run_changes
 
 bp = Blueprint("runs", __name__)
@@ -352,8 +353,12 @@ def api_trace_upload() -> Any:
 @bp.post("/api/runs")
 def api_submit() -> Any:
     sv = services()
+    data = body_json()
+    repeat = data.get("repeat") if isinstance(data, dict) else None
+    if isinstance(repeat, int) and not isinstance(repeat, bool) and repeat > 1:
+        return submit_repeats(data)  # N runs: a sweep of repetitions (its page gives the interval)
     try:
-        spec, _ = sv.check(body_json())
+        spec, _ = sv.check(data)
     except SpecError as exc:
         return api_error(422, str(exc))
     return sv.enqueue(spec)
