@@ -54,6 +54,9 @@ SCHEDULE_MAX_STEPS = 1024  # linkemu's EMU_SCHEDULE_MAX_STEPS
 # measured here (the web form's maxima, 64 flows: +257 MB of server memory, issue 37; 16 flows' tools
 # took 30 s to start in the 2-vCPU TCG guest, commit 187b272).
 MAX_FLOWS = 64
+# Repetitions of one spec (`repeat`): each is a whole run, one after another on this machine; 100 of the
+# labs' 60-s steps is close to two hours, past which a sweep file (resumable, on a cluster) is the way.
+MAX_REPEAT = 100
 # A run records its flows and links once a sample period (1 / sample_hz): fewer than this many samples
 # are no trace, no mean and no verdict (a 1e-300-s run was called done and faithful with 0 samples,
 # issue 47). fastlab.plan.prepare adds the path's own bound: a few base RTTs.
@@ -581,6 +584,9 @@ class ExperimentSpec(Strict):
                               description="how long the flows run")
     seed: int = Field(1, ge=0, le=2**32 - 1, strict=True, title="Seed",
                       description="random loss and start jitter repeat with the same seed")
+    repeat: int = Field(1, ge=1, le=MAX_REPEAT, strict=True, title="Repetitions",
+                        description="runs of this spec, repetition r with seed + r; each headline figure then "
+                                    "as median, spread and a 95 % interval over the faithful runs")
     sample_hz: float = Field(20.0, ge=1, le=200, strict=True, title="Samples per second",
                              description="trace samples per second per flow and link")
     idle_pings: int = Field(10, ge=1, le=1000, strict=True, description="pings per flow path before the flows start")

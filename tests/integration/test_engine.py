@@ -72,6 +72,18 @@ def judge_issue_spec_run(out: Path) -> None:
     for column in ("backlog_pkts", "backlog_bytes", "queue_drops", "loss_drops", "tx_mbps"):
         assert column in links.columns
     assert links["backlog_pkts"].max() > 0
+    # where the round trip went (fastlab.measure.accounting): the parts add up to each RTT sample, the
+    # propagation is the path's 40 ms, the link's queue is never negative; summary.json per flow and verdict
+    acct = flows.dropna(subset=["acct_rtt_ms"])
+    assert len(acct) >= 20 and (acct["acct_propagation_ms"] == 40.0).all() and (acct["acct_queueing_ms"] >= 0).all()
+    parts = sum(acct[f"acct_{p}_ms"] for p in ("propagation", "serialization", "queueing", "lateness", "hosts"))
+    assert ((parts - acct["acct_rtt_ms"]).abs() < 0.01).all()
+    assert "delay_accounting" in flow and "delay_accounting" in written["fidelity"]  # the file's names
+    accounted = summary.flows[0].delay_accounting
+    assert accounted is not None and accounted.propagation_ms is not None
+    assert accounted.propagation_ms.median == 40.0
+    assert summary.fidelity.delay_accounting["f1"].budget_ms == 0.5
+    assert {"acct_frames", "acct_queue_mean_us", "acct_late_mean_us"} <= set(links.columns)
     html = (out / "report.html").read_text()
     # plotly.js is inlined: no script is loaded from anywhere (the library's own map defaults mention CDNs)
     assert "Plotly.newPlot" in html and not re.search(r"<script[^>]+src=", html)

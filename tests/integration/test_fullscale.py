@@ -80,7 +80,10 @@ def test_quiet_run_is_faithful_and_overloaded_run_is_not(tmp_path: Path) -> None
             hog.kill()
             hog.wait()
     assert loaded is not None and not loaded.faithful
-    assert any("lateness" in r or "busy" in r for r in loaded.reasons), loaded.reasons
+    # the emulators' timing (their lateness, in the delay the flow read as queue or what disturbed it), or the
+    # machine's load, named in words
+    assert any(w in r for r in loaded.reasons for w in ("lateness", "late departures", "disturbed", "busy")), \
+        loaded.reasons
     assert loaded.advice
     saved = json.loads((tmp_path / "loaded" / "summary.json").read_text())["fidelity"]
     assert saved["faithful"] is False and saved["reasons"] == loaded.reasons

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -255,3 +256,50 @@ def test_red_lane_judges_only_faithful_pairs_and_says_how_far_apart() -> None:
     pairs[1]["tc"]["drop_rate"] = pairs[1]["emulator"]["drop_rate"] * 1.3
     assert red.judge(pairs)["passes"] == 1
     assert "both within 20 %: 1/2" in red.report(red.judge(pairs)).replace("20%", "20 %")
+
+
+def test_verdict_bench_bands_from_quiet_repeats_and_its_error_classes() -> None:
+    """bench/verdict.py: each figure's band comes from the quiet repeats the verdict judged faithful (a new run's
+    99 % Student-t prediction interval, the reference's figures at once, at least +-2 %); a reference without
+    three of them takes the lab checkpoint's band. A run is false-faithful when judged faithful with any figure
+    outside, a false alarm when unfaithful with all inside."""
+    verdict = bench_module("verdict")
+    assert abs(verdict.t_quantile(0.975, 4) - 2.776) < 1e-3 and abs(verdict.t_quantile(0.999, 14) - 3.787) < 1e-3
+
+    def rec(kind: str, faithful: bool, util: float, backlog: float | None = None, ref: str = "lab02") -> dict:
+        figures = {"bottleneck utilization 6-15 s": util} | ({"mean bottleneck backlog after 6 s": backlog}
+                                                              if backlog is not None else {})
+        return {"ref": ref, "kind": kind, "faithful": faithful, "figures": figures, "at": "t", "index": 0,
+                "reasons": ["why"], "checkpoints": [{"name": "7-flow row utilization (20-40 s)", "band": [0.9, 0.997]}]}
+
+    backlogs = (36.0, 38.0, 38.5, 39.0, 39.5, 40.0, 42.0)
+    quiet = [rec("none", True, 1.0, b) for b in backlogs]
+    bands = verdict.bands(quiet + [rec("none", False, 0.5, 20.0)])
+    lo, hi, why = bands[("lab02", "mean bottleneck backlog after 6 s")]
+    # two figures: 0.5 % a side each; t(0.9975, 6) = 4.317
+    half = verdict.t_quantile(1 - 0.01 / 4, 6) * statistics.stdev(backlogs) * (1 + 1 / 7) ** 0.5
+    assert abs(verdict.t_quantile(1 - 0.01 / 4, 6) - 4.317) < 2e-3
+    assert (lo, hi) == (statistics.mean(backlogs) - half, statistics.mean(backlogs) + half)
+    assert why.startswith("quiet: 7 faithful repeats, a new run's 99% prediction (2 figures)")
+    assert bands[("lab02", "bottleneck utilization 6-15 s")][:2] == (1.0 - 0.02, 1.0 + 0.02)  # no spread: 2 %
+    assert verdict.classify(rec("cpu", True, 0.967, 39.0), bands) == "false faithful"
+    assert verdict.classify(rec("cpu", False, 0.999, 39.2), bands) == "false alarm"
+    assert verdict.classify(rec("cpu", False, 0.97, 39.2), bands) == "true alarm"
+    assert verdict.classify(rec("cpu", True, 1.0, 38.5), bands) == "true faithful"
+    assert verdict.outside(rec("cpu", True, 0.967, 39.0), bands) == [
+        "bottleneck utilization 6-15 s 0.967 not in 0.98..1.02"]
+    rows = [rec("none", False, 0.6, ref="row7") | {"figures": {"7-flow row utilization (20-40 s)": 0.6}}]
+    lab = verdict.bands(rows)[("row7", "7-flow row utilization")]
+    assert lab[:2] == (0.9, 0.997) and "the lab checkpoint's own band" in lab[2]
+    assert verdict.classify(rows[0], verdict.bands(rows)) == "true alarm"  # 0.6 is not the row's physics
+
+
+def test_verdict_bench_plans_the_cells_still_short_of_their_repeats() -> None:
+    verdict = bench_module("verdict")
+    done = [{"ref": "lab02", "kind": "none", "index": 0}, {"ref": "lab02", "kind": "conc2", "index": 0},
+            {"ref": "lab02", "kind": "conc2", "index": 1}]
+    todo = verdict.plan(done, ["lab02", "cubic"], ["none", "cpu", "conc2"],
+                        {"none": 2, "other": 1, "conc2": 1, "conc4": 1, "conc8": 1})
+    # lab02 has one quiet repeat of two and its conc2 cell (two runs, one cell); cubic has nothing yet
+    assert sorted(todo) == sorted([("lab02", "none"), ("cubic", "none"), ("cubic", "none"), ("lab02", "cpu"),
+                                   ("cubic", "cpu"), ("cubic", "conc2")])
