@@ -6,7 +6,6 @@ through the lab's own evaluation; a change of a recording or of a checkpoint mov
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from pathlib import Path
@@ -262,5 +261,4 @@ def test_the_command_refuses_bad_input_in_one_line_and_writes_nothing(tmp_path: 
 def test_numbers_print_as_the_table_shows_them() -> None:
     assert [scorecard.number(x) for x in (1237.83, 0.974871, 2.70584, 12.0, 0.0)] == ["1,238", "0.9749", "2.706",
                                                                                        "12", "0"]
-    assert not math.isnan(RECORDED["red-10g"])
-    assert LABS_DIR / "claims.yaml" == scorecard.claims_path()
+    assert scorecard.claims_path() == LABS_DIR / "claims.yaml"
