@@ -46,7 +46,13 @@ def test_a_broken_claims_file_is_said_on_the_page_in_one_line(tmp_path: Path) ->
     assert error is not None and "claims[0].lab" in error.group(1) and "\n" not in error.group(1)
     assert 'id="scorecard"' not in html
     figure = client.get("/reproduce/scorecard.svg")
-    assert figure.status_code == 500 and "claims[0].lab" in figure.get_data(as_text=True)
+    assert figure.status_code == 404 and "claims[0].lab" in figure.get_data(as_text=True)
+    # mended, the page shows it at once (the scorecard is kept only while its files are unchanged)
+    (labs / "claims.yaml").write_text("papers: {p: {cite: c}}\nclaims: [{id: x, paper: p, where: w, lab: 1, step: s, "
+                                      "check: c, scale: 1.0, published: {value: 2, unit: u, stated: s}}]\n")
+    html = client.get("/reproduce").get_data(as_text=True)
+    assert 'id="scorecard-error"' not in html and '<tr data-claim="x" class="verdict-unmeasured">' in html
+    assert "no lab &#39;1&#39;" in html or "no lab '1'" in html
 
 
 def test_the_page_in_the_browser(tmp_path: Path, live_server_factory: Any, browser: Any) -> None:
