@@ -243,6 +243,10 @@ def score(claims: ClaimsFile, labs_root: Path = LABS_DIR, runs_of: RunsOf = reco
         if claim.step not in {s.id for s in lab.steps}:
             row.reason = f"lab {lab.name} has no step {claim.step} in this checkout"
             continue
+        skipped = [c.full_only for c in lab.step(claim.step).checkpoints if c.label == claim.check and c.full_only]
+        if short and skipped:
+            row.reason = f"the short form skips {claim.check}: {skipped[0]}"
+            continue
         found = runs_of(lab, claim.step)
         if not found:
             row.reason = f"no run of {lab.name} step {claim.step}"

@@ -136,6 +136,20 @@ def test_runs_that_disagree_are_mixed_with_the_spread_of_their_figures() -> None
     assert row.reason == "ran at scale 0.005, the claim's step at 1"
 
 
+def test_a_claim_the_short_form_cannot_show_is_unmeasured_in_short_runs() -> None:
+    """Lab 04's fairness claim is `full_only` (a 13-s run holds one loss per flow or none): judged on short
+    runs it is UNMEASURED with lab.yaml's reason, not a checkpoint the step lacks."""
+    lab = load_lab(4)
+    runs = [("short", lab.recording("sc2002-fast-one", short=True))]
+    (row,) = score(load_claims(), runs_of=lambda _lab, _step: runs, short=True, only=["fairness-fast-one"])
+    assert row.verdict == UNMEASURED and not row.runs
+    assert row.reason.startswith("the short form skips fast_outlasts_linux: a 13 s run holds one loss per flow")
+    # a claim the short form measures: judged on the short recording, its other scale said
+    (row,) = score(load_claims(), runs_of=lambda lab, step: [("s", lab.recording(step, short=True))], short=True,
+                   only=["sc2002-row-1"])
+    assert row.verdict == PASS and row.reason == "ran at scale 0.05, the claim's step at 1"
+
+
 def test_the_figure_is_deterministic_and_places_each_figure_on_its_axis(rows: dict[str, scorecard.Row]) -> None:
     listed = list(rows.values())
     text = svg(listed)
