@@ -8,11 +8,12 @@ document at /api/openapi.json. The UI uses the same API.
 
 Layout: this module only wires the app. Routes live in blueprints, one per concern: `runs` (pages,
 catalogues, the runs API and bundles), `live` (the SSE stream, live parameter changes), `labs`,
-`compare` (history and compare), `sweeps`, `reproduce` (the reproduction scorecard), and `security` (the app-wide guards: loopback unless a
-token is given, DNS rebinding, Origin, CSRF, JSON bodies, Content-Security-Policy). What they share,
-the history, the queue, the spec check and the labs' folder, is `webapp.services.Services`: run ids
-are checked against a strict pattern and looked up in SQLite before any file is touched; specs go
-through the spec schema and the engine's validation (which never uses a shell).
+`compare` (history and compare), `sweeps`, `reproduce` (the reproduction scorecard), and `security` (the
+app-wide guards: loopback unless a token is given, DNS rebinding, Origin, CSRF, JSON bodies,
+Content-Security-Policy). What they share, the history, the queue, the spec check and the labs' folder,
+is `webapp.services.Services`: run ids are checked against a strict pattern and looked up in SQLite
+before any file is touched; specs go through the spec schema and the engine's validation (which never
+uses a shell).
 
 Guided labs (`webapp.guided` over `fastlab.labs.kit`): /labs lists the labs, /labs/<n> shows a handout
 rendered for the web (`webapp.handout`: Run buttons where the CLI handout has commands, answer boxes
