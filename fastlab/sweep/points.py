@@ -258,8 +258,8 @@ def plan_sweep(document: object, overrides: list[str] | None = None) -> SweepPla
         raise SpecError("sweep: missing: a sweep file is a spec with a `sweep:` section (params, mode, repeat)")
     base = {k: v for k, v in document.items() if k not in ("sweep", "repeat")}
     raw_sweep = document["sweep"]
-    if "repeat" in document and isinstance(raw_sweep, dict):  # the spec's repetitions: the sweep's (points run once)
-        if "repeat" in raw_sweep:
+    if document.get("repeat", 1) != 1 and isinstance(raw_sweep, dict):  # the spec's repetitions: the sweep's
+        if "repeat" in raw_sweep:  # (a spec's default repeat: 1, as the form sends it, repeats nothing)
             raise SpecError("repeat: a sweep file gives its repetitions once, as sweep.repeat")
         raw_sweep = {**raw_sweep, "repeat": document["repeat"]}
     sweep = parse_sweep(raw_sweep)

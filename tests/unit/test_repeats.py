@@ -67,6 +67,8 @@ def test_a_sweep_file_gives_its_repetitions_once_and_cannot_sweep_repeat() -> No
     both = {**BASE, "repeat": 2, "sweep": {"params": {"seed": [1, 5]}, "repeat": 2}}
     with pytest.raises(SpecError, match=r"^repeat: a sweep file gives its repetitions once"):
         sweep.plan_sweep(both)
+    once = sweep.plan_sweep({**BASE, "repeat": 1, "sweep": {"params": {"seed": [1, 5]}, "repeat": 3}})
+    assert len(once.points) == 6  # the spec's default repeat: 1 (the web form sends it) is no second count
     spec_repeat = sweep.plan_sweep({**BASE, "repeat": 2, "sweep": {"params": {"seed": [1, 5]}}})
     assert len(spec_repeat.points) == 4 and "repeat" not in spec_repeat.base
     with pytest.raises(SpecError, match=r"^sweep.params.repeat: cannot be swept"):
