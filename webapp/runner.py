@@ -432,7 +432,7 @@ class RunManager:
                 from fastlab.experiment.engine import run_experiment
                 going.live = LiveControl()
                 result = run_experiment(spec, out=run_dir, on_sample=on_sample, cancel=going.cancel,
-                                        live=going.live, admission=going.admission)
+                                        live=going.live, admission=going.admission, scripts=self.root)
             else:
                 result = self.runner(spec, out=run_dir, on_sample=on_sample)
             status = "done"

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from fastlab.base import rundir
+from fastlab.base import paths, rundir
 from fastlab.base.record import Environment, IdleRtt, Summary, Verdict
 from fastlab.base.rundir import RunFolder, RunFolderError, expected_bytes
 from fastlab.define import linktrace
@@ -210,6 +210,24 @@ def _open_folder(spec: ExperimentSpec, prep: Prepared, prefix: str, out: Path | 
                               expected_bytes(spec.sample_hz, spec.duration_s, len(prep.flows), len(prep.links)))
     except RunFolderError as exc:
         raise RunError(str(exc)) from None
+
+
+def _share_plotly(folder: RunFolder, scripts: Path | None) -> None:
+    """report.html's plotly.js where the report finds it: kept once in `scripts` (the run folder's parent or
+    grandparent), else (none given, or one that cannot take it) in the run's own folder, which then opens on
+    its own."""
+    above = folder.directory.resolve().parents
+    if scripts is not None and scripts.resolve() in (above[0], above[1]):  # where report.html looks (PLOTLY_PLACES)
+        try:
+            report.share_plotly(scripts)
+            return
+        except OSError as exc:
+            log.warning("run %s: plotly.js not kept in %s (%s): kept in the run's folder", folder.directory.name,
+                        scripts, exc)
+    try:
+        report.share_plotly(folder.directory)
+    except OSError as exc:
+        raise RunError(f"{folder.directory}: cannot write plotly.js beside report.html: {exc}") from None
 
 
 def _copy_traces(prep: Prepared, folder: RunFolder) -> dict[tuple[str, str], str]:
@@ -428,10 +446,12 @@ def prepare_run(spec: ExperimentSpec, registry: Registry | None = None, caps: Ca
 def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: Registry | None = None,
                    caps: Capabilities | None = None, on_sample: Callable[[dict[str, Any]], None] | None = None,
                    cancel: threading.Event | None = None, live: LiveControl | None = None,
-                   admission: dict[str, Any] | None = None) -> RunResult:
+                   admission: dict[str, Any] | None = None, scripts: Path | None = None) -> RunResult:
     """Run a spec; setting `cancel` stops it early (RunError "cancelled") after a full cleanup;
     `live` is bound while the flows run, so a front end can change CC parameters then; `admission`
     is the queue's decision that started it beside other runs (fastlab.experiment.cost), kept in environment.json.
+    `scripts` is the folder above `out` that keeps report.html's plotly.js once for all its runs (a results
+    folder, a sweep's folder); by default the results folder when `out` is not given, else the run's own.
 
     The phases: prepare (nothing touched) -> the results folder -> build -> idle pings -> flows ->
     teardown (whatever happened) -> collect -> write. Stopping is cooperative (checked between phases
@@ -467,5 +487,6 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
                       links=links_df, events=events_df, rtt_samples=run.rtt_samples, rtt_columns=RTT_COLUMNS)
     except RunFolderError as exc:
         raise RunError(str(exc)) from None
+    _share_plotly(folder, scripts if scripts is not None else paths.results_root() if out is None else None)
     log.info("run %s: results and report written in %.1f s", prefix, time.monotonic() - written_from)
     return RunResult(folder.directory, summary, environment)

@@ -69,6 +69,7 @@ from fastlab.define.schema import (
     read_spec_document,
     read_spec_file,
 )
+from fastlab.results.report import share_plotly
 from fastlab.sweep.report import FAITHFUL, PointFidelity, aggregate, param_cell, render, summary_metrics
 from fastlab.sweep.scaling import FlowScaling, scale_words, scaled_flows
 
@@ -454,6 +455,7 @@ def write_aggregates(plan: SweepPlan, directory: Path) -> pd.DataFrame:
     means = aggregate(table, params)
     table.to_csv(directory / "aggregate.csv", index=False)
     means.to_csv(directory / "aggregate_mean.csv", index=False)
+    share_plotly(directory)  # sweep.html's and the points' reports' plotly.js, once for the sweep
     (directory / "sweep.html").write_text(render(plan.name, means, params, len(rows), len(plan.points), verdicts,
                                                  notes=scaling_lines(plan)))
     return table

@@ -20,6 +20,7 @@ from plotly.subplots import make_subplots
 
 from fastlab.base.record import Summary, headline
 from fastlab.results import fidelity_view
+from fastlab.results.report import PLOTLY_FILE
 from fastlab.results.tables import HEADERS
 
 # Metrics shown in sweep.html, in this order; links add their own rows (utilization, backlog).
@@ -150,8 +151,8 @@ def fidelity_html(points: list[PointFidelity]) -> str:
 def render(name: str, means: pd.DataFrame, params: list[str], finished: int, total: int,
            fidelity: list[PointFidelity] | None = None, notes: list[str] | None = None) -> str:
     """sweep.html: fidelity of the points, what the sweep scaled (`notes`: a scale_flows sweep's lines), the
-    mean table and the plots."""
-    plot = pio.to_html(figure(means, params), include_plotlyjs=True, full_html=False) if not means.empty else ""
+    mean table and the plots (plotly.js the sweep folder's one copy, beside the page: `write_aggregates`)."""
+    plot = pio.to_html(figure(means, params), include_plotlyjs=PLOTLY_FILE, full_html=False) if not means.empty else ""
     shown = ["combo", *params, "n", "faithful_n", "assessed_n"] + [f"{m}_mean" for m, _ in plotted_metrics(means)]
     table = means[[c for c in shown if c in means.columns]].to_html(index=False, float_format=lambda v: f"{v:.4g}")
     scaled_html = ('<ul class="scaling">' + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
