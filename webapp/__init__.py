@@ -15,11 +15,17 @@ are checked against a strict pattern and looked up in SQLite before any file is 
 through the spec schema and the engine's validation (which never uses a shell).
 
 Guided labs (`webapp.guided` over `fastlab.labs.kit`): /labs lists the labs, /labs/<n> shows a handout
-rendered for the web (`webapp.handout`: Run buttons where the CLI handout has commands, answer boxes
-kept in the browser) with its steps; running a step queues an ordinary run that remembers its lab,
-step and form, and its checkpoints are evaluated on the finished run directory and said in plain
-words (/api/runs/<id>/checkpoints); POST /api/runs/<id>/bundle adds the student's answers to the
-bundle; /new?lab=..&spec=..&set=.. opens the form with one of a lab's specs.
+rendered for the web (`webapp.handout`: Run buttons where the CLI handout has commands, answer boxes,
+expected values folded until the student has predicted) with its steps; running a step queues an
+ordinary run that remembers its lab, step and form, and its checkpoints are evaluated on the finished
+run directory and said in plain words (/api/runs/<id>/checkpoints); POST /api/runs/<id>/bundle adds
+the student's answers to the bundle; /new?lab=..&spec=..&set=.. opens the form with one of a lab's specs.
+
+A class (`webapp.classes` over `webapp.classdb`, DESIGN.md §2): with an instructor token the instructor
+creates classes (a name, a join code) and sees each as a whole (/classes/<id>: runs, checkpoints, answers,
+a plot of the class against the theory, who is stuck, CSV and bundle exports); students join with a
+display name (/class), their runs and answers carry them, answers are saved on the server and kept in the
+browser while it is offline.
 
 Fidelity: a finished run's page opens with its fidelity verdict (`fastlab.results.fidelity_view`: a
 warning box with the reasons when the emulation was not faithful, a short note otherwise) and the
@@ -29,6 +35,7 @@ runs list says it in one word; templates reach it through the globals `fidelity_
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import secrets
@@ -46,7 +53,7 @@ from fastlab.base.record import Part
 from fastlab.labs.kit import LABS_DIR
 from fastlab.results import chart_lines, fidelity_view, tables
 from fastlab.results.tables import human_time
-from webapp import compare, guided, labs, live, runs, security, sweeps
+from webapp import classdb, classes, compare, guided, labs, live, runs, security, sweeps
 from webapp import runner as q
 from webapp.services import Services
 
@@ -63,7 +70,7 @@ MAX_QUEUED_PER_CLIENT = 10
 # every 30 s, are far below it. Submit-then-cancel added 17.7 rows a second (63,700 an hour) from one
 # client, and a row costs the history and every page that lists it (issue 47).
 MAX_RUNS_PER_CLIENT_HOUR = 120
-BLUEPRINTS = (security.bp, runs.bp, live.bp, labs.bp, compare.bp, sweeps.bp)
+BLUEPRINTS = (security.bp, runs.bp, live.bp, labs.bp, compare.bp, sweeps.bp, classes.bp)
 
 
 class RecordJSON(DefaultJSONProvider):
@@ -106,6 +113,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     # fastlab's own templates too: tables.html, the summary tables report.html draws the same way
     app.jinja_loader = jinja2.ChoiceLoader([app.jinja_loader, jinja2.PackageLoader("fastlab", "templates")])
     app.jinja_env.globals["run_tables"] = tables.run_tables
+    app.jinja_env.globals["jain_text"] = tables.jain_text
     app.jinja_env.globals["theory_kinds"] = chart_lines.kinds
     app.jinja_env.globals["has_drop_probability"] = chart_lines.has_drop_probability
     root = Path(results_root or paths.results_root())
@@ -128,6 +136,8 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         except (OSError, subprocess.SubprocessError) as exc:  # e.g. not root: say so, keep serving
             app.config["CLEANED_AT_START"] = [f"cleanup failed: {exc}"]
     app.config["INTERRUPTED_AT_START"] = manager.recover()
+    with contextlib.closing(q.connect(database)) as conn:  # a class's tables (webapp.classdb), added to older histories
+        classdb.migrate(conn)
     if start_worker:
         manager.start()
 

@@ -170,6 +170,42 @@ def number_text(value: float) -> str:
     return f"{value:#.3g}".rstrip(".")
 
 
+def bound_text(value: float, decimals: int, up: bool, cap: bool = True) -> str:
+    """A range's bound rounded outward (down for the low end, up for the high) to `decimals` (negative: to tens,
+    hundreds), with at most SHOWN_DIGITS significant digits after its whole part (`cap`): the shown range always
+    holds the real one. Trailing zeros are dropped (0.8, not 0.80)."""
+    if value == 0 or not math.isfinite(value):
+        return number_text(value)
+    if cap:
+        decimals = min(decimals, max(0, SHOWN_DIGITS - 1 - math.floor(math.log10(abs(value)))))
+    scale = 10.0 ** decimals
+    rounded = (math.ceil if up else math.floor)(round(value * scale, 9)) / scale
+    text = f"{rounded:,.{max(decimals, 0)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+SHOWN_DIGITS = 3  # a range's bounds as a student reads them: "between 0.994 and 1.01", not "0.9944 and 1.006"
+
+
+def range_texts(lo: float, hi: float, measured: float | None = None, passed: bool = True) -> tuple[str, str, int]:
+    """A checkpoint's range rounded to what matters: its width to two significant digits (a bound that would
+    round to zero keeps its first digit), each bound at most three; a figure that failed is shown with the
+    digits that put it outside the shown range. Returns (low, high, decimals for the figure)."""
+    width = hi - lo
+    decimals = 1 - math.floor(math.log10(width)) if math.isfinite(width) and width > 0 else 3
+    def zero(text: str) -> bool:
+        return float(text.replace(",", "")) == 0
+
+    while lo > 0 and math.isfinite(lo) and decimals < 9 and zero(bound_text(lo, decimals, False)):
+        decimals += 1
+    low, high = bound_text(lo, decimals, False), bound_text(hi, decimals, True)
+    if measured is not None and not passed:
+        while decimals < 9 and float(low.replace(",", "")) <= round(measured, decimals) <= float(high.replace(",", "")):
+            decimals += 1
+            low, high = bound_text(lo, decimals, False, cap=False), bound_text(hi, decimals, True, cap=False)
+    return low, high, decimals
+
+
 def plain_result(measured: float | str | None, expected: str, passed: bool) -> str:
     """A checkpoint's figure against its range in words: "measured 19.6 packets; expected between 17.5 and
     20.5 packets: in range" (from CheckResult's measured and "lo..hi unit" expected)."""
@@ -184,17 +220,46 @@ def plain_result(measured: float | str | None, expected: str, passed: bool) -> s
         return f"measured {number_text(measured)}; expected {expected}"
     unit = UNIT_WORDS.get(m.group(3) or "", m.group(3) or "")
     u = f" {unit}" if unit else ""
-    # the bounds as the checkpoint wrote them (0.8, 1.02), large or tiny ones as figures are shown
-    low, high = (number_text(v) if abs(v) >= 1000 or "e" in t else t for t, v in ((m.group(1), lo), (m.group(2), hi)))
+    # the bounds rounded to what matters (issue 50: "0.9944 and 1.006" read as noise); one bound alone to
+    # three significant digits
     if hi == math.inf:
-        wanted = f"at least {low}{u}"
+        wanted = f"at least {bound_text(lo, SHOWN_DIGITS, False)}{u}"
     elif lo == -math.inf or lo == 0:
-        wanted = f"at most {high}{u}"
+        wanted = f"at most {bound_text(hi, SHOWN_DIGITS, True)}{u}"
     else:
+        low, high, digits = range_texts(lo, hi, measured, passed)
         wanted = f"between {low} and {high}{u}"
+        if not passed and number_text(measured) in (low, high):  # a failed figure that reads as a bound
+            return f"measured {measured:.{digits}f}{u}; expected {wanted}: " + (
+                "below the range" if measured < lo else "above the range")
     where = "in range" if passed else ("below the range" if measured < lo else
                                        "above the range" if measured > hi else "not accepted")
     return f"measured {number_text(measured)}{u}; expected {wanted}: {where}"
+
+
+# A checkpoint's docstring is written for the lab's author; on the page it reads as mathematics for a student
+# (issue 50: "w = alpha * D / (D - d)" in ASCII): Greek letters, operators and powers as they are typeset,
+# and the files and columns it reads folded under "details".
+MATH_WORDS = ((re.compile(r"\balpha\b"), "α"), (re.compile(r"\bgamma\b"), "γ"), (re.compile(r"\bsum\("), "Σ("),
+              (re.compile(r"\bsqrt\("), "√("), (re.compile(r"\blog2\("), "log₂("),
+              (re.compile(r"\s\*\s|(?<=\w)\*(?=[\w(])"), "·"),
+              (re.compile(r"(?<=[\w)]) x (?=[\w(])"), " × "), (re.compile(r" - "), " − "), (re.compile(r"<="), "≤"),
+              (re.compile(r">="), "≥"), (re.compile(r"\^2\b"), "²"), (re.compile(r"\^3\b"), "³"),
+              (re.compile(r"(?<=\s)~(?=\s)"), "≈"), (re.compile(r"\b1/gamma\b"), "1/γ"),
+              (re.compile(r"\b([A-Za-z])_i\b"), "\\1ᵢ"))
+# a parenthesis that names files or columns (flows.csv, summary.json, aqm_avg_queue): the "details" layer
+SOURCE_ASIDE = re.compile(r"\s*\(([^()]*(?:\.csv|\.json|\b[a-z]+_[a-z_]+\b)[^()]*)\)")
+
+
+def student_text(text: str) -> tuple[str, str]:
+    """A checkpoint's sentence as a student reads it, and what it folds under "details": its maths typeset
+    in Unicode (α·D/(D − d), √p, Σ(cwnd × packet / srtt)) and its asides that name files and columns moved out
+    (pure; tests/unit/test_words.py style cases in tests/webapp/test_labs_web.py)."""
+    details = [m.group(1).strip() for m in SOURCE_ASIDE.finditer(text)]
+    text = SOURCE_ASIDE.sub("", text)
+    for pattern, shown in MATH_WORDS:
+        text = pattern.sub(shown, text)
+    return text, "; ".join(details)
 
 
 def what_it_checks(fn: Any) -> str:
@@ -214,15 +279,23 @@ def evaluate(lab: Lab, step_id: str, run_dir: Path, short: bool = False) -> dict
     for call, r in zip(calls, evaluate_step(lab, step_id, run_dir, short), strict=True):
         measured = _measured(r.measured)
         shown = number_text(measured) if isinstance(measured, float) else str(measured or "n/a")
+        # two layers (issue 50): the sentence and the figure against its range for a student; the files and
+        # columns the check reads and the checkpoint's own words under "details"
+        about, sources = student_text(what_it_checks(lab.checks.get(call.check)))
+        quantity, quantity_sources = student_text(str(r.quantity))
         checks.append({"name": str(r.name), "passed": r.status == PASS, "status": r.status,
                        "inconclusive": r.inconclusive, "measured": measured,
                        "expected": str(r.expected), "tolerance": str(r.tolerance), "note": str(r.note),
-                       "quantity": str(r.quantity), "checks": what_it_checks(lab.checks.get(call.check)),
-                       "measured_text": shown,
+                       "quantity": quantity, "checks": about, "measured_text": shown,
+                       "details": "; ".join(x for x in (sources, quantity_sources) if x),
                        "result": plain_result(measured, str(r.expected), bool(r.passed))})
     status = combined_status([c["status"] for c in checks])
+    # a short-form run leaves out the checkpoints only a full-length run can show: each said, with why, so
+    # "all 3 passed" is never read as the step's whole claim (lab 10's red-2g5 leaves out the two that carry it)
+    skipped = [{"name": c.label, "why": c.full_only} for c in lab.step(step_id).checkpoints if short and c.full_only]
     return {"passed": status == PASS, "status": status,
-            "inconclusive": next((c["inconclusive"] for c in checks if c["inconclusive"]), ""), "checks": checks}
+            "inconclusive": next((c["inconclusive"] for c in checks if c["inconclusive"]), ""), "checks": checks,
+            "skipped": skipped}
 
 def lab_spec(lab: Lab, spec: str, sets: list[str]) -> ExperimentSpec:
     """A spec file of the lab's folder with --set overrides (the new-run form's prefill); LabError naming

@@ -22,7 +22,14 @@ panel (its buttons, spec, checkpoints and the student's runs: templates/lab_step
 under that item, so the page lists the steps once; a step the handout never runs gets its panel below.
 
 Answer boxes: every item of the Questions list, and every item of the Steps list that runs nothing
-(predict, compute, tabulate), gets a textarea (kept in the browser by lab.js).
+(predict, compute, tabulate) or whose title is "Predict", gets a textarea (kept by lab.js and answers.js:
+in the browser, and on the server for a student of a class).
+
+Predictions stay predictions: the figures a step should show are not in its text but in the handout's
+"Expected values" section, one numbered item per Steps item (the CLI handout's step says where: a link
+to `#expected-values`). On the page that section leaves the flow: each item becomes a hidden block under
+its step, shown (lab.js) once the answer box of the nearest item up to it holds a prediction, or when
+the student asks; the step's link points to its block.
 
 Everything generated here is escaped; the handout itself still goes through markdown-it with raw HTML
 off, so HTML in the file is shown as text.
@@ -55,6 +62,11 @@ LAB_RUN = re.compile(r"^(?:sudo\s+)?fastlab\s+lab\s+run\s+(\S+)(.*)$", re.DOTALL
 SPEC_RUN = re.compile(r"^(?:sudo\s+)?fastlab\s+run\s+(.*)$", re.DOTALL)
 CC_SET = re.compile(r"^(?:sudo\s+)?fastlab\s+cc\s+set\b")
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
+# The handout's section of expected values: a numbered list, each item numbered as the Steps item it
+# belongs to; the step's text points to it with a link to #expected-values (GitHub's anchor of the heading)
+EXPECTED_HEADING = "expected values"
+EXPECTED_ANCHOR = "expected-values"
+STEP_LEAD = re.compile(r"^<p><strong>Step \d+[a-z]?</strong>\s*:?\s*")
 
 
 MATHML = "http://www.w3.org/1998/Math/MathML"
@@ -101,12 +113,42 @@ def _markdown() -> MarkdownIt:
     return md
 
 
+# A fenced block of the handout whose info string reads `python calculator=red ...` is the model's Python for a
+# terminal (fastlab.theory.red); on the page it becomes a form that computes the same through the app
+# (POST /api/theory/red), prefilled with the info string's values: flows=32,16,4,1 capacity_mbps=100
+# mtu=1500 rtt_ms=100 min_th=42 max_th=417 max_p=0.01 wq=0.0024.
+CALCULATORS = {"red": (("flows", "flows N′ (a list)", "32, 16, 4, 1"), ("capacity_mbps", "capacity C′ (Mb/s)", "100"),
+                       ("mtu", "packet (bytes)", "1500"), ("rtt_ms", "propagation RTT (ms)", "100"),
+                       ("min_th", "RED min_th (packets)", "42"), ("max_th", "RED max_th (packets)", "417"),
+                       ("max_p", "RED max_p", "0.01"), ("wq", "RED w_q", "0.0024"))}
+CALC_VALUE = re.compile(r"^[0-9.,eE+-]{1,60}$")
+
+
+def calculator(info: str) -> str | None:
+    """The calculator form for a fence's info string (see CALCULATORS), None for any other fence."""
+    words = info.split()
+    model = next((w.split("=", 1)[1] for w in words if w.startswith("calculator=")), None)
+    if model not in CALCULATORS:
+        return None
+    given = dict(w.split("=", 1) for w in words if "=" in w)
+    fields = "".join(
+        f'<label class="field"><span class="label">{escape(label)}</span> <input name="{name}" '
+        f'value="{escape(given[name] if CALC_VALUE.match(given.get(name, "")) else default)}" '
+        f'size="{14 if name == "flows" else 8}" inputmode="decimal"></label>'
+        for name, label, default in CALCULATORS[model])
+    return (f'<form class="calculator" data-model="{model}" autocomplete="off"><p class="note">The model '
+            f'(<code>fastlab.theory.{model}</code>) on this page: the same figures its Python gives in a terminal.</p>'
+            f'{fields}<button type="submit">compute</button> <span class="calc-error field-error" aria-live="polite">'
+            '</span><div class="calc-result scroll"></div></form>\n')
+
+
 @dataclass
 class WebHandout:
     html: Markup
     labels: dict[str, str] = field(default_factory=dict)  # step id -> its number in the handout ("2", "5a")
     answers: list[dict[str, str]] = field(default_factory=list)  # {key, label} of each answer box
     placed: list[str] = field(default_factory=list)  # step ids whose panel sits under their handout item
+    expected: dict[int, str] = field(default_factory=dict)  # Steps item with expected values -> the box revealing them
 
 
 @dataclass
@@ -146,6 +188,8 @@ class _Renderer:
         self.ids = [s.id for s in lab.steps]
         self.labels: dict[str, str] = {}
         self.placed: list[str] = []
+        self.expected: dict[int, str] = {}  # Steps item number -> the HTML of its expected values
+        self.unlocks: dict[int, str] = {}  # Steps item number -> the answer box whose prediction reveals them
 
     # --- which step a code span runs ----------------------------------------------------------
     def step_of(self, code: str, after_step: bool) -> tuple[str, bool] | None:
@@ -279,6 +323,46 @@ class _Renderer:
             return self.form_link(lab_step.spec, [*lab_step.set, *sets]), False
         return None, False
 
+    # --- expected values: hidden until the student has predicted -----------------------------------
+    def extract_expected(self, tokens: list[Token], md: MarkdownIt) -> None:
+        """Take the handout's "Expected values" section out of the page's flow: each item of its numbered
+        list (numbered as the Steps item it belongs to) becomes that item's hidden block (`expected_block`)."""
+        start = next((i for i, t in enumerate(tokens) if t.type == "heading_open" and t.tag == "h2"
+                      and tokens[i + 1].content.strip().lower() == EXPECTED_HEADING), None)
+        if start is None:
+            return
+        end = next((i for i in range(start + 3, len(tokens)) if tokens[i].type == "heading_open"
+                    and tokens[i].tag in ("h1", "h2")), len(tokens))
+        section, depth, item_start, number = tokens[start:end], 0, 0, 0
+        for i, tok in enumerate(section):
+            if tok.type in ("ordered_list_open", "bullet_list_open"):
+                depth += 1
+            elif tok.type in ("ordered_list_close", "bullet_list_close"):
+                depth -= 1
+            elif tok.type == "list_item_open" and depth == 1:
+                item_start, number = i + 1, int(tok.info or number + 1)
+            elif tok.type == "list_item_close" and depth == 1:
+                inner = section[item_start:i]
+                for t in inner:
+                    t.hidden = False  # a tight list's paragraphs: render them as paragraphs
+                # the CLI's "**Step N**" lead-in: the page's block says which step already
+                self.expected[number] = STEP_LEAD.sub("<p>", md.renderer.render(inner, md.options, {}), count=1)
+        del tokens[start:end]
+
+    def expected_block(self, number: int, items: list[_Item]) -> str:
+        """The expected values of Steps item `number`, hidden (lab.js shows them) until the answer box of the
+        nearest item up to it that has one holds a prediction, or the student asks to see them."""
+        boxed = [i for i in items if i.section == "steps" and i.number <= number and self.answer_box(i)]
+        key = self.answer_box(boxed[-1])["key"] if boxed else ""  # type: ignore[index]
+        self.unlocks[number] = key
+        after = (f"write your answer to step {boxed[-1].number} first" if boxed
+                 else "think about what you expect first")
+        return (f'<div class="expected" id="expected-{number}" data-item="{number}" data-after="{key}">'
+                f'<p class="expected-lock note">Expected values of step {number}: {after}, or '
+                f'<button type="button" class="reveal-expected">show them now</button></p>'
+                f'<div class="expected-values" hidden><p class="expected-head"><strong>Expected values of step '
+                f'{number}</strong></p>{self.expected[number]}</div></div>\n')
+
     def transform(self, tokens: list[Token], items: list[_Item]) -> list[dict[str, str]]:
         """Rewrite the code spans in place and add the answer boxes; returns the boxes."""
         answers: list[dict[str, str]] = []
@@ -295,6 +379,19 @@ class _Renderer:
                 index += 1
                 item = items[index]
             elif tok.type == "list_item_close" and depth == 1 and item is not None:
+                box = self.answer_box(item)
+                if box:
+                    answers.append(box)
+                    html = Token("html_block", "", 0)
+                    html.content = (f'<div class="answer"><label for="answer-{box["key"]}">{escape(box["label"])}'
+                                    f'</label><textarea id="answer-{box["key"]}" data-answer="{box["key"]}" '
+                                    f'data-label="{escape(box["label"])}" rows="3" '
+                                    f'placeholder="your answer"></textarea></div>\n')
+                    out.append(html)
+                if item.section == "steps" and item.number in self.expected:
+                    block = Token("html_block", "", 0)
+                    block.content = self.expected_block(item.number, items)
+                    out.append(block)
                 if self.panel is not None and item.section == "steps":
                     # the step's panel under the item that first runs it: the page lists each step once
                     for step in item.steps:
@@ -303,20 +400,14 @@ class _Renderer:
                             block = Token("html_block", "", 0)
                             block.content = self.panel(step, self.labels.get(step)) + "\n"
                             out.append(block)
-                box = self.answer_box(item)
-                if box:
-                    answers.append(box)
-                    html = Token("html_block", "", 0)
-                    html.content = (f'<div class="answer"><label for="answer-{box["key"]}">{escape(box["label"])}'
-                                    f'</label><textarea id="answer-{box["key"]}" data-answer="{box["key"]}" '
-                                    f'data-label="{escape(box["label"])}" rows="3" '
-                                    f'placeholder="your answer (kept in this browser)"></textarea></div>\n')
-                    out.append(html)
                 item = None
             elif tok.type == "inline":
                 step = item.steps[0] if item is not None and item.steps else None
                 after_step = False
                 for n, child in enumerate(tok.children or []):
+                    if child.type == "link_open" and child.attrGet("href") == f"#{EXPECTED_ANCHOR}" \
+                            and item is not None and item.number in self.expected:
+                        child.attrSet("href", f"#expected-{item.number}")  # this step's block, on the page
                     if child.type != "code_inline":
                         continue
                     html_text, ran = self.replace(child.content, step, after_step)
@@ -333,7 +424,7 @@ class _Renderer:
     def answer_box(item: _Item) -> dict[str, str] | None:
         if item.section == "questions":
             return {"key": f"q-{item.number}", "label": f"Your answer to question {item.number}"}
-        if item.section == "steps" and not item.steps:
+        if item.section == "steps" and (not item.steps or item.title.lower().startswith("predict")):
             title = item.title.rstrip(".:")
             return {"key": f"step-{item.number}",
                     "label": f"Your notes for step {item.number}" + (f" ({title})" if title else "")}
@@ -351,8 +442,15 @@ def render(lab: Lab, latest_runs: dict[str, str] | None = None,
     if len(tokens) >= 3 and tokens[0].type == "heading_open" and tokens[0].tag == "h1":
         del tokens[:3]  # the page heading carries the lab's title
     renderer = _Renderer(lab, latest_runs or {}, panel)
+    renderer.extract_expected(tokens, md)
     items = renderer.items(tokens)
     renderer.number_steps(items)
     answers = renderer.transform(tokens, items)
+    for n, tok in enumerate(tokens):  # a model's code the page runs as a calculator instead
+        calc = calculator(tok.info) if tok.type == "fence" else None
+        if calc is not None:
+            block = Token("html_block", "", 0)
+            block.content = calc
+            tokens[n] = block
     html = md.renderer.render(tokens, md.options, {})
-    return WebHandout(Markup(html), renderer.labels, answers, renderer.placed)  # noqa: S704 - raw HTML off; ours is escaped
+    return WebHandout(Markup(html), renderer.labels, answers, renderer.placed, renderer.unlocks)  # noqa: S704 - raw HTML off; ours is escaped

@@ -1,12 +1,14 @@
 """Guided labs in the browser (over `webapp.guided` and `fastlab.labs.kit`): /labs lists the labs,
 /labs/<n> shows a handout rendered for the web (`webapp.handout`: Run buttons where the CLI handout
-has commands, answer boxes kept in the browser) with its steps and their latest runs; running a step
-queues an ordinary run that remembers its lab, step and form, and its checkpoints are evaluated on
-the finished run directory and said in plain words (/api/runs/<id>/checkpoints).
+has commands, answer boxes, expected values folded until predicted) with its steps and their latest
+runs; running a step queues an ordinary run that remembers its lab, step and form, and its checkpoints
+are evaluated on the finished run directory and said in plain words (/api/runs/<id>/checkpoints). The
+handout's model calculator (lab 10's step 1) computes through POST /api/theory/red.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from flask import Blueprint, get_template_attribute, jsonify, render_template
@@ -71,6 +73,42 @@ def api_lab_run(lab: str, step: str) -> Any:
     except (LabError, SpecError) as exc:
         return api_error(422, str(exc))
     return sv.enqueue(spec, found.name, step, options.short)
+
+
+MAX_CALC_POINTS = 10
+
+
+@bp.post("/api/theory/red")
+def api_red_model() -> Any:
+    """Lab 10's model (fastlab.theory.red) for the handout's calculator: {"flows": [32, 16, 4, 1],
+    "capacity_mbps": 100, "mtu": 1500, "rtt_ms": 100, "min_th": 42, "max_th": 417, "max_p": 0.01,
+    "wq": 0.0024} -> one row of figures per number of flows; 422 with one line naming the field."""
+    from fastlab.theory import red
+    from fastlab.theory.fast import packet_bits
+
+    data = body_json()
+    if not isinstance(data, dict):
+        return api_error(400, "body: a JSON object with flows, capacity_mbps, mtu, rtt_ms, min_th, max_th, max_p, wq")
+    flows = data.get("flows")
+    if not isinstance(flows, list) or not 1 <= len(flows) <= MAX_CALC_POINTS:
+        return api_error(422, f"flows: a list of 1 to {MAX_CALC_POINTS} numbers of flows")
+    number = {}
+    for key in ("capacity_mbps", "mtu", "rtt_ms", "min_th", "max_th", "max_p", "wq"):
+        value = data.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+            return api_error(422, f"{key}: a positive number, not {value!r}"[:200])
+        number[key] = float(value)
+    if not 64 <= number["mtu"] <= 9000:
+        return api_error(422, f"mtu: 64 to 9000 bytes, not {number['mtu']:g}")
+    rows = []
+    try:
+        model = red.Red(number["min_th"], number["max_th"], number["max_p"], number["wq"])
+        capacity_pps = number["capacity_mbps"] * 1e6 / packet_bits(int(number["mtu"]))
+        for n in flows:
+            rows.append(red.figures(red.Point(n, capacity_pps, number["rtt_ms"] / 1e3, model)))
+    except ValueError as exc:
+        return api_error(422, str(exc))
+    return jsonify({"capacity_pps": capacity_pps, "rows": rows})
 
 
 @bp.get("/api/runs/<run_id>/checkpoints")

@@ -34,6 +34,8 @@ def document() -> dict[str, Any]:
         "schema": {"$ref": "#/components/schemas/ExperimentSpec"}}}}
     lab = {"name": "lab", "in": "path", "required": True, "schema": {"type": "string", "maxLength": 100},
            "description": "lab number (1, 01), folder name (01-long-fat-pipes) or slug"}
+    class_id = {"name": "class_id", "in": "path", "required": True,
+                "schema": {"type": "string", "pattern": "^c[0-9a-f]{10}$"}}
     step = {"name": "step", "in": "path", "required": True,
             "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]{0,15}$"}}
 
@@ -246,6 +248,77 @@ def document() -> dict[str, Any]:
             "/api/ccs": {
                 "get": {"summary": "usable congestion controls with their parameters", "operationId": "listCCs",
                         "responses": {"200": {"description": "algorithms"}}}},
+            "/api/theory/red": {
+                "post": {"summary": "lab 10's model (fastlab.theory.red) at N flows: the handout's calculator",
+                         "operationId": "redModel", "parameters": [csrf],
+                         "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                             "type": "object", "required": ["flows"], "properties": {
+                                 "flows": {"type": "array", "items": {"type": "number"}, "maxItems": 10},
+                                 **{k: {"type": "number"} for k in ("capacity_mbps", "mtu", "rtt_ms", "min_th",
+                                                                    "max_th", "max_p", "wq")}}}}}},
+                         "responses": {"200": {"description": "capacity_pps and one row of figures per point: "
+                                                              "window, drop rate, q*, RTT, loop gain, HMTG's "
+                                                              "condition, exact gain margin, stable"},
+                                       "400": error, "403": error, "415": error, "422": error}}},
+            # --- a class (webapp.classes): students join with a code and a name; the instructor's token
+            "/api/class/join": {
+                "post": {"summary": "join a class with its code and a display name (sets the fastlab_student cookie)",
+                         "operationId": "joinClass", "parameters": [csrf],
+                         "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                             "type": "object", "required": ["code", "name"],
+                             "properties": {"code": {"type": "string"},
+                                            "name": {"type": "string", "maxLength": 40}}}}}},
+                         "responses": {"201": returns("the student", "Student"), "400": error, "403": error,
+                                       "404": error, "409": error}}},
+            "/api/class/leave": {
+                "post": {"summary": "this browser forgets the student (runs and answers stay with the class)",
+                         "operationId": "leaveClass", "parameters": [csrf],
+                         "responses": {"200": {"description": "left"}, "403": error}}},
+            "/api/class/me": {
+                "get": {"summary": "the student of this browser, or null", "operationId": "whoAmI",
+                        "responses": {"200": {"description": "{student: Student | null}"}}}},
+            "/api/class/answers/{lab}": {
+                "get": {"summary": "the student's saved answer boxes of a lab", "operationId": "getAnswers",
+                        "parameters": [lab], "responses": {"200": returns("the boxes", "Answers"), "401": error,
+                                                           "404": error}},
+                "post": {"summary": "save answer boxes, box by box (the later `edited` wins); answers every stored box",
+                         "operationId": "saveAnswers", "parameters": [lab, csrf],
+                         "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                             "$ref": "#/components/schemas/Answers"}}}},
+                         "responses": {"200": returns("every stored box of the lab", "Answers"), "400": error,
+                                       "401": error, "403": error, "415": error, "422": error}}},
+            "/api/instructor/session": {
+                "post": {"summary": "the instructor's token typed once becomes the fastlab_instructor cookie",
+                         "operationId": "instructorSignIn", "parameters": [csrf],
+                         "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                             "type": "object", "properties": {"token": {"type": "string"}}}}}},
+                         "responses": {"200": {"description": "signed in"}, "403": error, "404": error}}},
+            "/api/classes": {
+                "get": {"summary": "the classes (instructor)", "operationId": "listClasses",
+                        "responses": {"200": returns("classes", "Class", True), "403": error, "404": error}},
+                "post": {"summary": "create a class: a name and a join code (six letters if none) (instructor)",
+                         "operationId": "createClass", "parameters": [csrf],
+                         "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                             "type": "object", "required": ["name"], "properties": {
+                                 "name": {"type": "string", "maxLength": 80}, "code": {"type": "string"}}}}}},
+                         "responses": {"201": returns("the class", "Class"), "403": error, "409": error,
+                                       "422": error}}},
+            "/api/classes/{class_id}": {
+                "get": {"summary": "the class as a whole: students, per lab and step their runs and checkpoints, "
+                                   "answers, the plot's points, who is stuck (instructor)",
+                        "operationId": "classView", "parameters": [class_id],
+                        "responses": {"200": {"description": "the view"}, "403": error, "404": error}}},
+            "/api/classes/{class_id}/export.csv": {
+                "get": {"summary": "one row per run, checkpoint and answer (instructor)", "operationId": "classCsv",
+                        "parameters": [class_id],
+                        "responses": {"200": {"description": "CSV", "content": {"text/csv": {
+                            "schema": {"type": "string"}}}}, "403": error, "404": error}}},
+            "/api/classes/{class_id}/bundle": {
+                "get": {"summary": "the class as a zip with MANIFEST.sha256: the CSV, the view, each student's "
+                                   "answers, each run's spec, summary and checkpoints (instructor)",
+                        "operationId": "classBundle", "parameters": [class_id],
+                        "responses": {"200": {"description": "zip", "content": {"application/zip": {
+                            "schema": {"type": "string", "format": "binary"}}}}, "403": error, "404": error}}},
         },
         "components": {"schemas": {
             **defs,
@@ -324,6 +397,22 @@ def document() -> dict[str, Any]:
             "Checkpoints": {"type": "object", "properties": {
                 "run": {"type": "string"}, "lab": {"type": "integer"}, "lab_name": {"type": "string"},
                 "step": {"type": "string"}, "short": {"type": "boolean"}, "passed": {"type": "boolean"},
-                "checks": {"type": "array", "items": {"$ref": "#/components/schemas/CheckResult"}}}},
+                "checks": {"type": "array", "items": {"$ref": "#/components/schemas/CheckResult"}},
+                "skipped": {"type": "array", "description": "a short run: the checkpoints it leaves out, with why",
+                            "items": {"type": "object", "properties": {"name": {"type": "string"},
+                                                                       "why": {"type": "string"}}}}}},
+            "Student": {"type": "object", "properties": {
+                "id": {"type": "string"}, "name": {"type": "string"}, "class_id": {"type": "string"},
+                "class_name": {"type": "string"}}},
+            "Class": {"type": "object", "properties": {
+                "id": {"type": "string"}, "name": {"type": "string"}, "code": {"type": "string"},
+                "created": {"type": "string"}, "students": {"type": "integer"}}},
+            "Answers": {"type": "object", "required": ["items"], "properties": {
+                "lab": {"type": "string"},
+                "items": {"type": "array", "maxItems": 100, "items": {"type": "object", "properties": {
+                    "key": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,39}$"}, "label": {"type": "string"},
+                    "prompt": {"type": "string"}, "text": {"type": "string", "maxLength": 20000},
+                    "edited": {"type": "number", "description": "when the student typed it, ms since 1970"},
+                    "updated": {"type": "string", "readOnly": True}}}}}},
         }},
     }

@@ -33,7 +33,7 @@ from fastlab.define import linktrace
 from fastlab.define.schema import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
 from fastlab.labs.kit import LabError
 from fastlab.results import chart_lines, fidelity_view, tables
-from fastlab.theory import explain
+from fastlab.theory import explain, segments
 from webapp import cli_text, guided, handout, uploads
 from webapp.apierror import api_error
 from webapp.openapi import document
@@ -57,10 +57,11 @@ def presets() -> list[dict[str, Any]]:
 
 def notes_of(spec: Any, summary: Summary | None) -> list[str]:
     """A finished run's "what happened": the engine's note in its record; for a run made before the engine
-    wrote it, the same computation here."""
+    wrote it, and for an AQM run (whose notes now say what the model of its loop predicts:
+    fastlab.theory.red), the same computation here."""
     if summary is None:
         return []
-    if summary.what_happened is not None:
+    if summary.what_happened is not None and not chart_lines.has_drop_probability(spec):
         return summary.what_happened
     try:
         return explain.what_happened(parse_spec(spec), summary)
@@ -114,25 +115,44 @@ def run_page(run_id: str) -> str:
     sv = services()
     run = sv.run_row(run_id)
     changes = run_changes(run)
-    refs = chart_references(run.get("spec"), run.get("summary"), changes)
+    refs = chart_references(run.get("spec"), run.get("summary"), changes, sv.root / run_id)
     notes = notes_of(run.get("spec"), run.get("summary"))
     step_label = None  # a lab step run: the step's number in the handout, as on the lab page
     if run.get("lab"):
         with contextlib.suppress(LabError, OSError):  # the lab is gone or broken: the step's id alone
             step_label = handout.render(guided.find_lab(run["lab"], sv.labs_dir)).labels.get(run["lab_step"])
-    return render_template("run.html", run=run, refs=refs, lines=chart_lines.lines(refs), notes=notes,
+    return render_template("run.html", run=run | {"summary": with_parts(run, sv.root / run_id)}, refs=refs,
+                           lines=chart_lines.lines(refs), notes=notes,
                            step_label=step_label, marks=change_marks(run.get("spec"), changes),
                            traces=uploads.describe(run.get("spec"), sv.traces),
                            on_cluster=sv.manager.cluster is not None)  # no live changes reach a worker's engine
+
+
+def with_parts(run: dict[str, Any], run_dir: Path) -> Summary | None:
+    """A finished run's summary with the parts of its link schedule (fastlab.theory.segments.schedule_parts:
+    one row per capacity step, "Parts of the run") where the summary has none; as it is otherwise."""
+    summary: Summary | None = run.get("summary")
+    if summary is None or summary.segments or run.get("status") != "done":
+        return summary
+    try:
+        spec = parse_spec(run.get("spec"))
+        if not any(link.schedule for link in spec.links.values()):
+            return summary
+        folder = RunFolder(run_dir)
+        parts = segments.schedule_parts(spec, folder.flows(), folder.links())
+    except (SpecError, OSError, ValueError, KeyError, TypeError, RuntimeError):
+        return summary
+    return summary.model_copy(update={"segments": parts}) if parts else summary
 
 
 @bp.get("/api/runs/<run_id>/references")
 def api_references(run_id: str) -> Any:
     """The theory's lines and the change markers of a run's charts as they stand now: the live page
     asks again after each change of a running run's parameters."""
-    run = services().run_row(run_id)
+    sv = services()
+    run = sv.run_row(run_id)
     changes = run_changes(run)
-    refs = chart_references(run.get("spec"), run.get("summary"), changes)
+    refs = chart_references(run.get("spec"), run.get("summary"), changes, sv.root / run_id)
     return jsonify({"refs": refs, "lines": chart_lines.lines(refs), "changes": change_marks(run.get("spec"), changes)})
 
 
@@ -314,7 +334,13 @@ def api_validate() -> Any:
         spec, prepared = services().check(body_json())
     except SpecError as exc:
         return api_error(422, str(exc))
-    return jsonify({"ok": True, "spec": to_plain(spec),
+    from fastlab.experiment.cost import carry_warning, for_spec
+
+    try:  # what the machine can carry (fastlab.experiment.cost's model): said before the run, not after
+        warning = carry_warning(*for_spec(prepared))
+    except (ValueError, KeyError, TypeError, OSError):
+        warning = None
+    return jsonify({"ok": True, "spec": to_plain(spec), "warning": warning,
                     "links": {k: {"backend": b[0], "why": b[1]} for k, b in prepared.backends.items()},
                     "flows": [f.id for f in prepared.flows],
                     "yaml": cli_text.spec_yaml(spec), "command": cli_text.run_command(spec)})

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hmac
 from typing import Any
 
-from flask import Blueprint, Response, current_app, redirect, request
+from flask import Blueprint, Response, current_app, redirect, render_template, request
 
 from fastlab.define import linktrace
 from webapp.apierror import api_error
@@ -129,10 +129,11 @@ def headers(resp: Response) -> Response:
 
 @bp.app_errorhandler(404)
 def not_found(exc: Any) -> Any:
-    """The API answers in JSON even for paths no route matches (e.g. a lab ref with a slash)."""
+    """The API answers in JSON even for paths no route matches (e.g. a lab ref with a slash); a page that
+    does not exist is a page of the app (its navigation, where to go), not a bare "Not Found"."""
     if request.path.startswith("/api/"):
         return api_error(404, f"not found: {request.path}")
-    return exc
+    return render_template("404.html", path=request.path[:200]), 404
 
 
 @bp.app_errorhandler(413)

@@ -245,6 +245,8 @@ class Services:
                          "client) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
                          (run_id, spec.name, spec.topology, json.dumps(to_plain(spec)), q.now(), lab, step,
                           None if short is None else int(short), client()))
+            from webapp import classdb, classes  # they build on this module: imported when first used
+            classdb.tag_run(conn, run_id, classes.current_student())  # the student who queued it, if any
             conn.commit()
         except BaseException:
             conn.rollback()

@@ -6,11 +6,14 @@ live refresh (/api/runs/<id>/references) and compare.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+from fastlab.base import rundir
 from fastlab.base.record import Summary
 from fastlab.define.schema import SpecError, parse_spec
 from fastlab.theory import explain, segments
+from webapp import uploads
 from webapp.services import services
 
 
@@ -32,17 +35,39 @@ def run_changes(run: dict[str, Any]) -> list[segments.Change]:
     return sorted(so_far + pending, key=lambda c: c.at_s)
 
 
+def with_traces(parsed: Any, run_dir: Path | None) -> Any:
+    """The spec with each uploaded trace (`upload:<sha256>`) as a file the theory can read: the stored
+    upload, else the run folder's copy (a finished run whose upload is gone); unchanged without traces.
+    The theory then draws a trace link's mean rate as its capacity (fastlab.plan.prepare reads it)."""
+    if not uploads.trace_fields(parsed):
+        return parsed
+    try:
+        return uploads.resolve(parsed, services().traces)
+    except SpecError:
+        if run_dir is None:
+            raise
+    links = dict(parsed.links)
+    for link_id, where, _direction in uploads.trace_fields(parsed):
+        copy = str(run_dir / rundir.trace_name(link_id, "reverse" if where else "forward"))
+        link = links[link_id]
+        links[link_id] = (link.model_copy(update={"reverse": link.reverse.model_copy(update={"trace": copy})})
+                          if where and link.reverse is not None else link.model_copy(update={"trace": copy}))
+    return parsed.model_copy(update={"links": links})
+
+
 def chart_references(spec: Any, summary: Summary | None,
-                     changes: list[segments.Change] | None = None) -> list[dict[str, Any]]:
+                     changes: list[segments.Change] | None = None, run_dir: Path | None = None) -> list[dict[str, Any]]:
     """The theory's lines for the run's charts (fastlab.theory.fast, one span per segment between the
     run's parameter changes; fastlab.theory.explain's response functions at the measured loss rate, the
-    spec's before there is one); none for a spec that no longer parses or a topology that changed
-    since the run."""
+    spec's before there is one; a trace link's mean rate as its capacity, `run_dir` holding the run's
+    copy); none for a spec that no longer parses or a topology that changed since the run."""
     try:
-        refs = segments.reference_spans(parse_spec(spec), changes or [])
-    except (SpecError, ValueError, KeyError, TypeError, RuntimeError):
+        refs = segments.reference_spans(with_traces(parse_spec(spec), run_dir), changes or [])
+    except (SpecError, ValueError, KeyError, TypeError, RuntimeError, OSError):
         return []
-    return explain.response_lines(refs, summary, (spec or {}).get("links"))
+    from fastlab.theory.fast import run_mtu
+
+    return explain.response_lines(refs, summary, (spec or {}).get("links"), run_mtu(spec or {}))
 
 
 def change_marks(spec: Any, changes: list[segments.Change]) -> list[dict[str, Any]]:

@@ -92,6 +92,9 @@ def what_is_wrong(path: str, message: str) -> str:
         (r"^unknown field \(misspelled\?\)$", "is not a setting fastlab knows (misspelled?)"),
         (r"^Input should be (.+)$", r"must be \1"),
     ]
+    if m := re.match(r"^List should have at least (\d+) items? after validation, not \d+$", message):
+        item = ITEMS.get(last, "entry")  # "flows: List should have at least 1 item ..." (issue 50)
+        return f"needs at least {m.group(1)} {item}{'s' if m.group(1) != '1' else ''}: add one"
     if message.startswith("String should match pattern"):
         return PATTERN_WORDS.get(last, "contains characters that are not allowed here")
     if m := OUT_OF_RANGE.match(message):
@@ -125,7 +128,7 @@ def plain(error: str) -> tuple[str, str]:
         return "", fields_in_words(first)
     path, message = m.groups()
     # a nested refusal ("flows[0].cc_args: alpha=0 is out of range ..." or "param: x: y") names its own part
-    inner = re.match(r"^([a-z_][\w]*(?:\.[\w-]+)*): (.*)$", message, re.S)
+    inner = re.match(r"^([a-z_]\w*(?:\[\d+\])?(?:\.[\w-]+(?:\[\d+\])?)*): (.*)$", message, re.S)
     if inner:
         path, message = f"{path}.{inner.group(1)}", inner.group(2)
     elif m := OUT_OF_RANGE.match(message):  # a CC parameter: "alpha=0 is out of range [1, 10000] packets"

@@ -283,6 +283,18 @@ class RunFolder:
             return Environment()
         return record.read_environment(self._record_text(ENVIRONMENT), f"{self.directory.name}/{ENVIRONMENT}")
 
+    def record_files(self) -> dict[str, bytes]:
+        """The run's spec.yaml and summary.json as an export without the traces carries them (file name ->
+        bytes; the web app's class bundle): the spec as its file holds it (bounded), the summary as the
+        record reads it, written in its current version. A file missing, or one that cannot be read as what
+        it is, is left out."""
+        out: dict[str, bytes] = {}
+        with contextlib.suppress(OSError, ValueError):  # DocumentError and RecordError are ValueErrors
+            out[SPEC] = read_file(self.path(SPEC), max_bytes=4 * SPEC_MAX_CHARS)
+        with contextlib.suppress(OSError, ValueError):
+            out[SUMMARY] = record.to_json(self.summary()).encode()
+        return out
+
     def csv(self, name: str) -> pd.DataFrame:
         import pandas as pd
 

@@ -176,3 +176,21 @@ def for_spec(prep: Prepared) -> tuple[Cost, Figures]:
     """A prepared run's cost with this machine's figures (its CPUs, its last self-test)."""
     figures = machine_figures(selftest.load())
     return predict(prep, figures), figures
+
+
+def carry_warning(cost: Cost, figures: Figures) -> str | None:
+    """What to tell a person before they start a run this machine cannot carry faithfully (None: it can): its
+    flows are predicted to need more cores than the machine has below the fidelity verdict's busy limit
+    (fastlab.measure.fidelity.MACHINE_BUSY_MAX), so the verdict would call it unfaithful and its checkpoints
+    inconclusive. A run that merely exceeds the queue's budget runs alone, and is said so."""
+    from fastlab.measure.fidelity import MACHINE_BUSY_MAX
+
+    cpus = figures.budget_cores / FAITHFUL_SHARE
+    if cost.cores > cpus * MACHINE_BUSY_MAX:
+        return (f"this machine cannot carry it faithfully: the cost model predicts up to {cost.cores:.3g} cores for "
+                f"its flows (each counted at its path's full rate), and the machine has {cpus:g}, of which the "
+                f"fidelity verdict allows {MACHINE_BUSY_MAX:.0%} busy: the run would be unfaithful and its checkpoints "
+                "inconclusive; lower the rates (the topology's scale) or the number of flows")
+    if cost.alone:
+        return f"it will run alone on this machine: {cost.alone}"
+    return None

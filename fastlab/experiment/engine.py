@@ -479,7 +479,8 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     environment = _environment(run)
     spec_yaml = _spec_yaml(spec, copies, topology_copy)
     # the report's theory lines: the live page's (per part of a run whose parameters changed)
-    refs = explain.response_lines(segments.reference_spans(spec, segments.applied_changes(environment)), summary)
+    refs = explain.response_lines(segments.reference_spans(spec, segments.applied_changes(environment)), summary,
+                                  to_plain(spec).get("links"), spec.mtu)  # RED's thresholds and q* too
     try:
         folder.finish(lambda: report.render(spec_yaml, summary, environment, flows_df, links_df, events_df,
                                             refs, spec.duration_s),

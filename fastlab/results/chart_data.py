@@ -38,9 +38,27 @@ def _finite(value: Any) -> Any:
     return int(value) if float(number).is_integer() and not isinstance(value, float) else number
 
 
+def with_goodput(flows: pd.DataFrame) -> pd.DataFrame:
+    """flows.csv with `goodput_mbps`: as recorded, or, in a recording trimmed to the columns its checkpoints
+    read, from `bytes_acked` as the flow tool computes it (bytes acknowledged since the flow's previous
+    sample over the time between them; fastlab.run.flowtool), so its goodput chart is drawn too."""
+    if flows.empty or "goodput_mbps" in flows or not {"flow", "t", "bytes_acked"} <= set(flows):
+        return flows
+    ordered = flows.sort_values(["flow", "t"], kind="stable")
+    by_flow = ordered.groupby("flow", sort=False)
+    delta_bits = by_flow["bytes_acked"].diff() * 8
+    delta_t = by_flow["t"].diff().clip(lower=1e-6)
+    return ordered.assign(goodput_mbps=delta_bits / 1e6 / delta_t).sort_index()
+
+
 def chart_samples(flows: pd.DataFrame, links: pd.DataFrame, events: pd.DataFrame) -> list[dict[str, Any]]:
     """A run's rows as the samples its live page was streamed (`kind` flow, link, event), in time order,
     with the columns the charts read: what report.html's charts draw, through the live page's own code."""
+    flows = with_goodput(flows)
+    if not links.empty and "aqm_avg_pkts" not in links and "aqm_avg_queue" in links:
+        # a recording trimmed to what its checkpoints read keeps RED's average as aqm_avg_queue; the labs' RED
+        # counts in packets (none of their specs sets mode: bytes), where the two columns are one figure
+        links = links.assign(aqm_avg_pkts=links["aqm_avg_queue"])
     out: list[dict[str, Any]] = []
     for kind, frame in (("flow", flows), ("link", links), ("event", events)):
         if frame.empty or "t" not in frame:

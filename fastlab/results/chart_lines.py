@@ -22,7 +22,7 @@ from typing import Any
 from fastlab.results.tables import finite_number
 
 Ref = dict[str, Any]
-CHARTS = ("goodput", "links", "cwnd", "rtt", "queue")  # the charts that carry theory lines
+CHARTS = ("goodput", "links", "cwnd", "rtt", "queue", "aqm")  # the charts that carry theory lines
 
 
 @dataclass(frozen=True)
@@ -35,32 +35,52 @@ class LineDef:
     label: Callable[[Ref, float], str]
     short: Callable[[Ref, float], str]
     when: Callable[[Ref], bool] = lambda ref: True
+    top: bool = False  # the chart's y axis ends a little above it (a start-up spike would set it otherwise)
 
 
 def _g(y: float) -> str:
     return f"{y:g}"
 
 
+def _capacity(r: Ref, y: float) -> str:
+    """"capacity 20 Mb/s", or a trace link's "trace mean 10.03 Mb/s" (the trace's opportunities over its period)."""
+    return f"trace mean {y:.4g} Mb/s" if r.get("capacity_is_trace_mean") else f"capacity {_g(y)} Mb/s"
+
+
 LINE_DEFS = (
-    LineDef("capacity_mbps", ("goodput", "links"), True,
-            lambda r, y: f"{r.get('bottleneck')} capacity {_g(y)} Mb/s", lambda r, y: f"{_g(y)} Mb/s"),
+    LineDef("capacity_mbps", ("goodput", "links"), True,  # a trace link's: the trace's mean rate
+            lambda r, y: f"{r.get('bottleneck')} {_capacity(r, y)}", lambda r, y: _capacity(r, y).split(" ", 1)[-1]
+            if not r.get("capacity_is_trace_mean") else _capacity(r, y)),
     # FAST's rate α/q, when it is not the capacity (one flow alone fills its link)
     LineDef("fast_rate_mbps", ("goodput",), False,
-            lambda r, y: f"{r['flow']} FAST rate α/q {y:.2f} Mb/s", lambda r, y: f"{r['flow']} {y:.2f}",
-            lambda r: abs(float(r["fast_rate_mbps"]) - float(r.get("capacity_mbps") or 0)) > 1e-6),
+            lambda r, y: f"{r['flow']} FAST rate α/q {y:.2f} Mb/s", lambda r, y: f"{r['flow']} {y:.2f} Mb/s",
+            # (the reference rounds it to 3 decimals: within that of the capacity it is the capacity)
+            lambda r: abs(float(r["fast_rate_mbps"]) - float(r.get("capacity_mbps") or 0)) > 1e-3),
     LineDef("fast_window_pkts", ("cwnd",), False,
-            lambda r, y: f"{r['flow']} FAST window αD/(D−d) {_g(y)}", lambda r, y: f"{r['flow']} {_g(y)}"),
+            lambda r, y: f"{r['flow']} FAST window αD/(D−d) {_g(y)} pkts", lambda r, y: f"{r['flow']} {_g(y)} pkts"),
     LineDef("mathis_window_pkts", ("cwnd",), False,
-            lambda r, y: f"{r['flow']} Mathis 1.22/√p = {_g(y)} at p = {100 * float(r.get('loss_rate') or 0):.2g} %",
-            lambda r, y: f"{r['flow']} Mathis {_g(y)}"),
+            lambda r, y: f"{r['flow']} Mathis 1.22/√p = {_g(y)} pkts at p = "
+                         f"{100 * float(r.get('loss_rate') or 0):.2g} %",
+            lambda r, y: f"{r['flow']} Mathis {_g(y)} pkts"),
     LineDef("hstcp_window_pkts", ("cwnd",), False,
-            lambda r, y: f"{r['flow']} HSTCP w(p) = {_g(y)}", lambda r, y: f"{r['flow']} HSTCP {_g(y)}"),
+            lambda r, y: f"{r['flow']} HSTCP w(p) = {_g(y)} pkts", lambda r, y: f"{r['flow']} HSTCP {_g(y)} pkts"),
     LineDef("base_rtt_ms", ("rtt",), False,
-            lambda r, y: f"{r['flow']} base RTT {_g(y)} ms", lambda r, y: f"{r['flow']} d {_g(y)}"),
+            lambda r, y: f"{r['flow']} base RTT {_g(y)} ms", lambda r, y: f"{r['flow']} d {_g(y)} ms"),
     LineDef("fast_rtt_ms", ("rtt",), False,
             lambda r, y: f"{r['flow']} FAST RTT d+Σα/C {y:.1f} ms", lambda r, y: f"{r['flow']} {y:.1f} ms"),
     LineDef("fast_queue_pkts", ("queue",), True,
-            lambda r, y: f"{r.get('bottleneck')}: FAST equilibrium Σα = {_g(y)} pkts", lambda r, y: f"Σα = {_g(y)}"),
+            lambda r, y: f"{r.get('bottleneck')}: FAST equilibrium Σα = {_g(y)} pkts",
+            lambda r, y: f"Σα = {_g(y)} pkts"),
+    # RED (lab 10): its thresholds, where the model's average queue settles, and its max_p; the queue chart's
+    # axis ends above max_th, not at the start-up's overflow (600 packets against a 417-packet max_th)
+    LineDef("red_min_th_pkts", ("queue",), True, lambda r, y: f"RED min_th {_g(y)} pkts",
+            lambda r, y: f"min_th {_g(y)} pkts"),
+    LineDef("red_max_th_pkts", ("queue",), True, lambda r, y: f"RED max_th {_g(y)} pkts",
+            lambda r, y: f"max_th {_g(y)} pkts", top=True),
+    LineDef("red_q_star_pkts", ("queue",), True, lambda r, y: f"Reno/RED equilibrium q* = {_g(y)} pkts",
+            lambda r, y: f"q* {_g(y)} pkts"),
+    LineDef("red_max_p", ("aqm",), True, lambda r, y: f"RED max_p {_g(y)} (at max_th)",
+            lambda r, y: f"max_p {_g(y)}", top=True),
 )
 
 
@@ -80,7 +100,7 @@ def lines(refs: list[Ref]) -> dict[str, list[dict[str, Any]]]:
             if y is None or not d.when(ref):
                 continue
             line = {"y": y, "flow": None if d.shared else ref.get("flow"), "label": d.label(ref, y),
-                    "short": d.short(ref, y), "from_s": span[0], "to_s": span[1]}
+                    "short": d.short(ref, y), "from_s": span[0], "to_s": span[1], **({"top": True} if d.top else {})}
             for chart in d.charts:
                 key = (f"{y:.4g}", *span)
                 prev = out[chart].get(key)

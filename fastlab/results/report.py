@@ -25,7 +25,7 @@ from fastlab.base.record import Environment, Summary
 from fastlab.define.schema import SpecError, parse_spec
 from fastlab.results import chart_lines, fidelity_view
 from fastlab.results.chart_data import chart_samples, script_json
-from fastlab.results.tables import asset, human_time, run_tables
+from fastlab.results.tables import asset, human_time, jain_text, run_tables
 from fastlab.theory import segments
 
 PLOTLY_SOURCE = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # 4.6 MB
@@ -82,7 +82,7 @@ def render(spec_yaml: str, summary: Summary, environment: Environment,
             "duration": duration_s or (spec or {}).get("duration_s") or 0,
             "samples": chart_samples(flows, links, events)}
     return TEMPLATES.get_template("report.html").render(
-        run=environment.run, kernel=environment.kernel, jain_index=summary.jain_index,
+        run=environment.run, kernel=environment.kernel, jain_index=jain_text(summary),
         base_css=asset("base.css"), fidelity_css=fidelity_view.CSS, fidelity=fidelity_section(summary),
         what_happened=summary.what_happened or [],
         **run_tables(summary, environment), spec=spec, refs=refs or [], marks=marks, measured=True,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from fastlab.base.record import Environment, Segment, Summary
+from fastlab.base.record import Environment, LinkFigures, Segment, Summary
 
 ASSETS = ("base.css", "charts.js")  # what report.html inlines and the web app serves from fastlab/templates
 
@@ -127,14 +127,35 @@ def segment_rows(segments: list[Segment]) -> list[dict[str, Any]]:
     return rows
 
 
-def run_tables(summary: Summary, environment: Environment | None) -> dict[str, Table]:
-    """A run's tables as report.html and the web app's run page show them: flows, links, the parts of a
-    run whose parameters changed, and (when the environment is known) which backend did each job and
-    how each link was shaped."""
+IDLE_SHARE = 0.001  # a link busier than this share of its capacity, or that queued or dropped, is shown
+
+
+def idle(link: LinkFigures) -> bool:
+    """A link that carried next to nothing of its forward capacity, never queued and dropped nothing: an
+    unshaped access link of the topology (100,000 Mb/s, 0 %), which the tables leave out (issue 50)."""
+    util = finite_number(link.utilization)
+    return util is not None and util < IDLE_SHARE and not finite_number(link.max_backlog_pkts) \
+        and not finite_number(link.drops)
+
+
+def jain_text(summary: Summary) -> str:
+    """The Jain fairness index as shown: three decimals, or a dash where one flow has nothing to share with."""
+    if len(summary.flows) < 2:
+        return "— (one flow)"
+    jain = finite_number(summary.jain_index)
+    return "-" if jain is None else f"{jain:.3f}"
+
+
+def run_tables(summary: Summary, environment: Environment | None) -> dict[str, Any]:
+    """A run's tables as report.html and the web app's run page show them (each a Table): flows, links (idle
+    ones left out, their ids under `idle_links`), the parts of a run whose parameters changed, and (when the
+    environment is known) which backend did each job and how each link was shaped."""
     env = environment or Environment()
     backends = [{"job": job, **choice.dump()} for job, choice in env.backends.items()]
     shaping = [{"link": a.link, "backend": a.backend, "why": a.why} for a in env.shaping]
+    shown = [link for link in summary.links if not idle(link)] or summary.links
     return {"flows": table([f.dump() for f in summary.flows], "flow"),
-            "links": table([link.dump() for link in summary.links], "link"),
+            "links": table([link.dump() for link in shown], "link"),
+            "idle_links": [link.id for link in summary.links if link not in shown],
             "segments": table(segment_rows(summary.segments or [])),
             "backends": table(backends), "shaping": table(shaping)}

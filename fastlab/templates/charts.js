@@ -13,6 +13,8 @@ const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b
 const GREYS = ['#8c8c8c', '#b0b0b0', '#6e6e6e', '#c8c8c8'];
 const BOTTLENECK_GREY = '#222222';  // a bottleneck's rate and queue: darker than any other link's
 const MARK_COLOUR = '#7b3294';  // a change of the run's parameters, a reroute
+const RED_AVERAGE = '#d95f02';  // RED's average queue: not a grey, so it is not read as the backlog itself
+const RED_AVERAGE_REVERSE = '#e6ab02';
 export function flowColour(flow) {
   const n = Number(String(flow).replace(/^f/, ''));
   return Number.isInteger(n) && n > 0 ? PALETTE[(n - 1) % PALETTE.length] : '#000000';
@@ -38,6 +40,21 @@ export const CHARTS = {
   'chart-aqm': {title: "Queue management's drop probability (RED's p_b, PIE's p)", y: 'drop probability'},
 };
 
+// Goodput's default smoothing: a trailing moving average over SMOOTH_RTTS of each flow's own round trips
+// (its base RTT from the theory's references). A window of a fixed number of samples beats against the
+// RTT: FAST's packets leave in one window's burst per RTT, so a 0.25-s average of 50-ms samples on a
+// ~100-ms path swung by ±3 Mb/s around 10 Mb/s while the window and the queue were flat (issue 50), and
+// a student read FAST as unstable. Peak-to-peak of the average over its mean, 6-29 s of lab 02's recorded
+// steady runs (40 and 80 ms): 5 samples 6.2 %/4.4 % (equilibrium), 5.9 %/3.2 % (alphas); 10 RTTs 3.6 %/2.5 %,
+// 4.8 %/1.4 %; on flat stretches of single 20 Mb/s FAST flows at 100 ms (this machine, 2026-11-28) 5 samples
+// 5-17 %, 10 RTTs 2-4 %. tests/webapp/test_charts_teach_browser.py holds the default to <= 5 % on the first.
+export const SMOOTH_RTTS = 10;
+const BASE_RTT_GAP_S = 0.001;  // FAST's baseRTT this far from the path's (or BASE_RTT_GAP_SHARE of it) is said
+const BASE_RTT_GAP_SHARE = 0.05;
+const AXIS_ABOVE_TOP = 1.25;
+const LABEL_GAP = 0.06;  // two theory lines closer than this share of the chart's height: labels on both sides  // how far above its highest "top" theory line a chart's y axis ends
+const SMOOTH_FALLBACK = 5;  // samples, for a flow the theory cannot place (no base RTT known)
+
 // A trailing moving average over n samples (1 = the raw samples).
 export function smoothed(ys, n) {
   const out = new Array(ys.length);
@@ -59,7 +76,8 @@ const DRAW_EVERY_MS = 250;
 /**
  * The charts of one run.
  * opts: refs, lines, marks (the theory and the changes: fastlab.results.chart_lines / webapp.theory),
- *       sampleHz, duration (the x axis spans 0 .. duration), smoothN (goodput's moving average),
+ *       sampleHz, duration (the x axis spans 0 .. duration), smoothN (goodput's moving average: 'rtt',
+ *       the default, over SMOOTH_RTTS of each flow's RTT; or a number of samples),
  *       largeFonts (a function: bigger text for a projector), drawEveryMs (0: draw at once).
  * Returns {onSamples(samples) -> newest t, flush(), setReferences(refs, lines, marks), setSmoothing(n),
  *          relayout()}.
@@ -71,16 +89,33 @@ export function createCharts(opts) {
   const eventMarks = [];  // reroutes, as they happen
   const sampleHz = Number(opts.sampleHz) || 20;
   let xMax = Number(opts.duration) || 0;
-  let smoothN = Math.max(1, Number(opts.smoothN) || 1);
+  // 'rtt' (the default: SMOOTH_RTTS of each flow's RTT) or a number of samples
+  let smoothing = opts.smoothN === undefined || opts.smoothN === 'rtt' ? 'rtt' : Math.max(1, Number(opts.smoothN) || 1);
   const largeFonts = opts.largeFonts || (() => false);
   const drawEvery = opts.drawEveryMs ?? DRAW_EVERY_MS;
   const charts = {};
   for (const [id, c] of Object.entries(CHARTS)) if (document.getElementById(id)) charts[id] = {...c};
   const bottlenecks = () => new Set(refs.map((r) => r.bottleneck).filter(Boolean));
 
+  // a flow's base RTT in seconds, from the theory's references (the first span that names it)
+  function flowRtt(flow) {
+    const ref = refs.find((r) => r.flow === flow && r.base_rtt_ms > 0);
+    return ref ? ref.base_rtt_ms / 1000 : null;
+  }
+  // samples in a flow's moving average
+  function smoothOf(flow) {
+    if (smoothing !== 'rtt') return smoothing;
+    const rtt = flowRtt(flow);
+    return rtt ? Math.max(1, Math.round(SMOOTH_RTTS * rtt * sampleHz)) : SMOOTH_FALLBACK;
+  }
   function goodputTitle() {
-    return smoothN > 1
-      ? `Goodput per flow — moving average of ${smoothN} samples (${(smoothN / sampleHz).toFixed(2)} s)`
+    if (smoothing === 'rtt') {
+      const flows = [...new Set(refs.map((r) => r.flow).filter(Boolean))];
+      const each = flows.map((f) => `${f} ${(smoothOf(f) / sampleHz).toFixed(2)} s`).join(', ');
+      return `Goodput per flow — moving average over ${SMOOTH_RTTS} RTTs${each ? ` (${each})` : ''}`;
+    }
+    return smoothing > 1
+      ? `Goodput per flow — moving average of ${smoothing} samples (${(smoothing / sampleHz).toFixed(2)} s)`
       : `Goodput per flow — raw ${sampleHz} Hz samples`;
   }
   if (charts['chart-goodput']) charts['chart-goodput'].title = goodputTitle();
@@ -91,6 +126,12 @@ export function createCharts(opts) {
   function referenceLines(id) {
     return (lines[id.replace(/^chart-/, '')] || []).map((l) =>
       [l.y, l.flow ? flowColour(l.flow) : '#444444', l.label, l.short, l.from_s, l.to_s ?? null]);
+  }
+  // The y axis's end where a theory line says what matters (RED's max_th, its max_p): a little above it, so
+  // the start-up's overflow (600 packets against a 417-packet max_th) does not squash the rest; null: plotly's.
+  function axisTop(id) {
+    const tops = (lines[id.replace(/^chart-/, '')] || []).filter((l) => l.top).map((l) => l.y);
+    return tops.length ? Math.max(...tops) * AXIS_ABOVE_TOP : null;
   }
 
   function layout(c, id) {
@@ -104,9 +145,21 @@ export function createCharts(opts) {
       ? {type: 'line', xref: 'x', x0: from, x1: to ?? end ?? from + 1, y0: y, y1: y}
       : {type: 'line', xref: 'paper', x0: 0, x1: 1, y0: y, y1: y})).map((shape, i) =>
       ({...shape, line: {color: drawn[i][1], width: 1.5, dash: 'dash'}}));
-    const annotations = drawn.map(([y, colour, label, short, from]) => (segmented
+    // run-long lines' labels on the right; one that would sit on the label below it (lines closer than
+    // LABEL_GAP of the chart's height: RED's min_th 42 and q* 42.8) goes to the left instead
+    const span = Math.max(...drawn.map((l) => l[0]), axisTop(id) || 0) || 1;
+    const left = new Set();
+    let below = -Infinity;
+    let belowLeft = false;
+    for (const i of drawn.map((_, k) => k).sort((a, b) => drawn[a][0] - drawn[b][0])) {
+      const near = drawn[i][0] - below < LABEL_GAP * span;
+      if (near && !belowLeft) left.add(i);
+      belowLeft = near && !belowLeft;
+      below = drawn[i][0];
+    }
+    const annotations = drawn.map(([y, colour, label, short, from], i) => (segmented
       ? {xref: 'x', x: from, xanchor: 'left', text: short}
-      : {xref: 'paper', x: 1, xanchor: 'right', text: label})).map((a, i) =>
+      : {xref: 'paper', x: left.has(i) ? 0 : 1, xanchor: left.has(i) ? 'left' : 'right', text: label})).map((a, i) =>
       ({...a, y: drawn[i][0], yanchor: 'bottom', showarrow: false,
         font: {color: drawn[i][1], size: Math.round(size * 0.85)}}));
     // a marker at each change of the run's parameters (and each reroute): a dotted vertical line, what
@@ -117,8 +170,16 @@ export function createCharts(opts) {
       annotations.push({xref: 'x', yref: 'paper', x: m.at_s, y: 1, xanchor: 'left', yanchor: 'bottom',
         text: m.text + (m.live ? ' (live)' : ''), showarrow: false, font: {color: MARK_COLOUR, size: Math.round(size * 0.8)}});
     }
-    return {title: {text: c.title}, font: {size}, margin: {t: segmented || eventMarks.length ? 70 : 50, r: 20,
-      b: largeFonts() ? 150 : 100, l: 80}, xaxis, yaxis: {title: {text: c.y}, rangemode: 'tozero'},
+    const top = axisTop(id);
+    const yaxis = {title: {text: c.y}, rangemode: 'tozero'};
+    if (top !== null) {
+      Object.assign(yaxis, {range: [0, top], autorange: false});
+      annotations.push({xref: 'paper', yref: 'paper', x: 0, y: 1, xanchor: 'left', yanchor: 'bottom', showarrow: false,
+        text: 'axis to 1.25× the top line: double-click twice for everything (the start-up spike)',
+        font: {color: '#666666', size: Math.round(size * 0.75)}});
+    }
+    return {title: {text: c.title}, font: {size}, margin: {t: segmented || eventMarks.length || top !== null ? 70 : 50, r: 20,
+      b: largeFonts() ? 150 : 100, l: 80}, xaxis, yaxis,
       legend: {orientation: 'h', y: largeFonts() ? -0.45 : -0.3}, uirevision: 'keep', shapes, annotations};
   }
 
@@ -140,13 +201,13 @@ export function createCharts(opts) {
   }
 
   function setSmoothing(n) {
-    smoothN = Math.max(1, Number(n) || 1);
+    smoothing = n === 'rtt' ? 'rtt' : Math.max(1, Number(n) || 1);
     const c = charts['chart-goodput'];
     if (!c) return;
     c.title = goodputTitle();
     const keys = Object.keys(c.traces);
     if (keys.length) {
-      Plotly.restyle('chart-goodput', {y: keys.map((k) => smoothed(c.raw[k], smoothN))}, keys.map((k) => c.traces[k]));
+      Plotly.restyle('chart-goodput', {y: keys.map((k) => smoothed(c.raw[k], smoothOf(k)))}, keys.map((k) => c.traces[k]));
     }
     Plotly.relayout('chart-goodput', {'title.text': c.title});
   }
@@ -167,6 +228,7 @@ export function createCharts(opts) {
         let colour = flow ? flowColour(flow) : GREYS[c.links++ % GREYS.length];
         if (opts?.link && bottlenecks().has(opts.link)) colour = BOTTLENECK_GREY;
         if (flow && opts?.tint) colour = tint(colour);
+        if (opts?.colour) colour = opts.colour;
         Plotly.addTraces(id, {x: [], y: [], name, mode: 'lines', type: 'scatter', line: {color: colour, dash: dash || 'solid'}});
       }
       if (!groups.has(key)) groups.set(key, {x: [], y: []});
@@ -175,7 +237,7 @@ export function createCharts(opts) {
       if (id === 'chart-goodput') {
         const raw = c.raw[key];
         raw.push(y);
-        const from = Math.max(0, raw.length - smoothN);
+        const from = Math.max(0, raw.length - smoothOf(key));
         let sum = 0;
         for (let i = from; i < raw.length; i++) sum += raw[i];
         g.y.push(sum / (raw.length - from));
@@ -206,6 +268,7 @@ export function createCharts(opts) {
     }
   }
 
+  let notesDue = false;
   const queuedReverse = new Set();
   const lastTx = {};  // link/direction -> [t, tx_bytes]
   // The samples' points for each chart; returns the newest sample time (-Infinity: none).
@@ -230,10 +293,13 @@ export function createCharts(opts) {
         // The reverse direction carries ACKs: its queue is drawn only once it holds something.
         if (s.backlog_pkts > 0 && s.direction === 'reverse') queuedReverse.add(key);
         if (s.backlog_pkts != null && (s.direction !== 'reverse' || queuedReverse.has(key))) {
-          pts['chart-queue'].push([key, `${key} backlog`, s.t, s.backlog_pkts, null, null, {link: s.link}]);
-          // RED's average queue (its EWMA, what it drops by), dashed beside the queue it follows
+          // each direction its own style: the ACKs' queue dotted beside the data's solid one
+          pts['chart-queue'].push([key, `${key} backlog`, s.t, s.backlog_pkts, null,
+            s.direction === 'reverse' ? 'dot' : null, {link: s.link}]);
+          // RED's average queue (its EWMA, what it drops by): its own colour, dashed, beside the queue it follows
           if (s.aqm_avg_pkts != null) {
-            pts['chart-queue'].push([`${key} avg`, `${key} RED average`, s.t, s.aqm_avg_pkts, null, 'dash', {link: s.link}]);
+            pts['chart-queue'].push([`${key} avg`, `${key} RED average`, s.t, s.aqm_avg_pkts, null, 'dash',
+              {link: s.link, colour: s.direction === 'reverse' ? RED_AVERAGE_REVERSE : RED_AVERAGE}]);
           }
         }
         if (s.aqm_drop_prob != null) {
@@ -249,6 +315,10 @@ export function createCharts(opts) {
           marksChanged = true;
         }
       } else if (s.kind === 'event' && s.event === 'update') {
+        if (s.flow && s.base_rtt_us > 0) {
+          lastUpdate[s.flow] = s;
+          notesDue = true;
+        }
         pts['chart-fast-rtt'].push([`${s.flow} base`, `${s.flow} baseRTT`, s.t, s.base_rtt_us / 1000, s.flow, 'dot']);
         pts['chart-fast-rtt'].push([`${s.flow} avg`, `${s.flow} avgRTT`, s.t, s.avg_rtt_us / 1000, s.flow, 'solid']);
         pts['chart-fast-window'].push([`${s.flow} target`, `${s.flow} target window`, s.t, s.target, s.flow, 'dash',
@@ -257,15 +327,51 @@ export function createCharts(opts) {
       }
     }
     pendingLatest = Math.max(pendingLatest, latest);
+    if (notesDue) {
+      notesDue = false;
+      baseRttNotes();
+    }
     if (drawEvery <= 0) flush();
     else if (drawTimer === null) drawTimer = setTimeout(flush, drawEvery);
     return latest;
+  }
+
+  // FAST's baseRTT against the path's: a flow whose estimate sits above the propagation RTT the theory line
+  // uses (a queue already there when it started, a route that grew) takes the difference for propagation, so it
+  // keeps w·(d̂ − d)/D more packets queued than α and its window sits above the dashed αD/(D−d). Said under the
+  // charts (#chart-notes) from the newest update of each flow; only where the gap is BASE_RTT_GAP or more.
+  const lastUpdate = {};  // flow -> its newest FAST update event
+  function baseRttNotes() {
+    const box = document.getElementById('chart-notes');
+    if (!box) return;
+    const lines = [];
+    for (const [flow, u] of Object.entries(lastUpdate)) {
+      const d = flowRtt(flow);
+      const dHat = u.base_rtt_us / 1e6;
+      const big = u.avg_rtt_us / 1e6;
+      if (!d || !(dHat > 0) || Math.abs(dHat - d) < Math.max(BASE_RTT_GAP_S, BASE_RTT_GAP_SHARE * d)) continue;
+      // the packets that hides: w·(d̂ − d)/D from the update's own window and avgRTT (a trimmed recording may lack them)
+      const extra = big > 0 && u.cwnd > 0 ? `about ${(u.cwnd * (dHat - d) / big).toFixed(1)} packets` : 'w·(d̂ − d)/D packets';
+      lines.push(dHat > d
+        ? `${flow}: FAST's baseRTT estimate is ${(dHat * 1e3).toFixed(1)} ms, ${((dHat - d) * 1e3).toFixed(1)} ms above the path's `
+          + `${(d * 1e3).toFixed(1)} ms: it counts those ms as propagation, so it keeps ${extra} more queued than its α `
+          + 'and its window sits that much above the dashed αD/(D−d) line.'
+        : `${flow}: FAST's baseRTT estimate is ${(dHat * 1e3).toFixed(1)} ms, below the path's ${(d * 1e3).toFixed(1)} ms `
+          + '(the theory line uses the configured delay): its window sits below the dashed αD/(D−d) line.');
+    }
+    box.replaceChildren(...lines.map((text) => {
+      const p = document.createElement('p');
+      p.className = 'note basertt-note';
+      p.textContent = text;
+      return p;
+    }));
   }
 
   function setReferences(newRefs, newLines, newMarks) {
     refs = newRefs;
     lines = newLines;
     marks = newMarks;
+    if (charts['chart-goodput']) charts['chart-goodput'].title = goodputTitle();
     for (const [id, c] of Object.entries(charts)) Plotly.relayout(id, layout(c, id));
   }
 

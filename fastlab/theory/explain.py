@@ -19,6 +19,7 @@ from fastlab.base.record import LinkFigures, Segment, SegmentLink, Summary
 from fastlab.theory.hstcp import RENO_C, HstcpParams
 
 FULL = 0.9  # utilization from which a link counts as full
+WHOLE_RUN = " over the whole run"  # where a note's figures come from, when they are the summary's
 
 
 def loss_rate(link: LinkFigures | SegmentLink) -> float | None:
@@ -70,10 +71,17 @@ def measured_rates(summary: Summary | Segment | None) -> dict[str, float]:
 
 
 def response_lines(refs: list[dict[str, Any]], summary: Summary | None,
-                   spec_links: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                   spec_links: dict[str, Any] | None = None, mtu_bytes: int = 1500) -> list[dict[str, Any]]:
     """The references with, for each flow whose path loses packets at random, the loss rate (measured,
     else the spec's), Mathis' window and, where it differs (p below HSTCP's Low_P) and the flow runs
-    HSTCP, HSTCP's window w(p)."""
+    HSTCP, HSTCP's window w(p); and, for each flow through a RED bottleneck of the spec's links, RED's
+    thresholds, max_p and the Reno/RED model's q* (fastlab.theory.red.reference_lines)."""
+    from fastlab.theory import red
+
+    if spec_links:
+        refs = red.reference_lines(refs, spec_links, mtu_bytes)
+        traced = {k for k, v in spec_links.items() if isinstance(v, dict) and v.get("trace")}
+        refs = [r | {"capacity_is_trace_mean": True} if r.get("bottleneck") in traced else r for r in refs]
     rates = measured_rates(summary) if summary else configured_rates(spec_links or {})
     out = []
     for ref in refs:
@@ -91,13 +99,14 @@ def _pct(p: float) -> str:
     return f"{100 * p:.2g} %"
 
 
-def fast_note(link: LinkFigures | SegmentLink, total_alpha: float, flows: int, p: float | None) -> str:
+def fast_note(link: LinkFigures | SegmentLink, total_alpha: float, flows: int, p: float | None,
+              over: str = "") -> str:
     """One bottleneck shared by FAST flows only: its mean backlog against the sum of the alphas."""
     backlog, util = float(link.mean_backlog_pkts or 0), float(link.utilization or 0)
     drops = int(link.loss_drops or 0) + int(link.queue_drops or 0)
     tol = max(2 * flows + 1, 0.15 * total_alpha)  # the integer update keeps up to 2 packets per flow below
     alpha = f"α = {total_alpha:g}" if flows == 1 else f"Σα = {total_alpha:g}"
-    head = f"{link.id}: utilization {util:.2f}, mean backlog {backlog:.1f} packets"
+    head = f"{link.id}: utilization {util:.2f}, mean backlog {backlog:.1f} packets{over}"
     if backlog < total_alpha - tol:
         much = "≪" if backlog < 0.5 * total_alpha else "<"
         if drops:
@@ -114,9 +123,37 @@ def fast_note(link: LinkFigures | SegmentLink, total_alpha: float, flows: int, p
             f"hold Σα{f': {drops} drops' if drops else ''})")
 
 
-def link_notes(refs: list[dict[str, Any]], summary: Summary | Segment) -> list[str]:
-    """One line per bottleneck (of the run, or of one of its segments): FAST's queue against Σα where only
-    FAST flows share it, else how full."""
+def red_note(link: LinkFigures | SegmentLink, ref: dict[str, Any], over: str = "") -> str:
+    """A RED bottleneck (fastlab.theory.red.reference_lines' figures on its flows' references): its queue
+    against the thresholds and the Reno/RED model's q*, its drops (the run's figures count arrivals and RED's
+    drops; a segment's do not), and what the loop's gain margin says."""
+    backlog, util = float(link.mean_backlog_pkts or 0), float(link.utilization or 0)
+    arrivals, dropped = ((float(link.arrivals_pkts or 0), int(link.aqm_drops or 0)) if isinstance(link, LinkFigures)
+                         else (0.0, 0))
+    head = (f"{link.id} (RED, min_th {ref['red_min_th_pkts']:g}, max_th {ref['red_max_th_pkts']:g} packets): "
+            f"utilization {util:.2f}, mean backlog {backlog:.1f} packets{over}")
+    drops = f"; RED dropped {dropped} packets ({100 * dropped / arrivals:.2g} % of arrivals)" if arrivals else ""
+    margin, q_star = ref.get("red_gain_margin"), ref.get("red_q_star_pkts")
+    if margin is None or q_star is None:
+        return head + drops
+    n = int(ref.get("red_flows") or 0)
+    model = (f"; the Reno/RED model for {n} flow{'s' if n != 1 else ''} puts RED's average at q* = {q_star:g} "
+             f"packets with a gain margin of {margin:.2g}")
+    cut = "the flows cut their windows together" if n != 1 else "the flow halves its window"
+    if margin > 1:
+        verdict = ": stable, the queue holds near q* and keeps the link busy" + (
+            "" if util >= FULL else f", yet the link was {100 * (1 - util):.0f} % idle")
+    else:
+        verdict = (f": unstable, the queue swings to empty as {cut}"
+                   + (f", the link {100 * (1 - util):.0f} % idle" if util < FULL else
+                      ", though over this run the link stayed busy") + " (RED's average cannot steer the loop at this"
+                   " capacity: the gain grows as C³)")
+    return head + drops + model + verdict
+
+
+def link_notes(refs: list[dict[str, Any]], summary: Summary | Segment, over: str = "") -> list[str]:
+    """One line per bottleneck (of the run, or of one of its segments; `over` says whose figures they are):
+    FAST's queue against Σα where only FAST flows share it, RED's queue against its model, else how full."""
     links: dict[str, LinkFigures | SegmentLink] = {link.id: link for link in summary.links}
     rates = measured_rates(summary)
     out: list[str] = []
@@ -130,7 +167,9 @@ def link_notes(refs: list[dict[str, Any]], summary: Summary | Segment) -> list[s
             continue
         util = float(link.utilization)
         if all(r.get("fast_queue_pkts") for r in members):
-            out.append(fast_note(link, float(members[0]["fast_queue_pkts"]), len(members), rates.get(link_id)))
+            out.append(fast_note(link, float(members[0]["fast_queue_pkts"]), len(members), rates.get(link_id), over))
+        elif members[0].get("red_max_th_pkts"):
+            out.append(red_note(link, members[0], over))
         elif util >= FULL:
             out.append(f"{link_id}: utilization {util:.2f}: the flows keep it full "
                        f"(mean backlog {float(link.mean_backlog_pkts or 0):.1f} packets)")
@@ -163,7 +202,9 @@ def notes(refs: list[dict[str, Any]], summary: Summary | None) -> list[str]:
     """The "what happened" lines of a finished run, most telling first; [] without a summary."""
     if summary is None:
         return []
-    return link_notes(refs, summary) + flow_notes(refs, summary)
+    # the whole run's figures, start-up included, said so: a lab's checkpoint on the same page measures its
+    # settled part ("mean backlog after 6 s"), and two unlabelled figures of one quantity read as a contradiction
+    return link_notes(refs, summary, WHOLE_RUN) + flow_notes(refs, summary)
 
 
 def what_happened(spec: Any, summary: Summary, changes: list[Any] | None = None,
@@ -173,11 +214,13 @@ def what_happened(spec: Any, summary: Summary, changes: list[Any] | None = None,
     measured) is judged per segment, each against its own values: the queue after α 30 -> 60 is
     compared with 60, not 30; the loss and fairness lines stay over the whole run. `refs`: the run's
     references when its plan is at hand (the engine's: fast_theory.plan_references), else from the spec."""
+    from fastlab.define.schema import to_plain
     from fastlab.theory import fast as fast_theory
-    from fastlab.theory import segments
+    from fastlab.theory import red, segments
 
     try:
         refs = refs if refs is not None else fast_theory.references(spec)
+        refs = red.reference_lines(refs, to_plain(spec).get("links"), spec.mtu)  # a RED bottleneck's model
         parts = segments.segments(spec, changes or [])
         seg_refs = [fast_theory.references(part.spec) for part in parts] if changes else []
     except (ValueError, KeyError, TypeError, RuntimeError):

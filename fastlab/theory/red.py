@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 MODEL_W2P = 2.0  # the fluid model's equilibrium W^2 p = 2 (Misra, Gong, Towsley 2000)
 HMTG_CROSSOVER_SHARE = 0.1  # HMTG's w_g: a tenth of the slower of the plant's poles
@@ -320,3 +321,70 @@ def red_in_time(capacity_pps: float, min_th_s: float, max_th_s: float, max_p: fl
     _positive("max_th_s", max_th_s, MAX_RTT_S)
     wq = -math.expm1(-1.0 / (_positive("ewma_s", ewma_s, MAX_RTT_S) * c))
     return Red(min_th_s * c, max_th_s * c, max_p, wq, gentle)
+
+
+def figures(point: Point) -> dict[str, float | bool]:
+    """The model's figures at a point, as a student tabulates them (lab 10's step 1; the web page's
+    calculator): the equilibrium's window, drop rate, average queue (packets and ms) and RTT, HMTG's
+    sufficient condition and the exact gain margin. ValueError (naming the field) where the model has
+    no equilibrium."""
+    eq = equilibrium(point)
+    hmtg = hmtg_condition(point, eq)
+    margin = nyquist_gain_margin(point, eq)
+    return {"n_flows": point.n_flows, "window_pkts": eq.window_pkts, "drop_rate": eq.p, "queue_pkts": eq.queue_pkts,
+            "queue_ms": eq.queue_pkts / point.capacity_pps * 1e3, "rtt_ms": eq.rtt_s * 1e3,
+            "loop_gain": loop(point, eq).gain, "hmtg_lhs": hmtg.lhs, "hmtg_rhs": hmtg.rhs, "hmtg_holds": hmtg.stable,
+            "gain_margin": margin, "stable": margin > 1}
+
+
+# --- the theory's lines on a RED run's charts --------------------------------------------------------------
+
+def from_aqm(aqm: object, mtu_bytes: int) -> Red | None:
+    """The model's RED of a link's `aqm` in a (plain) spec: thresholds in packets, or in bytes over the
+    MTU with `mode: bytes`; None for another AQM, or anything the model cannot take (a hostile value)."""
+    if not isinstance(aqm, dict) or aqm.get("model") != "red":
+        return None
+    per = float(mtu_bytes) if aqm.get("mode") == "bytes" else 1.0
+    try:
+        return Red(float(aqm.get("min_th", 5)) / per, float(aqm.get("max_th", 15)) / per,
+                   float(aqm.get("max_p", 0.1)), float(aqm.get("wq", 0.002)), bool(aqm.get("gentle", True)))
+    except (TypeError, ValueError):
+        return None
+
+
+EQUAL_RTTS = 0.1  # the model has one RTT: flows whose base RTTs differ by more than this share get no q*
+
+
+def reference_lines(refs: list[dict[str, Any]], spec_links: Any, mtu_bytes: int) -> list[dict[str, Any]]:
+    """The references, each flow through a RED bottleneck with RED's thresholds and max_p (`red_min_th_pkts`,
+    `red_max_th_pkts`, `red_max_p`) and, where only Reno flows with one base RTT share it, the model's
+    equilibrium average queue q* (`red_q_star_pkts`) and the linearized loop's exact gain margin there
+    (`red_gain_margin`, with `red_flows`): the lines a RED run's queue and drop-probability charts draw
+    (fastlab.results.chart_lines), and what "What happened" says of the loop (fastlab.theory.explain)."""
+    links = spec_links if isinstance(spec_links, dict) else {}
+    groups: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for ref in refs:
+        groups.setdefault((ref.get("bottleneck"), ref.get("from_s")), []).append(ref)
+    out = []
+    for ref in refs:
+        link = links.get(ref.get("bottleneck")) if isinstance(ref.get("bottleneck"), str) else None
+        red = from_aqm(link.get("aqm") if isinstance(link, dict) else None, mtu_bytes)
+        if red is None:
+            out.append(ref)
+            continue
+        extra: dict[str, Any] = {"red_min_th_pkts": red.min_th_pkts, "red_max_th_pkts": red.max_th_pkts,
+                                 "red_max_p": red.max_p}
+        sharing = groups[(ref.get("bottleneck"), ref.get("from_s"))]
+        rtts = [float(r.get("base_rtt_ms") or 0) for r in sharing]
+        capacity = float(ref.get("capacity_mbps") or 0)
+        if all(r.get("cc") == "reno" for r in sharing) and capacity > 0 and min(rtts) > 0 \
+                and max(rtts) <= (1 + EQUAL_RTTS) * min(rtts):
+            try:
+                point = Point(len(sharing), capacity * 1e6 / (8 * mtu_bytes), sum(rtts) / len(rtts) / 1e3, red)
+                eq = equilibrium(point)
+                extra |= {"red_q_star_pkts": round(eq.queue_pkts, 1), "red_flows": len(sharing),
+                          "red_gain_margin": round(nyquist_gain_margin(point, eq), 3)}
+            except ValueError:
+                pass  # at RED's cliff: the model has no equilibrium to draw
+        out.append(ref | extra)
+    return out

@@ -152,9 +152,46 @@ def described(spec: Any, changes: list[Change]) -> list[str]:
 
 def chart_marks(spec: Any, changes: list[Change]) -> list[dict[str, Any]]:
     """The charts' markers (fastlab/templates/charts.js): when each change took effect and what it was,
-    with the values it replaced where the spec is known (spec None: without them)."""
+    with the values it replaced where the spec is known (spec None: without them); and each step of a
+    link's schedule (a capacity step, lab 10), in time order."""
     pairs = with_before(spec, changes) if spec is not None else [(c, {}) for c in changes]
-    return [{"at_s": c.at_s, "text": c.what(before), "live": c.live} for c, before in pairs]
+    marks = [{"at_s": c.at_s, "text": c.what(before), "live": c.live} for c, before in pairs]
+    return sorted(marks + (schedule_marks(spec) if spec is not None else []), key=lambda m: m["at_s"])
+
+
+def schedule_marks(spec: Any) -> list[dict[str, Any]]:
+    """A marker per step of each link's schedule (links.X[.reverse].schedule): "bottleneck: 40 → 10 Mb/s"
+    with the values it replaced (the link's own before its first step)."""
+    from fastlab.plan.prepare import layout
+
+    if not any(d is not None and d.schedule for link in spec.links.values() for d in (link, link.reverse)):
+        return []
+    try:
+        shaped = layout(spec).plan.shaped  # the link's own values, the topology's where the spec sets none
+    except (ValueError, KeyError, TypeError, RuntimeError):
+        shaped = {}
+    out = []
+    for link_id, link in spec.links.items():
+        for where, direction in (("", link), (" reverse", link.reverse)):
+            if direction is None or not direction.schedule:
+                continue
+            own = shaped[link_id].profile if link_id in shaped else direction
+            own = (own.reverse or own) if where and getattr(own, "reverse", None) is not None else own
+            loss = getattr(own.loss, "rate", None) if own.loss is not None else None
+            now = {"rate_mbps": own.rate_mbps, "delay_ms": own.delay_ms, "loss": loss}
+            for step in direction.schedule:
+                parts = []
+                for key, unit, scale in (("rate_mbps", "Mb/s", 1.0), ("delay_ms", "ms", 1.0),
+                                         ("loss", "% loss", 100.0)):
+                    value = getattr(step, key)
+                    if value is None:
+                        continue
+                    old = now.get(key)
+                    parts.append(f"{old * scale:g} → {value * scale:g} {unit}" if old is not None
+                                 else f"{value * scale:g} {unit}")
+                    now[key] = value
+                out.append({"at_s": float(step.at_s), "text": f"{link_id}{where}: {', '.join(parts)}", "live": False})
+    return out
 
 
 def _rate_steps(spec: Any) -> list[tuple[float, str, float]]:
@@ -200,6 +237,33 @@ def reference_spans(spec: Any, changes: list[Change], end_s: float | None = None
     return spans
 
 
+def schedule_parts(spec: Any, flows: pd.DataFrame, links: pd.DataFrame) -> list[RecordSegment]:
+    """A run whose links' capacity steps on a schedule (lab 10's 40 -> 10 -> 40 Mb/s) cut at each step,
+    each part's figures as `measured`'s (its capacity the one in force, judged from SETTLE_S after the step,
+    or its second half when shorter); [] for a run without rate steps. For the run's page, where the
+    run's summary has no parts of its own (the engine cuts a run at its parameter changes only)."""
+    from fastlab.plan.prepare import layout
+
+    steps = sorted({at for at, _, _ in _rate_steps(spec) if 0 < at < spec.duration_s})
+    if not steps:
+        return []
+    said: dict[float, list[str]] = {}
+    for mark in schedule_marks(spec):
+        said.setdefault(mark["at_s"], []).append(mark["text"])
+    bounds = [0.0, *steps, float(spec.duration_s)]
+    out = []
+    for n, (start, stop) in enumerate(zip(bounds, bounds[1:], strict=False)):
+        rated = _rated(spec, start)
+        shaped = layout(rated).plan.shaped  # the topology's rates; the spec's own (the step in force) over them
+        capacities = {k: float(rated.links[k].rate_mbps if k in rated.links and rated.links[k].rate_mbps
+                               else v.profile.rate_mbps) for k, v in shaped.items() if v.profile.rate_mbps}
+        settle = start if n == 0 else start + min(SETTLE_S, (stop - start) / 2)
+        part = figures(Segment(settle, stop, rated), flows, links, capacities, closed=stop == bounds[-1])
+        out.append(part.model_copy(update={"start_s": start, "settled_from_s": round(settle, 3),
+                                           "changes": said.get(start, [])}))
+    return out
+
+
 def settled(seg: Segment) -> float:
     """Where a segment's settled part begins (SETTLE_S, or half of a short segment)."""
     if not seg.changes:
@@ -238,8 +302,9 @@ def figures(seg: Segment, flows: pd.DataFrame, links: pd.DataFrame, capacities: 
             window = within(rows)
             if window.empty:
                 continue
-            acked, span = analysis.counter_delta(rows, "bytes_acked", t0, t1)
-            per_flow.append({"id": str(flow_id), "throughput_mbps": round(acked * 8 / 1e6 / span, 4) if span else 0.0,
+            acked, span = analysis.counter_delta(rows, "bytes_acked", t0, t1) if "bytes_acked" in rows else (0, None)
+            per_flow.append({"id": str(flow_id), "throughput_mbps": None if span is None else
+                             round(acked * 8 / 1e6 / span, 4) if span else 0.0,
                              "mean_rtt_ms": _mean(window, "srtt_ms", 3),
                              "mean_cwnd_pkts": _mean(window, "cwnd_pkts", 2)})
     per_link = []

@@ -110,3 +110,18 @@ def test_a_hostile_self_test_file_keeps_the_defaults(hostile: object) -> None:
                                                "machine_busy": hostile}]}, cpus=2)
     assert fig.hop_cores_per_gbps == HOP_CORES_PER_GBPS or fig.hop_cores_per_gbps < 1e-300
     assert math.isfinite(fig.full_scale_mbps) and fig.full_scale_mbps > 0
+
+
+def test_a_warning_before_a_run_the_machine_cannot_carry() -> None:
+    """Issue 50: a 20 Gb/s, 64-flow spec was called "valid" with no word that a 2-core machine cannot carry it."""
+    from fastlab.experiment.cost import Cost, Figures, carry_warning
+
+    two_cpus = Figures(budget_cores=1.0)  # FAITHFUL_SHARE of 2 CPUs
+    assert carry_warning(Cost(0.27), two_cpus) is None
+    assert carry_warning(Cost(1.5, {}, "predicted 1.5 cores, more than the budget of 1"), two_cpus) == \
+        "it will run alone on this machine: predicted 1.5 cores, more than the budget of 1"
+    warning = carry_warning(Cost(1923.0, {"per_bit": 1920.0}), two_cpus)
+    assert warning is not None and warning.startswith("this machine cannot carry it faithfully")
+    assert "up to 1.92e+03 cores" in warning and "has 2," in warning
+    assert carry_warning(Cost(1.89), two_cpus) is None  # below 95 % of the 2 CPUs
+    assert carry_warning(Cost(1.91), two_cpus) is not None

@@ -20,11 +20,14 @@ def test_each_figure_goes_on_its_charts_with_its_label() -> None:
     assert [(x["y"], x["flow"], x["label"]) for x in lines["goodput"]] == [
         (100, None, "core capacity 100 Mb/s"), (40.0, "f1", "f1 FAST rate α/q 40.00 Mb/s")]
     assert [x["label"] for x in lines["links"]] == ["core capacity 100 Mb/s"]
-    assert [x["label"] for x in lines["cwnd"]] == ["f1 FAST window αD/(D−d) 52", "f1 Mathis 1.22/√p = 27 at p = 0.1 %",
-                                                   "f1 HSTCP w(p) = 83"]
-    assert [x["short"] for x in lines["rtt"]] == ["f1 d 40", "f1 41.2 ms"]
+    assert [x["label"] for x in lines["cwnd"]] == [
+        "f1 FAST window αD/(D−d) 52 pkts", "f1 Mathis 1.22/√p = 27 pkts at p = 0.1 %", "f1 HSTCP w(p) = 83 pkts"]
+    # every label carries its unit, the short ones a changed run's spans show too (issue 50)
+    assert [x["short"] for x in lines["cwnd"]] == ["f1 52 pkts", "f1 Mathis 27 pkts", "f1 HSTCP 83 pkts"]
+    assert [x["short"] for x in lines["goodput"]] == ["100 Mb/s", "f1 40.00 Mb/s"]
+    assert [x["short"] for x in lines["rtt"]] == ["f1 d 40 ms", "f1 41.2 ms"]
     assert lines["queue"] == [{"y": 20, "flow": None, "label": "core: FAST equilibrium Σα = 20 pkts",
-                               "short": "Σα = 20", "from_s": 0.0, "to_s": None}]
+                               "short": "Σα = 20 pkts", "from_s": 0.0, "to_s": None}]
 
 
 def test_coinciding_lines_merge_and_spans_stay_apart() -> None:

@@ -25,16 +25,16 @@ def summary(backlog: float, util: float, loss_drops: int = 0, queue_drops: int =
 
 def test_losses_that_keep_fast_below_its_equilibrium_are_named() -> None:
     notes = explain.notes([FAST_REF], summary(2.6, 0.27, loss_drops=100))
-    assert notes[0] == ("bottleneck: utilization 0.27, mean backlog 2.6 packets ≪ α = 30: losses (random loss of 1 %) "
-                        "keep cutting FAST's window before the queue reaches its equilibrium")
+    assert notes[0] == ("bottleneck: utilization 0.27, mean backlog 2.6 packets over the whole run ≪ α = 30: losses "
+                        "(random loss of 1 %) keep cutting FAST's window before the queue reaches its equilibrium")
     assert notes[1].startswith("f1 (fast): mean window 20 packets at a random loss rate p = 1 %; standard TCP's "
                                "response function 1.22/√p gives 12")
 
 
 def test_fast_at_equilibrium() -> None:
     assert explain.notes([FAST_REF], summary(29.8, 0.99)) == [
-        "bottleneck: utilization 0.99, mean backlog 29.8 packets ≈ α = 30: FAST at equilibrium (the queue holds "
-        "the sum of the alphas, the link is full)"]
+        "bottleneck: utilization 0.99, mean backlog 29.8 packets over the whole run ≈ α = 30: FAST at equilibrium "
+        "(the queue holds the sum of the alphas, the link is full)"]
 
 
 @pytest.mark.parametrize(("backlog", "util", "drops", "words"), [

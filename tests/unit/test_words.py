@@ -28,6 +28,13 @@ TECHNICAL = re.compile(r"[\^$\\{}]|\[[A-Za-z]|\b[a-z_]+(\[\d+\]|\.[a-z_]+)+")
     ("seed: Input should be a valid integer", "seed", "seed: must be a whole number"),
     ("flows[0].start_s (3) must be before duration_s (2)", "",
      "flow 1, start (s) (3) must be before the run's duration (2)"),
+    # issue 50: an empty flow list, and a link's own check naming its schedule step (it showed schedule[0].rate_mbps)
+    ("flows: List should have at least 1 item after validation, not 0", "flows",
+     "flows: needs at least 1 flow: add one"),
+    ("links.bottleneck: schedule[0].rate_mbps: the trace sets the link's capacity (delay_ms and loss steps can run "
+     "with it)", "links.bottleneck.schedule[0].rate_mbps",
+     "link bottleneck, schedule 1, rate (Mb/s): the trace sets the link's capacity (delay_ms and loss steps can run "
+     "with it)"),
     ("links.bottleneck.schedule[1].at_s: 99 s is not before duration_s (20 s): the step would never come",
      "links.bottleneck.schedule[1].at_s",
      "link bottleneck, schedule 2, at (s): 99 s is not before the run's duration (20 s): the step would never come"),

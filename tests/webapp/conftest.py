@@ -252,15 +252,22 @@ def throughput(run: StepRun, flow: str, lo: float, hi: float) -> CheckResult:
 """
 
 
+def write_lab(root: Path, name: str, handout: str, lab: str, specs: dict[str, str], checkpoints: str) -> Path:
+    """A lab folder `name` under the labs root `root` (its handout, lab.yaml, specs/ and checkpoints.py);
+    returns the root."""
+    folder = root / name
+    (folder / "specs").mkdir(parents=True)
+    (folder / "README.md").write_text(handout)
+    (folder / "lab.yaml").write_text(lab)
+    for file, text in specs.items():
+        (folder / "specs" / file).write_text(text)
+    (folder / "checkpoints.py").write_text(checkpoints)
+    return root
+
+
 def write_tiny_lab(root: Path) -> Path:
     """labs root with 01-tiny (see above); returns the root."""
-    folder = root / "01-tiny"
-    (folder / "specs").mkdir(parents=True)
-    (folder / "README.md").write_text(TINY_HANDOUT)
-    (folder / "lab.yaml").write_text(TINY_LAB)
-    (folder / "specs" / "one-cubic.yaml").write_text(TINY_SPEC)
-    (folder / "checkpoints.py").write_text(TINY_CHECKPOINTS)
-    return root
+    return write_lab(root, "01-tiny", TINY_HANDOUT, TINY_LAB, {"one-cubic.yaml": TINY_SPEC}, TINY_CHECKPOINTS)
 
 
 @pytest.fixture

@@ -102,10 +102,11 @@ def test_flows_links_units_smoothing_and_the_whole_run_on_the_x_axis(tmp_path: P
     assert cwnd == "#1f77b4" and target == "#8fbbda", (target, cwnd)
     assert page.locator("#chart-fast").count() == 0
     assert page.evaluate(f"({TRACES})('chart-queue')") == ["bottleneck forward backlog"]  # ACKs' queue: empty
-    # smoothing: a modest default, stated on the chart; off shows the raw 0..40 Mb/s swings
+    # smoothing: over 10 of the flow's RTTs by default (issue 50), stated on the chart; off shows the raw
+    # 0..40 Mb/s swings
     title = "document.getElementById('chart-goodput').layout.title.text"
     ys = "document.getElementById('chart-goodput').data[0].y"
-    assert page.evaluate(title) == "Goodput per flow — moving average of 5 samples (0.25 s)"
+    assert page.evaluate(title) == "Goodput per flow — moving average over 10 RTTs (f1 0.40 s)"
     smooth = page.evaluate(ys)
     assert max(smooth[8:]) < 15 and min(smooth[8:]) > 3, (max(smooth[8:]), min(smooth[8:]))
     ARTIFACTS.mkdir(exist_ok=True)
@@ -120,8 +121,8 @@ def test_flows_links_units_smoothing_and_the_whole_run_on_the_x_axis(tmp_path: P
     page.screenshot(path=str(ARTIFACTS / f"webapp-11-charts-{width}-full.png"), full_page=True)
     # the automatic note and the response function at the measured loss rate (40 of 4000 packets: 1 %)
     note = page.inner_text("#what-happened")
-    assert "bottleneck: utilization 0.27, mean backlog 2.6 packets ≪ α = 30: losses (random loss of 1 %) keep " \
-           "cutting FAST's window" in note, note
+    assert "bottleneck: utilization 0.27, mean backlog 2.6 packets over the whole run ≪ α = 30: losses (random " \
+           "loss of 1 %) keep cutting FAST's window" in note, note
     assert "standard TCP's response function 1.22/√p gives 12" in note
     shapes = page.evaluate("document.getElementById('chart-cwnd').layout.shapes.map(s => s.y0)")
     assert 12.2 in shapes and 96.7 in shapes, shapes  # Mathis at p = 1 %, FAST's window alpha*D/q
@@ -139,8 +140,8 @@ def test_fast_at_equilibrium_is_said_so_without_loss_lines(tmp_path: Path, live_
     problems = watch(page)
     page.goto(f"{server.url}/runs/{RUN}")
     assert page.inner_text("#what-happened li") == (
-        "bottleneck: utilization 0.99, mean backlog 29.8 packets ≈ α = 30: FAST at equilibrium (the queue holds the "
-        "sum of the alphas, the link is full)")
+        "bottleneck: utilization 0.99, mean backlog 29.8 packets over the whole run ≈ α = 30: FAST at equilibrium "
+        "(the queue holds the sum of the alphas, the link is full)")
     wait_until(page, "document.body.dataset.streamEnded === 'done'", timeout=20_000)
     assert "Mathis" not in page.inner_text("#theory-note")  # nothing lost at random: no response-function line
     annotations = page.evaluate("document.getElementById('chart-cwnd').layout.annotations")
@@ -210,5 +211,5 @@ def test_the_report_draws_the_run_pages_charts(tmp_path: Path, live_server_facto
     assert sigma == [(0, 4.0, 30), (4.0, DURATION, 60)], sigma
     assert any(dash == "dot" and x0 == 4.0 for x0, _x1, _y0, _y1, dash, _c in queue["shapes"])  # the marker
     assert "h1: α 30 → 60 (live)" in queue["notes"]
-    assert page_state["chart-goodput"]["title"].startswith("Goodput per flow — moving average of 5 samples")
+    assert page_state["chart-goodput"]["title"].startswith("Goodput per flow — moving average over 10 RTTs")
     assert page_state["chart-goodput"]["x"] == [0, DURATION]

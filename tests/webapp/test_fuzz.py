@@ -127,7 +127,9 @@ def test_openapi_operations_reject_hostile_bodies(fuzz_app) -> None:
     doc = fuzz_app.test_client().get("/api/openapi.json").get_json()
     before = queued_count(fuzz_app)
     posts = [p for p, ops in doc["paths"].items() if "post" in ops and "{" not in p]
-    assert set(posts) == {"/api/runs", "/api/validate", "/api/sweeps", "/api/sweeps/parameters", "/api/traces"}
+    assert set(posts) == {"/api/runs", "/api/validate", "/api/sweeps", "/api/sweeps/parameters", "/api/traces",
+                          "/api/theory/red", "/api/class/join", "/api/class/leave", "/api/classes",
+                          "/api/instructor/session"}
     for path in posts:
         for body in ({"name": "$(reboot)", "topology": "../../etc", "duration_s": 1e308, "flows": []},
                      [1, 2], "; rm -rf /", None):
@@ -143,7 +145,8 @@ DEEP = "[" * 10_000 + "]" * 10_000
 @pytest.mark.parametrize("method, path", [
     ("POST", "/api/validate"), ("POST", "/api/runs"), ("POST", "/api/runs/none/cc"),
     ("POST", "/api/sweeps"), ("POST", "/api/runs/none/bundle"), ("POST", "/api/labs/1/steps/x/run"),
-    ("POST", "/api/sweeps/parameters"),
+    ("POST", "/api/sweeps/parameters"), ("POST", "/api/theory/red"), ("POST", "/api/class/join"),
+    ("POST", "/api/class/answers/02-fast-equilibrium"), ("POST", "/api/classes"), ("POST", "/api/instructor/session"),
 ])
 def test_hostile_bodies_get_one_line_not_a_traceback(tmp_path: Path, method: str, path: str) -> None:
     """JSON nested 10,000 deep, or not JSON at all, to every endpoint that reads a body: a 4xx with one

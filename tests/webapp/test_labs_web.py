@@ -38,7 +38,7 @@ def recorded_band(lab: Path, step: str, name: str) -> str:
     hi"): the bounds are the lab's to derive (from its model and the run), not this test's to repeat."""
     loaded = load_lab_folder(lab)
     [result] = [r for r in evaluate_step(loaded, step, loaded.recording(step)) if r.name == name]
-    lo, hi = result.expected.split("..")
+    lo, hi, _digits = guided.range_texts(*(float(v) for v in result.expected.split("..")))  # as the page rounds
     return f"expected between {lo} and {hi}"
 
 
@@ -129,7 +129,7 @@ def test_every_lab_of_the_repository_renders_for_the_web(folder: Path, client: A
         assert cli not in html, cli
     for step in lab.steps:
         assert f'data-step="{step.id}" data-short="0">▶ Run step {web.labels[step.id]}: {step.id}' in html
-    questions = lab.handout().split("## Questions", 1)[1]
+    questions = lab.handout().split("## Questions", 1)[1].split("\n## ", 1)[0]  # to the next section
     numbered = sum(1 for line in questions.splitlines() if line[:1].isdigit() and ". " in line[:4])
     assert sum(1 for a in web.answers if a["key"].startswith("q-")) == numbered > 0
     assert any(a["key"].startswith("step-") for a in web.answers)  # predict / compute first
@@ -188,6 +188,24 @@ def test_numbers_and_ranges_in_words() -> None:
     assert guided.plain_result(0.135, "0..1 s", True) == "measured 0.135 s; expected at most 1 s: in range"
     assert guided.plain_result("NOT faithful", "faithful", False) == "measured NOT faithful (expected: faithful)"
     assert guided.plain_result(None, "", False) == "measured n/a"
+    # ranges rounded to what matters (issue 50), outward: the shown range holds the real one
+    assert guided.plain_result(1.0, "0.9944..1.006", True) == "measured 1; expected between 0.994 and 1.01: in range"
+    assert guided.plain_result(38.6, "35.91..40.66 pkts", True).endswith("between 35.9 and 40.7 packets: in range")
+    assert guided.plain_result(1238, "1223..1242 s", True).endswith("between 1,223 and 1,242 s: in range")
+    assert guided.plain_result(1.04, "0.08891..1.911", True).endswith("between 0.08 and 1.92: in range")
+    # a figure that failed near an edge is shown with the digits that put it outside the range shown
+    assert guided.plain_result(0.9943, "0.9944..1.006", False) == \
+        "measured 0.994; expected between 0.9944 and 1.006: below the range"
+
+
+def test_checkpoint_sentences_for_students() -> None:
+    """The docstring's ASCII maths typeset, its asides naming files and columns moved to details."""
+    assert guided.student_text("w = alpha * D / (D - d), i.e. w*(1 - d/D) = alpha (cc_events.csv)") == \
+        ("w = α·D / (D − d), i.e. w·(1 − d/D) = α", "cc_events.csv")
+    assert guided.student_text("RED's average queue (links.csv aqm_avg_queue, its EWMA) over q*: near 1") == \
+        ("RED's average queue over q*: near 1", "links.csv aqm_avg_queue, its EWMA")
+    assert guided.student_text("at most sum(cwnd x packet / srtt); 1.22/sqrt(p); x = C") == \
+        ("at most Σ(cwnd × packet / srtt); 1.22/√(p); x = C", "")
 
 
 def test_checkpoints_in_plain_words_on_a_recorded_run(tmp_path: Path) -> None:
@@ -196,8 +214,8 @@ def test_checkpoints_in_plain_words_on_a_recorded_run(tmp_path: Path) -> None:
     result = app.test_client().get(f"/api/runs/{RECORDED_RUN}/checkpoints").get_json()
     checks = {c["name"]: c for c in result["checks"]}
     window = checks["window f1"]  # lab.yaml names it; the checkpoint's own words say what it measured
-    assert window["quantity"].startswith("f1 mean w*(1 - baseRTT/avgRTT) over ")
-    assert window["checks"].startswith("FAST's equilibrium w = alpha * D / (D - d)")
+    assert window["quantity"].startswith("f1 mean w·(1 − baseRTT/avgRTT) over ")
+    assert window["checks"].startswith("FAST's equilibrium w = α·D / (D − d)")
     assert window["result"] == f"measured {window['measured_text']} packets; expected between 17.5 and 20.5 " \
                                "packets: in range"
     assert float(window["measured_text"]) == pytest.approx(window["measured"], rel=5e-3)

@@ -72,15 +72,16 @@ def test_a_lab_page_for_the_web(tmp_path: Path, live_server_factory, browser, wi
     row = page.locator("#step-equilibrium tr[data-checkpoint='window f1']")
     assert row.locator(".verdict").inner_text() == "PASS"
     result = row.locator(".result").inner_text()
-    assert result.startswith("f1 mean w*(1 - baseRTT/avgRTT) over ") and \
+    assert result.startswith("f1 mean w·(1 − baseRTT/avgRTT) over ") and \
         result.endswith("packets; expected between 17.5 and 20.5 packets: in range")
     assert 17.5 <= float(row.locator(".measured").inner_text()) <= 20.5
-    assert row.locator(".checks").inner_text().startswith("FAST's equilibrium w = alpha * D / (D - d)")
-    # the statistics behind the range folded under one click (issue 32: two layers)
-    assert row.locator(".why summary").inner_text() == "why this range"
-    assert not row.locator(".why-text").is_visible()
+    assert row.locator(".checks").inner_text().startswith("FAST's equilibrium w = α·D / (D − d)")
+    # the statistics behind the range and the files it reads folded under one click (issues 32, 50: two layers)
+    assert row.locator(".why summary").inner_text() == "details: why this range, what it reads"
+    assert not row.locator(".why-text").first.is_visible()
     row.locator(".why summary").click()
-    assert row.locator(".why-text").inner_text().startswith("alpha 20:")
+    assert row.locator(".why-text").first.inner_text().startswith("alpha 20:")
+    assert row.locator(".why-text.reads").inner_text() == "reads: cc_events.csv"
     ratio = page.locator("#step-equilibrium tr[data-checkpoint='rates equal despite RTTs'] .result").inner_text()
     assert ratio.startswith("rate of f2 / rate of f1: measured ") and \
         recorded_band(LAB02, "equilibrium", "rates equal despite RTTs") in ratio

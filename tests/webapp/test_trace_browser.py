@@ -57,7 +57,8 @@ def test_upload_a_trace_run_over_it_and_see_it_named(tmp_path: Path, live_server
     page.fill("#f-name", "trace-upload")
     wait_until(page, "document.getElementById('validation').className === 'valid' && "
                      "document.getElementById('spec-yaml').textContent.includes('upload:')", timeout=10_000)
-    assert page.inner_text("#validation") == "valid — bottleneck: emulator"
+    assert page.inner_text("#validation") == \
+        "valid: ready to start · links shaped: bottleneck by fastlab's link emulator"
     assert f"trace: upload:{sha}" in page.inner_text("#spec-yaml")
     page.locator("fieldset:has(#links)").screenshot(path=str(ARTIFACTS / "webapp-trace-form.png"))
     page.screenshot(path=str(ARTIFACTS / "webapp-trace-form-page.png"), full_page=True)

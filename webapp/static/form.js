@@ -533,14 +533,26 @@ function showFieldError(error, words) {
   return input;
 }
 
+// how a link is shaped, as a student reads it (the spec's `backend` words are the engine's)
+const BACKEND_WORDS = {emulator: "fastlab's link emulator", tc: "the kernel's traffic control (tc)",
+  netem: "the kernel's netem", auto: 'the best the machine offers'};
+
 function showResult(r) {
   const box = $('validation');
   $('start').disabled = !r.ok && r.status === 422;  // invalid: fix the named field first
   showYaml(r);
   if (r.ok) {
     clearFieldErrors();
-    box.className = 'valid';
-    box.textContent = 'valid — ' + Object.entries(r.data.links).map(([k, v]) => `${k}: ${v.backend}`).join(', ');
+    box.removeAttribute('title');  // an earlier refusal's line no longer applies
+    box.className = r.data.warning ? 'valid warning' : 'valid';
+    // what shapes each link, in words; the engine's word and its reason are the tooltip
+    const shaped = Object.entries(r.data.links).map(([k, v]) => `${k} by ${BACKEND_WORDS[v.backend] || v.backend}`);
+    box.textContent = `valid: ready to start${shaped.length ? ` · links shaped: ${shaped.join(', ')}` : ''}`;
+    box.title = Object.entries(r.data.links).map(([k, v]) => `${k}: ${v.backend} (${v.why})`).join('\n');
+    if (r.data.warning) {
+      const warn = el('strong', {class: 'cost-warning', text: ` — warning: ${r.data.warning}`});
+      box.append(warn);
+    }
   } else {
     const error = (r.data && r.data.error) || `error ${r.status}`;
     const words = (r.data && r.data.message) || error;

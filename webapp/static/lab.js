@@ -1,7 +1,8 @@
 // Guided labs: the Run / Run short buttons of a step (under the step and in the handout where the CLI
 // handout had a command: queue the step, open its live run page), the answer boxes (kept in this
-// browser, downloadable), the checkpoint tables of finished lab step runs in plain words (from
-// /api/runs/<id>/checkpoints) and, on a lab step run's page, its bundle with the student's answers.
+// browser and, for a student of a class, on the server: answers.js; downloadable), the checkpoint
+// tables of finished lab step runs in plain words (from /api/runs/<id>/checkpoints) and, on a lab step
+// run's page, its bundle with the student's answers.
 import {api, csrfToken, errorText} from '/static/common.js';
 import * as answers from '/static/answers.js';
 
@@ -27,8 +28,26 @@ export async function showCheckpoints(box) {
       + 'Run the step again when the machine is quieter (or at a lower scale).', 'summary inconclusive'));
     box.append(el('p', r.data.inconclusive, 'note cp-note'));
   } else {
-    box.append(el('p', failed ? `${failed} of ${r.data.checks.length} checkpoints failed`
-      : `all ${r.data.checks.length} checkpoints passed`, `summary ${failed ? 'fail' : 'pass'}`));
+    const skipped = r.data.skipped?.length ? ` (of the ${r.data.checks.length} this short run evaluates)` : '';
+    const n = r.data.checks.length;
+    box.append(el('p', failed ? `${failed} of ${n} checkpoint${n === 1 ? '' : 's'} failed${skipped}`
+      : `${n === 1 ? 'the checkpoint' : `all ${n} checkpoints`} passed${skipped}`, `summary ${failed ? 'fail' : 'pass'}`));
+  }
+  if (r.data.skipped?.length) {
+    // the checkpoints a short run cannot show, each with why: run the full form to judge them
+    const n = r.data.skipped.length;
+    const note = el('div', undefined, 'skipped');
+    note.append(el('p', `Not evaluated in the short form (${n} checkpoint${n > 1 ? 's' : ''}: run the step's full form for `
+      + `${n > 1 ? 'them' : 'it'}):`, 'note'));
+    const ul = el('ul');
+    for (const c of r.data.skipped) {
+      const li = el('li');
+      li.dataset.checkpoint = c.name;
+      li.append(el('strong', c.name), ` — ${c.why}`);
+      ul.append(li);
+    }
+    note.append(ul);
+    box.append(note);
   }
   const table = el('table', undefined, 'checkpoint-results');
   const head = el('tr');
@@ -54,9 +73,11 @@ export async function showCheckpoints(box) {
     plain.append(result);
     // Two layers: the sentence above is what a student reads; the statistics behind the range (standard
     // errors, batch means) are folded under it, one click away.
-    if (c.tolerance) {
+    if (c.tolerance || c.details) {
       const why = el('details', undefined, 'why');
-      why.append(el('summary', 'why this range'), el('div', c.tolerance, 'why-text'));
+      why.append(el('summary', c.details ? 'details: why this range, what it reads' : 'why this range'));
+      if (c.tolerance) why.append(el('div', c.tolerance, 'why-text'));
+      if (c.details) why.append(el('div', `reads: ${c.details}`, 'why-text reads'));
       plain.append(why);
     }
     if (c.note) plain.append(el('div', c.note, 'note cp-note'));
@@ -69,6 +90,8 @@ export async function showCheckpoints(box) {
 
 // --- running steps ---------------------------------------------------------------------------------
 const labName = document.getElementById('lab')?.dataset.lab;
+// the answers typed just before a Run button: sent before the page leaves for the run's (set below)
+let sendAnswers = async () => {};
 for (const button of document.querySelectorAll('#lab button.run-step')) {
   button.addEventListener('click', async () => {
     const scope = button.closest('.step-ref') || button.closest('.step');
@@ -79,7 +102,11 @@ for (const button of document.querySelectorAll('#lab button.run-step')) {
     message.textContent = 'queueing…';
     const r = await api('POST', `/api/labs/${encodeURIComponent(labName)}/steps/${encodeURIComponent(button.dataset.step)}/run`,
       {short: button.dataset.short === '1'});
-    if (r.status === 201) { window.location = r.data.url; return; }
+    if (r.status === 201) {
+      await sendAnswers();
+      window.location = r.data.url;
+      return;
+    }
     message.className = 'error run-message';
     message.textContent = errorText(r);
     for (const b of buttons) b.disabled = false;
@@ -107,6 +134,7 @@ for (const button of document.querySelectorAll('#lab button.run-all')) {
       }
       urls.push(r.data.url);
     }
+    await sendAnswers();
     window.location = urls[0];
   });
 }
@@ -136,33 +164,82 @@ function promptOf(box) {
 const panel = document.getElementById('answers-panel');
 if (labName && panel) {
   const boxes = [...document.querySelectorAll('#handout textarea[data-answer]')];
-  const stored = answers.load(labName);
-  const before = new Map((stored ? stored.items : []).map((i) => [i.key, i.text]));
-  for (const box of boxes) box.value = before.get(box.dataset.answer) || '';
   const status = document.getElementById('answers-saved');
-  const record = () => ({lab: labName, title: panel.dataset.labTitle, saved: new Date().toISOString().slice(0, 19) + 'Z',
-    items: boxes.map((b) => ({key: b.dataset.answer, label: b.dataset.label, prompt: promptOf(b), text: b.value}))});
-  const report = (r) => {
-    const n = answers.written(r);
-    status.textContent = n ? `${n} of ${boxes.length} answered · saved in this browser` : 'nothing written yet';
+  // the record: every box of the page, with what this browser holds of it (edit time, not sent yet)
+  const stored = answers.load(labName);
+  const before = new Map((stored ? stored.items : []).map((i) => [i.key, i]));
+  const record = {lab: labName, title: panel.dataset.labTitle, saved: stored?.saved || null,
+    items: boxes.map((b) => ({key: b.dataset.answer, label: b.dataset.label, prompt: promptOf(b), text: '', edited: 0,
+      pending: false, ...(before.get(b.dataset.answer) ? {text: before.get(b.dataset.answer).text,
+        edited: before.get(b.dataset.answer).edited || 0, pending: !!before.get(b.dataset.answer).pending} : {})}))};
+  const boxOf = new Map(boxes.map((b) => [b.dataset.answer, b]));
+  const show = () => {
+    for (const item of record.items) {
+      const box = boxOf.get(item.key);
+      if (box && box !== document.activeElement && box.value !== item.text) box.value = item.text;
+    }
   };
-  report(stored);
+  show();
+  let state = answers.student() ? 'saving' : 'local';
+  const report = () => {
+    const n = answers.written(record);
+    const where = {saved: 'saved on the server for your class', offline: 'saved in this browser: offline, sent when it is back',
+      saving: 'saving…', error: 'saved in this browser',
+      local: panel.dataset.classes ? 'saved in this browser (join your class to hand them in)' : 'saved in this browser'}[state];
+    status.textContent = n ? `${n} of ${boxes.length} answered · ${where}` : 'nothing written yet';
+    panel.dataset.sync = state;
+    document.dispatchEvent(new CustomEvent('answerschanged', {detail: record}));
+  };
+  let syncing = null;
+  let again = false;
+  async function syncNow() {
+    if (syncing) { again = true; return; }
+    syncing = answers.sync(labName, record);
+    const r = await syncing;
+    syncing = null;
+    // an edit typed while the request was out is still to send: not "saved" yet
+    state = r.state === 'saved' && answers.pending(record) ? 'saving' : r.state;
+    if (r.state === 'error') status.title = r.error;
+    else status.removeAttribute('title');
+    show();
+    report();
+    if (again) { again = false; syncNow(); }
+  }
+  let timer = null;
+  sendAnswers = async () => {
+    clearTimeout(timer);
+    while (syncing) await syncing;  // a request already out: then what is still pending
+    if (answers.pending(record)) await syncNow();
+  };
   for (const box of boxes) {
     box.addEventListener('input', () => {
-      const r = record();
-      answers.save(labName, r);
-      report(r);
+      const item = record.items.find((i) => i.key === box.dataset.answer);
+      Object.assign(item, {text: box.value, edited: Date.now(), pending: true});
+      record.saved = new Date().toISOString().slice(0, 19) + 'Z';
+      answers.save(labName, record);
+      if (answers.student()) state = 'saving';
+      report();
+      clearTimeout(timer);
+      timer = setTimeout(syncNow, 600);
     });
   }
+  report();
+  syncNow();
+  window.addEventListener('online', syncNow);
+  // leaving the page (a Run button opens the run's page) within the typing pause: what is not sent yet goes
+  // with a request that outlives the page; whatever it misses stays pending in this browser
+  window.addEventListener('pagehide', () => answers.flush(labName, record));
+  setInterval(() => { if (answers.pending(record)) syncNow(); }, 15_000);
   document.getElementById('answers-download').addEventListener('click', () => {
-    const r = record();
-    answers.download(new Blob([answers.markdown(r)], {type: 'text/markdown'}), `${labName}-answers.md`);
+    answers.download(new Blob([answers.markdown(record)], {type: 'text/markdown'}), `${labName}-answers.md`);
   });
   document.getElementById('answers-clear').addEventListener('click', () => {
-    if (!window.confirm('Clear every answer of this lab in this browser?')) return;
-    for (const box of boxes) box.value = '';
-    answers.clear(labName);
-    report(null);
+    if (!window.confirm('Clear every answer of this lab? (For a class: on the server too.)')) return;
+    for (const item of record.items) Object.assign(item, {text: '', edited: Date.now(), pending: true});
+    show();
+    answers.save(labName, record);
+    report();
+    syncNow();
   });
 }
 
@@ -195,5 +272,74 @@ if (withAnswers) {
     }
     answers.download(await resp.blob(), `${run}-with-answers.zip`);
     note.textContent = `downloaded ${run}-with-answers.zip (answers.md inside, in the manifest)`;
+  });
+}
+
+// --- expected values (lab page): folded until the student has written the prediction they follow ----------
+// webapp.handout puts each step's expected values in a hidden block naming the answer box whose prediction
+// reveals them (data-after); "show them now" reveals one at once (remembered in this browser).
+const revealedKey = `fastlab-revealed:${labName}`;
+function revealedByHand() {
+  try { return new Set(JSON.parse(localStorage.getItem(revealedKey) || '[]')); } catch (e) { return new Set(); }
+}
+function showExpected(record) {
+  const typed = new Set((record?.items || []).filter((i) => i.text.trim() !== '').map((i) => i.key));
+  const byHand = revealedByHand();
+  for (const block of document.querySelectorAll('#handout .expected')) {
+    const open = byHand.has(block.dataset.item) || (block.dataset.after && typed.has(block.dataset.after));
+    block.querySelector('.expected-values').hidden = !open;
+    block.querySelector('.expected-lock').hidden = open;
+    block.dataset.shown = open ? '1' : '0';
+  }
+}
+if (labName) {
+  for (const button of document.querySelectorAll('#handout .reveal-expected')) {
+    button.addEventListener('click', () => {
+      const byHand = revealedByHand();
+      byHand.add(button.closest('.expected').dataset.item);
+      localStorage.setItem(revealedKey, JSON.stringify([...byHand]));
+      showExpected(answers.load(labName));
+    });
+  }
+  document.addEventListener('answerschanged', (ev) => showExpected(ev.detail));
+  showExpected(answers.load(labName));
+}
+
+// --- a model's calculator (lab page): the handout's Python for a terminal, computed by the app ----------
+const SUPERSCRIPT = {'-': '⁻', 0: '⁰', 1: '¹', 2: '²', 3: '³', 4: '⁴', 5: '⁵', 6: '⁶', 7: '⁷', 8: '⁸', 9: '⁹'};
+function scientific(v) {  // 2.42·10⁻³, as the handout writes it
+  const [m, e] = v.toExponential(2).split('e');
+  return Number(e) === 0 ? m : `${m}·10${[...String(Number(e))].map((c) => SUPERSCRIPT[c]).join('')}`;
+}
+const CALC_COLUMNS = [['n_flows', 'N′', (v) => String(v)], ['window_pkts', 'W* (packets)', (v) => v.toFixed(1)],
+  ['drop_rate', 'p*', (v) => scientific(v)], ['queue_pkts', 'q* (packets)', (v) => v.toFixed(1)],
+  ['queue_ms', 'q* (ms)', (v) => v.toFixed(1)], ['rtt_ms', 'R* (ms)', (v) => v.toFixed(1)],
+  ['loop_gain', 'loop gain', (v) => v.toPrecision(3)], ['hmtg_holds', 'HMTG condition', (v) => (v ? 'holds' : 'fails')],
+  ['gain_margin', 'exact gain margin', (v) => v.toPrecision(3)], ['stable', 'model says', (v) => (v ? 'stable' : 'unstable')]];
+for (const form of document.querySelectorAll('form.calculator')) {
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const error = form.querySelector('.calc-error');
+    const out = form.querySelector('.calc-result');
+    const body = {};
+    for (const input of form.querySelectorAll('input[name]')) {
+      const values = input.value.split(',').map((v) => v.trim()).filter((v) => v !== '').map(Number);
+      body[input.name] = input.name === 'flows' ? values : (values.length === 1 ? values[0] : input.value);
+    }
+    const r = await api('POST', `/api/theory/${encodeURIComponent(form.dataset.model)}`, body);
+    error.textContent = r.ok ? '' : errorText(r);
+    out.replaceChildren();
+    if (!r.ok) return;
+    const table = el('table', undefined, 'calc-table');
+    const head = el('tr');
+    for (const [, label] of CALC_COLUMNS) head.append(el('th', label));
+    table.append(head);
+    for (const row of r.data.rows) {
+      const tr = el('tr');
+      for (const [key, , shown] of CALC_COLUMNS) tr.append(el('td', shown(row[key]), 'num'));
+      table.append(tr);
+    }
+    out.append(table, el('p', `C′ = ${r.data.capacity_pps.toFixed(1)} packets/s`, 'note'));
+    form.dataset.computed = String(r.data.rows.length);
   });
 }
