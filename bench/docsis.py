@@ -1,86 +1,65 @@
-"""DOCSIS calibration: the emulated cable path against the study it reproduces, side by side, and the fit
-of the calibrated phantom element.
+"""DOCSIS calibration: the emulated cable path against the study it reproduces, side by side, the fit of
+the calibrated phantom element, and its predictions for conditions whose published figures are held back.
 
 The study (Atov, Andrew, Kennedy, Wydrowski, TENCON 2005: a real Cisco CMTS and cable modem, 3 Mb/s
 down / 512 kb/s up, 100 ms of base RTT, 1500-byte packets) measured throughput, mean RTT and minimum
 RTT against a *fixed* window (here `max_cwnd_pkts`: Reno held at w, below the path's BDP + buffer
 nothing is lost, so the window stays at w), and the smallest FAST alpha that fills the downstream, on
-DOCSIS and on a simple link of the same capacities. Its figures, as fastlab's design brief states them
-(not digitised here), are in bench/data/atov2005.yaml: `fit` holds the ones the phantom element is
-fitted to (one flow, fixed windows, DOCSIS mean RTT), `out_of_sample` what is only ever compared.
+DOCSIS and on a simple link of the same capacities, for one flow and for two. Its figures, as fastlab's
+design brief and issue 49 state them (not digitised here), are in bench/data/atov2005.yaml: `fit` holds
+the ones the phantom element is fitted to, `out_of_sample` what is only ever compared, `held_back` the
+conditions whose figures are kept from this project.
 
 Three links: `simple`, `docsis` (the sourced MAC and shaper plus the calibrated element) and
 `docsis-off` (the sourced mechanisms alone, `phantom: off`).
 
-- `--fit`: runs the fixed windows of `fit` on `docsis` for every (max_delay_ms, knee) of a grid,
-  prints each point's residuals against the published mean RTTs (in units of the band's half-width),
-  and writes the best point to bench/data/docsis-phantom-fit.json -- the source of
-  fastlab.define.schema.PHANTOM_FIT_* (a unit test holds them to it).
-- default: fixed windows (`--windows`) and FAST alphas (`--alphas`, each alpha its own run) on the
-  links asked (`--links`), `--repeat` seeds each: medians, the published figure beside each, the
-  smallest alpha with >= 95 % utilization per link against the published band.
-- `--flows 2`, `--downstream 1,2,3`: the same experiments off the fitted conditions: what the
-  calibrated model predicts there, printed, never fitted.
-- `--jobs N`: N runs at once, each in its own process with its own run-scoped network and emulators and
-  its own fidelity verdict (a run made unfaithful by a neighbour says so and is left out). A 3 Mb/s run
-  keeps ~20 % of one core busy (measured: 3.5 s of CPU in a 19-s run), so 4 at once stay far inside
-  this 2-core machine. FAST is registered once by the bench before the runs start (so no run owns it
-  and none unregisters it under another) and unregistered at the end if the bench registered it.
-  Caveat: runs at once share FAST's event ring buffer, so a run's CC event log may miss events the
-  other runs consumed; no figure here is read from the events.
-- `--plot FILE.html` (with `--from a.json,b.json` to draw saved `--json` dumps without running): the
-  aggregate plots -- utilization and mean/minimum RTT against the fixed window, utilization and FAST's own
-  window against alpha -- emulated medians with their min-max over the faithful runs, the published
-  figures and bands beside them. Medians everywhere leave unfaithful runs out (and say how many).
+The fit of the calibrated element and its predictions (`--fit-stage`, `--fit`, `--predict`) are
+bench/docsis_fit.py's; one run and its figures are bench/docsis_runs.py's (`--jobs N` runs at once:
+see there).
 
-Measured per run, after --warmup seconds: goodput (bytes acked over time); for the fixed windows the
-mean and the minimum of every RTT sample the kernel took (one per ACK, `rtt_samples.csv`); for FAST the
-mean srtt. Run as root: `sudo .venv/bin/python bench/docsis.py [--fit] [--windows 5,10,...]
-[--alphas 1,2,...] [--links simple,docsis,docsis-off] [--repeat N] [--first-seed N] [--jobs N]
-[--duration S] [--only windows|alpha]
-[--flows N] [--downstream 1,2,3] [--json FILE] [--plot FILE.html [--from JSON,...]]`.
+Default: fixed windows (`--windows`) and FAST alphas (`--alphas`, each alpha its own run) on the links
+asked (`--links`), `--repeat` seeds each, `--flows` flows: medians, the published figure beside each,
+the smallest alpha with >= 95 % utilization per link against the published band.
+
+`--plot FILE.html` (with `--from a.json,b.json` to draw saved `--json` dumps without running): the
+aggregate plots -- utilization and mean/minimum RTT against the fixed window, utilization and FAST's own
+window against alpha -- emulated medians with their min-max over the faithful runs, the published
+figures and bands beside them. Medians everywhere leave unfaithful runs out (and say how many).
+
+Run as root: `sudo .venv/bin/python bench/docsis.py [--fit | --fit-stage S | --predict [--conditions C,...]
+[--stored]] [--windows 5,10,...] [--alphas 1,2,...] [--links simple,docsis,docsis-off] [--repeat N]
+[--first-seed N] [--jobs N] [--duration S] [--warmup S] [--only windows|alpha] [--flows N] [--downstream 1,2,3]
+[--json FILE] [--plot FILE.html [--from JSON,...]]`.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import itertools
 import json
 import math
-import multiprocessing
 import sys
 import tempfile
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from fastlab.base.rundir import RTT_SAMPLES, RunFolder  # noqa: E402
-from fastlab.define.schema import PhantomDelay, parse_spec  # noqa: E402
-from fastlab.define.topology import build_plan  # noqa: E402
-from fastlab.experiment.engine import run_experiment  # noqa: E402
-from fastlab.measure.analysis import steady_goodput_mbps  # noqa: E402
-from fastlab.run.ccload import default_registry  # noqa: E402
-
-DATA = REPO / "bench" / "data" / "atov2005.yaml"
-FIT_FILE = REPO / "bench" / "data" / "docsis-phantom-fit.json"
-PKT_BYTES = 1500
-PAYLOAD_SHARE = 1448 / 1500  # TCP payload of a 1500-byte packet, timestamps on
-FULL = 0.95  # "full utilization"
-LINKS = {"simple": {"mode": "simple"}, "docsis": {"mode": "docsis"},
-         "docsis-off": {"mode": "docsis", "phantom": "off"}}
-FIT_GRID = {"max_delay_ms": [30.0, 35.0, 40.0, 45.0, 50.0], "knee": [0.3, 0.5, 0.7]}
-
-
-def published() -> dict[str, Any]:
-    return yaml.safe_load(DATA.read_text())
+from bench.docsis_runs import (  # noqa: E402
+    FULL,
+    LINKS,
+    PKT_BYTES,
+    Task,
+    alpha_needed,
+    faithful,
+    faithful_only,
+    fast_registered,
+    published,
+    run_all,
+    timed,
+)
 
 
 def simple_mean_rtt_ms(w: float, data: dict[str, Any]) -> float:
@@ -108,169 +87,12 @@ def simple_physical_rtt_ms(w: float, idle_rtt_ms: float, downstream_mbps: float,
     return max(base_ms + 2 * t_data + t_ack + hosts, w * t_data)
 
 
-def spec_for(link: str, duration_s: float, seed: int, flow: dict[str, Any], name: str, count: int = 1,
-             downstream_mbps: float = 3.0, phantom: dict[str, float] | None = None) -> Any:
-    args = dict(LINKS[link]) | {"downstream_mbps": downstream_mbps}
-    spec: dict[str, Any] = {"name": name, "topology": "docsis", "topology_args": args, "duration_s": duration_s,
-                            "seed": seed, "switch": "bridge", "idle_pings": 3,
-                            "flows": [{"src": "server", "dst": "client", "count": count, **flow}]}
-    if phantom is not None:  # the topology's own downstream shaper, with these phantom parameters
-        shaper = build_plan("docsis", args).shaped["cable"].profile.policy
-        assert shaper is not None
-        element = PhantomDelay(model="calibrated_load_delay", **phantom)
-        spec["links"] = {"cable": {"policy": shaper.model_copy(update={"phantom": element}).model_dump()}}
-    return parse_spec(spec)
-
-
-def steady_figures(out: Path, warmup_s: float, downstream_mbps: float) -> dict[str, Any]:
-    """Goodput, utilization and RTTs of a run after the warm-up (every flow together)."""
-    folder = RunFolder(out)
-    flows = folder.flows()
-    steady = flows[flows["t"] >= warmup_s]
-    mbps = steady_goodput_mbps(flows, warmup_s)
-    summary = folder.summary()
-    idle = next((p.min_ms for p in summary.idle_rtt if p.min_ms), math.nan)
-    figures = {"goodput_mbps": mbps, "utilization": mbps / (downstream_mbps * PAYLOAD_SHARE),
-               "mean_rtt_ms": float(steady["srtt_ms"].mean()), "min_rtt_ms": math.nan, "idle_rtt_ms": idle,
-               "cwnd_mean": float(steady["cwnd_pkts"].mean()),
-               "faithful": bool(summary.faithful)}
-    if folder.has(RTT_SAMPLES):  # per-packet RTTs of a clamped flow
-        rtts = folder.rtt_samples()
-        rtts = rtts[rtts["t"] >= warmup_s]
-        figures["mean_rtt_ms"] = float((rtts["mean_rtt_ms"] * rtts["samples"]).sum() / rtts["samples"].sum())
-        figures["min_rtt_ms"] = float(rtts["min_rtt_ms"].min())
-    return figures
-
-
-def run(kind: str, link: str, value: int, seed: int, args: argparse.Namespace, root: Path,
-        phantom: dict[str, float] | None = None, downstream_mbps: float = 3.0) -> dict[str, Any]:
-    """One run: a window held at `value` (kind "window") or FAST with alpha `value` (kind "alpha")."""
-    flow = ({"cc": "reno", "max_cwnd_pkts": value} if kind == "window" else
-            {"cc": "fast", "cc_args": {"alpha": value}})
-    tag = "-".join(f"{k}{v:g}" for k, v in (phantom or {}).items())
-    out = root / f"{kind}-{link}-{value}-{seed}-{args.flows}f-{downstream_mbps:g}M{tag}"
-    run_experiment(spec_for(link, args.duration, seed, flow, f"docsis-{kind}{value}-{link}", args.flows,
-                            downstream_mbps, phantom), out=out)
-    return {"kind": kind, "link": link, "value": value, "seed": seed, "downstream_mbps": downstream_mbps,
-            "flows": args.flows,
-            **(phantom or {}), **steady_figures(out, args.warmup, downstream_mbps)}
-
-
-Task = tuple[str, str, int, int, dict[str, float] | None, float]  # kind, link, value, seed, phantom, downstream
-
-
-def _run_task(task: Task, args: argparse.Namespace, root: Path) -> dict[str, Any]:
-    kind, link, value, seed, phantom, downstream = task
-    return run(kind, link, value, seed, args, root, phantom, downstream)
-
-
-def run_all(tasks: list[Task], args: argparse.Namespace, root: Path) -> list[dict[str, Any]]:
-    """Every task's figures, in the tasks' order: one at a time, or `--jobs` at once (see the docstring)."""
-    if args.jobs <= 1:
-        return [_run_task(t, args, root) for t in tasks]
-    # spawn, not fork: each worker imports fastlab afresh (no Mininet or thread state copied from here)
-    with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(_run_task, tasks, [args] * len(tasks), [root] * len(tasks)))
-
-
-@contextlib.contextmanager
-def fast_registered(needed: bool) -> Iterator[None]:
-    """FAST registered for the bench's whole life when runs go at once, so that no run owns (and
-    unregisters) it while another uses it; unregistered at the end only if this registered it."""
-    build = default_registry().lookup("fast").build
-    mine = needed and build.load()
-    try:
-        yield
-    finally:
-        if mine:
-            build.unload()
-
-
-# --- the fit (pure) -----------------------------------------------------------------------------------
-
-def residuals(rows: pd.DataFrame, points: list[dict[str, float]]) -> pd.DataFrame:
-    """Per published point: the emulated median mean RTT at that window and its residual in units of the
-    band's half-width (|r| <= 1: inside the published band)."""
-    out = []
-    for point in points:
-        got = rows[rows["value"] == point["window"]]["mean_rtt_ms"].median()
-        half = (point["high"] - point["low"]) / 2
-        out.append({"window": point["window"], "published": point["value"], "emulated": got,
-                    "residual": (got - point["value"]) / half})
-    return pd.DataFrame(out)
-
-
-def best_fit(table: pd.DataFrame, points: list[dict[str, float]]) -> tuple[dict[str, float], pd.DataFrame]:
-    """The grid point whose residuals have the least sum of squares; its parameters and the per-point
-    summary of every grid point (sum of squares, worst residual)."""
-    summary = []
-    for (delay, knee), rows in table.groupby(["max_delay_ms", "knee"]):
-        res = residuals(rows, points)
-        summary.append({"max_delay_ms": delay, "knee": knee, "sum_sq": float((res["residual"] ** 2).sum()),
-                        "worst": float(res["residual"].abs().max())})
-    ranked = pd.DataFrame(summary).sort_values(["sum_sq", "max_delay_ms", "knee"]).reset_index(drop=True)
-    best = {"max_delay_ms": float(ranked["max_delay_ms"].iloc[0]), "knee": float(ranked["knee"].iloc[0])}
-    return best, ranked
-
-
-def fit(args: argparse.Namespace, root: Path, data: dict[str, Any]) -> int:
-    points = data["fit"]["docsis_mean_rtt_ms"]
-    windows = [int(p["window"]) for p in points]
-    tasks: list[Task] = [("window", "docsis", w, args.first_seed + r, {"max_delay_ms": d, "knee": k}, 3.0)
-                         for d, k in itertools.product(FIT_GRID["max_delay_ms"], FIT_GRID["knee"])
-                         for r in range(args.repeat) for w in windows]
-    table = pd.DataFrame(run_all(tasks, args, root))
-    best, ranked = best_fit(table, points)
-    print(f"fit of the phantom element to {len(points)} published mean RTTs (one flow, fixed window, DOCSIS), "
-          f"{args.repeat} run(s) a point; residuals in half-widths of the published band:")
-    print(ranked.to_string(index=False, float_format="{:.3f}".format))
-    chosen = table[(table["max_delay_ms"] == best["max_delay_ms"]) & (table["knee"] == best["knee"])]
-    res = residuals(chosen, points)
-    print(f"\nbest: max_delay_ms {best['max_delay_ms']:g}, knee {best['knee']:g}; its residuals:")
-    print(res.to_string(index=False, float_format="{:.2f}".format))
-    unfaithful = int((~table["faithful"]).sum())
-    FIT_FILE.write_text(json.dumps({
-        "element": "links.cable.policy.phantom (fastlab.define.schema.PhantomDelay)", "best": best,
-        "window_ms": 1000.0, "grid": FIT_GRID, "repeat": args.repeat, "duration_s": args.duration,
-        "warmup_s": args.warmup, "fitted_to": f"{DATA.name}: fit.docsis_mean_rtt_ms",
-        "residuals": res.round(3).to_dict("records"), "ranked": ranked.round(4).to_dict("records"),
-        "unfaithful_runs": unfaithful}, indent=1) + "\n")
-    print(f"written: {FIT_FILE.relative_to(REPO)} ({unfaithful} of {len(table)} runs unfaithful)")
-    return 0
-
-
 # --- the experiments -----------------------------------------------------------------------------------
-
-def smallest_full_alpha(util: pd.Series) -> int | None:
-    """The smallest alpha from which every larger one measured gives >= FULL (medians by alpha)."""
-    alphas = sorted(util.index)
-    for i, a in enumerate(alphas):
-        if all(util[b] >= FULL for b in alphas[i:]):
-            return int(a)
-    return None
-
 
 def per_seed_smallest_alpha(table: pd.DataFrame, link: str) -> str:
     """How many seeds give each smallest full alpha (each seed's runs over the alphas on their own), e.g.
-    "12: 9 seeds, 14: 1 seed": the spread a single seed's verdict would have."""
-    rows = table[table["link"] == link]
-    found = [smallest_full_alpha(seed_rows.set_index("value")["utilization"]) for _s, seed_rows in rows.groupby("seed")]
-    counts = pd.Series([-1 if f is None else f for f in found]).value_counts().sort_index()
-    return ", ".join(f"{'none' if a == -1 else a}: {n} seed{'s' if n > 1 else ''}" for a, n in counts.items())
-
-
-def faithful(table: pd.DataFrame) -> pd.Series:
-    """Which runs the fidelity verdict calls faithful: the one filter of the printed tables and the plots."""
-    return table["faithful"].astype(bool)
-
-
-def faithful_only(table: pd.DataFrame, what: str) -> pd.DataFrame:
-    """The runs the fidelity verdict calls faithful (an unfaithful one proves nothing either way), saying how
-    many were left out."""
-    kept = table[faithful(table)]
-    if len(kept) < len(table):
-        print(f"{what}: {len(table) - len(kept)} of {len(table)} runs unfaithful, left out of the medians")
-    return kept
+    "12: 9, 14: 1": the spread a single seed's verdict would have."""
+    return alpha_needed(table[table["link"] == link]).seeds_text()
 
 
 def experiments(args: argparse.Namespace, root: Path, data: dict[str, Any]) -> dict[str, Any]:
@@ -278,9 +100,10 @@ def experiments(args: argparse.Namespace, root: Path, data: dict[str, Any]) -> d
     for downstream in args.downstream:
         note = f"{args.flows} flow(s), downstream {downstream:g} Mb/s"
         if args.only != "alpha":
-            tasks: list[Task] = [("window", link, w, args.first_seed + r, None, downstream)
-                                 for r in range(args.repeat) for w in args.windows for link in args.links]
-            table = pd.DataFrame(run_all(tasks, args, root))
+            tasks = [timed(Task("window", link, w, args.first_seed + r, downstream, args.flows), args.duration,
+                           args.warmup)
+                     for r in range(args.repeat) for w in args.windows for link in args.links]
+            table = pd.DataFrame(run_all(tasks, args.jobs, root))
             med = faithful_only(table, "fixed windows").groupby(["value", "link"], sort=True)[
                 ["goodput_mbps", "utilization", "mean_rtt_ms", "min_rtt_ms", "idle_rtt_ms"]].median().reset_index()
             med = med.rename(columns={"value": "window"})
@@ -294,25 +117,39 @@ def experiments(args: argparse.Namespace, root: Path, data: dict[str, Any]) -> d
             print(med.to_string(index=False, float_format="{:.2f}".format))
             dump[f"windows {note}"] = table.to_dict("records")
         if args.only != "windows":
-            tasks = [("alpha", link, a, args.first_seed + r, None, downstream)
+            tasks = [timed(Task("alpha", link, a, args.first_seed + r, downstream, args.flows), args.duration,
+                           args.warmup)
                      for r in range(args.repeat) for a in args.alphas for link in args.links]
-            table = pd.DataFrame(run_all(tasks, args, root))
+            table = pd.DataFrame(run_all(tasks, args.jobs, root))
             med = faithful_only(table, "FAST alphas").groupby(["value", "link"], sort=True)[
-                ["utilization", "mean_rtt_ms", "cwnd_mean"]].median()
-            print(f"\nFAST alpha, each alpha its own run, {note}, medians of {args.repeat} run(s):")
+                ["utilization", "mean_rtt_ms", "cwnd_mean", "cmts_queue_pkts"]].median()
+            print(f"\nFAST alpha (per flow), each alpha its own run, {note}, medians of {args.repeat} run(s):")
             print(med.reset_index().rename(columns={"value": "alpha"}).to_string(
                 index=False, float_format="{:.2f}".format))
             for link in args.links:
-                util = med.xs(link, level="link")["utilization"]
-                found = smallest_full_alpha(util)
-                band = data["out_of_sample"]["alpha_for_full"].get(link.split("-")[0] if link != "docsis-off"
-                                                                   else "none")
-                said = (f"(published about {band['value']}, band {band['low']}-{band['high']})"
-                        if band and args.flows == 1 and downstream == 3.0 else "(prediction: no published figure)")
-                print(f"{link}: smallest alpha with >= {FULL:.0%} utilization: {found} {said}")
-                print(f"  each seed's own: {per_seed_smallest_alpha(faithful_only(table, link), link)}")
+                need = alpha_needed(table[table["link"] == link])
+                print(f"{link}: smallest alpha per flow with >= {FULL:.0%} utilization: {need.median} "
+                      f"{published_alpha(link, args.flows, downstream, data)}")
+                print(f"  each seed's own: {need.seeds_text()}")
             dump[f"alphas {note}"] = table.to_dict("records")
     return dump
+
+
+def published_alpha(link: str, flows: int, downstream: float, data: dict[str, Any]) -> str:
+    """The published figure (or band) for the smallest full alpha of a condition, as a note."""
+    if downstream != float(data["path"]["downstream_mbps"]):
+        return "(held back: bench/docsis.py --predict)"
+    one = data["out_of_sample"]["alpha_for_full"].get(link)
+    if flows == 1 and one:
+        return f"(published about {one['value']}, band {one['low']}-{one['high']})"
+    two = data["fit"]["two_flow_alpha_per_flow"]
+    if flows == two["flows"] and link == "docsis":
+        return f"(published {two['value']}, band {two['low']}-{two['high']})"
+    if flows == two["flows"] and link == "simple":
+        simple = data["out_of_sample"]["alpha_for_full"]["simple"]
+        share = data["out_of_sample"]["simple_two_flow_alpha_share"]["value"]
+        return f"(published: halves, about {simple['value'] * share:g} from one flow's {simple['value']})"
+    return "(no published figure)"
 
 
 def published_rtt(link: str, w: int, data: dict[str, Any]) -> str:
@@ -322,6 +159,9 @@ def published_rtt(link: str, w: int, data: dict[str, Any]) -> str:
         point = next((p for p in data["fit"]["docsis_mean_rtt_ms"] if p["window"] == w), None)
         return f"{point['low']:g}-{point['high']:g}" if point else "-"
     return "-"
+
+
+FIT_STAGES = ["windows", "alpha1", "flows"]  # bench/docsis_fit.py's STAGES (a unit test holds them equal)
 
 
 # --- the aggregate plots: emulated beside published (pure) ------------------------------------------------
@@ -435,15 +275,21 @@ def csv_list(kind: type) -> Any:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fit", action="store_true", help="fit the phantom element (writes the fit file)")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--fit", action="store_true", help="the fit from the stages' stored runs (writes the fit file)")
+    what.add_argument("--fit-stage", choices=FIT_STAGES, help="run one stage of the fit (stores its runs)")
+    what.add_argument("--predict", action="store_true", help="the element's predictions, held-back conditions")
+    parser.add_argument("--candidates", type=csv_list(str), help="--fit-stage flows: only these candidates")
+    parser.add_argument("--conditions", type=csv_list(str), help="--predict: only these (e.g. 0.5x1,3x6)")
+    parser.add_argument("--stored", action="store_true", help="--predict: the table of the stored runs, run nothing")
     parser.add_argument("--windows", type=csv_list(int), default=csv_list(int)("5,10,15,20,25,28,30,35,38,42,45"))
     parser.add_argument("--alphas", type=csv_list(int), default=csv_list(int)("1,2,3,4,5,6,8,10,12,14,16,20,25,35"))
     parser.add_argument("--links", type=csv_list(str), default=["simple", "docsis", "docsis-off"])
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--first-seed", type=int, default=1, help="seeds first-seed .. first-seed + repeat - 1 "
                         "(more seeds for a condition whose runs came out unfaithful)")
-    parser.add_argument("--duration", type=float, default=20.0, help="seconds per run")
-    parser.add_argument("--warmup", type=float, default=6.0, help="seconds left out of every figure")
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds per run (at least; see RUN_RTTS)")
+    parser.add_argument("--warmup", type=float, default=6.0, help="seconds left out of every figure (at least)")
     parser.add_argument("--only", choices=("windows", "alpha"))
     parser.add_argument("--flows", type=int, default=1)
     parser.add_argument("--downstream", type=csv_list(float), default=[3.0], help="downstream Mb/s")
@@ -455,7 +301,9 @@ def main() -> int:
     args = parser.parse_args()
     if unknown := [link for link in args.links if link not in LINKS]:
         parser.error(f"--links: unknown {unknown} (known: {', '.join(LINKS)})")
-    pd.set_option("display.width", 220)
+    if not 1 <= args.jobs <= 8:
+        parser.error("--jobs: 1 to 8")
+    pd.set_option("display.width", 250)
     data = published()
     if args.from_json:
         if not args.plot:
@@ -463,12 +311,21 @@ def main() -> int:
         Path(args.plot).write_text(plot_html([json.loads(Path(f).read_text()) for f in args.from_json], data))
         print(f"written: {args.plot}")
         return 0
+    if args.fit or args.fit_stage or args.predict:
+        from bench import docsis_fit  # the fit and the predictions, on the runs of bench/docsis_runs.py
+    if args.fit:
+        return docsis_fit.fit(data)
+    if args.predict and args.stored:
+        return docsis_fit.predict(args, Path(), data)  # reads the stored runs only
     root = Path(tempfile.mkdtemp(prefix="fastlab-docsis-"))
-    if not 1 <= args.jobs <= 8:
-        parser.error("--jobs: 1 to 8")
-    with fast_registered(args.jobs > 1 and not args.fit and args.only != "windows"):
-        if args.fit:
-            return fit(args, root, data)
+    fast = args.jobs > 1 and (args.predict or args.fit_stage in ("alpha1", "flows") or
+                              (not args.fit_stage and args.only != "windows"))
+    with fast_registered(fast):
+        if args.fit_stage:
+            docsis_fit.STAGES[args.fit_stage](args, root, data)
+            return 0
+        if args.predict:
+            return docsis_fit.predict(args, root, data)
         dump = experiments(args, root, data)
     if args.json:
         Path(args.json).write_text(json.dumps(dump, indent=1, default=str))

@@ -62,6 +62,7 @@ static const struct option long_opts[] = {
 	{ "ab-phantom-max-delay-us", required_argument, NULL, DIR_OPT(0, F_PHANTOM_MAX_DELAY) },
 	{ "ab-phantom-knee-ppm", required_argument, NULL, DIR_OPT(0, F_PHANTOM_KNEE) },
 	{ "ab-phantom-window-us", required_argument, NULL, DIR_OPT(0, F_PHANTOM_WINDOW) },
+	{ "ab-phantom-flow-exp-q", required_argument, NULL, DIR_OPT(0, F_PHANTOM_FLOW_EXP) },
 	{ "ab-aqm",		required_argument, NULL, DIR_OPT(0, F_AQM) },
 	{ "ab-schedule",	required_argument, NULL, DIR_OPT(0, F_SCHEDULE) },
 	{ "ab-trace",		required_argument, NULL, DIR_OPT(0, F_TRACE) },
@@ -80,6 +81,7 @@ static const struct option long_opts[] = {
 	{ "ba-phantom-max-delay-us", required_argument, NULL, DIR_OPT(1, F_PHANTOM_MAX_DELAY) },
 	{ "ba-phantom-knee-ppm", required_argument, NULL, DIR_OPT(1, F_PHANTOM_KNEE) },
 	{ "ba-phantom-window-us", required_argument, NULL, DIR_OPT(1, F_PHANTOM_WINDOW) },
+	{ "ba-phantom-flow-exp-q", required_argument, NULL, DIR_OPT(1, F_PHANTOM_FLOW_EXP) },
 	{ "ba-aqm",		required_argument, NULL, DIR_OPT(1, F_AQM) },
 	{ "ba-schedule",	required_argument, NULL, DIR_OPT(1, F_SCHEDULE) },
 	{ "ba-trace",		required_argument, NULL, DIR_OPT(1, F_TRACE) },
@@ -101,6 +103,7 @@ static const uint64_t field_max[F_NFIELDS] = {
 	[F_PHANTOM_MAX_DELAY] = EMU_PHANTOM_MAX_DELAY_NS / 1000,
 	[F_PHANTOM_KNEE] = EMU_PHANTOM_PPM,
 	[F_PHANTOM_WINDOW] = EMU_PHANTOM_MAX_WINDOW_NS / 1000,
+	[F_PHANTOM_FLOW_EXP] = EMU_PHANTOM_MAX_FLOW_EXP_Q,
 };
 
 _Static_assert(F_NFIELDS <= DIR_STRIDE, "DIR_OPT gives each direction DIR_STRIDE option slots");
@@ -178,8 +181,9 @@ static void print_usage(FILE *f)
 "       [--XX-tbf-max-delay-us 0] [--XX-tbf-granularity-us 0]   (tbf: Cisco's\n"
 "        drop threshold on the shaping delay, and its slot width; 0 = none)\n"
 "       [--XX-phantom-max-delay-us 0 --XX-phantom-knee-ppm N\n"
-"        --XX-phantom-window-us 1000000]   (tbf: the calibrated load-dependent\n"
-"        delay of phantom.h, D = max x min(1, load/knee); 0 = off)\n"
+"        --XX-phantom-window-us 1000000 --XX-phantom-flow-exp-q 0]   (tbf: the\n"
+"        calibrated delay of phantom.h, D = max x min(1, load/knee) x N^(q/4),\n"
+"        N the window's flows, equally loaded; max 0 = off)\n"
 "       [--docsis-map-interval-us 2000] [--docsis-lookahead-us 1600]\n"
 "       [--docsis-request-transit-us 450] [--docsis-phy-rate-bps 2560000]\n"
 "       [--docsis-max-burst-bytes 3044] [--docsis-concatenation 1|0]\n"
@@ -261,8 +265,13 @@ static void check_policies(const struct opts *o)
 		if (rate && !dopt->v[F_TBF_BURST])
 			usage_error("--%s: must be at least 1 with a sustained rate",
 				    opt_name(DIR_OPT(d, F_TBF_BURST)));
-		if (!dopt->v[F_PHANTOM_MAX_DELAY])
+		if (!dopt->v[F_PHANTOM_MAX_DELAY]) {
+			if (dopt->v[F_PHANTOM_FLOW_EXP])
+				usage_error("--%s: needs --%s (the element it scales)",
+					    opt_name(DIR_OPT(d, F_PHANTOM_FLOW_EXP)),
+					    opt_name(DIR_OPT(d, F_PHANTOM_MAX_DELAY)));
 			continue;
+		}
 		if (!rate)
 			usage_error("--%s: needs a sustained rate (--%s): the load is read against it",
 				    opt_name(DIR_OPT(d, F_PHANTOM_MAX_DELAY)), opt_name(DIR_OPT(d, F_RATE)));
@@ -275,7 +284,8 @@ static void check_policies(const struct opts *o)
 	}
 	for (d = 0; d < 2; d++) {
 		const struct dir_opts *dopt = &o->dir[d];
-		static const int tbf_only[] = { F_TBF_MAX_DELAY, F_TBF_GRANULARITY, F_PHANTOM_MAX_DELAY };
+		static const int tbf_only[] = { F_TBF_MAX_DELAY, F_TBF_GRANULARITY, F_PHANTOM_MAX_DELAY,
+						F_PHANTOM_FLOW_EXP };
 		unsigned int k;
 
 		/* CoDel decides departures at the head of the queue: sched.h */

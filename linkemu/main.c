@@ -60,6 +60,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "acct.h"
 #include "aqm.h"
 #include "cli.h"
 #include "gso.h"
@@ -234,6 +235,33 @@ static int fmt_hist(char *b, size_t n, const char *key, const struct hist *h)
 			hist_quantile(h, 500), hist_quantile(h, 990), h->max_us);
 }
 
+/* A signed mean of n samples summing to sum ns, as "us.fff". */
+static int fmt_mean_us(char *b, size_t n, const char *key, int64_t sum,
+		       uint64_t count)
+{
+	int64_t mean = count ? sum / (int64_t)count : 0;
+	uint64_t mag = mean < 0 ? (uint64_t)-mean : (uint64_t)mean;
+
+	return snprintf(b, n, ",\"%s\":%s%" PRIu64 ".%03" PRIu64, key,
+			mean < 0 ? "-" : "", mag / 1000, mag % 1000);
+}
+
+/*
+ * The delay accounting (acct.h) as per-frame means, us with ns resolution,
+ * cumulative since start: {"frames","ser","queue","extra","late"}.
+ */
+static int fmt_acct(char *b, size_t n, const struct emu_acct *a)
+{
+	int k = snprintf(b, n, ",\"acct\":{\"frames\":%" PRIu64, a->frames);
+
+	k += fmt_mean_us(b + k, n - (size_t)k, "ser", (int64_t)a->ser_sum_ns, a->frames);
+	k += fmt_mean_us(b + k, n - (size_t)k, "queue", (int64_t)a->queue_sum_ns, a->frames);
+	k += fmt_mean_us(b + k, n - (size_t)k, "extra", a->extra_sum_ns, a->frames);
+	k += fmt_mean_us(b + k, n - (size_t)k, "late", (int64_t)a->late_sum_ns, a->frames);
+	k += snprintf(b + k, n - (size_t)k, "}");
+	return k;
+}
+
 /* ---- I/O state ---------------------------------------------------------- */
 
 struct dir_io {
@@ -253,6 +281,9 @@ struct dir_io {
 	uint64_t rx_frames;	/* receives */
 	struct hist late;	/* sent - scheduled release, per segment */
 	struct hist rx_wait;	/* read by us - kernel receive time, per frame */
+	struct emu_acct acct;	/* where each frame's time went (acct.h) */
+	struct hist queue;	/* its queueing, per frame */
+	uint64_t ser_rate_bps;	/* the rate a segment serializes at, 0 = none */
 	FILE *drops;		/* --drops-log, shared by both directions */
 	bool blocked;		/* waiting to retry a send */
 	bool wait_pollout;	/* ... and POLLOUT will tell us when */
@@ -525,6 +556,30 @@ static bool rx_dir(struct app *a, const struct link *l, struct dir_io *d)
 	}
 }
 
+/*
+ * The rate a segment of a frame departing at dep serializes at: a rate
+ * schedule's in force then (the built-in policy only takes rate steps), or
+ * the direction's fixed one.
+ */
+static uint64_t ser_rate_at(const struct dir_io *d, uint64_t dep)
+{
+	if (d->policy == POL_RATE && (d->q.tl.set & EMU_STEP_RATE))
+		return emu_timeline_at(&d->q.tl, dep)->rate_bps;
+	return d->ser_rate_bps;
+}
+
+/* Where a sent frame's time in the link went (acct.h). */
+static void account(struct dir_io *d, const struct emu_pkt *p, uint64_t sent)
+{
+	uint64_t ser = emu_acct_seg_ser_ns(p, ser_rate_at(d, p->departure_ns),
+					   EMU_L2_HEADER_BYTES);
+	uint64_t queue = emu_acct_frame(&d->acct, p, sent,
+					emu_dir_delay_at(&d->q, p->departure_ns),
+					ser);
+
+	hist_add(&d->queue, queue, 1);
+}
+
 static void tx_dir(const struct link *l, struct dir_io *d, uint64_t now)
 {
 	struct emu_pkt *pkts[BATCH];
@@ -560,9 +615,11 @@ static void tx_dir(const struct link *l, struct dir_io *d, uint64_t now)
 		/* No address: the socket's bound interface is used. */
 		r = sendmmsg(d->tx_fd, msgs, (unsigned int)n, MSG_DONTWAIT);
 		if (r > 0) {
-			for (i = 0; i < (size_t)r; i++)
+			for (i = 0; i < (size_t)r; i++) {
 				hist_add(&d->late, sent - pkts[i]->release_ns,
 					 pkts[i]->segs);
+				account(d, pkts[i], sent);
+			}
 			d->tx_frames += (uint64_t)r;
 			emu_dir_consume(&d->q, (size_t)r);
 			continue;	/* a short count retries the rest */
@@ -681,7 +738,7 @@ static int fmt_schedule(char *b, size_t n, const struct emu_dir *q, uint64_t now
 static int fmt_dir(char *b, size_t n, const struct dir_io *d, uint64_t now)
 {
 	const struct emu_counters *c = &d->q.c;
-	char extra[1536] = "", aqm[256];
+	char extra[2048] = "", aqm[256];
 	int k;
 
 	k = fmt_policy(extra, sizeof(extra), d, now);
@@ -690,6 +747,8 @@ static int fmt_dir(char *b, size_t n, const struct dir_io *d, uint64_t now)
 		k += snprintf(extra + k, sizeof(extra) - (size_t)k, ",\"aqm\":{%s}", aqm);
 	k += fmt_hist(extra + k, sizeof(extra) - (size_t)k, "late_us", &d->late);
 	k += fmt_hist(extra + k, sizeof(extra) - (size_t)k, "rx_wait_us", &d->rx_wait);
+	k += fmt_hist(extra + k, sizeof(extra) - (size_t)k, "queue_us", &d->queue);
+	k += fmt_acct(extra + k, sizeof(extra) - (size_t)k, &d->acct);
 	snprintf(extra + k, sizeof(extra) - (size_t)k,
 		 ",\"rx_frames\":%" PRIu64 ",\"tx_frames\":%" PRIu64
 		 ",\"arena_grows\":%" PRIu64,
@@ -1329,6 +1388,7 @@ static void setup_link(struct link *l)
 		cfg.schedule_origin_ns = l->o.epoch_on_signal ?
 					 EMU_ORIGIN_PENDING : l->origin;
 		dio->policy = dopt->policy;
+		dio->ser_rate_bps = dopt->v[F_RATE];
 		if (dopt->policy == POL_TBF) {
 			struct emu_tbf_cfg tc = {
 				.rate_bps = dopt->v[F_RATE],
@@ -1341,6 +1401,7 @@ static void setup_link(struct link *l)
 					.max_delay_ns = dopt->v[F_PHANTOM_MAX_DELAY] * 1000,
 					.knee_ppm = dopt->v[F_PHANTOM_KNEE],
 					.window_ns = dopt->v[F_PHANTOM_WINDOW] * 1000,
+					.flow_exp_q = (uint32_t)dopt->v[F_PHANTOM_FLOW_EXP],
 				},
 			};
 
@@ -1349,6 +1410,7 @@ static void setup_link(struct link *l)
 				fatal("%s: invalid tbf configuration", dio->name);
 			cfg.policy = &emu_tbf_policy_ops;
 			cfg.policy_ctx = &dio->pol.tbf;
+			dio->ser_rate_bps = dopt->v[F_TBF_PEAK];
 			/* Not an error: it works, but below the sustained rate. */
 			if (dopt->v[F_RATE] && dopt->v[F_TBF_BURST] < l->mtu_max)
 				fprintf(stderr, "%s: warning: --%s %" PRIu64
@@ -1365,6 +1427,7 @@ static void setup_link(struct link *l)
 				      dio->name);
 			cfg.policy = &emu_docsis_policy_ops;
 			cfg.policy_ctx = &dio->pol.docsis;
+			dio->ser_rate_bps = dc.phy_rate_bps;
 		} else if (dopt->policy == POL_TRACE) {
 			struct emu_trace *t = &l->o.dir[i].trace;
 
@@ -1372,6 +1435,7 @@ static void setup_link(struct link *l)
 			cfg.policy = &emu_trace_policy_ops;
 			cfg.policy_ctx = t;
 			dio->trace = t;
+			dio->ser_rate_bps = 0;	/* the opportunities are the wait */
 			/* the rate plays no part; RED's idle decay uses the mean */
 			cfg.rate_bps = emu_trace_mean_rate_bps(t);
 		}

@@ -161,7 +161,8 @@ static uint64_t tbf_latency(void *ctx, const struct emu_pkt *pkt, uint64_t depar
 {
 	struct emu_tbf *t = ctx;
 
-	return emu_phantom_delay(&t->phantom, departure_ns, pkt->wire_len, pkt->segs);
+	return emu_phantom_delay(&t->phantom, departure_ns, pkt->data, pkt->len,
+				 pkt->wire_len, pkt->segs);
 }
 
 static uint64_t tbf_enqueue(void *ctx, const struct emu_pkt *pkt,

@@ -386,6 +386,11 @@ static uint64_t delay_at(const struct emu_dir *d, uint64_t dep)
 	return d->delay_ns;
 }
 
+uint64_t emu_dir_delay_at(const struct emu_dir *d, uint64_t dep_ns)
+{
+	return delay_at(d, dep_ns);
+}
+
 /*
  * One-way latency for the next packet, departing at dep: delay +
  * U[-jitter, +jitter], >= 0.

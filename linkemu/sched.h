@@ -427,6 +427,13 @@ void emu_dir_discard(struct emu_dir *d, size_t n);
  */
 struct emu_pkt *emu_dir_pop_due(struct emu_dir *d, uint64_t now_ns);
 
+/*
+ * The one-way propagation delay of a packet departing at dep_ns: the
+ * schedule's in force then, or the fixed one (jitter and a policy's own
+ * latency not included).  For the delay accounting (acct.h).
+ */
+uint64_t emu_dir_delay_at(const struct emu_dir *d, uint64_t dep_ns);
+
 /* For departure policies: oldest packet still waiting for a departure. */
 const struct emu_pkt *emu_dir_first_unassigned(const struct emu_dir *d);
 

@@ -13,8 +13,9 @@ lookahead, request transit, piggybacked requests, concatenation, upstream token 
 parameters default to docs/design.md §5 and are overridable under `links.cable.reverse.policy`.
 
 On top of that sourced model sits one element that is NOT a mechanism: `phantom: calibrated` (the
-default) adds the load-dependent delay Atov et al. measured on a real Cisco CMTS and modem and call
-unexplained -- empirical, calibrated to Atov et al.'s measurements; the mechanism is unknown
+default) adds the load- and flow-dependent delay Atov et al. measured on a real Cisco CMTS and modem
+and call unexplained (one flow: ~45 ms when busy; two flows: enough more that each needed alpha 22
+where one needed 13) -- empirical, calibrated to Atov et al.'s measurements; the mechanism is unknown
 (`fastlab.define.schema.PhantomDelay`, linkemu/phantom.h; its parameters under `links.cable.policy.phantom`,
 fitted by `bench/docsis.py --fit`). `phantom: off` gives the documented mechanisms alone, which do
 not explain the measurement. `mode: simple` is the baseline twin: the same capacities, buffering and
@@ -58,7 +59,8 @@ CISCO_GRANULARITY_DEFAULT_MS = 4.0  # IOS default slot width of the shaping queu
 class Args(Strict):
     mode: Literal["docsis", "simple"] = Field("docsis", description="docsis: request-grant MAC; simple: plain link")
     phantom: Literal["calibrated", "off"] = Field(
-        "calibrated", description="docsis: the load-dependent delay calibrated to Atov et al.'s measurements "
+        "calibrated", description="docsis: the load- and flow-dependent delay calibrated to Atov et al.'s "
+                                  "measurements "
                                   "(empirical; the mechanism is unknown), or the documented mechanisms alone")
     downstream_mbps: float = Field(3.0, gt=0, le=10_000)
     upstream_kbps: float = Field(512.0, gt=0, le=10_000_000)
@@ -117,7 +119,7 @@ def plan(args: Args) -> TopologyPlan:
                     buffer=Buffer(args.path_buffer_kb * 1000, "bytes"))
     docsis = args.mode == "docsis"
     upstream_mac = DocsisUpstreamPolicy(model="docsis_upstream")
-    phantom = PhantomDelay(model="calibrated_load_delay") if args.phantom == "calibrated" else None
+    phantom = PhantomDelay(model="calibrated_flow_delay") if args.phantom == "calibrated" else None
     shaper = TokenBucketPolicy(model="token_bucket", peak_mbps=args.downstream_phy_mbps,
                                max_delay_ms=args.cmts_buffer_ms, granularity_ms=args.shaping_granularity_ms,
                                phantom=phantom)
@@ -143,7 +145,7 @@ def plan(args: Args) -> TopologyPlan:
     calibrated = None
     if docsis and phantom is not None:
         calibrated = {"element": "links.cable.policy.phantom", "max_delay_ms": phantom.max_delay_ms,
-                      "knee": phantom.knee, "window_ms": phantom.window_ms,
+                      "knee": phantom.knee, "window_ms": phantom.window_ms, "flow_exponent": phantom.flow_exponent,
                       "note": "empirical, calibrated to Atov et al.'s measurements (TENCON 2005); the mechanism "
                               "is unknown: bench/docsis.py --fit"}
     return b.build(mode=args.mode, rtt_ms=args.base_rtt_ms, capacity_mbps=args.downstream_mbps,

@@ -32,13 +32,14 @@ from fastlab.base.rundir import REPORT, RunFolder
 from fastlab.define import linktrace
 from fastlab.define.schema import ExperimentSpec, SpecError, parse_spec, read_spec_text, to_plain
 from fastlab.labs.kit import LabError
-from fastlab.results import chart_lines, fidelity_view, tables
+from fastlab.results import chart_data, chart_lines, fidelity_view, tables
 from fastlab.theory import explain, segments
 from webapp import cli_text, guided, handout, uploads
 from webapp.apierror import api_error
 from webapp.openapi import document
 from webapp.security import REPORT_CSP
 from webapp.services import HOME_ROWS, MAX_PER_PAGE, PER_PAGE, body_json, client, services
+from webapp.sweeps import submit_repeats
 from webapp.theory import change_marks, chart_references, run_changes
 
 bp = Blueprint("runs", __name__)
@@ -121,11 +122,24 @@ def run_page(run_id: str) -> str:
     if run.get("lab"):
         with contextlib.suppress(LabError, OSError):  # the lab is gone or broken: the step's id alone
             step_label = handout.render(guided.find_lab(run["lab"], sv.labs_dir)).labels.get(run["lab_step"])
+    round_trip = round_trip_of(sv.root / run_id, run.get("summary"))
     return render_template("run.html", run=run | {"summary": with_parts(run, sv.root / run_id)}, refs=refs,
                            lines=chart_lines.lines(refs), notes=notes,
                            step_label=step_label, marks=change_marks(run.get("spec"), changes),
+                           round_trip=round_trip, round_trip_json=chart_data.script_json(round_trip),
                            traces=uploads.describe(run.get("spec"), sv.traces),
                            on_cluster=sv.manager.cluster is not None)  # no live changes reach a worker's engine
+
+
+def round_trip_of(folder: Path, summary: Summary | None) -> dict[str, Any]:
+    """A finished run's "where the round trip went" (its flows' delay accounting in flows.csv), {} before the
+    run has one (running, or made before the accounting)."""
+    if summary is None or all(f.delay_accounting is None for f in summary.flows):
+        return {}
+    try:
+        return chart_data.round_trip(RunFolder(folder).flows(), summary)
+    except (OSError, ValueError):
+        return {}
 
 
 def with_parts(run: dict[str, Any], run_dir: Path) -> Summary | None:
@@ -367,8 +381,12 @@ def api_trace_upload() -> Any:
 @bp.post("/api/runs")
 def api_submit() -> Any:
     sv = services()
+    data = body_json()
+    repeat = data.get("repeat") if isinstance(data, dict) else None
+    if isinstance(repeat, int) and not isinstance(repeat, bool) and repeat > 1:
+        return submit_repeats(data)  # N runs: a sweep of repetitions (its page gives the interval)
     try:
-        spec, _ = sv.check(body_json())
+        spec, _ = sv.check(data)
     except SpecError as exc:
         return api_error(422, str(exc))
     return sv.enqueue(spec)

@@ -42,6 +42,7 @@ from fastlab.base.rundir import PARTIAL, RunFolder
 from fastlab.define.schema import SpecError, format_validation_error, parse_spec
 from fastlab.results import bundle
 from fastlab.sweep.points import finish_point, plan_sweep, prepare_directory, scaling_lines, write_aggregates
+from fastlab.sweep.spread import spread
 from fastlab.theory import explain
 from fastlab.theory import fast as fast_theory
 from webapp import runner as q
@@ -266,18 +267,24 @@ def theory(spec: dict[str, Any]) -> dict[str, float | None]:
 
 
 def aggregate(values: list[Any], points: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per value: runs finished (done) and per metric mean, min, max over them and the theory's value.
-    `points`: {"value_index", "status", "summary", "theory"} per run."""
+    """Per value: runs finished (done) and faithful, per metric mean, min, max over the finished runs, the
+    theory's value, and over the faithful runs alone the median and the 95 % interval of the mean
+    (fastlab.sweep.spread). `points`: {"value_index", "status", "summary", "theory"} per run."""
     rows = []
     for i, value in enumerate(values):
         mine = [p for p in points if p["value_index"] == i]
         done = [results(p["summary"]) for p in mine if p["status"] == "done" and p.get("summary")]
         row: dict[str, Any] = {"value": value, "runs": len(mine), "done": len(done), "metrics": {}}
+        faithful = [results(p["summary"]) for p in mine
+                    if p["status"] == "done" and p.get("summary") and p["summary"].faithful is True]
+        row["faithful"] = len(faithful)
         for key in METRICS:
             got = [d[key] for d in done if d[key] is not None]
+            over = spread([d[key] for d in faithful if d[key] is not None])  # the faithful runs' alone
             row["metrics"][key] = {"mean": sum(got) / len(got) if got else None, "min": min(got, default=None),
                                    "max": max(got, default=None),
-                                   "theory": next((p["theory"][key] for p in mine), None)}
+                                   "theory": next((p["theory"][key] for p in mine), None),
+                                   "median": over.median, "ci_low": over.ci_low, "ci_high": over.ci_high}
         rows.append(row)
     return rows
 
@@ -286,7 +293,6 @@ def aggregate(values: list[Any], points: list[dict[str, Any]]) -> list[dict[str,
 
 @bp.post("/api/sweeps")
 def api_submit_sweep() -> Any:
-    qu = queue()
     try:
         req = parse_request(body_json())
     except (BadRequest, RecursionError):
@@ -295,33 +301,66 @@ def api_submit_sweep() -> Any:
         return api_error(422, str(exc))
     try:
         points = point_specs(req)
+    except SpecError as exc:
+        return api_error(422, str(exc))
+    return queue_points(req.spec, req.param, req.values, req.repeat, sweep_document(req), points)
+
+
+def queue_points(spec: dict[str, Any], param: str, values: list[Any], repeat: int, document: dict[str, Any],
+                 points: list[tuple[int, int, dict[str, Any]]]) -> Any:
+    """Check every point's spec as a run's, then queue them all as runs of the web queue and record the
+    sweep (201 with its state and page), or refuse in one line before anything is queued (422, 429)."""
+    qu = queue()
+    try:
         checked = []
         for i, r, data in points:
             try:
                 checked.append((i, r, qu.check(data)[0]))
             except SpecError as exc:
-                raise SpecError(f"{req.param}={req.values[i]!r}: {exc}") from None
+                raise SpecError(f"{param}={values[i]!r}: {exc}" if param else str(exc)) from None
     except SpecError as exc:
         return api_error(422, str(exc))
     if qu.room() < len(checked):
         return api_error(429, f"the sweep needs {len(checked)} places in the queue and {max(qu.room(), 0)} are "
                               "free for you: wait for runs to finish or cancel some")
     runs = []
-    for i, r, spec in checked:
-        resp = qu.enqueue(spec)
+    for i, r, point_spec in checked:
+        resp = qu.enqueue(point_spec)
         if resp.status_code != 201:
             return resp  # the queue filled meanwhile: the points queued so far stay queued as runs
         runs.append([i, r, resp.get_json()["id"]])
-    name = str(req.spec.get("name") or "sweep")[:40]
+    name = str(spec.get("name") or "sweep")[:40]
     sweep_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{name}-s{secrets.token_hex(3)}"
     with connect(qu.database) as conn:
         conn.execute('INSERT INTO sweeps (id, name, param, "values", repeat, runs, created, document) '
                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                     (sweep_id, name, req.param, json.dumps(req.values), req.repeat, json.dumps(runs), q.now(),
-                      json.dumps(sweep_document(req))))
+                     (sweep_id, name, param, json.dumps(values), repeat, json.dumps(runs), q.now(),
+                      json.dumps(document)))
     resp = jsonify(sweep_state(sweep_id) | {"url": f"/sweeps/{sweep_id}"})
     resp.status_code = 201
     return resp
+
+
+def submit_repeats(data: dict[str, Any]) -> Any:
+    """POST /api/runs of a spec with `repeat: N` > 1: its N runs (repetition r with seed + r) queued as a
+    sweep without a parameter (param "", one value), as `fastlab run --repeat N` runs them; its page gives
+    each figure's median and 95 % interval over the faithful runs."""
+    repeat = data["repeat"]
+    if repeat > MAX_POINTS:
+        return api_error(422, f"repeat: at most {MAX_POINTS} runs in the web app (one client's queue "
+                              "allowance); more with fastlab run --repeat")
+    document = {**copy.deepcopy(data), "sweep": {}}
+    try:
+        plan = plan_sweep(document)
+    except SpecError as exc:
+        return api_error(422, str(exc))
+    name = str(data.get("name") or "sweep")[:40]
+    points = []
+    for point in plan.points:
+        point_doc = plan.point_document(point)
+        point_doc["name"] = f"{name}-{point.id}"
+        points.append((point.combo, point.rep, point_doc))
+    return queue_points(data, "", [None], repeat, plan.document, points)
 
 
 def sweep_state(sweep_id: str) -> dict[str, Any]:
@@ -349,7 +388,8 @@ def sweep_state(sweep_id: str) -> dict[str, Any]:
         scaling = scaling_lines(plan_sweep(json.loads(row["document"]))) if row["document"] else []
     except (SpecError, ValueError, TypeError):
         scaling = []
-    label = param_label(first_spec, row["param"])
+    label = param_label(first_spec, row["param"]) if row["param"] else {
+        "path": "", "label": "repetitions", "unit": "", "symbol": "run"}
     return {"id": sweep_id, "name": row["name"], "param": row["param"], "param_label": label,
             "default_metric": default_metric(row["param"]), "values": values, "repeat": row["repeat"],
             "created": row["created"], "total": len(points), "finished": finished, "scaling": scaling,

@@ -361,6 +361,15 @@ class RunFolder:
         scratch.write_text(record.to_json(summary))
         scratch.replace(target)
 
+    def replace_flows(self, flows: pd.DataFrame) -> None:
+        """flows.csv of a finished run rewritten (its delay accounting computed again, with its summary), as
+        replace_summary writes: beside it and renamed over it; a gzipped copy goes (it would be read first)."""
+        target = self.directory / FLOWS
+        scratch = target.with_name(f".{target.name}.new")
+        flows.to_csv(scratch, index=False)
+        scratch.replace(target)
+        (self.directory / f"{FLOWS}.gz").unlink(missing_ok=True)
+
     def write_report(self, html: str) -> None:
         """report.html, last: drawn from the files `write` wrote, so a failure to draw it loses no data."""
         (self.directory / REPORT).write_text(html)

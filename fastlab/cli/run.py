@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fastlab.cli.common import CliError, cancel_on_signals, need_root, run_failed, table
+from fastlab.cli.sweep import run_plan
 from fastlab.measure import fidelity
 
 
@@ -17,7 +18,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fastlab.experiment.engine import RunError, prepare_run, run_experiment
 
     try:
-        spec = load_spec(args.spec, args.set)
+        repeat = [f"repeat={args.repeat}"] if args.repeat is not None else []  # checked as the field is
+        spec = load_spec(args.spec, [*args.set, *repeat])
         if args.topology_file:
             spec = with_topology_file(spec, args.topology_file)
         if args.check:
@@ -27,6 +29,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     except SpecError as exc:
         raise CliError(str(exc)) from None
     need_root("fastlab run")
+    if spec.repeat > 1:
+        return run_repeats(spec, args)
     out = Path(args.out) if args.out else None
     if out is not None and out.exists() and any(out.iterdir()):
         raise CliError(f"--out {out}: directory exists and is not empty")
@@ -47,6 +51,38 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(fidelity.headline(result.summary.fidelity), file=sys.stderr)
     print(result.directory)
     return 0
+
+
+def run_repeats(spec: Any, args: argparse.Namespace) -> int:
+    """`fastlab run` of a spec with `repeat: N`: its N runs as a sweep without parameters (resumable: the
+    same command goes on where it stopped), then each headline figure over the faithful runs."""
+    from fastlab.base.rundir import RunFolder
+    from fastlab.define.schema import SpecError
+    from fastlab.experiment.engine import prepare_run
+    from fastlab.plan.capabilities import probe
+    from fastlab.results import fidelity_view
+    from fastlab.sweep import points as sweep
+    from fastlab.sweep import repeats
+    from fastlab.sweep.report import aggregate
+
+    try:
+        plan = repeats.plan_repeats(spec)
+        caps = probe()
+        specs = sweep.check_points(plan, lambda point_spec: prepare_run(point_spec, caps=caps))
+    except SpecError as exc:
+        raise CliError(str(exc)) from None
+    out = Path(args.out) if args.out else sweep.default_directory(plan)
+    result = run_plan(plan, specs, out, "repetitions", cancel=cancel_on_signals())
+    if result is None:
+        return 130
+    means = aggregate(result.table, [])
+    unfaithful = str(means.iloc[0].get("unfaithful") or "").split() if not means.empty else []
+    reasons = {p: str(fidelity_view.first_reason(RunFolder(sweep.point_folder(out, p)).summary().fidelity))
+               for p in unfaithful}
+    for line in repeats.figure_lines(means, reasons):
+        print(line, file=sys.stderr)
+    print(result.directory)
+    return 1 if result.failed else 0
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -178,9 +214,10 @@ def cmd_topo_show(args: argparse.Namespace) -> int:
     calibrated = plan.metadata.get("calibrated")
     if calibrated:
         print(f"\nCalibrated element ({calibrated['element']}): every downstream packet delayed by "
-              f"{calibrated['max_delay_ms']:g} ms x min(1, load / {calibrated['knee']:g}), the load read over "
-              f"{calibrated['window_ms']:g} ms -- {calibrated['note']}. `--arg phantom=off`: the documented "
-              "mechanisms alone.")
+              f"{calibrated['max_delay_ms']:g} ms x min(1, load / {calibrated['knee']:g}) x "
+              f"flows^{calibrated.get('flow_exponent', 0):g}, the load and the flows (equally loaded ones the "
+              f"traffic amounts to) read over {calibrated['window_ms']:g} ms -- {calibrated['note']}. "
+              "`--arg phantom=off`: the documented mechanisms alone.")
     return 0
 
 
@@ -198,6 +235,9 @@ def register(sub: Any) -> None:
                      help="validate the spec against this machine and stop: creates nothing, but probes the "
                           "kernel (qdiscs, iptables) in a throwaway network namespace (unshare -n) that vanishes "
                           "with the probe")
+    run.add_argument("--repeat", metavar="N",
+                     help="run the spec N times, repetition r with seed + r (its repeat: field): a folder of runs "
+                          "and each figure's median and 95 %% interval over the faithful ones; resumable")
     run.add_argument("--topology-file", metavar="FILE.py",
                      help="run on the topology in this Python file (NAME, DESCRIPTION, Args, plan) instead of "
                           "the spec's, e.g. --topology-file my_topo.py")

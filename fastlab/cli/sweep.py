@@ -17,7 +17,6 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
     from fastlab.experiment.engine import prepare_run
     from fastlab.plan.capabilities import probe
     from fastlab.sweep import points as sweep
-    from fastlab.sweep import run as sweep_run
 
     try:
         plan = sweep.load_sweep(args.file, args.set)
@@ -35,16 +34,29 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
         cancel = cancel_on_signals()
     else:
         raise_on_sigterm()
-    try:
-        result = sweep_run.run_sweep(plan, specs, out, cluster=args.cluster, cancel=cancel)
-    except sweep.SweepError as exc:
-        raise CliError(str(exc)) from None
-    except KeyboardInterrupt:
-        print(f"fastlab: sweep interrupted; finished points are kept: rerun the same command to resume ({out})",
-              file=sys.stderr)
+    result = run_plan(plan, specs, out, "sweep", cluster=args.cluster, cancel=cancel)
+    if result is None:
         return 130
     print(result.directory)
     return 1 if result.failed else 0
+
+
+def run_plan(plan: Any, specs: dict[str, Any], out: Path, what: str, *, cluster: str | None = None,
+             cancel: Any = None) -> Any:
+    """A sweep plan's points run into `out` (fastlab.sweep.run.run_sweep): its SweepResult, or None when
+    interrupted (said on stderr: the finished points are kept, the same command resumes); CliError in one
+    line for a folder it cannot run in. `what` names it in the message (a sweep, repetitions)."""
+    from fastlab.sweep import points as sweep
+    from fastlab.sweep import run as sweep_run
+
+    try:
+        return sweep_run.run_sweep(plan, specs, out, cluster=cluster, cancel=cancel)
+    except sweep.SweepError as exc:
+        raise CliError(str(exc)) from None
+    except KeyboardInterrupt:
+        print(f"fastlab: {what} interrupted; finished runs are kept: rerun the same command to resume ({out})",
+              file=sys.stderr)
+        return None
 
 
 def cmd_sweep_status(args: argparse.Namespace) -> int:

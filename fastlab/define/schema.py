@@ -24,6 +24,7 @@ from pydantic import (
     Field,
     StrictInt,
     ValidationError,
+    ValidationInfo,
     field_serializer,
     field_validator,
     model_validator,
@@ -53,6 +54,9 @@ SCHEDULE_MAX_STEPS = 1024  # linkemu's EMU_SCHEDULE_MAX_STEPS
 # measured here (the web form's maxima, 64 flows: +257 MB of server memory, issue 37; 16 flows' tools
 # took 30 s to start in the 2-vCPU TCG guest, commit 187b272).
 MAX_FLOWS = 64
+# Repetitions of one spec (`repeat`): each is a whole run, one after another on this machine; 100 of the
+# labs' 60-s steps is close to two hours, past which a sweep file (resumable, on a cluster) is the way.
+MAX_REPEAT = 100
 # A run records its flows and links once a sample period (1 / sample_hz): fewer than this many samples
 # are no trace, no mean and no verdict (a 1e-300-s run was called done and faithful with 0 samples,
 # issue 47). fastlab.plan.prepare adds the path's own bound: a few base RTTs.
@@ -187,9 +191,12 @@ LossSpec = Annotated[BernoulliLoss | EveryNthLoss | PlannedLoss | GilbertElliott
 
 # The calibrated phantom element's fitted defaults: the output of `bench/docsis.py --fit` (stored in
 # bench/data/docsis-phantom-fit.json; tests/unit hold these to it). Not derived from any mechanism.
-PHANTOM_FIT_MAX_DELAY_MS = 40.0
-PHANTOM_FIT_KNEE = 0.3
+PHANTOM_FIT_MAX_DELAY_MS = 35.0
+PHANTOM_FIT_KNEE = 0.5
+PHANTOM_FIT_FLOW_EXPONENT = 2.5
 PHANTOM_WINDOW_MS = 1000.0
+PHANTOM_FLOW_EXPONENT_STEP = 0.25  # linkemu takes the exponent in quarters (--XX-phantom-flow-exp-q)
+PHANTOM_FLOW_EXPONENT_MAX = 4.0
 
 
 class PhantomDelay(Strict):
@@ -198,17 +205,44 @@ class PhantomDelay(Strict):
     A real Cisco CMTS and cable modem of about 2005 added ~45 ms of load-dependent delay to a 3 Mb/s
     downstream "when the link is highly, but not fully, utilised", its minimum RTT rising too; no
     documented DOCSIS mechanism gives it (fastlab's sourced MAC model gives 8-12 ms that do not depend
-    on load). This element reproduces the measurement, named as a calibration: every downstream packet
-    is delayed after the shaper (so the link keeps its full rate) by D = max_delay_ms x min(1, load /
-    knee), load = what the downstream carried over the last window_ms over its rate. linkemu/phantom.h.
+    on load). Two FAST flows needed alpha 22 each where one needed 13: more than the one flow's delay
+    split between them, which a delay of the aggregate alone (load, aggregate window) cannot give. This
+    element reproduces both, named as a calibration: every downstream packet is delayed after the
+    shaper (so the link keeps its full rate) by D = max_delay_ms x min(1, load / knee) x N^flow_exponent,
+    load = what the downstream carried over the last window_ms over its rate, N = the number of equally
+    loaded flows that traffic amounts to, (sum of the flows' bytes)^2 / sum of their squares.
+    `calibrated_load_delay` is the element without the flow term (flow_exponent 0), the form fitted on
+    2026-11-27 and kept as the candidate the two-flow measurement refuted. linkemu/phantom.h.
     """
 
-    model: Literal["calibrated_load_delay"]
+    model: Literal["calibrated_flow_delay", "calibrated_load_delay"]
     max_delay_ms: float = Field(PHANTOM_FIT_MAX_DELAY_MS, gt=0, le=10_000,
-                                description="the delay at and above the knee (fitted)")
+                                description="one flow's delay at and above the knee (fitted)")
     knee: float = Field(PHANTOM_FIT_KNEE, ge=1e-6, le=1.0,
                         description="the load share (of the link's rate) at which the delay is reached (fitted)")
     window_ms: float = Field(PHANTOM_WINDOW_MS, ge=0.064, le=60_000, description="the load is read over this span")
+    flow_exponent: float = Field(PHANTOM_FIT_FLOW_EXPONENT, ge=0, le=PHANTOM_FLOW_EXPONENT_MAX,
+                                 description="k of N^k, N the equally loaded flows in the window (fitted; "
+                                             f"multiples of {PHANTOM_FLOW_EXPONENT_STEP:g}); "
+                                             "calibrated_load_delay: 0")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _load_model_has_no_flow_term(cls, data: Any) -> Any:
+        """The load-only model's exponent is 0 unless given (and must be: checked after)."""
+        if isinstance(data, dict) and data.get("model") == "calibrated_load_delay" and "flow_exponent" not in data:
+            return data | {"flow_exponent": 0.0}
+        return data
+
+    @field_validator("flow_exponent")
+    @classmethod
+    def _flow_exponent(cls, value: float, info: ValidationInfo) -> float:
+        steps = value / PHANTOM_FLOW_EXPONENT_STEP
+        if abs(steps - round(steps)) > 1e-9:
+            raise ValueError(f"{value:g} is not a multiple of {PHANTOM_FLOW_EXPONENT_STEP:g} (linkemu takes quarters)")
+        if info.data.get("model") == "calibrated_load_delay" and value:
+            raise ValueError("calibrated_load_delay has no flow term (model: calibrated_flow_delay)")
+        return value
 
 
 class TokenBucketPolicy(Strict):
@@ -225,7 +259,8 @@ class TokenBucketPolicy(Strict):
     granularity_ms: float | None = Field(None, ge=0.001, le=1000,
                                          description="shaping-queue slot width (Cisco: 1/2/4/8/16 ms, default 4); "
                                                      "none = exact delays")
-    phantom: PhantomDelay | None = Field(None, description="the calibrated load-dependent delay; none = off")
+    phantom: PhantomDelay | None = Field(None, description="the calibrated load- and flow-dependent delay; "
+                                                             "none = off")
 
 
 class DocsisUpstreamPolicy(Strict):
@@ -549,6 +584,9 @@ class ExperimentSpec(Strict):
                               description="how long the flows run")
     seed: int = Field(1, ge=0, le=2**32 - 1, strict=True, title="Seed",
                       description="random loss and start jitter repeat with the same seed")
+    repeat: int = Field(1, ge=1, le=MAX_REPEAT, strict=True, title="Repetitions",
+                        description="runs of this spec, repetition r with seed + r; each headline figure then "
+                                    "as median, spread and a 95 % interval over the faithful runs")
     sample_hz: float = Field(20.0, ge=1, le=200, strict=True, title="Samples per second",
                              description="trace samples per second per flow and link")
     idle_pings: int = Field(10, ge=1, le=1000, strict=True, description="pings per flow path before the flows start")
@@ -677,7 +715,7 @@ def _field_path(loc: tuple[Any, ...]) -> str:
         if isinstance(item, int):
             parts[-1:] = [f"{parts[-1] if parts else ''}[{item}]"]
         elif item in ("bernoulli", "every_nth", "packets", "gilbert_elliott", "token_bucket", "docsis_upstream",
-                      "calibrated_load_delay",
+                      "calibrated_load_delay", "calibrated_flow_delay",
                       "function-after[_window()]",
                       "function-after[_flows_within_run()]"):
             continue

@@ -25,14 +25,14 @@ from typing import Any
 import yaml
 
 from fastlab.base import paths, rundir
-from fastlab.base.record import Environment, IdleRtt, Summary, Verdict
+from fastlab.base.record import Environment, FlowDelay, IdleRtt, Summary, Verdict
 from fastlab.base.rundir import RunFolder, RunFolderError, expected_bytes
 from fastlab.define import linktrace
 from fastlab.define.cc import Registry
 from fastlab.define.schema import ExperimentSpec, TopologyFile, to_plain
 from fastlab.experiment import machine
-from fastlab.measure import analysis
-from fastlab.measure.verdict import assess_run, note_neighbours
+from fastlab.measure import accounting, analysis, fidelity
+from fastlab.measure.verdict import account_run, accounting_routes_of, assess_run, note_neighbours
 from fastlab.net.network import Network
 from fastlab.net.runstate import Neighbours, RunState, new_prefix
 from fastlab.net.shaping import Shaper
@@ -361,8 +361,11 @@ def _flows_phase(run: _Run) -> None:
         control.schedule(spec.reroutes, bus.t0)
     end = bus.t0 + spec.duration_s
     next_progress = bus.t0 + PROGRESS_EVERY_S
+    run.cpu["steal"] = []
     while time.monotonic() < end:
         neighbours.look(time.monotonic() - bus.t0)
+        # the hypervisor's steal over time: the verdict says the machine's share of a disturbance
+        run.cpu["steal"].append((time.monotonic() - bus.t0, *fidelity.steal_times(PROC_STAT.read_text())))
         if traffic.errors or (control is not None and control.errors):
             raise RunError("; ".join(traffic.errors + (control.errors if control else [])))
         run.stop_if_cancelled()
@@ -383,18 +386,24 @@ def _flows_phase(run: _Run) -> None:
         raise RunError(str(exc)) from None
 
 
-def _summary(run: _Run, flows_df: Any, links_df: Any) -> Summary:
-    """Collect phase: summary.json from the traces, the idle RTTs, the fidelity verdict, the parts of a
-    run whose parameters changed (scheduled or live: measured and judged per part) and the note."""
+def _summary(run: _Run, flows_df: Any, links_df: Any, events_df: Any, accounts: dict[str, Any]) -> Summary:
+    """Collect phase: summary.json from the traces, the idle RTTs, the delay accounting per flow, the fidelity
+    verdict, the parts of a run whose parameters changed (scheduled or live: measured and judged per part)
+    and the note."""
     spec, prep = run.spec, run.prep
     infos = [analysis.FlowInfo(f.id, f.src, f.dst, f.cc, f.start_s, f.stop_s) for f in prep.flows]
     # a schedule's capacity: its rate in force averaged over the flows' active window (analysis.summarize's)
     active = (min(f.start_s for f in prep.flows), max(f.stop_s for f in prep.flows))
     capacities = {k: round(mean_rate_bps(link.forward, *active) / 1e6, 6) for k, link in prep.links.items()}
     summary = analysis.summarize(infos, flows_df, run.traffic.finished, links_df, capacities)
+    routes = {r.flow: r for r in accounting_routes_of(prep)}
+    for flow in summary.flows:  # where each flow's round trip went (fastlab.measure.accounting)
+        if flow.id in accounts and flow.id in routes:
+            flow.delay_accounting = FlowDelay.model_validate(
+                accounting.flow_figures(routes[flow.id], accounts[flow.id], flow.min_rtt_ms))
     summary.idle_rtt = [IdleRtt.model_validate(p) for p in run.idle]
     summary.fidelity = Verdict.model_validate(note_neighbours(assess_run(
-        prep, run.shaper.final, run.cpu, flows_df, links_df, run.idle_stats), run.neighbours_seen()))
+        prep, run.shaper.final, run.cpu, flows_df, links_df, run.idle_stats, events_df), run.neighbours_seen()))
     changes = segments.changes_of(run.ccs.applied)
     if changes:
         summary.segments = segments.measured(spec, changes, flows_df, links_df, capacities)
@@ -475,7 +484,9 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     log.info("run %s: network and processes removed in %.1f s", prefix, written_from - flows_ended)
     flows_df, links_df, events_df = (run.bus.frame("flow"), analysis.add_rates(run.bus.frame("link")),
                                      run.bus.frame("event"))
-    summary = _summary(run, flows_df, links_df)
+    accounts = account_run(run.prep, flows_df, links_df)  # flows.csv carries each sample's accounting
+    flows_df = accounting.with_columns(flows_df, accounts)
+    summary = _summary(run, flows_df, links_df, events_df, accounts)
     environment = _environment(run)
     spec_yaml = _spec_yaml(spec, copies, topology_copy)
     # the report's theory lines: the live page's (per part of a run whose parameters changed)

@@ -41,6 +41,7 @@ from fastlab.define.schema import (
     load_spec,
     parse_yaml,
 )
+from fastlab.measure import window
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,7 @@ class CheckResult:
     quantity: str = ""
     inconclusive: str = ""  # why the run cannot judge it (the fidelity verdict's reasons); "" = conclusive
     evaluated: bool = True  # False: the run lacked what the checkpoint reads ("cannot evaluate")
+    band: tuple[float, float] | None = None  # [lo, hi] of a `within` figure: what the fidelity window allows
 
     @property
     def status(self) -> str:
@@ -122,7 +124,7 @@ def within(name: str, measured: float, lo: float, hi: float, tolerance: str, uni
     unit = f" {unit}" if unit else ""
     # six significant digits, not decimal places: a loss rate of 1e-6 must not print as 0
     return CheckResult(name, bool(lo <= measured <= hi), float(f"{float(measured):.6g}"),
-                       f"{lo:.4g}..{hi:.4g}{unit}", tolerance)
+                       f"{lo:.4g}..{hi:.4g}{unit}", tolerance, band=(float(lo), float(hi)))
 
 
 def link_kept_busy(run: StepRun, link: str, t0: float, t1: float, why: str) -> CheckResult:
@@ -130,6 +132,7 @@ def link_kept_busy(run: StepRun, link: str, t0: float, t1: float, why: str) -> C
     sample of 1 (a window of n samples can be off by one sample at either end). `why` says, from the
     lab's model, why its queue never empties; the reason adds the queue's least sample and the slack."""
     rows = run.link(link)
+    run.measure_window(t0, t1)
     rows = rows[(rows["t"] >= t0) & (rows["t"] < t1)]
     if len(rows) < 10:
         raise MissingData(f"{link}: fewer than 10 samples between {t0:g} and {t1:g} s")
@@ -182,8 +185,33 @@ class StepRun(RunReader):
     CSVs may be stored gzipped, `flows.csv.gz`; the record typed, fastlab.base.record), with what checkpoints
     read of it; a missing file, flow or link is MissingData."""
 
+    def __init__(self, directory: Path | str) -> None:
+        super().__init__(directory)
+        # the time windows the checkpoint being evaluated measured over (evaluate_run clears it before each):
+        # its fidelity is judged over them (fastlab.measure.window)
+        self.windows: list[tuple[float, float]] = []
+
     def missing(self, exc: FileNotFoundError) -> Exception:
         return MissingData(str(exc))
+
+    def measure_window(self, t0: float, t1: float) -> None:
+        """Note that the checkpoint being evaluated measures over [t0, t1] (run time, s): the accessors that
+        take a window note theirs; a checkpoint that slices traces itself may say so here."""
+        self.windows.append((float(t0), float(t1)))
+
+    def read_as_queue_ms(self, flow_id: str, t0: float, t1: float) -> float:
+        """The delay the flow read as queue that no link queued, mean over [t0, t1] (ms): the emulators'
+        lateness and the hosts' delay above their share of its minimum RTT, from flows.csv's delay
+        accounting (fastlab.measure.accounting). A delay-based flow counts it as queued packets, so a
+        model of its queue takes it off. A run made before the accounting: the verdict's mean emulation
+        delay of the flow's path (lateness only, emulation_delay_ms), 0 without a verdict."""
+        self.measure_window(t0, t1)
+        rows = self.flow(flow_id)
+        if "acct_read_as_queue_ms" in rows:
+            inside = rows[(rows["t"] >= t0) & (rows["t"] <= t1)]["acct_read_as_queue_ms"].dropna()
+            if not inside.empty:
+                return max(0.0, float(inside.mean()))
+        return self.emulation_delay_ms(flow_id)
 
     def flow(self, flow_id: str) -> pd.DataFrame:
         """flows.csv rows of one flow, in time order."""
@@ -262,6 +290,7 @@ class StepRun(RunReader):
         return float(rows["t"].iloc[0]), float(rows["t"].iloc[-1])
 
     def _goodput_rows(self, flow_id: str, t0: float, t1: float, outside_recovery: bool) -> pd.DataFrame:
+        self.measure_window(t0, t1)
         rows = self.flow(flow_id)
         rows = rows[(rows["t"] >= t0) & (rows["t"] <= t1)].dropna(subset=["bytes_acked"])
         if outside_recovery and "ca_state" in rows:
@@ -311,6 +340,7 @@ class StepRun(RunReader):
         10-ms stall with 53 packets queued left 0.991), or the queue emptied between two samples."""
         from fastlab.measure.fidelity import tc_busy_share
 
+        self.measure_window(t0, t1)
         rows = self.link(link_id)
         rows = rows[(rows["t"] >= t0) & (rows["t"] <= t1)].dropna(subset=["backlog_pkts", "tx_bytes"])
         capacity = self.capacity_mbps(link_id)
@@ -592,15 +622,28 @@ def evaluate_run(lab: Lab, step_id: str, run: StepRun, short: bool = False) -> l
     for call in step.checkpoints:
         if short and call.full_only:
             continue
+        run.windows = []
         try:
             result = lab.checks[call.check](run, **call.args)
             result.quantity = result.quantity or result.name
             result.name = call.label if call.name else (result.name or call.label)
         except (LookupError, ValueError, ArithmeticError, OSError) as exc:  # data it cannot use: a FAIL, not a crash
             result = CheckResult(call.label, False, "n/a", "", "", note=f"cannot evaluate: {exc}", evaluated=False)
-        result.inconclusive = precondition
+        result.inconclusive = precondition or _window_precondition(run, result)
         results.append(result)
     return results
+
+
+def _window_precondition(run: StepRun, result: CheckResult) -> str:
+    """The fidelity of the checkpoint's own measurement window (fastlab.measure.window), "" where the checkpoint
+    noted no window: the run's verdict stands for it."""
+    if not run.windows or not result.evaluated:
+        return ""
+    try:
+        return window.judge(run.summary.fidelity, run.flows, (min(a for a, _ in run.windows),
+                            max(b for _, b in run.windows)), result.band, result.measured, result.passed)
+    except MissingData:
+        return ""
 
 
 def combined_status(statuses: list[str]) -> str:

@@ -28,20 +28,29 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+
 from fastlab.base.record import Verdict
 from fastlab.define.schema import MTU_BYTES
+from fastlab.measure import effects
+from fastlab.measure.budgets import (  # noqa: F401 - the verdict's budget, named here as before
+    DELAY_SHARE_OF_TARGET,
+    LOSS_BASED_RTT_SHARE,
+    MIN_BUDGET_MS,
+    Crossing,
+    PathInfo,
+    budget_ms,
+    budget_words,
+)
+from fastlab.measure.weighing import (
+    accounting_figures,
+    accounting_reasons,
+    base_reasons,
+    disturbances,
+    effect_reasons,
+    startup_reasons,
+)
 
-# A FAST flow aims at alpha packets queued at its bottleneck, i.e. alpha * MTU / C of queueing
-# delay (2.4 ms for alpha = 200 at 1 Gb/s). Emulation delay above a quarter of that moves its
-# equilibrium by more than a quarter of alpha (w = alpha * D / (D - d)): the lab's lessons about
-# alpha stop holding. A quarter is an assumption: it keeps the equilibrium backlog within the
-# spread the labs already allow for one run.
-DELAY_SHARE_OF_TARGET = 0.25
-# Loss-based flows (Reno, CUBIC, HSTCP, BBR) have no delay target; their rate is window / RTT,
-# so emulation delay must stay below 1 % of the path's base RTT (a 1 % throughput error)...
-LOSS_BASED_RTT_SHARE = 0.01
-# ...but never below 0.5 ms: the wake-up latency of an idle VM's CPU is ~0.1 ms per hop.
-MIN_BUDGET_MS = 0.5
 # A frame dropped by an emulator's socket is a loss no link model decided; one loss costs Reno
 # (W/2) * RTT to recover (22 minutes at 1 Gb/s x 180 ms), so there is no tolerable number.
 SOCK_DROPS_MAX = 0
@@ -94,18 +103,6 @@ ADVICE = ("lower the capacities (topology_args.scale), run fewer flows, or stop 
           "machine; `fastlab doctor --self-test` says what this machine carries faithfully")
 
 
-@dataclass(frozen=True)
-class PathInfo:
-    """One flow's path: the link directions its data and ACKs cross, and its delay budget's basis."""
-
-    flow: str
-    crossings: tuple[tuple[str, str], ...]  # (link id, "forward" | "reverse")
-    base_rtt_ms: float
-    target_queue_ms: float | None = None  # FAST: alpha packets at the bottleneck; None: loss-based
-    mtu_bytes: int = MTU_BYTES
-
-
-Crossing = tuple[str, str]  # (link id, "forward" | "reverse")
 
 
 @dataclass(frozen=True)
@@ -139,12 +136,16 @@ class Inputs:
     # crossings, and the counters of the emulated crossings.
     routes: tuple[tuple[Crossing, ...], ...] = ()
     counters: dict[Crossing, Counters] = field(default_factory=dict)
+    # Weighing by effect (issue 53): each flow's samples (t, bytes_acked, cwnd_pkts and the delay accounting's
+    # acct_* columns, fastlab.measure.accounting), each crossing's cumulative lateness (t, late_n, late_mean_us)
+    # and (t, steal jiffies, total jiffies) samples of /proc/stat while the flows ran. Without flows the verdict
+    # judges as before: the mean lateness and each burst by its size.
+    flows: dict[str, pd.DataFrame] = field(default_factory=dict)
+    algorithm_base_ms: dict[str, float] = field(default_factory=dict)  # flow -> its algorithm's own baseRTT
+    lateness: dict[Crossing, pd.DataFrame] = field(default_factory=dict)
+    steal_samples: list[tuple[float, int, int]] = field(default_factory=list)
 
 
-def budget_ms(path: PathInfo) -> float:
-    if path.target_queue_ms is not None:
-        return max(0.0, DELAY_SHARE_OF_TARGET * path.target_queue_ms)
-    return max(MIN_BUDGET_MS, LOSS_BASED_RTT_SHARE * path.base_rtt_ms)
 
 
 DIRECTION_TAGS = {"forward": "ab", "reverse": "ba"}
@@ -224,21 +225,27 @@ def feeders(routes: tuple[tuple[Crossing, ...], ...],
 
 def burst_excess(here: Counters, limit_bps: float, slack_bytes: float) -> tuple[float, float | None]:
     """The most bytes that reached `here` within BURST_WINDOW_S beyond limit x time + slack (pure), and
-    when that window ended: max over j of v_j - min over earlier i in the window of v_i, with
-    v = arrived - limit x t (a sliding minimum: O(samples))."""
+    when that window ended (burst_span's, without its start)."""
+    worst, at, _start = burst_span(here, limit_bps, slack_bytes)
+    return worst, at
+
+
+def burst_span(here: Counters, limit_bps: float, slack_bytes: float) -> tuple[float, float | None, float | None]:
+    """burst_excess with the window's start: max over j of v_j - min over earlier i in the window of v_i,
+    with v = arrived - limit x t (a sliding minimum: O(samples)); (excess, t_j, t_i)."""
     per_s = limit_bps * (1 + BURST_RATE_DRIFT) / 8
     lows: deque[int] = deque()
-    worst, at = 0.0, None
+    worst, at, start = 0.0, None, None
     v = [a - per_s * t for t, a in zip(here.times, here.arrived_bytes, strict=True)]
     for j, t in enumerate(here.times):
         while lows and here.times[lows[0]] < t - BURST_WINDOW_S:
             lows.popleft()
         if lows and v[j] - v[lows[0]] - slack_bytes > worst:
-            worst, at = v[j] - v[lows[0]] - slack_bytes, t
+            worst, at, start = v[j] - v[lows[0]] - slack_bytes, t, here.times[lows[0]]
         while lows and v[lows[-1]] >= v[j]:
             lows.pop()
         lows.append(j)
-    return worst, at
+    return worst, at, start
 
 
 def conservation(routes: tuple[tuple[Crossing, ...], ...], counters: dict[Crossing, Counters],
@@ -255,10 +262,11 @@ def conservation(routes: tuple[tuple[Crossing, ...], ...], counters: dict[Crossi
         slow, between = fed
         slack = (BURST_MTUS * mtu_bytes + sum(max(counters[b].backlog_bytes, default=0.0) for b in between)
                  + sum(counters[c].rate_bps / 8 * counters[c].late_p99_us / 1e6 for c in slow | between))
-        excess, at = burst_excess(counters[here], sum(rates[c] for c in slow), slack)
+        excess, at, start = burst_span(counters[here], sum(rates[c] for c in slow), slack)
         out[here] = {
             "excess_bytes": round(excess), "excess_ms": round(excess * 8 / rates[here] * 1000, 2),
-            "at_s": None if at is None else round(at, 2), "slack_bytes": round(slack),
+            "at_s": None if at is None else round(at, 2), "from_s": None if start is None else round(start, 2),
+            "slack_bytes": round(slack),
             "fed_by": sorted(f"{c[0]} ({c[1]})" for c in slow)}
     return out
 
@@ -281,19 +289,11 @@ def burst_reasons(bursts: dict[Crossing, dict[str, Any]], paths: list[PathInfo],
     return reasons
 
 
-def assess(inp: Inputs) -> dict[str, Any]:
-    """The verdict: faithful only if no threshold is crossed; each crossing is one reason."""
-    reasons: list[str] = []
-    links = {link: link_figures(stats) for link, stats in inp.emulators.items()}
-    idle_links = {link: link_figures(stats) for link, stats in inp.idle_emulators.items()}
-    crossed = {c for p in inp.paths for c in p.crossings}
-
-    for link, direction in sorted(crossed):
-        fig = links.get(link, {}).get(direction)
-        if fig and fig["sock_drops"] > SOCK_DROPS_MAX:
-            reasons.append(f"{link} ({direction}): the emulator's socket dropped {fig['sock_drops']} frames "
-                           "(losses no link model decided)")
-    paths = []
+def _judge_paths(inp: Inputs, links: dict[str, Any], idle_links: dict[str, Any],
+                 by_effect: bool) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
+    """Each path's figures, its delay accounting (with the flows' samples) and the reasons they give: the
+    delay the flow read as queue that no link queued where accounted, else the emulators' mean lateness."""
+    paths, accounted, reasons, judged = [], {}, [], []
     for p in inp.paths:
         delay = path_delay_ms(p, links)
         budget = budget_ms(p)
@@ -301,15 +301,59 @@ def assess(inp: Inputs) -> dict[str, Any]:
                       "basis": "FAST alpha queue" if p.target_queue_ms is not None else "base RTT",
                       "idle_emulation_delay_ms": path_delay_ms(p, idle_links),
                       "crossings": [[link, direction] for link, direction in p.crossings]})
-        if delay is not None and delay > budget:
-            what = (f"{DELAY_SHARE_OF_TARGET:g} of the {p.target_queue_ms:.2f} ms queue FAST aims at"
-                    if p.target_queue_ms is not None else
-                    f"max({MIN_BUDGET_MS:g} ms, {LOSS_BASED_RTT_SHARE:.0%} of the {p.base_rtt_ms:g} ms RTT)")
+        acct = (accounting_figures(p, inp.flows.get(p.flow), budget, inp.algorithm_base_ms.get(p.flow))
+                if by_effect else None)
+        if acct is not None:
+            accounted[p.flow] = acct
+            judged.append((p, acct))
+        elif delay is not None and delay > budget:
             reasons.append(f"flow {p.flow}: the emulators added {delay:.2f} ms of delay (departure lateness), "
-                           f"above {budget:.2f} ms = {what}")
+                           f"above {budget:.2f} ms = {budget_words(p)}")
+    return paths, accounted, accounting_reasons(judged, inp.machine_steal) + base_reasons(judged) + reasons
+
+
+def _judge_disturbances(inp: Inputs, bursts: dict[Crossing, dict[str, Any]],
+                        mtu: int) -> tuple[list[effects.Disturbance], dict[str, Any], list[str]]:
+    """Every disturbance found (fastlab.measure.weighing), weighed by its effect on the flows it touched."""
+    for crossing, fig in bursts.items():  # each figure gets its budget_ms, as burst_reasons gives it
+        fig["budget_ms"] = round(min([budget_ms(p) for p in inp.paths if crossing in p.crossings]
+                                     or [MIN_BUDGET_MS]), 3)
+    found = disturbances(inp.paths, bursts, BURST_NOISE_MTUS * mtu, inp.flows, inp.lateness, inp.steal_samples,
+                         inp.sample_interval_s)
+    rtts = {p.flow: p.base_rtt_ms / 1000 for p in inp.paths}
+    weighed = effects.weigh(found, inp.flows, rtts)
+    reasons, figures = effect_reasons(weighed, inp.flows, inp.machine_steal, inp.steal_samples, rtts)
+    return found, figures, startup_reasons(found, inp.flows, rtts) + reasons
+
+
+def assess(inp: Inputs) -> dict[str, Any]:
+    """The verdict: faithful only if no threshold is crossed; each crossing is one reason.
+
+    With the flows' samples (`inp.flows`) the delay a flow read as queue that no link queued is judged by its
+    median (the delay accounting), and disturbances -- bursts held between the links, late departures, host
+    delay, stalled traces -- by what they cost the flows they touched; without them, as before, the mean
+    lateness and each burst by its size."""
+    reasons: list[str] = []
+    links = {link: link_figures(stats) for link, stats in inp.emulators.items()}
+    idle_links = {link: link_figures(stats) for link, stats in inp.idle_emulators.items()}
+    crossed = {c for p in inp.paths for c in p.crossings}
+    by_effect = bool(inp.flows)
+
+    for link, direction in sorted(crossed):
+        fig = links.get(link, {}).get(direction)
+        if fig and fig["sock_drops"] > SOCK_DROPS_MAX:
+            reasons.append(f"{link} ({direction}): the emulator's socket dropped {fig['sock_drops']} frames "
+                           "(losses no link model decided)")
+    paths, accounted, more = _judge_paths(inp, links, idle_links, by_effect)
+    reasons += more
     mtu = inp.paths[0].mtu_bytes if inp.paths else MTU_BYTES
     bursts = conservation(inp.routes, inp.counters, mtu)
-    reasons += burst_reasons(bursts, inp.paths, mtu)
+    if by_effect:
+        found, effect_figures, more = _judge_disturbances(inp, bursts, mtu)
+        reasons += more
+    else:
+        found, effect_figures = [], {}
+        reasons += burst_reasons(bursts, inp.paths, mtu)
     for link, cores in sorted(inp.emulator_cores.items()):
         if cores > EMULATOR_CORE_MAX:
             reasons.append(f"{link}: its emulator used {cores:.2f} of a core (limit {EMULATOR_CORE_MAX:g}): "
@@ -345,13 +389,17 @@ def assess(inp: Inputs) -> dict[str, Any]:
         "sample_gaps_s": {k: round(v, 3) for k, v in inp.sample_gaps_s.items()},
         "tc_queues": tc_queues,
         "conservation": {f"{link} ({direction})": fig for (link, direction), fig in bursts.items()},
+        "delay_accounting": accounted,
+        "disturbances": [d.as_dict() for d in found],
+        "effects": effect_figures,
         "unmeasured": [f"{link}: shaped by tc (departure times are the kernel's, not measured; "
                        "the rate it delivered while queued is)" for link in inp.tc_links],
         "thresholds": {"delay_share_of_fast_target": DELAY_SHARE_OF_TARGET,
                        "loss_based_rtt_share": LOSS_BASED_RTT_SHARE, "min_budget_ms": MIN_BUDGET_MS,
                        "sock_drops_max": SOCK_DROPS_MAX, "emulator_core_max": EMULATOR_CORE_MAX,
                        "machine_busy_max": MACHINE_BUSY_MAX, "sample_gap_max_s": gap_limit,
-                       "tc_busy_share_min": TC_BUSY_SHARE_MIN, "burst_noise_mtus": BURST_NOISE_MTUS},
+                       "tc_busy_share_min": TC_BUSY_SHARE_MIN, "burst_noise_mtus": BURST_NOISE_MTUS,
+                       "delivered_share_max": effects.DELIVERED_SHARE_MAX},
     }
 
 
@@ -360,6 +408,10 @@ def headline(verdict: Verdict | None) -> str:
     if verdict is None:
         return "fidelity: not assessed (run made before fidelity verdicts)"
     if verdict.faithful:
+        accounted = [a.read_as_queue_median_ms for a in verdict.delay_accounting.values()]
+        if accounted:
+            return (f"fidelity: faithful (delay read as queue that no link queued <= {max(accounted):.2f} ms on every "
+                    "path, disturbances within what the flows may lose, no socket drops)")
         delays = [p.emulation_delay_ms for p in verdict.paths if p.emulation_delay_ms is not None]
         if not delays:
             return ("fidelity: faithful as far as measured (no emulated link: tc shaping's timing is not "

@@ -7,10 +7,16 @@ runs.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from fastlab.measure import fidelity
-from fastlab.plan.prepare import Prepared
+import pandas as pd
+
+from fastlab.base.record import FlowDelay, Summary, Verdict
+from fastlab.base.rundir import EVENTS, SPEC, RunFolder
+from fastlab.define.schema import load_spec
+from fastlab.measure import accounting, fidelity
+from fastlab.plan.prepare import Prepared, prepare
 
 
 def tc_queues(prep: Prepared, links_df: Any) -> dict[str, dict[str, tuple[int, list[tuple[float, float, float]]]]]:
@@ -31,14 +37,64 @@ def tc_queues(prep: Prepared, links_df: Any) -> dict[str, dict[str, tuple[int, l
     return out
 
 
+def accounting_routes_of(prep: Prepared) -> list[accounting.FlowRoute]:
+    """Each flow's hops for the delay accounting: its data's and its ACKs' shaped link directions in path
+    order, with their delays, rates and backends (a tbf, DOCSIS or trace direction schedules a frame from the
+    moment linkemu reads it, so its socket wait counts as lateness)."""
+    def hop(link: str, forward: bool) -> accounting.Hop:
+        d = getattr(prep.links[link], "forward" if forward else "reverse")
+        return accounting.Hop(link, "forward" if forward else "reverse", d.delay_us / 1000, d.rate_bps,
+                              emulated=prep.backends.get(link, ("", ""))[0] == "emulator",
+                              reads_late_count=d.policy is not None or d.trace is not None)
+
+    return [accounting.FlowRoute(f.id, tuple(hop(*c) for c in p.data), tuple(hop(*c) for c in p.acks),
+                                 prep.spec.mtu)
+            for f in prep.flows for p in (prep.paths[f.id],)]
+
+
+def account_run(prep: Prepared, flows_df: pd.DataFrame, links_df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Every flow's delay accounting (fastlab.measure.accounting) from the run's traces."""
+    return accounting.account(accounting_routes_of(prep), flows_df, links_df)
+
+
+def lateness_rows(prep: Prepared, links_df: pd.DataFrame) -> dict[fidelity.Crossing, pd.DataFrame]:
+    """Each emulated crossing's cumulative lateness samples (t, late_n, late_mean_us) from links.csv."""
+    out: dict[fidelity.Crossing, pd.DataFrame] = {}
+    if links_df.empty or not {"late_n", "late_mean_us"} <= set(links_df.columns):
+        return out
+    for (link, direction), rows in links_df.groupby(["link", "direction"]):
+        if prep.backends.get(str(link), ("", ""))[0] == "emulator":
+            out[(str(link), str(direction))] = rows[["t", "late_n", "late_mean_us"]].sort_values("t")
+    return out
+
+
+def algorithm_bases(flows_df: pd.DataFrame, events_df: pd.DataFrame | None) -> dict[str, float]:
+    """Each flow's baseRTT as its own algorithm holds it at the end (ms): FAST's update events (the BPF build),
+    or the module build's TCP_CC_INFO samples in flows.csv; none for an algorithm without one."""
+    out: dict[str, float] = {}
+    if not flows_df.empty and "cc_base_rtt_ms" in flows_df:
+        for flow, rows in flows_df.dropna(subset=["cc_base_rtt_ms"]).groupby("flow"):
+            out[str(flow)] = float(rows.sort_values("t")["cc_base_rtt_ms"].iloc[-1])
+    if events_df is not None and not events_df.empty and {"event", "base_rtt_us"} <= set(events_df.columns):
+        updates = events_df[(events_df["event"] == "update") & (events_df["base_rtt_us"] > 0)]
+        for flow, rows in updates.groupby("flow"):
+            out[str(flow)] = float(rows.sort_values("t")["base_rtt_us"].iloc[-1]) / 1000
+    return out
+
+
 def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[str, Any], flows_df: Any,
-               links_df: Any, idle_stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
+               links_df: Any, idle_stats: dict[str, dict[str, Any]], events_df: Any = None) -> dict[str, Any]:
     """The run's verdict (summary.json's `fidelity`): `emulators` are their final stats by link, `cpu`
-    the machine's and each emulator's CPU at the flows' start and end ((/proc/stat, cores, time))."""
+    the machine's and each emulator's CPU at the flows' start and end ((/proc/stat, cores, time)) and, under
+    "steal", (t, steal, total) samples of /proc/stat while the flows ran; `flows_df` may carry the delay
+    accounting's columns (then disturbances are weighed by their effect on the flows), `events_df` the
+    algorithms' events (FAST's baseRTT)."""
     spec = prep.spec
     (stat0, cores0, t0), (stat1, cores1, t1) = cpu["start"], cpu["end"]
     span = max(t1 - t0, 1e-9)
     times = {str(flow): list(rows["t"]) for flow, rows in flows_df.groupby("flow")} if not flows_df.empty else {}
+    accounted = (not flows_df.empty and "acct_read_as_queue_ms" in flows_df and "bytes_acked" in flows_df)
+    flows = {str(flow): rows.sort_values("t") for flow, rows in flows_df.groupby("flow")} if accounted else {}
     return fidelity.assess(fidelity.Inputs(
         emulators=dict(emulators), paths=fidelity_paths(prep),
         emulator_cores={link: (cores1[link] - cores0.get(link, 0.0)) / span for link in cores1},
@@ -49,7 +105,10 @@ def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[s
         tc_queues=tc_queues(prep, links_df), routes=fidelity_routes(prep),
         counters=fidelity_counters(prep, links_df, {
             (link, d): float(fig["late_p99_us"] or 0) for link, stats in emulators.items()
-            for d, fig in fidelity.link_figures(stats).items()})))
+            for d, fig in fidelity.link_figures(stats).items()}),
+        flows=flows, lateness=lateness_rows(prep, links_df) if flows else {},
+        algorithm_base_ms=algorithm_bases(flows_df, events_df) if flows else {},
+        steal_samples=list(cpu.get("steal", []))))
 
 
 def note_neighbours(verdict: dict[str, Any], neighbours: list[dict[str, Any]]) -> dict[str, Any]:
@@ -108,3 +167,43 @@ def fidelity_paths(prep: Prepared) -> list[fidelity.PathInfo]:
     """Each flow's emulated crossings (data and ACKs) and the basis of its delay budget, from the plan."""
     return [fidelity.PathInfo(f.id, tuple(_named(p.data + p.acks)), p.figures.rtt_ms, p.target_queue_ms, prep.spec.mtu)
             for f in prep.flows for p in (prep.paths[f.id],)]
+
+
+def judge_again(folder: Path) -> Summary:
+    """The verdict this code gives a recorded run (its traces, plan and the emulators' figures as its summary
+    kept them), written into its summary.json and flows.csv (with the delay accounting): bench/verdict.py
+    --rejudge judges its recorded runs again with a later verdict. The machine's steal over time is not
+    recorded in a run folder: the reasons then give the run's only."""
+    rf = RunFolder(folder)
+    spec = load_spec(str(rf.path(SPEC)))
+    prep = prepare(spec)
+    flows, links = rf.flows(), rf.links()
+    flows = flows.drop(columns=[c for c in accounting.COLUMNS if c in flows])
+    accounts = account_run(prep, flows, links)
+    flows = accounting.with_columns(flows, accounts)
+    summary = rf.summary()
+    old = summary.fidelity or Verdict(faithful=True)
+    routes = {r.flow: r for r in accounting_routes_of(prep)}
+    for f in summary.flows:
+        f.delay_accounting = FlowDelay.model_validate(accounting.flow_figures(routes[f.id], accounts[f.id],
+                                                                              f.min_rtt_ms))
+    tags = {"forward": "ab", "reverse": "ba"}
+    emulators = {link: {tags[d]: {"late_us": {"mean": x.late_mean_us, "p50": x.late_p50_us, "p99": x.late_p99_us,
+                                              "max": x.late_max_us, "n": x.segments},
+                                  "sock_drops": x.sock_drops or 0}
+                        for d, x in sides.items()} for link, sides in old.links.items()}
+    late99 = {(link, d): float(x.late_p99_us or 0) for link, sides in old.links.items() for d, x in sides.items()}
+    verdict = fidelity.assess(fidelity.Inputs(
+        emulators=emulators, paths=fidelity_paths(prep), emulator_cores=dict(old.emulator_cores),
+        machine_busy=old.machine_busy, machine_steal=old.machine_steal,
+        sample_gaps_s=dict(old.sample_gaps_s), sample_interval_s=1 / spec.sample_hz,
+        tc_links=tuple(k for k, (b, _) in prep.backends.items() if b != "emulator"),
+        tc_queues=tc_queues(prep, links), routes=fidelity_routes(prep),
+        counters=fidelity_counters(prep, links, late99),
+        flows={str(f): r.sort_values("t") for f, r in flows.groupby("flow")},
+        algorithm_base_ms=algorithm_bases(flows, rf.events() if rf.has(EVENTS) else None),
+        lateness=lateness_rows(prep, links)))
+    summary.fidelity = Verdict.model_validate(note_neighbours(verdict, [{"prefix": n} for n in old.neighbours]))
+    rf.replace_flows(flows)
+    rf.replace_summary(summary)
+    return summary

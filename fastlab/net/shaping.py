@@ -78,7 +78,18 @@ def lateness_totals(c: dict[str, Any]) -> dict[str, Any]:
     checkpoint's, where the verdict judges the whole run."""
     late, wait = c.get("late_us") or {}, c.get("rx_wait_us") or {}
     return {"late_n": late.get("n"), "late_mean_us": late.get("mean"),
-            "rx_wait_n": wait.get("n"), "rx_wait_mean_us": wait.get("mean")}
+            "rx_wait_n": wait.get("n"), "rx_wait_mean_us": wait.get("mean")} | accounting_totals(c)
+
+
+def accounting_totals(c: dict[str, Any]) -> dict[str, Any]:
+    """A direction's delay accounting so far (linkemu's `acct`: per-frame means since start, µs): frames
+    sent, one segment's serialization, queueing, the model's extra latency (jitter, a policy's) and the
+    emulator's lateness, per frame; the p99 of the per-frame queueing. The difference of two samples
+    gives the means over any window (fastlab.measure.accounting). None from an emulator without it."""
+    acct, queue = c.get("acct") or {}, c.get("queue_us") or {}
+    return {"acct_frames": acct.get("frames"), "acct_ser_mean_us": acct.get("ser"),
+            "acct_queue_mean_us": acct.get("queue"), "acct_extra_mean_us": acct.get("extra"),
+            "acct_late_mean_us": acct.get("late"), "queue_p99_us": queue.get("p99")}
 
 
 def varying_figures(c: dict[str, Any]) -> dict[str, Any]:

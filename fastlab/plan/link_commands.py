@@ -23,6 +23,7 @@ from typing import Any
 from fastlab.base import paths
 from fastlab.define.schema import (
     MTU_BYTES,
+    PHANTOM_FLOW_EXPONENT_STEP,
     BernoulliLoss,
     CodelAqm,
     DocsisUpstreamPolicy,
@@ -137,6 +138,8 @@ def policy_args(tag: str, policy: TokenBucketPolicy | DocsisUpstreamPolicy | Non
             argv += [f"--{tag}-phantom-max-delay-us", str(max(1, int(round(policy.phantom.max_delay_ms * 1000)))),
                      f"--{tag}-phantom-knee-ppm", str(max(1, int(round(policy.phantom.knee * 1e6)))),
                      f"--{tag}-phantom-window-us", str(int(round(policy.phantom.window_ms * 1000)))]
+            if quarters := int(round(policy.phantom.flow_exponent / PHANTOM_FLOW_EXPONENT_STEP)):
+                argv += [f"--{tag}-phantom-flow-exp-q", str(quarters)]
         return argv
     if isinstance(policy, DocsisUpstreamPolicy):
         us = lambda ms: str(int(round(ms * 1000)))  # noqa: E731

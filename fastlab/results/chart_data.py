@@ -13,6 +13,8 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
+from fastlab.base.record import Summary
+
 # The columns of each kind of sample the charts read (fastlab/templates/charts.js), as the engine streams them
 # to the live page: a report carries no more than its charts draw.
 SAMPLE_COLUMNS = {
@@ -78,3 +80,31 @@ def script_json(data: Any) -> Markup:
     """JSON to sit inside a <script type="application/json">: no '<', '>' or '&' that could end it."""
     text = json.dumps(data, allow_nan=False, separators=(",", ":"))
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))  # noqa: S704
+
+
+# "Where the round trip went" (fastlab.measure.accounting's columns of flows.csv): at most this many points
+# per flow, each the mean of the samples it stands for (a 120-s run at 10 Hz keeps every sample).
+ROUND_TRIP_POINTS = 1200
+ROUND_TRIP_PARTS = ("serialization", "queueing", "lateness", "hosts")  # stacked above the propagation
+
+
+def round_trip(flows: pd.DataFrame, summary: Summary | None = None) -> dict[str, Any]:
+    """Per flow: its RTT samples' parts above the propagation (ms), over time, and the summary's medians
+    (the record's FlowFigures.delay_accounting, as data), for charts.js's drawRoundTrip; {} for a run without
+    the accounting."""
+    if flows.empty or "acct_rtt_ms" not in flows or "flow" not in flows:
+        return {}
+    figures = {f.id: f.delay_accounting.dump() for f in (summary.flows if summary is not None else [])
+               if f.delay_accounting is not None}
+    out: dict[str, Any] = {}
+    for flow, rows in flows.dropna(subset=["acct_rtt_ms"]).groupby("flow", sort=True):
+        rows = rows.sort_values("t")
+        step = max(1, math.ceil(len(rows) / ROUND_TRIP_POINTS))
+        binned = rows.groupby(pd.RangeIndex(len(rows)) // step).mean(numeric_only=True)
+        series: dict[str, Any] = {"t": [round(float(v), 3) for v in binned["t"]]}
+        for part in ROUND_TRIP_PARTS:
+            series[part] = [_finite(round(float(v), 4)) for v in binned[f"acct_{part}_ms"]]
+        series["propagation_ms"] = _finite(round(float(rows["acct_propagation_ms"].median()), 3))
+        series["figures"] = figures.get(str(flow))
+        out[str(flow)] = series
+    return out

@@ -108,7 +108,13 @@ def banner(verdict: Verdict | None) -> Banner:
                       tuple(str(r) for r in verdict.reasons),
                       advice[:1].upper() + advice[1:] if advice else None)
     worst = _worst_path(verdict)
-    if worst is None:
+    accounted = list(verdict.delay_accounting.values())
+    if accounted:
+        top = max(accounted, key=lambda a: a.read_as_queue_median_ms / max(a.budget_ms or 1e-9, 1e-9))
+        lead = (f"every flow read at most {top.read_as_queue_median_ms:.2f} ms of delay no link queued "
+                f"(median; budget {_num(top.budget_ms)} ms), what disturbed the flows cost them no more "
+                "than their limit, the emulated links dropped no packets of their own, and the CPU kept headroom.")
+    elif worst is None:
         lead = "no threshold was crossed (no emulator measured a path's delay: its links were shaped by tc)."
     else:
         lead = (f"the emulated links added at most {worst.emulation_delay_ms or 0.0:.2f} ms of delay (budget "
@@ -199,6 +205,48 @@ def _cell(text: str, over: bool = False) -> str:
     return f'<td class="num{" over" if over else ""}">{html.escape(text)}</td>'
 
 
+def _accounting_html(verdict: Verdict) -> list[str]:
+    """The delay accounting judged per flow (fastlab.measure.accounting) and the disturbances weighed by their
+    effect (fastlab.measure.effects): tables, none for a run made before them."""
+    esc = html.escape
+    out = []
+    if verdict.delay_accounting:
+        out.append("<table class=\"fidelity-accounting\"><caption>Delay each flow read as queue that no link queued "
+                   "(median over its samples; the rest of the hosts' delay is in its minimum RTT)</caption><tr>"
+                   "<th>flow</th><th>read as queue (ms)</th><th>p99 (ms)</th><th>emulators' lateness (ms)</th>"
+                   "<th>hosts and datapath (ms)</th><th>budget (ms)</th></tr>")
+        for flow, a in sorted(verdict.delay_accounting.items()):
+            over = a.read_as_queue_median_ms > (a.budget_ms or float("inf"))
+            out.append(f"<tr><td>{esc(flow)}</td>{_cell(_num(a.read_as_queue_median_ms), over)}"
+                       f"{_cell(_num(a.read_as_queue_p99_ms))}{_cell(_num(a.lateness_median_ms))}"
+                       f"{_cell(_num(a.hosts_median_ms))}{_cell(_num(a.budget_ms))}</tr>")
+        out.append("</table>")
+    spans = [(flow, e) for flow, fig in sorted(verdict.effects.items()) for e in fig.spans]
+    if spans:
+        limit = verdict.thresholds.get("delivered_share_max")
+        caption = ("What disturbed the flows and what it cost them (bytes short of their rate just before, over "
+                   "the disturbance and its settling time" + (f"; limit {limit:.0%} of a flow's bytes" if limit else "")
+                   + ")")
+        out.append(f"<table class=\"fidelity-effects\"><caption>{esc(caption)}</caption><tr><th>flow</th>"
+                   "<th>from (s)</th><th>to (s)</th><th>what</th><th>bytes short (MB)</th><th>window cut</th>"
+                   "<th>most read as queue (ms)</th></tr>")
+        for flow, e in spans[:MAX_EFFECT_ROWS]:
+            short, cut = e.deficit_bytes, e.window_cut
+            cells = [_cell(_num(e.t0_s, "{:.1f}")), _cell(_num(e.t1_s, "{:.1f}")),
+                     f"<td>{esc(', '.join(e.kinds))}</td>",
+                     _cell("–" if short is None else f"{max(0.0, short) / 1e6:.2f}"),
+                     _cell("–" if cut is None else f"{cut:.0%}"), _cell(_num(e.read_as_queue_max_ms))]
+            out.append(f"<tr><td>{esc(flow)}</td>{''.join(cells)}</tr>")
+        out.append("</table>")
+        if len(spans) > MAX_EFFECT_ROWS:
+            out.append(f'<p class="note">… and {len(spans) - MAX_EFFECT_ROWS} more (summary.json, '
+                       "fidelity.effects).</p>")
+    return out
+
+
+MAX_EFFECT_ROWS = 20  # a run disturbed all along lists its first ones; summary.json holds every one
+
+
 def details_html(verdict: Verdict | None) -> str:
     """Per-path emulation delay vs budget and per-link lateness, plus CPU and trace gaps; "" if not assessed."""
     if state(verdict) == "unassessed":
@@ -213,6 +261,7 @@ def details_html(verdict: Verdict | None) -> str:
         out += [f"<tr><td>{esc(p.flow)}</td>{_cell('not measured' if p.delay_ms is None else _num(p.delay_ms), p.over)}"
                 f"{_cell(_num(p.budget_ms))}<td>{esc(p.basis)}</td></tr>" for p in paths]
         out.append("</table>")
+    out += _accounting_html(verdict)
     links = link_rows(verdict)
     if links:
         out.append("<table class=\"fidelity-links\"><caption>How late the link emulators sent packets "

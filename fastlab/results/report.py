@@ -24,7 +24,7 @@ from markupsafe import Markup
 from fastlab.base.record import Environment, Summary
 from fastlab.define.schema import SpecError, parse_spec
 from fastlab.results import chart_lines, fidelity_view
-from fastlab.results.chart_data import chart_samples, script_json
+from fastlab.results.chart_data import chart_samples, round_trip, script_json
 from fastlab.results.tables import asset, human_time, jain_text, run_tables
 from fastlab.theory import segments
 
@@ -80,11 +80,12 @@ def render(spec_yaml: str, summary: Summary, environment: Environment,
     sample_hz = (spec or {}).get("sample_hz") or 20
     data = {"refs": refs or [], "lines": chart_lines.lines(refs or []), "marks": marks, "sampleHz": sample_hz,
             "duration": duration_s or (spec or {}).get("duration_s") or 0,
-            "samples": chart_samples(flows, links, events)}
+            "samples": chart_samples(flows, links, events), "roundTrip": round_trip(flows, summary)}
     return TEMPLATES.get_template("report.html").render(
         run=environment.run, kernel=environment.kernel, jain_index=jain_text(summary),
         base_css=asset("base.css"), fidelity_css=fidelity_view.CSS, fidelity=fidelity_section(summary),
         what_happened=summary.what_happened or [],
         **run_tables(summary, environment), spec=spec, refs=refs or [], marks=marks, measured=True,
+        round_trip=data["roundTrip"],
         plotly_places=PLOTLY_PLACES, charts_js=Markup(asset("charts.js")), data=script_json(data),  # noqa: S704
         spec_yaml=spec_yaml, tools=json.dumps(environment.tools, indent=1))

@@ -12,19 +12,17 @@ spec itself):
       scale_flows: {capacity: topology_args.rate_mbps, flow: 0, reference_flows: 4,
                     reference_capacity_mbps: 100}   # optional: N' = N C'/C flows (fastlab.sweep.scaling)
 
-Pure parts, unit-tested: `parse_sweep` and `plan_sweep` (definition -> points, each a list of
-`--set` overrides and a seed); the tables and the page (`summary_metrics`, `aggregate`, `figure`,
-`render`) are in sweep_report.py. `check_points` validates every point's spec before anything runs.
-`fastlab.sweep.run.run_sweep` runs the points that are not finished yet, one after another here or
-on a Dask cluster, into a sweep directory, whose state this module keeps:
+Pure: `parse_sweep`, `plan_sweep` (definition -> points: `--set` overrides and a seed each); the tables and
+page are fastlab.sweep.report's. `check_points` validates every point's spec before anything runs;
+`fastlab.sweep.run.run_sweep` runs the unfinished points into a sweep directory, whose state is kept here:
 
     sweep.yaml            the sweep file as run (after --set)
     sweep.json            the definition and every point's status (written atomically after each change)
     points/<id>/          a run directory per point (`point.json` is written last: the point is finished)
     aggregate.csv         one row per point (parameter combination x repetition): parameters + metrics,
                           and `faithful` (1/0, empty: not assessed) from the run's fidelity verdict
-    aggregate_mean.csv    per combination: mean, std, min, max of every metric, n (repetitions),
-                          faithful_n (faithful repetitions) and assessed_n (repetitions with a verdict)
+    aggregate_mean.csv    per combination: n, faithful_n, assessed_n, mean/std/min/max of every metric, and
+                          over the faithful repetitions its median and 95 % interval (fastlab.sweep.spread)
     sweep.html            how many points were faithful (the unfaithful ones with their first reason),
                           mean with spread (std bars, min-max band) against each swept parameter
 
@@ -82,7 +80,8 @@ STATE_FILE = rundir.SWEEP_STATE
 POINT_FILE = rundir.POINT_FILE
 # `seed` may be swept: each point then runs its own value (+ r for repetition r), as the web form's
 # seed sweeps do (one engine for both, issue 32).
-RESERVED_PARAMS = {"name": "a sweep's points share its name", "sweep": "a sweep cannot sweep itself"}
+RESERVED_PARAMS = {"name": "a sweep's points share its name", "sweep": "a sweep cannot sweep itself",
+                   "repeat": "repetitions are sweep.repeat"}
 
 
 class SweepError(ValueError):
@@ -131,18 +130,20 @@ class ValueRange(Strict):
 class SweepDef(Strict):
     """The `sweep:` section, its value lists resolved (`parse_sweep`)."""
 
-    params: dict[str, list[Any]] = Field(min_length=1, max_length=16)
+    params: dict[str, list[Any]] = Field(default_factory=dict, max_length=16)
     mode: Literal["grid", "zip"] = "grid"
-    repeat: int = Field(1, ge=1, le=1000, description="runs per parameter combination")
+    repeat: int = Field(1, ge=1, le=1000, description="runs per parameter combination (or of the spec alone)")
     scale_flows: FlowScaling | None = Field(None, description="scale a flows row's count with the swept "
                                                               "capacity, keeping each flow's window")
 
     @model_validator(mode="after")
     def _sizes(self) -> SweepDef:
+        if not self.params and self.repeat < 2:  # a sweep without parameters only repeats its spec
+            raise ValueError("params: give at least one parameter to sweep (or repeat the spec: repeat 2 or more)")
         lengths = {k: len(v) for k, v in self.params.items()}
         if self.mode == "zip" and len(set(lengths.values())) > 1:
             raise ValueError(f"mode: zip needs lists of one length, got {lengths}")
-        combos = next(iter(lengths.values())) if self.mode == "zip" else math.prod(lengths.values())
+        combos = next(iter(lengths.values()), 1) if self.mode == "zip" else math.prod(lengths.values())
         if combos * self.repeat > MAX_POINTS:
             raise ValueError(f"repeat: {combos} combinations x {self.repeat} repetitions exceed {MAX_POINTS} points")
         scale = self.scale_flows
@@ -158,6 +159,8 @@ class SweepDef(Strict):
         return self
 
     def combinations(self) -> list[dict[str, Any]]:
+        if not self.params:
+            return [{}]  # the base spec alone (its repetitions)
         keys = list(self.params)
         rows = zip(*self.params.values(), strict=True) if self.mode == "zip" else itertools.product(
             *self.params.values())
@@ -254,8 +257,13 @@ def plan_sweep(document: object, overrides: list[str] | None = None) -> SweepPla
     document = apply_overrides(copy.deepcopy(document), overrides or [])
     if "sweep" not in document:
         raise SpecError("sweep: missing: a sweep file is a spec with a `sweep:` section (params, mode, repeat)")
-    base = {k: v for k, v in document.items() if k != "sweep"}
-    sweep = parse_sweep(document["sweep"])
+    base = {k: v for k, v in document.items() if k not in ("sweep", "repeat")}
+    raw_sweep = document["sweep"]
+    if "repeat" in document and isinstance(raw_sweep, dict):  # the spec's repetitions: the sweep's (points run once)
+        if "repeat" in raw_sweep:
+            raise SpecError("repeat: a sweep file gives its repetitions once, as sweep.repeat")
+        raw_sweep = {**raw_sweep, "repeat": document["repeat"]}
+    sweep = parse_sweep(raw_sweep)
     base_seed = base.get("seed", ExperimentSpec.model_fields["seed"].default)
     if isinstance(base_seed, bool) or not isinstance(base_seed, int):
         raise SpecError(f"seed: must be an integer, got {base_seed!r}")

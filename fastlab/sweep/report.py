@@ -1,5 +1,6 @@
 """A sweep's tables and page (pure): run records -> their headline figures (fastlab.base.record.headline) ->
-one row per point -> per combination mean, std, min and max -> sweep.html with the points' fidelity and
+one row per point -> per combination mean, std, min and max (and over the faithful repetitions, median and
+a 95 % interval) -> sweep.html with the points' fidelity and
 the plots.
 
 sweep.py defines, plans and runs sweeps and keeps their folder; what it writes to
@@ -22,6 +23,7 @@ from fastlab.base.record import Summary, headline
 from fastlab.results import fidelity_view
 from fastlab.results.report import PLOTLY_FILE
 from fastlab.results.tables import HEADERS
+from fastlab.sweep.spread import spread
 
 # Metrics shown in sweep.html, in this order; links add their own rows (utilization, backlog).
 PLOTTED = ("throughput_mbps", "mean_rtt_ms", "retransmits", "jain_index")
@@ -52,7 +54,10 @@ def param_cell(value: Any) -> Any:
 
 def aggregate(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     """Per parameter combination: n (repetitions), faithful_n and assessed_n (repetitions whose
-    emulation was faithful / had a verdict), and mean, std, min, max of every metric."""
+    emulation was faithful / had a verdict), `unfaithful` (their point ids), mean, std, min, max of every
+    metric over all repetitions, and over the faithful ones alone its median and 95 % interval of the mean
+    (`<metric>_median`, `_ci95_low`, `_ci95_high`: fastlab.sweep.spread; empty where too few were
+    faithful)."""
     if rows.empty:
         return pd.DataFrame(columns=["combo", *params, "n"])
     metrics = [c for c in rows.columns if c not in {"point", "combo", "rep", "seed", FAITHFUL, *params}
@@ -64,9 +69,24 @@ def aggregate(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
         flags = pd.to_numeric(rows[FAITHFUL], errors="coerce").astype(float).groupby(rows["combo"])
         table["faithful_n"] = flags.sum().astype(int)
         table["assessed_n"] = flags.count()
+        verdict = pd.to_numeric(rows[FAITHFUL], errors="coerce")
+        table["unfaithful"] = rows["point"].where(verdict == 0).groupby(rows["combo"]).agg(
+            lambda ids: " ".join(sorted(ids.dropna().astype(str)))) if "point" in rows else ""
+        faithful = rows[verdict == 1]
+    else:
+        faithful = rows.iloc[0:0]
     stats = grouped[metrics].agg(["mean", "std", "min", "max"])
     stats.columns = [f"{metric}_{stat}" for metric, stat in stats.columns]
-    return table.join(stats).reset_index()
+    spreads: dict[Any, dict[str, float | None]] = {}
+    for combo in table.index:
+        group = faithful[faithful["combo"] == combo]
+        cells = spreads.setdefault(combo, {})
+        for metric in metrics:
+            figure = spread(group[metric].tolist())
+            cells |= {f"{metric}_median": figure.median, f"{metric}_ci95_low": figure.ci_low,
+                      f"{metric}_ci95_high": figure.ci_high}
+    over_faithful = pd.DataFrame.from_dict(spreads, orient="index", dtype=float)
+    return table.join(stats).join(over_faithful).reset_index()
 
 
 def plotted_metrics(means: pd.DataFrame) -> list[tuple[str, str]]:
@@ -152,8 +172,12 @@ def render(name: str, means: pd.DataFrame, params: list[str], finished: int, tot
            fidelity: list[PointFidelity] | None = None, notes: list[str] | None = None) -> str:
     """sweep.html: fidelity of the points, what the sweep scaled (`notes`: a scale_flows sweep's lines), the
     mean table and the plots (plotly.js the sweep folder's one copy, beside the page: `write_aggregates`)."""
-    plot = pio.to_html(figure(means, params), include_plotlyjs=PLOTLY_FILE, full_html=False) if not means.empty else ""
-    shown = ["combo", *params, "n", "faithful_n", "assessed_n"] + [f"{m}_mean" for m, _ in plotted_metrics(means)]
+    # a sweep without parameters (a spec's repetitions) has nothing to plot against: its table is the figures
+    plot = pio.to_html(figure(means, params), include_plotlyjs=PLOTLY_FILE, full_html=False) \
+        if params and not means.empty else ""
+    shown = ["combo", *params, "n", "faithful_n", "assessed_n"] + (
+        [f"{m}_mean" for m, _ in plotted_metrics(means)] if params else
+        [f"{m}_{s}" for m, _ in plotted_metrics(means) for s in ("median", "ci95_low", "ci95_high")])
     table = means[[c for c in shown if c in means.columns]].to_html(index=False, float_format=lambda v: f"{v:.4g}")
     scaled_html = ('<ul class="scaling">' + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
                    if notes else "")

@@ -377,3 +377,27 @@ export function createCharts(opts) {
 
   return {onSamples, flush, setReferences, setSmoothing, relayout, get marks() { return marks; }};
 }
+
+// "Where the round trip went": one flow's RTT samples split by fastlab.measure.accounting, stacked above the
+// propagation (a constant of the path, said in the title): each packet's serialization at every hop, the
+// links' queueing, the emulators' lateness and what the hosts and the datapath added (the remainder; a
+// sample whose remainder reads below 0 -- the parts are measured over windows, the RTT is smoothed -- is
+// drawn at 0). data: fastlab.results.chart_data.round_trip's, flow -> series.
+export const ROUND_TRIP_COLOURS = {serialization: '#c8c8c8', queueing: '#4c78a8', lateness: '#e45756',
+  hosts: '#9467bd'};
+const ROUND_TRIP_NAMES = {serialization: 'serialization', queueing: "links' queueing",
+  lateness: "emulators' lateness", hosts: 'hosts and datapath'};
+export function drawRoundTrip(id, data, flow, largeFonts) {
+  const s = data[flow];
+  if (!s || !document.getElementById(id)) return;
+  const size = largeFonts && largeFonts() ? 22 : 13;
+  const traces = Object.keys(ROUND_TRIP_NAMES).map((part) => ({
+    x: s.t, y: s[part].map((v) => (v === null ? null : Math.max(0, v))), name: ROUND_TRIP_NAMES[part],
+    type: 'scatter', mode: 'lines', stackgroup: 'rtt', line: {width: 0.5, color: ROUND_TRIP_COLOURS[part]},
+    fillcolor: ROUND_TRIP_COLOURS[part]}));
+  const prop = s.propagation_ms === null ? '' : `, above its ${s.propagation_ms} ms of propagation`;
+  Plotly.react(id, traces, {title: {text: `Where the round trip went — ${flow}${prop}`}, font: {size},
+    margin: {t: 50, r: 20, b: 100, l: 80}, xaxis: {title: {text: 'time since flows started (s)'}},
+    yaxis: {title: {text: 'RTT above propagation (ms)'}, rangemode: 'tozero'},
+    legend: {orientation: 'h', y: -0.3}}, {responsive: true, displaylogo: false});
+}

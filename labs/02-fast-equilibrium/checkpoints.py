@@ -80,16 +80,18 @@ def _around_alpha(run: StepRun, name: str, rows: pd.DataFrame, alphas: dict[str,
     return within(name, mean, expected - len(alphas) * FLOOR_PKTS - lateness - spread, expected + spread,
                   f"sum of alphas {sum(alphas.values())} plus the packets FAST's baseRTT above the path's min RTT "
                   f"hides (w (baseRTT - min_rtt)/avgRTT: {unseen}) = {expected:.1f}; the integer floor keeps each "
-                  f"flow 0-{FLOOR_PKTS} packets under alpha, and the emulators' lateness, which FAST counts as "
-                  f"queue, {lateness:.1f} more (rate x the verdict's emulation delay); +-{SIGMAS} standard errors "
+                  f"flow 0-{FLOOR_PKTS} packets under alpha, and the delay no link queued, which FAST counts as "
+                  f"queue, {lateness:.1f} more (rate x the emulators' lateness and the hosts' delay over this "
+                  f"window); +-{SIGMAS} standard errors "
                   f"of the time mean (+-{spread:.1f}, from its {BATCH_S:g}-s batch means)", "pkts")
 
 
 def _lateness_pkts(run: StepRun, flow: str, t0: float, t1: float) -> float:
-    """Packets' worth of the emulators' mean lateness on the flow's path (the fidelity verdict's figure):
-    FAST counts it as queueing delay, the bottleneck does not hold those packets. 0 for a run without
-    a verdict."""
-    delay_ms = run.emulation_delay_ms(flow)
+    """Packets' worth of the delay the flow read as queue that no link queued over [t0, t1]: the emulators'
+    lateness and the hosts' delay above their share of its minimum RTT (the run's delay accounting, or for
+    a run made before it the verdict's mean lateness). FAST counts it as queueing delay, the bottleneck
+    does not hold those packets. 0 for a run with neither."""
+    delay_ms = run.read_as_queue_ms(flow, t0, t1)
     if not delay_ms:
         return 0.0
     mss = float(run.flow(flow)["mss_bytes"].dropna().median())

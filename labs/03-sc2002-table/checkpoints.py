@@ -267,9 +267,10 @@ def sawtooth(run: StepRun, flow: str) -> Sawtooth:
         raise MissingData(f"the periodic-loss model takes a Reno or FAST flow on a port with every_nth loss ({flow})")
     pps = run.capacity_mbps(port) * 1e6 / (MTU_BYTES * 8)
     # the path's RTT as the flow meets it: propagation, the packet's own serialization at its port, the
-    # emulators' measured lateness along the path (the fidelity verdict's figure, if the run has one) and
-    # the mean queue the other flows keep on the shared links of the path (their backlog / their rate)
-    late_ms = run.emulation_delay_ms(flow)
+    # delay no link queued over the measured window (the emulators' lateness and the hosts' delay, from
+    # the run's delay accounting; the verdict's mean lateness for a run made before it) and the mean queue
+    # the other flows keep on the shared links of the path (their backlog / their rate)
+    late_ms = run.read_as_queue_ms(flow, *_window(run))
     shared_ms = sum(float(link.mean_backlog_pkts or 0.0) * MTU_BYTES * 8 / (run.capacity_mbps(link.id) * 1e3)
                     for link in run.summary.links if link.id in ref["links"] and link.id != port)
     rtt_s = (ref["base_rtt_ms"] + late_ms + shared_ms) / 1e3 + 1 / pps

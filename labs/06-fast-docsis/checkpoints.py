@@ -14,9 +14,10 @@ Every bound follows from fastlab's models, which the lab runs:
   tokens leaves in 0.32 ms; one short of tokens waits whole 4-ms slots) and the simple link's
   serialization (1500 bytes at 3 Mb/s: 4 ms, a 52-byte ACK at 512 kb/s: 0.81 ms);
 - the calibrated phantom element where the step has it -- NOT a mechanism: a curve fitted to the
-  2005 study's fixed-window mean RTTs (bench/docsis.py --fit; linkemu/phantom.h): every downstream
-  packet is delayed after the shaper by D(u) = max_delay x min(1, u / knee), u the load of the last
-  second. Its parameters are read from the run's own environment.json;
+  2005 study's fixed-window mean RTTs and two-flow alpha (bench/docsis.py --fit; linkemu/phantom.h):
+  every downstream packet is delayed after the shaper by D = max_delay x min(1, u / knee) x N^k, u
+  the load of the last second, N the equally loaded flows it carried (1 for one flow). Its
+  parameters are read from the run's own environment.json;
 - EPSILON_MS for what the hosts and the emulators' wake-ups add to any RTT;
 - FAST's floored update (fast_core.h, gamma = 1/2): w <- floor((w + w_old d/D + alpha)/2). With
   w_old = w it holds w exactly while the perceived backlog q = w(1 - d/D) is in (alpha - 2, alpha],
@@ -61,8 +62,13 @@ def segments(run: StepRun) -> list[Segment]:
     return [Segment(alpha, start, end) for (start, alpha), end in zip(points, ends, strict=True)]
 
 
+def _flow_utilizations(run: StepRun, segment: Segment) -> dict[str, float]:
+    """Each flow's share of the downstream's capacity over the segment's settled half."""
+    return {f: run.utilization(f, "cable", *segment.settled) for f in run.flow_ids()}
+
+
 def _utilization(run: StepRun, segment: Segment) -> float:
-    return sum(run.utilization(f, "cable", *segment.settled) for f in run.flow_ids())
+    return sum(_flow_utilizations(run, segment).values())
 
 
 def _real_backlog(run: StepRun, t0: float, t1: float) -> float:
@@ -88,30 +94,52 @@ def _perceived_backlog(run: StepRun, t0: float, t1: float) -> float:
 
 def utilization_table(run: StepRun) -> pd.DataFrame:
     """Per alpha: utilization, FAST's perceived queue and the real CMTS queue (packets, all flows)."""
-    rows = [{"alpha": s.alpha, "utilization": _utilization(run, s), "perceived": _perceived_backlog(run, *s.settled),
-             "real": _real_backlog(run, *s.settled)} for s in segments(run)]
+    rows = []
+    for s in segments(run):
+        flows = _flow_utilizations(run, s)
+        total = sum(flows.values())
+        rows.append({"alpha": s.alpha, "utilization": total, "perceived": _perceived_backlog(run, *s.settled),
+                     "real": _real_backlog(run, *s.settled),
+                     "shares": {f: u / total for f, u in flows.items()} if total > 0 else None})
     return pd.DataFrame(rows)
 
 
 @checkpoint
-def alpha_for_full_utilization(run: StepRun, lo: int, hi: int, threshold: float = 0.95) -> CheckResult:
-    """The smallest alpha from which on every segment reaches `threshold` utilization."""
+def alpha_for_full_utilization(run: StepRun, lo: int | None = None, hi: int | None = None,
+                               threshold: float = 0.95) -> CheckResult:
+    """The smallest alpha from which on every segment reaches `threshold` utilization. Without `lo` and `hi`
+    the band is the model's, from the run's own element and baseRTTs (model_alpha_band)."""
     table = utilization_table(run)
     full = table["utilization"] >= threshold
     needed = next((int(table["alpha"].iloc[i]) for i in range(len(table)) if full.iloc[i:].all()), None)
     measured = float(needed) if needed is not None else float("inf")
     phantom = phantom_of(run)
-    full_misread = phantom_packets(run, phantom, 1.0)
+    flows = flow_count(run)
+    per_flow = phantom_packets(run, phantom, 1.0) / flows
+    absorbed = base_rtt_absorbed(run, 1.0) / flows if phantom is not None else 0.0
+    delay = phantom_delay_ms(phantom, 1.0, flows) if phantom is not None else 0.0
     element = ("" if phantom is None else
-               f" plus the calibrated element's {phantom['max_delay_ms']:g} ms at full load, x 250 packets/s = "
-               f"{full_misread:.1f} packets (it delays every packet after the shaper, so the CMTS queue never "
-               f"holds them): m = {full_misread:.1f}..{full_misread + 1.4:.1f}, so the first of the run's alphas "
-               f"with alpha - 2 >= m, or the next one")
-    result = within(f"smallest alpha with utilization >= {threshold:.0%}", measured, lo, hi,
-                    "the floored update holds a perceived backlog q in (alpha-2, alpha]; the real queue is q less "
-                    "the delay FAST misreads as queueing, m packets: the MAC's wait above its minimum, <= 1.4 (the "
-                    "'perceived - real' check)" + element + "; so one flow's queue never empties once alpha - 2 >= "
-                    "m: of the run's alphas 1, 2, 4, 8, ..., alpha = 4 where m <= 1.4. alpha 1 and 2 hold whatever "
+               f" plus the calibrated element's {phantom['max_delay_ms']:g} ms x {flows}^"
+               f"{phantom.get('flow_exponent', 0.0):g} = {delay:g} ms at full load, x each flow's "
+               f"{downstream_pps(run) / flows:g} packets/s = {per_flow:.1f} packets (it delays every packet after "
+               "the shaper, so the CMTS queue never holds them)"
+               + ("" if flows == 1 else
+                  f", less what the flows' own baseRTTs already hold of it (a flow whose first samples carried the "
+                  f"others' load: {absorbed:.1f} packets a flow in this run)")
+               + f": m = {per_flow - absorbed:.1f}..{per_flow + MAC_MISREAD_MAX:.1f}, so from the first of the "
+               "run's alphas above m to the first with alpha - 2 >= m")
+    name = f"smallest alpha{' per flow' if flows > 1 else ''} with utilization >= {threshold:.0%}"
+    if lo is None or hi is None:
+        lo, hi = model_alpha_band([int(a) for a in table["alpha"]], per_flow - absorbed, per_flow + MAC_MISREAD_MAX)
+    result = within(name, measured, lo, hi,
+                    "the floored update holds each flow's perceived backlog q in (alpha-2, alpha]; the real queue "
+                    "is q less the delay FAST misreads as queueing, m packets a flow: the MAC's wait above its "
+                    "minimum, <= 1.4 (the 'perceived - real' check)" + element + "; so the queue never empties "
+                    "once alpha - 2 >= m"
+                    + ("" if flows == 1 else f" for each of the {flows} flows (n flows keep n (alpha - 2) packets "
+                       "at least: without an element alpha - 2 >= 0 for each flow, the sum then above the MAC's "
+                       "1.4 from alpha 2.7 on: the alpha per flow halves)")
+                    + ": of the run's alphas 1, 2, 4, 8, ..., alpha = 4 where m <= 1.4. alpha 1 and 2 hold whatever "
                     "window the start left (below the BDP). From alpha = 2's window alpha = 4 adds up to two packets "
                     "per RTT (floor((4 - q)/2) while q <= 2): 14 -> 27 packets takes ~7 RTTs, under a second, "
                     "inside the short form's 3-s segments before their settled second half")
@@ -119,6 +147,19 @@ def alpha_for_full_utilization(run: StepRun, lo: int, hi: int, threshold: float 
                                                                                         table["utilization"],
                                                                                         strict=True))
     return result
+
+
+MAC_MISREAD_MAX = 1.4  # packets: the MAC's wait above its minimum, at most, at 3 Mb/s (queue_fast_misreads)
+
+
+def model_alpha_band(alphas: list[int], m_lo: float, m_hi: float) -> tuple[int, int]:
+    """The run's alphas the floored update allows as the first full one. The perceived backlog q lies in
+    (alpha - 2, alpha] and the real queue is q - m: no alpha <= m can fill the link (necessary: alpha > m),
+    every alpha with alpha - 2 >= m does (sufficient). So from the first alpha above m's low end to the first
+    with alpha - 2 at or above its high end (the last alpha run if none is)."""
+    ordered = sorted(alphas)
+    first = next((a for a in ordered if a > m_lo), ordered[-1])
+    return first, next((a for a in ordered if a - 2 >= m_hi), ordered[-1])
 
 
 @checkpoint
@@ -149,17 +190,56 @@ def phantom_of(run: StepRun) -> dict[str, float] | None:
     return {k: float(v) for k, v in phantom.items() if k != "model"} if phantom else None
 
 
-def phantom_delay_ms(phantom: dict[str, float], load: float) -> float:
-    """The element's curve: D(u) = max_delay x min(1, u / knee)."""
-    return phantom["max_delay_ms"] * min(1.0, max(0.0, load) / phantom["knee"])
+def phantom_delay_ms(phantom: dict[str, float], load: float, flows: float = 1.0) -> float:
+    """The element's curve: D = max_delay x min(1, u / knee) x N^k (k = 0 for the load-only element)."""
+    return (phantom["max_delay_ms"] * min(1.0, max(0.0, load) / phantom["knee"])
+            * flows ** phantom.get("flow_exponent", 0.0))
 
 
-def phantom_packets(run: StepRun, phantom: dict[str, float] | None, utilization: float) -> float:
-    """Packets' worth of the phantom delay at a segment's load: FAST counts D(u) x its packet rate as queue."""
+def flow_count(run: StepRun) -> int:
+    """The run's flows (all of one host pair here, with equal alphas: equally loaded, N = their count)."""
+    return len(run.flow_ids())
+
+
+def downstream_pps(run: StepRun) -> float:
+    """The downstream's rate in packets of PACKET_BYTES a second."""
+    return float(run.spec["topology_args"].get("downstream_mbps", 3.0)) * 1e6 / (PACKET_BYTES * 8)
+
+
+def equal_flows(shares: dict[str, float] | None, run: StepRun) -> float:
+    """N of the element: the equally loaded flows the traffic amounts to, (sum of shares)^2 / sum of their
+    squares; the run's flow count when the shares are not given (flows with equal alphas: equal shares)."""
+    if not shares:
+        return float(flow_count(run))
+    return sum(shares.values()) ** 2 / sum(v * v for v in shares.values())
+
+
+def phantom_packets(run: StepRun, phantom: dict[str, float] | None, utilization: float,
+                    shares: dict[str, float] | None = None) -> float:
+    """Packets' worth of the phantom delay at a segment's load, all flows together: each flow counts D x its
+    packet rate as queue, and the flows' rates add up to the downstream's at that load."""
     if phantom is None:
         return 0.0
-    rate_pps = float(run.spec["topology_args"].get("downstream_mbps", 3.0)) * 1e6 / (PACKET_BYTES * 8)
-    return phantom_delay_ms(phantom, utilization) / 1000 * rate_pps * utilization
+    delay = phantom_delay_ms(phantom, utilization, equal_flows(shares, run))
+    return delay / 1000 * downstream_pps(run) * utilization
+
+
+def base_rtt_absorbed(run: StepRun, utilization: float, shares: dict[str, float] | None = None) -> float:
+    """Packets of the element's delay that sit in the flows' own baseRTTs, all flows together: a flow whose
+    first RTT sample already carried the other flows' load has that much of the delay in d, where it
+    costs nothing (a delay present from a flow's first packet is not queueing to FAST). Each flow at its
+    share of the load (equal when not given), its baseRTT above the least flow's: 0 for one flow."""
+    updates = run.cc_events[run.cc_events["event"] == "update"]
+    if updates.empty:
+        raise MissingData("cc_events.csv has no FAST updates")
+    base = updates.groupby("flow")["base_rtt_us"].min() / 1000
+    flows = flow_count(run)
+    pps = downstream_pps(run) * utilization
+    return float(sum((d - base.min()) / 1000 * pps * (shares[str(f)] if shares else 1 / flows)
+                     for f, d in base.items()))
+
+
+ABSORBED_SAID = ", less what the flows' own baseRTTs hold of it"
 
 
 @checkpoint
@@ -171,12 +251,19 @@ def queue_fast_misreads(run: StepRun, lo: float, hi: float, min_alpha: int = 4) 
         raise MissingData(f"the run has no segment with alpha >= {min_alpha}")
     gap = float((table["perceived"] - table["real"]).mean())
     phantom = phantom_of(run)
-    misread = float(sum(phantom_packets(run, phantom, u) for u in table["utilization"]) / len(table))
+    flows = flow_count(run)
+    misread = float(sum(phantom_packets(run, phantom, u, shares) - (base_rtt_absorbed(run, u, shares) if phantom
+                                                                       else 0.0)
+                        for u, shares in zip(table["utilization"], table["shares"], strict=True)) / len(table))
     lo, hi = lo + misread, hi + misread
     phantom_said = ("" if phantom is None else
                     f" On top, the calibrated element: {phantom['max_delay_ms']:g} ms x min(1, u / "
-                    f"{phantom['knee']:g}) at the segments' load u, times the packet rate: {misread:.1f} packets "
-                    "FAST counts as queue that the CMTS never holds (it is added after the shaper).")
+                    f"{phantom['knee']:g}) x N^{phantom.get('flow_exponent', 0.0):g} at the segments' load u"
+                    + (f" and flows' shares (N = {flows} equal flows at most)" if flows > 1 else " (one flow: N = 1)")
+                    + ", "
+                    f"times the packet rate{ABSORBED_SAID if flows > 1 else ''}: "
+                    f"{misread:.1f} packets FAST counts as queue that the CMTS never holds (it is added after the "
+                    "shaper).")
     result = within("perceived - real queue", gap, lo, hi,
                     "FAST's estimate w(1 - d/D) is the rate (250 packets/s, 0.25 per ms) times every delay above "
                     "baseRTT; the real queue's share of it is the emulator's backlog. The rest: on DOCSIS the "
@@ -193,6 +280,51 @@ def queue_fast_misreads(run: StepRun, lo: float, hi: float, min_alpha: int = 4) 
                     "packets")
     result.note = ", ".join(f"alpha {a}: {p:.1f} vs {r:.1f}" for a, p, r in
                             zip(table["alpha"], table["perceived"], table["real"], strict=True))
+    return result
+
+
+def _fast_delays(run: StepRun, flow: str, t0: float, t1: float) -> tuple[float, float]:
+    """A flow's (avgRTT, baseRTT) in ms as FAST held them over [t0, t1]: the mean of its updates' avgRTT and
+    the least baseRTT it had by then."""
+    updates = run.events(flow)
+    updates = updates[updates["event"] == "update"]
+    inside = updates[(updates["t"] >= t0) & (updates["t"] <= t1)]
+    if inside.empty:
+        raise MissingData(f"cc_events.csv has no FAST updates of flow {flow} in {t0:g}..{t1:g} s")
+    return float(inside["avg_rtt_us"].mean()) / 1000, float(updates[updates["t"] <= t1]["base_rtt_us"].min()) / 1000
+
+
+@checkpoint
+def share_follows_base_rtts(run: StepRun, min_alpha: int) -> CheckResult:
+    """The larger flow's share of the goodput against FAST's equilibrium with each flow's own baseRTT,
+    averaged over the segments with alpha >= min_alpha."""
+    flows = run.flow_ids()
+    if len(flows) != 2:
+        raise MissingData(f"the run has {len(flows)} flows; this check compares two")
+    measured, low, high, notes = [], [], [], []
+    for segment in (s for s in segments(run) if s.alpha >= min_alpha):
+        rates = [run.goodput_mbps(f, *segment.settled) for f in flows]
+        delays = [_fast_delays(run, f, *segment.settled) for f in flows]
+        big = 0 if rates[0] >= rates[1] else 1
+        inv = [1 / max(avg - base, 1e-3) for avg, base in delays]  # x_i = q_i / (D_i - d_i)
+        a, b, q = inv[big], inv[1 - big], float(segment.alpha)
+        measured.append(rates[big] / sum(rates))
+        low.append((q - 2) * a / ((q - 2) * a + q * b))
+        high.append(q * a / (q * a + (q - 2) * b))
+        notes.append(f"alpha {segment.alpha}: {measured[-1]:.3f} (baseRTTs {delays[0][1]:.1f}/{delays[1][1]:.1f} "
+                     f"ms, avgRTT {delays[0][0]:.1f}/{delays[1][0]:.1f})")
+    if not measured:
+        raise MissingData(f"the run has no segment with alpha >= {min_alpha}")
+    result = within("the larger flow's share of the goodput", sum(measured) / len(measured),
+                    sum(low) / len(low), sum(high) / len(high),
+                    "FAST gives each flow a perceived backlog x_i (D_i - d_i) in (alpha - 2, alpha] (the floored "
+                    "update), so its rate is x_i = q_i / (D_i - d_i): with D_i its avgRTT and d_i its own baseRTT. "
+                    "Both flows cross the same queue and element (D_1 ~ D_2), but a flow whose first RTT samples "
+                    "already carried the other's load holds part of the element's delay in d: it counts less of "
+                    "it as queue and takes more of the link. The band: both flows at the ends of the floor band, "
+                    "q_big/q_small from (alpha-2)/alpha to alpha/(alpha-2), averaged over the segments; equal "
+                    "baseRTTs make it ~0.5 either way")
+    result.note = "; ".join(notes)
     return result
 
 
@@ -305,7 +437,8 @@ def window_mean_rtt(run: StepRun, lo_ms: float, hi_ms: float) -> CheckResult:
     mean, _, idle = _window_rtts(run)
     phantom = phantom_of(run)
     said = ("no calibrated element in this run" if phantom is None else
-            f"the calibrated element adds {phantom['max_delay_ms']:g} ms x min(1, u / {phantom['knee']:g})")
+            f"the calibrated element adds {phantom['max_delay_ms']:g} ms x min(1, u / {phantom['knee']:g}) (one flow: "
+            "N^k = 1)")
     result = within("mean RTT, window 30", mean, lo_ms, hi_ms,
                     "the study's band for windows of 20-38 packets at 3 Mb/s (mean RTT ~145 ms). IN SAMPLE: the "
                     "calibrated element was fitted to these very figures (bench/docsis.py --fit, bench/data/"

@@ -74,6 +74,12 @@ expect_usage_error --ab-phantom-knee-ppm $OK --ab-policy tbf --ab-rate-bps 30000
 expect_usage_error --ab-phantom-knee-ppm $OK --ab-phantom-knee-ppm 1000001
 expect_usage_error --ab-phantom-window-us $OK --ab-policy tbf --ab-rate-bps 3000000 \
 	--ab-phantom-max-delay-us 40000 --ab-phantom-knee-ppm 500000 --ab-phantom-window-us 10
+# the flow term: quarters 0..16, and only with the element it scales
+expect_usage_error --ab-phantom-flow-exp-q $OK --ab-phantom-flow-exp-q 17
+expect_usage_error --ba-phantom-flow-exp-q $OK --ba-phantom-flow-exp-q 1.5
+expect_usage_error --ab-phantom-flow-exp-q $OK --ab-policy tbf --ab-rate-bps 3000000 \
+	--ab-phantom-flow-exp-q 8
+expect_usage_error --ab-phantom-flow-exp-q $OK --ab-policy rate --ab-phantom-flow-exp-q 8
 expect_usage_error --docsis-map-interval-us $OK --docsis-map-interval-us 0
 expect_usage_error --docsis-map-interval-us $OK --docsis-map-interval-us 2ms
 expect_usage_error --docsis-lookahead-us $OK --docsis-lookahead-us 1.6

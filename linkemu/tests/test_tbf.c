@@ -6,8 +6,9 @@
  * after hours, without overflow), frames larger than the bucket, drop-tail,
  * the reported token level, Cisco's shaping-queue granularity and max-delay
  * drop threshold against hand-computed timelines, the calibrated phantom
- * delay (phantom.h) applied at release and never at departure, and
- * configuration checks.
+ * delay (phantom.h) applied at release and never at departure, its flow
+ * term (N equally loaded flows scale it by N^k) against hand-computed
+ * shares, and configuration checks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -402,6 +403,134 @@ static void test_phantom_delays_release_not_departure(void)
 	CHECK(emu_phantom_init(&t.phantom, &pc), "window shorter than its slots refused");
 }
 
+/* An Ethernet + IPv4 + TCP frame of `len` bytes from source port `sport`. */
+static void tcp_frame(uint8_t *f, uint32_t len, uint16_t sport)
+{
+	memset(f, 0, len);
+	f[12] = 0x08;			/* IPv4 */
+	f[14] = 0x45;			/* version 4, 20-byte header */
+	f[14 + 9] = 6;			/* TCP */
+	f[14 + 12] = 10; f[14 + 15] = 1;	/* 10.0.0.1 -> 10.0.0.2 */
+	f[14 + 16] = 10; f[14 + 19] = 2;
+	f[34] = (uint8_t)(sport >> 8);
+	f[35] = (uint8_t)sport;
+	f[37] = 80;
+}
+
+static uint8_t flow_frames[70][1014 + L2];
+
+/*
+ * The flow term: N = (sum b)^2 / sum b^2 over the window, D = curve x N^k.
+ * The factor itself (k in quarters), the key of a frame (its ports, not its
+ * length or payload), then the element on a link: 8 Mb/s, 64-ms window,
+ * 10 ms at a knee of half the rate, k = 2 (q = 8), one 1000-byte frame
+ * every 2 ms (half the rate, at the knee).  One flow: 10 ms; two flows
+ * taking turns: N = 2, 40 ms; three frames of one flow to one of another:
+ * N = 16/10 = 1.6, 25.6 ms; once the second flow has been gone a window,
+ * N is 1 again.  A ping-sized flow beside one full flow leaves N ~1.
+ */
+static void test_phantom_flow_term(void)
+{
+	struct emu_phantom_cfg pc = { .max_delay_ns = 10 * MS, .knee_ppm = 500000,
+				      .window_ns = 64 * MS, .rate_bps = 8000000, .flow_exp_q = 8 };
+	struct emu_tbf_cfg tc = { .rate_bps = 8000000, .burst_bytes = 3044, .uncharged_bytes = L2,
+				  .phantom = pc };
+	struct emu_dir d;
+	struct emu_tbf t;
+	struct emu_pkt *p;
+	uint64_t k, now, bad = 0;
+	uint8_t a[60], b[60];
+
+	CHECK(emu_phantom_flow_factor_q16(EMU_PHANTOM_Q16, 8) == EMU_PHANTOM_Q16, "one flow: 1");
+	CHECK(emu_phantom_flow_factor_q16(2 * EMU_PHANTOM_Q16, 8) == 4 * EMU_PHANTOM_Q16, "2^2");
+	CHECK(emu_phantom_flow_factor_q16(2 * EMU_PHANTOM_Q16, 4) == 2 * EMU_PHANTOM_Q16, "2^1");
+	CHECK(emu_phantom_flow_factor_q16(2 * EMU_PHANTOM_Q16, 0) == EMU_PHANTOM_Q16, "k = 0");
+	/* 2^1.5 = 2.828427 (185363.8 in Q16), 2^0.25 = 1.189207 (77935.1): the roots floor */
+	k = emu_phantom_flow_factor_q16(2 * EMU_PHANTOM_Q16, 6);
+	CHECK(k >= 185350 && k <= 185364, "2^1.5: %lu", (unsigned long)k);
+	k = emu_phantom_flow_factor_q16(2 * EMU_PHANTOM_Q16, 1);
+	CHECK(k >= 77930 && k <= 77936, "2^0.25: %lu", (unsigned long)k);
+	k = emu_phantom_flow_factor_q16(64 * EMU_PHANTOM_Q16, EMU_PHANTOM_MAX_FLOW_EXP_Q);
+	CHECK(k == (1ULL << 24) * EMU_PHANTOM_Q16, "64^4 without overflow: %lu", (unsigned long)k);
+
+	tcp_frame(a, sizeof(a), 5001);
+	tcp_frame(b, sizeof(b), 5002);
+	CHECK(emu_phantom_flow_key(a, sizeof(a)) != emu_phantom_flow_key(b, sizeof(b)), "ports tell flows apart");
+	CHECK(emu_phantom_flow_key(a, sizeof(a)) == emu_phantom_flow_key(a, 40), "the key reads headers only");
+	CHECK(emu_phantom_flow_key(frame, 100) == emu_phantom_flow_key(frame, 60), "non-IP: one flow");
+
+	for (k = 0; k < 70; k++)
+		tcp_frame(flow_frames[k], sizeof(flow_frames[k]), (uint16_t)(5000 + k));
+	CHECK(!setup_cfg(&d, &t, &tc, 0), "init");
+	/* 0-98 ms one flow, 100-198 ms alternating, 200-298 ms 3:1, 300-498 ms one flow */
+	for (k = 0; k < 250; k++) {
+		const uint8_t *f = flow_frames[0];
+
+		now = k * 2 * MS;
+		if (k >= 50 && k < 100 && k % 2)
+			f = flow_frames[1];
+		if (k >= 100 && k < 150 && k % 4 == 3)
+			f = flow_frames[1];
+		CHECK(emu_dir_enqueue(&d, now, f, sizeof(flow_frames[0]), NULL) == EMU_QUEUED, "frame");
+	}
+	for (k = 0; k < 250; k++) {
+		uint64_t want = 0, got;
+
+		now = k * 2 * MS;
+		p = emu_dir_pop_due(&d, 10 * SEC);
+		if (!p) {
+			bad++;
+			continue;
+		}
+		got = p->release_ns - p->departure_ns;
+		if (k >= 32 && k < 50)		/* window full of one flow */
+			want = 10 * MS;
+		else if (k >= 82 && k < 100)	/* of two, alternating */
+			want = 40 * MS;
+		else if (k >= 132 && k < 150)	/* of 3:1 (16 frames: 12 + 4) */
+			want = 25600 * US;
+		else if (k >= 182)		/* the second flow a window gone */
+			want = 10 * MS;
+		/* the release is FIFO: a shorter delay after a longer one waits for it */
+		if (want && k >= 182 && got < want)
+			bad++;
+		if (want && k < 182 && (got + 10 * US < want || got > want + 10 * US))
+			bad++;
+	}
+	CHECK(bad == 0, "%lu frames with the wrong delay", (unsigned long)bad);
+	CHECK(t.phantom.st.flows_q16 == EMU_PHANTOM_Q16, "one flow again: N %lu",
+	      (unsigned long)t.phantom.st.flows_q16);
+	emu_dir_destroy(&d);
+
+	/* one full flow and a 64-byte ping every 16 ms: N = 1.0x, the delay ~10 ms */
+	CHECK(!setup_cfg(&d, &t, &tc, 0), "init");
+	for (k = 0; k < 64; k++) {
+		emu_dir_enqueue(&d, k * 2 * MS, flow_frames[0], sizeof(flow_frames[0]), NULL);
+		if (k % 8 == 0)
+			emu_dir_enqueue(&d, k * 2 * MS, flow_frames[2], 64 + L2, NULL);
+	}
+	while ((p = emu_dir_pop_due(&d, 10 * SEC)))
+		;
+	CHECK(t.phantom.st.flows_q16 < EMU_PHANTOM_Q16 * 103 / 100, "a ping adds ~0: N %lu",
+	      (unsigned long)t.phantom.st.flows_q16);
+	emu_dir_destroy(&d);
+
+	/* 70 flows at once: more than the table tells apart; the extra share the last entry */
+	CHECK(!setup_cfg(&d, &t, &tc, 0), "init");
+	for (k = 0; k < 140; k++)
+		emu_dir_enqueue(&d, k * 100 * US, flow_frames[k % 70], sizeof(flow_frames[0]), NULL);
+	while ((p = emu_dir_pop_due(&d, 10 * SEC)))
+		;
+	CHECK(t.phantom.st.flows_q16 <= EMU_PHANTOM_FLOWS * EMU_PHANTOM_Q16 &&
+	      t.phantom.st.flows_q16 > 32 * EMU_PHANTOM_Q16, "N %lu (Q16) of at most 64",
+	      (unsigned long)t.phantom.st.flows_q16);
+	CHECK(t.phantom.st.delay_max_ns <= EMU_PHANTOM_MAX_DELAY_NS, "capped");
+	emu_dir_destroy(&d);
+
+	pc.flow_exp_q = EMU_PHANTOM_MAX_FLOW_EXP_Q + 1;
+	CHECK(emu_phantom_init(&t.phantom, &pc), "exponent above 4 refused");
+}
+
 static void test_config_checks(void)
 {
 	struct emu_tbf t;
@@ -431,6 +560,7 @@ int main(void)
 	RUN(test_granularity_rounds_the_shaping_delay);
 	RUN(test_max_delay_is_a_drop_threshold);
 	RUN(test_phantom_delays_release_not_departure);
+	RUN(test_phantom_flow_term);
 	RUN(test_config_checks);
 	CHECK_DONE();
 }

@@ -35,21 +35,19 @@ SC2002_ONE_FLOW = {"name": "one-flow", "topology": "sc2002", "duration_s": 3, "s
                    "topology_args": {"scale": 0.01, "cern_hosts": 1, "chicago_hosts": 1, "sunnyvale_hosts": 1,
                                      "baltimore_hosts": 1},
                    "flows": [{"src": "cern", "dst": "sunnyvale", "cc": "cubic"}]}
+UNUSED = {"showfloor", "abilene-east", "abilene-west", "sunnyvale-gbe"}
 
 
-def test_links_no_flow_crosses_get_no_emulator(tmp_path: Path) -> None:
-    spec = parse_spec(SC2002_ONE_FLOW)
-    prep = prepare(spec)
-    # the receiver's GbE port cannot queue: its data comes through the sender's equally fast port
-    assert set(prep.unused_links) == {"showfloor", "abilene-east", "abilene-west", "sunnyvale-gbe"}
-    assert "cannot queue" in prep.unused_links["sunnyvale-gbe"]
-    result = run_experiment(spec, out=tmp_path / "run")
-    emulated = {record.link for record in result.environment.shaping}
-    assert emulated == {"cern-gbe", "datatag", "level3"}
-    assert set(result.environment.links_not_emulated) == {"showfloor", "abilene-east", "abilene-west",
-                                                          "sunnyvale-gbe"}
-    assert all("emulator_argv" in r.dump() for r in result.environment.shaping)
-    assert 0 < (result.summary.flows[0].throughput_mbps or 0) <= 10  # 10 Mb/s bottleneck at this scale
+def test_links_no_flow_crosses_get_no_emulator() -> None:
+    """The plan leaves out the links no flow crosses and the receiver's port that cannot queue, at the
+    scale of the short runs and at full scale alike (the live run that shows them left out is the
+    full-scale one below)."""
+    for scale in (0.01, 1.0):
+        spec = parse_spec(SC2002_ONE_FLOW | {"topology_args": SC2002_ONE_FLOW["topology_args"] | {"scale": scale}})
+        prep = prepare(spec)
+        # the receiver's GbE port cannot queue: its data comes through the sender's equally fast port
+        assert set(prep.unused_links) == UNUSED, (scale, prep.unused_links)
+        assert "cannot queue" in prep.unused_links["sunnyvale-gbe"]
 
 
 DUMBBELL = {"name": "fidelity", "topology": "dumbbell", "duration_s": 6, "seed": 1, "switch": "bridge",
@@ -82,7 +80,10 @@ def test_quiet_run_is_faithful_and_overloaded_run_is_not(tmp_path: Path) -> None
             hog.kill()
             hog.wait()
     assert loaded is not None and not loaded.faithful
-    assert any("lateness" in r or "busy" in r for r in loaded.reasons), loaded.reasons
+    # the emulators' timing (their lateness, in the delay the flow read as queue or what disturbed it), or the
+    # machine's load, named in words
+    assert any(w in r for r in loaded.reasons for w in ("lateness", "late departures", "disturbed", "busy")), \
+        loaded.reasons
     assert loaded.advice
     saved = json.loads((tmp_path / "loaded" / "summary.json").read_text())["fidelity"]
     assert saved["faithful"] is False and saved["reasons"] == loaded.reasons
@@ -91,12 +92,20 @@ def test_quiet_run_is_faithful_and_overloaded_run_is_not(tmp_path: Path) -> None
 def test_fast_path_carries_a_full_scale_gbe_flow(tmp_path: Path) -> None:
     """One CUBIC flow CERN -> Sunnyvale at scale 1.0 (1 Gb/s, 180 ms, three emulated links: the
     receiver's GbE port cannot queue and is built plain), for 4 s: the fast path's set-up, and a flow
-    that crosses it with no RTT below the path's 180 ms (four links, eight crossings)."""
+    that crosses it with no RTT below the path's 180 ms (four links, eight crossings).
+
+    The same run shows the links no flow crosses and the port that cannot queue left out: no emulator
+    for them, each named in environment.json. That was a run of its own of the same one-flow spec at
+    scale 0.01 (3 s, 7.6 s of the suite here); which links the plan leaves out does not depend on the
+    scale (the planner's test above checks both), and the full-scale run builds the same links."""
     spec = parse_spec(SC2002_ONE_FLOW | {"duration_s": 4, "topology_args": SC2002_ONE_FLOW["topology_args"]
                                          | {"scale": 1.0}})
     before, during = set(placement.napi_threads()), set()
     result = run_experiment(spec, out=tmp_path / "full",
                             on_sample=lambda _s: during.update(placement.napi_threads()))
+    assert {record.link for record in result.environment.shaping} == {"cern-gbe", "datatag", "level3"}
+    assert set(result.environment.links_not_emulated) == UNUSED
+    assert all("emulator_argv" in r.dump() for r in result.environment.shaping)
     assert result.environment.backends["fast path"].backend == "on"
     threaded = [c for c in result.environment.network_commands if c[-1].endswith("/threaded=1")]
     assert len(threaded) == 2 * 3, threaded  # both ends of each of the three emulated links

@@ -7,7 +7,15 @@ the machine's timing:
   record says which mode ran, and every link still has its own samples in both directions;
 - seeded Bernoulli loss on the show floor drops the very same packet indices in both modes (over the
   packets both runs carried), and only there: the other links' drop logs stay empty;
-- no link carries more than its rate.
+- no link carries more than its rate;
+- each run's drop log holds every loss drop its summary counts, and the count is binomial: within 4
+  standard deviations of p x arrivals whatever the machine's timing.
+This test also carries what test_engine.py's test_seeded_bernoulli_loss_is_repeatable proved with two
+runs of its own (8 loss-limited flows on the dumbbell, 4 s each: 18.5 s of the suite here): two runs with one
+seed drop the very same indices over the packets both carried (here across the two emulator modes, a
+stronger claim than two runs of one mode), and the drop count is binomial. That another seed drops others
+is linkemu's C test (test_seed_determinism); tests/unit/test_shaping.py holds the spec's seed to linkemu's
+--seed.
 Whether the shared run is faithful is printed with its verdict's reasons and, if not, the run is
 inconclusive (skipped), never a pass or a fail.
 """
@@ -70,6 +78,13 @@ def test_one_process_serves_every_link_with_the_same_seeded_decisions(tmp_path: 
     for link in LINKS - {"showfloor"}:
         assert drops(shared.directory, link) == [] and drops(per_link.directory, link) == [], link
     a, b = drops(per_link.directory, "showfloor"), drops(shared.directory, "showfloor")
+    for run, log in ((per_link, a), (shared, b)):
+        link = run.summary.link("showfloor")
+        assert link is not None, run.directory
+        record = link.dump()
+        expected = LOSS * record["arrivals_pkts"]
+        assert len(log) == record["loss_drops"], (run.directory, len(log), record)
+        assert abs(record["loss_drops"] - expected) <= 4 * (expected * (1 - LOSS)) ** 0.5, record
     horizon = min(max(a), max(b))
     assert [i for i in a if i <= horizon] == [i for i in b if i <= horizon]
     assert len([i for i in a if i <= horizon]) > 20  # enough drops to compare

@@ -6,7 +6,13 @@ import json
 
 import pytest
 
-from fastlab.define.schema import PHANTOM_FIT_KNEE, PHANTOM_FIT_MAX_DELAY_MS, DocsisUpstreamPolicy, TokenBucketPolicy
+from fastlab.define.schema import (
+    PHANTOM_FIT_FLOW_EXPONENT,
+    PHANTOM_FIT_KNEE,
+    PHANTOM_FIT_MAX_DELAY_MS,
+    DocsisUpstreamPolicy,
+    TokenBucketPolicy,
+)
 from fastlab.define.topology import TopologyError, build_plan, catalogue, known
 from fastlab.plan.link_commands import Devices
 from fastlab.plan.links import resolve
@@ -78,6 +84,8 @@ def test_docsis_cable_runs_token_bucket_down_and_mac_up() -> None:
     assert argv[argv.index("--ab-tbf-granularity-us") + 1] == "4000"
     assert argv[argv.index("--ab-phantom-max-delay-us") + 1] == str(int(PHANTOM_FIT_MAX_DELAY_MS * 1000))
     assert argv[argv.index("--ab-phantom-knee-ppm") + 1] == str(int(PHANTOM_FIT_KNEE * 1e6))
+    assert argv[argv.index("--ab-phantom-flow-exp-q") + 1] == str(int(PHANTOM_FIT_FLOW_EXPONENT * 4))
+    assert plan.metadata["calibrated"]["flow_exponent"] == PHANTOM_FIT_FLOW_EXPONENT
     assert "calibrated" in plan.metadata["calibrated"]["note"] and "mechanism is unknown" in plan.metadata[
         "calibrated"]["note"]
     simple = resolve(build_plan("docsis", {"mode": "simple"}).shaped["cable"], None)
@@ -109,6 +117,40 @@ def test_bad_phantom_parameters_name_the_field(phantom: dict, field: str) -> Non
     element = {"model": "calibrated_load_delay"} | phantom
     with pytest.raises(SpecError, match=rf"links.cable.policy.phantom.{field}"):
         read_spec_text(text, ["links.cable.policy=" + json.dumps({"model": "token_bucket", "phantom": element})])
+
+
+@pytest.mark.parametrize("phantom, field, why", [
+    ({"model": "calibrated_flow_delay", "flow_exponent": 1.1}, "flow_exponent", "multiple of 0.25"),
+    ({"model": "calibrated_flow_delay", "flow_exponent": 4.25}, "flow_exponent", "less than or equal to 4"),
+    ({"model": "calibrated_flow_delay", "flow_exponent": float("nan")}, "flow_exponent", ""),
+    ({"model": "calibrated_flow_delay", "flow_exponent": -0.25}, "flow_exponent", "greater than or equal to 0"),
+    ({"model": "calibrated_flow_delay", "flow_exponent": [2]}, "flow_exponent", ""),
+    ({"model": "calibrated_load_delay", "flow_exponent": 2}, "flow_exponent", "has no flow term"),
+    ({"model": "calibrated_delay"}, "model", ""),
+])
+def test_bad_flow_term_names_the_field(phantom: dict, field: str, why: str) -> None:
+    """The element's flow exponent: quarters from 0 to 4 (linkemu's --XX-phantom-flow-exp-q), and none on the
+    load-only element; each refusal names the field."""
+    from fastlab.define.schema import SpecError, read_spec_text
+
+    text = "name: x\ntopology: docsis\nduration_s: 5\nflows: [{src: server, dst: client, cc: fast}]\n"
+    with pytest.raises(SpecError, match=rf"links.cable.policy.phantom.{field}.*{why}"):
+        read_spec_text(text, ["links.cable.policy=" + json.dumps({"model": "token_bucket", "phantom": phantom})])
+
+
+def test_load_only_element_keeps_its_command_line() -> None:
+    """A spec (or a recording) naming the load-only element of 2026-11-27 runs that element: flow exponent 0
+    and no flow option on linkemu's command line, so old recordings and bundles keep their physics."""
+    from fastlab.define.schema import PhantomDelay
+    from fastlab.plan.link_commands import policy_args
+
+    policy = TokenBucketPolicy(model="token_bucket", phantom=PhantomDelay(model="calibrated_load_delay"))
+    argv = policy_args("ab", policy)
+    assert policy.phantom is not None and policy.phantom.flow_exponent == 0
+    assert "--ab-phantom-max-delay-us" in argv and not any("flow-exp" in a for a in argv)
+    flows = policy_args("ab", policy.model_copy(update={"phantom": PhantomDelay(model="calibrated_flow_delay",
+                                                                                flow_exponent=1.5)}))
+    assert flows[flows.index("--ab-phantom-flow-exp-q") + 1] == "6"
 
 
 @pytest.mark.parametrize("sets", [["links.bottleneck.rate_mbps=1e-300"], ["topology_args.rate_mbps=1e-300"],

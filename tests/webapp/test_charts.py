@@ -213,3 +213,56 @@ def test_the_report_draws_the_run_pages_charts(tmp_path: Path, live_server_facto
     assert "h1: α 30 → 60 (live)" in queue["notes"]
     assert page_state["chart-goodput"]["title"].startswith("Goodput per flow — moving average over 10 RTTs")
     assert page_state["chart-goodput"]["x"] == [0, DURATION]
+
+
+@pytest.mark.timeout(120)
+def test_the_run_page_shows_where_the_round_trip_went(tmp_path: Path, live_server_factory, browser) -> None:
+    """Issue 53 item 1: a finished run's page stacks each flow's RTT samples above its propagation
+    (serialization, the links' queueing, the emulators' lateness, the hosts and the datapath) from flows.csv's
+    delay accounting, one flow at a time (the selector), beside the record's medians (summary.json's
+    delay_accounting, read through fastlab.base.record). Hand-made traces (tests/unit/test_accounting.py's):
+    a 20 Mb/s bottleneck holding 9 ms, 0.05 ms late, f1's hosts adding 0.5 ms and f2's 2 ms."""
+    import pandas as pd
+
+    from fastlab.base.record import FlowDelay
+    from fastlab.base.rundir import RunFolder
+    from fastlab.measure import accounting
+    from tests.unit.test_accounting import ACKS, DATA, flow_rows, links_of
+
+    run = write_lossy_fast_run(tmp_path)
+    (run / "partial.jsonl").unlink()
+    routes = [accounting.FlowRoute(f, (DATA,), (ACKS,)) for f in ("f1", "f2")]
+    flows = pd.concat([flow_rows(10, lambda s: 9.0, 0.05, host).assign(flow=f)
+                       for f, host in (("f1", 0.5), ("f2", 2.0))], ignore_index=True)
+    links = links_of(10, lambda s: 9.0, 0.05)
+    accounts = accounting.account(routes, flows, links)
+    accounting.with_columns(flows, accounts).to_csv(run / "flows.csv", index=False)
+    links.to_csv(run / "links.csv", index=False)
+    folder = RunFolder(run)
+    summary = folder.summary()
+    f1 = summary.flows[0]
+    summary.flows = [f1, f1.model_copy(update={"id": "f2", "src": "h3", "dst": "h4"})]
+    for flow, route in zip(summary.flows, routes, strict=True):
+        flow.delay_accounting = FlowDelay.model_validate(
+            accounting.flow_figures(route, accounts[flow.id], flow.min_rtt_ms))
+    folder.replace_summary(summary)
+    server = live_server_factory(create_app(results_root=tmp_path, start_worker=False, cleanup_on_start=False))
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    problems = watch(page)
+    page.goto(f"{server.url}/runs/{RUN}")
+    wait_until(page, "(document.getElementById('chart-round-trip').data || []).length > 0")
+    state = """() => { const d = document.getElementById('chart-round-trip');
+      return {title: d.layout.title.text, names: d.data.map((t) => t.name), last: d.data.map((t) => t.y.at(-1))}; }"""
+    first = page.evaluate(state)
+    assert first["title"] == "Where the round trip went — f1, above its 40 ms of propagation"
+    assert len(first["names"]) == 4  # serialization, the links' queueing, the emulators' lateness, the hosts
+    assert first["last"][1] == pytest.approx(9.0, abs=0.01) and first["last"][3] == pytest.approx(0.5, abs=0.01)
+    page.select_option("#round-trip-flow", "f2")
+    wait_until(page, "document.getElementById('chart-round-trip').layout.title.text.includes('f2')")
+    assert page.evaluate(state)["last"][3] == pytest.approx(2.0, abs=0.01)
+    medians = page.locator("#round-trip-medians tbody tr").all_inner_texts()
+    assert [row.split("\t")[0] for row in medians] == ["f1", "f2"]
+    assert "9.000" in medians[0] and "2.000" in medians[1]  # the links' queueing, f2's hosts (the record's)
+    page.locator("#round-trip").screenshot(path=str(ARTIFACTS / "webapp-53-round-trip.png"))
+    assert not problems, problems
+    page.close()

@@ -113,9 +113,52 @@ def test_aggregate_means_spread_and_theory() -> None:
               {"value_index": 1, "status": "queued", "summary": None, "theory": theory | {"backlog": 20}}]
     rows = sweeps.aggregate([10, 20], points)
     assert rows[0]["runs"] == 3 and rows[0]["done"] == 2
-    assert rows[0]["metrics"]["backlog"] == {"mean": 9.0, "min": 8, "max": 10, "theory": 10}
+    none = {"median": None, "ci_low": None, "ci_high": None}  # no run judged faithful: no figure over them
+    assert rows[0]["metrics"]["backlog"] == {"mean": 9.0, "min": 8, "max": 10, "theory": 10} | none
     assert rows[0]["metrics"]["utilization"]["mean"] == pytest.approx(95.0)
-    assert rows[1]["metrics"]["backlog"] == {"mean": None, "min": None, "max": None, "theory": 20}
+    assert rows[1]["metrics"]["backlog"] == {"mean": None, "min": None, "max": None, "theory": 20} | none
+
+
+def test_repetitions_figures_are_over_the_faithful_runs() -> None:
+    """A sweep's median and 95 % interval (issue 53 item 4) come from the runs judged faithful alone: an
+    unfaithful run's figure is in the mean and range of all runs, never in the median or the interval."""
+    def summary(backlog: float, faithful: bool) -> Summary:
+        return read_summary({"flows": [{"id": "f1", "throughput_mbps": 19.0}],
+                             "links": [{"id": "bottleneck", "utilization": 0.95, "mean_backlog_pkts": backlog}],
+                             "fidelity": {"faithful": faithful, "reasons": [] if faithful else ["late"]}})
+
+    points = [{"value_index": 0, "status": "done", "summary": summary(b, ok), "theory": dict.fromkeys(sweeps.METRICS)}
+              for b, ok in ((30.0, True), (31.0, True), (32.0, True), (90.0, False))]
+    row = sweeps.aggregate([None], points)[0]
+    backlog = row["metrics"]["backlog"]
+    assert row["done"] == 4 and row["faithful"] == 3 and backlog["max"] == 90.0
+    assert backlog["median"] == 31.0
+    half = 4.303 / 3 ** 0.5  # t(0.975, 2) x s (1 packet) / sqrt(3)
+    assert backlog["ci_low"] == pytest.approx(31.0 - half, abs=1e-3)
+    assert backlog["ci_high"] == pytest.approx(31.0 + half, abs=1e-3)
+
+
+def test_a_spec_with_repeat_queues_its_repetitions_as_a_sweep(sweep_app) -> None:
+    """POST /api/runs of a spec with repeat: 3 (the form's repeat field): three runs, seed + r, each a run
+    of repeat 1, recorded as a sweep without a parameter whose page gives the figures over the faithful runs;
+    a repeat past the web app's allowance, or a bad one, queues nothing and says why in one line."""
+    client = sweep_app.test_client()
+    csrf = {"X-CSRF-Token": sweep_app.config["CSRF_TOKEN"]}
+    for bad, words in ((11, "repeat: at most 10 runs"), (0, "repeat: "), ("3", "repeat: "), (2.5, "repeat: ")):
+        resp = client.post("/api/runs", json=good_spec(repeat=bad, seed=5), headers=csrf)
+        assert resp.status_code == 422 and resp.get_json()["error"].startswith(words), (bad, resp.get_json())
+        assert "\n" not in resp.get_json()["error"]
+    assert queued_count(sweep_app) == 0 and client.get("/api/sweeps").get_json() == []
+    resp = client.post("/api/runs", json=good_spec(repeat=3, seed=5, name="reps"), headers=csrf)
+    assert resp.status_code == 201, resp.get_json()
+    sweep = resp.get_json()
+    assert sweep["url"] == f"/sweeps/{sweep['id']}" and sweep["total"] == 3 and sweep["param"] == ""
+    runs = client.get("/api/runs").get_json()
+    assert sorted(r["spec"]["seed"] for r in runs) == [5, 6, 7] and {r["spec"]["repeat"] for r in runs} == {1}
+    assert sorted(r["name"] for r in runs) == ["reps-p00-r0", "reps-p00-r1", "reps-p00-r2"]
+    page = client.get(sweep["url"])
+    assert page.status_code == 200 and b"3 repetitions of one spec" in page.data and b"repeat-figures" in page.data
+    assert client.get("/sweeps").status_code == 200
 
 
 @pytest.fixture
@@ -243,4 +286,39 @@ def test_a_three_point_alpha_sweep_from_the_form_ends_with_its_plot(tmp_path: Pa
     assert "== p00-r0: replayed" in replay.stdout and "verdict:" in replay.stdout, replay.stdout[-2000:]
     page.goto(page.evaluate("location.origin") + "/sweeps")  # the sweeps list
     assert "alpha-sweep" in page.inner_text("#sweeps-list") and ALPHA in page.inner_text("#sweeps-list")
+    assert not errors, errors
+
+
+@pytest.mark.timeout(300)
+def test_repeat_3_from_the_form_gives_each_figure_an_interval(tmp_path: Path, live_server_factory, browser) -> None:
+    """From the form (issue 53 item 4): FAST on the 20 Mb/s dumbbell, repeat 3 (3 s each, real runs); the
+    repetitions' page follows them and then gives each figure's median and 95 % interval over the faithful
+    runs. Fewer than two faithful runs is inconclusive (no interval from one run), not a failure."""
+    app = create_app(results_root=tmp_path / "results", cleanup_on_start=False)
+    page, errors = form_with_preset(tmp_path, live_server_factory, browser, "fast-alpha30-loss1",
+                                    viewport=(1440, 900), app=app)
+    wait_until(page, "document.querySelector('[name=\"fast-alpha\"]') !== null")
+    page.select_option("[name='bottleneck-loss-model']", "")
+    page.fill("#f-duration_s", "3")
+    page.fill("#f-name", "reps")
+    page.fill("#f-repeat", "3")
+    wait_until(page, "document.getElementById('spec-yaml').textContent.includes('repeat: 3') && "
+                     "document.getElementById('yaml-state').textContent.includes('validated')", timeout=10_000)
+    page.click("#start")
+    page.wait_for_url("**/sweeps/*", timeout=10_000)
+    assert "3 repetitions of one spec" in page.inner_text("#sweep")
+    assert page.locator("#sweep-chart").count() == 0  # no parameter: nothing to plot against
+    wait_until(page, "document.body.dataset.sweepFinished === '1'", timeout=240_000)
+    state = json.loads(page.evaluate(f"fetch('{page.url.replace('/sweeps/', '/api/sweeps/')}').then(r => r.text())"))
+    assert state["done"] == 3 and state["param"] == ""
+    faithful = state["aggregate"][0]["faithful"]
+    if faithful < 2:
+        pytest.skip(f"inconclusive: {3 - faithful} of 3 runs unfaithful (no interval from one run)")
+    backlog = state["aggregate"][0]["metrics"]["backlog"]
+    assert backlog["ci_low"] <= backlog["ci_high"] and backlog["median"] > 0
+    cells = page.locator("#repeat-figures tr[data-metric='backlog'] td").all_inner_texts()
+    assert cells[1] == f"{backlog['median']:.4g}" and cells[2] == f"{backlog['ci_low']:.4g} to {backlog['ci_high']:.4g}"
+    assert page.inner_text("#repeat-faithful") == f"{faithful} of the 3 finished"  # filled in as runs end
+    assert page.locator(".point-name").first.inner_text() == "run 1"
+    page.screenshot(path=str(ARTIFACTS / "webapp-11-repeat.png"), full_page=True)
     assert not errors, errors

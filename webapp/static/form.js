@@ -422,7 +422,7 @@ function readChange(row) {
 // --- the spec, validation, presets, submit ----------------------------------------------------------
 function buildSpec() {
   const spec = {name: $('f-name').value.trim(), topology: $('f-topology').value};
-  for (const key of ['duration_s', 'seed', 'sample_hz', 'mtu']) {
+  for (const key of ['duration_s', 'seed', 'repeat', 'sample_hz', 'mtu']) {
     const v = $(`f-${key}`).value;
     if (v !== '') spec[key] = Number(v);
   }
@@ -463,7 +463,7 @@ const sweepParam = () => ($('sweep-param').value === OTHER ? $('sweep-path').val
 // The engine's errors start with the field's path ("flows[0].cc_args: alpha=0 is out of range ...",
 // "links.bottleneck.loss.rate: ..."): find the input it names, mark it and say why beside it.
 function fieldFor(path, message) {
-  const top = {name: 'f-name', duration_s: 'f-duration_s', seed: 'f-seed', sample_hz: 'f-sample_hz', mtu: 'f-mtu',
+  const top = {name: 'f-name', duration_s: 'f-duration_s', seed: 'f-seed', repeat: 'f-repeat', sample_hz: 'f-sample_hz', mtu: 'f-mtu',
     topology: 'f-topology'};
   if (top[path]) return $(top[path]);
   let m = path.match(/^topology_args\.(\w+)/);
@@ -598,6 +598,7 @@ async function fillForm(spec) {
   $('f-name').value = spec.name || '';
   $('f-duration_s').value = spec.duration_s ?? '';
   $('f-seed').value = spec.seed ?? '';
+  $('f-repeat').value = spec.repeat ?? '';
   $('f-sample_hz').value = spec.sample_hz ?? '';
   $('f-mtu').value = spec.mtu ?? '';
   $('f-topology').value = spec.topology;
@@ -658,7 +659,7 @@ async function init() {
     label.querySelector('.label').textContent = labelOf(label.dataset.specKey, prop);
     label.append(helpLine(prop.description));
   }
-  for (const key of ['seed', 'sample_hz', 'mtu']) $(`f-${key}`).placeholder = S.spec_schema.properties[key].default;
+  for (const key of ['seed', 'repeat', 'sample_hz', 'mtu']) $(`f-${key}`).placeholder = S.spec_schema.properties[key].default;
   // HTML patterns are compiled with the `v` flag, where a '-' inside [...] must be escaped.
   $('f-name').pattern = S.spec_schema.properties.name.pattern.replace(/^\^/, '').replace(/\$$/, '')
     .replace(/-\]/g, '\\-]');

@@ -1,7 +1,7 @@
 // Live traces of one run over Server-Sent Events: history first (replay), then live batches, drawn by the
 // charts report.html draws too (/static/charts.js: fastlab/templates/charts.js).
 import {api, largeFonts, errorText} from '/static/common.js';
-import {createCharts} from '/static/charts.js';
+import {createCharts, drawRoundTrip} from '/static/charts.js';
 
 const root = document.getElementById('run');
 const runId = root.dataset.runId;
@@ -19,6 +19,17 @@ const charts = createCharts({refs, lines, marks, sampleHz: root.dataset.sampleHz
   smoothN: smoothSel ? smoothSel.value : 1, largeFonts});
 document.addEventListener('fontschanged', () => charts.relayout());
 smoothSel?.addEventListener('change', () => charts.setSmoothing(smoothSel.value));
+
+// A finished run's "where the round trip went" (its flows' delay accounting, in the page: one flow at a time).
+const roundTripData = document.getElementById('round-trip-data');
+if (roundTripData) {
+  const data = JSON.parse(roundTripData.textContent);
+  const pick = document.getElementById('round-trip-flow');
+  const draw = () => drawRoundTrip('chart-round-trip', data, pick ? pick.value : Object.keys(data)[0], largeFonts);
+  draw();
+  pick?.addEventListener('change', draw);
+  document.addEventListener('fontschanged', draw);
+}
 
 // A running run's parameters changed (a cc_set event): its theory lines and markers as they stand now.
 let refreshTimer = null;

@@ -1,5 +1,6 @@
 // A sweep's page: follows its runs (GET /api/sweeps/<id> every second until all have finished) and
-// draws the aggregate: per value the mean of the finished runs with min..max bars, and the theory dashed.
+// draws the aggregate: per value the mean of the finished runs with min..max bars, and the theory dashed;
+// of a spec's repetitions (no parameter), fills in each figure's median and 95 % interval over the faithful runs.
 import {api, largeFonts} from '/static/common.js';
 
 const root = document.getElementById('sweep');
@@ -7,7 +8,21 @@ const sweepId = root.dataset.sweepId;
 const metric = document.getElementById('sweep-metric');
 let state = null;
 
+const fmt = (v) => Number(v.toPrecision(4)).toString();  // as the server's '%.4g' for the figures met here
+
+function drawFigures() {  // a spec's repetitions: the table of figures over the faithful runs
+  const row = state.aggregate[0];
+  document.getElementById('repeat-faithful').textContent = `${row.faithful} of the ${row.done} finished`;
+  for (const tr of document.querySelectorAll('#repeat-figures tr[data-metric]')) {
+    const f = row.metrics[tr.dataset.metric];
+    tr.querySelector('.median').textContent = f.median == null ? '–' : fmt(f.median);
+    tr.querySelector('.interval').textContent = f.ci_low != null ? `${fmt(f.ci_low)} to ${fmt(f.ci_high)}`
+      : (f.median != null ? 'needs two faithful runs' : '–');
+  }
+}
+
 function draw() {
+  if (!metric) { drawFigures(); return; }
   const m = metric.value;
   const info = state.metrics[m];
   const rows = state.aggregate;
@@ -48,6 +63,6 @@ async function poll() {
   else document.body.dataset.sweepFinished = '1';
 }
 
-metric.addEventListener('change', () => state && draw());
+if (metric) metric.addEventListener('change', () => state && draw());
 document.addEventListener('fontschanged', () => state && draw());
 poll();

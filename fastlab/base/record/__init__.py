@@ -21,14 +21,14 @@ when a lost idle ping failed the run; a `fidelity` without `faithful`, which say
 a file of any older version up to SCHEMA_VERSION on read; nothing on disk is rewritten. A version newer
 than SCHEMA_VERSION is refused in one line (it renamed or re-meant a field this fastlab would misread).
 
-How another branch adds a field (e.g. a flow's delay accounting): add it to its model (summary.py,
-environment.py) as an optional field with its unit and role (`delay: FlowDelay | None = figure(None, "",
-"...")`, a new Part for a nested object), compute it where that part is computed (fastlab.measure) and pass
-it to the model the engine builds. No version bump and no migration: files written before it read it as
-None. A field renamed, removed, or whose unit or meaning changes is a new version: bump SCHEMA_VERSION and
-add the step from the previous version to SUMMARY_STEPS / ENVIRONMENT_STEPS (tests/unit/test_record.py
-loads every recording and the old bundles through it). A figure meant for the headline goes into
-HEADLINE_FLOW / HEADLINE_LINK (headline.py).
+How another branch adds a field (as a flow's delay accounting was added): add it to its model (summary.py,
+environment.py) as an optional field with its unit and role (`delay_accounting: FlowDelay | None =
+figure(None, "", "...")`, a new Part for a nested object), compute it where that part is computed
+(fastlab.measure) and pass it to the model the engine builds. No version bump and no migration: files written
+before it read it as None. A field renamed, removed, or whose unit or meaning changes is a new version: bump
+SCHEMA_VERSION and add the step from the previous version to SUMMARY_STEPS / ENVIRONMENT_STEPS
+(tests/unit/test_record.py loads every recording and the old bundles through it). A figure meant for the
+headline goes into HEADLINE_FLOW / HEADLINE_LINK (headline.py).
 
 Pure: no files are read here (rundir reads them and passes the text, bounded by fastlab.base.documents).
 """
@@ -57,13 +57,20 @@ from fastlab.base.record.environment import (
 from fastlab.base.record.headline import HEADLINE_FLOW, HEADLINE_LINK, Figure, Headline, headline, shown_unit
 from fastlab.base.record.part import SCHEMA_VERSION, Part, figure, unit_of
 from fastlab.base.record.summary import (
+    Burst,
+    DelayJudged,
     DirectionFigures,
+    DisturbanceSeen,
+    EffectSpan,
+    FlowDelay,
+    FlowEffects,
     FlowFigures,
     IdleRtt,
     LinkFigures,
     LinkName,
     LinkTiming,
     PathDelay,
+    Quantiles,
     Segment,
     SegmentFlow,
     SegmentLink,
@@ -72,9 +79,10 @@ from fastlab.base.record.summary import (
     Verdict,
 )
 
-__all__ = ["HEADLINE_FLOW", "HEADLINE_LINK", "MAX_RECORD_CHARS", "SCHEMA_VERSION", "CcApplied", "CcRecord", "Choice",
-           "DirectionFigures", "Environment", "Figure", "FlowFigures", "FlowSetup", "Headline", "IdleRtt",
-           "LinkFigures", "LinkName", "LinkTiming", "Part", "PathDelay", "RecordError", "Resolved", "ResolvedDirection",
+__all__ = ["HEADLINE_FLOW", "HEADLINE_LINK", "MAX_RECORD_CHARS", "SCHEMA_VERSION", "Burst", "CcApplied", "CcRecord",
+           "Choice", "DelayJudged", "DirectionFigures", "DisturbanceSeen", "EffectSpan", "Environment", "Figure",
+           "FlowDelay", "FlowEffects", "FlowFigures", "FlowSetup", "Headline", "IdleRtt", "LinkFigures", "LinkName",
+           "LinkTiming", "Part", "PathDelay", "Quantiles", "RecordError", "Resolved", "ResolvedDirection",
            "RunInfo", "Segment", "SegmentFlow", "SegmentLink", "Shaping", "Summary", "TcQueue", "Verdict", "figure",
            "headline", "migrate", "read_environment", "read_summary", "shown_unit", "to_json", "unit_of",
            "units"]

@@ -3,8 +3,6 @@ versioned and how a field is added)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastlab.base.record.part import (
     SCHEMA_VERSION,
     Goodput,
@@ -17,6 +15,36 @@ from fastlab.base.record.part import (
     Utilization,
     figure,
 )
+
+
+class Quantiles(Part):
+    """One part of a flow's RTT samples over the run (fastlab.measure.accounting): its median and 99th
+    percentile (None: the flow had no accounted sample)."""
+
+    median: float | None = figure(None, "ms", "median over the flow's RTT samples")
+    p99: float | None = figure(None, "ms", "99th percentile over the flow's RTT samples")
+
+
+class FlowDelay(Part):
+    """Where one flow's round trip went (fastlab.measure.accounting.flow_figures): each RTT sample split into
+    propagation, serialization, the links' queueing, the emulators' lateness and the rest, which the hosts
+    and the datapath added; the parts add up to the sample."""
+
+    samples: int | None = figure(None, "", "its RTT samples accounted")
+    propagation_ms: Quantiles | None = figure(None, "ms", "the links' propagation delay, both ways")
+    serialization_ms: Quantiles | None = figure(None, "ms", "one segment's serialization at each hop, both ways")
+    queueing_ms: Quantiles | None = figure(None, "ms", "the queueing the emulated links imposed (linkemu's, "
+                                                       "tc's qdisc statistics for tc links)")
+    lateness_ms: Quantiles | None = figure(None, "ms", "the emulators' departure lateness along the path")
+    hosts_ms: Quantiles | None = figure(None, "ms", "unaccounted delay: what the hosts and the datapath added "
+                                                    "(qdisc, softirq, the switch, the receiver's ACK path)")
+    rtt_ms: Quantiles | None = figure(None, "ms", "the RTT samples themselves (tcp_info srtt)")
+    read_as_queue_ms: Quantiles | None = figure(None, "ms", "the delay the flow read as queue that no link "
+                                                            "queued (lateness and hosts above its minimum RTT's "
+                                                            "share; may be negative)")
+    hosts_floor_ms: float | None = figure(None, "ms", "the hosts' share of its minimum RTT (neither propagation "
+                                                      "nor serialization): taken for path by the flow")
+    hops_unmeasured: list[str] = figure([], "", "link directions on its path whose queueing no emulator measured")
 
 
 class FlowFigures(Part):
@@ -34,6 +62,8 @@ class FlowFigures(Part):
     mean_cwnd_pkts: MeanCwnd = None
     retransmits: int | None = figure(None, "packets", "segments it retransmitted")
     samples: int | None = figure(None, "", "its trace samples in flows.csv")
+    delay_accounting: FlowDelay | None = figure(None, "", "where its round trip went (None: a run made before "
+                                                          "the delay accounting, or a flow without RTT samples)")
 
 
 class DirectionFigures(Part):
@@ -87,6 +117,8 @@ class PathDelay(Part):
     budget_ms: float | None = figure(None, "ms", "the delay allowed before the run stops being faithful")
     basis: str | None = figure(None, "", "what the budget is: 'FAST alpha queue' or 'base RTT'")
     idle_emulation_delay_ms: float | None = figure(None, "ms", "the same during the idle pings")
+    crossings: list[list[str]] = figure([], "", "the emulated link directions its data and ACKs cross, "
+                                                "[link, 'forward' | 'reverse'] in path order")
 
 
 class LinkTiming(Part):
@@ -109,6 +141,79 @@ class TcQueue(Part):
                                                              "little busy time)")
 
 
+class Burst(Part):
+    """The conservation check of one link direction (fastlab.measure.fidelity.conservation): the most bytes
+    that reached it within a window beyond what its feeders could deliver (a burst something between the
+    emulated links held and released together)."""
+
+    excess_bytes: int | float | None = figure(None, "bytes", "the most bytes beyond the feeders' rate and slack")
+    excess_ms: float | None = figure(None, "ms", "that excess as queueing delay at this link's rate")
+    at_s: float | None = figure(None, "s", "when the window of the largest excess ended (None: no excess)")
+    from_s: float | None = figure(None, "s", "when it began (None: no excess, or a run made before it was kept)")
+    slack_bytes: int | float | None = figure(None, "bytes", "what the feeders' queues and lateness may release "
+                                                            "at once without a burst")
+    fed_by: list[str] = figure([], "", "the slowest link directions feeding it")
+    budget_ms: float | None = figure(None, "ms", "the least delay budget of the flows crossing it")
+
+
+class DelayJudged(Part):
+    """The verdict's view of one flow's delay accounting (fastlab.measure.weighing.accounting_figures): the
+    delay it read as queue that no link queued over its samples, against its budget."""
+
+    flow: str = figure(..., "", "the flow's id")
+    samples: int | None = figure(None, "", "its accounted RTT samples")
+    read_as_queue_median_ms: float = figure(..., "ms", "median delay read as queue that no link queued (judged)")
+    read_as_queue_mean_ms: float | None = figure(None, "ms", "its mean")
+    read_as_queue_p99_ms: float | None = figure(None, "ms", "its 99th percentile")
+    lateness_median_ms: float | None = figure(None, "ms", "of it, the emulators' departure lateness (median)")
+    hosts_median_ms: float | None = figure(None, "ms", "of it, what the hosts and the datapath added (median "
+                                                       "minus lateness)")
+    budget_ms: float | None = figure(None, "ms", "the delay allowed before the run stops being faithful")
+    basis: str | None = figure(None, "", "what the budget is: 'FAST alpha queue' or 'base RTT'")
+    base_excess_ms: float | None = figure(None, "ms", "how far the algorithm's own baseRTT lies above "
+                                                      "propagation and serialization (None: it reported none)")
+
+
+class DisturbanceSeen(Part):
+    """One thing that went wrong for a while (fastlab.measure.effects.Disturbance): a burst held between the
+    links, late departures, a spell of host delay or a stalled trace."""
+
+    kind: str = figure(..., "", "'held burst', 'late departures', 'host delay' or 'trace gap'")
+    where: str = figure(..., "", "a link direction, or a flow for host delay and trace gaps")
+    t0_s: float = figure(..., "s", "when it began, after the flows' time zero")
+    t1_s: float = figure(..., "s", "when it ended")
+    size: str = figure("", "", "its size in words ('7.6 ms of queue')")
+    flows: list[str] = figure([], "", "the flows it touched")
+    steal_share: float | None = figure(None, "fraction", "the hypervisor's steal share of the CPU time over it "
+                                                         "(None: not sampled)")
+
+
+class EffectSpan(Part):
+    """What the disturbances over one span did to one flow (fastlab.measure.effects.Effect)."""
+
+    flow: str = figure(..., "", "the flow's id")
+    t0_s: float = figure(..., "s", "start of the span measured")
+    t1_s: float = figure(..., "s", "its end: the disturbances' end plus the flow's settling time")
+    until_s: float | None = figure(None, "s", "the disturbances' own end")
+    kinds: list[str] = figure([], "", "the kinds of disturbance in the span")
+    deficit_bytes: float | None = figure(None, "bytes", "bytes short of the flow's rate just before (None: no "
+                                                        "steady rate before to weigh it against)")
+    reference_mbps: float | None = figure(None, "Mb/s", "the flow's rate just before")
+    window_cut: float | None = figure(None, "fraction", "its deepest cwnd cut relative to before (0..1)")
+    read_as_queue_max_ms: float | None = figure(None, "ms", "the most delay it read as queue that no link "
+                                                            "queued in the span")
+
+
+class FlowEffects(Part):
+    """What disturbed one flow and what it cost (fastlab.measure.weighing.effect_reasons)."""
+
+    deficit_share: float | None = figure(None, "fraction", "the share of its delivered bytes the disturbances "
+                                                           "cost (judged against delivered_share_max)")
+    unweighed_share: float | None = figure(None, "fraction", "the share of its time disturbed with no steady "
+                                                             "stretch before to weigh it against")
+    spans: list[EffectSpan] = figure([], "", "each span and what it cost")
+
+
 class Verdict(Part):
     """The emulation's fidelity verdict (fastlab.measure.fidelity.assess): faithful only when no threshold
     was crossed, each crossing a reason. An unfaithful run proves nothing about the congestion control."""
@@ -124,8 +229,13 @@ class Verdict(Part):
     machine_steal: float | None = figure(None, "fraction", "the hypervisor's steal share of the CPU time")
     sample_gaps_s: dict[str, float] = figure({}, "s", "per flow: the longest gap in its trace")
     tc_queues: dict[str, dict[str, TcQueue]] = figure({}, "", "per tc-shaped link and direction: rate delivered")
-    conservation: dict[str, dict[str, Any]] = figure({}, "", "per link direction: bytes beyond what its "
-                                                             "feeders could deliver (bursts the emulator made)")
+    conservation: dict[str, Burst] = figure({}, "", "per link direction: bytes beyond what its feeders could "
+                                                     "deliver (bursts held between the emulated links)")
+    delay_accounting: dict[str, DelayJudged] = figure({}, "", "per flow: the delay it read as queue that no "
+                                                              "link queued, judged (empty: made before it)")
+    disturbances: list[DisturbanceSeen] = figure([], "", "every disturbance found while the flows ran")
+    effects: dict[str, FlowEffects] = figure({}, "", "per flow: what the disturbances cost it (empty: none, or "
+                                                     "made before disturbances were weighed)")
     unmeasured: list[str] = figure([], "", "what the verdict could not measure, in words")
     thresholds: dict[str, float] = figure({}, "", "the limits judged against (units in their names)")
     neighbours: list[str | None] = figure([], "", "prefixes of the runs that shared the machine as the flows ran")

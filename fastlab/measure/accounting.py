@@ -1,0 +1,270 @@
+"""Delay accounting per flow: where each flow's round trip went (issue 53 item 1).
+
+A flow's smoothed RTT sample (tcp_info's srtt, µs resolution) is split, sample by sample, into
+
+- **propagation**: the configured one-way delays of every shaped link direction its data and ACKs cross;
+- **serialization**: one packet's serialization at every such hop (linkemu measures its own per frame; a
+  tc link's is a data segment, or an ACK, at its rate);
+- **queueing**: what the links' models imposed -- waiting behind other packets, for tokens or a grant, and
+  the model's extra latency (jitter, a MAC's) -- from linkemu's per-frame accounting (its `acct` report),
+  or, on a tc link, its sampled backlog at its rate (Little's law: the qdisc's timing is the kernel's);
+- **lateness**: what the emulators added beyond their models (linkemu's per-frame `sent - release`, and the
+  socket wait of a policy that schedules from the moment it reads a frame);
+- **hosts and datapath**: the rest -- the sending and receiving stacks, softirq, the switches and routers
+  between the links, the ACK path, a tc link's late timers. It is measured as what is left, so it also
+  carries the sampling error of the other parts (signed: a sample may read slightly below zero).
+
+Each hop's figures are the means over the frames it sent in the window in which the flow's packets crossed
+it: a packet acknowledged at time t was sent at t - rtt and left hop k at about t - rtt + (the one-way
+delays up to and including k); linkemu's counters are cumulative (count and mean), so the mean over any
+window is the difference of two interpolated totals.
+
+What a flow's algorithm reads as queue is its RTT above its minimum: `read_as_queue = rtt - queueing - base`
+is the part of that which is *not* a link's queue -- lateness and host delay above their share of the
+minimum RTT (`base`: the kernel's minimum so far, but never below the path's propagation and a data
+packet's serialization, which the handshake's minimum can be). FAST counts every such millisecond as queued
+packets (alpha * MTU / C is its whole target), a loss-based flow's rate is window / RTT. The verdict judges its
+median per flow (fastlab.measure.fidelity), and a delay-based flow's own baseRTT against the same floor.
+
+Pure: DataFrames and the plan's hops in, a DataFrame and figures out; unit-tested on hand-made traces in
+which a host delay of known size is injected and found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fastlab.define.schema import MTU_BYTES
+
+ACK_IP_BYTES = 52  # a pure ACK: IPv4 20 + TCP 20 + timestamps 12 (a tc hop's ACK serialization)
+# A hop's window with fewer frames than this borrows its mean from the WIDEN_S around it: one frame's
+# figures are one packet's luck, not the link's state.
+MIN_FRAMES = 2
+WIDEN_S = 1.0
+# The columns the accounting adds to flows.csv, ms (the chart "where the round trip went" stacks the first
+# five; they add up to the RTT sample, `acct_rtt_ms`).
+PARTS = ("propagation", "serialization", "queueing", "lateness", "hosts")
+COLUMNS = tuple(f"acct_{p}_ms" for p in PARTS) + ("acct_rtt_ms", "acct_read_as_queue_ms")
+QUANTILES = {"median": 0.5, "p99": 0.99}
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One shaped link direction a flow's packets cross, in path order."""
+
+    link: str
+    direction: str  # "forward" | "reverse"
+    delay_ms: float
+    rate_bps: int
+    emulated: bool = True  # linkemu (measured per frame) or tc (sampled backlog, no lateness)
+    # tbf, DOCSIS and trace policies schedule a frame from the moment linkemu reads it (sched.h): the time
+    # it waited in the socket is then added to the link's delay, not part of it -- emulation error
+    reads_late_count: bool = False
+
+
+@dataclass(frozen=True)
+class FlowRoute:
+    """A flow's hops, its data's and its ACKs', each in the order its packets cross them."""
+
+    flow: str
+    data: tuple[Hop, ...]
+    acks: tuple[Hop, ...]
+    mtu_bytes: int = MTU_BYTES
+
+
+@dataclass(frozen=True)
+class _Series:
+    """One hop's cumulative counters as arrays (time order), for windowed means."""
+
+    t: np.ndarray
+    totals: dict[str, tuple[np.ndarray, np.ndarray]]  # figure -> (count, count x mean)
+    backlog_bytes: np.ndarray | None
+    delay_ms: np.ndarray | None  # a schedule's delay in force (None: the configured one throughout)
+
+
+# linkemu's per-frame means (count column, mean column), and the socket wait (per frame too)
+_FIGURES = {"ser": ("acct_frames", "acct_ser_mean_us"), "queue": ("acct_frames", "acct_queue_mean_us"),
+            "extra": ("acct_frames", "acct_extra_mean_us"), "late": ("acct_frames", "acct_late_mean_us"),
+            "rx_wait": ("rx_wait_n", "rx_wait_mean_us")}
+
+
+def _series(rows: pd.DataFrame) -> _Series:
+    rows = rows.sort_values("t")
+    t = rows["t"].to_numpy(dtype=float)
+    totals = {}
+    for name, (n_col, mean_col) in _FIGURES.items():
+        if n_col in rows and mean_col in rows:
+            n = rows[n_col].to_numpy(dtype=float)
+            m = rows[mean_col].to_numpy(dtype=float)
+            ok = ~(np.isnan(n) | np.isnan(m))
+            if ok.sum() >= 2:
+                totals[name] = (np.interp(t, t[ok], n[ok]), np.interp(t, t[ok], n[ok] * m[ok]))
+    backlog = rows["backlog_bytes"].to_numpy(dtype=float) if "backlog_bytes" in rows else None
+    delay = rows["schedule_delay_ms"].to_numpy(dtype=float) if "schedule_delay_ms" in rows else None
+    if delay is not None and np.isnan(delay).all():
+        delay = None
+    return _Series(t, totals, backlog, delay)
+
+
+def _window_means(series: _Series, figure: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The mean of a cumulative figure (µs) over each window [a_i, b_i) of the hop's sampled counters; NaN
+    where the hop reports no such figure. A window with fewer than MIN_FRAMES frames takes the mean over
+    WIDEN_S either side of it (NaN if that is empty too)."""
+    if figure not in series.totals:
+        return np.full(len(a), np.nan)
+    n, s = series.totals[figure]
+
+    def mean(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        dn = np.interp(hi, series.t, n) - np.interp(lo, series.t, n)
+        ds = np.interp(hi, series.t, s) - np.interp(lo, series.t, s)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(dn > 0, ds / np.where(dn > 0, dn, 1.0), np.nan), dn
+
+    out, dn = mean(a, b)
+    thin = dn < MIN_FRAMES
+    if thin.any():
+        wide, wide_n = mean(a[thin] - WIDEN_S, b[thin] + WIDEN_S)
+        out[thin] = np.where(wide_n >= MIN_FRAMES, wide, np.nan)
+    return out
+
+
+def _backlog_ms(series: _Series, rate_bps: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A tc hop's queueing over each window: its mean sampled backlog at its rate (Little's law), the
+    nearest sample where none falls inside."""
+    if series.backlog_bytes is None or rate_bps <= 0 or len(series.t) == 0:
+        return np.zeros(len(a))
+    backlog = np.nan_to_num(series.backlog_bytes)
+    cum = np.concatenate([[0.0], np.cumsum(backlog)])
+    lo, hi = np.searchsorted(series.t, a), np.searchsorted(series.t, b)
+    nearest = backlog[np.clip(np.searchsorted(series.t, b), 0, len(backlog) - 1)]
+    count = hi - lo
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(count > 0, (cum[hi] - cum[lo]) / np.where(count > 0, count, 1), nearest)
+    return mean * 8 / rate_bps * 1000
+
+
+def _delay_ms(hop: Hop, series: _Series | None, at: np.ndarray) -> np.ndarray:
+    """The hop's propagation delay at each time: a schedule's step in force, else the configured one."""
+    if series is None or series.delay_ms is None:
+        return np.full(len(at), hop.delay_ms)
+    ok = ~np.isnan(series.delay_ms)
+    idx = np.clip(np.searchsorted(series.t[ok], at, side="right") - 1, 0, ok.sum() - 1)
+    return np.where(at >= series.t[ok][0], series.delay_ms[ok][idx], hop.delay_ms)
+
+
+def _hop_parts(hop: Hop, s: _Series | None, a: np.ndarray, b: np.ndarray, nominal_ser: float) -> np.ndarray:
+    """A hop's serialization, queueing (with the model's extra latency) and lateness over each window
+    [a_i, b_i), ms, as rows of one array."""
+    if hop.emulated and s is not None and "ser" in s.totals:
+        ser = np.nan_to_num(_window_means(s, "ser", a, b) / 1000, nan=nominal_ser)
+        queue = np.nan_to_num((_window_means(s, "queue", a, b) + _window_means(s, "extra", a, b)) / 1000)
+        late = np.nan_to_num(_window_means(s, "late", a, b) / 1000)
+        if hop.reads_late_count:
+            late = late + np.nan_to_num(_window_means(s, "rx_wait", a, b) / 1000)
+        return np.vstack([ser, queue, late])
+    # a tc link (or an emulator without accounting): its backlog at its rate; its lateness is unmeasured
+    queue = _backlog_ms(s, hop.rate_bps, a, b) if s is not None else np.zeros(len(a))
+    return np.vstack([np.full(len(a), nominal_ser), queue, np.zeros(len(a))])
+
+
+def hop_series(links: pd.DataFrame, hops: set[tuple[str, str]]) -> dict[tuple[str, str], _Series]:
+    """links.csv rows of each hop as cumulative series (the hops a run's flows cross)."""
+    out: dict[tuple[str, str], _Series] = {}
+    if links.empty or not {"link", "direction", "t"} <= set(links.columns):
+        return out
+    for (link, direction), rows in links.groupby(["link", "direction"]):
+        if (link, direction) in hops and len(rows) >= 2:
+            out[(str(link), str(direction))] = _series(rows)
+    return out
+
+
+def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str, str], _Series]) -> pd.DataFrame:
+    """The flow's RTT samples split into PARTS (ms), one row per sample that has an RTT, with its time and
+    `acct_read_as_queue_ms` (rtt - queueing - the flow's minimum RTT so far). `samples` are the flow's rows
+    of flows.csv (t, srtt_ms, min_rtt_ms)."""
+    rows = samples.dropna(subset=["srtt_ms"]).sort_values("t")
+    rows = rows[rows["srtt_ms"] > 0]
+    if len(rows) < 2:
+        return pd.DataFrame(columns=["t", *COLUMNS])
+    t = rows["t"].to_numpy(dtype=float)
+    rtt = rows["srtt_ms"].to_numpy(dtype=float)
+    start = np.concatenate([[t[0] - (t[1] - t[0])], t[:-1]])  # each sample covers the interval before it
+    prop = np.zeros(len(t))
+    ser, queue, late = (np.zeros(len(t)) for _ in range(3))
+    offset = np.zeros(len(t))  # one-way delays so far along the way there and back, ms
+    for hop, is_ack in [(h, False) for h in route.data] + [(h, True) for h in route.acks]:
+        s = series.get((hop.link, hop.direction))
+        size = ACK_IP_BYTES if is_ack else route.mtu_bytes
+        nominal_ser = size * 8 / hop.rate_bps * 1000 if hop.rate_bps > 0 else 0.0
+        # the flow's packet left this hop (was sent on by its emulator) at about t - rtt + offset, the
+        # offset taking the hop's own delay, serialization, queueing and lateness too: found in two passes
+        d_ms = _delay_ms(hop, s, t - (rtt - offset) / 1000)
+        parts = np.zeros((3, len(t)))
+        for _pass in range(2):
+            at = offset + d_ms + parts.sum(axis=0)
+            parts = _hop_parts(hop, s, start - (rtt - at) / 1000, t - (rtt - at) / 1000, nominal_ser)
+        offset = offset + d_ms + parts.sum(axis=0)
+        prop += d_ms
+        ser += parts[0]
+        queue += parts[1]
+        late += parts[2]
+    min_rtt = rows["min_rtt_ms"].to_numpy(dtype=float) if "min_rtt_ms" in rows else np.full(len(t), np.nan)
+    min_rtt = np.fmin.accumulate(np.where(np.isnan(min_rtt), rtt, np.fmin(min_rtt, rtt)))
+    # the kernel's minimum may be the handshake's (a SYN serializes in no time): a data packet's RTT, which is
+    # what a delay-based algorithm takes for its base, is never below its propagation and serialization
+    # (lab 02 at 20 Mb/s: 0.6 ms of a segment's serialization read as queue otherwise)
+    base = np.maximum(min_rtt, prop + ser)
+    hosts = rtt - prop - ser - queue - late
+    out = pd.DataFrame({"t": t, "acct_propagation_ms": prop, "acct_serialization_ms": ser,
+                        "acct_queueing_ms": queue, "acct_lateness_ms": late, "acct_hosts_ms": hosts,
+                        "acct_rtt_ms": rtt, "acct_read_as_queue_ms": rtt - queue - base})
+    return out.round({c: 4 for c in COLUMNS})  # t kept exact: flows.csv's samples are matched on it
+
+
+def _quantiles(values: pd.Series) -> dict[str, float | None]:
+    v = values.dropna()
+    return {name: (round(float(v.quantile(q)), 4) if not v.empty else None) for name, q in QUANTILES.items()}
+
+
+def flow_figures(route: FlowRoute, acct: pd.DataFrame, min_rtt_ms: float | None) -> dict[str, Any]:
+    """summary.json's `delay_accounting` of one flow: each part's median and p99 over its samples (ms), what
+    it read as queue that no link queued, and the hosts' floor (the part of its minimum RTT that is neither
+    propagation nor serialization: what the hosts add to every packet, which the flow takes for path)."""
+    out: dict[str, Any] = {"samples": int(len(acct))}
+    for part in (*PARTS, "rtt", "read_as_queue"):
+        out[f"{part}_ms"] = _quantiles(acct[f"acct_{part}_ms"]) if len(acct) else {k: None for k in QUANTILES}
+    floor = None
+    if min_rtt_ms is not None and len(acct):
+        floor = round(float(min_rtt_ms) - float(acct["acct_propagation_ms"].median())
+                      - float(acct["acct_serialization_ms"].median()), 4)
+    out["hosts_floor_ms"] = floor
+    out["hops_unmeasured"] = [f"{h.link} ({h.direction})" for h in (*route.data, *route.acks) if not h.emulated]
+    return out
+
+
+def account(routes: list[FlowRoute], flows: pd.DataFrame, links: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Every flow's accounting (account_flow), by flow id; flows without RTT samples get an empty frame."""
+    hops = {(h.link, h.direction) for r in routes for h in (*r.data, *r.acks)}
+    series = hop_series(links, hops)
+    out = {}
+    for route in routes:
+        rows = flows[flows["flow"] == route.flow] if not flows.empty and "flow" in flows else pd.DataFrame()
+        out[route.flow] = (account_flow(route, rows, series) if "srtt_ms" in rows
+                           else pd.DataFrame(columns=["t", *COLUMNS]))
+    return out
+
+
+def with_columns(flows: pd.DataFrame, accounts: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """flows.csv with the accounting's COLUMNS beside each sample (NaN where a sample had no RTT)."""
+    if flows.empty or not accounts:
+        return flows
+    parts = [acct.assign(flow=flow) for flow, acct in accounts.items() if len(acct)]
+    if not parts:
+        return flows
+    extra = pd.concat(parts, ignore_index=True)
+    merged = flows.drop(columns=[c for c in COLUMNS if c in flows]).merge(extra, on=["flow", "t"], how="left")
+    return merged

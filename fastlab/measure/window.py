@@ -1,0 +1,90 @@
+"""A checkpoint's own fidelity: the verdict over the window it measured, with no more error than its band
+allows (issue 53 item 3).
+
+The run's verdict judges the whole run against budgets set by the flows' algorithms. A checkpoint measures
+over a window of its own (the second half, after convergence, around a change) and compares with a band
+of its own, sometimes narrower than what the verdict lets through: a run could be "faithful" and fail a
+checkpoint because of a delay or a stall the verdict allowed. So each checkpoint is judged again over its
+window, on the same evidence:
+
+- **delay**: each flow's delay read as queue that no link queued (fastlab.measure.accounting), its median
+  over the window, against the flow's budget -- the window may hold a bad spell the run's median hides;
+- **disturbances**: the bytes the disturbances that overlap the window cost each flow (fastlab.measure.
+  effects), as a share of what it delivered in the window, against the smaller of the run's limit
+  (effects.DELIVERED_SHARE_MAX) and the band's half-width relative to its centre -- the budget shrinks
+  until it lies inside the band. A checkpoint that failed is also inconclusive when that share reaches its
+  miss (how far outside the band it measured, relative): the disturbance alone could have moved it there.
+
+A checkpoint whose model takes the measured delay into account (lab 02's queue, which FAST shortens by
+what it reads as queue: fastlab.labs.kit.StepRun.read_as_queue_ms) has the delay inside its band already;
+the disturbances are judged all the same. Pure: the verdict (summary.json's `fidelity`) and the flows'
+samples in, "" or the reason out (fastlab.base.record.Verdict's `delay_accounting` and `effects`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from fastlab.base.record import EffectSpan, Verdict
+from fastlab.measure import effects
+
+
+def band_share(band: tuple[float, float]) -> float | None:
+    """The band's half-width relative to its centre (None for a band around 0)."""
+    lo, hi = band
+    centre = (lo + hi) / 2
+    return None if centre == 0 else abs(hi - lo) / 2 / abs(centre)
+
+
+def miss_share(band: tuple[float, float], measured: float) -> float:
+    """How far outside the band the figure measured, relative to the edge it crossed (0 inside)."""
+    lo, hi = band
+    if measured < lo:
+        return (lo - measured) / abs(lo) if lo else float("inf")
+    if measured > hi:
+        return (measured - hi) / abs(hi) if hi else float("inf")
+    return 0.0
+
+
+def _effects(spans: list[EffectSpan]) -> list[effects.Effect]:
+    """The record's spans as the effects the weighing measured (what deficit_share takes)."""
+    return [effects.Effect(s.flow, s.t0_s, s.t1_s, list(s.kinds), deficit_bytes=s.deficit_bytes) for s in spans]
+
+
+def judge(verdict: Verdict | None, flows: pd.DataFrame, window: tuple[float, float],
+          band: tuple[float, float] | None, measured: Any, passed: bool) -> str:
+    """Why the checkpoint measured over `window` cannot vouch for its figure, or ""."""
+    if verdict is None:
+        return ""
+    t0, t1 = window
+    reasons = []
+    for flow, judged in sorted(verdict.delay_accounting.items()):
+        if flows.empty or "acct_read_as_queue_ms" not in flows:
+            break
+        rows = flows[(flows["flow"] == flow) & (flows["t"] >= t0) & (flows["t"] <= t1)]
+        inside = rows["acct_read_as_queue_ms"].dropna()
+        if not inside.empty and judged.budget_ms is not None and float(inside.median()) > judged.budget_ms:
+            reasons.append(f"flow {flow} read {float(inside.median()):.2f} ms as queue that no link queued between "
+                           f"{t0:g} and {t1:g} s (median), above its {judged.budget_ms:.2f} ms budget")
+    allowed = effects.DELIVERED_SHARE_MAX
+    share = band_share(band) if band is not None else None
+    if share is not None:
+        allowed = min(allowed, share)
+    miss = (miss_share(band, float(measured))
+            if band is not None and not passed and isinstance(measured, int | float) else None)
+    for flow, fig in sorted(verdict.effects.items()):
+        rows = flows[flows["flow"] == flow] if not flows.empty else flows
+        if rows.empty or "bytes_acked" not in rows:
+            continue
+        cost = effects.deficit_share(_effects(fig.spans), rows.sort_values("t"), t0, t1)
+        if cost is None or cost <= 0:
+            continue
+        if cost > allowed:
+            reasons.append(f"what disturbed flow {flow} between {t0:g} and {t1:g} s cost {cost:.2%} of the bytes it "
+                           f"delivered there, more than the {allowed:.2%} this checkpoint's band allows")
+        elif miss is not None and cost >= miss:
+            reasons.append(f"what disturbed flow {flow} between {t0:g} and {t1:g} s cost {cost:.2%} of the bytes it "
+                           f"delivered there, as much as the figure missed its band by ({miss:.2%})")
+    return "the emulation was not faithful over this checkpoint's window: " + "; ".join(reasons) if reasons else ""
