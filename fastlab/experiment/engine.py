@@ -212,24 +212,6 @@ def _open_folder(spec: ExperimentSpec, prep: Prepared, prefix: str, out: Path | 
         raise RunError(str(exc)) from None
 
 
-def _share_plotly(folder: RunFolder, scripts: Path | None) -> None:
-    """report.html's plotly.js where the report finds it: kept once in `scripts` (the run folder's parent or
-    grandparent), else (none given, or one that cannot take it) in the run's own folder, which then opens on
-    its own."""
-    above = folder.directory.resolve().parents
-    if scripts is not None and scripts.resolve() in (above[0], above[1]):  # where report.html looks (PLOTLY_PLACES)
-        try:
-            report.share_plotly(scripts)
-            return
-        except OSError as exc:
-            log.warning("run %s: plotly.js not kept in %s (%s): kept in the run's folder", folder.directory.name,
-                        scripts, exc)
-    try:
-        report.share_plotly(folder.directory)
-    except OSError as exc:
-        raise RunError(f"{folder.directory}: cannot write plotly.js beside report.html: {exc}") from None
-
-
 def _copy_traces(prep: Prepared, folder: RunFolder) -> dict[tuple[str, str], str]:
     """Each mahimahi trace a link runs, copied into the run folder, and the link set to run the copy (what
     ran is what the folder holds); the copy must be the file the plan checked. (link, direction) -> the
@@ -497,8 +479,10 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
                                             refs, spec.duration_s),
                       spec_yaml=spec_yaml, environment=environment, summary=summary, flows=flows_df,
                       links=links_df, events=events_df, rtt_samples=run.rtt_samples, rtt_columns=RTT_COLUMNS)
+        report.keep_plotly(folder.directory, scripts or (paths.results_root() if out is None else None))
     except RunFolderError as exc:
         raise RunError(str(exc)) from None
-    _share_plotly(folder, scripts if scripts is not None else paths.results_root() if out is None else None)
+    except OSError as exc:
+        raise RunError(f"{folder.directory}: cannot write plotly.js beside report.html: {exc}") from None
     log.info("run %s: results and report written in %.1f s", prefix, time.monotonic() - written_from)
     return RunResult(folder.directory, summary, environment)

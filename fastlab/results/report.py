@@ -9,6 +9,7 @@ assessed" for runs made before verdicts; then the measurements behind it.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import threading
@@ -28,6 +29,7 @@ from fastlab.results.chart_data import chart_samples, round_trip, script_json
 from fastlab.results.tables import asset, human_time, jain_text, run_tables
 from fastlab.theory import segments
 
+log = logging.getLogger(__name__)
 PLOTLY_SOURCE = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # 4.6 MB
 # report.html's plotly.js is a file of its own, kept once per results folder (issue 51: a 30-point sweep's
 # reports carried the same 4.6 MB thirty times). Named by version, so reports drawn with another plotly keep
@@ -47,6 +49,19 @@ def share_plotly(folder: Path) -> Path:
         shutil.copyfile(PLOTLY_SOURCE, scratch)
         scratch.replace(target)
     return target
+
+
+def keep_plotly(run_dir: Path, scripts: Path | None) -> Path:
+    """A new run's report.html's plotly.js where the report finds it: kept once in `scripts` (the run folder's
+    parent or grandparent: a results or sweep folder), else (none given, or one that cannot take it) in the
+    run's own folder, which then opens on its own. Returns the copy's path; OSError if no place takes it."""
+    above = run_dir.resolve().parents
+    if scripts is not None and scripts.resolve() in (above[0], above[1]):  # where the report looks
+        try:
+            return share_plotly(scripts)
+        except OSError as exc:
+            log.warning("%s: plotly.js not kept in %s (%s): kept in the run's folder", run_dir.name, scripts, exc)
+    return share_plotly(run_dir)
 
 
 def fidelity_section(summary: Summary) -> str:
