@@ -16,8 +16,8 @@ fastlab stays cheap: its flow tools start as `python -S -m fastlab.run.flowtool`
   topology plugin (NAME, DESCRIPTION, Args, plan(args)) is written with, and how a spec names its file;
 - `topologies()`: the topologies a spec may name here; `RunResult`, `RunError`: what `run` returns or raises.
 
-The stages (base -> define -> plan -> net -> run -> measure -> theory -> results -> experiment -> labs ->
-sweep -> cli) are subpackages; `fastlab.run` is both the run stage's package and the `run` function (a
+The stages (base -> define -> plan -> net -> run -> measure -> theory -> results -> experiment -> service ->
+labs -> sweep -> cli) are subpackages; `fastlab.run` is both the run stage's package and the `run` function (a
 callable module: the stage's name came first).
 """
 
@@ -98,19 +98,19 @@ def _run(spec: ExperimentSpec | dict[str, Any] | str | Path, *, out: str | Path 
     """Run an experiment on this machine and return its RunResult (the results folder, summary and
     environment). `spec` is a Spec, a mapping of its fields, or the path of a YAML spec file; `out` is
     the results folder (default: a new one under the results root, fastlab.base.paths.results_root).
-    `options` go to fastlab.experiment.engine.run_experiment (on_sample, cancel, live, caps, registry).
+    `options` go to the engine through fastlab.service.run.execute (on_sample, cancel, live, caps, registry).
     Needs root and Mininet (namespaces, tc, BPF); what the run created is removed however it ends.
     Raises SpecError (one line naming the field) before anything is built, RunError if it fails after."""
     from pathlib import Path
 
     from fastlab.define.schema import ExperimentSpec, load_spec, parse_spec
-    from fastlab.experiment.engine import run_experiment
+    from fastlab.service.run import execute
 
     if isinstance(spec, str | Path):
         spec = load_spec(str(spec))
     elif not isinstance(spec, ExperimentSpec):
         spec = parse_spec(spec)
-    return run_experiment(spec, out=Path(out) if out is not None else None, **options)
+    return execute(spec, Path(out) if out is not None else None, **options)
 
 
 def load(path: str | Path, extract_to: str | Path | None = None) -> Any:

@@ -10,9 +10,10 @@ Layout: this module only wires the app. Routes live in blueprints, one per conce
 catalogues, the runs API and bundles), `live` (the SSE stream, live parameter changes), `labs`,
 `compare` (history and compare), `sweeps`, and `security` (the app-wide guards: loopback unless a
 token is given, DNS rebinding, Origin, CSRF, JSON bodies, Content-Security-Policy). What they share,
-the history, the queue, the spec check and the labs' folder, is `webapp.services.Services`: run ids
-are checked against a strict pattern and looked up in SQLite before any file is touched; specs go
-through the spec schema and the engine's validation (which never uses a shell).
+the history, the queue (the execution service's: `fastlab.service`), the spec check and the labs'
+folder, is `webapp.services.Services`: run ids are checked against a strict pattern and looked up in
+SQLite before any file is touched; specs go through the spec schema and the engine's validation (which
+never uses a shell).
 
 Guided labs (`webapp.guided` over `fastlab.labs.kit`): /labs lists the labs, /labs/<n> shows a handout
 rendered for the web (`webapp.handout`: Run buttons where the CLI handout has commands, answer boxes,
@@ -53,8 +54,8 @@ from fastlab.base.record import Part
 from fastlab.labs.kit import LABS_DIR
 from fastlab.results import chart_lines, fidelity_view, tables
 from fastlab.results.tables import human_time
-from webapp import classdb, classes, compare, guided, labs, live, runs, security, sweeps
-from webapp import runner as q
+from fastlab.service import queue as q
+from webapp import classdb, classes, compare, guided, labs, live, runs, security, sweeps, uploads
 from webapp.services import Services
 
 __all__ = ["create_app", "human_time"]
@@ -99,7 +100,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
     labs_dir: the folder of the guided labs (default the repository's labs/; config LABS_DIR).
     max_running: runs going at once at most (each also within the machine's budget, fastlab.experiment.cost);
     1 runs them one at a time.
-    cluster: a `webapp.cluster.Cluster`: queued runs go to its Dask workers instead of this process.
+    cluster: a `fastlab.service.cluster.Cluster`: queued runs go to its Dask workers instead of this process.
     instructor_token: may cancel, delete and change every run (header X-Fastlab-Instructor or cookie
     fastlab_instructor); without it a run is its submitting address's alone.
     """
@@ -123,7 +124,9 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
                       MAX_QUEUED=MAX_QUEUED, MAX_QUEUED_PER_CLIENT=MAX_QUEUED_PER_CLIENT,
                       MAX_RUNS_PER_CLIENT_HOUR=MAX_RUNS_PER_CLIENT_HOUR,
                       LABS_DIR=Path(labs_dir or LABS_DIR), INSTRUCTOR_TOKEN=instructor_token or None, **guards)
-    manager = q.RunManager(root, database, runner, max_running=max_running, cluster=cluster)
+    traces = uploads.TraceStore.under(root)  # a queued spec's uploaded trace -> its stored file, as it runs
+    manager = q.RunManager(root, database, runner, max_running=max_running, cluster=cluster,
+                           resolve=lambda spec: uploads.resolve(spec, traces))
     app.extensions["fastlab_runs"] = manager
     app.extensions["fastlab"] = Services(root, database, manager)
     app.extensions["fastlab_open_events"] = functools.partial(live.open_events, app)

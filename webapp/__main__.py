@@ -71,7 +71,7 @@ instructor = (first_line(args.instructor_token_file, "--instructor-token-file") 
               else os.environ.get("FASTLAB_INSTRUCTOR_TOKEN"))
 cluster = None
 if args.cluster:
-    from webapp.cluster import Cluster, ClusterError
+    from fastlab.service.cluster import Cluster, ClusterError
     try:
         cluster = Cluster.connect(args.cluster)
     except ClusterError as exc:

@@ -77,7 +77,7 @@ def now() -> str:
 
 def migrate(conn: sqlite3.Connection) -> None:
     """Create the class tables and add `runs.student` where missing (idempotent; the runs table is the
-    queue's, webapp.runner.connect creates it first)."""
+    queue's, fastlab.service.store.connect creates it first)."""
     for statement in SCHEMA:
         conn.execute(statement)
     have = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}

@@ -24,30 +24,15 @@ import queue
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from fastlab.results.chart_data import SAMPLE_COLUMNS
+from fastlab.service.samples import KEEP_KEYS, encode, slim
 
 SSE_BATCH_S = 0.1  # one SSE message per 100 ms at most: >= 5 updates/s, < 1 s latency
 SSE_HEARTBEAT_S = 5.0
 QUEUED_EVERY_S = 1.0  # position updates while queued
 REPLAY_CHUNK = 2000  # samples per message when replaying
 REPLAY_CHUNKS_PER_POLL = 4  # a replay from the folder reads at most this many chunks a poll
-# What a stream keeps of each sample: what the charts read (fastlab.results.chart_data, the one list; a copy here
-# once lost RED's average and drop probability on the live page)
-KEEP_KEYS = {kind: ("kind", *columns) for kind, columns in SAMPLE_COLUMNS.items()}
 RETRY = "retry: 3000\n\n"
 KEEPALIVE = ": keepalive\n\n"
-
-
-def slim(sample: dict[str, Any]) -> dict[str, Any]:
-    keys = KEEP_KEYS.get(sample.get("kind", ""))
-    return {k: sample.get(k) for k in keys} if keys else sample
-
-
-def encode(sample: dict[str, Any]) -> str | None:
-    """A sample as the compact JSON text viewers get, or None for a kind they do not get."""
-    if sample.get("kind") not in KEEP_KEYS:
-        return None
-    return json.dumps(slim(sample), separators=(",", ":"), default=str)
 
 
 def message(event: str, data: Any) -> str:

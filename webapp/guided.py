@@ -32,8 +32,8 @@ from fastlab.labs.kit import (
     lab_folders,
     load_lab_folder,
 )
+from fastlab.service.samples import clean
 from fastlab.theory import segments
-from webapp.runner import clean
 
 
 class LabNotFound(LabError):

@@ -15,7 +15,7 @@ from flask import Blueprint, Flask, Response, jsonify, stream_with_context
 from werkzeug.exceptions import HTTPException
 
 from fastlab.run.ccruntime import LiveControlBusy, LiveControlError
-from webapp import runner as q
+from fastlab.service import samples as q
 from webapp.apierror import api_error
 from webapp.events import SSE_BATCH_S, EventStream
 from webapp.services import body_json, services

@@ -333,7 +333,7 @@ def api_runs() -> Any:
 
 @bp.get("/api/queue")
 def api_queue() -> Any:
-    """The queue's admission now (webapp.runner.RunManager.queue_state): what the home page shows."""
+    """The queue's admission now (fastlab.service.queue.RunManager.queue_state): what the home page shows."""
     return jsonify(services().manager.queue_state())
 
 
@@ -348,12 +348,9 @@ def api_validate() -> Any:
         spec, prepared = services().check(body_json())
     except SpecError as exc:
         return api_error(422, str(exc))
-    from fastlab.experiment.cost import carry_warning, for_spec
+    from fastlab.service.admission import carry_warning
 
-    try:  # what the machine can carry (fastlab.experiment.cost's model): said before the run, not after
-        warning = carry_warning(*for_spec(prepared))
-    except (ValueError, KeyError, TypeError, OSError):
-        warning = None
+    warning = carry_warning(prepared)  # what the machine can carry: said before the run, not after
     return jsonify({"ok": True, "spec": to_plain(spec), "warning": warning,
                     "links": {k: {"backend": b[0], "why": b[1]} for k, b in prepared.backends.items()},
                     "flows": [f.id for f in prepared.flows],

@@ -1,7 +1,8 @@
 """What the web app's blueprints share: one `Services` per app, at `current_app.extensions["fastlab"]`.
 
 The run history (SQLite, rebuilt from the results folder so it survives restarts and runs made with
-the CLI), the run queue and its worker (`webapp.runner.RunManager`), the spec check every submission
+the CLI: the execution service's store, `fastlab.service.store`), the run queue and its worker
+(`fastlab.service.queue.RunManager`: this module only asks it), the spec check every submission
 goes through (the schema, the web app's own duration limit, then the engine's `prepare`), and the
 guided labs' folder. The blueprints (`runs`, `live`, `labs`, `compare`, `sweeps`) hold routes only;
 what they look up or change goes through here, so each rule (a run id is matched against a strict
@@ -12,7 +13,6 @@ Every method runs inside a request (it uses the request's database connection an
 
 from __future__ import annotations
 
-import datetime as dt
 import hmac
 import json
 import re
@@ -27,11 +27,10 @@ from flask import Response, abort, current_app, g, jsonify, request
 from fastlab.base import record
 from fastlab.base.documents import DocumentError, read_json
 from fastlab.base.names import check_name
-from fastlab.base.rundir import RunFolder
 from fastlab.define.schema import ExperimentSpec, SpecError, parse_spec, to_plain
 from fastlab.labs.kit import Lab, LabError
+from fastlab.service import queue, store
 from webapp import guided, uploads
-from webapp import runner as q
 from webapp.apierror import api_error
 
 RUN_ID_RE = re.compile(r"^[0-9]{8}-[0-9]{6}-[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
@@ -43,9 +42,9 @@ HOME_ROWS = 50  # runs the home page lists (its filters act on these); older one
 class Services:
     """The history, the queue, spec checks and the labs of one app (see the module's docstring)."""
 
-    active = q.ACTIVE  # statuses a run can still change in: its folder is not ours to read or delete
+    active = store.ACTIVE  # statuses a run can still change in: its folder is not ours to read or delete
 
-    def __init__(self, root: Path, database: Path, manager: q.RunManager) -> None:
+    def __init__(self, root: Path, database: Path, manager: queue.RunManager) -> None:
         self.root = root
         self.database = database
         self.manager = manager
@@ -56,7 +55,7 @@ class Services:
     def db(self) -> sqlite3.Connection:
         """The request's connection to the history (closed by `close` when the request ends)."""
         if "db" not in g:
-            g.db = q.connect(self.database)
+            g.db = store.connect(self.database)
         return g.db
 
     @staticmethod
@@ -79,24 +78,7 @@ class Services:
     # --- history --------------------------------------------------------------------------------
     def sync(self) -> None:
         """Index finished runs of the results folder that the history does not know yet."""
-        conn = self.db()
-        known = {row["id"] for row in conn.execute("SELECT id FROM runs")}
-        for directory in sorted(self.root.iterdir()) if self.root.is_dir() else []:
-            run_id = directory.name
-            if run_id in known or not RUN_ID_RE.match(run_id) or not RunFolder(directory).is_run():
-                continue
-            folder = RunFolder(directory)
-            try:  # the record as read (migrated, validated), written back in its current version
-                env, spec, summary = folder.environment(), folder.spec(), folder.summary()
-                if env.run.name is None or env.run.started is None:
-                    continue
-                row = (run_id, env.run.name, env.run.started, str(spec["topology"]), record.to_json(summary),
-                       json.dumps(q.history_environment(env)), json.dumps(spec, default=str), env.run.started)
-            except (OSError, ValueError, KeyError, TypeError):  # DocumentError is a ValueError
-                continue  # a run still being written, or not a run (one bad folder must not hide the rest)
-            conn.execute("INSERT OR IGNORE INTO runs (id, name, started, topology, summary, environment, status, "
-                         "spec, created) VALUES (?, ?, ?, ?, ?, ?, 'done', ?, ?)", row)
-        conn.commit()
+        store.index_folder(self.db(), self.root, RUN_ID_RE)
 
     def as_dict(self, row: sqlite3.Row) -> dict[str, Any]:
         """A history row as the pages and the API use it: its summary and environment the run record's
@@ -147,7 +129,7 @@ class Services:
         """A run's status for the live stream: its own connection, for it is polled outside requests. A run
         deleted meanwhile (a queued run cancelled and deleted while a viewer waited) is `deleted`: its stream
         ends with that, where it met a TypeError and was cut without `end` (issue 47)."""
-        with q.connect(self.database) as conn:
+        with store.connect(self.database) as conn:
             r = conn.execute("SELECT status, error FROM runs WHERE id = ?", (run_id,)).fetchone()
         if r is None:
             return {"status": "deleted", "error": "the run was deleted", "position": None}
@@ -156,9 +138,7 @@ class Services:
                 "position": self.manager.position(run_id) if st == "queued" else None}
 
     def forget(self, run_id: str) -> None:
-        conn = self.db()
-        conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
-        conn.commit()
+        store.forget(self.db(), run_id)
 
     def step_runs(self, lab_name: str, per_step: int = 5) -> dict[str, list[dict[str, Any]]]:
         """The latest runs of each step of a lab, newest first."""
@@ -198,60 +178,31 @@ class Services:
 
     def waiting(self) -> tuple[int, int]:
         """Runs queued now: in all, and this request's client's."""
-        conn = self.db()
-        queued = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued'").fetchone()[0]
-        mine = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued' AND client = ?",
-                            (client(),)).fetchone()[0]
-        return queued, mine
+        return store.waiting(self.db(), client())
 
-    def submitted_last_hour(self) -> int:
-        """Runs this request's client has put in the history in the last hour (queued, run or cancelled)."""
-        since = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)).isoformat(timespec="milliseconds")
-        return self.db().execute("SELECT COUNT(*) FROM runs WHERE client = ? AND created > ?",
-                                 (client(), since)).fetchone()[0]
+    def limits(self) -> store.Limits:
+        """The queue's limits this app was configured with."""
+        config = current_app.config
+        return store.Limits(config["MAX_QUEUED"], config["MAX_QUEUED_PER_CLIENT"], config["MAX_RUNS_PER_CLIENT_HOUR"])
 
     def room(self) -> int:
         """Runs this client may still queue (the queue's and the per-client limit)."""
-        config, (queued, mine) = current_app.config, self.waiting()
-        return min(config["MAX_QUEUED"] - queued, config["MAX_QUEUED_PER_CLIENT"] - mine)
+        limits, (queued, mine) = self.limits(), self.waiting()
+        return min(limits.queued - queued, limits.per_client - mine)
 
     def enqueue(self, spec: ExperimentSpec, lab: str | None = None, step: str | None = None,
                 short: bool | None = None) -> Response:
         """Queue a checked spec (a lab step run names its lab folder, step and form); 201 with the run,
         429 when the queue or this client's share of it is full."""
-        config = current_app.config
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        run_id = f"{stamp}-{spec.name}-w{secrets.token_hex(3)}"
-        conn = self.db()
-        if conn.in_transaction:
-            conn.commit()
-        # Count and insert in one write transaction: parallel requests (each with its own connection)
-        # wait for the database's write lock here, so none counts before another's insert lands
-        # (separate steps let 30 parallel posts from one address queue 13 against a limit of 10).
-        conn.execute("BEGIN IMMEDIATE")
+        run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{spec.name}-w{secrets.token_hex(3)}"
         try:
-            queued, mine = self.waiting()
-            hourly, lately = config["MAX_RUNS_PER_CLIENT_HOUR"], self.submitted_last_hour()
-            full = (f"the queue already holds {queued} runs (at most {config['MAX_QUEUED']}): wait for some to "
-                    "finish or cancel some" if queued >= config["MAX_QUEUED"] else
-                    f"you already have {mine} runs waiting (at most {config['MAX_QUEUED_PER_CLIENT']} per "
-                    "client): wait for one to start or cancel one" if mine >= config["MAX_QUEUED_PER_CLIENT"]
-                    else f"you have submitted {lately} runs in the last hour (at most {hourly} per client): "
-                    "wait a while" if lately >= hourly else "")
-            if full:
-                conn.rollback()
-                return api_error(429, full)
-            conn.execute("INSERT INTO runs (id, name, topology, status, spec, created, lab, lab_step, lab_short, "
-                         "client) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
-                         (run_id, spec.name, spec.topology, json.dumps(to_plain(spec)), q.now(), lab, step,
-                          None if short is None else int(short), client()))
             from webapp import classdb, classes  # they build on this module: imported when first used
-            classdb.tag_run(conn, run_id, classes.current_student())  # the student who queued it, if any
-            conn.commit()
-        except BaseException:
-            conn.rollback()
-            raise
-        self.manager.wake()
+            student = classes.current_student()  # the student who queued it, if any: tagged in the same transaction
+            self.manager.submit(store.Submission(run_id, spec.name, spec.topology, to_plain(spec), client(), lab, step,
+                                                 short), self.limits(), self.db(),
+                                tag=lambda conn, run: classdb.tag_run(conn, run, student))
+        except store.QueueFull as exc:
+            return api_error(429, str(exc))
         resp = jsonify(self.run_row(run_id) | {"url": f"/runs/{run_id}"})
         resp.status_code = 201
         return resp

@@ -41,11 +41,11 @@ from fastlab.base.record import FlowFigures, LinkFigures, Summary, headline, sho
 from fastlab.base.rundir import PARTIAL, RunFolder
 from fastlab.define.schema import SpecError, format_validation_error, parse_spec
 from fastlab.results import bundle
+from fastlab.service import store as q
 from fastlab.sweep.points import finish_point, plan_sweep, prepare_directory, scaling_lines, write_aggregates
 from fastlab.sweep.spread import spread
 from fastlab.theory import explain
 from fastlab.theory import fast as fast_theory
-from webapp import runner as q
 from webapp.apierror import api_error
 from webapp.services import RUN_ID_RE, Services, body_json, services
 

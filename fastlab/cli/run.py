@@ -15,7 +15,8 @@ from fastlab.measure import fidelity
 
 def cmd_run(args: argparse.Namespace) -> int:
     from fastlab.define.schema import SpecError, load_spec
-    from fastlab.experiment.engine import RunError, prepare_run, run_experiment
+    from fastlab.experiment.engine import RunError, prepare_run
+    from fastlab.service.run import execute
 
     try:
         repeat = [f"repeat={args.repeat}"] if args.repeat is not None else []  # checked as the field is
@@ -37,7 +38,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cancel = cancel_on_signals()
     try:
-        result = run_experiment(spec, out=out, cancel=cancel)
+        result = execute(spec, out, cancel=cancel)
     except SpecError as exc:
         raise CliError(str(exc)) from None
     except RunError as exc:

@@ -71,15 +71,15 @@ def cmd_sweep_status(args: argparse.Namespace) -> int:
 
 def cluster_argv(role: str, args: argparse.Namespace, resources: str = "machine=1") -> list[str]:
     """The `dask scheduler` / `dask worker` command a cluster host runs (pure): a worker offers
-    `resources` (fastlab.experiment.cluster_run.worker_resources: one `machine`, every sweep point needs a whole
+    `resources` (fastlab.service.worker.worker_resources: one `machine`, every sweep point needs a whole
     host; the web queue's run slots and cores), one thread per run slot, and cleans up after dead runs
-    at its start (`--preload fastlab.experiment.cluster_run`)."""
+    at its start (`--preload fastlab.service.worker`)."""
     from fastlab.experiment.cost import MAX_RUNS
 
     argv = [sys.executable, "-m", "dask", role]
     if role == "worker":
         argv += [args.address, "--nthreads", str(MAX_RUNS), "--resources", resources,
-                 "--preload", "fastlab.experiment.cluster_run"]
+                 "--preload", "fastlab.service.worker"]
     if args.host:
         argv += ["--host", args.host]
     if role == "scheduler":
@@ -100,8 +100,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     if args.role == "worker":
         need_root("fastlab cluster worker")
         from fastlab.experiment import selftest
-        from fastlab.experiment.cluster_run import resources_arg, worker_resources
         from fastlab.experiment.cost import machine_figures
+        from fastlab.service.worker import resources_arg, worker_resources
         resources = resources_arg(worker_resources(machine_figures(selftest.load())))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(paths.package_parent()), os.environ.get("PYTHONPATH", "")) if p)}

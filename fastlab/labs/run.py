@@ -133,7 +133,8 @@ def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids:
     stops the lab before anything is created. A step whose run fails is recorded with its error
     and the lab goes on to the next step (except when cancelled).
     """
-    from fastlab.experiment.engine import RunError, prepare_run, run_experiment
+    from fastlab.experiment.engine import RunError, prepare_run
+    from fastlab.service.run import execute
 
     steps = [lab.step(s) for s in step_ids] if step_ids else lab.steps
     specs = {}
@@ -155,7 +156,7 @@ def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids:
         step_dir = directory / step.id
         t0 = time.monotonic()
         try:
-            run_experiment(specs[step.id], out=step_dir, on_sample=on_sample, cancel=cancel, scripts=directory)
+            execute(specs[step.id], step_dir, on_sample=on_sample, cancel=cancel, scripts=directory)
             outcome = StepOutcome(step.id, step.title, str(step_dir), time.monotonic() - t0,
                                   evaluate_step(lab, step.id, step_dir, short))
         except RunError as exc:

@@ -4,8 +4,9 @@ here or on a Dask cluster, into a sweep directory, then its tables and page.
 The definition (points, seeds, overrides) and the directory's state (`sweep.json`, resuming) are
 `fastlab.sweep.points`; this module only runs points and records how each ended. On a cluster every point
 needs a whole machine: tasks ask for the worker resource `machine=1`, so workers are started one per
-host with `--resources machine=1`; each worker runs its point with the engine and sends the run
-directory back as a verified bundle, unpacked exactly like a local run.
+host with `--resources machine=1`; each point goes through the service's one Dask path
+(fastlab.service.cluster.submit: the worker runs it with the engine and sends the run directory back as
+a bundle, verified and unpacked exactly like a local run); locally through fastlab.service.run.execute.
 """
 
 from __future__ import annotations
@@ -15,11 +16,9 @@ import itertools
 import logging
 import os
 import platform
-import shutil
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ import pandas as pd
 from fastlab.base.record import Summary, headline
 from fastlab.base.rundir import RunFolder
 from fastlab.define.schema import ExperimentSpec, SpecError
-from fastlab.results import bundle, fidelity_view
+from fastlab.results import fidelity_view
 from fastlab.sweep.points import (
     STATE_FILE,
     Point,
@@ -44,11 +43,6 @@ from fastlab.sweep.points import (
 )
 
 log = logging.getLogger(__name__)
-
-# How long a sweep waits for a first machine worker to register with the scheduler (a worker process
-# starts and registers in seconds; one that never comes fails the sweep after this, one clear line).
-WORKER_WAIT_S = 30.0
-
 
 def _eta(seconds_per_point: float, remaining: int) -> str:
     if not remaining:
@@ -89,7 +83,7 @@ def run_sweep(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: Path
     KeyboardInterrupt (on a cluster) leaves the sweep resumable: the point that was running is
     marked interrupted and rerun next time, and KeyboardInterrupt is raised.
     """
-    client = connect(cluster) if cluster else None  # before anything is created
+    client = _connect(cluster) if cluster else None  # before anything is created
     try:
         directory.mkdir(parents=True, exist_ok=True)
         with exclusive(directory):
@@ -112,8 +106,9 @@ def run_sweep(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: Path
 
 def _run_locally(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: Path, state: SweepState,
                  todo: list[Point], counter: Iterator[int], cancel: threading.Event | None) -> list[str]:
-    from fastlab.experiment.engine import RunError, run_experiment
+    from fastlab.experiment.engine import RunError
     from fastlab.plan.capabilities import probe
+    from fastlab.service.run import execute
 
     caps, durations, failed = probe(), [], []
     for left, point in enumerate(todo):
@@ -125,8 +120,8 @@ def _run_locally(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: P
         state.save(directory / STATE_FILE)
         began = time.monotonic()
         try:
-            result = run_experiment(specs[point.id], out=point_folder(directory, point.id), caps=caps, cancel=cancel,
-                                    scripts=directory)
+            result = execute(specs[point.id], point_folder(directory, point.id), caps=caps, cancel=cancel,
+                             scripts=directory)
         except (RunError, SpecError) as exc:
             if cancel is not None and cancel.is_set():
                 _fail_point(directory, state, point, "interrupted", "interrupted; reruns when the sweep resumes")
@@ -142,74 +137,34 @@ def _run_locally(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: P
     return failed
 
 
-def run_point_remote(spec_yaml: str) -> dict[str, Any]:
-    """On a Dask worker: run one point with the engine and send its run directory back as a bundle."""
-    from fastlab.define.schema import read_spec_text
-    from fastlab.experiment.engine import run_experiment
-
-    began = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="fastlab-point-") as tmp:
-        result = run_experiment(read_spec_text(spec_yaml), out=Path(tmp) / "run")
-        zip_path = bundle.export(result.directory, Path(tmp) / "run.zip")
-        return {"bundle": zip_path.read_bytes(), "host": platform.node(), "seconds": time.monotonic() - began}
-
-
 def _store_remote(directory: Path, point: Point, payload: dict[str, Any]) -> Summary:
-    """Unpack a worker's bundle (verified on the way) as points/<id>/, exactly like a local run."""
-    incoming = directory / "points" / f".incoming-{point.id}"
-    shutil.rmtree(incoming, ignore_errors=True)
-    incoming.mkdir()
-    try:
-        (incoming / "run.zip").write_bytes(payload["bundle"])
-        root = bundle.extract(incoming / "run.zip", incoming / "x", bundle_files=False)
-        root.rename(point_folder(directory, point.id))
-    finally:
-        shutil.rmtree(incoming, ignore_errors=True)
+    """Unpack a worker's bundle, verified, as points/<id>/, exactly like a local run
+    (fastlab.service.cluster.import_bundle, as the web queue's cluster runs)."""
+    from fastlab.service.cluster import import_bundle
+
+    import_bundle(payload.get("bundle"), point_folder(directory, point.id))
     return RunFolder(point_folder(directory, point.id)).summary()
 
 
-def machine_workers(scheduler_info: dict[str, Any]) -> list[str]:
-    """Workers that offer the `machine` resource (one per host, each point takes a whole machine)."""
-    return sorted(addr for addr, w in scheduler_info.get("workers", {}).items()
-                  if w.get("resources", {}).get("machine", 0) >= 1)
-
-
-def wait_for_machine_workers(scheduler_info: Callable[[], dict[str, Any]], wait_s: float = WORKER_WAIT_S,
-                             poll_s: float = 0.5) -> list[str]:
-    """The machine workers the scheduler knows, waiting up to `wait_s` for a first one: a worker started
-    just before the sweep registers a moment later (CI: the sweep began before it had)."""
-    deadline = time.monotonic() + wait_s
-    while not (workers := machine_workers(scheduler_info())) and time.monotonic() < deadline:
-        time.sleep(poll_s)
-    return workers
-
-
-def connect(cluster: str) -> Any:
-    """A Dask client of the scheduler at `cluster` that has at least one machine worker."""
-    from distributed import Client
+def _connect(cluster: str) -> Any:
+    """The service's Dask client of the scheduler at `cluster` (fastlab.service.cluster.connect); SweepError."""
+    from fastlab.service.cluster import ClusterError, connect
 
     try:
-        client = Client(cluster, timeout="15s")
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise SweepError(f"--cluster {cluster}: cannot reach the Dask scheduler: {exc}") from None
-    workers = wait_for_machine_workers(client.scheduler_info)
-    if not workers:
-        client.close()
-        raise SweepError(f"--cluster {cluster}: no worker offers the resource machine=1 after {WORKER_WAIT_S:g} s "
-                         "(start one worker per host with `dask worker ADDRESS --resources machine=1`)")
-    log.info(f"cluster {cluster}: {len(workers)} machine worker(s)")
-    return client
+        return connect(cluster)
+    except ClusterError as exc:
+        raise SweepError(str(exc)) from None
 
 
 def _run_on_cluster(client: Any, plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: Path,
                     state: SweepState, todo: list[Point], counter: Iterator[int]) -> list[str]:
-    from distributed import as_completed
+    from fastlab.service.cluster import as_completed, submit
 
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     futures = {}
     for point in todo:
-        future = client.submit(run_point_remote, specs[point.id].to_yaml(), resources={"machine": 1},
-                               pure=False, key=f"fastlab-{plan.digest[:8]}-{point.id}-{os.urandom(4).hex()}")
+        future = submit(client, point.id, specs[point.id], {"machine": 1},
+                        f"fastlab-{plan.digest[:8]}-{point.id}-{os.urandom(4).hex()}")
         futures[future] = point
         entry = state.point(point.id)
         entry.status, entry.started = "running", started

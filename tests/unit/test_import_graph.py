@@ -15,8 +15,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "fastlab"
 KNOWN_CIRCLES: set[frozenset[str]] = set()
 # The stages, first to last (each subpackage's docstring says its role and what it may import).
-STAGES = ("base", "define", "plan", "net", "run", "measure", "theory", "results", "experiment", "labs", "sweep",
-          "cli")
+STAGES = ("base", "define", "plan", "net", "run", "measure", "theory", "results", "experiment", "service", "labs",
+          "sweep", "cli")
 TOP = {"", "__main__"}  # fastlab/__init__.py and `python -m fastlab` (which is the command line)
 
 

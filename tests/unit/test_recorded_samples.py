@@ -1,5 +1,5 @@
 """A finished run made without the web app (a lab recording, a CLI run) replays its charts from its CSVs
-(webapp.runner.recorded_samples): parsed once per version of its tables, so a class of viewers opening
+(fastlab.service.samples.recorded_samples): parsed once per version of its tables, so a class of viewers opening
 the same run costs one parse; a table that changes is parsed again."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import gzip
 import shutil
 from pathlib import Path
 
-from webapp import runner
-from webapp.runner import iter_partial
+from fastlab.service import samples as runner
+from fastlab.service.samples import iter_partial
 
 RECORDED = Path(__file__).resolve().parents[2] / "labs" / "02-fast-equilibrium" / "recorded" / "short" / "equilibrium"
 

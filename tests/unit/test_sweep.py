@@ -16,6 +16,7 @@ from fastlab.define.cc import Registry
 from fastlab.define.schema import SpecError, parse_override
 from fastlab.plan.prepare import validate
 from fastlab.results.bundle import export, verify
+from fastlab.service import cluster as service_cluster
 from fastlab.sweep import points as sweep
 from fastlab.sweep import report as sweep_report
 from fastlab.sweep import run as sweep_run
@@ -213,10 +214,10 @@ def test_a_sweep_bundle_holds_only_finished_points(tmp_path: Path) -> None:
 def test_cluster_workers_are_those_offering_a_machine() -> None:
     info = {"workers": {"tcp://a:1": {"resources": {"machine": 1}}, "tcp://b:1": {"resources": {}},
                         "tcp://c:1": {}}}
-    assert sweep_run.machine_workers(info) == ["tcp://a:1"]
+    assert service_cluster.machine_workers(info) == ["tcp://a:1"]
     seen = iter([{"workers": {}}, {"workers": {}}, info])  # the worker registers on the third look
-    assert sweep_run.wait_for_machine_workers(lambda: next(seen), wait_s=5, poll_s=0.01) == ["tcp://a:1"]
-    assert sweep_run.wait_for_machine_workers(lambda: {"workers": {}}, wait_s=0.05, poll_s=0.01) == []
+    assert service_cluster.wait_for_machine_workers(lambda: next(seen), wait_s=5, poll_s=0.01) == ["tcp://a:1"]
+    assert service_cluster.wait_for_machine_workers(lambda: {"workers": {}}, wait_s=0.05, poll_s=0.01) == []
 
 
 def verdict(faithful: bool) -> dict[str, object]:
@@ -281,7 +282,7 @@ def test_cluster_commands_offer_one_machine_per_worker() -> None:
                                                        local_directory=None))
     assert worker[:4] == [sys.executable, "-m", "dask", "worker"] and "tcp://10.0.0.5:8786" in worker
     assert worker[worker.index("--resources") + 1] == "machine=1" and worker[worker.index("--nthreads") + 1] == "4"
-    assert worker[worker.index("--preload") + 1] == "fastlab.experiment.cluster_run"  # cleans up dead runs
+    assert worker[worker.index("--preload") + 1] == "fastlab.service.worker"  # cleans up dead runs
     web = cluster_argv("worker", argparse.Namespace(address="tcp://10.0.0.5:8786", host=None, local_directory=None),
                        "machine=1,runs=4,cores=1")
     assert web[web.index("--resources") + 1] == "machine=1,runs=4,cores=1"

@@ -110,7 +110,7 @@ def test_progress_lines_reach_the_run_stream_from_its_worker_thread_only() -> No
     import logging
     import threading
 
-    from webapp.runner import FASTLAB_LOG, ProgressToStream
+    from fastlab.service.samples import FASTLAB_LOG, ProgressToStream
 
     class Channel:
         def __init__(self) -> None:

@@ -38,7 +38,7 @@ def good_spec(**changes: Any) -> dict[str, Any]:
 
 
 def queued_count(app: Any) -> int:
-    from webapp.runner import connect
+    from fastlab.service.store import connect
     with connect(app.config["DATABASE"]) as conn:
         return conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
 
@@ -137,7 +137,7 @@ def live_server_factory() -> Iterator[Any]:
 
 
 def wait_status(app: Any, run_id: str, statuses: tuple[str, ...], timeout: float) -> str:
-    from webapp.runner import connect
+    from fastlab.service.store import connect
     deadline = time.monotonic() + timeout
     status = "?"
     while time.monotonic() < deadline:

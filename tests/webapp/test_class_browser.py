@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from fastlab.service.store import connect
 from tests.webapp.conftest import ARTIFACTS, wait_until, watch, write_lab
 from webapp import create_app
-from webapp.runner import connect
 
 INSTRUCTOR = "the-instructors-token-0123"
 STUDENTS = ("Ada", "Grace", "Edsger")

@@ -28,7 +28,7 @@ def cluster() -> Iterator[LocalCluster]:
 @pytest.mark.timeout(300)
 def test_the_live_charts_grow_from_a_run_on_a_cluster_worker(tmp_path: Path, live_server_factory: Any,
                                                               browser: Any, cluster: LocalCluster) -> None:
-    from webapp.cluster import Cluster
+    from fastlab.service.cluster import Cluster
 
     ARTIFACTS.mkdir(exist_ok=True)
     remote = Cluster.connect(cluster.address)

@@ -374,7 +374,7 @@ def test_submit_then_cancel_cannot_grow_the_history_without_end(tmp_path: Path, 
 
 def fill_history(database: Path, rows: int) -> None:
     """`rows` cancelled runs of one client in the history, as submit-then-cancel left them."""
-    from webapp.runner import connect
+    from fastlab.service.store import connect
     spec = json.dumps(good_spec())
     with connect(database) as conn:
         conn.executemany("INSERT INTO runs (id, name, topology, status, spec, created, client) VALUES "

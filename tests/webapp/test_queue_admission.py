@@ -1,5 +1,5 @@
-"""The web queue's admission (webapp.runner, fastlab.experiment.cost) with a stand-in engine: runs start in order
-while they fit beside the runs going, each in its own thread; the queue shows why the next one waits;
+"""The web queue's admission (fastlab.service.queue, fastlab.experiment.cost) with a stand-in engine: runs start
+in order while they fit beside the runs going, each in its own thread; the queue shows why the next one waits;
 a full-scale run waits for an empty machine and nothing starts beside it."""
 
 from __future__ import annotations

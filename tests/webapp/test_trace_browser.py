@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fastlab.service.store import connect
 from tests.webapp.conftest import ARTIFACTS, form_with_preset, wait_until, watch
-from webapp.runner import connect
 
 # 10 delivery opportunities every 12 ms: 10 * 1504 B * 8 / 12 ms = 10.03 Mb/s, bursts of 2 every 2.4 ms
 TRACE = "".join(f"{ms}\n" for ms in (2, 2, 5, 5, 7, 7, 10, 10, 12, 12))

@@ -17,9 +17,9 @@ import pytest
 
 from fastlab.define import linktrace
 from fastlab.define.schema import SpecError, parse_spec
+from fastlab.service.store import connect
 from tests.webapp.conftest import good_spec, queued_count
 from webapp import create_app, uploads
-from webapp.runner import connect
 
 FIELD = "links.bottleneck.trace"
 # 12 opportunities in 10 ms, repeating: 12 * 1504 B * 8 / 10 ms = 14.4384 Mb/s

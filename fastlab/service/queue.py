@@ -1,214 +1,38 @@
-"""The web app's run queue: SQLite-backed history, admission by predicted cost, live sample fan-out.
+"""The service's run queue: runs wait in the store, start when admission lets them, run here or on Dask.
 
-The queue is the `runs` table itself (status `queued`, ordered by `created`), so it survives
-restarts. A dispatcher thread starts the queue's head when its predicted cost (fastlab.experiment.cost) fits
-beside the runs going, within the machine's budget and MAX_RUNNING; each run goes through the
-engine in its own thread (run-scoped names, emulators, state: runs do not share what they build),
-and its environment.json records the admission decision and its neighbours. Each sample the
-engine emits is appended to the run's `partial.jsonl` (kept: a run cut by a restart still has
-its traces) and published on the run's `Channel`, which keeps the history for late subscribers
-and fans out to one queue per subscriber (each SSE client).
+The queue is the store's `runs` table itself (fastlab.service.store: status `queued`, ordered by
+`created`), so it survives restarts. A dispatcher thread starts the queue's head when its predicted cost
+(fastlab.experiment.cost, fastlab.service.admission) fits beside the runs going, within the machine's
+budget and MAX_RUNNING; each run goes through the engine (fastlab.service.run.execute) in its own thread
+(run-scoped names, emulators, state: runs do not share what they build), or to a Dask worker through the
+one submission path (fastlab.service.cluster), and its environment.json records the admission decision
+and its neighbours. Each sample the engine emits is appended to the run's `partial.jsonl` (kept: a run
+cut by a restart still has its traces) and published on the run's `Channel` (fastlab.service.samples).
+The web app queues and cancels runs through a `RunManager` and streams its channels.
 """
 
 from __future__ import annotations
 
-import collections
-import datetime as dt
 import json
 import logging
-import math
-import queue
 import sqlite3
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from fastlab.base import record
-from fastlab.base.record import Environment
-from fastlab.base.rundir import EVENTS, FLOWS, LINKS, RunFolder
-from fastlab.define.schema import parse_spec
+from fastlab.base.rundir import RunFolder
+from fastlab.define.schema import ExperimentSpec, parse_spec
 from fastlab.experiment.cost import MAX_RUNS, Cost, admit
-from fastlab.results import chart_data
 from fastlab.run.ccruntime import LiveControl
-from webapp import uploads
-from webapp.admission import Going, predicted
-from webapp.cluster import Cluster, RunInterrupted
-from webapp.events import encode
-
-END = object()
-FASTLAB_LOG = logging.getLogger("fastlab")  # the engine's progress lines (INFO) and warnings
-STATUSES = ("queued", "running", "done", "failed", "interrupted", "cancelled")
-INTERRUPTED_BY_SHUTDOWN = "the web app stopped while this run was going; partial traces kept"
-ACTIVE = ("queued", "running")
-
-# Added to older databases by `connect` (ALTER TABLE ... ADD COLUMN keeps their rows). A lab step
-# run names its lab folder, step id and form (1 = short) so its checkpoints can be evaluated later.
-COLUMNS = {"status": "TEXT DEFAULT 'done'", "spec": "TEXT", "error": "TEXT", "created": "TEXT",
-           "finished": "TEXT", "lab": "TEXT", "lab_step": "TEXT", "lab_short": "INTEGER",
-           "client": "TEXT"}  # the submitting client's address (per-client queue limit)
-
-
-def now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
-
-
-def connect(database: Path) -> sqlite3.Connection:
-    database.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(database, timeout=30)
-    conn.row_factory = sqlite3.Row
-    conn.execute("""CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, name TEXT, started TEXT,
-                    topology TEXT, summary TEXT, environment TEXT)""")
-    have = {r["name"] for r in conn.execute("PRAGMA table_info(runs)")}
-    for column, decl in COLUMNS.items():
-        if column not in have:
-            conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {decl}")  # noqa: S608 (constant names)
-    conn.commit()
-    return conn
-
-
-def history_environment(env: Environment) -> dict[str, Any]:
-    """What the history keeps of a run's environment.json (a record of its own: fastlab.base.record reads it
-    back): the backends and kernel (the run page's table) and the parameter changes it applied
-    (fastlab.theory.segments: the charts' markers and theory spans)."""
-    return {"backends": {job: choice.dump() for job, choice in env.backends.items()}, "kernel": str(env.kernel or ""),
-            "congestion_control": {"applied": [a.dump() for a in env.congestion_control.applied
-                                               if a.at_s is not None]}}
-
-
-def clean(value: Any) -> Any:
-    """JSON-safe: non-finite floats become null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-class Channel:
-    """Samples of one live run: the history a late viewer gets (compact JSON text of the slimmed
-    samples, `events.encode`: bounded memory) plus one queue per subscriber."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.history: list[str] = []
-        self._subs: list[queue.Queue[object]] = []
-        self.closed = False
-
-    def publish(self, sample: dict[str, Any]) -> None:
-        text = encode(sample)
-        with self._lock:
-            if text is not None:
-                self.history.append(text)
-            subs = list(self._subs)
-        for q in subs:
-            q.put(sample)
-
-    def subscribe(self) -> tuple[list[str], queue.Queue[object]]:
-        q: queue.Queue[object] = queue.Queue()
-        with self._lock:
-            replay = list(self.history)
-            if self.closed:
-                q.put(END)
-            else:
-                self._subs.append(q)
-        return replay, q
-
-    def unsubscribe(self, q: queue.Queue[object]) -> None:
-        with self._lock:
-            if q in self._subs:
-                self._subs.remove(q)
-
-    @property
-    def subscribers(self) -> int:
-        with self._lock:
-            return len(self._subs)
-
-    def close(self) -> None:
-        with self._lock:
-            self.closed = True
-            subs, self._subs = self._subs, []
-        for q in subs:
-            q.put(END)
-
-
-def iter_partial(run_dir: Path, limit: int = 2_000_000) -> Iterator[dict[str, Any]]:
-    """The samples of a run's partial.jsonl, one at a time (the file stays open while the iterator is
-    used: a replay reads it a few chunks a poll). A finished run made without the web app (a CLI run, a
-    bundle's, a lab's recording) has none: its samples from its CSVs instead (fastlab.results.chart_data, what
-    its report.html draws), so its page draws its charts too."""
-    folder = RunFolder(run_dir)
-    yield from folder.partial(limit) if folder.has_partial() else recorded_samples(run_dir, limit)
-
-
-def recorded_samples(run_dir: Path, limit: int) -> Iterator[dict[str, Any]]:
-    """A finished run's samples from its flows.csv, links.csv and cc_events.csv (those it has); nothing
-    for a folder that is no finished run or whose tables cannot be read. Parsed once per version of the
-    tables (their sizes and times): a class opening the same recorded run reads its CSVs once, not once a
-    viewer (a lab recording's tables take ~0.1-1 s to parse and chart)."""
-    folder = RunFolder(run_dir)
-    if not folder.is_run():
-        return
-    stamp = []
-    for name in (FLOWS, LINKS, EVENTS):
-        try:
-            st = folder.path(name).stat()  # the table as RunFolder reads it (name or name.gz)
-            stamp.append((st.st_size, st.st_mtime_ns))
-        except OSError:
-            stamp.append(None)
-    key = (str(run_dir.resolve()), tuple(stamp), limit)
-    with _RECORDED_LOCK:
-        samples = _RECORDED.get(key)
-        if samples is not None:
-            _RECORDED.move_to_end(key)
-            RECORDED_STATS["hits"] += 1
-    if samples is None:
-        samples = _parse_recorded(folder, limit)
-        with _RECORDED_LOCK:
-            RECORDED_STATS["parses"] += 1
-            if len(samples) <= RECORDED_CACHE_MAX_SAMPLES:
-                _RECORDED[key] = samples
-                while len(_RECORDED) > RECORDED_CACHE_RUNS:
-                    _RECORDED.popitem(last=False)
-    yield from samples
-
-
-# Recorded runs' samples kept for the next viewer: the last few runs opened, each only if small enough
-# that the cache stays bounded (~0.3 KB a sample: 8 x 50,000 samples is ~120 MB at most).
-RECORDED_CACHE_RUNS = 8
-RECORDED_CACHE_MAX_SAMPLES = 50_000
-_RECORDED: collections.OrderedDict[tuple[Any, ...], tuple[dict[str, Any], ...]] = collections.OrderedDict()
-_RECORDED_LOCK = threading.Lock()
-RECORDED_STATS = {"hits": 0, "parses": 0}
-
-
-def _parse_recorded(folder: RunFolder, limit: int) -> tuple[dict[str, Any], ...]:
-    """recorded_samples' parse (the result is shared by every viewer: read, never changed)."""
-    frames = []
-    for read in (folder.flows, folder.links, folder.events):
-        try:
-            frames.append(read())
-        except (FileNotFoundError, OSError, ValueError, pd.errors.ParserError):
-            frames.append(pd.DataFrame())
-    return tuple(chart_data.chart_samples(*frames)[:limit])
-
-
-class ProgressToStream(logging.Handler):
-    """What the engine logs while a run goes (its progress lines, warnings) as the run's live "log"
-    events; only records of the thread that made the handler (the worker running that run), so a
-    second thread's logging (a request, another app in the same process) stays out of the stream."""
-
-    def __init__(self, channel: Channel) -> None:
-        super().__init__(logging.INFO)
-        self.channel = channel
-        self.thread = threading.get_ident()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.thread == self.thread:
-            self.channel.publish({"kind": "log", "t": None, "msg": record.getMessage()})
-
+from fastlab.service import store
+from fastlab.service.admission import Going, predicted
+from fastlab.service.cluster import Cluster, RunInterrupted
+from fastlab.service.samples import FASTLAB_LOG, Channel, ProgressToStream, clean
+from fastlab.service.store import INTERRUPTED_BY_SHUTDOWN, connect, history_environment, now
 
 Runner = Callable[..., Any]
 END_WRITE_ATTEMPTS = 3
@@ -222,9 +46,11 @@ class RunManager:
     keeps the last decision for the queue page."""
 
     def __init__(self, root: Path, database: Path, runner: Runner | None = None,
-                 max_running: int = MAX_RUNNING, cluster: Cluster | None = None) -> None:
+                 max_running: int = MAX_RUNNING, cluster: Cluster | None = None,
+                 resolve: Callable[[ExperimentSpec], ExperimentSpec] = lambda spec: spec) -> None:
         self.root = root
-        self.cluster = cluster  # runs go to this Dask cluster's workers (webapp.cluster), not this process
+        self.cluster = cluster  # runs go to this Dask cluster's workers (fastlab.service.cluster), not this process
+        self.resolve = resolve  # a queued spec as it runs (the web app: an uploaded trace's reference -> its file)
         self.database = database
         self.runner = runner
         self.max_running = max_running
@@ -289,6 +115,20 @@ class RunManager:
     def wake(self) -> None:
         self._wake.set()
 
+    def submit(self, run: store.Submission, limits: store.Limits, conn: sqlite3.Connection | None = None,
+               tag: Callable[[sqlite3.Connection, str], None] | None = None) -> None:
+        """Queue a run within the queue's limits (store.QueueFull, one line, when full) and wake the
+        dispatcher; `conn`: the caller's connection to the store (a web request's), else one of its own;
+        `tag`: what the caller adds to the run's row in the same transaction (store.enqueue)."""
+        own = conn is None
+        conn = connect(self.database) if conn is None else conn
+        try:
+            store.enqueue(conn, run, limits, tag)
+        finally:
+            if own:
+                conn.close()
+        self.wake()
+
     # --- worker ------------------------------------------------------------------------------
     def start(self) -> None:
         if self._thread is None:
@@ -327,7 +167,7 @@ class RunManager:
                 from fastlab.plan.capabilities import probe
                 self._caps = probe()  # once per app: it runs commands
             try:  # as the run thread will read it (an uploaded trace resolved to its stored file)
-                spec = uploads.resolve(parse_spec(json.loads(row["spec"])), uploads.TraceStore.under(self.root))
+                spec = self.resolve(parse_spec(json.loads(row["spec"])))
             except Exception as exc:  # noqa: BLE001 - the run thread reports it; here it only runs alone
                 self._costs[row["id"]] = (Cost(0.0, {}, f"its spec no longer reads: {exc}"), {})
             else:
@@ -424,15 +264,15 @@ class RunManager:
         if FASTLAB_LOG.getEffectiveLevel() > logging.INFO:
             FASTLAB_LOG.setLevel(logging.INFO)  # progress lines are INFO: the stream shows them
         try:
-            # an uploaded trace's reference becomes the stored file (webapp.uploads), which the engine copies
-            spec = uploads.resolve(parse_spec(json.loads(spec_json)), uploads.TraceStore.under(self.root))
+            # e.g. an uploaded trace's reference becomes the stored file (webapp.uploads), which the engine copies
+            spec = self.resolve(parse_spec(json.loads(spec_json)))
             if self.cluster is not None:
                 result = self.cluster.run(run_id, spec, going, on_sample, channel.publish, run_dir)
             elif self.runner is None:
-                from fastlab.experiment.engine import run_experiment
+                from fastlab.service.run import execute
                 going.live = LiveControl()
-                result = run_experiment(spec, out=run_dir, on_sample=on_sample, cancel=going.cancel,
-                                        live=going.live, admission=going.admission, scripts=self.root)
+                result = execute(spec, run_dir, on_sample=on_sample, cancel=going.cancel,
+                                 live=going.live, admission=going.admission, scripts=self.root)
             else:
                 result = self.runner(spec, out=run_dir, on_sample=on_sample)
             status = "done"

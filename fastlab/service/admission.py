@@ -1,5 +1,5 @@
-"""What the web queue's admission keeps of each run it starts, and a queued spec's predicted cost
-(fastlab.experiment.cost); webapp.runner.RunManager decides with them."""
+"""What the queue's admission keeps of each run it starts, and a queued spec's predicted cost
+(fastlab.experiment.cost); fastlab.service.queue.RunManager decides with them."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from fastlab.experiment import cost as cost_model
 from fastlab.experiment.cost import Cost, for_spec
 from fastlab.run.ccruntime import LiveControl
 
@@ -34,3 +35,12 @@ def predicted(spec: Any, caps: Any) -> tuple[Cost, dict[str, Any]]:
     except Exception as exc:  # noqa: BLE001 - any failure to plan is the engine's to report
         return Cost(0.0, {}, f"its cost could not be predicted ({exc.__class__.__name__}: {exc})"), {}
     return cost, figures.as_dict()
+
+
+def carry_warning(prepared: Any) -> str | None:
+    """What to tell a person before a prepared run this machine cannot carry faithfully (fastlab.experiment.cost's
+    model: fastlab.experiment.cost.carry_warning); None when it can, or when its cost cannot be predicted."""
+    try:
+        return cost_model.carry_warning(*for_spec(prepared))
+    except (ValueError, KeyError, TypeError, OSError):
+        return None

@@ -1,15 +1,17 @@
-"""The web queue on a Dask cluster (`python -m webapp --cluster ADDRESS`): the server's side.
+"""The service's one Dask path, the client's side: connecting to a scheduler, submitting a run
+(`submit`: the only place a run is handed to Dask), and for the queue a run's live relay and end.
 
-Role: `webapp.runner.RunManager` keeps its queue and admission; with a `Cluster` it runs each admitted
-run as a Dask task (`fastlab.experiment.cluster_run.run_web_remote`, `pure=False`, `retries=0`) that asks a worker
-for a run slot and the run's predicted cores (`run_resources`), instead of through the engine in this
-process. Admission treats the cluster as one pool: its budget is the sum of the workers' `cores`; the
-scheduler places each run on a worker with room.
+Who submits: `fastlab.service.queue.RunManager` with a `Cluster` (`python -m webapp --cluster ADDRESS`)
+runs each admitted run as a live task that asks a worker for a run slot and the run's predicted cores
+(`fastlab.service.worker.run_resources`); `fastlab sweep run --cluster` (fastlab.sweep.run) submits each
+point, not live, asking for a whole machine (`machine=1`). Both run `fastlab.service.worker.run_remote`
+and unpack the worker's bundle, verified, with `import_bundle`. Admission treats the cluster as one pool:
+its budget is the sum of the workers' `cores`; the scheduler places each run on a worker with room.
 
-The worker relays the run's samples as structured events on one topic; `_on_event` (the Dask client's
-thread) hands them to the run's `on_sample` (partial.jsonl and the run's Channel, exactly as a local
-run's) and log lines to the Channel, and keeps each sample's lag (made on the worker -> here; on one
-machine the clocks agree, across machines the lag includes their offset). At the end the worker's
+The worker relays a live run's samples as structured events on one topic; `_on_event` (the Dask
+client's thread) hands them to the run's `on_sample` (partial.jsonl and the run's Channel, exactly as a
+local run's) and log lines to the Channel, and keeps each sample's lag (made on the worker -> here; on
+one machine the clocks agree, across machines the lag includes their offset). At the end the worker's
 bundle is verified and unpacked into the run folder (`import_bundle`: nothing is stored from a bundle
 that fails), and relay.json records the worker and the lag's p50/p99.
 
@@ -32,25 +34,28 @@ from pathlib import Path
 from typing import Any
 
 from fastlab.base.rundir import RunFolder
-from fastlab.experiment.cluster_run import (
+from fastlab.experiment.engine import RunResult
+from fastlab.results import bundle
+from fastlab.service.worker import (
     LIVE_TOPIC,
     MAX_BUNDLE_BYTES,
     RunLost,
     attempt_name,
     cancel_name,
+    run_remote,
     run_resources,
-    run_web_remote,
 )
-from fastlab.experiment.engine import RunResult
-from fastlab.results import bundle
 
-log = logging.getLogger("fastlab.web_cluster")  # under "fastlab": the run's thread's lines reach its page
+log = logging.getLogger("fastlab.service.cluster")  # under "fastlab": the run's thread's lines reach its page
 
 RELAY_FILE = "relay.json"  # where a cluster run came from and how late its samples arrived
 POLL_S = 0.25
 WORKERS_EVERY_S = 1.0
 CANCEL_GRACE_S = 60.0  # a cancelled run's worker stops its engine and cleans up within this
 MAX_LAGS = 200_000  # lags kept per run for the percentiles (a 600-s run at the form's maxima has fewer)
+# How long a client waits for a first machine worker to register with the scheduler (a worker process
+# starts and registers in seconds; one that never comes fails after this, one clear line).
+WORKER_WAIT_S = 30.0
 Sink = Callable[[dict[str, Any]], None]
 
 
@@ -60,6 +65,56 @@ class ClusterError(RuntimeError):
 
 class RunInterrupted(RuntimeError):
     """The run's worker was lost mid-run: the run is `interrupted`, its partial samples kept."""
+
+
+def machine_workers(scheduler_info: dict[str, Any]) -> list[str]:
+    """Workers that offer the `machine` resource (one per host, each sweep point takes a whole machine)."""
+    return sorted(addr for addr, w in scheduler_info.get("workers", {}).items()
+                  if w.get("resources", {}).get("machine", 0) >= 1)
+
+
+def wait_for_machine_workers(scheduler_info: Callable[[], dict[str, Any]], wait_s: float = WORKER_WAIT_S,
+                             poll_s: float = 0.5) -> list[str]:
+    """The machine workers the scheduler knows, waiting up to `wait_s` for a first one: a worker started
+    just before the sweep registers a moment later (CI: the sweep began before it had)."""
+    deadline = time.monotonic() + wait_s
+    while not (workers := machine_workers(scheduler_info())) and time.monotonic() < deadline:
+        time.sleep(poll_s)
+    return workers
+
+
+def connect(address: str) -> Any:
+    """A Dask client of the scheduler at `address` that has at least one machine worker; ClusterError
+    (one line naming --cluster) otherwise."""
+    from distributed import Client
+
+    try:
+        client = Client(address, timeout="15s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise ClusterError(f"--cluster {address}: cannot reach the Dask scheduler: {exc}") from None
+    workers = wait_for_machine_workers(client.scheduler_info)
+    if not workers:
+        client.close()
+        raise ClusterError(f"--cluster {address}: no worker offers the resource machine=1 after {WORKER_WAIT_S:g} s "
+                           "(start one worker per host with `dask worker ADDRESS --resources machine=1`)")
+    log.info(f"cluster {address}: {len(workers)} machine worker(s)")
+    return client
+
+
+def as_completed(futures: Any) -> Any:
+    """Dask's futures in the order they finish (distributed.as_completed)."""
+    from distributed import as_completed as in_order
+
+    return in_order(futures)
+
+
+def submit(client: Any, run_id: str, spec: Any, resources: dict[str, float], key: str, *,
+           admission: dict[str, Any] | None = None, live: bool = False) -> Any:
+    """Hand one run to the cluster: the Dask future of `fastlab.service.worker.run_remote` (never run twice
+    by Dask itself: `pure=False`, `retries=0`), asking a worker for `resources`. The only submission to
+    Dask in fastlab (tests/unit/test_service_rules.py)."""
+    return client.submit(run_remote, run_id, spec.to_yaml(), admission, live, pure=False, retries=0,
+                         resources=resources, key=key)
 
 
 @dataclass
@@ -134,14 +189,8 @@ class Cluster:
 
     @classmethod
     def connect(cls, address: str) -> Cluster:
-        """Connect to the scheduler at `address`, which must have a machine worker (fastlab.sweep.run)."""
-        from fastlab.sweep.points import SweepError
-        from fastlab.sweep.run import connect
-
-        try:
-            cluster = cls(connect(address), address)
-        except SweepError as exc:
-            raise ClusterError(str(exc)) from None
+        """Connect to the scheduler at `address`, which must have a machine worker (`connect`)."""
+        cluster = cls(connect(address), address)
         if not cluster.slots():
             cluster.close()
             raise ClusterError(f"--cluster {address}: no worker offers run slots (the resource `runs`): start "
@@ -217,8 +266,8 @@ class Cluster:
         largest = max((w.get("cores", 0.0) for w in self.workers().values()), default=0.0)
         resources = run_resources(going.cost, largest)
         try:
-            future = self.client.submit(run_web_remote, run_id, spec.to_yaml(), going.admission, pure=False,
-                                        retries=0, resources=resources, key=f"fastlab-web-{run_id}")
+            future = submit(self.client, run_id, spec, resources, f"fastlab-web-{run_id}",
+                            admission=going.admission, live=True)
             log.info("run %s: sent to the cluster %s (asks a worker for %s)", run_id, self.address,
                      ", ".join(f"{k}={v:g}" for k, v in resources.items()))
             payload = self._wait(run_id, future, relayed, going, flag)

@@ -1,6 +1,7 @@
-"""The pure parts of the web queue on a Dask cluster: what a worker offers and a run asks for, sample
-batching, the relay's lag figures and its message handling, and importing a worker's bundle as a run
-(hostile bundles: zip slip, oversize, altered or missing manifest -> one line, nothing stored)."""
+"""The pure parts of the service's one Dask path (fastlab.service.cluster, fastlab.service.worker): what a
+worker offers and a run asks for, sample batching, the relay's lag figures and its message handling, and
+importing a worker's bundle as a run (hostile bundles: zip slip, oversize, altered or missing manifest -> one
+line, nothing stored)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from typing import Any
 import msgpack
 import pytest
 
-from fastlab.experiment import cluster_run
-from fastlab.experiment.cluster_run import SampleBatcher, event, resources_arg, run_resources, worker_resources
 from fastlab.experiment.cost import MAX_RUNS, Cost, Figures
 from fastlab.results import bundle
+from fastlab.service import worker
+from fastlab.service.cluster import Cluster, Relayed, import_bundle, lag_figures, percentile
+from fastlab.service.worker import SampleBatcher, event, resources_arg, run_resources, worker_resources
 from tests.webapp.test_compare import write_run
-from webapp.cluster import Cluster, Relayed, import_bundle, lag_figures, percentile
 
 RUN = "20261127-100000-run-wabc001"
 
@@ -181,14 +182,14 @@ def test_a_hostile_bundle_is_refused_in_one_line_and_nothing_is_stored(tmp_path:
 
 
 def test_an_oversized_bundle_is_refused_before_it_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import webapp.cluster
+    import fastlab.service.cluster
     good = bundle_of(tmp_path)
-    monkeypatch.setattr(webapp.cluster, "MAX_BUNDLE_BYTES", len(good) - 1)
+    monkeypatch.setattr(fastlab.service.cluster, "MAX_BUNDLE_BYTES", len(good) - 1)
     run_dir = a_run_dir(tmp_path)
     with pytest.raises(bundle.BundleError, match=f"the worker's bundle has {len(good):,} bytes, more than"):
         import_bundle(good, run_dir)
     assert [p.name for p in run_dir.iterdir()] == ["partial.jsonl"]
-    assert cluster_run.MAX_BUNDLE_BYTES >= 256 * 1024**2  # the worker's own bound is the same constant
+    assert worker.MAX_BUNDLE_BYTES >= 256 * 1024**2  # the worker's own bound is the same constant
 
 
 @pytest.mark.parametrize("address, why", [

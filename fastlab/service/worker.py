@@ -1,8 +1,8 @@
-"""The web queue's runs on a Dask worker: what a worker offers, what a run asks of it, and the task
-that runs one queued run there with its live samples relayed back to the web server.
+"""Runs on a Dask worker: what a worker offers, what a run asks of it, and the one task (`run_remote`)
+that runs a queued web run (its live samples relayed back to the server) or a sweep's point there.
 
-Role: the worker's side of `python -m webapp --cluster` (the server's side is `webapp.cluster`);
-sweep points use `fastlab.sweep.run` on the same workers. A worker (`fastlab cluster worker`, one per
+Role: the worker's side of the service's one Dask path (the client's side, which submits, is
+`fastlab.service.cluster`). A worker (`fastlab cluster worker`, one per
 lab machine) offers three resources: `machine=1` (a sweep point takes a whole host), `runs=MAX_RUNS`
 and `cores=<budget>` (fastlab.experiment.cost's budget of this machine: half its CPUs). A web run asks for
 `runs=1` and its predicted cores; a run that must run alone asks for every run slot and the machine.
@@ -16,7 +16,7 @@ checks it and stops the engine, which cleans up as for any cancel. A run is star
 task the scheduler reruns after its worker died refuses to start (a Dask `Variable` names the first
 attempt), and the server marks the run interrupted.
 
-At a worker's start (`--preload fastlab.experiment.cluster_run`, also after a nanny restarts it) `dask_setup`
+At a worker's start (`--preload fastlab.service.worker`, also after a nanny restarts it) `dask_setup`
 runs `fastlab.run.ccload.cleanup()`: the leftovers of runs whose engine died -- a killed worker's run --
 are removed through their state files, never by a name pattern.
 """
@@ -174,15 +174,19 @@ def _claim_first_attempt(run_id: str, attempt: str) -> None:
     raise RunLost(f"run {run_id} already started on {first}, which was lost; not run twice")
 
 
-def run_web_remote(run_id: str, spec_yaml: str, admission: dict[str, Any]) -> dict[str, Any]:
-    """On a Dask worker: one queued web run through the engine, samples relayed live, the run folder
-    sent back as a bundle (bytes) with where it ran."""
-    from distributed import Event, get_worker
-
-    from fastlab.define.schema import read_spec_text
-    from fastlab.experiment.engine import run_experiment
+def run_remote(run_id: str, spec_yaml: str, admission: dict[str, Any] | None = None, live: bool = True
+               ) -> dict[str, Any]:
+    """On a Dask worker: one run through the engine (fastlab.service.run.execute), its run folder sent back
+    as a bundle (bytes) with where it ran and how long it took. `live` (a queued web run): its samples
+    relayed as they come, the server's cancel obeyed, and a second start refused; a sweep point is not live."""
+    from distributed import get_worker
 
     worker, began = get_worker(), time.monotonic()
+    where = {"worker": worker.address, "host": platform.node(), "pid": os.getpid()}
+    if not live:
+        return {"bundle": _bundle(run_id, spec_yaml, {}), **where, "seconds": round(time.monotonic() - began, 3)}
+    from distributed import Event
+
     attempt = f"{worker.address} pid {os.getpid()}"
     cancel_flag = Event(cancel_name(run_id))
     if cancel_flag.is_set():
@@ -190,29 +194,35 @@ def run_web_remote(run_id: str, spec_yaml: str, admission: dict[str, Any]) -> di
     _claim_first_attempt(run_id, attempt)
     batcher, cancel = SampleBatcher(), threading.Event()
     relay = Relay(worker, run_id, attempt, batcher, cancel_flag, cancel)
-    relay.send(worker=worker.address, host=platform.node(), pid=os.getpid())  # "started here"
+    relay.send(**where)  # "started here"
     relay.thread.start()
     lines = _LogLines(batcher)
     logging.getLogger("fastlab").addHandler(lines)
     try:
-        with tempfile.TemporaryDirectory(prefix="fastlab-web-") as tmp:
-            where = {"cluster": {"worker": worker.address, "host": platform.node(), "pid": os.getpid()}}
-            result = run_experiment(read_spec_text(spec_yaml), out=Path(tmp) / run_id, on_sample=batcher.add,
-                                    cancel=cancel, admission={**admission, **where})
-            zip_path = bundle.export(result.directory, Path(tmp) / "run.zip")
-            size = zip_path.stat().st_size
-            if size > MAX_BUNDLE_BYTES:
-                raise RuntimeError(f"run {run_id}: its bundle has {size:,} bytes, more than {MAX_BUNDLE_BYTES:,}")
-            data = zip_path.read_bytes()
+        data = _bundle(run_id, spec_yaml, {"on_sample": batcher.add, "cancel": cancel,
+                                           "admission": {**(admission or {}), "cluster": where}})
     finally:
         logging.getLogger("fastlab").removeHandler(lines)
         relay.stop()
-    return {"bundle": data, "worker": worker.address, "host": platform.node(), "pid": os.getpid(),
-            "seconds": round(time.monotonic() - began, 3)}
+    return {"bundle": data, **where, "seconds": round(time.monotonic() - began, 3)}
+
+
+def _bundle(run_id: str, spec_yaml: str, options: dict[str, Any]) -> bytes:
+    """Run the spec into a temporary folder and return its bundle's bytes (at most MAX_BUNDLE_BYTES)."""
+    from fastlab.define.schema import read_spec_text
+    from fastlab.service.run import execute
+
+    with tempfile.TemporaryDirectory(prefix="fastlab-remote-") as tmp:
+        result = execute(read_spec_text(spec_yaml), Path(tmp) / run_id, **options)
+        zip_path = bundle.export(result.directory, Path(tmp) / "run.zip")
+        size = zip_path.stat().st_size
+        if size > MAX_BUNDLE_BYTES:
+            raise RuntimeError(f"run {run_id}: its bundle has {size:,} bytes, more than {MAX_BUNDLE_BYTES:,}")
+        return zip_path.read_bytes()
 
 
 def dask_setup(worker: Any) -> None:
-    """`dask worker --preload fastlab.experiment.cluster_run`: at every start of a worker process, remove what
+    """`dask worker --preload fastlab.service.worker`: at every start of a worker process, remove what
     runs whose engine died left behind (a killed worker's run), through their state files."""
     from fastlab.run.ccload import cleanup
 
