@@ -6,6 +6,7 @@ the form is generated from (topologies, algorithms, the spec schema, presets), a
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -180,6 +181,33 @@ def report(run_id: str) -> Any:
     resp = send_file(path, mimetype="text/html")
     resp.headers["Content-Security-Policy"] = REPORT_CSP
     return resp
+
+
+PLOTLY_VERSION_RE = re.compile(r"^[0-9][0-9A-Za-z.+-]{0,39}$")
+
+
+@bp.get("/runs/<run_id>/plotly-<version>.min.js")
+@bp.get("/runs/plotly-<version>.min.js")
+def report_plotly(version: str, run_id: str | None = None) -> Any:
+    """The plotly.js a report (/runs/<id>/report) loads beside itself or one folder up, as it would on disk
+    (fastlab.results.report.PLOTLY_PLACES): the run folder's copy, the results folder's, or the installed one
+    when it is that version; 404 otherwise (the report then tries its next place)."""
+    from fastlab.results import report as run_report
+
+    if not PLOTLY_VERSION_RE.match(version):
+        abort(404)
+    name = f"plotly-{version}.min.js"
+    sv = services()
+    places = [sv.root / name]
+    if run_id is not None:
+        sv.run_row(run_id)  # 404 for anything the history does not know: no path from the URL
+        places.insert(0, sv.folder(run_id) / name)
+    if name == run_report.PLOTLY_FILE:
+        places.append(run_report.PLOTLY_SOURCE)
+    found = next((p for p in places if p.is_file() and not p.is_symlink()), None)
+    if found is None:
+        abort(404)
+    return send_file(found, mimetype="application/javascript", max_age=86400)
 
 
 @bp.get("/favicon.ico")

@@ -30,7 +30,7 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline';
        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 # report.html inlines plotly and its data: allowed to run its own inline code, in a sandbox (an
 # opaque origin: it can reach neither this app's API nor its cookies).
-REPORT_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
+REPORT_CSP = ("default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
               "sandbox allow-scripts")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 # The one route whose body is a file's bytes (application/octet-stream), not JSON, and its own bound: an

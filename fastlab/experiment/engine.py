@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from fastlab.base import rundir
+from fastlab.base import paths, rundir
 from fastlab.base.record import Environment, FlowDelay, IdleRtt, Summary, Verdict
 from fastlab.base.rundir import RunFolder, RunFolderError, expected_bytes
 from fastlab.define import linktrace
@@ -437,10 +437,12 @@ def prepare_run(spec: ExperimentSpec, registry: Registry | None = None, caps: Ca
 def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: Registry | None = None,
                    caps: Capabilities | None = None, on_sample: Callable[[dict[str, Any]], None] | None = None,
                    cancel: threading.Event | None = None, live: LiveControl | None = None,
-                   admission: dict[str, Any] | None = None) -> RunResult:
+                   admission: dict[str, Any] | None = None, scripts: Path | None = None) -> RunResult:
     """Run a spec; setting `cancel` stops it early (RunError "cancelled") after a full cleanup;
     `live` is bound while the flows run, so a front end can change CC parameters then; `admission`
     is the queue's decision that started it beside other runs (fastlab.experiment.cost), kept in environment.json.
+    `scripts` is the folder above `out` that keeps report.html's plotly.js once for all its runs (a results
+    folder, a sweep's folder); by default the results folder when `out` is not given, else the run's own.
 
     The phases: prepare (nothing touched) -> the results folder -> build -> idle pings -> flows ->
     teardown (whatever happened) -> collect -> write. Stopping is cooperative (checked between phases
@@ -477,7 +479,10 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
                                             refs, spec.duration_s),
                       spec_yaml=spec_yaml, environment=environment, summary=summary, flows=flows_df,
                       links=links_df, events=events_df, rtt_samples=run.rtt_samples, rtt_columns=RTT_COLUMNS)
+        report.keep_plotly(folder.directory, scripts or (paths.results_root() if out is None else None))
     except RunFolderError as exc:
         raise RunError(str(exc)) from None
+    except OSError as exc:
+        raise RunError(f"{folder.directory}: cannot write plotly.js beside report.html: {exc}") from None
     log.info("run %s: results and report written in %.1f s", prefix, time.monotonic() - written_from)
     return RunResult(folder.directory, summary, environment)

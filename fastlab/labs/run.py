@@ -156,7 +156,7 @@ def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids:
         step_dir = directory / step.id
         t0 = time.monotonic()
         try:
-            execute(specs[step.id], step_dir, on_sample=on_sample, cancel=cancel)
+            execute(specs[step.id], step_dir, on_sample=on_sample, cancel=cancel, scripts=directory)
             outcome = StepOutcome(step.id, step.title, str(step_dir), time.monotonic() - t0,
                                   evaluate_step(lab, step.id, step_dir, short))
         except RunError as exc:

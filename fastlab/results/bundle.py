@@ -31,6 +31,7 @@ from fastlab.base.rundir import (
     POINT_FILE,
     POINTS,
     RECORD_MAX_CHARS,
+    REPORT,
     SWEEP_STATE,
     SWEEP_STATE_MAX_CHARS,
     RunFolder,
@@ -38,7 +39,7 @@ from fastlab.base.rundir import (
     summary_in,
 )
 from fastlab.measure import fidelity
-from fastlab.results import fidelity_view
+from fastlab.results import fidelity_view, report
 
 MANIFEST = "MANIFEST.sha256"
 REPRODUCE = "REPRODUCE.md"
@@ -227,6 +228,7 @@ def export(directory: Path | str, zip_path: Path | str, extra: dict[str, bytes] 
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         members = [(p.relative_to(directory).as_posix(), p) for p in _member_files(directory, {zip_path, tmp})]
         entries: list[tuple[str, Path | None]] = [(r, p) for r, p in members if r not in (MANIFEST, REPRODUCE, *extra)]
+        entries += _report_script(directory, {r for r, _ in entries})
         entries += [(name, None) for name in sorted(extra)] + [(REPRODUCE, None)]
         for rel, path in entries:
             data = path.read_bytes() if path is not None else extra[rel] if rel in extra else readme.encode()
@@ -235,6 +237,24 @@ def export(directory: Path | str, zip_path: Path | str, extra: dict[str, bytes] 
         zf.writestr(f"{top}/{MANIFEST}", "\n".join(lines) + "\n")
     tmp.replace(zip_path)
     return zip_path
+
+
+def _report_script(directory: Path, members: set[str]) -> list[tuple[str, Path | None]]:
+    """The plotly.js a run folder's report.html loads from the results folder above it (fastlab.results.report
+    keeps one per results folder), added to the run's bundle beside the report so the bundle opens on its own;
+    [] for a sweep (its folder holds its copy) or a report that needs none from outside."""
+    if REPORT not in members:
+        return []
+    text = (directory / REPORT).read_text(errors="replace")
+    names = set(re.findall(r"plotly-[0-9][0-9A-Za-z.+-]{0,39}\.min\.js", text))
+    added: list[tuple[str, Path | None]] = []
+    for name in sorted(names - members):
+        found = next((p for p in (directory.parent / name, directory.parent.parent / name) if p.is_file()), None)
+        if found is None and name == report.PLOTLY_FILE:
+            found = report.PLOTLY_SOURCE
+        if found is not None:
+            added.append((name, found))
+    return added
 
 
 def normal_name(name: str) -> bool:

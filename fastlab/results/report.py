@@ -1,4 +1,5 @@
-"""report.html: one self-contained page per run (plotly.js inlined, works offline).
+"""report.html: one page per run, offline: its data, styles and chart code inlined, plotly.js a file kept once
+per results folder (`share_plotly`).
 
 Near the top, the run's fidelity verdict (`fastlab.results.fidelity_view`): a warning box with the
 reasons and what to do when the emulation was not faithful, a short note otherwise, "not
@@ -7,8 +8,11 @@ assessed" for runs made before verdicts; then the measurements behind it.
 
 from __future__ import annotations
 
-import functools
 import json
+import logging
+import os
+import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +29,39 @@ from fastlab.results.chart_data import chart_samples, round_trip, script_json
 from fastlab.results.tables import asset, human_time, jain_text, run_tables
 from fastlab.theory import segments
 
+log = logging.getLogger(__name__)
+PLOTLY_SOURCE = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # 4.6 MB
+# report.html's plotly.js is a file of its own, kept once per results folder (issue 51: a 30-point sweep's
+# reports carried the same 4.6 MB thirty times). Named by version, so reports drawn with another plotly keep
+# theirs. A report looks for it, in order: beside itself (a run folder made on its own with --out, a run's
+# bundle), in the results folder that holds the run, in a sweep's folder (points/<id>/report.html). Offline.
+PLOTLY_FILE = f"plotly-{plotly.__version__}.min.js"
+PLOTLY_PLACES = (PLOTLY_FILE, f"../{PLOTLY_FILE}", f"../../{PLOTLY_FILE}")
 
-@functools.cache
-def plotly_js() -> str:
-    """plotly.js from the installed plotly package (inlined: a report opens offline)."""
-    return (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
+
+def share_plotly(folder: Path) -> Path:
+    """plotly.js kept in `folder` for the reports under it (written beside and renamed into place when
+    missing or not the installed one, so a report never sees half of it); returns its path. OSError as the
+    file system says."""
+    target = folder / PLOTLY_FILE
+    if not target.is_file() or target.stat().st_size != PLOTLY_SOURCE.stat().st_size:
+        scratch = folder / f".{PLOTLY_FILE}.{os.getpid()}.{threading.get_ident()}"
+        shutil.copyfile(PLOTLY_SOURCE, scratch)
+        scratch.replace(target)
+    return target
+
+
+def keep_plotly(run_dir: Path, scripts: Path | None) -> Path:
+    """A new run's report.html's plotly.js where the report finds it: kept once in `scripts` (the run folder's
+    parent or grandparent: a results or sweep folder), else (none given, or one that cannot take it) in the
+    run's own folder, which then opens on its own. Returns the copy's path; OSError if no place takes it."""
+    above = run_dir.resolve().parents
+    if scripts is not None and scripts.resolve() in (above[0], above[1]):  # where the report looks
+        try:
+            return share_plotly(scripts)
+        except OSError as exc:
+            log.warning("%s: plotly.js not kept in %s (%s): kept in the run's folder", run_dir.name, scripts, exc)
+    return share_plotly(run_dir)
 
 
 def fidelity_section(summary: Summary) -> str:
@@ -70,5 +102,5 @@ def render(spec_yaml: str, summary: Summary, environment: Environment,
         what_happened=summary.what_happened or [],
         **run_tables(summary, environment), spec=spec, refs=refs or [], marks=marks, measured=True,
         round_trip=data["roundTrip"],
-        plotly_js=Markup(plotly_js()), charts_js=Markup(asset("charts.js")), data=script_json(data),  # noqa: S704
+        plotly_places=PLOTLY_PLACES, charts_js=Markup(asset("charts.js")), data=script_json(data),  # noqa: S704
         spec_yaml=spec_yaml, tools=json.dumps(environment.tools, indent=1))

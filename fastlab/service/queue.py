@@ -272,7 +272,7 @@ class RunManager:
                 from fastlab.service.run import execute
                 going.live = LiveControl()
                 result = execute(spec, run_dir, on_sample=on_sample, cancel=going.cancel,
-                                        live=going.live, admission=going.admission)
+                                 live=going.live, admission=going.admission, scripts=self.root)
             else:
                 result = self.runner(spec, out=run_dir, on_sample=on_sample)
             status = "done"

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 def execute(spec: ExperimentSpec, out: Path | None = None, **options: Any) -> RunResult:
     """Run `spec` through the engine into `out` (default: a new folder under the results root) and return
     its RunResult. `options` are the engine's (on_sample, cancel, live, caps, registry, admission: the
-    decision recorded in environment.json). Raises SpecError before anything is built, RunError after."""
+    decision recorded in environment.json; scripts: the results or sweep folder that keeps report.html's
+    plotly.js). Raises SpecError before anything is built, RunError after."""
     from fastlab.experiment.engine import run_experiment
 
     return run_experiment(spec, out=out, **options)

@@ -12,9 +12,8 @@ spec itself):
       scale_flows: {capacity: topology_args.rate_mbps, flow: 0, reference_flows: 4,
                     reference_capacity_mbps: 100}   # optional: N' = N C'/C flows (fastlab.sweep.scaling)
 
-Pure: `parse_sweep`, `plan_sweep` (definition -> points: `--set` overrides and a seed each); the tables and
-page are fastlab.sweep.report's. `check_points` validates every point's spec before anything runs;
-`fastlab.sweep.run.run_sweep` runs the unfinished points into a sweep directory, whose state is kept here:
+Pure: `parse_sweep`, `plan_sweep` (definition -> points: `--set` overrides and a seed each); `check_points`
+validates every point before any runs; fastlab.sweep.run runs them into a sweep directory, kept here:
 
     sweep.yaml            the sweep file as run (after --set)
     sweep.json            the definition and every point's status (written atomically after each change)
@@ -67,6 +66,7 @@ from fastlab.define.schema import (
     read_spec_document,
     read_spec_file,
 )
+from fastlab.results.report import share_plotly
 from fastlab.sweep.report import FAITHFUL, PointFidelity, aggregate, param_cell, render, summary_metrics
 from fastlab.sweep.scaling import FlowScaling, scale_words, scaled_flows
 
@@ -458,10 +458,10 @@ def write_aggregates(plan: SweepPlan, directory: Path) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     if FAITHFUL in table:
         table[FAITHFUL] = table[FAITHFUL].astype("Int64")  # 1, 0 or empty in the CSV
-    params = list(plan.sweep.params)
-    means = aggregate(table, params)
+    means = aggregate(table, params := list(plan.sweep.params))
     table.to_csv(directory / "aggregate.csv", index=False)
     means.to_csv(directory / "aggregate_mean.csv", index=False)
+    share_plotly(directory)  # sweep.html's and its points' reports' plotly.js, once
     (directory / "sweep.html").write_text(render(plan.name, means, params, len(rows), len(plan.points), verdicts,
                                                  notes=scaling_lines(plan)))
     return table

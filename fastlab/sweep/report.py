@@ -21,6 +21,7 @@ from plotly.subplots import make_subplots
 
 from fastlab.base.record import Summary, headline
 from fastlab.results import fidelity_view
+from fastlab.results.report import PLOTLY_FILE
 from fastlab.results.tables import HEADERS
 from fastlab.sweep.spread import spread
 
@@ -170,9 +171,9 @@ def fidelity_html(points: list[PointFidelity]) -> str:
 def render(name: str, means: pd.DataFrame, params: list[str], finished: int, total: int,
            fidelity: list[PointFidelity] | None = None, notes: list[str] | None = None) -> str:
     """sweep.html: fidelity of the points, what the sweep scaled (`notes`: a scale_flows sweep's lines), the
-    mean table and the plots."""
+    mean table and the plots (plotly.js the sweep folder's one copy, beside the page: `write_aggregates`)."""
     # a sweep without parameters (a spec's repetitions) has nothing to plot against: its table is the figures
-    plot = pio.to_html(figure(means, params), include_plotlyjs=True, full_html=False) \
+    plot = pio.to_html(figure(means, params), include_plotlyjs=PLOTLY_FILE, full_html=False) \
         if params and not means.empty else ""
     shown = ["combo", *params, "n", "faithful_n", "assessed_n"] + (
         [f"{m}_mean" for m, _ in plotted_metrics(means)] if params else

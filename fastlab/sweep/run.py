@@ -120,7 +120,8 @@ def _run_locally(plan: SweepPlan, specs: dict[str, ExperimentSpec], directory: P
         state.save(directory / STATE_FILE)
         began = time.monotonic()
         try:
-            result = execute(specs[point.id], point_folder(directory, point.id), caps=caps, cancel=cancel)
+            result = execute(specs[point.id], point_folder(directory, point.id), caps=caps, cancel=cancel,
+                             scripts=directory)
         except (RunError, SpecError) as exc:
             if cancel is not None and cancel.is_set():
                 _fail_point(directory, state, point, "interrupted", "interrupted; reruns when the sweep resumes")

@@ -85,8 +85,11 @@ def judge_issue_spec_run(out: Path) -> None:
     assert summary.fidelity.delay_accounting["f1"].budget_ms == 0.5
     assert {"acct_frames", "acct_queue_mean_us", "acct_late_mean_us"} <= set(links.columns)
     html = (out / "report.html").read_text()
-    # plotly.js is inlined: no script is loaded from anywhere (the library's own map defaults mention CDNs)
-    assert "Plotly.newPlot" in html and not re.search(r"<script[^>]+src=", html)
+    # plotly.js is a file beside the report (a run made with --out keeps its own; under a results folder the
+    # folder keeps one for all): nothing is loaded from anywhere else (the library's map defaults name CDNs)
+    assert "plotlyReady" in html and not re.search(r"<script[^>]+src=", html)
+    from fastlab.results.report import PLOTLY_FILE, PLOTLY_SOURCE
+    assert (out / PLOTLY_FILE).stat().st_size == PLOTLY_SOURCE.stat().st_size
     assert machine_leftovers() == {"interfaces": [], "bridges": [], "state_files": [], "cgroups": []}
 
 

@@ -145,7 +145,9 @@ def test_an_interrupted_sweep_resumes_without_redoing_finished_points(tmp_path: 
     assert list(means["n"]) == [2, 2]
     # FAST keeps about alpha packets queued: alpha 40 queues more than alpha 5
     assert means["bottleneck_mean_backlog_pkts_mean"][1] > means["bottleneck_mean_backlog_pkts_mean"][0]
-    assert (out / "sweep.html").stat().st_size > 100_000  # plotly inlined
+    from fastlab.results.report import PLOTLY_FILE
+    assert f'src="{PLOTLY_FILE}"' in (out / "sweep.html").read_text()  # the sweep folder's one copy
+    assert [p.relative_to(out).as_posix() for p in out.rglob("plotly*.js")] == [PLOTLY_FILE]
     assert "4 of 4 points finished" in fastlab("sweep", "status", str(out)).stdout
     assert machine_leftovers() == before
 
