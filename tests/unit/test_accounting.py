@@ -146,14 +146,14 @@ FAST_PATH = fidelity.PathInfo("f1", (("bottleneck", "forward"), ("bottleneck", "
 
 
 def judged(host_ms: float, queue_ms=lambda s: 9.0, flows: pd.DataFrame | None = None,
-           lateness: dict | None = None, **kw) -> dict:
+           lateness: dict | None = None, path=None, **kw) -> dict:
     links = links_of(20, queue_ms, 0.05)
     flows = flows if flows is not None else flow_rows(20, queue_ms, 0.05, host_ms)
     acct = accounting.account([ROUTE], flows, links)
     rows = accounting.with_columns(flows, acct)
     lateness = lateness if lateness is not None else {
         (c, d): links[links["direction"] == d][["t", "late_n", "late_mean_us"]] for c, d in FAST_PATH.crossings}
-    return fidelity.assess(fidelity.Inputs(paths=[FAST_PATH], flows={"f1": rows}, lateness=lateness,
+    return fidelity.assess(fidelity.Inputs(paths=[path or FAST_PATH], flows={"f1": rows}, lateness=lateness,
                                            sample_interval_s=FLOW_STEP, machine_steal=0.012, **kw))
 
 
@@ -397,17 +397,36 @@ def test_a_handshakes_minimum_is_not_taken_for_a_data_packets() -> None:
     assert acct[acct["t"] > 1]["acct_read_as_queue_ms"].median() == pytest.approx(0.9, abs=1e-3)
 
 
+def test_a_loss_based_flows_host_delay_is_reported_not_judged() -> None:
+    """A loss-based flow pays host delay through its RTT (3 ms on 40 ms: its rate at a given window 7 % lower)
+    but its rate falls at its losses, which a spell's weighing cannot tell from a disturbance's effect; a quiet
+    machine's hosts add 0.5-1.7 ms to multi-flow runs (CI, 2026-11-29). Reported, not judged (as FAST's is)."""
+    import dataclasses
+
+    loss_based = dataclasses.replace(FAST_PATH, target_queue_ms=None)
+    verdict = judged(3.0, path=loss_based)
+    assert verdict["delay_accounting"]["f1"]["hosts_median_ms"] == pytest.approx(3.0, abs=0.01)
+    assert not any("no link queued" in r or "host delay" in r for r in verdict["reasons"]), verdict["reasons"]
+    assert not judged(3.0)["faithful"]  # the same delay for FAST, which reads it as queue
+
+
 def test_a_base_rtt_taken_with_a_queue_in_it_is_judged() -> None:
     """FAST's own baseRTT (its update events) 3.85 ms above the path's propagation and a packet's serialization:
     a queue or a delay met at its start, which it keeps queued beyond alpha all run (lab 02 beside a
     memory-bandwidth hog); 0.3 ms is what the hosts add to every packet on a quiet machine."""
     floor = 40 + SER_DATA_MS + SER_ACK_MS
-    bad = judged(0.5, algorithm_base_ms={"f1": floor + 3.85})
+    own = lambda s: 0.0 if s < 2.5 else 9.0  # noqa: E731 - FAST's own queue, built after its start-up
+    bad = judged(0.5, queue_ms=own, algorithm_base_ms={"f1": floor + 3.85})
     assert not bad["faithful"] and bad["delay_accounting"]["f1"]["base_excess_ms"] == pytest.approx(3.85, abs=0.01)
     assert bad["reasons"] == ["flow f1: its own baseRTT lies 3.85 ms above its path's propagation and a packet's "
                               "serialization: a queue or a delay met at its start, taken for path, which FAST keeps "
                               "queued beyond alpha all run; above 2.25 ms = 0.25 of the 9.00 ms queue FAST aims at"]
-    assert judged(0.5, algorithm_base_ms={"f1": floor + 0.3})["faithful"]
+    assert judged(0.5, queue_ms=own, algorithm_base_ms={"f1": floor + 0.3})["faithful"]
+    # a queue the links already held at the flow's start (other flows', lab 04's fairness) is the path's:
+    # a baseRTT taken with it is no delay taken for path
+    held = judged(0.5, algorithm_base_ms={"f1": floor + 9.0 + 0.3})
+    assert held["delay_accounting"]["f1"]["base_excess_ms"] == pytest.approx(0.3, abs=0.05)
+    assert not any("baseRTT" in r for r in held["reasons"])
     from fastlab.measure.verdict import algorithm_bases
     events = pd.DataFrame({"t": [1.0, 2.0, 3.0], "flow": "f1", "event": ["update", "update", "init"],
                            "base_rtt_us": [44_000, 43_100, 0]})
