@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -62,6 +61,7 @@ from fastlab.base.rundir import RunFolder  # noqa: E402
 from fastlab.define.schema import to_plain  # noqa: E402
 from fastlab.labs.kit import evaluate_step, load_lab  # noqa: E402
 from fastlab.measure.verdict import judge_again  # noqa: E402
+from fastlab.sweep.spread import t_quantile  # noqa: E402,F401 - the one Student-t (tests call verdict.t_quantile)
 
 sys.path.insert(0, str(REPO / "bench"))
 from hogs import Interference, hog  # noqa: E402
@@ -258,22 +258,6 @@ def classroom(kinds: list[str], runs: int, out: Path) -> int:
 
 
 # --- the table ---------------------------------------------------------------------------------------
-
-def t_quantile(p: float, df: int) -> float:
-    """Student's t quantile (pure: the density integrated by Simpson's rule, the quantile by bisection)."""
-    norm = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
-
-    def cdf(x: float, steps: int = 2000) -> float:
-        h = x / steps
-        f = [norm * (1 + (i * h) ** 2 / df) ** (-(df + 1) / 2) for i in range(steps + 1)]
-        return 0.5 + h / 3 * (f[0] + f[-1] + 4 * sum(f[1:-1:2]) + 2 * sum(f[2:-1:2]))
-
-    lo, hi = 0.0, 1000.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
-    return (lo + hi) / 2
-
 
 def prediction_half(values: list[float], figures: int) -> float:
     """Half the width of the band a new run's figure falls in with probability BAND_COVER, all `figures` of the
