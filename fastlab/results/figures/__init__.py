@@ -59,11 +59,22 @@ def for_runs(runs: list[Any], name: str | None = None) -> Subject:
     if not runs:
         raise FigureError("no run to draw")
     kind = "run" if len(runs) == 1 else "compare"
-    labels = [r.name for r in runs]
-    if len(set(labels)) < len(labels):  # two runs of one spec: their folders tell them apart
-        labels = [r.directory.name for r in runs]
+    labels = run_labels(runs)
     groups = [Group(label, [run_data(r, label)]) for r, label in zip(runs, labels, strict=True)]
     return Subject(kind, name or (runs[0].directory.name if kind == "run" else "compare"), groups)
+
+
+def run_labels(runs: list[Any]) -> list[str]:
+    """Names that tell compared runs apart, the shortest that do: their specs' names; else their algorithms
+    (`fast`, `cubic`: then each has its algorithm's colour); else their folders' names; else their paths'."""
+    def algorithms(run: Any) -> str:
+        return "+".join(dict.fromkeys(f.cc or "?" for f in run.summary.flows)) or "?"
+
+    for labels in ([r.name for r in runs], [algorithms(r) for r in runs],
+                   [f"{r.name} {algorithms(r)}" for r in runs], [r.directory.name for r in runs]):
+        if len(set(labels)) == len(labels):
+            return labels
+    return [str(r.directory) for r in runs]
 
 
 def for_sweep(sweep: Any) -> Subject:

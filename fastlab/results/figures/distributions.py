@@ -51,7 +51,7 @@ def cdf(groups: list[Group], wide: bool = False) -> Figure:
     on the RTT panel's curve for one run."""
     fig, axes = new_figure(1, 2, height_in=1.9, wide=wide)
     series = _series(groups)
-    colours = Palette([c for _l, c, _k, _r, _g in series])
+    colours = Palette([c for _l, c, _k, _r, _g in series], by_cc=len(groups) > 1)
     handles = {}
     for ax, index, label in ((axes[0, 0], 3, RTT_LABEL), (axes[0, 1], 4, GOODPUT_LABEL)):
         drawn = False
@@ -99,7 +99,7 @@ def box(groups: list[Group], wide: bool = False) -> Figure:
     5th and 95th (WHISKERS), no outliers drawn."""
     fig, axes = new_figure(1, 2, height_in=1.9, wide=wide)
     series = _series(groups)
-    colours = Palette([c for _l, c, _k, _r, _g in series])
+    colours = Palette([c for _l, c, _k, _r, _g in series], by_cc=len(groups) > 1)
     names = [row[0] for row in series]
     _boxes(axes[0, 0], [row[3] for row in series], [colours(row[1]) for row in series], names)
     _boxes(axes[0, 1], [row[4] for row in series], [colours(row[1]) for row in series], names)
@@ -126,7 +126,7 @@ def repeats(groups: list[Group], wide: bool = False) -> Figure:
     summary.json) as dots over a box of them (quartiles, whiskers at the 5th and 95th percentiles); n under
     each point's name."""
     fig, axes = new_figure(1, 2, height_in=1.9, wide=wide)
-    colours = Palette([g.label for g in groups])
+    colours = Palette([g.label for g in groups], by_cc=True)
     axis, ticks = _tick_names(groups)
     for ax, field, label in ((axes[0, 0], "rtt_p95_ms", "RTT p95 (ms)"),
                              (axes[0, 1], "throughput_mbps", GOODPUT_LABEL)):

@@ -62,7 +62,7 @@ def timeseries(groups: list[Group], wide: bool = False, title: str | None = None
     single = len(groups) == 1
     runs = [g.runs[0] for g in groups if g.runs]
     flow_ids = sorted({f.id for r in runs for f in r.flows})
-    colours = Palette(flow_ids) if single else Palette([g.label for g in groups])
+    colours = Palette(flow_ids) if single else Palette([g.label for g in groups], by_cc=True)
     x_end = max([r.duration_s or 0.0 for r in runs] + [float(f.t[-1]) for r in runs for f in r.flows if len(f.t)]
                 + [1.0])
     handles: dict[str, Any] = {}
