@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fastlab.results.figures.data import Group
-from fastlab.results.figures.style import LINE_STYLES, THEORY_GREY, Palette, new_figure, styled
+from fastlab.results.figures.style import LINE_STYLES, THEORY_GREY, Palette, gid, new_figure, styled
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -53,14 +53,15 @@ def cdf(groups: list[Group], wide: bool = False) -> Figure:
     series = _series(groups)
     colours = Palette([c for _l, c, _k, _r, _g in series], by_cc=len(groups) > 1)
     handles = {}
-    for ax, index, label in ((axes[0, 0], 3, RTT_LABEL), (axes[0, 1], 4, GOODPUT_LABEL)):
+    for ax, index, label, kind in ((axes[0, 0], 3, RTT_LABEL, "rtt"), (axes[0, 1], 4, GOODPUT_LABEL, "goodput")):
         drawn = False
         for row in series:
             values = np.sort(row[index][np.isfinite(row[index])])
             if not len(values):
                 continue
             y = np.arange(1, len(values) + 1) / len(values)
-            (h,) = ax.step(values, y, where="post", color=colours(row[1]), linestyle=LINE_STYLES[row[2] % 4])
+            (h,) = ax.step(values, y, where="post", color=colours(row[1]), linestyle=LINE_STYLES[row[2] % 4],
+                            gid=gid("cdf", kind, row[0]))
             handles.setdefault(row[0], h)
             drawn = True
         if not drawn:
@@ -75,7 +76,7 @@ def cdf(groups: list[Group], wide: bool = False) -> Figure:
     return fig
 
 
-def _boxes(ax: Any, data: list[np.ndarray], colours: list[str], names: list[str]) -> None:
+def _boxes(ax: Any, data: list[np.ndarray], colours: list[str], names: list[str], kind: str) -> None:
     kept = [(d[np.isfinite(d)], c, n) for d, c, n in zip(data, colours, names, strict=True)]
     kept = [(d, c, n) for d, c, n in kept if len(d)]
     if not kept:
@@ -84,8 +85,8 @@ def _boxes(ax: Any, data: list[np.ndarray], colours: list[str], names: list[str]
     parts = ax.boxplot([d for d, _c, _n in kept], whis=WHISKERS, showfliers=False, widths=0.55,
                        patch_artist=True, medianprops={"color": "black", "linewidth": 1.0},
                        whiskerprops={"linewidth": 0.7}, capprops={"linewidth": 0.7})
-    for patch, (_d, colour, _n) in zip(parts["boxes"], kept, strict=True):
-        patch.set(facecolor=colour, alpha=0.55, edgecolor="black", linewidth=0.7)
+    for patch, (_d, colour, name) in zip(parts["boxes"], kept, strict=True):
+        patch.set(facecolor=colour, alpha=0.55, edgecolor="black", linewidth=0.7, gid=gid("box", kind, name))
     tilt = len(kept) > 3 and max(len(n.split("\n")[0]) for _d, _c, n in kept) > 6  # long names side by side
     ax.set_xticks(range(1, len(kept) + 1), [n for _d, _c, n in kept], rotation=30 if tilt else 0,
                   ha="right" if tilt else "center")
@@ -101,8 +102,8 @@ def box(groups: list[Group], wide: bool = False) -> Figure:
     series = _series(groups)
     colours = Palette([c for _l, c, _k, _r, _g in series], by_cc=len(groups) > 1)
     names = [row[0] for row in series]
-    _boxes(axes[0, 0], [row[3] for row in series], [colours(row[1]) for row in series], names)
-    _boxes(axes[0, 1], [row[4] for row in series], [colours(row[1]) for row in series], names)
+    _boxes(axes[0, 0], [row[3] for row in series], [colours(row[1]) for row in series], names, "rtt")
+    _boxes(axes[0, 1], [row[4] for row in series], [colours(row[1]) for row in series], names, "goodput")
     axes[0, 0].set_ylabel(RTT_LABEL)
     axes[0, 1].set_ylabel(GOODPUT_LABEL)
     for ax in axes[0]:
@@ -132,7 +133,7 @@ def repeats(groups: list[Group], wide: bool = False) -> Figure:
                              (axes[0, 1], "throughput_mbps", GOODPUT_LABEL)):
         values = repetition_values(groups, field)
         names = [f"{tick}\nn={len(v)}" for tick, v in zip(ticks, values, strict=True)]
-        _boxes(ax, values, [colours(g.label) for g in groups], names)
+        _boxes(ax, values, [colours(g.label) for g in groups], names, field)
         shown = [v for v in values if len(v)]
         rng = np.random.default_rng(0)  # the dots' jitter, the same every time
         for i, v in enumerate(shown, start=1):

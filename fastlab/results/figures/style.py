@@ -124,6 +124,12 @@ def to_bytes(fig: Figure, fmt: str) -> bytes:
     return out.getvalue()
 
 
+def gid(*parts: str) -> str:
+    """An element id for a figure's series ("rtt-f1", "theory-cwnd-0"): the SVG names its group by it, so a
+    reader (or a test) finds each series; characters other than letters, digits, '.', '_' and '-' as '_'."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", "-".join(parts))
+
+
 def natural_key(text: str) -> list[Any]:
     """f2 before f10: digits compared as numbers."""
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fastlab.results.figures.data import FlowSeries, Group
-from fastlab.results.figures.style import LINE_STYLES, LINK_COLOURS, THEORY_GREY, Palette, new_figure, styled
+from fastlab.results.figures.style import LINE_STYLES, LINK_COLOURS, THEORY_GREY, Palette, gid, new_figure, styled
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -35,15 +35,17 @@ def short_label(text: str) -> str:
     return next(iter(rests)) if len(rests) == 1 else text
 
 
-def _theory(ax: Any, lines: list[dict[str, Any]], colour_of: Any, labelled: bool, x_end: float) -> float | None:
+def _theory(ax: Any, lines: list[dict[str, Any]], colour_of: Any, labelled: bool, x_end: float,
+            chart: str) -> float | None:
     """The chart's theory lines, dashed over their span, their short label at the right end (one run); the
     highest "top" line, if any (the axis ends above it, not at a start-up spike)."""
     top = None
-    for line in lines:
+    for i, line in enumerate(lines):
         colour = THEORY_GREY if line.get("flow") is None else colour_of(str(line["flow"]))
         x0 = float(line.get("from_s") or 0)
         x1 = x_end if line.get("to_s") is None else float(line["to_s"])
-        ax.plot([x0, x1], [line["y"], line["y"]], linestyle=(0, (4, 2)), linewidth=0.8, color=colour, zorder=3)
+        ax.plot([x0, x1], [line["y"], line["y"]], linestyle=(0, (4, 2)), linewidth=0.8, color=colour, zorder=3,
+                gid=gid("theory", chart, str(i)))
         if labelled:
             ax.annotate(short_label(line["short"]), (x1, line["y"]), xytext=(-1, 1.5), textcoords="offset points",
                         ha="right", va="bottom", fontsize=5.5, color=colour, zorder=4)
@@ -74,7 +76,7 @@ def timeseries(groups: list[Group], wide: bool = False, title: str | None = None
                     colour = LINK_COLOURS[i % len(LINK_COLOURS)] if single else colours(group.label)
                     label = link if single else f"{group.label}: {link}"
                     (h,) = ax.plot(t, q, color=colour, linestyle=LINE_STYLES[i % len(LINE_STYLES)] if not single
-                                   else "-", linewidth=0.9, label=label)
+                                   else "-", linewidth=0.9, label=label, gid=gid("queue", label))
                     if single:
                         handles.setdefault(f"queue {link}", h)
                     drawn = True
@@ -84,12 +86,13 @@ def timeseries(groups: list[Group], wide: bool = False, title: str | None = None
                     continue
                 colour = colours(flow.id) if single else colours(group.label)
                 style = "-" if single else LINE_STYLES[k % len(LINE_STYLES)]
-                (h,) = ax.plot(flow.t, y, color=colour, linestyle=style)
+                (h,) = ax.plot(flow.t, y, color=colour, linestyle=style,
+                               gid=gid(panel, flow.id if single else f"{group.label}-{flow.id}"))
                 key = f"{flow.id} ({flow.cc})" if single else f"{group.label}" + (f" {flow.id}" if k else "")
                 handles.setdefault(key, h)
                 drawn = True
             top = _theory(ax, run.lines.get(chart, []), colours if single else (lambda _f, g=group: colours(g.label)),
-                          single, x_end)
+                          single, x_end, chart)
             if top:
                 ax.set_ylim(top=top * TOP_MARGIN)
         if not drawn:
