@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fastlab.base.record import read_summary, to_json
+from fastlab.base.record import Verdict, read_summary, to_json
 from fastlab.measure import analysis
 from fastlab.results import api as results
 from fastlab.results import figures
@@ -171,9 +171,9 @@ def test_the_sweep_pools_only_faithful_repetitions(tmp_path: Path) -> None:
 
     sweep = tmp_path / "sweep"
     shutil.copytree(SWEEP, sweep)
-    summary = json.loads((sweep / "points" / "p00-r1" / "summary.json").read_text())
-    summary["fidelity"] = {"faithful": False, "reasons": ["made unfaithful by the test"]}
-    (sweep / "points" / "p00-r1" / "summary.json").write_text(json.dumps(summary))
+    record = read_summary((sweep / "points" / "p00-r1" / "summary.json").read_text())
+    record.fidelity = Verdict(faithful=False, reasons=["made unfaithful by the test"])
+    (sweep / "points" / "p00-r1" / "summary.json").write_text(to_json(record))
     subject = figures.for_sweep(results.load(sweep))
     assert subject.left_out == ["p00-r1: not faithful"]
     assert [len(g.runs) for g in subject.groups] == [2, 3, 3, 3]
