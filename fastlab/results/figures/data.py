@@ -85,11 +85,11 @@ def theory_refs(run: Any) -> list[dict[str, Any]]:
         return []
 
 
-def _thin(t: np.ndarray, *ys: np.ndarray | None) -> tuple[np.ndarray, ...]:
-    """At most MAX_POINTS points, each the mean of the samples it stands for."""
+def _thin(t: np.ndarray, *ys: np.ndarray | None) -> tuple[Any, ...]:
+    """At most MAX_POINTS points, each the mean of the samples it stands for (None stays None)."""
     step = max(1, math.ceil(len(t) / MAX_POINTS))
     if step == 1:
-        return (t, *ys)  # type: ignore[return-value]
+        return (t, *ys)
 
     def mean(a: np.ndarray | None) -> np.ndarray | None:
         if a is None:
@@ -97,7 +97,7 @@ def _thin(t: np.ndarray, *ys: np.ndarray | None) -> tuple[np.ndarray, ...]:
         n = len(a) // step * step
         return np.nanmean(a[:n].reshape(-1, step), axis=1) if n else a
 
-    return tuple(mean(a) for a in (t, *ys))  # type: ignore[return-value]
+    return tuple(mean(a) for a in (t, *ys))
 
 
 def _column(rows: pd.DataFrame, name: str) -> np.ndarray | None:
@@ -166,7 +166,7 @@ def _queues(links: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 def run_data(run: Any, name: str | None = None) -> RunData:
     """A run (fastlab.results.api.Run) as its figures draw it."""
     refs = theory_refs(run)
-    base = {}
+    base: dict[str, float] = {}
     for ref in refs:
         if ref.get("flow") and ref.get("base_rtt_ms"):
             base.setdefault(str(ref["flow"]), float(ref["base_rtt_ms"]))

@@ -52,11 +52,12 @@ def cdf(groups: list[Group], wide: bool = False) -> Figure:
     fig, axes = new_figure(1, 2, height_in=1.9, wide=wide)
     series = _series(groups)
     colours = Palette([c for _l, c, _k, _r, _g in series], by_cc=len(groups) > 1)
-    handles = {}
+    handles: dict[str, Any] = {}
     for ax, index, label, kind in ((axes[0, 0], 3, RTT_LABEL, "rtt"), (axes[0, 1], 4, GOODPUT_LABEL, "goodput")):
         drawn = False
         for row in series:
-            values = np.sort(row[index][np.isfinite(row[index])])
+            samples = row[3] if index == 3 else row[4]
+            values = np.sort(samples[np.isfinite(samples)])
             if not len(values):
                 continue
             y = np.arange(1, len(values) + 1) / len(values)

@@ -25,7 +25,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -85,7 +85,7 @@ R = TypeVar("R")
 def _in_style() -> Iterator[None]:
     import matplotlib
 
-    with _LOCK, matplotlib.rc_context(STYLE):
+    with _LOCK, matplotlib.rc_context(cast(Any, STYLE)):  # its keys typed as literals: a dict of ours is not
         yield
 
 
