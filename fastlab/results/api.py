@@ -27,7 +27,7 @@ import pandas as pd
 
 from fastlab.base import record
 from fastlab.base.record import Part, Verdict
-from fastlab.base.rundir import EVENTS, POINT_FILE, SWEEP_STATE, RunReader, finished_points
+from fastlab.base.rundir import EVENTS, FLOWS, POINT_FILE, SUMMARY, SWEEP_STATE, RunReader, finished_points
 from fastlab.define.schema import ExperimentSpec, parse_spec
 from fastlab.measure import analysis
 from fastlab.results import bundle
@@ -118,9 +118,9 @@ class Run(RunReader):
         for flow in self.summary.flows:
             kept = {name: getattr(flow, name) for name in analysis.RTT_PERCENTILES}
             samples = trace[trace["flow"] == flow.id] if not trace.empty and "flow" in trace else trace
-            source = "summary.json"
+            source = SUMMARY
             if all(v is None for v in kept.values()):
-                kept, source = analysis.rtt_percentiles(samples), "flows.csv"
+                kept, source = analysis.rtt_percentiles(samples), FLOWS
             count = len(analysis.rtt_samples(samples))
             rows.append({"flow": flow.id, "cc": flow.cc, "rtt_samples": count, **kept,
                          "source": source if count else None})
