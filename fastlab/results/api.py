@@ -27,7 +27,7 @@ import pandas as pd
 
 from fastlab.base import record
 from fastlab.base.record import Part, Verdict
-from fastlab.base.rundir import EVENTS, FLOWS, POINT_FILE, SUMMARY, SWEEP_STATE, RunReader, finished_points
+from fastlab.base.rundir import EVENTS, POINT_FILE, SWEEP_STATE, RunReader, finished_points
 from fastlab.define.schema import ExperimentSpec, parse_spec
 from fastlab.measure import analysis
 from fastlab.results import bundle
@@ -111,16 +111,16 @@ class Run(RunReader):
         """Per flow (index: its id): its algorithm, RTT samples counted and RTT percentiles p50, p95, p99 (ms)
         over its smoothed-RTT samples (fastlab.measure.analysis.rtt_samples: its whole trace, 0 and missing
         left out). Taken from summary.json; for a run made before the summary kept them, computed here by the
-        same function from flows.csv (`source` says which; None where flows.csv has no srtt_ms). One-way
+        same function from flows.csv (`source`: "summary" or "traces"; None where flows.csv has no srtt_ms). One-way
         delay is not measured (tcp_info has the round trip only)."""
         trace = self.flows
         rows = []
         for flow in self.summary.flows:
             kept = {name: getattr(flow, name) for name in analysis.RTT_PERCENTILES}
             samples = trace[trace["flow"] == flow.id] if not trace.empty and "flow" in trace else trace
-            source = SUMMARY
+            source = "summary"
             if all(v is None for v in kept.values()):
-                kept, source = analysis.rtt_percentiles(samples), FLOWS
+                kept, source = analysis.rtt_percentiles(samples), "traces"
             count = len(analysis.rtt_samples(samples))
             rows.append({"flow": flow.id, "cc": flow.cc, "rtt_samples": count, **kept,
                          "source": source if count else None})

@@ -95,7 +95,7 @@ def test_older_summaries_load_and_results_computes_their_percentiles() -> None:
     run = results.load(RUN)
     delay = run.delay()
     samples = analysis.rtt_samples(run.flows[run.flows["flow"] == "f1"])
-    assert delay.loc["f1", "source"] == "flows.csv" and delay.loc["f1", "rtt_samples"] == len(samples) > 100
+    assert delay.loc["f1", "source"] == "traces" and delay.loc["f1", "rtt_samples"] == len(samples) > 100
     assert delay.loc["f1", "rtt_p99_ms"] == pytest.approx(percentile(list(samples), 99), abs=1e-4)
     trimmed = results.load(OLD).delay()
     assert trimmed["rtt_p50_ms"].isna().all() and trimmed["source"].isna().all()
