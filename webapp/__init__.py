@@ -7,12 +7,12 @@ results folder and surviving restarts), result bundles, and a JSON API described
 document at /api/openapi.json. The UI uses the same API.
 
 Layout: this module only wires the app. Routes live in blueprints, one per concern: `runs` (pages,
-catalogues, the runs API and bundles), `live` (the SSE stream, live parameter changes), `labs`,
-`compare` (history and compare), `sweeps`, `reproduce` (the reproduction scorecard), and `security` (the
-app-wide guards: loopback unless a token is given, DNS rebinding, Origin, CSRF, JSON bodies,
-Content-Security-Policy). What they share, the history, the queue (the execution service's:
-`fastlab.service`), the spec check and the labs' folder, is `webapp.services.Services`: run ids are
-checked against a strict pattern and looked up in SQLite before any file is touched; specs go through
+catalogues, the runs API and bundles), `live` (the SSE stream, live parameter changes), `labs`, `compare`
+(history and compare), `sweeps`, `figures` (publication figures), `reproduce` (the reproduction
+scorecard), and `security` (the app-wide guards: loopback unless a token is given, DNS rebinding, Origin,
+CSRF, JSON bodies, Content-Security-Policy). What they share, the history, the queue (the execution
+service's: `fastlab.service`), the spec check and the labs' folder, is `webapp.services.Services`: run ids
+are checked against a strict pattern and looked up in SQLite before any file is touched; specs go through
 the spec schema and the engine's validation (which never uses a shell).
 
 Guided labs (`webapp.guided` over `fastlab.labs.kit`): /labs lists the labs, /labs/<n> shows a handout
@@ -55,7 +55,7 @@ from fastlab.labs.kit import LABS_DIR
 from fastlab.results import chart_lines, fidelity_view, tables
 from fastlab.results.tables import human_time
 from fastlab.service import queue as q
-from webapp import classdb, classes, compare, guided, labs, live, reproduce, runs, security, sweeps, uploads
+from webapp import classdb, classes, compare, figures, guided, labs, live, reproduce, runs, security, sweeps, uploads
 from webapp.services import Services
 
 __all__ = ["create_app", "human_time"]
@@ -71,7 +71,7 @@ MAX_QUEUED_PER_CLIENT = 10
 # every 30 s, are far below it. Submit-then-cancel added 17.7 rows a second (63,700 an hour) from one
 # client, and a row costs the history and every page that lists it (issue 47).
 MAX_RUNS_PER_CLIENT_HOUR = 120
-BLUEPRINTS = (security.bp, runs.bp, live.bp, labs.bp, compare.bp, sweeps.bp, classes.bp, reproduce.bp)
+BLUEPRINTS = (security.bp, runs.bp, live.bp, labs.bp, compare.bp, sweeps.bp, classes.bp, reproduce.bp, figures.bp)
 
 
 class RecordJSON(DefaultJSONProvider):
@@ -149,6 +149,7 @@ def create_app(results_root: Path | None = None, db_path: Path | None = None, *,
         app.register_blueprint(blueprint)
 
     app.jinja_env.globals["app_env"] = os.environ.get("FASTLAB_ENV", "")
+    app.jinja_env.globals["figure_choices"] = figures.choices
     # fidelity_view escapes every text it puts in its HTML: safe to mark as Markup
     app.jinja_env.globals.update(
         fidelity_banner=lambda summary: Markup(fidelity_view.banner_html(fidelity_view.verdict_of(summary))),

@@ -39,6 +39,16 @@ def document() -> dict[str, Any]:
     step = {"name": "step", "in": "path", "required": True,
             "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]{0,15}$"}}
 
+    figure = [{"name": "name", "in": "query", "required": False, "description": "the figure (default timeseries)",
+               "schema": {"type": "string", "enum": ["timeseries", "cdf", "box", "repeats"]}},
+              {"name": "format", "in": "query", "required": False, "description": "the file format (default pdf)",
+               "schema": {"type": "string", "enum": ["pdf", "png", "svg"]}},
+              {"name": "wide", "in": "query", "required": False, "description": "1: a page wide, 0: a column",
+               "schema": {"type": "string", "enum": ["0", "1"]}}]
+    figure_file = {"description": "the figure (fastlab plot's), as an attachment", "content": {
+        media: {"schema": {"type": "string", "format": "binary"}}
+        for media in ("application/pdf", "image/png", "image/svg+xml")}}
+
     def returns(description: str, schema: str, array: bool = False) -> dict[str, Any]:
         item = {"$ref": f"#/components/schemas/{schema}"}
         return {"description": description, "content": {"application/json": {
@@ -156,6 +166,27 @@ def document() -> dict[str, Any]:
                                         "schema": {"type": "string", "maxLength": 2000},
                                         "description": "2 to 8 run ids separated by commas"}],
                         "responses": {"200": returns("the comparison", "Comparison"), "404": error, "409": error,
+                                      "422": error}}},
+            "/api/compare/figure": {
+                "get": {"summary": "a publication figure of the runs compared (as fastlab plot draws it)",
+                        "operationId": "compareFigure",
+                        "parameters": [{"name": "runs", "in": "query", "required": True,
+                                        "schema": {"type": "string", "maxLength": 2000},
+                                        "description": "2 to 8 run ids separated by commas"}, *figure],
+                        "responses": {"200": figure_file, "400": error, "404": error, "409": error,
+                                      "422": error}}},
+            "/api/runs/{run_id}/figure": {
+                "get": {"summary": "a publication figure of a finished run (as fastlab plot draws it)",
+                        "operationId": "runFigure", "parameters": [run_id, *figure],
+                        "responses": {"200": figure_file, "400": error, "404": error, "409": error,
+                                      "422": error}}},
+            "/api/sweeps/{sweep_id}/figure": {
+                "get": {"summary": "a publication figure of a sweep's finished, faithful runs (as fastlab plot "
+                                   "draws it)", "operationId": "sweepFigure",
+                        "parameters": [{"name": "sweep_id", "in": "path", "required": True,
+                                        "schema": {"type": "string", "pattern": sweeps.SWEEP_ID_RE.pattern}},
+                                       *figure],
+                        "responses": {"200": figure_file, "400": error, "404": error, "409": error,
                                       "422": error}}},
             "/api/runs/{run_id}/cancel": {
                 "post": {"summary": "cancel a queued run, or stop a running one (partial traces kept)",

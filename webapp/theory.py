@@ -12,7 +12,8 @@ from typing import Any
 from fastlab.base import rundir
 from fastlab.base.record import Summary
 from fastlab.define.schema import SpecError, parse_spec
-from fastlab.theory import explain, segments
+from fastlab.results import chart_lines
+from fastlab.theory import segments
 from webapp import uploads
 from webapp.services import services
 
@@ -62,12 +63,9 @@ def chart_references(spec: Any, summary: Summary | None,
     spec's before there is one; a trace link's mean rate as its capacity, `run_dir` holding the run's
     copy); none for a spec that no longer parses or a topology that changed since the run."""
     try:
-        refs = segments.reference_spans(with_traces(parse_spec(spec), run_dir), changes or [])
+        return chart_lines.references(with_traces(parse_spec(spec), run_dir), summary, changes or [])
     except (SpecError, ValueError, KeyError, TypeError, RuntimeError, OSError):
         return []
-    from fastlab.theory.fast import run_mtu
-
-    return explain.response_lines(refs, summary, (spec or {}).get("links"), run_mtu(spec or {}))
 
 
 def change_marks(spec: Any, changes: list[segments.Change]) -> list[dict[str, Any]]:

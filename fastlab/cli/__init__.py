@@ -1,17 +1,16 @@
-"""`fastlab` command line: run, doctor, cleanup, topo, cc, lab, reproduce, sweep, cluster, bundle, completion.
+"""`fastlab` command line: run, doctor, cleanup, topo, cc, lab, reproduce, sweep, cluster, bundle, plot, completion.
 
-One module per command group (run.py, cc.py, lab.py, reproduce.py, sweep.py, bundle.py, completion.py), each with its
-handlers and the `register` that adds its subcommands to the parser; common.py holds what they share,
-parsing.py the parser (an example under every command's help, usage errors in words). `fastlab` alone
-prints the help. Bad input prints one line naming the problem and exits 2, before anything is created.
-"""
+One module per command group (run.py, cc.py, lab.py, reproduce.py, sweep.py, bundle.py, plot.py, completion.py),
+each with its handlers and the `register` that adds its subcommands to the parser; common.py holds what they
+share, parsing.py the parser (an example under every command's help, usage errors in words). `fastlab` alone
+prints the help. Bad input prints one line naming the problem and exits 2, before anything is created. """
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from fastlab.cli import bundle, cc, completion, lab, reproduce, run, sweep
+from fastlab.cli import bundle, cc, completion, lab, plot, reproduce, run, sweep
 from fastlab.cli.common import EXIT_USAGE, CliError, show_progress
 from fastlab.cli.parsing import Parser
 
@@ -30,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "each command's own help: fastlab COMMAND --help (e.g. fastlab lab run --help)")
     parser.add_argument("--version", action="version", version=f"fastlab {fastlab.__version__}")
     sub = parser.commands("command")
-    for group in (run, cc, lab, reproduce, sweep, bundle, completion):
+    for group in (run, cc, lab, reproduce, sweep, bundle, plot, completion):
         group.register(sub)
     parser.set_defaults(root_parser=parser)  # `fastlab completion` walks the whole command line
     return parser

@@ -48,7 +48,7 @@ from fastlab.plan.prepare import (
     for_run,
     prepare,
 )
-from fastlab.results import report
+from fastlab.results import chart_lines, report
 from fastlab.run import ccload
 from fastlab.run.ccruntime import CCRuntime, LiveControl
 from fastlab.run.controller import OpenFlowControl
@@ -472,8 +472,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     environment = _environment(run)
     spec_yaml = _spec_yaml(spec, copies, topology_copy)
     # the report's theory lines: the live page's (per part of a run whose parameters changed)
-    refs = explain.response_lines(segments.reference_spans(spec, segments.applied_changes(environment)), summary,
-                                  to_plain(spec).get("links"), spec.mtu)  # RED's thresholds and q* too
+    refs = chart_lines.references(spec, summary, segments.applied_changes(environment))  # RED's lines too
     try:
         folder.finish(lambda: report.render(spec_yaml, summary, environment, flows_df, links_df, events_df,
                                             refs, spec.duration_s),

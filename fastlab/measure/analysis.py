@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from fastlab.base.record import Summary
@@ -68,6 +69,33 @@ def steady_goodput_mbps(samples: pd.DataFrame, t_from: float) -> float:
     return total
 
 
+# summary.json's RTT percentiles of a flow (FlowFigures.rtt_p50_ms ...): field -> percentile
+RTT_PERCENTILES = {"rtt_p50_ms": 50.0, "rtt_p95_ms": 95.0, "rtt_p99_ms": 99.0}
+
+
+def rtt_samples(rows: pd.DataFrame) -> pd.Series:
+    """A flow's RTT samples as its percentiles count them: flows.csv's `srtt_ms` (tcp_info's smoothed RTT,
+    one sample per trace interval, µs resolution) over the flow's whole trace -- from its first sample after
+    it started to its last before it stopped, slow start included (the summary has no warm-up: its mean RTT
+    is over the same span) -- leaving out what is no measurement: a missing or non-finite value, and 0 (the
+    kernel's srtt before the first ACK). Empty when the trace has no srtt_ms column (a recording trimmed to
+    what its checkpoints read)."""
+    if rows.empty or "srtt_ms" not in rows:
+        return pd.Series(dtype=float)
+    values = pd.to_numeric(rows["srtt_ms"], errors="coerce").astype(float)
+    return values[np.isfinite(values) & (values > 0)]
+
+
+def rtt_percentiles(rows: pd.DataFrame) -> dict[str, float | None]:
+    """The flow's RTT percentiles (RTT_PERCENTILES, ms, 4 decimals) over its `rtt_samples`: numpy's linear
+    interpolation between the two nearest samples (the default method; with n samples, p99 of fewer than
+    100 lies between the two largest). None each when it has no sample."""
+    values = rtt_samples(rows).to_numpy()
+    if not len(values):
+        return dict.fromkeys(RTT_PERCENTILES)
+    return {name: round(float(np.percentile(values, q)), 4) for name, q in RTT_PERCENTILES.items()}
+
+
 def flow_summary(info: FlowInfo, samples: pd.DataFrame, done: dict[str, Any] | None) -> dict[str, Any]:
     rows = samples[samples["flow"] == info.id] if not samples.empty else samples
     if done is not None and done["t"] > done["start"]:
@@ -84,6 +112,7 @@ def flow_summary(info: FlowInfo, samples: pd.DataFrame, done: dict[str, Any] | N
             "throughput_mbps": round(throughput, 4),
             "mean_rtt_ms": round(float(rows["srtt_ms"].mean()), 4) if not rows.empty else None,
             "min_rtt_ms": round(min_rtt, 4) if min_rtt is not None else None,
+            **rtt_percentiles(rows),
             "mean_cwnd_pkts": round(float(rows["cwnd_pkts"].mean()), 2) if not rows.empty else None,
             "retransmits": int(done["retransmits"]) if done else
             (int(rows["retransmits"].max()) if not rows.empty else 0),

@@ -1,12 +1,12 @@
 """Runs, sweeps and bundles in Python, for notebooks and scripts (issue 36 item 3).
 
-`load(path)` takes a run folder, a sweep folder or a bundle (.zip, verified and extracted first) and
-returns a `Run` or a `Sweep`. A run gives its traces as pandas DataFrames (`flows`, `links`,
-`events`), its `summary`, `environment`, `spec`, its fidelity verdict (`fidelity`, `faithful`), the
-parts of a run whose parameters changed (`segments`) and the unit of every column (`units`). A sweep
-gives its points as runs and one table of them. `compare(runs)` puts runs' headline figures side by
-side. Reading goes through `fastlab.base.rundir.RunFolder`, the one reader of run folders; nothing here
-needs root or a network.
+`load(path)` takes a run folder, a sweep folder or a bundle (.zip, verified and extracted first) and returns a
+`Run` or a `Sweep`. A run gives its traces as pandas DataFrames (`flows`, `links`, `events`), its `summary`,
+`environment`, `spec`, its fidelity verdict (`fidelity`, `faithful`), the parts of a run whose parameters
+changed (`segments`), each flow's RTT percentiles (`delay()`) and the unit of every column (`units`). A sweep
+gives its points as runs and one table of them. `compare(runs)` puts runs' headline figures side by side.
+Reading goes through `fastlab.base.rundir.RunFolder`, the one reader of run folders; nothing here needs root
+or a network.
 
     from fastlab.results import api as results
     a, b = results.load("results/...-fast-a10-..."), results.load("bundle.zip")
@@ -29,6 +29,7 @@ from fastlab.base import record
 from fastlab.base.record import Part, Verdict
 from fastlab.base.rundir import EVENTS, POINT_FILE, SWEEP_STATE, RunReader, finished_points
 from fastlab.define.schema import ExperimentSpec, parse_spec
+from fastlab.measure import analysis
 from fastlab.results import bundle
 
 # Units of the trace columns and of summary.json's figures (fastlab.base.record's), in DataFrame.attrs["units"]
@@ -105,6 +106,25 @@ class Run(RunReader):
                  "link": link.id, "utilization": link.utilization, "mean_backlog_pkts": link.mean_backlog_pkts}
                 for part in self.summary.segments or [] for link in part.links]
         return _framed(pd.DataFrame(rows))
+
+    def delay(self) -> pd.DataFrame:
+        """Per flow (index: its id): its algorithm, RTT samples counted and RTT percentiles p50, p95, p99 (ms)
+        over its smoothed-RTT samples (fastlab.measure.analysis.rtt_samples: its whole trace, 0 and missing
+        left out). Taken from summary.json; for a run made before the summary kept them, computed here by the
+        same function from flows.csv (`source`: "summary" or "traces"; None where flows.csv has no srtt_ms). One-way
+        delay is not measured (tcp_info has the round trip only)."""
+        trace = self.flows
+        rows = []
+        for flow in self.summary.flows:
+            kept = {name: getattr(flow, name) for name in analysis.RTT_PERCENTILES}
+            samples = trace[trace["flow"] == flow.id] if not trace.empty and "flow" in trace else trace
+            source = "summary"
+            if all(v is None for v in kept.values()):
+                kept, source = analysis.rtt_percentiles(samples), "traces"
+            count = len(analysis.rtt_samples(samples))
+            rows.append({"flow": flow.id, "cc": flow.cc, "rtt_samples": count, **kept,
+                         "source": source if count else None})
+        return _framed(pd.DataFrame(rows).set_index("flow") if rows else pd.DataFrame())
 
     def table(self, kind: str = "flows") -> pd.DataFrame:
         """summary.json's `flows` or `links` rows as a DataFrame."""

@@ -19,7 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from fastlab.base.record import Summary
+from fastlab.define.schema import ExperimentSpec, to_plain
 from fastlab.results.tables import finite_number
+from fastlab.theory import explain, segments
 
 Ref = dict[str, Any]
 CHARTS = ("goodput", "links", "cwnd", "rtt", "queue", "aqm")  # the charts that carry theory lines
@@ -82,6 +85,15 @@ LINE_DEFS = (
     LineDef("red_max_p", ("aqm",), True, lambda r, y: f"RED max_p {_g(y)} (at max_th)",
             lambda r, y: f"max_p {_g(y)}", top=True),
 )
+
+
+def references(spec: ExperimentSpec, summary: Summary | None, changes: list[segments.Change]) -> list[Ref]:
+    """A run's theory references, one span per part between its parameter `changes`
+    (fastlab.theory.segments.reference_spans), with the response functions at the measured loss rate and RED's
+    lines (fastlab.theory.explain.response_lines): what report.html, the web app's run and compare pages and
+    `fastlab plot` draw (through `lines`). Raises what the theory raises for a spec it cannot lay out."""
+    return explain.response_lines(segments.reference_spans(spec, changes), summary, to_plain(spec).get("links"),
+                                  spec.mtu)
 
 
 def _number(value: object) -> float | None:
