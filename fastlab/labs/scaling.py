@@ -65,7 +65,7 @@ class AlphaScaling:
         groups: dict[tuple[int, int], list[str]] = {}
         for change in self.changes:
             groups.setdefault((change.written, change.scaled), []).append(change.where)
-        done = "; ".join(f"alpha {a} -> {b} packets ({', '.join(wheres)})" for (a, b), wheres in groups.items())
+        done = "; ".join(f"alpha {a} -> {b} packets ({_spans(wheres)})" for (a, b), wheres in groups.items())
         clamped = any(c.scaled in (ALPHA_MIN, ALPHA_MAX) and c.scaled != round(c.written * self.ratio)
                       for c in self.changes)
         return (f"[Scaled by the labs' rule (delay-preserving): run at scale {self.scale:g}, the spec file written "
@@ -76,6 +76,21 @@ class AlphaScaling:
     @property
     def ratio(self) -> float:
         return self.scale / self.written_scale
+
+
+def _spans(wheres: list[str]) -> str:
+    """`flows.0, flows.1, flows.2, cc_changes.0` -> `flows.0-2, cc_changes.0`: runs of consecutive entries."""
+    out: list[str] = []
+    runs: list[tuple[str, int, int]] = []
+    for where in wheres:
+        kind, index = where.rsplit(".", 1)
+        if runs and runs[-1][0] == kind and runs[-1][2] + 1 == int(index):
+            runs[-1] = (kind, runs[-1][1], int(index))
+        else:
+            runs.append((kind, int(index), int(index)))
+    for kind, first, last in runs:
+        out.append(f"{kind}.{first}" if first == last else f"{kind}.{first}-{last}")
+    return ", ".join(out)
 
 
 def topology_scale(spec: ExperimentSpec) -> float | None:

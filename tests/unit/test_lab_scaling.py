@@ -108,3 +108,10 @@ def test_the_description_stays_within_its_limit(tmp_path: Path) -> None:
     long = described("x" * 5000, scaled)
     assert len(long) <= DESCRIPTION_MAX and long.endswith(scaled.words()) and "..." in long
     assert described("", scaled) == scaled.words()
+
+
+def test_the_words_name_runs_of_entries(tmp_path: Path) -> None:
+    fast = [{"src": "cern", "dst": "sunnyvale", "cc": "fast", "cc_args": {"alpha": 200}} for _ in range(6)]
+    path = spec_file(tmp_path, flows=[*fast[:3], {"src": "cern2", "dst": "sunnyvale2", "cc": "reno"}, *fast[3:]])
+    scaled = rule(path, ["topology_args.scale=0.25", "flows.1.cc_args.alpha=7"])
+    assert scaled is not None and "alpha 200 -> 50 packets (flows.0, flows.2, flows.4-6)" in scaled.words()
