@@ -21,8 +21,9 @@ run: setup
 
 # All tests, in tiers that fail fast (scripts/test.sh prints each tier's time): lint and the type
 # checker, native unit tests, the Python unit tier (what `make check` runs: every lab's physics on its
-# recorded runs), then (after removing what killed runs left behind) the web app, integration and live
-# lab tests (real namespaces; invariants, docs/design.md §10) and the stock-kernel lane.
+# recorded runs), then (after removing what killed runs left behind) the web tests that start no
+# experiment (marker `norun`, two at a time), the web app's live, integration and live lab tests (real
+# namespaces; invariants, docs/design.md §10, one at a time) and the stock-kernel lane.
 test: setup
 	@bash scripts/test.sh
 

@@ -14,8 +14,8 @@ both side by side, medians of --repeat.
 `--runs N` (as root) is another measurement: the real server (`python -m webapp`) runs N real short
 experiments in a row (real namespaces, the real engine) and the server's child processes are counted
 after each; it ends with the count against the count before the first (issue 37: 60 shells after 30 runs
-once). The CI test `tests/webapp/test_restart.py::test_thirty_runs_through_the_server_leave_no_child`
-runs the same function with 30.
+once). The CI test `tests/webapp/test_restart.py::test_ten_runs_through_the_server_leave_no_child`
+runs the same function with 10.
 
 Run as any user: `.venv/bin/python bench/server.py [--duration 60] [--viewers 20] [--compare REV]`;
 as root: `.venv/bin/python bench/server.py --runs 30`.

@@ -1,7 +1,8 @@
 """Shared fixtures. Integration tests need root (namespaces, tc) and the built emulator.
 
 Markers (pyproject.toml), set here so no test has to remember them: `root` on every test that uses
-the `as_root` fixture or lives in a folder of real runs, `slow` on the folders of real experiments.
+the `as_root` fixture or lives in a folder of real runs, `slow` on the folders of real experiments,
+`norun` on every web test not marked `alone` (one that starts an experiment or judges a time).
 `make check` runs `-m "not root and not slow"` over tests/unit (as any user); `make test` runs the
 unit tier first, then everything else.
 """
@@ -13,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -106,6 +108,9 @@ def faithful(summary: Summary) -> bool:
 
 ROOT_FOLDERS = ("integration", "labs", "stock_kernel")  # real namespaces, tc, BPF
 SLOW_FOLDERS = ("integration", "labs", "stock_kernel")  # real experiments of seconds to minutes
+# Web tests run two at a time (marker `norun`, make test's web tier) unless marked `alone`: a test that
+# starts an experiment (in this process, a server's or a Dask worker's) or judges a time.
+SIDE_BY_SIDE_FOLDERS = ("webapp",)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -119,6 +124,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.root)
         if folder in SLOW_FOLDERS:
             item.add_marker(pytest.mark.slow)
+        if folder in SIDE_BY_SIDE_FOLDERS and item.get_closest_marker("alone") is None:
+            item.add_marker(pytest.mark.norun)
+
+
+@pytest.fixture(autouse=True)
+def norun_builds_no_network(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A test marked `norun` runs beside another (`make test`'s web tier, `-n 2`) because it starts no
+    experiment and judges nothing by time. Here the engine cannot build a network for it: a test so marked
+    that starts a run in this process fails, naming the run, instead of running it beside another. (A spec
+    the engine refuses before building anything, a hostile bundle's replay, is no experiment and passes.)"""
+    if request.node.get_closest_marker("norun") is None:
+        yield
+        return
+    from fastlab.net.network import Network
+
+    built: list[str] = []
+
+    def refuse(network: Network, *args: Any, **kwargs: Any) -> None:
+        built.append(getattr(network, "prefix", "?"))
+        raise RuntimeError("a test marked norun built an experiment's network")
+
+    monkeypatch.setattr(Network, "build", refuse)
+    yield
+    assert not built, f"marked norun but started an experiment ({built}): mark it `alone`"
 
 
 @pytest.fixture

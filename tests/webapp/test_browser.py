@@ -19,6 +19,7 @@ from webapp import create_app
 OTHER = "20261124-100000-fast-a30-wabc001"  # a recorded-shape run to compare with (test_compare's writer)
 
 
+@pytest.mark.alone  # a real experiment
 @pytest.mark.timeout(240)
 def test_form_live_charts_results_and_bundle(tmp_path: Path, live_server_factory, browser) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
@@ -183,6 +184,7 @@ def test_a_bad_value_is_marked_at_its_field_with_the_reason_beside_it(tmp_path: 
     assert not errors, errors
 
 
+@pytest.mark.alone  # a real experiment
 @pytest.mark.timeout(180)
 def test_alpha_changed_from_the_live_page_reaches_the_running_flow(tmp_path: Path, live_server_factory,
                                                                     browser) -> None:

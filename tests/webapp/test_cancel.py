@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import machine_leftovers
 from tests.webapp.conftest import good_spec
 from webapp import create_app
@@ -21,6 +23,7 @@ def wait_status(client, run_id: str, wanted: set[str], timeout_s: float) -> str:
     return status
 
 
+@pytest.mark.alone  # a real experiment
 def test_cancel_a_running_run(tmp_path: Path) -> None:
     app = create_app(results_root=tmp_path / "results")
     client = app.test_client()

@@ -85,6 +85,7 @@ def view(page: Any, class_id: str) -> dict[str, Any]:
     return response.json()
 
 
+@pytest.mark.alone  # a real experiment
 @pytest.mark.timeout(420)
 def test_a_class_runs_answers_and_is_seen_whole(tmp_path: Path, live_server_factory, browser) -> None:
     ARTIFACTS.mkdir(exist_ok=True)

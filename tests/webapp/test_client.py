@@ -44,6 +44,7 @@ def test_a_server_with_a_token_wants_it(tmp_path: Path, live_server_factory) -> 
         Client("http://127.0.0.1:9", timeout_s=2).runs()  # nothing listens on the discard port
 
 
+@pytest.mark.alone  # a real experiment
 @pytest.mark.timeout(180)
 def test_submit_follow_and_fetch_a_real_run(tmp_path: Path, live_server_factory) -> None:
     app = create_app(results_root=tmp_path / "results", cleanup_on_start=False)

@@ -15,6 +15,8 @@ from tests.dask_cluster import LocalCluster, local_cluster
 from tests.webapp.conftest import ARTIFACTS, FLOW_POINTS, wait_until
 from webapp import create_app
 
+pytestmark = pytest.mark.alone  # a Dask worker runs real experiments
+
 SPEC = {"name": "cluster-browser", "topology": "dumbbell", "topology_args": {"rate_mbps": 10, "rtt_ms": 20},
         "duration_s": 8, "seed": 5, "idle_pings": 2, "switch": "bridge",
         "flows": [{"src": "h1", "dst": "h2", "cc": "fast", "cc_args": {"alpha": 20}}]}

@@ -21,6 +21,8 @@ from tests.webapp.test_bundle import make_run
 from tests.webapp.test_hostile_second_round import call, nested_anchors
 from webapp import create_app
 
+pytestmark = pytest.mark.alone  # judges each refusal's time (< 1 s)
+
 RUN_ID = "20261122-050000-demo-flabcd"  # make_run's folder: a finished run the history indexes
 # What the app reads from a query string (grep request.args in webapp/), by the routes that read it: there
 # each takes every hostile value alone; every route also gets every value in all of them at once.

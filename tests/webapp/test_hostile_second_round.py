@@ -29,6 +29,8 @@ from tests.webapp.conftest import REPO, free_port, good_spec
 from tests.webapp.test_sse import watch
 from webapp import create_app, uploads
 
+pytestmark = pytest.mark.alone  # a real server runs a real experiment; refusals judged by their time
+
 FIELD = "links.bottleneck.trace"
 
 

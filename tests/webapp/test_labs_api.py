@@ -191,6 +191,7 @@ def test_the_repository_labs_are_the_default_and_openapi_covers_the_lab_api(clie
     assert "CheckResult" in doc["components"]["schemas"]
 
 
+@pytest.mark.alone  # a real experiment
 @pytest.mark.timeout(180)
 def test_checkpoints_of_a_real_short_step_run(tmp_path: Path, tiny_labs: Path) -> None:
     if os.geteuid() != 0:

@@ -17,6 +17,7 @@ from tests.webapp.conftest import ARTIFACTS, FLOW_POINTS, wait_until
 from webapp import create_app
 
 
+@pytest.mark.alone  # a real experiment
 @pytest.mark.timeout(180)
 def test_run_a_lab_step_and_see_live_traces_and_checkpoints(tmp_path: Path, tiny_labs: Path,
                                                             live_server_factory, browser) -> None:

@@ -51,6 +51,7 @@ def test_the_server_refuses_a_topology_file_a_spec_names(tmp_path: Path, monkeyp
     assert calls.index("only_catalogued") < calls.index("create_app")
 
 
+@pytest.mark.alone  # a real experiment
 @pytest.mark.timeout(240)
 def test_a_configured_topology_runs_from_the_form(tmp_path: Path, live_server_factory, browser,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:

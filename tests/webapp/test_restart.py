@@ -25,6 +25,8 @@ from fastlab.net.runstate import RunState, TrackedPid, prefixed_root_objects, pr
 from tests.webapp.conftest import REPO, free_port, good_spec, wait_status
 from webapp import create_app
 
+pytestmark = pytest.mark.alone  # real servers running real experiments, killed and restarted
+
 
 def http(method: str, url: str, body: dict | None = None, csrf: str = "") -> tuple[int, dict]:
     req = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode(),
@@ -266,18 +268,24 @@ def _zombie(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
+RUNS = 10
+
+
 @pytest.mark.timeout(300)
-def test_thirty_runs_through_the_server_leave_no_child(tmp_path: Path) -> None:
-    """Issue 37 (60 shells once stayed after 30 runs, two a run: the switches'): the real server runs 30
+def test_ten_runs_through_the_server_leave_no_child(tmp_path: Path) -> None:
+    """Issue 37 (60 shells once stayed after 30 runs, two a run: the switches'): the real server runs 10
     real 0.5-s experiments in a row; after each, once its worker has reaped, the server has no more
     children than before the first run, and none is left at the end. While runs go the count does see
-    their processes (Mininet's node shells, emulator, flows), so a count that sees nothing cannot pass."""
+    their processes (Mininet's node shells, emulator, flows), so a count that sees nothing cannot pass.
+    Ten runs, not thirty (CI time, issue 52): the count is checked after every run, so a leak of every run
+    (issue 37's) fails at the first and a leak of one run in ten still shows; `bench/server.py` counts over
+    as many runs as asked."""
     if os.geteuid() != 0:
         pytest.fail("the child count runs real experiments: run it as root")
     from tests.unit.test_bench import bench_module
 
-    seen = bench_module("server").count_children(30, tmp_path / "results", tmp_path / "server.log")
-    assert seen.statuses == ["done"] * 30, (seen.statuses, (tmp_path / "server.log").read_text()[-2000:])
+    seen = bench_module("server").count_children(RUNS, tmp_path / "results", tmp_path / "server.log")
+    assert seen.statuses == ["done"] * RUNS, (seen.statuses, (tmp_path / "server.log").read_text()[-2000:])
     assert seen.most_during >= 4, seen  # h1, h2, s1, s2 at least: the count sees a run's shells
     assert max(seen.after_each) <= len(seen.before), seen
     assert sorted(set(seen.after) - set(seen.before)) == [], seen

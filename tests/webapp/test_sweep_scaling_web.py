@@ -71,6 +71,7 @@ def test_a_nonsensical_scaling_is_one_line_and_queues_nothing(sweep_app, changes
     assert queued_count(sweep_app) == 0
 
 
+@pytest.mark.alone  # a real experiment
 @pytest.mark.timeout(180)
 def test_a_two_point_scaled_capacity_sweep_from_the_form(tmp_path: Path, live_server_factory, browser) -> None:
     """The form: Reno on the dumbbell at 10 Mb/s, one flow; sweep its capacity 10, 20 with the flows scaled

@@ -218,6 +218,7 @@ def test_hostile_bodies_and_ids(sweep_app) -> None:
         assert client.get(f"/sweeps/{hostile}").status_code == 404
 
 
+@pytest.mark.alone  # a real experiment
 @pytest.mark.timeout(300)
 def test_a_three_point_alpha_sweep_from_the_form_ends_with_its_plot(tmp_path: Path, live_server_factory,
                                                                     browser) -> None:
@@ -289,6 +290,7 @@ def test_a_three_point_alpha_sweep_from_the_form_ends_with_its_plot(tmp_path: Pa
     assert not errors, errors
 
 
+@pytest.mark.alone  # a real experiment
 @pytest.mark.timeout(300)
 def test_repeat_3_from_the_form_gives_each_figure_an_interval(tmp_path: Path, live_server_factory, browser) -> None:
     """From the form (issue 53 item 4): FAST on the 20 Mb/s dumbbell, repeat 3 (3 s each, real runs); the

@@ -31,6 +31,7 @@ def wait_done(database: Path, run_id: str, timeout_s: float) -> str:
 NOTE = "document.querySelector('.link[data-link=\"bottleneck\"] .trace-error')"
 
 
+@pytest.mark.alone  # a real experiment
 @pytest.mark.timeout(180)
 def test_upload_a_trace_run_over_it_and_see_it_named(tmp_path: Path, live_server_factory, browser) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
