@@ -1,14 +1,16 @@
 """Lab 03's many-flow rows (SC2002 Table 1 rows 7, 9, 10) at a chosen scale and emulator mode, judged
 by the lab's own checkpoint, repeated.
 
-Each run is lab 03's own spec (`labs/03-sc2002-table/specs/row-N.yaml`: FAST alpha 15, pacing 120 %,
-40 s) through the real CLI, `fastlab run SPEC --set topology_args.scale=S --set emulator.mode=M`
-(plus any --set given here). Per run it prints: the fidelity verdict (and its reasons), the row's
-utilization in SC2002's sense as lab 03's `row_utilization` checkpoint measures it (mean over the
-row's flows of goodput over each flow's GbE port less 40 header bytes per packet, over the run's
-second half) and whether that checkpoint passes, the worst departure lateness p99 over every emulated
-link direction, the machine's busy share, and the emulators' cores. Then, per (row, scale), the
-medians, how many runs were faithful and how many had lateness p99 <= 0.2 ms (issue 34).
+Each run is lab 03's own spec (`labs/03-sc2002-table/specs/row-N.yaml`: written at scale 1, FAST alpha 200,
+pacing 120 %, 40 s) through the real CLI, `fastlab run SPEC --set topology_args.scale=S --set emulator.mode=M`
+(plus any --set given here), with the alpha the labs' delay-preserving rule gives at S (fastlab.labs.scaling:
+50 at 0.25, 2.4 ms of queue at each port) for every flow whose alpha a --set does not state. Per run it
+prints: the fidelity verdict (and its reasons), the row's utilization in SC2002's sense as lab 03's
+`row_utilization` checkpoint measures it (mean over the row's flows of goodput over each flow's GbE port less
+40 header bytes per packet, over the run's second half) and whether that checkpoint passes, the worst
+departure lateness p99 over every emulated link direction, the machine's busy share, and the emulators' cores.
+Then, per (row, scale), the medians, how many runs were faithful and how many had lateness p99 <= 0.2 ms
+(issue 34).
 
 Run as root: `.venv/bin/python bench/labrows.py [--rows 7,9,10] [--scales 0.25,0.1] [--repeat 3]
 [--mode shared] [--set KEY=VALUE ...] [--out DIR]`.
@@ -29,7 +31,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from fastlab.define.schema import load_spec  # noqa: E402
 from fastlab.labs.kit import StepRun, load_lab_folder  # noqa: E402
+from fastlab.labs.scaling import scale_alphas  # noqa: E402
 
 LAB = REPO / "labs" / "03-sc2002-table"
 PUBLISHED = {7: 0.90, 9: 0.90, 10: 0.88}
@@ -45,9 +49,17 @@ def run_argv(row: int, scale: float, mode: str, sets: list[str], out: Path) -> l
     """The CLI command of one run (pure)."""
     argv = [str(REPO / ".venv" / "bin" / "python"), "-m", "fastlab", "run", str(LAB / "specs" / f"row-{row}.yaml"),
             "--set", f"topology_args.scale={scale:g}", "--set", f"emulator.mode={mode}", "--out", str(out)]
-    for item in sets:
+    for item in [*sets, *rule_sets(row, scale, sets)]:
         argv += ["--set", item]
     return argv
+
+
+def rule_sets(row: int, scale: float, sets: list[str]) -> list[str]:
+    """The --set overrides of the labs' delay-preserving rule for the row at `scale` (fastlab.labs.scaling), as
+    lab 03 applies it: each flow's alpha scaled from the spec file's, but where `sets` state it."""
+    path, given = str(LAB / "specs" / f"row-{row}.yaml"), [f"topology_args.scale={scale:g}", *sets]
+    scaling = scale_alphas(load_spec(path), load_spec(path, given), given)
+    return scaling.overrides() if scaling is not None else []
 
 
 def judge(row: int, out: Path, checks: Any) -> dict[str, Any]:

@@ -123,8 +123,11 @@ def detail(lab: Lab) -> dict[str, Any]:
             step["error"] = str(exc)
             step["set_shown"], step["changes"], step["short_shown"], step["short_changes"] = step["set"], [], \
                 step["short"], []
+            step["scaled"] = []
             continue
         step["experiment"], step["experiment_short"], step["error"] = to_plain(built), to_plain(short), None
+        step["scaled"] = [s.words().strip("[]") for s in (lab.alpha_scaling(step["id"]),
+                                                          lab.alpha_scaling(step["id"], short=True)) if s]
         step["set_shown"], step["changes"] = overrides_in_words(step["set"], built)
         step["short_shown"], step["short_changes"] = overrides_in_words(step["short"], short)
     return data

@@ -41,6 +41,7 @@ from fastlab.define.schema import (
     load_spec,
     parse_yaml,
 )
+from fastlab.labs.scaling import AlphaScaling, described, scale_alphas
 from fastlab.measure import window
 
 log = logging.getLogger(__name__)
@@ -475,12 +476,28 @@ class Lab:
         return [*step.set, *(step.short if short else [])]
 
     def build_spec(self, step_id: str, short: bool = False, extra: list[str] | None = None) -> ExperimentSpec:
-        """The step's experiment spec with its overrides (and the short form's), validated structurally."""
+        """The step's experiment spec with its overrides (and the short form's), validated structurally; run at
+        another scale than its spec file's, its FAST flows' alpha follows the labs' delay-preserving rule
+        (fastlab.labs.scaling: alpha x MTU / C stays the spec file's), said in its description."""
+        return self._built(step_id, short, extra)[0]
+
+    def alpha_scaling(self, step_id: str, short: bool = False, extra: list[str] | None = None) -> AlphaScaling | None:
+        """What the labs' delay-preserving rule did to the step's FAST alphas in that form (None: nothing)."""
+        return self._built(step_id, short, extra)[1]
+
+    def _built(self, step_id: str, short: bool, extra: list[str] | None) -> tuple[ExperimentSpec, AlphaScaling | None]:
         step = self.step(step_id)
+        path, overrides = str(self.folder / step.spec), [*self.overrides(step, short), *(extra or [])]
         try:
-            return load_spec(str(self.folder / step.spec), [*self.overrides(step, short), *(extra or [])])
+            built = load_spec(path, overrides)
+            scaling = scale_alphas(load_spec(path), built, overrides)
+            if scaling is None:
+                return built, None
+            log.info("%s step %s: %s", self.name, step.id, scaling.words())
+            built = load_spec(path, [*overrides, *scaling.overrides()])
         except SpecError as exc:
             raise LabError(f"{self.name} step {step.id} ({step.spec}): {exc}") from None
+        return built.model_copy(update={"description": described(built.description, scaling)}), scaling
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for a front end: the lab, its steps and their checkpoints."""

@@ -275,3 +275,11 @@ def test_the_run_page_names_the_step_by_its_handout_number(tmp_path: Path) -> No
         conn.execute("UPDATE runs SET lab = '98-gone' WHERE id = ?", (RECORDED_RUN,))
     page = app.test_client().get(f"/runs/{RECORDED_RUN}").get_data(as_text=True)
     assert "lab 98-gone, step equilibrium</a>" in page
+
+
+def test_a_scaled_steps_alpha_is_said_on_its_panel(client: Any) -> None:
+    """Lab 03's rows 7/9/10 run their paper-scale specs at 1/20: the panel says what the labs' delay-preserving
+    rule made of alpha, and the short forms (alpha 15 stated) say nothing of it."""
+    page = client.get("/labs/3").get_data(as_text=True)
+    said = re.findall(r'<p class="note scaled-alpha">([^<]*)</p>', page)
+    assert len(said) == 3 and all("alpha 200 -&gt; 10 packets (flows.0-" in s and "delay-preserving" in s for s in said)
