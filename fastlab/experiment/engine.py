@@ -383,6 +383,8 @@ def _summary(run: _Run, flows_df: Any, links_df: Any, events_df: Any, accounts: 
         if flow.id in accounts and flow.id in routes:
             flow.delay_accounting = FlowDelay.model_validate(
                 accounting.flow_figures(routes[flow.id], accounts[flow.id], flow.min_rtt_ms))
+            for name, value in analysis.one_way_percentiles(accounts[flow.id]).items():
+                setattr(flow, name, value)
     summary.idle_rtt = [IdleRtt.model_validate(p) for p in run.idle]
     summary.fidelity = Verdict.model_validate(note_neighbours(assess_run(
         prep, run.shaper.final, run.cpu, flows_df, links_df, run.idle_stats, events_df), run.neighbours_seen()))

@@ -48,7 +48,11 @@ WIDEN_S = 1.0
 # The columns the accounting adds to flows.csv, ms (the chart "where the round trip went" stacks the first
 # five; they add up to the RTT sample, `acct_rtt_ms`).
 PARTS = ("propagation", "serialization", "queueing", "lateness", "hosts")
-COLUMNS = tuple(f"acct_{p}_ms" for p in PARTS) + ("acct_rtt_ms", "acct_read_as_queue_ms")
+COLUMNS = tuple(f"acct_{p}_ms" for p in PARTS) + ("acct_rtt_ms", "acct_read_as_queue_ms", "acct_one_way_ms")
+# `acct_one_way_ms`: the one-way delay the flow's data met in the emulated path -- each data hop's propagation,
+# serialization, queueing and lateness, as linkemu timed each frame (a tc hop: its backlog at its rate) -- for the
+# segment each RTT sample acknowledges. The hosts' share is not in it: no packet is timestamped at both ends, and
+# only the round trip shows what the hosts add (`acct_hosts_ms`, both ways together).
 QUANTILES = {"median": 0.5, "p99": 0.99}
 
 
@@ -196,6 +200,7 @@ def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str
     prop = np.zeros(len(t))
     ser, queue, late = (np.zeros(len(t)) for _ in range(3))
     offset = np.zeros(len(t))  # one-way delays so far along the way there and back, ms
+    one_way = np.zeros(len(t))  # the data's way alone (offset once the last data hop is taken)
     for hop, is_ack in [(h, False) for h in route.data] + [(h, True) for h in route.acks]:
         s = series.get((hop.link, hop.direction))
         size = ACK_IP_BYTES if is_ack else route.mtu_bytes
@@ -208,6 +213,8 @@ def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str
             at = offset + d_ms + parts.sum(axis=0)
             parts = _hop_parts(hop, s, start - (rtt - at) / 1000, t - (rtt - at) / 1000, nominal_ser)
         offset = offset + d_ms + parts.sum(axis=0)
+        if not is_ack:
+            one_way = offset.copy()
         prop += d_ms
         ser += parts[0]
         queue += parts[1]
@@ -221,7 +228,8 @@ def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str
     hosts = rtt - prop - ser - queue - late
     out = pd.DataFrame({"t": t, "acct_propagation_ms": prop, "acct_serialization_ms": ser,
                         "acct_queueing_ms": queue, "acct_lateness_ms": late, "acct_hosts_ms": hosts,
-                        "acct_rtt_ms": rtt, "acct_read_as_queue_ms": rtt - queue - base})
+                        "acct_rtt_ms": rtt, "acct_read_as_queue_ms": rtt - queue - base,
+                        "acct_one_way_ms": one_way})
     return out.round({c: 4 for c in COLUMNS})  # t kept exact: flows.csv's samples are matched on it
 
 

@@ -86,14 +86,33 @@ def rtt_samples(rows: pd.DataFrame) -> pd.Series:
     return values[np.isfinite(values) & (values > 0)]
 
 
+def percentiles(values: Any, fields: dict[str, float]) -> dict[str, float | None]:
+    """`fields` (name -> percentile) of `values`, ms, 4 decimals: numpy's linear interpolation between the two
+    nearest samples (the default method; with n samples, p99 of fewer than 100 lies between the two largest).
+    Non-finite values are left out; None each when none is left."""
+    array = np.asarray(values, dtype=float)
+    array = array[np.isfinite(array)]
+    if not len(array):
+        return dict.fromkeys(fields)
+    return {name: round(float(np.percentile(array, q)), 4) for name, q in fields.items()}
+
+
 def rtt_percentiles(rows: pd.DataFrame) -> dict[str, float | None]:
-    """The flow's RTT percentiles (RTT_PERCENTILES, ms, 4 decimals) over its `rtt_samples`: numpy's linear
-    interpolation between the two nearest samples (the default method; with n samples, p99 of fewer than
-    100 lies between the two largest). None each when it has no sample."""
-    values = rtt_samples(rows).to_numpy()
-    if not len(values):
-        return dict.fromkeys(RTT_PERCENTILES)
-    return {name: round(float(np.percentile(values, q)), 4) for name, q in RTT_PERCENTILES.items()}
+    """The flow's RTT percentiles (RTT_PERCENTILES) over its `rtt_samples` (`percentiles`)."""
+    return percentiles(rtt_samples(rows).to_numpy(), RTT_PERCENTILES)
+
+
+# summary.json's one-way delay percentiles of a flow's data through the emulated path (FlowFigures.owd_p50_ms ...),
+# over the delay accounting's `acct_one_way_ms` (fastlab.measure.accounting: one value per RTT sample)
+OWD_PERCENTILES = {"owd_p50_ms": 50.0, "owd_p95_ms": 95.0, "owd_p99_ms": 99.0}
+
+
+def one_way_percentiles(rows: pd.DataFrame) -> dict[str, float | None]:
+    """The flow's one-way delay percentiles (OWD_PERCENTILES) over its accounted samples' `acct_one_way_ms`
+    (None each when the trace has none: a run made before it, or a flow without RTT samples)."""
+    if rows.empty or "acct_one_way_ms" not in rows:
+        return dict.fromkeys(OWD_PERCENTILES)
+    return percentiles(pd.to_numeric(rows["acct_one_way_ms"], errors="coerce").to_numpy(), OWD_PERCENTILES)
 
 
 def flow_summary(info: FlowInfo, samples: pd.DataFrame, done: dict[str, Any] | None) -> dict[str, Any]:

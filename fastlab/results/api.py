@@ -110,19 +110,23 @@ class Run(RunReader):
     def delay(self) -> pd.DataFrame:
         """Per flow (index: its id): its algorithm, RTT samples counted and RTT percentiles p50, p95, p99 (ms)
         over its smoothed-RTT samples (fastlab.measure.analysis.rtt_samples: its whole trace, 0 and missing
-        left out). Taken from summary.json; for a run made before the summary kept them, computed here by the
-        same function from flows.csv (`source`: "summary" or "traces"; None where flows.csv has no srtt_ms). One-way
-        delay is not measured (tcp_info has the round trip only)."""
+        left out), and the one-way delay percentiles of its data through the emulated links (`owd_p50_ms`...:
+        the delay accounting's, the hosts' share not in it; None for a run made before it). Taken from
+        summary.json; for a run made before the summary kept them, computed here by the same functions from
+        flows.csv (`source`: "summary" or "traces"; None where flows.csv has no srtt_ms)."""
         trace = self.flows
         rows = []
         for flow in self.summary.flows:
             kept = {name: getattr(flow, name) for name in analysis.RTT_PERCENTILES}
+            one_way = {name: getattr(flow, name) for name in analysis.OWD_PERCENTILES}
             samples = trace[trace["flow"] == flow.id] if not trace.empty and "flow" in trace else trace
             source = "summary"
             if all(v is None for v in kept.values()):
                 kept, source = analysis.rtt_percentiles(samples), "traces"
+            if all(v is None for v in one_way.values()):
+                one_way = analysis.one_way_percentiles(samples)
             count = len(analysis.rtt_samples(samples))
-            rows.append({"flow": flow.id, "cc": flow.cc, "rtt_samples": count, **kept,
+            rows.append({"flow": flow.id, "cc": flow.cc, "rtt_samples": count, **kept, **one_way,
                          "source": source if count else None})
         return _framed(pd.DataFrame(rows).set_index("flow") if rows else pd.DataFrame())
 

@@ -60,6 +60,7 @@ HEADERS = {
     "id": "id", "src": "from", "dst": "to", "cc": "algorithm", "start_s": "start (s)", "stop_s": "stop (s)",
     "throughput_mbps": "goodput (Mb/s)", "mean_rtt_ms": "mean RTT (ms)", "min_rtt_ms": "min RTT (ms)",
     "rtt_p50_ms": "RTT p50 (ms)", "rtt_p95_ms": "RTT p95 (ms)", "rtt_p99_ms": "RTT p99 (ms)",
+    "owd_p50_ms": "one-way p50 (ms)", "owd_p95_ms": "one-way p95 (ms)", "owd_p99_ms": "one-way p99 (ms)",
     "mean_cwnd_pkts": "mean window (packets)", "retransmits": "retransmitted packets", "samples": "samples",
     "capacity_mbps": "capacity (Mb/s)", "utilization": "busy (%)", "arrivals_pkts": "arrivals (packets)",
     "mean_backlog_pkts": "mean queue (packets)", "max_backlog_pkts": "max queue (packets)",

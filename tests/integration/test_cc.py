@@ -46,6 +46,11 @@ def test_issue_spec_with_fast_alpha_20(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     summary = RunFolder(out).summary()
     assert summary.flows[0].cc == "fast" and (summary.links[0].utilization or 0) > 0
+    # the data's one-way delay through the emulated links (issue 51): at least the way there's half of the
+    # symmetric path's minimum RTT (less a millisecond of the hosts'), below the RTT's own p99, in order
+    f = summary.flows[0]
+    assert f.owd_p50_ms is not None and f.min_rtt_ms is not None and f.rtt_p99_ms is not None, f
+    assert f.min_rtt_ms / 2 - 1 < f.owd_p50_ms <= (f.owd_p95_ms or 0) <= (f.owd_p99_ms or 0) < f.rtt_p99_ms, f
     events = pd.read_csv(out / "cc_events.csv")
     updates = events[events["event"] == "update"]
     assert len(updates) > 20 and set(updates["flow"]) == {"f1"}  # an update per RTT (40-45 ms) for 6 s

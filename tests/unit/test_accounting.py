@@ -15,7 +15,7 @@ import pytest
 
 from fastlab.base.record import EffectSpan, FlowEffects, Verdict, read_environment, read_summary
 from fastlab.define.ccset import fast_target_ms
-from fastlab.measure import accounting, effects, fidelity, window
+from fastlab.measure import accounting, analysis, effects, fidelity, window
 
 RATE = 20_000_000
 DATA = accounting.Hop("bottleneck", "forward", 20.0, RATE)
@@ -138,6 +138,33 @@ def test_flow_figures_and_the_columns_flows_csv_gets() -> None:
     empty = accounting.account([ROUTE], flows.assign(srtt_ms=np.nan), links_of(5, flat, 0.05))["f1"]
     assert empty.empty and accounting.flow_figures(ROUTE, empty, None)["rtt_ms"]["median"] is None
 
+
+
+def test_the_data_one_way_delay_is_the_data_hops_alone_and_its_percentiles_reach_the_summary() -> None:
+    """The one-way delay of f1's data through the emulated path (issue 51 item 2): the forward hop's 20 ms,
+    one segment's serialization, the queue its segment met and its lateness -- not the ACK hop's, not the hosts'
+    (injected 0.9 ms, which only the round trip carries). A queue that steps from 3 to 13 ms at 5 s: the one-way
+    samples read 20 + 0.6 + 3 + 0.1 before it and 10 ms more after; the percentiles are numpy's over them."""
+    def step(s: float) -> float:
+        return 13.0 if s >= 5.0 else 3.0
+
+    acct = accounting.account([ROUTE], flow_rows(10, step, 0.1, 0.9), links_of(10, step, 0.1))["f1"]
+    before = acct[(acct["t"] > 1) & (acct["t"] < 4.9)]["acct_one_way_ms"]
+    after = acct[acct["t"] > 5.3]["acct_one_way_ms"]
+    assert before.median() == pytest.approx(20 + SER_DATA_MS + 3.0 + 0.1, abs=1e-3)
+    assert after.median() == pytest.approx(20 + SER_DATA_MS + 13.0 + 0.1, abs=1e-3)
+    # the round trip is the way there, the way back (20 ms, an ACK's serialization, its lateness) and the hosts'
+    back = 20 + SER_ACK_MS + 0.1
+    steady = acct[(acct["t"] > 1) & ((acct["t"] < 4.9) | (acct["t"] > 5.3))]
+    assert np.allclose(steady["acct_rtt_ms"] - steady["acct_one_way_ms"] - back, 0.9, atol=2e-3)
+    figures = analysis.one_way_percentiles(acct)
+    values = acct["acct_one_way_ms"].to_numpy()
+    assert figures == {name: round(float(np.percentile(values, q)), 4)
+                       for name, q in analysis.OWD_PERCENTILES.items()}
+    assert figures["owd_p99_ms"] == pytest.approx(20 + SER_DATA_MS + 13.1, abs=0.01)
+    # a trace without the accounting (a run made before it): None each, no crash
+    assert analysis.one_way_percentiles(pd.DataFrame({"t": [0.1]})) == dict.fromkeys(analysis.OWD_PERCENTILES)
+    assert analysis.percentiles([np.nan, np.inf], {"p": 50.0}) == {"p": None}
 
 # --- the verdict on the accounting ----------------------------------------------------------------------
 

@@ -61,11 +61,16 @@ class FlowFigures(Part):
     min_rtt_ms: float | None = figure(None, "ms", "its least RTT sample (tcp_info min_rtt)")
     # Delay percentiles (issue 51): over the flow's smoothed-RTT samples of flows.csv, its whole trace (slow
     # start included, as the mean), samples of 0 or none left out (fastlab.measure.analysis.rtt_samples).
-    # None: a run made before them, or a flow without RTT samples. One-way delay is not measured (tcp_info
-    # has the round trip only; no packet is timestamped at both ends): there is no one-way percentile.
+    # None: a run made before them, or a flow without RTT samples. The one-way percentiles are of its data's
+    # delay through the emulated path (fastlab.measure.accounting's acct_one_way_ms, one value per RTT sample):
+    # what the links imposed, timed by linkemu per frame; the hosts' share is not in it (no packet is timestamped
+    # at both ends: only the round trip shows it).
     rtt_p50_ms: float | None = figure(None, "ms", "median of its smoothed RTT samples (tcp_info srtt)")
     rtt_p95_ms: float | None = figure(None, "ms", "95th percentile of its smoothed RTT samples")
     rtt_p99_ms: float | None = figure(None, "ms", "99th percentile of its smoothed RTT samples")
+    owd_p50_ms: float | None = figure(None, "ms", "median one-way delay of its data through the emulated links")
+    owd_p95_ms: float | None = figure(None, "ms", "95th percentile of that one-way delay")
+    owd_p99_ms: float | None = figure(None, "ms", "99th percentile of that one-way delay")
     mean_cwnd_pkts: MeanCwnd = None
     retransmits: int | None = figure(None, "packets", "segments it retransmitted")
     samples: int | None = figure(None, "", "its trace samples in flows.csv")
