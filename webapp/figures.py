@@ -65,7 +65,7 @@ def send_figure(subject: Any, stem: str, name: str, fmt: str, wide: bool) -> Any
         return api_error(400, f"name: a {subject.kind} has the figures {', '.join(subject.figures())}")
     try:
         data = figures.render(subject, name, fmt, wide)
-    except (figures.FigureError, RecordError, ValueError, KeyError, OSError) as exc:
+    except figures.DRAW_ERRORS as exc:
         log.warning("figure %s of %s: %s", name, stem, exc)
         return api_error(422, f"{stem}: no {name} figure: {str(exc).splitlines()[0][:200] if str(exc) else exc}")
     return send_file(io.BytesIO(data), mimetype=figures.MEDIA_TYPES[fmt], as_attachment=True,
@@ -96,7 +96,7 @@ def _subject_of(run_ids: list[str]) -> Any:
 
     try:
         return figures.for_runs(_runs(run_ids), name=run_ids[0] if len(run_ids) == 1 else "compare")
-    except (figures.FigureError, RecordError, ValueError, KeyError, OSError) as exc:
+    except figures.DRAW_ERRORS as exc:
         raise FigureRequestError(str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__) from None
 
 
@@ -145,6 +145,6 @@ def api_sweep_figure(sweep_id: str) -> Any:
         folder = sweep_folder(sweep_id, Path(tmp))
         try:
             subject = figures.for_sweep(api.Sweep(folder))
-        except (figures.FigureError, api.ResultsError, RecordError, ValueError, KeyError, OSError) as exc:
+        except figures.DRAW_ERRORS as exc:  # ResultsError too
             return api_error(409, f"sweep {sweep_id}: {str(exc).splitlines()[0][:200] if str(exc) else exc}")
         return send_figure(subject, sweep_id, *chosen)

@@ -19,16 +19,16 @@ from fastlab.cli.common import CliError
 log = logging.getLogger(__name__)
 
 
-def _subject(paths: list[str]) -> Any:
-    """What the paths are: one sweep folder (or bundle), or run folders (or bundles); CliError otherwise."""
+def _subject(paths: list[str], scratch: Path) -> Any:
+    """What the paths are: one sweep folder (or bundle, unpacked under `scratch`), or run folders (or bundles);
+    CliError otherwise."""
     from fastlab.base.record import RecordError
     from fastlab.results import api, figures
 
     loaded = []
-    for path in paths:
+    for i, path in enumerate(paths):
         try:
-            loaded.append(api.load(path, tempfile.mkdtemp(prefix="fastlab-plot-") if path.endswith(".zip")
-                                   else None))
+            loaded.append(api.load(path, scratch / str(i) if path.endswith(".zip") else None))
         except (api.ResultsError, RecordError) as exc:
             raise CliError(str(exc)) from None
     sweeps = [x for x in loaded if isinstance(x, api.Sweep)]
@@ -36,16 +36,21 @@ def _subject(paths: list[str]) -> Any:
         raise CliError(f"{len(loaded)} paths with a sweep among them: plot a sweep on its own, or runs together")
     try:
         return figures.for_sweep(sweeps[0]) if sweeps else figures.for_runs(loaded)
-    except (figures.FigureError, RecordError, OSError, ValueError, KeyError) as exc:
+    except figures.DRAW_ERRORS as exc:
         raise CliError(f"{paths[0]}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
     """Write the chosen figures of the run(s) or sweep into --out, one file each; print each file's path."""
+    with tempfile.TemporaryDirectory(prefix="fastlab-plot-") as scratch:  # bundles unpacked: gone when drawn
+        return _plot(args, _subject(args.paths, Path(scratch)))
+
+
+def _plot(args: argparse.Namespace, subject: Any) -> int:
+    """The chosen figures of `subject` into --out, one file each."""
     from fastlab.base.names import is_name
     from fastlab.results import figures
 
-    subject = _subject(args.paths)
     chosen = args.figure or subject.figures()
     unknown = [f for f in chosen if f not in subject.figures()]
     if unknown:

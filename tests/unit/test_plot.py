@@ -201,3 +201,22 @@ def test_figures_do_not_load_matplotlib_until_drawn() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, cwd=REPO)
     assert out.stdout.strip() == "False"
+
+
+def test_a_bundle_is_plotted_and_its_unpacked_copy_is_gone(tmp_path: Path) -> None:
+    """`fastlab plot BUNDLE.zip`: the bundle (a run of schema version 0) is verified and unpacked into a scratch
+    folder of the command's own, which is gone once the figure is written (a leftover per plot, before)."""
+    import os
+    import subprocess
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "figures"
+    proc = subprocess.run([sys.executable, "-m", "fastlab", "plot", str(REPO / "tests/fixtures/bundles/run-v0.zip"),
+                           "--format", "svg", "--figure", "cdf", "--out", str(out)], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(scratch)})
+    assert proc.returncode == 0, proc.stderr
+    written = [Path(line) for line in proc.stdout.split() if line.endswith(".svg")]
+    assert written and written[0].stat().st_size > 1000
+    assert list(scratch.iterdir()) == []

@@ -25,8 +25,8 @@ from fastlab.results.figures.style import FORMATS, MEDIA_TYPES, to_bytes
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["FIGURES", "FORMATS", "MEDIA_TYPES", "FigureError", "Subject", "figure", "for_runs", "for_sweep", "render",
-           "to_bytes"]
+__all__ = ["DRAW_ERRORS", "FIGURES", "FORMATS", "MEDIA_TYPES", "FigureError", "Subject", "figure", "for_runs",
+           "for_sweep", "render", "to_bytes"]
 
 # figure name -> what it shows; "repeats" only for a sweep
 FIGURES = {"timeseries": "goodput, window, queue and RTT over time, with the theory's lines",
@@ -37,6 +37,12 @@ FIGURES = {"timeseries": "goodput, window, queue and RTT over time, with the the
 
 class FigureError(ValueError):
     """A figure that cannot be drawn from what was given, in one line."""
+
+
+# What reading runs and drawing their figures may raise from the files they are given: FigureError and the
+# record's RecordError are ValueErrors, a missing column a KeyError, a file an OSError. The CLI and the web app
+# say each in one line.
+DRAW_ERRORS: tuple[type[Exception], ...] = (ValueError, KeyError, OSError)
 
 
 @dataclass
