@@ -31,6 +31,10 @@ class PathInfo:
     base_rtt_ms: float
     target_queue_ms: float | None = None  # FAST: alpha packets at the bottleneck; None: loss-based
     mtu_bytes: int = MTU_BYTES
+    # a link of the path delays each packet by a model of its own that varies packet to packet (a MAC's grants,
+    # DOCSIS's load-dependent element, jitter, a schedule, a trace): no data packet meets the empty path, so a
+    # delay-based flow's baseRTT rightly holds part of it (weighing.base_reasons does not judge it there)
+    variable_delay: bool = False
 
 
 

@@ -80,6 +80,13 @@ UNWEIGHED_SHARE_MAX = 0.10
 # late for 0.1 s at 1.3 s, the split kept (0.997); quiet repeats (lab 02, the CUBIC dumbbell, lab 03 row 1):
 # no such spell.
 STARTUP_RTT_SHARE = 0.20
+# A loss the path's own loss model made (a seeded random drop on a crossing of the flow's path, no queue drop
+# there then) is the path's physics: what the flow does after it -- FAST and Reno halve, then regrow for
+# seconds -- is the loss's effect, not a disturbance's. A span's measurement ends at such a loss's onset (the
+# round trip before its retransmission was seen). Without this a loss's own recovery RTT sample (1.7 ms above
+# what the links queued) was a "host delay" spell and FAST's halving at 1 Gb/s x 180 ms its 8.8 % "cost" (lab 04's
+# fairness draw, seed 1, 2026-11-29): the loss-based flows' exemption (fastlab.measure.weighing) was the same
+# error, avoided by not weighing them at all.
 
 
 @dataclass
@@ -114,6 +121,7 @@ class Effect:
     reference_mbps: float | None = None
     window_cut: float | None = None  # deepest cwnd cut relative to before, 0..1
     read_as_queue_max_ms: float | None = None
+    loss_at: float | None = None  # measured only to this onset of a loss the path's loss model made
 
     def as_dict(self) -> dict[str, Any]:
         def r(v: float | None, n: int) -> float | None:
@@ -122,7 +130,8 @@ class Effect:
         return {"flow": self.flow, "t0_s": round(self.t0, 3), "t1_s": round(self.t1, 3),
                 "until_s": round(self.until, 3), "kinds": self.kinds,
                 "deficit_bytes": r(self.deficit_bytes, 0), "reference_mbps": r(self.reference_mbps, 3),
-                "window_cut": r(self.window_cut, 4), "read_as_queue_max_ms": r(self.read_as_queue_max_ms, 3)}
+                "window_cut": r(self.window_cut, 4), "read_as_queue_max_ms": r(self.read_as_queue_max_ms, 3),
+                "loss_at_s": r(self.loss_at, 3)}
 
 
 def intervals_above(t: np.ndarray, values: np.ndarray, limit: float, step_s: float) -> list[tuple[float, float, float]]:
@@ -200,10 +209,25 @@ def recovered_at(rows: pd.DataFrame, after: float, rate: float, window_s: float)
     return cap
 
 
+Losses = tuple[tuple[float, float], ...]  # (onset, seen): from the earliest the dropped packet can have left to
+# the sample that saw its retransmission
+
+
+# A loss seen up to this long before a span's measurement begins still reaches into it: the span is its recovery
+# (lab 04, seed 3: a host-delay spell found from the sample after the retransmission, 99.9816 s against 99.9816 s)
+LOSS_SEEN_SLACK_S = 0.5
+
+
+def _first_loss(losses: Losses, lo: float, hi: float) -> float | None:
+    """The onset of the first loss the path's loss model made that reaches into [lo, hi], if any."""
+    return next((onset for onset, seen in sorted(losses) if seen >= lo - LOSS_SEEN_SLACK_S and onset <= hi), None)
+
+
 def measure(flow: str, rows: pd.DataFrame, t0: float, t1: float, base_rtt_s: float, kinds: list[str],
-            end: float | None = None) -> Effect:
+            end: float | None = None, losses: Losses = ()) -> Effect:
     """The effect on one flow of what disturbed it over [t0, t1], measured to `end` (default: its settling
-    time after t1) -- its flows.csv rows: t, bytes_acked, cwnd_pkts, and the accounting's
+    time after t1) or to the onset of a loss the path's loss model made that reaches into it (`losses`: what
+    follows is the loss's) -- its flows.csv rows: t, bytes_acked, cwnd_pkts, and the accounting's
     acct_read_as_queue_ms where present."""
     rows = rows.dropna(subset=["bytes_acked"]).sort_values("t")
     reference_s = max(REFERENCE_MIN_S, REFERENCE_RTTS * base_rtt_s)
@@ -213,7 +237,15 @@ def measure(flow: str, rows: pd.DataFrame, t0: float, t1: float, base_rtt_s: flo
         return effect
     end = min(end, float(rows["t"].iloc[-1]))
     effect.t1 = end
-    ref = reference(rows, t0, reference_s) if end > t0 else None
+    ref = reference(rows, t0, reference_s)
+    onset = _first_loss(losses, ref[0] if ref is not None else t0 - reference_s, end)
+    if onset is not None:  # the loss's effect from its onset on; a span that holds nothing else costs nothing
+        effect.loss_at, end = onset, max(onset, ref[0] if ref is not None else t0)
+        effect.t1 = end
+        if ref is None:
+            effect.deficit_bytes = 0.0
+    elif end <= t0:
+        ref = None
     if ref is not None:
         start, rate = ref  # bytes/s just before (or as far back as the flow held steady)
         effect.reference_mbps = rate * 8 / 1e6
@@ -236,10 +268,11 @@ def settle_s(base_rtt_s: float) -> float:
 
 
 def spans_of(spans: list[tuple[float, float, str]], rows: pd.DataFrame,
-             base_rtt_s: float) -> list[tuple[float, float, float, list[str]]]:
+             base_rtt_s: float, losses: Losses = ()) -> list[tuple[float, float, float, list[str]]]:
     """The flow's disturbances as spans measured to its recovery: (start, their end, measured to, kinds). A
     span is followed for its settling time and then until the flow's rate is back near what it was just before
-    (recovered_at); a disturbance that begins before that joins it (each byte short is counted once)."""
+    (recovered_at), or to the onset of a loss the path's loss model made (`losses`: a flow regrowing after
+    it is the loss's); a disturbance that begins before that joins it (each byte short is counted once)."""
     rows = rows.dropna(subset=["bytes_acked"]).sort_values("t")
     todo = sorted(spans)
     if len(rows) < 2:
@@ -256,6 +289,8 @@ def spans_of(spans: list[tuple[float, float, str]], rows: pd.DataFrame,
         while True:
             until = b + settle_s(base_rtt_s)
             end = recovered_at(rows, until, rate, reference_s) if rate > 0 else until
+            onset = _first_loss(losses, a, end)
+            end = end if onset is None else max(onset, a)
             if i < len(todo) and todo[i][0] <= max(end, b + MERGE_GAP_S):
                 b = max(b, todo[i][1])
                 if todo[i][2] not in kinds:
@@ -268,8 +303,9 @@ def spans_of(spans: list[tuple[float, float, str]], rows: pd.DataFrame,
 
 
 def weigh(disturbances: list[Disturbance], flows: dict[str, pd.DataFrame],
-          base_rtt_s: dict[str, float]) -> dict[str, list[Effect]]:
-    """Per flow touched: the effect of each span of disturbances, measured to the flow's recovery."""
+          base_rtt_s: dict[str, float], losses: dict[str, Losses] | None = None) -> dict[str, list[Effect]]:
+    """Per flow touched: the effect of each span of disturbances, measured to the flow's recovery or to the
+    onset of a loss the path's loss model made (`losses`, per flow)."""
     per_flow: dict[str, list[tuple[float, float, str]]] = {}
     for d in disturbances:
         for f in d.flows:
@@ -279,8 +315,8 @@ def weigh(disturbances: list[Disturbance], flows: dict[str, pd.DataFrame],
         rows = flows.get(f)
         if rows is None or rows.empty or "bytes_acked" not in rows:
             continue
-        rtt = base_rtt_s.get(f, 0.0)
-        out[f] = [measure(f, rows, a, b, rtt, kinds, end) for a, b, end, kinds in spans_of(spans, rows, rtt)]
+        rtt, met = base_rtt_s.get(f, 0.0), (losses or {}).get(f, ())
+        out[f] = [measure(f, rows, a, b, rtt, kinds, end, met) for a, b, end, kinds in spans_of(spans, rows, rtt, met)]
     return out
 
 

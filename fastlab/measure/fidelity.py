@@ -48,6 +48,7 @@ from fastlab.measure.weighing import (
     base_reasons,
     disturbances,
     effect_reasons,
+    model_losses,
     startup_reasons,
 )
 
@@ -144,6 +145,9 @@ class Inputs:
     algorithm_base_ms: dict[str, float] = field(default_factory=dict)  # flow -> its algorithm's own baseRTT
     lateness: dict[Crossing, pd.DataFrame] = field(default_factory=dict)
     steal_samples: list[tuple[float, int, int]] = field(default_factory=list)
+    # each crossing's cumulative drop counters (t, loss_drops: the seeded loss model's, queue_drops): a flow's
+    # loss the path's loss model made is physics, and a disturbance is weighed only up to it (effects.measure)
+    drops: dict[Crossing, pd.DataFrame] = field(default_factory=dict)
 
 
 
@@ -321,7 +325,7 @@ def _judge_disturbances(inp: Inputs, bursts: dict[Crossing, dict[str, Any]],
     found = disturbances(inp.paths, bursts, BURST_NOISE_MTUS * mtu, inp.flows, inp.lateness, inp.steal_samples,
                          inp.sample_interval_s)
     rtts = {p.flow: p.base_rtt_ms / 1000 for p in inp.paths}
-    weighed = effects.weigh(found, inp.flows, rtts)
+    weighed = effects.weigh(found, inp.flows, rtts, model_losses(inp.paths, inp.flows, inp.drops))
     reasons, figures = effect_reasons(weighed, inp.flows, inp.machine_steal, inp.steal_samples, rtts)
     return found, figures, startup_reasons(found, inp.flows, rtts) + reasons
 

@@ -68,6 +68,19 @@ def lateness_rows(prep: Prepared, links_df: pd.DataFrame) -> dict[fidelity.Cross
     return out
 
 
+def drop_rows(links_df: pd.DataFrame) -> dict[fidelity.Crossing, pd.DataFrame]:
+    """Each link direction's cumulative drop counters (t, loss_drops, queue_drops) from links.csv, where its
+    backend counts its loss model's drops apart (linkemu; a tc link's netem loss is not counted apart)."""
+    out: dict[fidelity.Crossing, pd.DataFrame] = {}
+    if links_df.empty or not {"loss_drops", "queue_drops"} <= set(links_df.columns):
+        return out
+    for (link, direction), rows in links_df.groupby(["link", "direction"]):
+        rows = rows.dropna(subset=["loss_drops", "queue_drops"]).sort_values("t")
+        if len(rows):
+            out[(str(link), str(direction))] = rows[["t", "loss_drops", "queue_drops"]]
+    return out
+
+
 def algorithm_bases(flows_df: pd.DataFrame, events_df: pd.DataFrame | None) -> dict[str, float]:
     """Each flow's baseRTT as its own algorithm holds it at the end (ms): FAST's update events (the BPF build),
     or the module build's TCP_CC_INFO samples in flows.csv; none for an algorithm without one."""
@@ -108,7 +121,7 @@ def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[s
             for d, fig in fidelity.link_figures(stats).items()}),
         flows=flows, lateness=lateness_rows(prep, links_df) if flows else {},
         algorithm_base_ms=algorithm_bases(flows_df, events_df) if flows else {},
-        steal_samples=list(cpu.get("steal", []))))
+        steal_samples=list(cpu.get("steal", [])), drops=drop_rows(links_df) if flows else {}))
 
 
 def note_neighbours(verdict: dict[str, Any], neighbours: list[dict[str, Any]]) -> dict[str, Any]:
@@ -159,14 +172,27 @@ def fidelity_counters(prep: Prepared, links_df: Any,
                     tuple(rows["backlog_bytes"].astype(float)), late_p99_us.get((link, direction), 0.0),
                     # a schedule's steps (a rate above rate_bps, a delay drop bunching releases) and a
                     # trace's bursts of opportunities leave faster than rate_bps: not paced, like jitter
-                    paced=side.policy is None and not side.jitter_us and not side.schedule and side.trace is None)
+                    paced=_steady(side))
     return out
 
 
 def fidelity_paths(prep: Prepared) -> list[fidelity.PathInfo]:
-    """Each flow's emulated crossings (data and ACKs) and the basis of its delay budget, from the plan."""
-    return [fidelity.PathInfo(f.id, tuple(_named(p.data + p.acks)), p.figures.rtt_ms, p.target_queue_ms, prep.spec.mtu)
+    """Each flow's emulated crossings (data and ACKs) and the basis of its delay budget, from the plan; whether a
+    link of it delays packets by a model that varies packet to packet (a MAC, jitter, a schedule, a trace)."""
+    def variable(crossings: tuple[tuple[str, bool], ...]) -> bool:
+        sides = [getattr(prep.links[link], "forward" if fwd else "reverse") for link, fwd in crossings
+                 if link in prep.links]
+        return any(not _steady(side) for side in sides)
+
+    return [fidelity.PathInfo(f.id, tuple(_named(p.data + p.acks)), p.figures.rtt_ms, p.target_queue_ms, prep.spec.mtu,
+                              variable(p.data + p.acks))
             for f in prep.flows for p in (prep.paths[f.id],)]
+
+
+def _steady(side: Any) -> bool:
+    """A link direction that delays every packet alike beyond its queue: no MAC or policer model, no jitter, no
+    schedule, no trace (the conservation check's `paced`, and the base check's condition)."""
+    return side.policy is None and not side.jitter_us and not side.schedule and side.trace is None
 
 
 def judge_again(folder: Path) -> Summary:
@@ -202,7 +228,7 @@ def judge_again(folder: Path) -> Summary:
         counters=fidelity_counters(prep, links, late99),
         flows={str(f): r.sort_values("t") for f, r in flows.groupby("flow")},
         algorithm_base_ms=algorithm_bases(flows, rf.events() if rf.has(EVENTS) else None),
-        lateness=lateness_rows(prep, links)))
+        lateness=lateness_rows(prep, links), drops=drop_rows(links)))
     summary.fidelity = Verdict.model_validate(note_neighbours(verdict, [{"prefix": n} for n in old.neighbours]))
     rf.replace_flows(flows)
     rf.replace_summary(summary)

@@ -449,6 +449,12 @@ def test_a_base_rtt_taken_with_a_queue_in_it_is_judged() -> None:
                               "serialization: a queue or a delay met at its start, taken for path, which FAST keeps "
                               "queued beyond alpha all run; above 2.25 ms = 0.25 of the 9.00 ms queue FAST aims at"]
     assert judged(0.5, queue_ms=own, algorithm_base_ms={"f1": floor + 0.3})["faithful"]
+    # on a path whose links delay each packet by a model of their own (a MAC's grants, DOCSIS's element) no data
+    # packet meets the empty path: the same excess is reported, not judged
+    import dataclasses
+    mac = judged(0.5, queue_ms=own, algorithm_base_ms={"f1": floor + 3.85},
+                 path=dataclasses.replace(FAST_PATH, variable_delay=True))
+    assert mac["faithful"] and mac["delay_accounting"]["f1"]["base_excess_ms"] == pytest.approx(3.85, abs=0.01)
     # a queue the links already held at the flow's start (other flows', lab 04's fairness) is the path's:
     # a baseRTT taken with it is no delay taken for path
     held = judged(0.5, algorithm_base_ms={"f1": floor + 9.0 + 0.3})
@@ -495,3 +501,71 @@ def test_the_emulation_failing_in_the_flows_start_up_is_judged_by_its_size() -> 
     assert judged(0.5, lateness=lateness)["reasons"][0].startswith(
         "flow f1: late departures at the emulated links of f1's path from 0.2 to 1.5 s, up to 25.05 ms late, in "
         "their start-up (more than 20% of a base RTT)")
+
+
+def lossy(drop_column: str) -> tuple[pd.DataFrame, dict]:
+    """f1 at 18 Mb/s meets one drop at 10.0 s on the bottleneck: its retransmission is seen at 10.1 s, the
+    sample then reads 6 ms the links did not queue (a recovery sample: the "host delay" spell the verdict
+    finds), and the flow halves, delivering 9 Mb/s for the 5 s it takes to regrow. The drop is counted by the
+    link as its loss model's (`loss_drops`) or as a queue overflow (`queue_drops`)."""
+    flows = flow_rows(20, lambda s: 9.0, 0.05, 0.5)
+    t = flows["t"].to_numpy()
+    flows["retransmits"] = np.where(t >= 10.1 - 1e-9, 1, 0)
+    flows.loc[np.isclose(t, 10.1), "srtt_ms"] += 5.5
+    flows["cwnd_pkts"] = np.where((t >= 10.1 - 1e-9) & (t < 15.0), 50.0, 100.0)
+    flows["bytes_acked"] = flows["bytes_acked"] - 9e6 / 8 * np.clip(t - 10.0, 0, 5.0)
+    times = np.arange(0, 20.0001, STEP)
+    counter = np.where(times >= 10.0 - 1e-9, 1, 0)
+    drops = pd.DataFrame({"t": times, "loss_drops": counter if drop_column == "loss_drops" else 0,
+                          "queue_drops": counter if drop_column == "queue_drops" else 0})
+    return flows, {FAST_PATH.crossings[0]: drops, FAST_PATH.crossings[1]: drops.assign(loss_drops=0, queue_drops=0)}
+
+
+def test_a_loss_the_path_model_made_ends_what_a_disturbance_is_charged() -> None:
+    """Issue 53's loss-based exemption moved into the mechanism: a seeded random drop on the flow's path is its
+    physics; the recovery sample's 6 ms is found as a host-delay spell, but the halving after it (2.8 MB, 6 % of
+    what it delivered) is the loss's, so the span is measured only to the loss's onset and the run is faithful.
+    The same drop counted as a queue overflow (which a disturbance may cause) is charged, as before."""
+    flows, drops = lossy("loss_drops")
+    verdict = judged(0.5, flows=flows, drops=drops)
+    assert [d["kind"] for d in verdict["disturbances"]] == ["host delay"]
+    span = verdict["effects"]["f1"]["spans"][0]
+    assert span["loss_at_s"] == pytest.approx(10.0 - 0.04, abs=1e-6)  # the sample before less one base RTT
+    assert span["deficit_bytes"] == pytest.approx(0, abs=2e4), span
+    assert verdict["faithful"], verdict["reasons"]
+    flows, drops = lossy("queue_drops")
+    charged = judged(0.5, flows=flows, drops=drops)
+    assert not charged["faithful"]
+    assert charged["reasons"][0].startswith("flow f1: what disturbed it cost"), charged["reasons"]
+    assert charged["effects"]["f1"]["spans"][0]["loss_at_s"] is None
+
+
+def test_a_disturbance_before_a_model_loss_is_charged_up_to_it() -> None:
+    """A stall that cost the flow 0.9 MB from 9.0 s, then the path's random drop at 10.0 s, inside the stall's
+    settling time: the stall and the loss are one span, measured to the loss's onset -- the stall's bytes are
+    charged, the halving after is not (without the loss's end it would be: 2.8 MB more)."""
+    flows, drops = lossy("loss_drops")
+    t = flows["t"].to_numpy()
+    flows.loc[(t > 9.0) & (t <= 9.4), "srtt_ms"] += 5.5
+    flows["bytes_acked"] = flows["bytes_acked"] - 18e6 / 8 * np.clip(t - 9.0, 0, 0.4)
+    verdict = judged(0.5, flows=flows, drops=drops)
+    span = verdict["effects"]["f1"]["spans"][0]
+    assert span["loss_at_s"] == pytest.approx(9.96, abs=1e-6) and span["t1_s"] == pytest.approx(9.96, abs=1e-6)
+    assert span["deficit_bytes"] == pytest.approx(0.9e6, rel=0.02)
+    assert not verdict["faithful"]  # 0.9 MB of ~34 MB: above the 1 % limit
+    unclipped = judged(0.5, flows=flows)  # no drop counters: the loss is not known as the model's
+    assert unclipped["effects"]["f1"]["spans"][0]["deficit_bytes"] > 3.0e6
+
+
+def test_model_losses_need_a_random_drop_on_the_path_in_the_round_trip_before() -> None:
+    """The rule on its own: a retransmission with a random drop on the path in (t_prev - RTT - a sample, t] is the
+    model's; one with no drop counted there, or with a queue drop beside it, is not."""
+    from fastlab.measure.weighing import model_losses
+
+    flows, drops = lossy("loss_drops")
+    assert model_losses([FAST_PATH], {"f1": flows}, drops) == {"f1": ((pytest.approx(9.96), pytest.approx(10.1)),)}
+    late = {c: d.assign(loss_drops=np.where(d["t"] >= 12.0, d["loss_drops"].max(), 0)) for c, d in drops.items()}
+    assert model_losses([FAST_PATH], {"f1": flows}, late) == {}
+    both = {c: d.assign(queue_drops=d["loss_drops"]) for c, d in drops.items()}
+    assert model_losses([FAST_PATH], {"f1": flows}, both) == {}
+    assert model_losses([FAST_PATH], {"f1": flows.drop(columns=["retransmits"])}, drops) == {}

@@ -214,6 +214,8 @@ class EffectSpan(Part):
     window_cut: float | None = figure(None, "fraction", "its deepest cwnd cut relative to before (0..1)")
     read_as_queue_max_ms: float | None = figure(None, "ms", "the most delay it read as queue that no link "
                                                             "queued in the span")
+    loss_at_s: float | None = figure(None, "s", "measured only to here: the onset of a loss the path's loss "
+                                                "model made (what followed was the loss's)")
 
 
 class FlowEffects(Part):
