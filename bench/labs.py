@@ -109,7 +109,9 @@ def collect(records: list[dict[str, Any]], lab: Lab) -> tuple[dict[tuple[str, st
     live: dict[tuple[str, str], Figures] = {}
     for record in records:
         for step in record["steps"]:
-            inconclusive = step.get("status") == "inconclusive"
+            # the run's own fidelity (a claim over draws run once is inconclusive without the run being unfaithful)
+            inconclusive = (bool(step.get("inconclusive")) if "inconclusive" in step
+                            else step.get("status") == "inconclusive")
             for check in step["checks"]:
                 fig = checks.setdefault((step["id"], check["name"]), Figures(step["id"], check["name"]))
                 fig.statuses.append(check.get("status") or ("pass" if check["passed"] else "fail"))

@@ -21,8 +21,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
 from fastlab.define.schema import ExperimentSpec, SpecError, format_validation_error, load_spec, to_plain
+from fastlab.labs.draws import judge_draws
 from fastlab.labs.kit import (
     FOLDER_RE,
+    INCONCLUSIVE,
     PASS,
     Lab,
     LabError,
@@ -286,19 +288,35 @@ def evaluate(lab: Lab, step_id: str, run_dir: Path, short: bool = False) -> dict
         # columns the check reads and the checkpoint's own words under "details"
         about, sources = student_text(what_it_checks(lab.checks.get(call.check)))
         quantity, quantity_sources = student_text(str(r.quantity))
+        one_draw = r.over_draws and r.inconclusive.startswith("one draw:")
         checks.append({"name": str(r.name), "passed": r.status == PASS, "status": r.status,
-                       "inconclusive": r.inconclusive, "measured": measured,
+                       "inconclusive": r.inconclusive, "measured": measured, "one_draw": one_draw,
+                       "recorded_draws": recorded_share(lab, step_id) if one_draw else "",
                        "expected": str(r.expected), "tolerance": str(r.tolerance), "note": str(r.note),
                        "quantity": quantity, "checks": about, "measured_text": shown,
                        "details": "; ".join(x for x in (sources, quantity_sources) if x),
                        "result": plain_result(measured, str(r.expected), bool(r.passed))})
-    status = combined_status([c["status"] for c in checks])
+    # a claim over draws is no verdict of one run: the step's status is its other checkpoints' (all of them
+    # when the run was unfaithful, which makes every one inconclusive with the verdict's reasons)
+    status = combined_status([str(c["status"]) for c in checks if not c["one_draw"]] or [INCONCLUSIVE])
     # a short-form run leaves out the checkpoints only a full-length run can show: each said, with why, so
     # "all 3 passed" is never read as the step's whole claim (lab 10's red-2g5 leaves out the two that carry it)
     skipped = [{"name": c.label, "why": c.full_only} for c in lab.step(step_id).checkpoints if short and c.full_only]
     return {"passed": status == PASS, "status": status,
-            "inconclusive": next((c["inconclusive"] for c in checks if c["inconclusive"]), ""), "checks": checks,
-            "skipped": skipped}
+            "inconclusive": next((c["inconclusive"] for c in checks if c["inconclusive"] and not c["one_draw"]), ""),
+            "checks": checks, "skipped": skipped}
+
+
+def recorded_share(lab: Lab, step_id: str) -> str:
+    """What the step's recorded draws say of its claims over draws, in words ("" without recorded draws)."""
+    runs = [(d.name, d) for d in lab.draw_recordings(step_id)]
+    if not runs:
+        return ""
+    words = []
+    for result, _draws in judge_draws(lab, step_id, runs):
+        share = result.note.split("; draws:")[0]
+        words.append(f"{result.status.upper()} over the {len(runs)} recorded draws of this step ({share})")
+    return "; ".join(words)
 
 def lab_spec(lab: Lab, spec: str, sets: list[str]) -> ExperimentSpec:
     """A spec file of the lab's folder with --set overrides (the new-run form's prefill); LabError naming

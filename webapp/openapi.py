@@ -422,6 +422,10 @@ def document() -> dict[str, Any]:
                 "checks": {"type": "string", "description": "what the checkpoint is about (its docstring's first "
                                                              "sentence)"},
                 "measured_text": {"type": "string", "description": "the measured figure as shown (3 digits)"},
+                "one_draw": {"type": "boolean", "description": "a claim judged over repeated runs (draws), not "
+                                                               "on this one: it does not enter the step's status"},
+                "recorded_draws": {"type": "string", "description": "one_draw: what the step's recorded draws "
+                                                                    "say of it, in words"},
                 "result": {"type": "string", "description": "the figure against its range in words, e.g. "
                                                             "'measured 19.6 packets; expected between 17.5 and 20.5 "
                                                             "packets: in range'"}}},

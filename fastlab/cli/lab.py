@@ -20,7 +20,8 @@ def _lab(ref: str) -> Any:
 
 
 def _print_step(outcome: Any) -> None:
-    print(f"step {outcome.id}: {outcome.title} ({outcome.duration_s:.0f} s) -> {outcome.directory}")
+    seed = f" seed {outcome.seed}" if outcome.seed is not None else ""
+    print(f"step {outcome.id}{seed}: {outcome.title} ({outcome.duration_s:.0f} s) -> {outcome.directory}")
     if outcome.error:
         print(f"  FAIL {outcome.error}")
     if outcome.inconclusive:
@@ -44,11 +45,12 @@ def cmd_lab_list(args: argparse.Namespace) -> int:
 
 def cmd_lab_run(args: argparse.Namespace) -> int:
     from fastlab.labs.kit import LabError
-    from fastlab.labs.run import EXIT_STATUS, run_lab
+    from fastlab.labs.run import EXIT_STATUS, check_repeat, run_lab
 
     lab = _lab(args.lab)
     out = Path(args.out) if args.out else None
     try:
+        check_repeat(args.repeat)
         for step_id in args.step:
             lab.step(step_id)
         if out is not None and out.exists() and any(out.iterdir()):
@@ -56,7 +58,7 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
         need_root("fastlab lab run")
         cancel = cancel_on_signals()
         run = run_lab(lab, out=out, short=args.short, step_ids=args.step or None, on_step=_print_step,
-                      cancel=cancel)
+                      cancel=cancel, repeat=args.repeat)
     except LabError as exc:
         raise CliError(str(exc)) from None
     if cancel.is_set():
@@ -92,6 +94,8 @@ def cmd_lab_record(args: argparse.Namespace) -> int:
     from fastlab.labs.run import lab_runs_root, run_lab
 
     lab = _lab(args.lab)
+    if args.draws:
+        return _record_draws(lab, args)
     forms = {"full": [False], "short": [True], "both": [False, True]}[args.form]
     refused = 0
     try:
@@ -118,6 +122,38 @@ def cmd_lab_record(args: argparse.Namespace) -> int:
     except LabError as exc:
         raise CliError(str(exc)) from None
     return 1 if refused else 0
+
+
+def _record_draws(lab: Any, args: argparse.Namespace) -> int:
+    """`fastlab lab record N --step ID --draws [--from DIR]`: the step's repetitions (its claims over draws)
+    as its recorded draws, from a finished lab run made with --repeat (or run here, as many as it asks)."""
+    from fastlab.labs.draws import draw_calls, draws_asked
+    from fastlab.labs.kit import LabError
+    from fastlab.labs.record import size_of, store_draws
+    from fastlab.labs.run import lab_runs_root, run_lab
+
+    try:
+        if len(args.step) != 1 or not draw_calls(lab, lab.step(args.step[0]).id):
+            raise LabError("--draws: name one step (--step ID) that has a checkpoint judged over draws")
+        step = lab.step(args.step[0])
+        if args.source_run:
+            folder = Path(args.source_run) / step.id
+            runs = sorted(p for p in folder.glob("seed-*") if p.is_dir()) if folder.is_dir() else []
+        else:
+            need_root("fastlab lab record --draws")
+            cancel = cancel_on_signals()
+            out = lab_runs_root() / f"record-{dt.datetime.now():%Y%m%d-%H%M%S}-{lab.name}-draws"
+            asked = draws_asked(lab, step.id)
+            run = run_lab(lab, out=out, step_ids=[step.id], on_step=_print_step, cancel=cancel, repeat=asked)
+            if cancel.is_set():
+                raise KeyboardInterrupt
+            runs = [Path(o.directory) for o in run.steps if o.seed is not None and not o.error]
+        stored = store_draws(lab, step.id, runs)
+    except LabError as exc:
+        raise CliError(str(exc)) from None
+    for target in stored:
+        print(f"recorded draw {target} ({size_of(target) / 1e3:.0f} kB)")
+    return 0
 
 
 def cmd_lab_keep(args: argparse.Namespace) -> int:
@@ -154,6 +190,9 @@ def register(sub: Any) -> None:
     lab_run.add_argument("--out", metavar="DIRECTORY", help="lab run directory (default: results/labs/<time>-NN-slug)")
     lab_run.add_argument("--step", action="append", default=[], metavar="ID",
                          help="only this step (repeatable), e.g. --step live")
+    lab_run.add_argument("--repeat", type=int, default=1, metavar="N",
+                         help="run each step N times, repetition r with the step's seed + r; a step's claims over "
+                              "draws are judged on the share of them (e.g. lab 4's fairness: --repeat 10)")
     lab_run.set_defaults(func=cmd_lab_run)
     lab_check = lab_sub.add_parser("check", help="re-evaluate the checkpoints of a finished lab run",
                                    example="fastlab lab check 2")
@@ -165,6 +204,10 @@ def register(sub: Any) -> None:
     record.positional("lab", **lab_ref)
     record.add_argument("--step", action="append", default=[], metavar="ID", help="only this step (repeatable)")
     record.add_argument("--form", choices=["full", "short", "both"], default="both", help="which forms (default both)")
+    record.add_argument("--draws", action="store_true",
+                        help="store the step's repetitions as its recorded draws (recorded/draws/<step>/seed-<n>)")
+    record.add_argument("--from", dest="source_run", metavar="DIRECTORY",
+                        help="with --draws: take them from this lab run (made with --repeat) instead of running")
     record.set_defaults(func=cmd_lab_record)
     keep = lab_sub.add_parser("keep", help="keep a step of a lab run as a labelled case with its verdict",
                               example="fastlab lab keep 2 --run results/labs/20261128-101500-02-fast-equilibrium "

@@ -53,6 +53,8 @@ CHECKPOINT_MARK = "__fastlab_checkpoint__"
 # A lab's recorded runs (fastlab.labs.record): recorded/full/<step>, recorded/short/<step>, and real runs
 # kept as labelled fixtures in recorded/cases/<name>
 RECORDED, FULL_FORM, SHORT_FORM, CASES = "recorded", "full", "short", "cases"
+# ... and the repetitions of a step whose checkpoints are judged over draws: recorded/draws/<step>/seed-<n>
+DRAWS = "draws"
 TCPIP_HEADER_BYTES = 52  # IPv4 20 + TCP 20 + timestamps 12
 # SC2002's utilization: goodput over the port's capacity less 40 bytes of TCP/IP headers per
 # 1500-byte packet (925 Mb/s on a GbE port = 0.95). With TCP timestamps a packet carries 1448
@@ -95,6 +97,7 @@ class CheckResult:
     inconclusive: str = ""  # why the run cannot judge it (the fidelity verdict's reasons); "" = conclusive
     evaluated: bool = True  # False: the run lacked what the checkpoint reads ("cannot evaluate")
     band: tuple[float, float] | None = None  # [lo, hi] of a `within` figure: what the fidelity window allows
+    over_draws: bool = False  # a claim about the share of repetitions (kit.Draws): one run's status is not its verdict
 
     @property
     def status(self) -> str:
@@ -385,12 +388,26 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Draws(_Strict):
+    """A checkpoint whose claim is about a share of draws, not about one run: which side a run favours is the
+    draw of something random (a seeded background loss), so one run cannot carry the claim. It is judged on
+    `runs` repetitions of the step, each with its own seed (fastlab.labs.draws): the share of the conclusive
+    draws in which it passes, with its 95 % interval, PASS when the whole interval lies above `share`, FAIL
+    when it lies below, INCONCLUSIVE while it straddles `share` (more draws would tell). On a single run the
+    checkpoint is INCONCLUSIVE, its figure still shown: one draw proves nothing either way."""
+
+    runs: int = Field(ge=3, le=50, strict=True, description="repetitions to run (seeds seed .. seed + runs - 1)")
+    share: float = Field(gt=0, lt=1, allow_inf_nan=False, description="the claim: it holds in more than this share")
+    why: str = Field(min_length=40, max_length=1000, description="why one run cannot judge it")
+
+
 class CheckpointCall(_Strict):
     check: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="a function in checkpoints.py")
     name: str | None = Field(None, max_length=80, description="label when a step calls one check twice")
     args: dict[str, Any] = Field(default_factory=dict)
     full_only: str | None = Field(None, min_length=10, max_length=300,
                                   description="why a short run cannot show this: the short form skips it")
+    draws: Draws | None = Field(None, description="judged on the share of repetitions in which it passes")
 
     @property
     def label(self) -> str:
@@ -471,6 +488,12 @@ class Lab:
     def recording(self, step_id: str, short: bool = False) -> Path:
         """The folder of the step's recorded run, full or short form (`fastlab.labs.record` writes it)."""
         return self.folder / RECORDED / (SHORT_FORM if short else FULL_FORM) / self.step(step_id).id
+
+    def draw_recordings(self, step_id: str) -> list[Path]:
+        """The recorded repetitions of the step's full form (`recorded/draws/<step>/seed-<n>`), by seed."""
+        folder = self.folder / RECORDED / DRAWS / self.step(step_id).id
+        found = [p for p in folder.glob("seed-*") if p.is_dir() and p.name[5:].isdigit()] if folder.is_dir() else []
+        return sorted(found, key=lambda p: int(p.name[5:]))
 
     def overrides(self, step: Step, short: bool = False) -> list[str]:
         return [*step.set, *(step.short if short else [])]
@@ -628,8 +651,10 @@ def evaluate_step(lab: Lab, step_id: str, directory: Path | str, short: bool = F
     return evaluate_run(lab, step_id, StepRun(directory), short)
 
 
-def evaluate_run(lab: Lab, step_id: str, run: StepRun, short: bool = False) -> list[CheckResult]:
-    """`evaluate_step` on a StepRun already open (whose traces a caller may have replaced in memory)."""
+def evaluate_run(lab: Lab, step_id: str, run: StepRun, short: bool = False, as_draw: bool = False) -> list[CheckResult]:
+    """`evaluate_step` on a StepRun already open (whose traces a caller may have replaced in memory). A
+    checkpoint judged over draws (its call's `draws`) is INCONCLUSIVE on one run, saying so, unless the run
+    is evaluated `as_draw` (one of the repetitions fastlab.labs.draws judges together)."""
     step = lab.step(step_id)
     try:
         precondition = fidelity_precondition(run)
@@ -647,8 +672,20 @@ def evaluate_run(lab: Lab, step_id: str, run: StepRun, short: bool = False) -> l
         except (LookupError, ValueError, ArithmeticError, OSError) as exc:  # data it cannot use: a FAIL, not a crash
             result = CheckResult(call.label, False, "n/a", "", "", note=f"cannot evaluate: {exc}", evaluated=False)
         result.inconclusive = precondition or _window_precondition(run, result)
+        if call.draws is not None:
+            result.over_draws = True
+            if not as_draw and not result.inconclusive:
+                result.inconclusive = one_draw_reason(call)
         results.append(result)
     return results
+
+
+def one_draw_reason(call: CheckpointCall) -> str:
+    """Why a checkpoint judged over draws proves nothing on one run, and where its verdict is."""
+    assert call.draws is not None
+    return (f"one draw: {call.label} is judged on the share of {call.draws.runs} repetitions in which it holds "
+            f"(more than {call.draws.share:g}), not on one run -- {call.draws.why} "
+            f"(`fastlab lab run LAB --step ID --repeat {call.draws.runs}`, or the step's recorded draws)")
 
 
 def _window_precondition(run: StepRun, result: CheckResult) -> str:

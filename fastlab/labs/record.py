@@ -35,6 +35,7 @@ from fastlab.base import rundir
 from fastlab.define.schema import SpecError, format_validation_error, load_spec, parse_yaml, to_plain
 from fastlab.labs.kit import (
     CASES,
+    DRAWS,
     FAIL,
     INCONCLUSIVE,
     PASS,
@@ -56,7 +57,7 @@ KEY_COLUMNS = frozenset({"flow", "link", "direction", "t", "event"})
 CASE_FILE = "case.yaml"
 CASE_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,59}")
 # Spec fields that do not change what a run does: a recording stays valid when only they differ
-NOT_PHYSICS = frozenset({"description"})
+NOT_PHYSICS = frozenset({"description", "name"})
 
 
 # --- does a recording still stand for its step? ---------------------------------------------------
@@ -76,15 +77,15 @@ def _differences(recorded: Any, now: Any, path: str = "") -> list[str]:
     return [] if recorded == now else [f"{path}: recorded {recorded!r}, the step now {now!r}"]
 
 
-def spec_drift(lab: Lab, step_id: str, short: bool, directory: Path) -> list[str]:
-    """How the step's spec (its form's overrides applied) differs from the one its recording ran, field by
-    field. The recorded spec is read through today's schema, so fields added since with their defaults
-    are not differences; a changed value, field or default the spec names is."""
+def spec_drift(lab: Lab, step_id: str, short: bool, directory: Path, seed: int | None = None) -> list[str]:
+    """How the step's spec (its form's overrides applied; `seed`: a repetition's) differs from the one its
+    recording ran, field by field. The recorded spec is read through today's schema, so fields added since
+    with their defaults are not differences; a changed value, field or default the spec names is."""
     try:
         recorded = to_plain(load_spec(str(directory / rundir.SPEC)))
     except SpecError as exc:
         return [f"the recorded spec.yaml no longer loads: {exc}"]
-    return _differences(recorded, to_plain(lab.build_spec(step_id, short)))
+    return _differences(recorded, to_plain(lab.build_spec(step_id, short, None if seed is None else [f"seed={seed}"])))
 
 
 # --- trimming ----------------------------------------------------------------------------------------
@@ -137,6 +138,22 @@ def trim(lab: Lab, step_id: str, short: bool, source: Path, target: Path) -> Tri
         shutil.rmtree(target)
     target.mkdir(parents=True)
     rundir.RunFolder(target).write_recording(rundir.RunFolder(source), frames)
+    # a trace left with its keys alone (no checkpoint reads a figure of it) goes whole when no result needs
+    # the file: lab 04's links.csv kept 42 kB of (t, link, direction) per draw
+    for name, frame in frames.items():
+        path = target / f"{name}.gz" if (target / f"{name}.gz").exists() else target / name
+        if set(frame.columns) <= KEY_COLUMNS and path.exists():
+            aside = path.with_name(path.name + ".aside")
+            path.rename(aside)
+            try:
+                same = _evaluate_with(lab, step_id, short, target, {}) == reference
+            except Exception:  # noqa: BLE001 - a checkpoint that needs the file crashes without it
+                same = False
+            if same:
+                aside.unlink()
+                dropped.setdefault(name, []).append("(the whole file)")
+            else:
+                aside.rename(path)
     if _evaluate_with(lab, step_id, short, target, {}) != reference:  # read back from disk: the same verdicts
         raise LabError(f"{target}: the trimmed recording does not give the run's results again")
     return TrimReport(kept, dropped)
@@ -148,13 +165,45 @@ def store_recording(lab: Lab, step_id: str, short: bool, run_dir: Path) -> tuple
     """Make `run_dir` (a finished run of the step) the step's recording of that form. Only a run on which
     every checkpoint passes can stand for the step: anything else is refused with the reasons (keep it as
     a case instead)."""
-    results = evaluate_run(lab, step_id, StepRun(run_dir), short)
+    results = evaluate_run(lab, step_id, StepRun(run_dir), short, as_draw=True)  # a claim over draws: this one's
     statuses = {r.status for r in results}
     if statuses != {PASS}:
         bad = "; ".join(r.line().splitlines()[0] for r in results if r.status != PASS)
         raise LabError(f"{lab.name} step {step_id}: not stored as its recording, not every checkpoint passed: {bad}")
     target = lab.recording(step_id, short)
     return target, trim(lab, step_id, short, run_dir, target)
+
+
+def store_draws(lab: Lab, step_id: str, runs: list[Path]) -> list[Path]:
+    """Make `runs` (finished full-form repetitions of the step, each with its own seed) the step's recorded
+    draws, `recorded/draws/<step>/seed-<seed>`, the folder made anew, each trimmed as a recording. Every run
+    is kept, faithful or not (an unfaithful draw counts neither way, and says so); a run of another spec
+    than the step's at its seed, two runs of one seed, or fewer than the draws the step asks are refused."""
+    from fastlab.labs.draws import draws_asked
+
+    asked = draws_asked(lab, step_id)
+    if not asked:
+        raise LabError(f"{lab.name} step {step_id}: no checkpoint of it is judged over draws")
+    if len(runs) < asked:
+        raise LabError(f"{lab.name} step {step_id}: {len(runs)} finished repetitions, the step's draws ask {asked}")
+    seeds: dict[int, Path] = {}
+    for run_dir in runs:
+        seed = StepRun(run_dir).spec.get("seed")
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed in seeds:
+            raise LabError(f"{run_dir}: its spec's seed {seed!r} is no seed of its own among the repetitions")
+        drift = spec_drift(lab, step_id, False, run_dir, seed)
+        if drift:
+            raise LabError(f"{run_dir}: not a run of {lab.name} step {step_id} at seed {seed}: {'; '.join(drift[:3])}")
+        seeds[seed] = run_dir
+    root = lab.folder / RECORDED / DRAWS / lab.step(step_id).id
+    if root.exists():
+        shutil.rmtree(root)
+    stored = []
+    for seed, run_dir in sorted(seeds.items()):
+        target = root / f"seed-{seed}"
+        trim(lab, step_id, False, run_dir, target)
+        stored.append(target)
+    return stored
 
 
 class CaseExpectation(BaseModel):

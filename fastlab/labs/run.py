@@ -21,6 +21,7 @@ from typing import Any
 from fastlab.base import paths
 from fastlab.base.documents import DocumentError, one_line, read_json_file
 from fastlab.define.schema import SpecError
+from fastlab.labs.draws import draw_calls, draw_seeds, draws_asked, judge_draws
 from fastlab.labs.kit import (
     FAIL,
     INCONCLUSIVE,
@@ -38,16 +39,24 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class StepOutcome:
+    """A step's run and its checkpoints; with `--repeat N` one per repetition (`seed` set: its folder is
+    <step>/seed-<seed>), then one `over_draws` outcome judging the step's draw-judged checkpoints on the share
+    of its repetitions (fastlab.labs.draws). A repetition's status leaves those checkpoints out: one draw is
+    not their verdict."""
+
     id: str
     title: str
     directory: str
     duration_s: float
     checks: list[CheckResult]
     error: str = ""
+    seed: int | None = None  # a repetition of the step: the seed it ran with
+    over_draws: bool = False  # the step's draw-judged checkpoints over its repetitions
 
     @property
     def status(self) -> str:
-        return FAIL if self.error else combined_status([c.status for c in self.checks])
+        judged = [c for c in self.checks if self.over_draws or not c.over_draws]  # a claim over draws: its outcome's
+        return FAIL if self.error else combined_status([c.status for c in judged])
 
     @property
     def passed(self) -> bool:
@@ -56,13 +65,19 @@ class StepOutcome:
     @property
     def inconclusive(self) -> str:
         """The fidelity verdict's reasons when the step's run could not judge its checkpoints."""
-        return next((c.inconclusive for c in self.checks if c.inconclusive), "")
+        return next((c.inconclusive for c in self.checks if c.inconclusive and not c.over_draws), "")
+
+    @property
+    def one_draw(self) -> list[str]:
+        """Checkpoints a single run cannot judge (claims over draws): their labels, when the run has them."""
+        return [c.name for c in self.checks if c.over_draws and self.seed is None and not self.over_draws
+                and c.inconclusive.startswith("one draw:")]
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "title": self.title, "directory": self.directory, "status": self.status,
                 "passed": self.passed, "inconclusive": self.inconclusive,
-                "duration_s": round(self.duration_s, 1), "error": self.error,
-                "checks": [c.as_dict() for c in self.checks]}
+                "duration_s": round(self.duration_s, 1), "error": self.error, "seed": self.seed,
+                "over_draws": self.over_draws, "checks": [c.as_dict() for c in self.checks]}
 
 
 @dataclass
@@ -83,13 +98,20 @@ class LabRun:
 
     def headline(self) -> str:
         """One line for the CLI: all pass, some FAIL, or inconclusive and why."""
+        # a claim over draws run once is no verdict either way: said, not counted (fastlab.labs.draws)
+        drawn = "".join(f"; step {s.id}'s {', '.join(s.one_draw)} is a claim over draws and this run one draw of it "
+                        f"(judge it with --repeat {draws_asked(self.lab, s.id)})" for s in self.steps if s.one_draw)
         if self.status == PASS:
-            return f"lab {self.lab.name}: all checkpoints pass"
+            return f"lab {self.lab.name}: all checkpoints pass" + drawn
         if self.status == FAIL:
-            return f"lab {self.lab.name}: some checkpoints FAIL"
-        steps = ", ".join(s.id for s in self.steps if s.status == INCONCLUSIVE)
-        return (f"lab {self.lab.name}: INCONCLUSIVE: the run of step(s) {steps} was not faithful, so their "
-                f"checkpoints prove nothing either way; run them again on a quieter machine or at a lower scale")
+            return f"lab {self.lab.name}: some checkpoints FAIL" + drawn
+        unfaithful = ", ".join(s.id for s in self.steps if s.status == INCONCLUSIVE and s.inconclusive)
+        undecided = ", ".join(s.id for s in self.steps if s.status == INCONCLUSIVE and not s.inconclusive)
+        parts = [f"the run of step(s) {unfaithful} was not faithful, so their checkpoints prove nothing either "
+                 f"way; run them again on a quieter machine or at a lower scale"] if unfaithful else []
+        parts += [f"step(s) {undecided}: the share of draws does not decide the claim yet (its 95 % interval holds "
+                  f"the share claimed: more repetitions would tell)"] if undecided else []
+        return f"lab {self.lab.name}: INCONCLUSIVE: " + "; ".join(parts) + drawn
 
     def as_dict(self) -> dict[str, Any]:
         return {"lab": self.lab.number, "name": self.lab.name, "title": self.lab.title, "short": self.short,
@@ -123,23 +145,38 @@ def latest_lab_run(lab: Lab) -> Path:
     return runs[-1]
 
 
+MAX_REPEAT = 50  # `fastlab lab run --repeat N`: each repetition is a whole run of the step (minutes at full scale)
+
+
+def check_repeat(repeat: object) -> int:
+    """`--repeat N` as run_lab takes it: a whole number of runs from 1 to MAX_REPEAT, else one LabError line."""
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= MAX_REPEAT:
+        shown = repr(repeat)[:40]
+        raise LabError(f"--repeat {shown}: a whole number of runs from 1 to {MAX_REPEAT}")
+    return repeat
+
+
 def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids: list[str] | None = None,
             on_step: Callable[[StepOutcome], None] = lambda _outcome: None,
             on_sample: Callable[[dict[str, Any]], None] | None = None,
-            cancel: threading.Event | None = None) -> LabRun:
+            cancel: threading.Event | None = None, extra: list[str] | None = None, repeat: int = 1) -> LabRun:
     """Run the lab's steps (or the ones named) in order through the engine and evaluate each.
 
     Every spec is built and checked by `prepare` before the first step runs, so a broken step
     stops the lab before anything is created. A step whose run fails is recorded with its error
-    and the lab goes on to the next step (except when cancelled).
+    and the lab goes on to the next step (except when cancelled). `extra` overrides go after the step's
+    own. With `repeat` N > 1 each step runs N times, repetition r with the step's seed + r (its own draw
+    of random loss and start jitter) in <step>/seed-<seed>, and the step's claims over draws are then
+    judged on the share of its repetitions (fastlab.labs.draws).
     """
     from fastlab.experiment.engine import RunError, prepare_run
     from fastlab.service.run import execute
 
+    check_repeat(repeat)
     steps = [lab.step(s) for s in step_ids] if step_ids else lab.steps
     specs = {}
     for step in steps:
-        specs[step.id] = lab.build_spec(step.id, short)
+        specs[step.id] = lab.build_spec(step.id, short, extra)
         try:
             prepare_run(specs[step.id])
         except SpecError as exc:
@@ -151,22 +188,40 @@ def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids:
     run = LabRun(lab, directory, short, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     run.save()
     for number, step in enumerate(steps, start=1):
-        log.info("step %s (%d of %d, %g s of flows): %s", step.id, number, len(steps), specs[step.id].duration_s,
-                 step.title)
-        step_dir = directory / step.id
-        t0 = time.monotonic()
-        try:
-            execute(specs[step.id], step_dir, on_sample=on_sample, cancel=cancel, scripts=directory)
-            outcome = StepOutcome(step.id, step.title, str(step_dir), time.monotonic() - t0,
-                                  evaluate_step(lab, step.id, step_dir, short))
-        except RunError as exc:
-            outcome = StepOutcome(step.id, step.title, str(step_dir), time.monotonic() - t0, [], f"run failed: {exc}")
-        run.steps.append(outcome)
-        run.save()
-        on_step(outcome)
-        if cancel is not None and cancel.is_set():
-            break
+        log.info("step %s (%d of %d, %g s of flows%s): %s", step.id, number, len(steps), specs[step.id].duration_s,
+                 f", {repeat} repetitions" if repeat > 1 else "", step.title)
+        seeds = draw_seeds(specs[step.id].seed, repeat) if repeat > 1 else [None]
+        for seed in seeds:
+            spec = specs[step.id] if seed is None else specs[step.id].model_copy(update={"seed": seed})
+            step_dir = directory / step.id if seed is None else directory / step.id / f"seed-{seed}"
+            t0 = time.monotonic()
+            try:
+                execute(spec, step_dir, on_sample=on_sample, cancel=cancel, scripts=directory)
+                outcome = StepOutcome(step.id, step.title, str(step_dir), time.monotonic() - t0,
+                                      evaluate_step(lab, step.id, step_dir, short), seed=seed)
+            except RunError as exc:
+                outcome = StepOutcome(step.id, step.title, str(step_dir), time.monotonic() - t0, [],
+                                      f"run failed: {exc}", seed=seed)
+            run.steps.append(outcome)
+            run.save()
+            on_step(outcome)
+            if cancel is not None and cancel.is_set():
+                return run
+        if repeat > 1 and draw_calls(lab, step.id):
+            outcome = draws_outcome(lab, step.id, directory / step.id, [o for o in run.steps if o.id == step.id])
+            run.steps.append(outcome)
+            run.save()
+            on_step(outcome)
     return run
+
+
+def draws_outcome(lab: Lab, step_id: str, directory: Path, repetitions: list[StepOutcome]) -> StepOutcome:
+    """The step's claims over draws judged on its finished repetitions (a failed run is no draw)."""
+    runs = [(f"seed-{o.seed}", Path(o.directory)) for o in repetitions if o.seed is not None and not o.error]
+    judged = [result for result, _ in judge_draws(lab, step_id, runs)]
+    step = lab.step(step_id)
+    return StepOutcome(step.id, f"{step.title}: over {len(runs)} draws", str(directory), 0.0, judged,
+                       over_draws=True)
 
 
 LAB_RECORD = "lab.json"
@@ -207,12 +262,20 @@ def check_lab_run(directory: Path) -> LabRun:
     run = LabRun(lab, directory, bool(record.get("short")), str(record.get("started", ""))[:100])
     for entry in entries:
         step = lab.step(entry["id"][:100])
-        step_dir = directory / step.id
+        seed = entry.get("seed")
+        if isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed < 2**31:
+            step_dir = directory / step.id / f"seed-{seed}"
+        elif entry.get("over_draws") is True:
+            repetitions = [o for o in run.steps if o.id == step.id and o.seed is not None]
+            run.steps.append(draws_outcome(lab, step.id, directory / step.id, repetitions))
+            continue
+        else:
+            seed, step_dir = None, directory / step.id
         if step_dir.is_dir():
             run.steps.append(StepOutcome(step.id, step.title, str(step_dir), entry.get("duration_s", 0.0),
-                                         evaluate_step(lab, step.id, step_dir, run.short)))
+                                         evaluate_step(lab, step.id, step_dir, run.short), seed=seed))
         else:
-            run.steps.append(StepOutcome(step.id, step.title, str(step_dir), 0.0, [], "no run directory"))
+            run.steps.append(StepOutcome(step.id, step.title, str(step_dir), 0.0, [], "no run directory", seed=seed))
     if not run.steps:
         raise LabError(f"{directory}: the lab run has no finished step")
     return run

@@ -33,11 +33,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from fastlab.base.documents import DocumentError, read_yaml_file
 from fastlab.define.schema import format_validation_error
+from fastlab.labs.draws import Draw, draw_seeds, judge_share
 from fastlab.labs.kit import (
     FAIL,
     INCONCLUSIVE,
     LABS_DIR,
     PASS,
+    CheckpointCall,
     Lab,
     LabError,
     MissingData,
@@ -190,12 +192,18 @@ def combine(statuses: list[str]) -> str:
     return conclusive.pop() if len(conclusive) == 1 else MIXED
 
 
+def claim_call(lab: Lab, claim: Claim) -> CheckpointCall | None:
+    """The checkpoint call of the claim's step that measures it (None: the step has no such label)."""
+    return next((c for c in lab.step(claim.step).checkpoints if c.label == claim.check), None)
+
+
 def judge_run(lab: Lab, claim: Claim, run: StepRun, label: str, short: bool = False) -> Judged:
     """The claim's checkpoint on one run, by the lab's own evaluation of the whole step (the results come in
-    the order of the step's calls, the short form skipping `full_only` ones)."""
+    the order of the step's calls, the short form skipping `full_only` ones). A checkpoint judged over draws
+    gives each run's own status here (the run as one draw); the row's verdict is then the share's."""
     step = lab.step(claim.step)
     calls = [c for c in step.checkpoints if not (short and c.full_only)]
-    results = evaluate_run(lab, claim.step, run, short)
+    results = evaluate_run(lab, claim.step, run, short, as_draw=True)
     for call, result in zip(calls, results, strict=True):
         if call.label == claim.check:
             figure = result.measured if isinstance(result.measured, int | float) else None
@@ -208,7 +216,12 @@ def judge_run(lab: Lab, claim: Claim, run: StepRun, label: str, short: bool = Fa
 
 def recorded_runs(lab: Lab, step_id: str) -> list[tuple[str, Path]]:
     """The step's recorded runs of the full form: its recording and the kept cases of that step and form,
-    each as (its folder relative to the labs folder, its path)."""
+    each as (its folder relative to the labs folder, its path); a step with recorded draws
+    (`recorded/draws/<step>/seed-<n>`, its repetitions by seed) is those draws alone -- the recording is
+    one more run of the first seed, counted once."""
+    draws = lab.draw_recordings(step_id)
+    if draws:
+        return [(f"{lab.name}/{d.relative_to(lab.folder)}", d) for d in draws]
     runs = []
     recording = lab.recording(step_id)
     if recording.is_dir():
@@ -260,12 +273,17 @@ def score(claims: ClaimsFile, labs_root: Path = LABS_DIR, runs_of: RunsOf = reco
                 ran_at = None
             if isinstance(ran_at, int | float) and not math.isclose(float(ran_at), float(claim.scale)):
                 row.reason = f"ran at scale {ran_at:g}, the claim's step at {claim.scale:g}"
-        _sum_up(row)
+        _sum_up(row, claim_call(lab, claim))
     return rows
 
 
-def _sum_up(row: Row) -> None:
+def _sum_up(row: Row, call: CheckpointCall | None = None) -> None:
     row.verdict = combine([r.status for r in row.runs])
+    if call is not None and call.draws is not None and row.runs:  # a claim about the share of draws
+        share = judge_share(call, [Draw(r.run, r.status, r.figure if r.figure is not None else "n/a")
+                                   for r in row.runs])
+        row.verdict = share.status
+        row.reason = "; ".join(filter(None, [row.reason, share.note.split("; draws:")[0], share.inconclusive]))
     conclusive = [r.figure for r in row.runs if r.status != INCONCLUSIVE and r.figure is not None]
     figures = conclusive or [r.figure for r in row.runs if r.figure is not None]
     if figures:
@@ -279,7 +297,8 @@ def rerun(claims: ClaimsFile, out: Path, repeat: int = 1, short: bool = False, o
           labs_root: Path = LABS_DIR, cancel: threading.Event | None = None,
           on_run: Callable[[str], None] = lambda _line: None) -> list[Row]:
     """Run each step the chosen claims name `repeat` times on this machine (live, root) under `out`, each
-    run a lab run of one step (`fastlab.labs.run.run_lab`), and score the claims on those runs."""
+    run a lab run of one step (`fastlab.labs.run.run_lab`), repetition r with the step's seed + r (its own
+    draw of random loss and start jitter), and score the claims on those runs."""
     from fastlab.labs.run import run_lab
 
     if not 1 <= repeat <= MAX_REPEAT:
@@ -292,11 +311,12 @@ def rerun(claims: ClaimsFile, out: Path, repeat: int = 1, short: bool = False, o
         lab = load_lab(claim.lab, labs_root)
         if claim.step not in {s.id for s in lab.steps}:
             continue
-        for r in range(1, repeat + 1):
+        seeds = draw_seeds(lab.build_spec(claim.step, short).seed, repeat)
+        for r, seed in enumerate(seeds, start=1):
             if cancel is not None and cancel.is_set():
                 break
             target = out / f"{lab.name}-{claim.step}-{r}"
-            run = run_lab(lab, out=target, short=short, step_ids=[claim.step], cancel=cancel)
+            run = run_lab(lab, out=target, short=short, step_ids=[claim.step], cancel=cancel, extra=[f"seed={seed}"])
             outcome = run.steps[0] if run.steps else None
             if outcome is not None and not outcome.error:
                 done[(claim.lab, claim.step)].append((str(Path(outcome.directory)), Path(outcome.directory)))

@@ -92,3 +92,33 @@ def test_run_a_lab_step_and_see_live_traces_and_checkpoints(tmp_path: Path, tiny
     first = "INCONCLUSIVE" if api["status"] == "inconclusive" else "PASS"
     assert page.locator("#step-fill .checkpoints .verdict").first.inner_text() == first
     assert not errors, errors
+
+
+@pytest.mark.timeout(120)
+def test_a_claim_over_draws_reads_one_draw_on_the_run_page(tmp_path: Path, live_server_factory, browser) -> None:
+    """Lab 04's recorded fairness run as a student's run of the step: its page's checkpoint table passes the
+    step on its other checkpoints, marks the fairness claim ONE DRAW with the recorded draws' share, and never
+    says the run was not faithful. No experiment runs (a recorded run folder)."""
+    from fastlab.labs.kit import LABS_DIR
+    from tests.webapp.test_labs_web import register_lab_run
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    app = create_app(results_root=tmp_path / "results", start_worker=False)
+    run_id = "20261129-120000-lab04-fair"
+    register_lab_run(app, run_id, LABS_DIR / "04-fairness", "sc2002-fast-one")
+    server = live_server_factory(app)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{server.url}/runs/{run_id}")
+    page.wait_for_selector("#checkpoints[data-loaded]", timeout=20_000)
+    assert page.get_attribute("#checkpoints", "data-loaded") == "pass"
+    assert page.inner_text("#checkpoints p.summary") == ("all 2 checkpoints passed; 1 more is a claim over repeated "
+                                                         "runs (one draw here)")
+    draw = page.locator("#checkpoints tr.inconclusive").filter(has_text="One draw")
+    assert draw.count() == 1 and draw.locator(".verdict").inner_text() == "ONE DRAW"
+    assert "Recorded: PASS over the 10 recorded draws of this step" in draw.inner_text()
+    assert "not faithful" not in page.inner_text("#checkpoints")
+    draw.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "labs-4-one-draw.png"), full_page=True)
+    assert not errors, errors

@@ -224,6 +224,22 @@ def test_checkpoints_in_plain_words_on_a_recorded_run(tmp_path: Path) -> None:
     assert ratio["result"].endswith(recorded_band(LAB02, "equilibrium", "rates equal despite RTTs") + ": in range")
 
 
+def test_a_claim_over_draws_is_one_draw_on_a_students_run_and_shows_the_recorded_share(tmp_path: Path) -> None:
+    """Lab 04's fairness claim is judged over ten draws of the background loss: on a student's single run of
+    the step it is ONE DRAW (its figure shown, not in the step's status: the run's other checkpoints decide it,
+    never "not faithful"), and the page says what the recorded draws give."""
+    app = create_app(results_root=tmp_path / "results", start_worker=False)
+    lab04 = LABS_DIR / "04-fairness"
+    register_lab_run(app, "20261129-120000-lab04-fair", lab04, "sc2002-fast-one")
+    result = app.test_client().get("/api/runs/20261129-120000-lab04-fair/checkpoints").get_json()
+    assert result["status"] == "pass" and result["inconclusive"] == ""
+    (draw,) = [c for c in result["checks"] if c["one_draw"]]
+    assert draw["status"] == "inconclusive" and draw["inconclusive"].startswith("one draw: ")
+    assert re.match(r"(PASS|FAIL|INCONCLUSIVE) over the 10 recorded draws of this step \(\d+ of \d+ conclusive "
+                    r"draws, 95 % interval", draw["recorded_draws"]), draw["recorded_draws"]
+    assert all(not c["one_draw"] and c["recorded_draws"] == "" for c in result["checks"] if c is not draw)
+
+
 def test_the_bundle_of_a_lab_run_with_the_students_answers(tmp_path: Path) -> None:
     app = create_app(results_root=tmp_path / "results", start_worker=False)
     client = app.test_client()

@@ -29,9 +29,12 @@ export async function showCheckpoints(box) {
     box.append(el('p', r.data.inconclusive, 'note cp-note'));
   } else {
     const skipped = r.data.skipped?.length ? ` (of the ${r.data.checks.length} this short run evaluates)` : '';
-    const n = r.data.checks.length;
-    box.append(el('p', failed ? `${failed} of ${n} checkpoint${n === 1 ? '' : 's'} failed${skipped}`
-      : `${n === 1 ? 'the checkpoint' : `all ${n} checkpoints`} passed${skipped}`, `summary ${failed ? 'fail' : 'pass'}`));
+    // a claim over draws is not judged on this run: counted apart
+    const draws = r.data.checks.filter((c) => c.one_draw).length;
+    const n = r.data.checks.length - draws;
+    const apart = draws ? `; ${draws} more ${draws === 1 ? 'is a claim' : 'are claims'} over repeated runs (one draw here)` : '';
+    box.append(el('p', failed ? `${failed} of ${n} checkpoint${n === 1 ? '' : 's'} failed${skipped}${apart}`
+      : `${n === 1 ? 'the checkpoint' : `all ${n} checkpoints`} passed${skipped}${apart}`, `summary ${failed ? 'fail' : 'pass'}`));
   }
   if (r.data.skipped?.length) {
     // the checkpoints a short run cannot show, each with why: run the full form to judge them
@@ -81,7 +84,13 @@ export async function showCheckpoints(box) {
       plain.append(why);
     }
     if (c.note) plain.append(el('div', c.note, 'note cp-note'));
-    tr.append(el('td', c.status.toUpperCase(), 'verdict'), name, plain);
+    if (c.one_draw) {
+      // a claim over draws (lab 04's fairness): this run is one draw of the random loss, judged with the others
+      plain.append(el('div', 'One draw: this claim is judged on the share of repeated runs (each with its own '
+        + 'seed) in which it holds, not on one run. This run counts as one of them.', 'note cp-draw'));
+      if (c.recorded_draws) plain.append(el('div', `Recorded: ${c.recorded_draws}.`, 'note cp-draw'));
+    }
+    tr.append(el('td', c.one_draw ? 'ONE DRAW' : c.status.toUpperCase(), 'verdict'), name, plain);
     table.append(tr);
   }
   box.append(table);
