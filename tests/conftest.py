@@ -35,9 +35,9 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 EXAMPLE = REPO / "examples" / "simple-cubic.yaml"
 
 
-def fastlab(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run the real CLI, as users do."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def fastlab(*args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI, as users do (`env`: variables added to the test's own, e.g. FASTLAB_LABS_DIR)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     return subprocess.run([sys.executable, "-m", "fastlab", *args], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=REPO, check=False)
 

@@ -54,17 +54,19 @@ class Draw:
     figure: float | str
 
 
-def draw_calls(lab: Lab, step_id: str) -> list[CheckpointCall]:
-    """The step's checkpoint calls judged over draws (a full-form property: the short form has none)."""
-    return [c for c in lab.step(step_id).checkpoints if c.draws is not None]
+def draw_calls(lab: Lab, step_id: str, short: bool = False) -> list[CheckpointCall]:
+    """The step's checkpoint calls judged over draws (in the short form, those it does not skip)."""
+    return [c for c in lab.step(step_id).checkpoints if c.draws is not None and not (short and c.full_only)]
 
 
-def judge_draws(lab: Lab, step_id: str, runs: list[tuple[str, Path]]) -> list[tuple[CheckResult, list[Draw]]]:
-    """Each of the step's draw-judged checkpoints over the runs given (label, folder) of its full form: the
-    verdict on the share, and each run's own word."""
-    calls = draw_calls(lab, step_id)
-    evaluated = [(label, evaluate_run(lab, step_id, StepRun(directory), as_draw=True)) for label, directory in runs]
-    labels = [c.label for c in lab.step(step_id).checkpoints]
+def judge_draws(lab: Lab, step_id: str, runs: list[tuple[str, Path]],
+                short: bool = False) -> list[tuple[CheckResult, list[Draw]]]:
+    """Each of the step's draw-judged checkpoints over the runs given (label, folder) of that form: the verdict
+    on the share, and each run's own word."""
+    calls = draw_calls(lab, step_id, short)
+    evaluated = [(label, evaluate_run(lab, step_id, StepRun(directory), short, as_draw=True))
+                 for label, directory in runs]
+    labels = [c.label for c in lab.step(step_id).checkpoints if not (short and c.full_only)]
     out = []
     for call in calls:
         draws = []

@@ -207,18 +207,20 @@ def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids:
             on_step(outcome)
             if cancel is not None and cancel.is_set():
                 return run
-        if repeat > 1 and draw_calls(lab, step.id):
-            outcome = draws_outcome(lab, step.id, directory / step.id, [o for o in run.steps if o.id == step.id])
+        if repeat > 1 and draw_calls(lab, step.id, short):
+            outcome = draws_outcome(lab, step.id, directory / step.id, [o for o in run.steps if o.id == step.id],
+                                    short)
             run.steps.append(outcome)
             run.save()
             on_step(outcome)
     return run
 
 
-def draws_outcome(lab: Lab, step_id: str, directory: Path, repetitions: list[StepOutcome]) -> StepOutcome:
+def draws_outcome(lab: Lab, step_id: str, directory: Path, repetitions: list[StepOutcome],
+                  short: bool = False) -> StepOutcome:
     """The step's claims over draws judged on its finished repetitions (a failed run is no draw)."""
     runs = [(f"seed-{o.seed}", Path(o.directory)) for o in repetitions if o.seed is not None and not o.error]
-    judged = [result for result, _ in judge_draws(lab, step_id, runs)]
+    judged = [result for result, _ in judge_draws(lab, step_id, runs, short)]
     step = lab.step(step_id)
     return StepOutcome(step.id, f"{step.title}: over {len(runs)} draws", str(directory), 0.0, judged,
                        over_draws=True)
@@ -267,7 +269,7 @@ def check_lab_run(directory: Path) -> LabRun:
             step_dir = directory / step.id / f"seed-{seed}"
         elif entry.get("over_draws") is True:
             repetitions = [o for o in run.steps if o.id == step.id and o.seed is not None]
-            run.steps.append(draws_outcome(lab, step.id, directory / step.id, repetitions))
+            run.steps.append(draws_outcome(lab, step.id, directory / step.id, repetitions, run.short))
             continue
         else:
             seed, step_dir = None, directory / step.id

@@ -212,3 +212,14 @@ def test_the_fairness_claim_is_judged_on_the_share_of_its_draws(step: str) -> No
 # ahead in every conclusive draw, Wilson's interval 0.72..1.00 above one half
 EXPECTED_SHARE: dict[str, tuple[str, tuple[int, int]]] = {"sc2002-fast-one": (PASS, (10, 10)),
                                                           "sc2002-fast-pair": (PASS, (10, 10))}
+
+
+def test_the_short_form_leaves_out_a_claim_over_draws_it_skips() -> None:
+    """Lab 04's fairness claim is full_only: a repeated short form judges no share of it (a 13-s run holds one
+    loss per flow or none), and the full form's draws are judged with the full form's checkpoints."""
+    from fastlab.labs.draws import draw_calls
+
+    step = "sc2002-fast-one"
+    assert draw_calls(LAB04, step, short=True) == [] and len(draw_calls(LAB04, step)) == 1
+    runs = [(d.name, d) for d in LAB04.draw_recordings(step)[:3]]
+    assert judge_draws(LAB04, step, runs, short=True) == []
