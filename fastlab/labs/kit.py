@@ -35,6 +35,7 @@ from fastlab.base.documents import DocumentError
 from fastlab.base.record import FlowFigures, LinkFigures, LinkTiming, ResolvedDirection, Shaping
 from fastlab.base.rundir import RunReader
 from fastlab.define.schema import (
+    MAX_REPEAT,
     ExperimentSpec,
     SpecError,
     format_validation_error,
@@ -396,7 +397,8 @@ class Draws(_Strict):
     when it lies below, INCONCLUSIVE while it straddles `share` (more draws would tell). On a single run the
     checkpoint is INCONCLUSIVE, its figure still shown: one draw proves nothing either way."""
 
-    runs: int = Field(ge=3, le=50, strict=True, description="repetitions to run (seeds seed .. seed + runs - 1)")
+    runs: int = Field(ge=3, le=MAX_REPEAT, strict=True,
+                      description="repetitions to run (seeds seed .. seed + runs - 1)")
     share: float = Field(gt=0, lt=1, allow_inf_nan=False, description="the claim: it holds in more than this share")
     why: str = Field(min_length=40, max_length=1000, description="why one run cannot judge it")
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from fastlab.base import paths
 from fastlab.base.documents import DocumentError, one_line, read_json_file
-from fastlab.define.schema import SpecError
+from fastlab.define.schema import MAX_REPEAT, SpecError
 from fastlab.labs.draws import draw_calls, draw_seeds, draws_asked, judge_draws
 from fastlab.labs.kit import (
     FAIL,
@@ -145,11 +145,9 @@ def latest_lab_run(lab: Lab) -> Path:
     return runs[-1]
 
 
-MAX_REPEAT = 50  # `fastlab lab run --repeat N`: each repetition is a whole run of the step (minutes at full scale)
-
-
 def check_repeat(repeat: object) -> int:
-    """`--repeat N` as run_lab takes it: a whole number of runs from 1 to MAX_REPEAT, else one LabError line."""
+    """`--repeat N` as run_lab takes it: a whole number of runs from 1 to the spec's MAX_REPEAT (a spec's own
+    `repeat:` bound: each repetition is a whole run), else one LabError line."""
     if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= MAX_REPEAT:
         shown = repr(repeat)[:40]
         raise LabError(f"--repeat {shown}: a whole number of runs from 1 to {MAX_REPEAT}")
