@@ -56,7 +56,9 @@ class StepOutcome:
     @property
     def status(self) -> str:
         judged = [c for c in self.checks if self.over_draws or not c.over_draws]  # a claim over draws: its outcome's
-        return FAIL if self.error else combined_status([c.status for c in judged])
+        if self.error:
+            return FAIL
+        return combined_status([c.status for c in judged]) if judged or not self.checks else INCONCLUSIVE
 
     @property
     def passed(self) -> bool:
@@ -99,19 +101,20 @@ class LabRun:
     def headline(self) -> str:
         """One line for the CLI: all pass, some FAIL, or inconclusive and why."""
         # a claim over draws run once is no verdict either way: said, not counted (fastlab.labs.draws)
-        drawn = "".join(f"; step {s.id}'s {', '.join(s.one_draw)} is a claim over draws and this run one draw of it "
-                        f"(judge it with --repeat {draws_asked(self.lab, s.id)})" for s in self.steps if s.one_draw)
+        drawn = [f"step {s.id}'s {', '.join(s.one_draw)} is a claim over draws and this run one draw of it "
+                 f"(judge it with --repeat {draws_asked(self.lab, s.id)})" for s in self.steps if s.one_draw]
         if self.status == PASS:
-            return f"lab {self.lab.name}: all checkpoints pass" + drawn
+            return "; ".join([f"lab {self.lab.name}: all checkpoints pass", *drawn])
         if self.status == FAIL:
-            return f"lab {self.lab.name}: some checkpoints FAIL" + drawn
+            return "; ".join([f"lab {self.lab.name}: some checkpoints FAIL", *drawn])
         unfaithful = ", ".join(s.id for s in self.steps if s.status == INCONCLUSIVE and s.inconclusive)
-        undecided = ", ".join(s.id for s in self.steps if s.status == INCONCLUSIVE and not s.inconclusive)
+        undecided = ", ".join(s.id for s in self.steps if s.status == INCONCLUSIVE and not s.inconclusive
+                              and not s.one_draw)
         parts = [f"the run of step(s) {unfaithful} was not faithful, so their checkpoints prove nothing either "
                  f"way; run them again on a quieter machine or at a lower scale"] if unfaithful else []
         parts += [f"step(s) {undecided}: the share of draws does not decide the claim yet (its 95 % interval holds "
                   f"the share claimed: more repetitions would tell)"] if undecided else []
-        return f"lab {self.lab.name}: INCONCLUSIVE: " + "; ".join(parts) + drawn
+        return f"lab {self.lab.name}: INCONCLUSIVE: " + "; ".join(parts + drawn)
 
     def as_dict(self) -> dict[str, Any]:
         return {"lab": self.lab.number, "name": self.lab.name, "title": self.lab.title, "short": self.short,

@@ -223,3 +223,17 @@ def test_the_short_form_leaves_out_a_claim_over_draws_it_skips() -> None:
     assert draw_calls(LAB04, step, short=True) == [] and len(draw_calls(LAB04, step)) == 1
     runs = [(d.name, d) for d in LAB04.draw_recordings(step)[:3]]
     assert judge_draws(LAB04, step, runs, short=True) == []
+
+
+def test_a_step_whose_only_checkpoint_is_a_claim_over_draws_is_inconclusive_on_one_run() -> None:
+    """Nothing of one run judges such a step: INCONCLUSIVE (not the FAIL of an empty verdict), the headline
+    saying it was one draw and how to judge it."""
+    from fastlab.labs.run import LabRun, StepOutcome
+
+    only = DRAWN.replace("      - {check: throughput, args: {minimum: 2}}\n", "", 1)
+    lab = load_lab_folder(make_lab_text(only))
+    outcome = StepOutcome("one", "t", str(RENO), 1.0, evaluate_run(lab, "one", StepRun(RENO)))
+    run = LabRun(lab, RENO, False, "now", [outcome])
+    assert [c.over_draws for c in outcome.checks] == [True] and outcome.status == INCONCLUSIVE
+    assert run.headline() == ("lab 09-throwaway: INCONCLUSIVE: step one's most draws is a claim over draws and "
+                              "this run one draw of it (judge it with --repeat 3)")
