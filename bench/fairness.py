@@ -33,25 +33,13 @@ from fastlab.labs.draws import judge_draws  # noqa: E402
 from fastlab.labs.kit import INCONCLUSIVE, PASS, StepRun, load_lab  # noqa: E402
 from fastlab.measure.analysis import share_interval  # noqa: E402
 from fastlab.plan.prepare import layout  # noqa: E402
-from fastlab.theory.loss_race import RaceFlow, flows_of, race  # noqa: E402
+from fastlab.theory.loss_race import RaceFlow, flows_of, measured_read_delay_s, race  # noqa: E402
 
 STEPS = ("sc2002-fast-one", "sc2002-fast-pair")
 T0_S = 10.0  # the checkpoint's measurement start
 CUTS_S = (40.0, 60.0, 90.0, 120.0)
 LENGTHS_S = (120.0, 300.0, 600.0, 1200.0)
 LOSS_RATES = (1e-7, 3e-7, 1e-6, 3e-6, 1e-5)
-
-
-def read_delay_s(runs: list[StepRun], fast: list[str]) -> float:
-    """The delay FAST reads as queue that is not its own: each FAST flow's RTT median above its propagation and
-    serialization (summary.json's delay accounting), median over the flows and draws."""
-    values = []
-    for run in runs:
-        for flow in run.summary.flows:
-            acct = flow.delay_accounting
-            if flow.id in fast and acct is not None and acct.rtt_ms is not None:
-                values.append(acct.rtt_ms.median - acct.propagation_ms.median - acct.serialization_ms.median)
-    return max(0.0, statistics.median(values)) / 1000 if values else 0.0
 
 
 def ahead(rates: dict[str, float], fast: list[str]) -> bool:
@@ -130,7 +118,8 @@ def main() -> int:
             print(f"{step}: no draws recorded (fastlab lab record 4 --step {step} --draws)")
             continue
         conclusive, fast, _status = measured(step, folders)
-        flows = flows_of(layout(lab.build_spec(step)), read_delay_s(conclusive or [StepRun(folders[0])], fast))
+        flows = flows_of(layout(lab.build_spec(step)),
+                         measured_read_delay_s([r.summary for r in conclusive or [StepRun(folders[0])]], fast))
         model(step, flows, args.draws, conclusive, fast)
         outlook(step, flows, args.draws // 4)
     print(f"\n(PASS/FAIL per draw: the fast_outlasts_linux checkpoint on that run; {PASS}: FAST's side ahead)")

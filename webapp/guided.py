@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
 from fastlab.define.schema import ExperimentSpec, SpecError, format_validation_error, load_spec, to_plain
-from fastlab.labs.draws import judge_draws
+from fastlab.labs.draws import judge_draws, share_words
 from fastlab.labs.kit import (
     FOLDER_RE,
     INCONCLUSIVE,
@@ -314,8 +314,8 @@ def recorded_share(lab: Lab, step_id: str) -> str:
         return ""
     words = []
     for result, _draws in judge_draws(lab, step_id, runs):
-        share = result.note.split("; draws:")[0]
-        words.append(f"{result.status.upper()} over the {len(runs)} recorded draws of this step ({share})")
+        words.append(f"{result.status.upper()} over the {len(runs)} recorded draws of this step "
+                     f"({share_words(result)})")
     return "; ".join(words)
 
 def lab_spec(lab: Lab, spec: str, sets: list[str]) -> ExperimentSpec:

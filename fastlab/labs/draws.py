@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fastlab.labs.kit import (
-    FAIL,
     INCONCLUSIVE,
     PASS,
     CheckpointCall,
@@ -33,6 +32,8 @@ from fastlab.labs.kit import (
     evaluate_run,
 )
 from fastlab.measure.analysis import share_interval
+
+DRAWS_LISTED = "; draws: "  # where a share verdict's note goes on to list each draw
 
 
 def draw_seeds(seed: int, runs: int) -> list[int]:
@@ -66,18 +67,20 @@ def judge_draws(lab: Lab, step_id: str, runs: list[tuple[str, Path]],
     calls = draw_calls(lab, step_id, short)
     evaluated = [(label, evaluate_run(lab, step_id, StepRun(directory), short, as_draw=True))
                  for label, directory in runs]
+    # evaluate_run gives one result per call of the form, in the step's order
     labels = [c.label for c in lab.step(step_id).checkpoints if not (short and c.full_only)]
     out = []
     for call in calls:
-        draws = []
-        for label, results in evaluated:
-            result = results[labels.index(call.label)] if len(results) == len(labels) else None
-            if result is None:
-                draws.append(Draw(label, FAIL, "n/a"))
-            else:
-                draws.append(Draw(label, result.status, result.measured))
+        at = labels.index(call.label)
+        draws = [Draw(label, results[at].status, results[at].measured) for label, results in evaluated]
         out.append((judge_share(call, draws), draws))
     return out
+
+
+def share_words(result: CheckResult) -> str:
+    """A share verdict's figures in one phrase ("9 of 10 conclusive draws, 95 % interval ..."), without the
+    per-draw list its note ends with."""
+    return result.note.split(DRAWS_LISTED)[0]
 
 
 def judge_share(call: CheckpointCall, draws: list[Draw]) -> CheckResult:
@@ -94,13 +97,13 @@ def judge_share(call: CheckpointCall, draws: list[Draw]) -> CheckResult:
     each = ", ".join(f"{d.label} {d.status}" + (f" {d.figure:.3g}" if isinstance(d.figure, int | float) else "")
                      for d in draws)
     if not conclusive:
-        return CheckResult(name, False, "n/a", expected, call.draws.why, note=f"draws: {each or 'none'}",
+        return CheckResult(name, False, "n/a", expected, call.draws.why, note=f"{DRAWS_LISTED[2:]}{each or 'none'}",
                            quantity="share of draws in which it holds",
                            inconclusive=f"no conclusive draw of {len(draws)} (an unfaithful run counts neither way)")
     share = passes / len(conclusive)
     low, high = share_interval(passes, len(conclusive))
     note = (f"{passes} of {len(conclusive)} conclusive draws, 95 % interval {low:.2f}..{high:.2f}{spread}; "
-            f"{len(draws) - len(conclusive)} inconclusive; draws: {each}")
+            f"{len(draws) - len(conclusive)} inconclusive{DRAWS_LISTED}{each}")
     result = CheckResult(name, low > want, round(share, 4), expected, call.draws.why, note=note,
                          quantity="share of draws in which it holds")
     if low <= want <= high:  # the interval, not the count asked, decides: 9 of 9 conclusive draws can tell

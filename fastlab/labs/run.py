@@ -160,15 +160,15 @@ def check_repeat(repeat: object) -> int:
 def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids: list[str] | None = None,
             on_step: Callable[[StepOutcome], None] = lambda _outcome: None,
             on_sample: Callable[[dict[str, Any]], None] | None = None,
-            cancel: threading.Event | None = None, extra: list[str] | None = None, repeat: int = 1) -> LabRun:
+            cancel: threading.Event | None = None, repeat: int = 1) -> LabRun:
     """Run the lab's steps (or the ones named) in order through the engine and evaluate each.
 
     Every spec is built and checked by `prepare` before the first step runs, so a broken step
     stops the lab before anything is created. A step whose run fails is recorded with its error
-    and the lab goes on to the next step (except when cancelled). `extra` overrides go after the step's
-    own. With `repeat` N > 1 each step runs N times, repetition r with the step's seed + r (its own draw
-    of random loss and start jitter) in <step>/seed-<seed>, and the step's claims over draws are then
-    judged on the share of its repetitions (fastlab.labs.draws).
+    and the lab goes on to the next step (except when cancelled). With `repeat` N > 1 each step runs N
+    times, repetition r with the step's seed + r (its own draw of random loss and start jitter) in
+    <step>/seed-<seed>, and the step's claims over draws are then judged on the share of its repetitions
+    (fastlab.labs.draws).
     """
     from fastlab.experiment.engine import RunError, prepare_run
     from fastlab.service.run import execute
@@ -177,7 +177,7 @@ def run_lab(lab: Lab, *, out: Path | None = None, short: bool = False, step_ids:
     steps = [lab.step(s) for s in step_ids] if step_ids else lab.steps
     specs = {}
     for step in steps:
-        specs[step.id] = lab.build_spec(step.id, short, extra)
+        specs[step.id] = lab.build_spec(step.id, short)
         try:
             prepare_run(specs[step.id])
         except SpecError as exc:

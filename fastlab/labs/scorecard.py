@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from fastlab.base.documents import DocumentError, read_yaml_file
 from fastlab.define.schema import format_validation_error
-from fastlab.labs.draws import Draw, draw_seeds, judge_share
+from fastlab.labs.draws import Draw, judge_share, share_words
 from fastlab.labs.kit import (
     FAIL,
     INCONCLUSIVE,
@@ -283,7 +283,7 @@ def _sum_up(row: Row, call: CheckpointCall | None = None) -> None:
         share = judge_share(call, [Draw(r.run, r.status, r.figure if r.figure is not None else "n/a")
                                    for r in row.runs])
         row.verdict = share.status
-        row.reason = "; ".join(filter(None, [row.reason, share.note.split("; draws:")[0], share.inconclusive]))
+        row.reason = "; ".join(filter(None, [row.reason, share_words(share), share.inconclusive]))
     conclusive = [r.figure for r in row.runs if r.status != INCONCLUSIVE and r.figure is not None]
     figures = conclusive or [r.figure for r in row.runs if r.figure is not None]
     if figures:
@@ -311,17 +311,19 @@ def rerun(claims: ClaimsFile, out: Path, repeat: int = 1, short: bool = False, o
         lab = load_lab(claim.lab, labs_root)
         if claim.step not in {s.id for s in lab.steps}:
             continue
-        seeds = draw_seeds(lab.build_spec(claim.step, short).seed, repeat)
-        for r, seed in enumerate(seeds, start=1):
-            if cancel is not None and cancel.is_set():
-                break
-            target = out / f"{lab.name}-{claim.step}-{r}"
-            run = run_lab(lab, out=target, short=short, step_ids=[claim.step], cancel=cancel, extra=[f"seed={seed}"])
-            outcome = run.steps[0] if run.steps else None
-            if outcome is not None and not outcome.error:
-                done[(claim.lab, claim.step)].append((str(Path(outcome.directory)), Path(outcome.directory)))
-            on_run(f"{lab.name} step {claim.step} run {r} of {repeat}: "
-                   f"{'not run' if outcome is None else outcome.error or outcome.status}")
+        if cancel is not None and cancel.is_set():
+            break
+
+        def said(outcome: Any, lab: Lab = lab, step: str = claim.step) -> None:
+            if not outcome.over_draws:  # the repetitions' own outcome, not the share run_lab adds after them
+                where = f"seed {outcome.seed}" if outcome.seed is not None else "run"
+                on_run(f"{lab.name} step {step} {where} of {repeat}: {outcome.error or outcome.status}")
+
+        # the lab's own repetitions (run_lab, repetition r with the step's seed + r): one lab run a step
+        run = run_lab(lab, out=out / f"{lab.name}-{claim.step}", short=short, step_ids=[claim.step], cancel=cancel,
+                      repeat=repeat, on_step=said)
+        done[(claim.lab, claim.step)] = [(o.directory, Path(o.directory)) for o in run.steps
+                                         if not o.over_draws and not o.error]
 
     def runs_of(lab: Lab, step_id: str) -> list[tuple[str, Path]]:
         return done.get((lab.number, step_id), [])

@@ -7,6 +7,7 @@ runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,28 +58,30 @@ def account_run(prep: Prepared, flows_df: pd.DataFrame, links_df: pd.DataFrame) 
     return accounting.account(accounting_routes_of(prep), flows_df, links_df)
 
 
-def lateness_rows(prep: Prepared, links_df: pd.DataFrame) -> dict[fidelity.Crossing, pd.DataFrame]:
-    """Each emulated crossing's cumulative lateness samples (t, late_n, late_mean_us) from links.csv."""
+def _crossing_rows(links_df: pd.DataFrame, columns: list[str],
+                   keep: Callable[[str], bool] = lambda _link: True) -> dict[fidelity.Crossing, pd.DataFrame]:
+    """Each link direction's samples of `columns` (with t) from links.csv, sorted by time, for the links `keep`
+    takes; none where links.csv lacks a column, directions with no sample of them left out."""
     out: dict[fidelity.Crossing, pd.DataFrame] = {}
-    if links_df.empty or not {"late_n", "late_mean_us"} <= set(links_df.columns):
+    if links_df.empty or not set(columns) <= set(links_df.columns):
         return out
     for (link, direction), rows in links_df.groupby(["link", "direction"]):
-        if prep.backends.get(str(link), ("", ""))[0] == "emulator":
-            out[(str(link), str(direction))] = rows[["t", "late_n", "late_mean_us"]].sort_values("t")
+        rows = rows.dropna(subset=columns)
+        if keep(str(link)) and len(rows):
+            out[(str(link), str(direction))] = rows[["t", *columns]].sort_values("t")
     return out
+
+
+def lateness_rows(prep: Prepared, links_df: pd.DataFrame) -> dict[fidelity.Crossing, pd.DataFrame]:
+    """Each emulated crossing's cumulative lateness samples (t, late_n, late_mean_us) from links.csv."""
+    return _crossing_rows(links_df, ["late_n", "late_mean_us"],
+                          lambda link: prep.backends.get(link, ("", ""))[0] == "emulator")
 
 
 def drop_rows(links_df: pd.DataFrame) -> dict[fidelity.Crossing, pd.DataFrame]:
-    """Each link direction's cumulative drop counters (t, loss_drops, queue_drops) from links.csv, where its
-    backend counts its loss model's drops apart (linkemu; a tc link's netem loss is not counted apart)."""
-    out: dict[fidelity.Crossing, pd.DataFrame] = {}
-    if links_df.empty or not {"loss_drops", "queue_drops"} <= set(links_df.columns):
-        return out
-    for (link, direction), rows in links_df.groupby(["link", "direction"]):
-        rows = rows.dropna(subset=["loss_drops", "queue_drops"]).sort_values("t")
-        if len(rows):
-            out[(str(link), str(direction))] = rows[["t", "loss_drops", "queue_drops"]]
-    return out
+    """Each link direction's cumulative drop counters (t, loss_drops, queue_drops) from links.csv (a tc link
+    counts no loss-model drop: its netem loss is not counted apart)."""
+    return _crossing_rows(links_df, ["loss_drops", "queue_drops"])
 
 
 def algorithm_bases(flows_df: pd.DataFrame, events_df: pd.DataFrame | None) -> dict[str, float]:

@@ -199,16 +199,12 @@ def disturbances(paths: list[PathInfo], bursts: dict[Crossing, dict[str, Any]], 
     return out
 
 
-def _rise(rows: pd.DataFrame, column: str, lo: float, hi: float) -> float:
-    """How much a cumulative counter rose over (lo, hi]: its last sample at or before hi less its last sample at
-    or before lo (0 before the first sample)."""
+def _rises(rows: pd.DataFrame, column: str, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """How much a cumulative counter rose over each (lo, hi]: its last sample at or before hi less its last sample
+    at or before lo (0 before the first sample). Vectorized over the intervals."""
     t = rows["t"].to_numpy(dtype=float)
-    v = rows[column].to_numpy(dtype=float)
-
-    def at(x: float) -> float:
-        i = int(np.searchsorted(t, x, side="right")) - 1
-        return float(v[i]) if i >= 0 else 0.0
-    return at(hi) - at(lo)
+    v = np.concatenate([[0.0], rows[column].to_numpy(dtype=float)])  # index 0: before the first sample
+    return v[np.searchsorted(t, hi, side="right")] - v[np.searchsorted(t, lo, side="right")]
 
 
 def model_losses(paths: list[PathInfo], flows: dict[str, pd.DataFrame],
@@ -217,27 +213,27 @@ def model_losses(paths: list[PathInfo], flows: dict[str, pd.DataFrame],
     measurement there): each rise of its retransmissions between two samples (t_prev, t] for which a crossing of
     its path counted a seeded random drop over (t_prev - base RTT - a sample, t] and none of them a queue drop
     (a queue that overflowed may be a disturbance's doing: it stays weighed). Each as (onset, seen): t_prev -
-    base RTT, the earliest the dropped packet can have been sent, and t, when its retransmission was seen."""
+    base RTT, the earliest the dropped packet can have been sent, and t, when its retransmission was seen.
+    A path none of whose crossings dropped a packet by its loss model (most runs: no loss model) costs nothing."""
+    lossy = {c: rows for c, rows in drops.items() if len(rows) and float(rows["loss_drops"].max()) > 0}
     out: dict[str, effects.Losses] = {}
     for p in paths:
         rows = flows.get(p.flow)
-        if rows is None or "retransmits" not in rows or len(rows) < 2:
-            continue
-        crossed = [drops[c] for c in p.crossings if c in drops]
-        if not crossed:
+        crossed = [lossy[c] for c in p.crossings if c in lossy]
+        if not crossed or rows is None or "retransmits" not in rows or len(rows) < 2:
             continue
         trace = rows.dropna(subset=["retransmits"]).sort_values("t")
         t, r = trace["t"].to_numpy(dtype=float), trace["retransmits"].to_numpy(dtype=float)
+        k = np.flatnonzero(np.diff(r) > 0) + 1
+        if not len(k):
+            continue
         rtt = p.base_rtt_ms / 1000
-        onsets = []
-        for k in np.flatnonzero(np.diff(r) > 0) + 1:
-            lo = t[k - 1] - rtt - (t[k] - t[k - 1])
-            random = sum(_rise(d, "loss_drops", lo, t[k]) for d in crossed)
-            queued = sum(_rise(d, "queue_drops", lo, t[k]) for d in crossed)
-            if random > 0 and queued == 0:
-                onsets.append((float(t[k - 1] - rtt), float(t[k])))
-        if onsets:
-            out[p.flow] = tuple(onsets)
+        lo, hi = t[k - 1] - rtt - (t[k] - t[k - 1]), t[k]
+        random = np.sum([_rises(d, "loss_drops", lo, hi) for d in crossed], axis=0)
+        queued = np.sum([_rises(d, "queue_drops", lo, hi) for d in crossed], axis=0)
+        model = np.asarray((random > 0) & (queued == 0))
+        if model.any():
+            out[p.flow] = tuple(zip((t[k - 1] - rtt)[model].tolist(), hi[model].tolist(), strict=True))
     return out
 
 

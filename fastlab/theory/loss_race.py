@@ -38,11 +38,14 @@ sampling of the real runs. Pure, seeded: the same arguments give the same figure
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 
 import numpy as np
 
+from fastlab.base.record import Summary
 from fastlab.measure.analysis import share_interval
+from fastlab.plan.prepare import Layout
 
 PAYLOAD_BYTES = 1448  # what a 1500-byte packet carries with TCP timestamps: goodput counts it
 STEP_S = 0.005  # the simulation's time step: 1/24 of the shortest RTT it is used on (118 ms)
@@ -160,13 +163,28 @@ def race(flows: list[RaceFlow], duration_s: float, t0_s: float = 10.0, draws: in
     return Race(goodput, int(np.sum(fast > other)), draws)
 
 
-def flows_of(layout: object, read_delay_s: float = 0.0) -> list[RaceFlow]:
+def measured_read_delay_s(summaries: list[Summary], fast: list[str]) -> float:
+    """The model's one measured input: the delay FAST reads as queue that is not its own -- each FAST flow's RTT
+    median above its propagation and serialization (summary.json's delay accounting), median over the flows
+    and runs given (0 without any)."""
+    values = []
+    for summary in summaries:
+        for flow in summary.flows:
+            acct = flow.delay_accounting
+            if flow.id not in fast or acct is None:
+                continue
+            medians = [q.median if q is not None else None
+                       for q in (acct.rtt_ms, acct.propagation_ms, acct.serialization_ms)]
+            if None not in medians:
+                rtt, prop, ser = (float(m) for m in medians if m is not None)
+                values.append(rtt - prop - ser)
+    return max(0.0, statistics.median(values)) / 1000 if values else 0.0
+
+
+def flows_of(layout: Layout, read_delay_s: float = 0.0) -> list[RaceFlow]:
     """The model's flows from a run's plan (fastlab.plan.prepare.layout): each flow's base RTT, its bottleneck
     port's rate and buffer, the Bernoulli loss rates of its data path summed, FAST's alpha and gamma, and the
     delay FAST reads as queue that is not its own (`read_delay_s`, measured: the plan cannot know it)."""
-    from fastlab.plan.prepare import Layout
-
-    assert isinstance(layout, Layout)
     mtu_bits = layout.spec.mtu * 8
     out = []
     for flow in layout.flows:

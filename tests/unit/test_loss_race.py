@@ -12,7 +12,7 @@ from fastlab.labs.draws import judge_draws
 from fastlab.labs.kit import INCONCLUSIVE, StepRun, load_lab
 from fastlab.measure.analysis import share_interval
 from fastlab.plan.prepare import layout
-from fastlab.theory.loss_race import RaceFlow, flows_of, race
+from fastlab.theory.loss_race import RaceFlow, flows_of, measured_read_delay_s, race
 
 BIG_PORT = 1e9  # packets/s: no port limit
 P = 1e-4
@@ -69,10 +69,8 @@ def test_the_model_predicts_the_recorded_draws_it_was_not_fitted_to(step: str) -
     conclusive = [r for r, d in zip(runs, draws, strict=True) if d.status != INCONCLUSIVE]
     assert len(conclusive) >= 8
     fast = conclusive[0].flow_ids("fast")
-    delays = [f.delay_accounting.rtt_ms.median - f.delay_accounting.propagation_ms.median
-              - f.delay_accounting.serialization_ms.median
-              for r in conclusive for f in r.summary.flows if f.id in fast and f.delay_accounting is not None]
-    model = race(flows_of(layout(LAB04.build_spec(step)), statistics.median(delays) / 1000), 120.0, draws=1000)
+    read_delay = measured_read_delay_s([r.summary for r in conclusive], fast)
+    model = race(flows_of(layout(LAB04.build_spec(step)), read_delay), 120.0, draws=1000)
     for flow, predicted in model.mean_mbps().items():
         figures = [r.goodput_mbps(flow, 10.0, 1e9) for r in conclusive]
         mean, se = statistics.fmean(figures), statistics.stdev(figures) / math.sqrt(len(figures))
