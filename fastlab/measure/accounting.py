@@ -254,6 +254,39 @@ def flow_figures(route: FlowRoute, acct: pd.DataFrame, min_rtt_ms: float | None)
     return out
 
 
+def queue_floor_ms(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str, str], _Series]) -> float | None:
+    """The least queue the flow's path held while the flow ran, ms: the sum over its hops (data, then ACKs)
+    of each one's sampled backlog at its rate, each read when a packet sent at the same moment would reach it
+    (its configured delays along the way), at the least of the hops' reports between the flow's first packet
+    and its last sample. A delay-based algorithm's baseRTT is its least RTT sample, so it lies above the
+    path's propagation, serialization and this floor by what the hosts added to that sample -- or by a delay
+    it met and took for path (weighing.base_reasons). Instantaneous backlogs, not the accounting's per-window
+    means: a slow-start burst's frames meet 0 to its whole length in queue, their mean about half of it, and
+    the least of such means put the floor 1.2-2.8 ms above the empty queue lab 02's flows started on (quiet
+    runs read their baseRTT that far *below* the floor, and a run whose flow took 2-4 ms of host delay for path
+    passed a 3-ms budget). None without RTT samples or a hop with sampled backlogs."""
+    rows = samples.dropna(subset=["srtt_ms"]) if "srtt_ms" in samples else pd.DataFrame()
+    rows = rows[rows["srtt_ms"] > 0].sort_values("t") if len(rows) else rows
+    hops: list[tuple[_Series, np.ndarray, float]] = []  # (series, backlog ms, when a packet reaches it, s)
+    reach = 0.0
+    for h in (*route.data, *route.acks):
+        s = series.get((h.link, h.direction))
+        if s is not None and s.backlog_bytes is not None and h.rate_bps > 0:
+            hops.append((s, np.nan_to_num(s.backlog_bytes) * 8 / h.rate_bps * 1000, reach))
+        reach += h.delay_ms / 1000
+    if rows.empty or not hops:
+        return None
+    first = float(rows["t"].iloc[0]) - float(rows["srtt_ms"].iloc[0]) / 1000  # the flow's first packet left
+    last = float(rows["t"].iloc[-1])
+    grid = np.unique(np.concatenate([s.t[(s.t >= first) & (s.t <= last)] for s, _, _ in hops]))
+    if len(grid) == 0:
+        return None
+    total = np.zeros(len(grid))
+    for s, backlog_ms, at in hops:
+        total += np.interp(grid + at, s.t, backlog_ms)
+    return round(float(total.min()), 4)
+
+
 def account(routes: list[FlowRoute], flows: pd.DataFrame, links: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Every flow's accounting (account_flow), by flow id; flows without RTT samples get an empty frame."""
     hops = {(h.link, h.direction) for r in routes for h in (*r.data, *r.acks)}

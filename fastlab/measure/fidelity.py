@@ -143,6 +143,7 @@ class Inputs:
     # judges as before: the mean lateness and each burst by its size.
     flows: dict[str, pd.DataFrame] = field(default_factory=dict)
     algorithm_base_ms: dict[str, float] = field(default_factory=dict)  # flow -> its algorithm's own baseRTT
+    queue_floor_ms: dict[str, float] = field(default_factory=dict)  # flow -> its path's least queue while it ran
     lateness: dict[Crossing, pd.DataFrame] = field(default_factory=dict)
     steal_samples: list[tuple[float, int, int]] = field(default_factory=list)
     # each crossing's cumulative drop counters (t, loss_drops: the seeded loss model's, queue_drops): a flow's
@@ -305,8 +306,8 @@ def _judge_paths(inp: Inputs, links: dict[str, Any], idle_links: dict[str, Any],
                       "basis": "FAST alpha queue" if p.target_queue_ms is not None else "base RTT",
                       "idle_emulation_delay_ms": path_delay_ms(p, idle_links),
                       "crossings": [[link, direction] for link, direction in p.crossings]})
-        acct = (accounting_figures(p, inp.flows.get(p.flow), budget, inp.algorithm_base_ms.get(p.flow))
-                if by_effect else None)
+        acct = (accounting_figures(p, inp.flows.get(p.flow), budget, inp.algorithm_base_ms.get(p.flow),
+                                   inp.queue_floor_ms.get(p.flow, 0.0)) if by_effect else None)
         if acct is not None:
             accounted[p.flow] = acct
             judged.append((p, acct))

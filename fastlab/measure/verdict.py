@@ -58,6 +58,19 @@ def account_run(prep: Prepared, flows_df: pd.DataFrame, links_df: pd.DataFrame) 
     return accounting.account(accounting_routes_of(prep), flows_df, links_df)
 
 
+def queue_floors(prep: Prepared, flows_df: pd.DataFrame, links_df: pd.DataFrame) -> dict[str, float]:
+    """Each flow's path's least queue while it ran (accounting.queue_floor_ms), ms: the base check's zero."""
+    routes = accounting_routes_of(prep)
+    series = accounting.hop_series(links_df, {(h.link, h.direction) for r in routes for h in (*r.data, *r.acks)})
+    out = {}
+    for route in routes:
+        rows = flows_df[flows_df["flow"] == route.flow] if not flows_df.empty and "flow" in flows_df else flows_df
+        floor = accounting.queue_floor_ms(route, rows, series)
+        if floor is not None:
+            out[route.flow] = floor
+    return out
+
+
 def _crossing_rows(links_df: pd.DataFrame, columns: list[str],
                    keep: Callable[[str], bool] = lambda _link: True) -> dict[fidelity.Crossing, pd.DataFrame]:
     """Each link direction's samples of `columns` (with t) from links.csv, sorted by time, for the links `keep`
@@ -124,6 +137,7 @@ def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[s
             for d, fig in fidelity.link_figures(stats).items()}),
         flows=flows, lateness=lateness_rows(prep, links_df) if flows else {},
         algorithm_base_ms=algorithm_bases(flows_df, events_df) if flows else {},
+        queue_floor_ms=queue_floors(prep, flows_df, links_df) if flows else {},
         steal_samples=list(cpu.get("steal", [])), drops=drop_rows(links_df) if flows else {}))
 
 
@@ -231,6 +245,7 @@ def judge_again(folder: Path) -> Summary:
         counters=fidelity_counters(prep, links, late99),
         flows={str(f): r.sort_values("t") for f, r in flows.groupby("flow")},
         algorithm_base_ms=algorithm_bases(flows, rf.events() if rf.has(EVENTS) else None),
+        queue_floor_ms=queue_floors(prep, flows, links),
         lateness=lateness_rows(prep, links), drops=drop_rows(links)))
     summary.fidelity = Verdict.model_validate(note_neighbours(verdict, [{"prefix": n} for n in old.neighbours]))
     rf.replace_flows(flows)

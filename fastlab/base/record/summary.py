@@ -182,8 +182,11 @@ class DelayJudged(Part):
                                                        "minus lateness)")
     budget_ms: float | None = figure(None, "ms", "the delay allowed before the run stops being faithful")
     basis: str | None = figure(None, "", "what the budget is: 'FAST alpha queue' or 'base RTT'")
+    queue_floor_ms: float | None = figure(None, "ms", "the least queue its path held while it ran (the links' "
+                                                      "sampled backlogs at their rates)")
     base_excess_ms: float | None = figure(None, "ms", "how far the algorithm's own baseRTT lies above "
-                                                      "propagation and serialization (None: it reported none)")
+                                                      "propagation, serialization and the path's least queue "
+                                                      "(None: it reported none)")
 
 
 class DisturbanceSeen(Part):
