@@ -52,6 +52,43 @@ static __always_inline u32 sk_netns_ino(const struct sock *sk)
 	return sk->__sk_common.skc_net.net->ns.inum;
 }
 
+/*
+ * The event ring maps of a program: the shared ring and the per-netns rings
+ * (fastlab_bpf.h, "Per-reader rings"). The inner map is a template: readers
+ * insert rings they created with the same type and size (the kernel refuses
+ * any other), so FASTLAB_RINGBUF_BYTES is the size on both sides.
+ */
+struct fastlab_ring {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, FASTLAB_RINGBUF_BYTES);
+};
+
+#define FASTLAB_RING_MAPS(shared, rings)				\
+	struct fastlab_ring shared SEC(".maps");			\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);		\
+		__uint(max_entries, FASTLAB_MAX_RINGS);			\
+		__type(key, u32);	/* netns inode number */	\
+		__array(values, struct fastlab_ring);			\
+	} rings SEC(".maps")
+
+/*
+ * Reserve @size bytes for an event of a socket in namespace @netns_ino: in
+ * the ring a reader registered for that namespace in @rings, else in
+ * @shared. NULL when the ring is full or nobody reads it: the event is
+ * dropped (never moved to the shared ring, where another run's reader would
+ * take it).
+ */
+static __always_inline void *fastlab_ring_reserve(void *shared, void *rings,
+						  u32 netns_ino, u64 size)
+{
+	void *ring = bpf_map_lookup_elem(rings, &netns_ino);
+
+	if (ring)
+		return bpf_ringbuf_reserve(ring, size, 0);
+	return bpf_ringbuf_reserve(shared, size, 0);
+}
+
 static __always_inline void fastlab_sockid(const struct sock *sk, u32 netns_ino,
 					   struct fastlab_sockid *id)
 {

@@ -66,10 +66,8 @@ struct {
 	__type(value, struct fast_params);	/* fields in set_mask override */
 } fast_netns SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, FASTLAB_RINGBUF_BYTES);
-} fast_events SEC(".maps");
+/* Events: per-reader rings by netns, else the shared ring (fastlab_bpf.h). */
+FASTLAB_RING_MAPS(fast_events, fast_rings);
 
 static __always_inline struct fast_state *fast_ca(const struct sock *sk)
 {
@@ -100,7 +98,8 @@ static __always_inline void fast_emit(struct sock *sk, const struct fast_state *
 {
 	struct fast_event *e;
 
-	e = bpf_ringbuf_reserve(&fast_events, sizeof(*e), 0);
+	e = fastlab_ring_reserve(&fast_events, &fast_rings, s->netns_ino,
+				 sizeof(*e));
 	if (!e)
 		return;		/* nobody reading or reader too slow: drop */
 	e->ts_ns = bpf_ktime_get_ns();

@@ -17,12 +17,26 @@
 #define FASTLAB_PIN_OPS		"ops"		/* the struct_ops map */
 #define FASTLAB_PIN_PARAMS	"params"	/* array[1]: global params */
 #define FASTLAB_PIN_NETNS	"netns_params"	/* hash: netns inode -> params */
-#define FASTLAB_PIN_EVENTS	"events"	/* ring buffer */
+#define FASTLAB_PIN_EVENTS	"events"	/* ring buffer, shared */
+#define FASTLAB_PIN_RINGS	"rings"		/* hash: netns inode -> ring buffer */
 #define FASTLAB_PIN_TABLE	"table"		/* HSTCP: array[2] of tables */
 #define FASTLAB_PIN_RODATA	"rodata"	/* load-time flags (pacing) */
 
 #define FASTLAB_MAX_NETNS	1024		/* per-netns override entries */
-#define FASTLAB_RINGBUF_BYTES	(256 * 1024)	/* per algorithm */
+#define FASTLAB_RINGBUF_BYTES	(256 * 1024)	/* per ring, shared or a reader's */
+
+/*
+ * Per-reader rings. A ring buffer is consumed by whoever reads it: with one
+ * shared ring, two runs in different processes (two CLI runs, a benchmark's
+ * concurrent runs) each took part of the other's events (lab 02, 4 runs at
+ * once: 99 and 58 FAST updates kept of 241 and 148, and its checkpoints read
+ * "n/a" on faithful runs). So `fastlab-cc events --netns` creates its own
+ * ring and puts it under each of its run's namespace inodes in the "rings"
+ * hash of maps; the programs emit a socket's event into the ring its netns
+ * maps to, else into the shared ring (a reader without --netns, an older
+ * fastlab-cc). Ring buffers as inner maps need Linux >= 5.8.
+ */
+#define FASTLAB_MAX_RINGS	FASTLAB_MAX_NETNS	/* netns keys, all readers */
 
 /* Event kinds (both algorithms). */
 enum fastlab_ev_kind {

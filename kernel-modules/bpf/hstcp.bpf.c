@@ -45,10 +45,8 @@ struct {
 	__type(value, struct hstcp_table);
 } hstcp_table SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, FASTLAB_RINGBUF_BYTES);
-} hstcp_events SEC(".maps");
+/* Events: per-reader rings by netns, else the shared ring (fastlab_bpf.h). */
+FASTLAB_RING_MAPS(hstcp_events, hstcp_rings);
 
 static __always_inline struct hstcp_state *hstcp_ca(const struct sock *sk)
 {
@@ -85,7 +83,8 @@ static __always_inline void hstcp_emit(struct sock *sk, const struct hstcp_state
 {
 	struct hstcp_event *e;
 
-	e = bpf_ringbuf_reserve(&hstcp_events, sizeof(*e), 0);
+	e = fastlab_ring_reserve(&hstcp_events, &hstcp_rings, s->netns_ino,
+				 sizeof(*e));
 	if (!e)
 		return;
 	e->ts_ns = bpf_ktime_get_ns();

@@ -7,7 +7,7 @@
  *   fastlab-cc unregister NAME
  *   fastlab-cc set        NAME key=value... [NETNS] | NAME NETNS --clear
  *   fastlab-cc get        NAME [NETNS]
- *   fastlab-cc events     NAME [--duration-s D]
+ *   fastlab-cc events     NAME [--netns INO[,INO...]] [--duration-s D]
  *   fastlab-cc table      [hstcp] [key=value...] [--c]
  *
  *   NETNS: --netns-ino N | --netns-pid PID | --netns-name NAME (ip netns)
@@ -57,12 +57,12 @@ static const char *const algo_names[] = { "fast", "hstcp" };
 
 static const char *const fast_pins[] = {
 	FASTLAB_PIN_OPS, FASTLAB_PIN_PARAMS, FASTLAB_PIN_NETNS,
-	FASTLAB_PIN_EVENTS, FASTLAB_PIN_RODATA, NULL
+	FASTLAB_PIN_EVENTS, FASTLAB_PIN_RINGS, FASTLAB_PIN_RODATA, NULL
 };
 
 static const char *const hstcp_pins[] = {
 	FASTLAB_PIN_OPS, FASTLAB_PIN_PARAMS, FASTLAB_PIN_NETNS,
-	FASTLAB_PIN_EVENTS, FASTLAB_PIN_TABLE, NULL
+	FASTLAB_PIN_EVENTS, FASTLAB_PIN_RINGS, FASTLAB_PIN_TABLE, NULL
 };
 
 static const char *const *algo_pins(enum algo a)
@@ -427,6 +427,7 @@ static int do_register(enum algo a)
 		err = pin_map_or_fail(fs->maps.fast_params, a, FASTLAB_PIN_PARAMS) ?:
 		      pin_map_or_fail(fs->maps.fast_netns, a, FASTLAB_PIN_NETNS) ?:
 		      pin_map_or_fail(fs->maps.fast_events, a, FASTLAB_PIN_EVENTS) ?:
+		      pin_map_or_fail(fs->maps.fast_rings, a, FASTLAB_PIN_RINGS) ?:
 		      pin_map_or_fail(fs->maps.rodata, a, FASTLAB_PIN_RODATA);
 		ops = fs->maps.fast;
 	} else {
@@ -454,6 +455,7 @@ static int do_register(enum algo a)
 		err = pin_map_or_fail(hs->maps.hstcp_params, a, FASTLAB_PIN_PARAMS) ?:
 		      pin_map_or_fail(hs->maps.hstcp_netns, a, FASTLAB_PIN_NETNS) ?:
 		      pin_map_or_fail(hs->maps.hstcp_events, a, FASTLAB_PIN_EVENTS) ?:
+		      pin_map_or_fail(hs->maps.hstcp_rings, a, FASTLAB_PIN_RINGS) ?:
 		      pin_map_or_fail(hs->maps.hstcp_table, a, FASTLAB_PIN_TABLE);
 		ops = hs->maps.hstcp;
 	}
@@ -508,14 +510,14 @@ static int do_register(enum algo a)
 	j_str(&j, "pin_dir", dir);
 	j_bool(&j, "mounted_bpffs", mounted);
 	if (a == ALGO_FAST) {
-		j_raw(&j, "pins", "[\"ops\",\"params\",\"netns_params\",\"events\",\"rodata\"]");
+		j_raw(&j, "pins", "[\"ops\",\"params\",\"netns_params\",\"events\",\"rings\",\"rodata\"]");
 		j_bool(&j, "pacing_rate_write", pacing);
 		if (!pacing)
 			j_str(&j, "pacing_note", getenv("FASTLAB_CC_NO_PACING_WRITE") ?
 			      "sk_pacing_rate/sk_pacing_status writes disabled by FASTLAB_CC_NO_PACING_WRITE (pacing_pct still caps SO_MAX_PACING_RATE)" :
 			      "the kernel refused BPF writes to sk_pacing_rate/sk_pacing_status; loaded without them (pacing_pct still caps SO_MAX_PACING_RATE)");
 	} else {
-		j_raw(&j, "pins", "[\"ops\",\"params\",\"netns_params\",\"events\",\"table\"]");
+		j_raw(&j, "pins", "[\"ops\",\"params\",\"netns_params\",\"events\",\"rings\",\"table\"]");
 		j_str(&j, "table", "rfc3649-default");
 	}
 	j_raw(&j, "params", pj.buf);
@@ -913,33 +915,167 @@ static double mono_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * A reader's own ring (fastlab_bpf.h, "Per-reader rings"): created here,
+ * put under each namespace inode of its run in the algorithm's "rings" map,
+ * and taken out again at exit -- only the keys that still point to it (a
+ * later reader may have replaced a key whose namespace inode was reused).
+ * A reader killed with SIGKILL leaves its keys: a later run with that inode
+ * overwrites them (BPF_ANY), the unregistration frees the rest.
+ */
+#define EVENTS_NETNS_ARG_MAX	(FASTLAB_MAX_RINGS * 11)	/* "4294967295," each */
+
+struct own_ring {
+	int outer_fd;		/* the pinned "rings" map */
+	int ring_fd;		/* this reader's ring buffer */
+	u32 ring_id;		/* its map id: what a lookup in outer_fd returns */
+	u32 n;			/* keys inserted so far */
+	u32 ino[FASTLAB_MAX_RINGS];
+};
+
+static struct own_ring own = { .outer_fd = -1, .ring_fd = -1 };
+
+/* Parse "INO[,INO...]": distinct inode numbers 1..2^32-1, at most FASTLAB_MAX_RINGS. */
+static u32 parse_netns_list(const char *arg, u32 *ino)
+{
+	char buf[EVENTS_NETNS_ARG_MAX + 1], *tok, *save = NULL;
+	unsigned long long u;
+	u32 n = 0, k;
+
+	if (strlen(arg) > EVENTS_NETNS_ARG_MAX)
+		die(EXIT_USAGE, "--netns: longer than %d characters (at most %d inode numbers)",
+		    EVENTS_NETNS_ARG_MAX, FASTLAB_MAX_RINGS);
+	if (!*arg || arg[0] == ',' || arg[strlen(arg) - 1] == ',' || strstr(arg, ",,"))
+		die(EXIT_USAGE, "--netns=%s: expected INO[,INO...] (stat -L -c %%i /proc/PID/ns/net)",
+		    arg);
+	strcpy(buf, arg);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!parse_u64(tok, &u) || u == 0 || u > 0xffffffffULL)
+			die(EXIT_USAGE, "--netns: '%s': out of range: inode number 1..4294967295",
+			    tok);
+		if (n == FASTLAB_MAX_RINGS)
+			die(EXIT_USAGE, "--netns: more than %d inode numbers",
+			    FASTLAB_MAX_RINGS);
+		for (k = 0; k < n; k++)
+			if (ino[k] == (u32)u)
+				die(EXIT_USAGE, "--netns: %s given twice", tok);
+		ino[n++] = (u32)u;
+	}
+	return n;
+}
+
+/* Take out the keys that still point to this reader's ring (atexit). */
+static void release_own_ring(void)
+{
+	u32 k, id;
+
+	for (k = 0; k < own.n; k++)
+		if (!bpf_map_lookup_elem(own.outer_fd, &own.ino[k], &id) &&
+		    id == own.ring_id)
+			bpf_map_delete_elem(own.outer_fd, &own.ino[k]);
+	own.n = 0;
+}
+
+/*
+ * Create the ring and insert it under each of @n inodes; returns its fd,
+ * or -1 when the algorithm was registered by an older fastlab-cc (no rings
+ * pin): the caller reads the shared ring then.
+ */
+static int make_own_ring(enum algo a, const u32 *ino, u32 n)
+{
+	struct bpf_map_info info;
+	u32 len = sizeof(info), k;
+
+	own.outer_fd = open_pin(a, FASTLAB_PIN_RINGS);
+	if (own.outer_fd < 0) {
+		if (errno != ENOENT)
+			die(EXIT_ERR, "open the %s rings pin: %s", algo_names[a],
+			    strerror(errno));
+		fprintf(stderr, "fastlab-cc: %s was registered by an older fastlab-cc (no %s pin): reading the shared ring, which other readers also consume\n",
+			algo_names[a], FASTLAB_PIN_RINGS);
+		return -1;
+	}
+	own.ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "fastlab_ring", 0, 0,
+				     FASTLAB_RINGBUF_BYTES, NULL);
+	if (own.ring_fd < 0)
+		die(EXIT_ERR, "creating a ring buffer: %s", strerror(errno));
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(own.ring_fd, &info, &len))
+		die(EXIT_ERR, "ring buffer info: %s", strerror(errno));
+	own.ring_id = info.id;
+	atexit(release_own_ring);	/* die() below too */
+	for (k = 0; k < n; k++) {
+		/* BPF_ANY: a live namespace's inode is unique, so an existing
+		 * key is a dead reader's leftover */
+		if (bpf_map_update_elem(own.outer_fd, &ino[k], &own.ring_fd, BPF_ANY))
+			die(EXIT_ERR, "adding netns %u to the %s rings: %s", ino[k],
+			    algo_names[a], strerror(errno));
+		own.ino[own.n++] = ino[k];
+	}
+	return own.ring_fd;
+}
+
 static int do_events(enum algo a, int argc, char **argv)
 {
 	struct sigaction sa;
 	struct ring_buffer *rb;
 	double duration = 0, t0;
 	int i, fd, err;
+	u32 n_ns = 0, k;
+	bool own_ring = false;
+	static u32 ino[FASTLAB_MAX_RINGS];
 
 	for (i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--duration-s") && i + 1 < argc) {
 			if (!parse_double(argv[++i], &duration) || duration <= 0)
 				die(EXIT_USAGE, "--duration-s=%s: out of range: seconds > 0",
 				    argv[i]);
+		} else if (!strcmp(argv[i], "--netns") && i + 1 < argc) {
+			if (n_ns)
+				die(EXIT_USAGE, "--netns given twice: give one INO[,INO...] list");
+			n_ns = parse_netns_list(argv[++i], ino);
 		} else {
-			die(EXIT_USAGE, "events %s: unexpected '%s' (usage: events NAME [--duration-s D])",
+			die(EXIT_USAGE, "events %s: unexpected '%s' (usage: events NAME [--netns INO[,INO...]] [--duration-s D])",
 			    algo_names[a], argv[i]);
 		}
 	}
 	fd = pin_fd_or_die(a, FASTLAB_PIN_EVENTS);
+
+	/* before the ring is inserted: a SIGTERM from now on still takes it out */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;	/* no SA_RESTART: poll returns EINTR */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	if (n_ns) {
+		int rfd = make_own_ring(a, ino, n_ns);
+		struct json j;
+		char list[EVENTS_NETNS_ARG_MAX + 3];
+		size_t len = 0;
+
+		if (rfd >= 0) {
+			close(fd);
+			fd = rfd;
+			own_ring = true;
+		}
+		/* one line first: which ring, so the caller can record it */
+		len += snprintf(list, sizeof(list), "[");
+		for (k = 0; k < n_ns; k++)
+			len += snprintf(list + len, sizeof(list) - len,
+					k ? ",%u" : "%u", ino[k]);
+		snprintf(list + len, sizeof(list) - len, "]");
+		j_open(&j);
+		j_str(&j, "cmd", "events");
+		j_str(&j, "name", algo_names[a]);
+		j_str(&j, "ring", own_ring ? "own" : "shared");
+		j_raw(&j, "netns", list);
+		j_print(&j);
+	}
 	rb = ring_buffer__new(fd, a == ALGO_FAST ? on_fast_event : on_hstcp_event,
 			      NULL, NULL);
 	if (!rb)
 		die(EXIT_ERR, "ring buffer: %s", strerror(errno));
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;	/* no SA_RESTART: poll returns EINTR */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	t0 = mono_now();
 	while (!stop) {
 		int timeout = 100;
@@ -957,6 +1093,7 @@ static int do_events(enum algo a, int argc, char **argv)
 			die(EXIT_ERR, "polling events: %s", strerror(-err));
 		}
 	}
+	release_own_ring();	/* no new events into it from here */
 	ring_buffer__consume(rb);	/* what is left */
 	ring_buffer__free(rb);
 	close(fd);
@@ -1053,7 +1190,7 @@ static void __attribute__((noreturn)) usage(int code)
 		"       fastlab-cc set        fast|hstcp key=value... [NETNS]\n"
 		"       fastlab-cc set        fast|hstcp NETNS --clear\n"
 		"       fastlab-cc get        fast|hstcp [NETNS]\n"
-		"       fastlab-cc events     fast|hstcp [--duration-s D]\n"
+		"       fastlab-cc events     fast|hstcp [--netns INO[,INO...]] [--duration-s D]\n"
 		"       fastlab-cc table      [hstcp] [low_window=..] [high_window=..] [high_p=..] [high_decrease=..] [--c|--module]\n"
 		"NETNS: --netns-ino N | --netns-pid PID | --netns-name NAME (no NETNS = global)\n"
 		"fast keys:  %s\n"
