@@ -73,7 +73,7 @@ class PlannedBuild:
     def clear(self, netns_pid: int) -> None:
         raise self._unbound()
 
-    def events_argv(self) -> list[str] | None:
+    def events_argv(self, netns_ino: list[int]) -> list[str] | None:
         raise self._unbound()
 
 

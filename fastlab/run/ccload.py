@@ -71,8 +71,10 @@ class BpfLoader:
         """Drop a namespace's overrides (its inode may be reused by a later namespace)."""
         run_tool("set", self.name, "--netns-pid", str(netns_pid), "--clear")
 
-    def events_argv(self) -> list[str]:
-        return [str(paths.cc_tool()), "events", self.name]
+    def events_argv(self, netns_ino: list[int]) -> list[str]:
+        """The events reader of the sockets in these namespaces: its own ring buffer, which the BPF
+        program fills with their events only (kernel-modules/bpf/fastlab_bpf.h, "Per-reader rings")."""
+        return [str(paths.cc_tool()), "events", self.name, "--netns", ",".join(map(str, netns_ino))]
 
     def check_args(self, args: dict[str, Any]) -> None:
         """HSTCP's table parameters are checked by generating the table with fastlab-cc (pure, nothing
@@ -186,7 +188,7 @@ class ModuleLoader:
     def clear(self, netns_pid: int) -> None:
         """Module parameters are global: nothing is kept per namespace."""
 
-    def events_argv(self) -> list[str] | None:
+    def events_argv(self, netns_ino: list[int]) -> list[str] | None:
         return None
 
 

@@ -24,61 +24,72 @@ from fastlab.net.runstate import RunState, cc_acquire, cc_holders_elsewhere, cc_
 from fastlab.plan.flows import HostParams
 from fastlab.run.ccload import ModuleLoader, ToolError
 
-EVENTS_READY_S = 0.3
-STREAM_STOP_GRACE_S = 5.0  # an event stream detaches its ring buffer reader and exits on SIGTERM
+EVENTS_READY_S = 5.0  # bound on a reader's first line (it puts its ring in place within milliseconds)
+EVENTS_POLL_S = 0.05  # how often the wait for it looks whether the reader exited instead
+STREAM_STOP_GRACE_S = 5.0  # an event stream takes its ring out, detaches and exits on SIGTERM
 
 
-Subscriber = Callable[[dict[str, Any]], None]
+@dataclass
+class EventReader:
+    """A run's `fastlab-cc events` of one algorithm. Each run has its own, reading its own ring buffer,
+    which the BPF program fills with the events of the run's namespaces only (kernel-modules/bpf/
+    fastlab_bpf.h, "Per-reader rings"): a ring buffer is consumed by whoever reads it, and with one
+    ring shared by every reader, lab 02 run 4 at a time as separate processes kept 99 and 58 FAST
+    updates of 241 and 148, its checkpoints reading "n/a" on faithful runs. The reader's first line
+    says which ring it reads (`own`, or `shared` when the algorithm was registered by a fastlab-cc
+    without per-reader rings); an event of a sender socket of the run (its namespace and flow port)
+    goes to `emit` with its flow; `foreign` counts events of other namespaces it was handed."""
 
+    cc: CongestionControl
+    by_ino: dict[int, str]  # the run's namespace inodes -> host
+    by_socket: dict[tuple[str, int], str]  # (sending host, destination port) -> flow
+    emit: Callable[[str, dict[str, Any]], None]
+    record: dict[str, Any]  # its entry in the run's `applied` list, completed as it goes
+    proc: Supervised | None = None
+    ready: threading.Event = field(default_factory=threading.Event)
+    foreign: int = 0
 
-class EventHub:
-    """One event stream per algorithm per process, shared by the runs going in it (the web queue's).
-    An algorithm's events come from one pinned BPF ring buffer, and a ring buffer is consumed by
-    whoever reads it: two `fastlab-cc events` readers would each take some of the other run's events
-    (lab 02's checkpoints, read from cc_events.csv, then failed on runs that were faithful). The first
-    run to subscribe starts the reader, every subscriber's run state tracks its PID (a killed process's
-    cleanup stops it), each event goes to every subscriber (each keeps its own namespaces' sockets), and
-    the last one to leave stops it. Runs in other processes (a CLI run beside the web app) still read
-    the ring themselves: `others` says when one holds the algorithm."""
+    def start(self, argv: list[str], state: RunState) -> None:
+        self.proc = Supervised.start(f"cc events {self.cc.name}", argv, state=state, on_message=self.on_line)
 
-    _lock = threading.Lock()
-    _streams: dict[str, tuple[Supervised, list[Subscriber]]] = {}
+    def on_line(self, event: dict[str, Any]) -> None:
+        if event.get("cmd") == "events":  # its first line
+            self._ring(event.get("ring"))
+            self.ready.set()
+            return
+        host = self.by_ino.get(event.get("netns_ino", 0))
+        if host is None:
+            self.foreign += 1
+            return
+        flow = self.by_socket.get((host, event.get("dport", 0)))
+        if flow is not None:
+            self.emit("event", {"t": event.pop("ts"), "flow": flow, "host": host, **event})
 
-    @classmethod
-    def subscribe(cls, cc: str, argv: list[str], state: RunState, callback: Subscriber) -> bool:
-        """Add `callback` to `cc`'s stream; True when this call started the reader."""
-        with cls._lock:
-            entry = cls._streams.get(cc)
-            started = entry is None or not entry[0].running()
-            if started:
-                subs: list[Subscriber] = []
+    def _ring(self, ring: Any) -> None:
+        """Record which ring it reads: its own, or the one every reader shares (then name the runs of
+        other processes holding the algorithm: each would take some of the other's events)."""
+        if ring == "own":
+            self.record["events"] = "own ring"
+            return
+        self.record["events"] = "shared ring (registered by a fastlab-cc without per-reader rings)"
+        others = cc_holders_elsewhere(f"{self.cc.name}:{self.cc.build.impl}", os.getpid())
+        if others:
+            self.record["other_processes"] = others
 
-                def dispatch(event: dict[str, Any]) -> None:
-                    for sub in list(subs):
-                        sub(dict(event))  # each subscriber may change its copy (CCRuntime pops ts)
-
-                entry = (Supervised.start(f"cc events {cc}", argv, state=state, on_message=dispatch), subs)
-                cls._streams[cc] = entry
-            else:
-                assert entry is not None
-                state.add_pid(entry[0].pid, f"cc events {cc} (shared)")
-            entry[1].append(callback)
-            return started
-
-    @classmethod
-    def unsubscribe(cls, cc: str, callback: Subscriber, grace_s: float) -> None:
-        """Remove `callback`; the last subscriber stops the reader (holding the lock, so a new
-        subscriber's reader never overlaps the old one's last moments)."""
-        with cls._lock:
-            entry = cls._streams.get(cc)
-            if entry is None:
+    def wait_ready(self, timeout_s: float) -> None:
+        """Wait for the first line (its ring is in place: events from now on are kept), bounded; if it
+        does not come, say why in the record."""
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout_s
+        while not self.ready.wait(EVENTS_POLL_S):
+            if not self.proc.running():
+                self.proc.join_reader(EVENTS_POLL_S)  # what it printed before it exited
+                if not self.ready.is_set():
+                    self.record["events"] = f"reader exited ({self.proc.returncode}): {self.proc.stderr_text()}"
                 return
-            if callback in entry[1]:
-                entry[1].remove(callback)
-            if entry[1]:
+            if time.monotonic() > deadline:
+                self.record["events"] = f"reader not ready after {timeout_s:g} s"
                 return
-            del cls._streams[cc]
-            stop_all([entry[0]], grace_s)
 
 
 @dataclass
@@ -89,7 +100,7 @@ class CCRuntime:
     hosts: list[HostParams]
     global_args: dict[str, dict[str, Any]]
     applied: list[dict[str, Any]] = field(default_factory=list)
-    _streams: list[tuple[str, Subscriber]] = field(default_factory=list)  # (cc, callback) on the EventHub
+    _readers: list[EventReader] = field(default_factory=list)
     _threads: list[threading.Thread] = field(default_factory=list)
     _cancel: threading.Event = field(default_factory=threading.Event)
     _held: list[CongestionControl] = field(default_factory=list)  # a reference taken (fastlab.net.runstate)
@@ -143,31 +154,21 @@ class CCRuntime:
             self.applied.append({"cc": hp.cc, "scope": "host", "host": hp.host, "args": hp.args})
 
     def start_events(self, flows: list[Any], pids: dict[str, int]) -> None:
-        """Stream events of the run's sender sockets (matched by namespace and destination port)."""
+        """Start each algorithm's EventReader of the run's namespaces, and wait until they read (the
+        first socket opens after)."""
         by_ino = {os.stat(f"/proc/{pids[h]}/ns/net").st_ino: h for h in {hp.host for hp in self.hosts}}
         by_socket = {(f.src, f.port): f.id for f in flows}
-        fresh = False
         for cc in self.ours():
-            argv = cc.build.events_argv()
-            if argv is None:
+            argv = cc.build.events_argv(sorted(by_ino))
+            if argv is None:  # the module build has no events
                 continue
-
-            def on_event(event: dict[str, Any]) -> None:
-                host = by_ino.get(event.get("netns_ino", 0))
-                flow = by_socket.get((host, event.get("dport")))
-                if flow is not None:
-                    self.emit("event", {"t": event.pop("ts"), "flow": flow, "host": host, **event})
-
-            started = EventHub.subscribe(cc.name, argv, self.state, on_event)
-            self._streams.append((cc.name, on_event))
-            # a run in another process reads the same ring: each would take some of the other's events
-            others = cc_holders_elsewhere(f"{cc.name}:{cc.build.impl}", os.getpid())
-            self.applied.append({"cc": cc.name, "events": "reader started" if started else "reader shared"}
-                                | ({"other_processes": others} if others else {}))
-            if started:
-                fresh = True
-        if fresh:
-            time.sleep(EVENTS_READY_S)  # the ring buffers are being read before the first socket opens
+            record: dict[str, Any] = {"cc": cc.name, "events": "reader starting"}
+            self.applied.append(record)
+            reader = EventReader(cc, by_ino, by_socket, self.emit, record)
+            self._readers.append(reader)  # before it starts: stop() stops what started
+            reader.start(argv, self.state)
+        for reader in self._readers:
+            reader.wait_ready(EVENTS_READY_S)
 
     def apply(self, host: str, cc: str, args: dict[str, Any], pid: int, at_s: float, live: bool = False) -> None:
         """Set `cc`'s parameters of one host now (a scheduled change, or one asked for while the run
@@ -213,9 +214,10 @@ class CCRuntime:
 
     def stop(self) -> None:
         self._cancel.set()
-        for name, callback in self._streams:
-            EventHub.unsubscribe(name, callback, STREAM_STOP_GRACE_S)
-        self._streams.clear()
+        stop_all([r.proc for r in self._readers if r.proc is not None], STREAM_STOP_GRACE_S)
+        for r in self._readers:
+            r.record["foreign_events"] = r.foreign
+        self._readers.clear()
         for thread in self._threads:
             thread.join(timeout=5)
         # Every step runs even when one fails: a failed override clear must not leave the

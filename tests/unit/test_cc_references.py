@@ -204,40 +204,6 @@ def test_a_legacy_state_keeps_the_old_cleanup() -> None:
     assert runstate.RunState("flabcd", engine_pid=4_194_304).cc_refcounted is False
 
 
-def test_one_event_reader_per_algorithm_serves_every_run_of_the_process(state_dir: Path) -> None:
-    """A ring buffer is consumed by whoever reads it: runs of one process share one reader and each gets
-    every event; the last one out stops it. The reader here is a real process printing JSON lines."""
-    from fastlab.run.ccruntime import EventHub
-
-    argv = [sys.executable, "-c", "import json, sys, time\n"
-            "for i in range(1000):\n    print(json.dumps({'n': i, 'ts': i}), flush=True)\n    time.sleep(0.01)\n"]
-    a, b = runstate.RunState("flaaa1"), runstate.RunState("flbbb2")
-    got_a: list[int] = []
-    got_b: list[int] = []
-
-    def on_a(event: dict[str, object]) -> None:
-        event.pop("ts")  # a subscriber's own copy: the other still gets its ts
-        got_a.append(int(event["n"]))  # type: ignore[call-overload]
-
-    def on_b(event: dict[str, object]) -> None:
-        assert "ts" in event
-        got_b.append(int(event["n"]))  # type: ignore[call-overload]
-
-    assert EventHub.subscribe("testcc", argv, a, on_a) is True
-    assert EventHub.subscribe("testcc", argv, b, on_b) is False  # shared, and tracked by b's state too
-    reader = a.pids[0]
-    assert [p.pid for p in b.pids] == [reader.pid]
-    time.sleep(0.5)
-    EventHub.unsubscribe("testcc", on_a, 2.0)
-    assert runstate.process_start_time(reader.pid) == reader.start  # b still reads
-    time.sleep(0.3)
-    EventHub.unsubscribe("testcc", on_b, 2.0)
-    assert runstate.process_start_time(reader.pid) != reader.start  # the last one out stopped it
-    assert len(set(got_a) & set(got_b)) >= 10  # while both listened, both got the events
-    assert all(n < got_b[0] for n in set(got_a) - set(got_b))  # a missed none of b's: only earlier ones
-    assert max(got_b) > max(got_a)  # b went on reading after a left
-
-
 def test_neighbours_are_the_other_live_runs_seen_while_the_flows_go(state_dir: Path) -> None:
     """fastlab.net.runstate.Neighbours: other runs with a live engine (this process), not the run itself nor
     a dead one; looked at most every NEIGHBOURS_EVERY_S unless forced."""
