@@ -200,7 +200,7 @@ def judged(run: dict[str, Any]) -> bool:
     checkpoints pass on every faithful run alone (20 of 20 one at a time here, 2026-11-27, and the lab's
     own bench), so a faithful run that fails one beside neighbours was made wrong by them, silently:
     the first run of this bench found one (two event readers sharing FAST's ring buffer, each taking
-    some of the other's events; fastlab.run.ccruntime.EventHub since)."""
+    some of the other's events; a ring buffer per run since, fastlab.run.ccruntime.EventReader)."""
     if run["status"] != "done" or run["checkpoints"] is None:
         return False
     return run["checkpoints"] == ("inconclusive" if run["faithful"] is False else "pass")
