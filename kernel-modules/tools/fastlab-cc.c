@@ -976,33 +976,52 @@ static void release_own_ring(void)
 	own.n = 0;
 }
 
-/*
- * Create the ring and insert it under each of @n inodes; returns its fd,
- * or -1 when the algorithm was registered by an older fastlab-cc (no rings
- * pin): the caller reads the shared ring then.
- */
-static int make_own_ring(enum algo a, const u32 *ino, u32 n)
+static u32 map_id(int fd)
 {
 	struct bpf_map_info info;
-	u32 len = sizeof(info), k;
+	u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		die(EXIT_ERR, "map info: %s", strerror(errno));
+	return info.id;
+}
+
+/*
+ * Create the ring and insert it under each of @n inodes; returns its fd,
+ * or -1 when the algorithm was registered by an older fastlab-cc: the
+ * caller reads the shared ring (@events_fd) then. An older fastlab-cc
+ * neither pins "rings" nor removes the pin at unregister, so a "rings" pin
+ * may be a leftover of an earlier registration that no program uses: the
+ * maps of one load are created in order (params, netns, events, rings;
+ * ids only grow), so a rings map older than the events map is one.
+ */
+static int make_own_ring(enum algo a, int events_fd, const u32 *ino, u32 n)
+{
+	const char *old = NULL;
+	u32 k;
 
 	own.outer_fd = open_pin(a, FASTLAB_PIN_RINGS);
-	if (own.outer_fd < 0) {
-		if (errno != ENOENT)
-			die(EXIT_ERR, "open the %s rings pin: %s", algo_names[a],
-			    strerror(errno));
-		fprintf(stderr, "fastlab-cc: %s was registered by an older fastlab-cc (no %s pin): reading the shared ring, which other readers also consume\n",
-			algo_names[a], FASTLAB_PIN_RINGS);
+	if (own.outer_fd < 0 && errno != ENOENT)
+		die(EXIT_ERR, "open the %s rings pin: %s", algo_names[a],
+		    strerror(errno));
+	if (own.outer_fd < 0)
+		old = "no rings pin";
+	else if (map_id(own.outer_fd) < map_id(events_fd))
+		old = "its rings pin is an earlier registration's";
+	if (old) {
+		fprintf(stderr, "fastlab-cc: %s was registered by an older fastlab-cc (%s): reading the shared ring, which other readers also consume\n",
+			algo_names[a], old);
+		if (own.outer_fd >= 0)
+			close(own.outer_fd);
+		own.outer_fd = -1;
 		return -1;
 	}
 	own.ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "fastlab_ring", 0, 0,
 				     FASTLAB_RINGBUF_BYTES, NULL);
 	if (own.ring_fd < 0)
 		die(EXIT_ERR, "creating a ring buffer: %s", strerror(errno));
-	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(own.ring_fd, &info, &len))
-		die(EXIT_ERR, "ring buffer info: %s", strerror(errno));
-	own.ring_id = info.id;
+	own.ring_id = map_id(own.ring_fd);
 	atexit(release_own_ring);	/* die() below too */
 	for (k = 0; k < n; k++) {
 		/* BPF_ANY: a live namespace's inode is unique, so an existing
@@ -1048,7 +1067,7 @@ static int do_events(enum algo a, int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 
 	if (n_ns) {
-		int rfd = make_own_ring(a, ino, n_ns);
+		int rfd = make_own_ring(a, fd, ino, n_ns);
 		struct json j;
 		char list[EVENTS_NETNS_ARG_MAX + 3];
 		size_t len = 0;
