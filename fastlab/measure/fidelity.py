@@ -142,7 +142,8 @@ class Inputs:
     # and (t, steal jiffies, total jiffies) samples of /proc/stat while the flows ran. Without flows the verdict
     # judges as before: the mean lateness and each burst by its size.
     flows: dict[str, pd.DataFrame] = field(default_factory=dict)
-    algorithm_base_ms: dict[str, float] = field(default_factory=dict)  # flow -> its algorithm's own baseRTT
+    # flow -> its algorithm's own RTTs (t, avg_rtt_ms, base_rtt_ms: verdict.algorithm_rtts)
+    algorithm_rtts: dict[str, pd.DataFrame] = field(default_factory=dict)
     queue_floor_ms: dict[str, float] = field(default_factory=dict)  # flow -> its path's least queue while it ran
     lateness: dict[Crossing, pd.DataFrame] = field(default_factory=dict)
     steal_samples: list[tuple[float, int, int]] = field(default_factory=list)
@@ -306,7 +307,7 @@ def _judge_paths(inp: Inputs, links: dict[str, Any], idle_links: dict[str, Any],
                       "basis": "FAST alpha queue" if p.target_queue_ms is not None else "base RTT",
                       "idle_emulation_delay_ms": path_delay_ms(p, idle_links),
                       "crossings": [[link, direction] for link, direction in p.crossings]})
-        acct = (accounting_figures(p, inp.flows.get(p.flow), budget, inp.algorithm_base_ms.get(p.flow),
+        acct = (accounting_figures(p, inp.flows.get(p.flow), budget, inp.algorithm_rtts.get(p.flow),
                                    inp.queue_floor_ms.get(p.flow, 0.0)) if by_effect else None)
         if acct is not None:
             accounted[p.flow] = acct

@@ -97,17 +97,22 @@ def drop_rows(links_df: pd.DataFrame) -> dict[fidelity.Crossing, pd.DataFrame]:
     return _crossing_rows(links_df, ["loss_drops", "queue_drops"])
 
 
-def algorithm_bases(flows_df: pd.DataFrame, events_df: pd.DataFrame | None) -> dict[str, float]:
-    """Each flow's baseRTT as its own algorithm holds it at the end (ms): FAST's update events (the BPF build),
-    or the module build's TCP_CC_INFO samples in flows.csv; none for an algorithm without one."""
-    out: dict[str, float] = {}
-    if not flows_df.empty and "cc_base_rtt_ms" in flows_df:
-        for flow, rows in flows_df.dropna(subset=["cc_base_rtt_ms"]).groupby("flow"):
-            out[str(flow)] = float(rows.sort_values("t")["cc_base_rtt_ms"].iloc[-1])
-    if events_df is not None and not events_df.empty and {"event", "base_rtt_us"} <= set(events_df.columns):
-        updates = events_df[(events_df["event"] == "update") & (events_df["base_rtt_us"] > 0)]
-        for flow, rows in updates.groupby("flow"):
-            out[str(flow)] = float(rows.sort_values("t")["base_rtt_us"].iloc[-1]) / 1000
+def algorithm_rtts(flows_df: pd.DataFrame, events_df: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
+    """Each flow's RTT as its own algorithm holds it (t, avg_rtt_ms, base_rtt_ms), in time order: FAST's update
+    events (the BPF build), or the module build's TCP_CC_INFO samples in flows.csv (`cc_rtt_ms`, FAST's avgRTT;
+    `cc_base_rtt_ms`); none for an algorithm without one. Their difference is what FAST reads as queue."""
+    out: dict[str, pd.DataFrame] = {}
+    if not flows_df.empty and {"cc_rtt_ms", "cc_base_rtt_ms"} <= set(flows_df.columns):
+        rows = flows_df.dropna(subset=["cc_rtt_ms", "cc_base_rtt_ms"])
+        for flow, r in rows[(rows["cc_rtt_ms"] > 0) & (rows["cc_base_rtt_ms"] > 0)].groupby("flow"):
+            out[str(flow)] = pd.DataFrame({"t": r["t"].astype(float), "avg_rtt_ms": r["cc_rtt_ms"].astype(float),
+                                           "base_rtt_ms": r["cc_base_rtt_ms"].astype(float)}).sort_values("t")
+    if events_df is not None and {"event", "base_rtt_us", "avg_rtt_us"} <= set(events_df.columns):
+        updates = events_df[(events_df["event"] == "update") & (events_df["base_rtt_us"] > 0)
+                            & (events_df["avg_rtt_us"] > 0)]
+        for flow, r in updates.groupby("flow"):
+            out[str(flow)] = pd.DataFrame({"t": r["t"].astype(float), "avg_rtt_ms": r["avg_rtt_us"] / 1000,
+                                           "base_rtt_ms": r["base_rtt_us"] / 1000}).sort_values("t")
     return out
 
 
@@ -136,7 +141,7 @@ def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[s
             (link, d): float(fig["late_p99_us"] or 0) for link, stats in emulators.items()
             for d, fig in fidelity.link_figures(stats).items()}),
         flows=flows, lateness=lateness_rows(prep, links_df) if flows else {},
-        algorithm_base_ms=algorithm_bases(flows_df, events_df) if flows else {},
+        algorithm_rtts=algorithm_rtts(flows_df, events_df) if flows else {},
         queue_floor_ms=queue_floors(prep, flows_df, links_df) if flows else {},
         steal_samples=list(cpu.get("steal", [])), drops=drop_rows(links_df) if flows else {}))
 
@@ -244,7 +249,7 @@ def judge_again(folder: Path) -> Summary:
         tc_queues=tc_queues(prep, links), routes=fidelity_routes(prep),
         counters=fidelity_counters(prep, links, late99),
         flows={str(f): r.sort_values("t") for f, r in flows.groupby("flow")},
-        algorithm_base_ms=algorithm_bases(flows, rf.events() if rf.has(EVENTS) else None),
+        algorithm_rtts=algorithm_rtts(flows, rf.events() if rf.has(EVENTS) else None),
         queue_floor_ms=queue_floors(prep, flows, links),
         lateness=lateness_rows(prep, links), drops=drop_rows(links)))
     summary.fidelity = Verdict.model_validate(note_neighbours(verdict, [{"prefix": n} for n in old.neighbours]))

@@ -173,6 +173,12 @@ FAST_PATH = fidelity.PathInfo("f1", (("bottleneck", "forward"), ("bottleneck", "
                               fast_target_ms(15, 20))  # 15 packets at 20 Mb/s: 9 ms of queue, budget 2.25 ms
 
 
+def own(base_ms: float, flows: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """FAST's own RTTs (verdict.algorithm_rtts) of f1: each RTT sample as its avgRTT, `base_ms` its baseRTT."""
+    rows = flows if flows is not None else flow_rows(20, lambda s: 9.0, 0.05, 0.5)
+    return {"f1": pd.DataFrame({"t": rows["t"], "avg_rtt_ms": rows["srtt_ms"], "base_rtt_ms": base_ms})}
+
+
 def judged(host_ms: float, queue_ms=lambda s: 9.0, flows: pd.DataFrame | None = None,
            lateness: dict | None = None, path=None, **kw) -> dict:
     links = links_of(20, queue_ms, 0.05)
@@ -440,6 +446,26 @@ def test_a_loss_based_flows_host_delay_is_reported_not_judged() -> None:
     assert not judged(3.0)["faithful"]  # the same delay for FAST, which reads it as queue
 
 
+def test_fast_is_judged_on_what_it_reads_itself_not_on_the_kernels_srtt() -> None:
+    """The kernel's srtt times the oldest segment an ACK covers, FAST its newest: with delayed ACKs the oldest
+    waited at the receiver for the next one (a packet time at the flow's own rate: 7.7 ms for two flows on 3 Mb/s).
+    3 ms of such hold in every srtt sample, none in FAST's own avgRTT: judged on FAST's own reading, the run is
+    faithful and says whose RTTs it read; without them, the srtt's 3.6 ms reads as host delay."""
+    floor = 40 + SER_DATA_MS + SER_ACK_MS
+    held = flow_rows(20, lambda s: 9.0, 0.05, 0.5)
+    fast = own(floor + 0.3, held)  # FAST's avgRTT: the newest segment's, before the hold
+    held["srtt_ms"] += 3.0
+    srtt_only = judged(0.5, flows=held)
+    assert not srtt_only["faithful"]
+    assert srtt_only["delay_accounting"]["f1"]["read_by"] == "the kernel's srtt"
+    assert srtt_only["delay_accounting"]["f1"]["read_as_queue_median_ms"] == pytest.approx(3.6, abs=0.01)
+    mine = judged(0.5, flows=held, algorithm_rtts=fast)
+    assert mine["faithful"], mine["reasons"]
+    fig = mine["delay_accounting"]["f1"]
+    assert fig["read_by"] == "its own avgRTT - baseRTT"
+    assert fig["read_as_queue_median_ms"] == pytest.approx(0.1 + 0.5 - 0.3, abs=0.01)  # lateness + hosts - its base's
+
+
 def test_a_base_rtt_is_judged_against_the_least_queue_not_a_bursts_mean() -> None:
     """In a start-up the queue comes in bursts: the frames of each meet 0 up to its whole length, their mean
     about half of it (3 ms here), while between bursts the link empties (its sampled backlog reads 0). A data
@@ -454,10 +480,10 @@ def test_a_base_rtt_is_judged_against_the_least_queue_not_a_bursts_mean() -> Non
     series = accounting.hop_series(links, {("bottleneck", "forward"), ("bottleneck", "reverse")})
     flows = flow_rows(20, bursts, 0.05, 0.5)
     assert accounting.queue_floor_ms(ROUTE, flows, series) == 0.0
-    quiet = judged(0.5, queue_ms=bursts, queue_floor_ms={"f1": 0.0}, algorithm_base_ms={"f1": floor + 0.3})
+    quiet = judged(0.5, queue_ms=bursts, queue_floor_ms={"f1": 0.0}, algorithm_rtts=own(floor + 0.3, flows))
     assert quiet["faithful"], quiet["reasons"]
     assert quiet["delay_accounting"]["f1"]["base_excess_ms"] == pytest.approx(0.3, abs=0.01)
-    taken = judged(0.5, queue_ms=bursts, queue_floor_ms={"f1": 0.0}, algorithm_base_ms={"f1": floor + 3.3})
+    taken = judged(0.5, queue_ms=bursts, queue_floor_ms={"f1": 0.0}, algorithm_rtts=own(floor + 3.3, flows))
     assert not taken["faithful"] and any("baseRTT lies 3.30 ms above" in r for r in taken["reasons"])
     # the floor is read while the flow ran: a queue that emptied before it started is not its path's
     late = flow_rows(20, bursts, 0.05, 0.5, start=5.0)
@@ -469,29 +495,32 @@ def test_a_base_rtt_taken_with_a_queue_in_it_is_judged() -> None:
     a queue or a delay met at its start, which it keeps queued beyond alpha all run (lab 02 beside a
     memory-bandwidth hog); 0.3 ms is what the hosts add to every packet on a quiet machine."""
     floor = 40 + SER_DATA_MS + SER_ACK_MS
-    own = lambda s: 0.0 if s < 2.5 else 9.0  # noqa: E731 - FAST's own queue, built after its start-up
-    bad = judged(0.5, queue_ms=own, algorithm_base_ms={"f1": floor + 3.85})
+    mine = lambda s: 0.0 if s < 2.5 else 9.0  # noqa: E731 - FAST's own queue, built after its start-up
+    bad = judged(0.5, queue_ms=mine, algorithm_rtts=own(floor + 3.85))
     assert not bad["faithful"] and bad["delay_accounting"]["f1"]["base_excess_ms"] == pytest.approx(3.85, abs=0.01)
     assert bad["reasons"] == ["flow f1: its own baseRTT lies 3.85 ms above the least its path offered while it ran "
                               "(propagation, a packet's serialization and the least queue its links held): a delay "
                               "met at its start, taken for path, which FAST keeps queued beyond alpha all run; above "
                               "2.25 ms = 0.25 of the 9.00 ms queue FAST aims at"]
-    assert judged(0.5, queue_ms=own, algorithm_base_ms={"f1": floor + 0.3})["faithful"]
+    assert judged(0.5, queue_ms=mine, algorithm_rtts=own(floor + 0.3))["faithful"]
     # on a path whose links delay each packet by a model of their own (a MAC's grants, DOCSIS's element) no data
     # packet meets the empty path: the same excess is reported, not judged
     import dataclasses
-    mac = judged(0.5, queue_ms=own, algorithm_base_ms={"f1": floor + 3.85},
+    mac = judged(0.5, queue_ms=mine, algorithm_rtts=own(floor + 3.85),
                  path=dataclasses.replace(FAST_PATH, variable_delay=True))
     assert mac["faithful"] and mac["delay_accounting"]["f1"]["base_excess_ms"] == pytest.approx(3.85, abs=0.01)
     # a queue the links already held at the flow's start (other flows', lab 04's fairness) is the path's:
     # a baseRTT taken with it is no delay taken for path
-    held = judged(0.5, algorithm_base_ms={"f1": floor + 9.0 + 0.3})
+    held = judged(0.5, algorithm_rtts=own(floor + 9.0 + 0.3))
     assert held["delay_accounting"]["f1"]["base_excess_ms"] == pytest.approx(0.3, abs=0.05)
     assert not any("baseRTT" in r for r in held["reasons"])
-    from fastlab.measure.verdict import algorithm_bases
+    from fastlab.measure.verdict import algorithm_rtts
     events = pd.DataFrame({"t": [1.0, 2.0, 3.0], "flow": "f1", "event": ["update", "update", "init"],
-                           "base_rtt_us": [44_000, 43_100, 0]})
-    assert algorithm_bases(pd.DataFrame({"flow": ["f1"], "t": [1.0]}), events) == {"f1": 43.1}
+                           "base_rtt_us": [44_000, 43_100, 0], "avg_rtt_us": [50_000, 52_000, 0]})
+    rtts = algorithm_rtts(pd.DataFrame({"flow": ["f1"], "t": [1.0]}), events)["f1"]
+    assert rtts["base_rtt_ms"].tolist() == [44.0, 43.1] and rtts["avg_rtt_ms"].tolist() == [50.0, 52.0]
+    module = pd.DataFrame({"flow": "f1", "t": [1.0, 2.0], "cc_rtt_ms": [50.0, None], "cc_base_rtt_ms": [44.0, 43.0]})
+    assert algorithm_rtts(module, None)["f1"][["t", "avg_rtt_ms", "base_rtt_ms"]].values.tolist() == [[1.0, 50.0, 44.0]]
 
 
 def test_an_effect_that_began_before_its_disturbance_was_seen_is_counted_from_there() -> None:

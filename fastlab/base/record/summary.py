@@ -180,6 +180,8 @@ class DelayJudged(Part):
     lateness_median_ms: float | None = figure(None, "ms", "of it, the emulators' departure lateness (median)")
     hosts_median_ms: float | None = figure(None, "ms", "of it, what the hosts and the datapath added (median "
                                                        "minus lateness)")
+    read_by: str | None = figure(None, "", "whose RTTs: \"its own avgRTT - baseRTT\" (FAST's) or \"the kernel's "
+                                           "srtt\"")
     budget_ms: float | None = figure(None, "ms", "the delay allowed before the run stops being faithful")
     basis: str | None = figure(None, "", "what the budget is: 'FAST alpha queue' or 'base RTT'")
     queue_floor_ms: float | None = figure(None, "ms", "the least queue its path held while it ran (the links' "
