@@ -88,6 +88,7 @@ class _Series:
     totals: dict[str, tuple[np.ndarray, np.ndarray]]  # figure -> (count, count x mean)
     backlog_bytes: np.ndarray | None
     delay_ms: np.ndarray | None  # a schedule's delay in force (None: the configured one throughout)
+    segments_per_frame: float | None = None  # segments it sent per frame over the run (None: not counted)
 
 
 # linkemu's per-frame means (count column, mean column), and the socket wait (per frame too)
@@ -111,7 +112,13 @@ def _series(rows: pd.DataFrame) -> _Series:
     delay = rows["schedule_delay_ms"].to_numpy(dtype=float) if "schedule_delay_ms" in rows else None
     if delay is not None and np.isnan(delay).all():
         delay = None
-    return _Series(t, totals, backlog, delay)
+    per_frame = None
+    if {"tx_pkts", "acct_frames"} <= set(rows.columns):
+        sent = rows.dropna(subset=["tx_pkts", "acct_frames"])
+        frames = float(sent["acct_frames"].iloc[-1] - sent["acct_frames"].iloc[0]) if len(sent) > 1 else 0.0
+        if frames > 0:
+            per_frame = float(sent["tx_pkts"].iloc[-1] - sent["tx_pkts"].iloc[0]) / frames
+    return _Series(t, totals, backlog, delay, per_frame)
 
 
 def _window_means(series: _Series, figure: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -175,6 +182,20 @@ def _hop_parts(hop: Hop, s: _Series | None, a: np.ndarray, b: np.ndarray, nomina
     return np.vstack([np.full(len(a), nominal_ser), queue, np.zeros(len(a))])
 
 
+def own_burst_ms(skb_segments: float | None, s: _Series | None, segment_ser_ms: float) -> float:
+    """The wait of an RTT sample's last segment behind its own skb's earlier ones at a hop that sends them as
+    separate frames, above the mean of those frames' queueing (ms). A sender times one RTT sample per skb, from
+    its send to the ACK of its last segment; an upstream emulator passes the skb's k segments on as k frames, and
+    at the next hop the i-th waits (i - 1) segment times behind the others: the frames' mean queueing holds
+    (k - 1) / 2 of them, the sample all k - 1. So (k - k_hop) / 2 segment times, k the segments per frame where
+    the flow's data enter the emulated path (its sender's skbs) and k_hop at this hop. Two FAST flows on the
+    simple 3 Mb/s link: k = 2 (tcp_min_tso_segs), 4.0 ms a segment, and FAST read 2.0 ms as queue that no link
+    queued (its budget at alpha 1: 1.0 ms), which is this; 0.3 ms at lab 02's 20 Mb/s."""
+    if skb_segments is None or s is None or s.segments_per_frame is None:
+        return 0.0
+    return max(0.0, skb_segments - s.segments_per_frame) / 2 * segment_ser_ms
+
+
 def hop_series(links: pd.DataFrame, hops: set[tuple[str, str]]) -> dict[tuple[str, str], _Series]:
     """links.csv rows of each hop as cumulative series (the hops a run's flows cross)."""
     out: dict[tuple[str, str], _Series] = {}
@@ -201,6 +222,8 @@ def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str
     ser, queue, late = (np.zeros(len(t)) for _ in range(3))
     offset = np.zeros(len(t))  # one-way delays so far along the way there and back, ms
     one_way = np.zeros(len(t))  # the data's way alone (offset once the last data hop is taken)
+    first = series.get((route.data[0].link, route.data[0].direction)) if route.data else None
+    skb_segments = first.segments_per_frame if first is not None and route.data[0].emulated else None
     for hop, is_ack in [(h, False) for h in route.data] + [(h, True) for h in route.acks]:
         s = series.get((hop.link, hop.direction))
         size = ACK_IP_BYTES if is_ack else route.mtu_bytes
@@ -212,6 +235,8 @@ def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str
         for _pass in range(2):
             at = offset + d_ms + parts.sum(axis=0)
             parts = _hop_parts(hop, s, start - (rtt - at) / 1000, t - (rtt - at) / 1000, nominal_ser)
+        if not is_ack:
+            parts[1] += own_burst_ms(skb_segments, s, nominal_ser)
         offset = offset + d_ms + parts.sum(axis=0)
         if not is_ack:
             one_way = offset.copy()

@@ -446,6 +446,31 @@ def test_a_loss_based_flows_host_delay_is_reported_not_judged() -> None:
     assert not judged(3.0)["faithful"]  # the same delay for FAST, which reads it as queue
 
 
+def test_an_rtt_sample_ends_with_the_last_segment_of_its_skb() -> None:
+    """A sender times one RTT sample per skb, to the ACK of its last segment. Its skbs carry 2 segments
+    (tcp_min_tso_segs): the access link (linkemu) passes each on as one frame, the 20 Mb/s bottleneck sends the
+    two as frames of their own, the second 0.6 ms behind the first, and the frames' mean queueing holds half of
+    that. The accounting adds the other half to the bottleneck's queueing (accounting.own_burst_ms): 0.3 ms,
+    which read as the hosts' otherwise; without the frame counts, nothing is added."""
+    access = accounting.Hop("access", "forward", 1.0, 1_000_000_000)
+    route = accounting.FlowRoute("f1", (access, DATA), (ACKS,))
+    flat = lambda s: 5.0  # noqa: E731
+    links = links_of(10, flat, 0.1)
+    links["tx_pkts"] = links["acct_frames"]  # the bottleneck: a frame a segment
+    fast = emulator_rows("forward", 10, 750, lambda s: 0.0, 0.0, 0.012).assign(link="access")
+    fast["tx_pkts"] = 2 * fast["acct_frames"]  # the access link: a frame an skb of 2 segments
+    both = pd.concat([links, fast], ignore_index=True)
+    flows = flow_rows(10, flat, 0.1, 0.7)
+    flows["srtt_ms"] += 1.0 + 0.012 + SER_DATA_MS / 2  # the access hop's delay and ser, the last segment's wait
+    acct = accounting.account([route], flows, both)["f1"]
+    steady = acct[acct["t"] > 1.0]
+    assert steady["acct_queueing_ms"].median() == pytest.approx(5.0 + SER_DATA_MS / 2, abs=1e-3)
+    assert steady["acct_hosts_ms"].median() == pytest.approx(0.7, abs=1e-3)
+    assert accounting.own_burst_ms(2.0, None, SER_DATA_MS) == 0.0
+    plain = accounting.account([route], flows, both.drop(columns=["tx_pkts"]))["f1"]
+    assert plain[plain["t"] > 1.0]["acct_hosts_ms"].median() == pytest.approx(0.7 + SER_DATA_MS / 2, abs=1e-3)
+
+
 def test_fast_is_judged_on_what_it_reads_itself_not_on_the_kernels_srtt() -> None:
     """The kernel's srtt times the oldest segment an ACK covers, FAST its newest: with delayed ACKs the oldest
     waited at the receiver for the next one (a packet time at the flow's own rate: 7.7 ms for two flows on 3 Mb/s).
