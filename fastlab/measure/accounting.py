@@ -312,16 +312,26 @@ def queue_floor_ms(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[s
     return round(float(total.min()), 4)
 
 
+def _per_route(routes: list[FlowRoute], flows: pd.DataFrame,
+               links: pd.DataFrame) -> list[tuple[FlowRoute, pd.DataFrame, dict[tuple[str, str], _Series]]]:
+    """Each route with its flow's rows of flows.csv and the series of every hop the routes cross."""
+    series = hop_series(links, {(h.link, h.direction) for r in routes for h in (*r.data, *r.acks)})
+    return [(route, flows[flows["flow"] == route.flow] if not flows.empty and "flow" in flows else pd.DataFrame(),
+             series) for route in routes]
+
+
 def account(routes: list[FlowRoute], flows: pd.DataFrame, links: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Every flow's accounting (account_flow), by flow id; flows without RTT samples get an empty frame."""
-    hops = {(h.link, h.direction) for r in routes for h in (*r.data, *r.acks)}
-    series = hop_series(links, hops)
-    out = {}
-    for route in routes:
-        rows = flows[flows["flow"] == route.flow] if not flows.empty and "flow" in flows else pd.DataFrame()
-        out[route.flow] = (account_flow(route, rows, series) if "srtt_ms" in rows
-                           else pd.DataFrame(columns=["t", *COLUMNS]))
-    return out
+    return {route.flow: (account_flow(route, rows, series) if "srtt_ms" in rows
+                         else pd.DataFrame(columns=["t", *COLUMNS]))
+            for route, rows, series in _per_route(routes, flows, links)}
+
+
+def queue_floors(routes: list[FlowRoute], flows: pd.DataFrame, links: pd.DataFrame) -> dict[str, float]:
+    """Every flow's queue_floor_ms, by flow id (the base check's zero); none where it has no floor."""
+    floors = {route.flow: queue_floor_ms(route, rows, series)
+              for route, rows, series in _per_route(routes, flows, links)}
+    return {flow: floor for flow, floor in floors.items() if floor is not None}
 
 
 def with_columns(flows: pd.DataFrame, accounts: dict[str, pd.DataFrame]) -> pd.DataFrame:

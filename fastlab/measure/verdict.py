@@ -58,19 +58,6 @@ def account_run(prep: Prepared, flows_df: pd.DataFrame, links_df: pd.DataFrame) 
     return accounting.account(accounting_routes_of(prep), flows_df, links_df)
 
 
-def queue_floors(prep: Prepared, flows_df: pd.DataFrame, links_df: pd.DataFrame) -> dict[str, float]:
-    """Each flow's path's least queue while it ran (accounting.queue_floor_ms), ms: the base check's zero."""
-    routes = accounting_routes_of(prep)
-    series = accounting.hop_series(links_df, {(h.link, h.direction) for r in routes for h in (*r.data, *r.acks)})
-    out = {}
-    for route in routes:
-        rows = flows_df[flows_df["flow"] == route.flow] if not flows_df.empty and "flow" in flows_df else flows_df
-        floor = accounting.queue_floor_ms(route, rows, series)
-        if floor is not None:
-            out[route.flow] = floor
-    return out
-
-
 def _crossing_rows(links_df: pd.DataFrame, columns: list[str],
                    keep: Callable[[str], bool] = lambda _link: True) -> dict[fidelity.Crossing, pd.DataFrame]:
     """Each link direction's samples of `columns` (with t) from links.csv, sorted by time, for the links `keep`
@@ -142,7 +129,7 @@ def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[s
             for d, fig in fidelity.link_figures(stats).items()}),
         flows=flows, lateness=lateness_rows(prep, links_df) if flows else {},
         algorithm_rtts=algorithm_rtts(flows_df, events_df) if flows else {},
-        queue_floor_ms=queue_floors(prep, flows_df, links_df) if flows else {},
+        queue_floor_ms=accounting.queue_floors(accounting_routes_of(prep), flows_df, links_df) if flows else {},
         steal_samples=list(cpu.get("steal", [])), drops=drop_rows(links_df) if flows else {}))
 
 
@@ -227,11 +214,12 @@ def judge_again(folder: Path) -> Summary:
     prep = prepare(spec)
     flows, links = rf.flows(), rf.links()
     flows = flows.drop(columns=[c for c in accounting.COLUMNS if c in flows])
-    accounts = account_run(prep, flows, links)
+    route_list = accounting_routes_of(prep)
+    accounts = accounting.account(route_list, flows, links)
     flows = accounting.with_columns(flows, accounts)
     summary = rf.summary()
     old = summary.fidelity or Verdict(faithful=True)
-    routes = {r.flow: r for r in accounting_routes_of(prep)}
+    routes = {r.flow: r for r in route_list}
     for f in summary.flows:
         f.delay_accounting = FlowDelay.model_validate(accounting.flow_figures(routes[f.id], accounts[f.id],
                                                                               f.min_rtt_ms))
@@ -250,7 +238,7 @@ def judge_again(folder: Path) -> Summary:
         counters=fidelity_counters(prep, links, late99),
         flows={str(f): r.sort_values("t") for f, r in flows.groupby("flow")},
         algorithm_rtts=algorithm_rtts(flows, rf.events() if rf.has(EVENTS) else None),
-        queue_floor_ms=queue_floors(prep, flows, links),
+        queue_floor_ms=accounting.queue_floors(route_list, flows, links),
         lateness=lateness_rows(prep, links), drops=drop_rows(links)))
     summary.fidelity = Verdict.model_validate(note_neighbours(verdict, [{"prefix": n} for n in old.neighbours]))
     rf.replace_flows(flows)

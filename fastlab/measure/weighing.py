@@ -50,10 +50,10 @@ def accounting_figures(p: PathInfo, rows: pd.DataFrame | None, budget: float,
     queue that no link queued (median, mean, p99), of which the emulators' lateness, the rest the hosts' and
     the datapath's. A delay-based flow whose algorithm reports its own RTTs (`own`: t, avg_rtt_ms, base_rtt_ms,
     verdict.algorithm_rtts) is judged on them: what it reads as queue, avgRTT - baseRTT, less what the links
-    queued then. The kernel's srtt times the oldest segment an ACK covers, FAST the newest
-    (tcp_ack_update_rtt: seq_rtt_us against ca_rtt_us), and with delayed ACKs the oldest waited for the next
-    one to arrive: on the simple 3 Mb/s link two flows' srtt carried 2.8-3.6 ms no link queued, their FAST's
-    own 1.1-2.2 (lab 02, quiet: 0.3-0.7 against 0.0-0.4). Without own RTTs, the srtt's. And how far the
+    queued then: it is what FAST acts on. The kernel's srtt times the oldest skb an ACK covers, FAST the newest
+    (tcp_ack_update_rtt: seq_rtt_us against ca_rtt_us), and is smoothed otherwise (two flows on the simple 3 Mb/s
+    link, four runs at a time: 2.8-3.6 ms by srtt, 1.1-2.2 by FAST's own; quiet lab 02: 0.3-0.7 against 0.0-0.4).
+    Without own RTTs, the srtt's. And how far the
     algorithm's last baseRTT lies above the least RTT its path offered while it ran -- propagation, a packet's
     serialization and the least queue the links held (`queue_floor_ms`, accounting.queue_floor_ms: a queue
     other flows held all along is the path's physics, lab 04's FAST flow joining Reno's) -- `base_excess_ms`:
@@ -104,8 +104,8 @@ def base_reasons(judged: list[tuple[PathInfo, dict[str, Any]]]) -> list[str]:
     (propagation, a packet's serialization and the least queue its links held: `base_excess_ms`) by more than
     its budget took a delay met at its start for path: it keeps that much more queued than alpha, for the whole
     run (lab 02 beside 3-7 other runs or a memory-bandwidth hog: f2's baseRTT 3.3-5.5 ms above its path's least,
-    the queue 41-43 packets where its quiet repeats held 37-40). A quiet machine's: 0.1-0.5 ms (lab 02's 49
-    runs without a hog, 2026-11-29), what the hosts add to every packet. Not judged on a path whose links delay
+    the queue 41-43 packets where its quiet repeats held 37-40). A quiet machine's: 0.1-0.5 ms (lab 02's quiet
+    repeats, 2026-11-29), what the hosts add to every packet. Not judged on a path whose links delay
     each packet by a model of their own (PathInfo.variable_delay): on DOCSIS every data packet waits for a grant
     and the calibrated element, so FAST's baseRTT lies 20-40 ms above the empty path's by the path's own physics
     (two flows at 3 Mb/s, 2026-11-29: 36 of 45 runs called unfaithful for it)."""
