@@ -54,6 +54,10 @@ COLUMNS = tuple(f"acct_{p}_ms" for p in PARTS) + ("acct_rtt_ms", "acct_read_as_q
 # segment each RTT sample acknowledges. The hosts' share is not in it: no packet is timestamped at both ends, and
 # only the round trip shows what the hosts add (`acct_hosts_ms`, both ways together).
 QUANTILES = {"median": 0.5, "p99": 0.99}
+# The kernel's smoothed RTT (tcp_rtt_estimator, RFC 6298): srtt += (sample - srtt) / SRTT_GAIN, one sample per ACK,
+# an ACK per ACK_SEGMENTS full segments received (tcp_ack_snd_check: more than one full frame unacknowledged).
+SRTT_GAIN = 8
+ACK_SEGMENTS = 2
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,35 @@ def hop_series(links: pd.DataFrame, hops: set[tuple[str, str]]) -> dict[tuple[st
     return out
 
 
+def srtt_samples(rows: pd.DataFrame) -> np.ndarray | None:
+    """The RTT samples the kernel took in each row's interval: one per ACK (tcp_ack -> tcp_rtt_estimator), an
+    ACK for every ACK_SEGMENTS full segments delivered (delayed ACKs), from the rise of bytes_acked. None
+    without bytes_acked and the MSS: the rows are then taken as the srtt's own samples."""
+    if not {"bytes_acked", "mss_bytes"} <= set(rows.columns):
+        return None
+    acked = rows["bytes_acked"].to_numpy(dtype=float)
+    mss = rows["mss_bytes"].to_numpy(dtype=float)
+    if np.isnan(acked).any() or not (np.nan_to_num(mss) > 0).any():
+        return None
+    mss = np.where(mss > 0, mss, np.nanmax(mss))
+    return np.maximum(0.0, np.diff(acked, prepend=acked[0])) / (ACK_SEGMENTS * mss)
+
+
+def srtt_view(part: np.ndarray, samples: np.ndarray | None) -> np.ndarray:
+    """A part of the RTT as the kernel's srtt holds it: the srtt moves 1/SRTT_GAIN of the way to each sample
+    (RFC 6298), so after n samples of the row's mean it has moved 1 - (1 - 1/SRTT_GAIN)^n of the way (none in a
+    row without an ACK). A slow flow's srtt spans many rows (1 Mb/s: an ACK every 24 ms, 8 of them 190 ms) and
+    lags a queue that moves within them; the hops' means per row do not."""
+    if samples is None or len(part) < 2:
+        return part
+    keep = (1 - 1 / SRTT_GAIN) ** samples
+    out = np.empty(len(part))
+    out[0] = part[0]
+    for i in range(1, len(part)):
+        out[i] = part[i] + keep[i] * (out[i - 1] - part[i])
+    return out
+
+
 def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str, str], _Series]) -> pd.DataFrame:
     """The flow's RTT samples split into PARTS (ms), one row per sample that has an RTT, with its time and
     `acct_read_as_queue_ms` (rtt - queueing - the flow's minimum RTT so far). `samples` are the flow's rows
@@ -244,6 +277,7 @@ def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str
         ser += parts[0]
         queue += parts[1]
         late += parts[2]
+    prop, ser, queue, late = (srtt_view(part, srtt_samples(rows)) for part in (prop, ser, queue, late))
     min_rtt = rows["min_rtt_ms"].to_numpy(dtype=float) if "min_rtt_ms" in rows else np.full(len(t), np.nan)
     min_rtt = np.fmin.accumulate(np.where(np.isnan(min_rtt), rtt, np.fmin(min_rtt, rtt)))
     # the kernel's minimum may be the handshake's (a SYN serializes in no time): a data packet's RTT, which is

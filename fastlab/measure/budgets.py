@@ -20,6 +20,9 @@ DELAY_SHARE_OF_TARGET = 0.25
 LOSS_BASED_RTT_SHARE = 0.01
 # ...but never below 0.5 ms: the wake-up latency of an idle VM's CPU is ~0.1 ms per hop.
 MIN_BUDGET_MS = 0.5
+# What a path's budget is a share of, as the records name it (summary.json's delay_accounting `basis`)
+FAST_BASIS = "FAST alpha queue"
+LOSS_BASED_BASIS = "base RTT"
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,11 @@ def budget_ms(path: PathInfo) -> float:
     if path.target_queue_ms is not None:
         return max(0.0, DELAY_SHARE_OF_TARGET * path.target_queue_ms)
     return max(MIN_BUDGET_MS, LOSS_BASED_RTT_SHARE * path.base_rtt_ms)
+
+
+def basis(path: PathInfo) -> str:
+    """What the path's budget is a share of, as the records name it."""
+    return FAST_BASIS if path.target_queue_ms is not None else LOSS_BASED_BASIS
 
 
 def budget_words(p: PathInfo) -> str:

@@ -39,6 +39,7 @@ from fastlab.measure.budgets import (  # noqa: F401 - the verdict's budget, name
     MIN_BUDGET_MS,
     Crossing,
     PathInfo,
+    basis,
     budget_ms,
     budget_words,
 )
@@ -304,7 +305,7 @@ def _judge_paths(inp: Inputs, links: dict[str, Any], idle_links: dict[str, Any],
         delay = path_delay_ms(p, links)
         budget = budget_ms(p)
         paths.append({"flow": p.flow, "emulation_delay_ms": delay, "budget_ms": round(budget, 3),
-                      "basis": "FAST alpha queue" if p.target_queue_ms is not None else "base RTT",
+                      "basis": basis(p),
                       "idle_emulation_delay_ms": path_delay_ms(p, idle_links),
                       "crossings": [[link, direction] for link, direction in p.crossings]})
         acct = (accounting_figures(p, inp.flows.get(p.flow), budget, inp.algorithm_rtts.get(p.flow),

@@ -13,7 +13,14 @@ import numpy as np
 import pandas as pd
 
 from fastlab.measure import effects
-from fastlab.measure.budgets import MIN_BUDGET_MS, Crossing, PathInfo, budget_ms, budget_words
+from fastlab.measure.budgets import (
+    MIN_BUDGET_MS,
+    Crossing,
+    PathInfo,
+    basis,
+    budget_ms,
+    budget_words,
+)
 
 # Weighing disturbances by effect (fastlab.measure.effects): a trace whose samples stall for this many sample
 # intervals (below the gap that is judged outright) marks a stretch in which the flow's sampler -- and so
@@ -77,7 +84,7 @@ def accounting_figures(p: PathInfo, rows: pd.DataFrame | None, budget: float,
             "read_as_queue_p99_ms": round(float(read.quantile(0.99)), 3), "read_by": read_by,
             "lateness_median_ms": round(late, 3), "hosts_median_ms": round(median - late, 3),
             "budget_ms": round(budget, 3),
-            "basis": "FAST alpha queue" if p.target_queue_ms is not None else "base RTT",
+            "basis": basis(p),
             "queue_floor_ms": round(queue_floor_ms, 3),
             "base_excess_ms": None if base is None else round(
                 base - float(acct["acct_propagation_ms"].median())

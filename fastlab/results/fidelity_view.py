@@ -22,14 +22,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from fastlab.base.record import PathDelay, Summary, Verdict
+from fastlab.measure.budgets import FAST_BASIS, LOSS_BASED_BASIS
 
 State = Literal["faithful", "unfaithful", "unassessed"]
 
 # The budget bases assess() names, in plain words.
 # Steal below 0.5 % of the CPU time is a VM's background noise, not worth a line.
 STEAL_SHOWN = 0.005
-BASIS_WORDS = {"FAST alpha queue": "¼ of the queue FAST aims at (α packets)",
-               "base RTT": "1% of the base RTT (at least 0.5 ms)"}
+BASIS_WORDS = {FAST_BASIS: "¼ of the queue FAST aims at (α packets)",
+               LOSS_BASED_BASIS: "1% of the base RTT (at least 0.5 ms)"}
 
 CSS = """\
 .fidelity{border:2px solid #bbb;border-radius:6px;padding:0.5em 1em;margin:0.8em 0;max-width:70em}

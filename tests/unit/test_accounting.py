@@ -651,3 +651,55 @@ def test_model_losses_need_a_random_drop_on_the_path_in_the_round_trip_before() 
     both = {c: d.assign(queue_drops=d["loss_drops"]) for c, d in drops.items()}
     assert model_losses([FAST_PATH], {"f1": flows}, both) == {}
     assert model_losses([FAST_PATH], {"f1": flows.drop(columns=["retransmits"])}, drops) == {}
+
+
+def kernel_srtt_rows(duration: float, queue_ms, host_ms: float, rate_mbps: float, mss: int = 1448) -> pd.DataFrame:
+    """flows.csv rows of a slow f1 as the kernel fills them: an ACK every accounting.ACK_SEGMENTS segments, each
+    an RTT sample (propagation, serialization, the queue its data met, `host_ms`) that moves srtt 1/8 of the way
+    (tcp_rtt_estimator); rows every FLOW_STEP with the srtt then and the bytes acknowledged."""
+    ack_s = accounting.ACK_SEGMENTS * mss * 8 / (rate_mbps * 1e6)
+    rows, srtt, acked, t_ack = [], None, 0.0, ack_s
+    for i in range(1, int(duration / FLOW_STEP) + 1):
+        t = i * FLOW_STEP
+        while t_ack <= t:
+            sample = 40 + SER_DATA_MS + SER_ACK_MS + host_ms
+            sample += queue_ms(t_ack - (sample - 20.0 - SER_DATA_MS) / 1000)
+            srtt = sample if srtt is None else srtt + (sample - srtt) / accounting.SRTT_GAIN
+            acked += accounting.ACK_SEGMENTS * mss
+            t_ack += ack_s
+        rows.append({"flow": "f1", "t": round(t, 6), "srtt_ms": srtt, "min_rtt_ms": 40 + SER_DATA_MS + SER_ACK_MS,
+                     "bytes_acked": acked, "mss_bytes": mss, "cwnd_pkts": 20.0})
+    return pd.DataFrame(rows)
+
+
+def test_a_slow_flows_srtt_is_matched_by_the_queue_as_its_srtt_holds_it() -> None:
+    """A 0.5 Mb/s flow (an ACK every 46 ms: its srtt spans 8 of them, 0.37 s) behind a queue that swings 0-20 ms
+    each second, 0.7 ms of host delay: the hops' means per row, set against the srtt, read 8 ms that no host
+    added (lab 04's 5 Mb/s uplink, three flows: +-20 ms, host-delay spells over 14-46 % of a quiet run);
+    the queue filtered as the srtt filters its samples reads the host's 0.7 ms to within 0.6 ms."""
+    def swing(s: float) -> float:
+        return 10.0 + 10.0 * np.sin(2 * np.pi * s)
+
+    flows = kernel_srtt_rows(20, swing, 0.7, 0.5)
+    links = links_of(20, swing, 0.0)
+    read = accounting.account([ROUTE], flows, links)["f1"].query("t > 2")["acct_read_as_queue_ms"]
+    raw = accounting.account([ROUTE], flows.drop(columns="mss_bytes"), links)["f1"].query("t > 2")
+    assert (read - 0.7).abs().max() < 1.2 and abs(read.median() - 0.7) < 0.3
+    assert (raw["acct_read_as_queue_ms"] - 0.7).abs().max() > 6.0  # the same rows without the filter
+    assert accounting.srtt_samples(flows.drop(columns="bytes_acked")) is None
+
+
+def test_a_loss_based_flows_window_delay_is_judged_as_its_rate_error_against_the_band() -> None:
+    """Reno on 85 ms reads 1.5 ms that no link queued: a 1.8 % rate error, outside the run's 1 % of the RTT
+    but inside a +-6 % band (lab 07's BBR check): the window vouches for it; a +-1 % band cannot take it; FAST
+    is still judged against its own budget."""
+    rows = pd.DataFrame({"flow": "f1", "t": np.arange(1.0, 20.0, 0.1), "min_rtt_ms": 85.0,
+                         "acct_read_as_queue_ms": 1.5, "bytes_acked": np.arange(1.0, 20.0, 0.1) * 1e6})
+    judged = {"flow": "f1", "read_as_queue_median_ms": 1.5, "budget_ms": 0.85, "basis": "base RTT"}
+    verdict = Verdict.model_validate({"faithful": True, "delay_accounting": {"f1": judged}})
+    assert window.judge(verdict, rows, (5.0, 15.0), (0.91, 1.02), 0.96, True) == ""
+    narrow = window.judge(verdict, rows, (5.0, 15.0), (0.99, 1.01), 1.0, True)
+    assert "flow f1 read 1.50 ms as queue that no link queued (median), 1.76% of its 85.00 ms RTT" in narrow
+    fast = Verdict.model_validate({"faithful": True,
+                                   "delay_accounting": {"f1": {**judged, "basis": "FAST alpha queue"}}})
+    assert "above its 0.85 ms budget" in window.judge(fast, rows, (5.0, 15.0), (0.91, 1.02), 0.96, True)
