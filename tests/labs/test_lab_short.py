@@ -78,14 +78,18 @@ def _results(step: dict[str, Any]) -> list[CheckResult]:
     return [CheckResult(c["name"], c["passed"], c["measured"], c["expected"], c["tolerance"]) for c in step["checks"]]
 
 
-def test_most_live_lab_runs_were_conclusive() -> None:
-    """A machine on which most lab runs are unfaithful cannot judge the labs: it must say so, not pass."""
+def test_most_live_lab_runs_were_conclusive(capsys: pytest.CaptureFixture[str]) -> None:
+    """A machine on which most lab runs are unfaithful cannot judge the labs: it must say so, not pass. The
+    count goes to the terminal whether or not it passes (how close a passing CI came to the limit)."""
     if not STEP_RUNS:
         pytest.skip("no live lab run in this session (selected alone)")
     inconclusive = [(name, why) for name, status, why in STEP_RUNS if status == "inconclusive"]
     failed = [name for name, status, _ in STEP_RUNS if status == "fail"]
-    print(f"live lab step runs: {len(STEP_RUNS)}, inconclusive {len(inconclusive)}, physics FAIL (reported, "
-          f"judged on recordings and by bench/labs.py) {len(failed)}: {failed}")
+    with capsys.disabled():
+        print(f"\nlive lab step runs: {len(STEP_RUNS)}, inconclusive {len(inconclusive)} (limit a third), physics "
+              f"FAIL (reported, judged on recordings and by bench/labs.py) {len(failed)}: {failed}")
+        for name, why in inconclusive:
+            print(f"  inconclusive {name}: {why}")
     assert len(inconclusive) <= INCONCLUSIVE_SHARE_MAX * len(STEP_RUNS), (
         f"too many inconclusive live lab runs: {len(inconclusive)} of {len(STEP_RUNS)} step runs were not faithful "
         f"(limit a third): " + "; ".join(f"{name}: {why}" for name, why in inconclusive))
