@@ -24,6 +24,7 @@ samples in, "" or the reason out (fastlab.base.record.Verdict's `delay_accountin
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -34,10 +35,20 @@ from fastlab.measure.budgets import LOSS_BASED_BASIS
 
 
 def band_share(band: tuple[float, float]) -> float | None:
-    """The band's half-width relative to its centre (None for a band around 0)."""
+    """The band's half-width relative to its centre (None for a band around 0, or open on one side)."""
     lo, hi = band
     centre = (lo + hi) / 2
-    return None if centre == 0 else abs(hi - lo) / 2 / abs(centre)
+    return None if centre == 0 or not math.isfinite(centre) else abs(hi - lo) / 2 / abs(centre)
+
+
+def margin_share(band: tuple[float, float], measured: Any) -> float | None:
+    """How far inside its band the figure measured, relative to the nearer edge: the error that cannot move it
+    out (a band open on one side, "FAST leads Reno by at least 1.26", has no half-width); None without a
+    finite edge or a figure."""
+    if not isinstance(measured, int | float) or not math.isfinite(measured):
+        return None
+    edges = [e for e in band if math.isfinite(e) and e != 0]
+    return min((abs(measured - e) / abs(e) for e in edges), default=None)
 
 
 def miss_share(band: tuple[float, float], measured: float) -> float:
@@ -61,7 +72,8 @@ def _loss_based(flow: str, rows: pd.DataFrame, median_ms: float, share: float | 
     0.5-1.7 ms to multi-flow runs: fastlab.measure.weighing.accounting_reasons); a checkpoint judges it against
     its band (a rate error inside the band cannot move the figure out of it), not against the run's 1 % of the
     RTT, which called lab 07's quiet short runs (1.1-1.5 ms on 85 ms, bands of +-6 % and wider) unfaithful.
-    "" where it fits, or the checkpoint has no relative band."""
+    "" where it fits, or the checkpoint has no relative band (`share`: band_share, or margin_share for a band
+    open on one side)."""
     rtt = rows["min_rtt_ms"].dropna() if "min_rtt_ms" in rows else pd.Series(dtype=float)
     rtt = rtt[rtt > 0]
     if share is None or rtt.empty or median_ms <= 0:
@@ -90,7 +102,8 @@ def judge(verdict: Verdict | None, flows: pd.DataFrame, window: tuple[float, flo
             continue
         median = float(inside.median())
         if judged.basis == LOSS_BASED_BASIS:
-            reason = _loss_based(flow, rows, median, share)
+            reason = _loss_based(flow, rows, median, share if share is not None or band is None
+                                 else margin_share(band, measured))
             if reason:
                 reasons.append(f"{reason} between {t0:g} and {t1:g} s")
         elif median > judged.budget_ms:
