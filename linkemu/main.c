@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "acct.h"
+#include "flowacct.h"
 #include "aqm.h"
 #include "cli.h"
 #include "gso.h"
@@ -139,10 +140,20 @@ static void out_line(const char *s, size_t n, bool may_skip)
 	}
 }
 
+/*
+ * A stats line's room: a direction's own figures fit in DIR_JSON_MAX, its
+ * flows' (flowacct.h) in FLOWS_JSON_MAX -- FLOWACCT_SLOTS elements of at
+ * most FLOW_JSON_MAX (an IPv6 key: ~130 characters).
+ */
+#define FLOW_JSON_MAX	256
+#define FLOWS_JSON_MAX	(FLOWACCT_SLOTS * FLOW_JSON_MAX + 64)
+#define DIR_JSON_MAX	(3072 + FLOWS_JSON_MAX)
+#define STATS_LINE_MAX	(2 * DIR_JSON_MAX + 1024)
+
 static void __attribute__((format(printf, 2, 3)))
 out_printf(bool may_skip, const char *fmt, ...)
 {
-	char line[8192];
+	char line[STATS_LINE_MAX];
 	va_list ap;
 	int n;
 
@@ -262,6 +273,44 @@ static int fmt_acct(char *b, size_t n, const struct emu_acct *a)
 	return k;
 }
 
+/*
+ * Each TCP flow's accounting (flowacct.h), cumulative since start:
+ * ,"flows":[{"key","frames","queue" (mean us: queue + extra),"queue_min",
+ * "data_min" (over frames with payload, once one was)}],
+ * "flows_other" -- nothing before a direction has seen a TCP frame.
+ */
+static int fmt_flows(char *b, size_t n, const struct flowacct *a)
+{
+	int k;
+	uint32_t i;
+
+	if (!a->used || n < FLOWS_JSON_MAX)
+		return 0;
+	k = snprintf(b, n, ",\"flows\":[");
+	for (i = 0; i < a->used; i++) {
+		const struct flowacct_slot *s = &a->slot[i];
+		int64_t lo = s->queue_min_ns;
+		uint64_t mag = lo < 0 ? (uint64_t)-lo : (uint64_t)lo;
+		char key[FLOW_JSON_MAX / 2];
+
+		flowkey_str(key, sizeof(key), &s->key);
+		k += snprintf(b + k, n - (size_t)k, "%s{\"key\":\"%s\",\"frames\":%" PRIu64,
+			      i ? "," : "", key, s->frames);
+		k += fmt_mean_us(b + k, n - (size_t)k, "queue", s->queue_sum_ns, s->frames);
+		k += snprintf(b + k, n - (size_t)k, ",\"queue_min\":%s%" PRIu64 ".%03" PRIu64,
+			      lo < 0 ? "-" : "", mag / 1000, mag % 1000);
+		if (s->data_min_ns != FLOWACCT_NONE) {
+			lo = s->data_min_ns;
+			mag = lo < 0 ? (uint64_t)-lo : (uint64_t)lo;
+			k += snprintf(b + k, n - (size_t)k, ",\"data_min\":%s%" PRIu64 ".%03" PRIu64,
+				      lo < 0 ? "-" : "", mag / 1000, mag % 1000);
+		}
+		k += snprintf(b + k, n - (size_t)k, "}");
+	}
+	k += snprintf(b + k, n - (size_t)k, "],\"flows_other\":%" PRIu64, a->other);
+	return k;
+}
+
 /* ---- I/O state ---------------------------------------------------------- */
 
 struct dir_io {
@@ -282,6 +331,7 @@ struct dir_io {
 	struct hist late;	/* sent - scheduled release, per segment */
 	struct hist rx_wait;	/* read by us - kernel receive time, per frame */
 	struct emu_acct acct;	/* where each frame's time went (acct.h) */
+	struct flowacct flows;	/* ... and each TCP flow's frames' (flowacct.h) */
 	struct hist queue;	/* its queueing, per frame */
 	uint64_t ser_rate_bps;	/* the rate a segment serializes at, 0 = none */
 	FILE *drops;		/* --drops-log, shared by both directions */
@@ -573,11 +623,14 @@ static void account(struct dir_io *d, const struct emu_pkt *p, uint64_t sent)
 {
 	uint64_t ser = emu_acct_seg_ser_ns(p, ser_rate_at(d, p->departure_ns),
 					   EMU_L2_HEADER_BYTES);
-	uint64_t queue = emu_acct_frame(&d->acct, p, sent,
-					emu_dir_delay_at(&d->q, p->departure_ns),
-					ser);
+	uint64_t delay = emu_dir_delay_at(&d->q, p->departure_ns);
+	uint64_t queue = emu_acct_frame(&d->acct, p, sent, delay, ser);
+	uint64_t latency = p->release_ns > p->departure_ns ?
+			   p->release_ns - p->departure_ns : 0;
 
 	hist_add(&d->queue, queue, 1);
+	flowacct_frame(&d->flows, p->data, p->len, queue,
+		       (int64_t)latency - (int64_t)delay);
 }
 
 static void tx_dir(const struct link *l, struct dir_io *d, uint64_t now)
@@ -738,7 +791,7 @@ static int fmt_schedule(char *b, size_t n, const struct emu_dir *q, uint64_t now
 static int fmt_dir(char *b, size_t n, const struct dir_io *d, uint64_t now)
 {
 	const struct emu_counters *c = &d->q.c;
-	char extra[2048] = "", aqm[256];
+	char extra[DIR_JSON_MAX - 512] = "", aqm[256];
 	int k;
 
 	k = fmt_policy(extra, sizeof(extra), d, now);
@@ -749,6 +802,7 @@ static int fmt_dir(char *b, size_t n, const struct dir_io *d, uint64_t now)
 	k += fmt_hist(extra + k, sizeof(extra) - (size_t)k, "rx_wait_us", &d->rx_wait);
 	k += fmt_hist(extra + k, sizeof(extra) - (size_t)k, "queue_us", &d->queue);
 	k += fmt_acct(extra + k, sizeof(extra) - (size_t)k, &d->acct);
+	k += fmt_flows(extra + k, sizeof(extra) - (size_t)k, &d->flows);
 	snprintf(extra + k, sizeof(extra) - (size_t)k,
 		 ",\"rx_frames\":%" PRIu64 ",\"tx_frames\":%" PRIu64
 		 ",\"arena_grows\":%" PRIu64,
@@ -783,7 +837,7 @@ static void link_key(char *b, size_t n, const struct link *l)
 
 static void emit_stats(struct link *l, uint64_t now, bool final)
 {
-	char ab[3072], ba[3072], key[LINK_ID_MAX + 16];
+	char ab[DIR_JSON_MAX], ba[DIR_JSON_MAX], key[LINK_ID_MAX + 16];
 
 	read_sock_stats(l);
 	emu_dir_advance(&l->dir[0].q, now);

@@ -11,21 +11,12 @@
  */
 #include <string.h>
 
+#include "flowkey.h"
 #include "phantom.h"
 
 typedef unsigned __int128 u128;
 
 #define NS_PER_SEC	1000000000ULL
-
-/* Frame layout: what the flow key reads (Ethernet II, no VLAN tag). */
-#define ETH_HLEN_	14
-#define ETH_P_IPV4_	0x0800
-#define ETH_P_IPV6_	0x86dd
-#define IPV4_MIN_HLEN	20
-#define IPV6_HLEN_	40
-#define IPPROTO_TCP_	6
-#define IPPROTO_UDP_	17
-#define PORTS_BYTES	4
 
 /* FNV-1a, 64 bits: a flow's key from its header bytes. */
 #define FNV_OFFSET	0xcbf29ce484222325ULL
@@ -101,38 +92,13 @@ static uint64_t fnv(uint64_t h, const uint8_t *b, uint32_t n)
 
 uint64_t emu_phantom_flow_key(const uint8_t *f, uint32_t len)
 {
-	uint64_t h = FNV_OFFSET;
-	uint32_t ports_off = 0;
-	uint8_t proto;
+	struct flowkey k;
 
-	if (len < ETH_HLEN_)
-		return h;
-	h = fnv(h, f + 12, 2);	/* the ethertype: non-IP frames are one flow per type */
-	if (f[12] == ETH_P_IPV4_ >> 8 && f[13] == (ETH_P_IPV4_ & 0xff) &&
-	    len >= ETH_HLEN_ + IPV4_MIN_HLEN && f[ETH_HLEN_] >> 4 == 4) {
-		const uint8_t *ip = f + ETH_HLEN_;
-		uint32_t ihl = (ip[0] & 0x0fu) * 4u;
-
-		proto = ip[9];
-		h = fnv(h, &proto, 1);
-		h = fnv(h, ip + 12, 8);	/* source and destination addresses */
-		if (ihl >= IPV4_MIN_HLEN)
-			ports_off = ETH_HLEN_ + ihl;
-	} else if (f[12] == ETH_P_IPV6_ >> 8 && f[13] == (ETH_P_IPV6_ & 0xff) &&
-		   len >= ETH_HLEN_ + IPV6_HLEN_ && f[ETH_HLEN_] >> 4 == 6) {
-		const uint8_t *ip = f + ETH_HLEN_;
-
-		proto = ip[6];	/* the next header: extension headers are not walked */
-		h = fnv(h, &proto, 1);
-		h = fnv(h, ip + 8, 32);
-		ports_off = ETH_HLEN_ + IPV6_HLEN_;
-	} else {
-		return h;
-	}
-	if (ports_off && (proto == IPPROTO_TCP_ || proto == IPPROTO_UDP_) &&
-	    len >= ports_off + PORTS_BYTES)
-		h = fnv(h, f + ports_off, PORTS_BYTES);
-	return h;
+	/* non-IP frames are one flow per Ethernet type, IP ones one per
+	 * protocol and addresses, and TCP and UDP ones per ports too: every
+	 * part of the key not read stays zero (flowkey_of zeroes it whole) */
+	flowkey_of(f, len, &k);
+	return fnv(FNV_OFFSET, (const uint8_t *)&k, sizeof(k));
 }
 
 /* Empty slot s (absolute number) of the ring: its bytes leave the window. */

@@ -4,7 +4,8 @@
 A run folder holds spec.yaml (the spec as run; a link's mahimahi trace beside it,
 `trace_<link>_<direction>.txt`), environment.json (where and how it ran: the plan's decisions, tools,
 sysctls), flows.csv, links.csv, cc_events.csv (fastlab's algorithms' events, when any ran),
-rtt_samples.csv (clamped flows' per-second RTT statistics), summary.json (written when the run
+rtt_samples.csv (clamped flows' per-second RTT statistics), hop_flows.csv (each flow's own queueing at each
+emulated link, cumulative), summary.json (written when the run
 completed) and report.html. summary.json and environment.json are the typed run record
 (fastlab.base.record: `Summary`, `Environment`, migrated from older versions on read); no other module
 opens them. The engine writes a folder with `RunFolder.write`; the labs (StepRun), results (Run), replay,
@@ -51,6 +52,7 @@ FLOWS = "flows.csv"
 LINKS = "links.csv"
 EVENTS = "cc_events.csv"
 RTT_SAMPLES = "rtt_samples.csv"
+HOP_FLOWS = "hop_flows.csv"  # each flow's frames at each emulated link: their queueing (linkemu's flowacct.h)
 REPORT = "report.html"
 SUMMARY = "summary.json"  # a run folder's summary, written when the run completed
 TOPOLOGY_COPY = "topology.py"  # a run's topology file (a spec's `topology: {file: ...}`), copied beside spec.yaml
@@ -58,6 +60,7 @@ PARTIAL = "partial.jsonl"  # the web app's live samples of a run, appended while
 INCOMPLETE = ".incomplete"  # the suffix of a run folder whose files could not all be written
 REPORT_BYTES = 6 * 1024**2  # report.html (~1 MB) and, in a folder of its own, plotly.js (4.6 MB)
 ROW_BYTES = 400  # a sample in flows/links.csv and the web app's partial.jsonl, generously
+HOP_ROW_BYTES = 80  # a row of hop_flows.csv ("12.345678,show-floor,forward,f10,123456,1234.567,12.345")
 SWEEP_STATE = "sweep.json"  # a sweep folder's state
 SWEEP_STATE_MAX_CHARS = 64 * 1024 * 1024  # sweep.json: 10,000 points of a few hundred bytes each, with room
 POINT_FILE = "point.json"  # a sweep point's record, written last
@@ -104,9 +107,11 @@ def summary_in(zf: zipfile.ZipFile, folder: str, read_member: Callable[[zipfile.
 
 
 def expected_bytes(sample_hz: float, duration_s: float, flows: int, links: int) -> int:
-    """What a run's folder will take, generously (pure): its traces at sample_hz plus the report."""
+    """What a run's folder will take, generously (pure): its traces at sample_hz plus the report; each flow's
+    figures at every emulated link direction (hop_flows.csv, the emulators' stats at sample_hz too) at most."""
     rows = sample_hz * duration_s * (flows + 2 * links)
-    return int(REPORT_BYTES + rows * ROW_BYTES)
+    hop_rows = sample_hz * duration_s * flows * 2 * links
+    return int(REPORT_BYTES + rows * ROW_BYTES + hop_rows * HOP_ROW_BYTES)
 
 
 class RunFolderError(OSError):
@@ -313,10 +318,16 @@ class RunFolder:
         """Per second and clamped flow: the count, mean and minimum of the RTT sample of every ACK."""
         return self.csv(RTT_SAMPLES)
 
+    def hop_flows(self) -> pd.DataFrame | None:
+        """Per emulated link, direction, flow and sample: its frames so far, their mean queueing and the least
+        (fastlab.measure.accounting.resolve_hop_flows); None for a run made before they were kept, or
+        with no emulated link."""
+        return self.csv(HOP_FLOWS) if self.has(HOP_FLOWS) else None
+
     def write(self, *, spec_yaml: str, environment: Environment, summary: Summary,
               flows: pd.DataFrame | None = None, links: pd.DataFrame | None = None,
               events: pd.DataFrame | None = None, rtt_samples: Iterable[dict[str, object]] = (),
-              rtt_columns: Iterable[str] = ()) -> None:
+              rtt_columns: Iterable[str] = (), hop_flows: pd.DataFrame | None = None) -> None:
         """Write a run's files but the report (the folder exists). summary.json goes after the traces, so
         a folder with a summary holds the whole run. Empty events or RTT samples write no file."""
         d = self.directory
@@ -334,6 +345,8 @@ class RunFolder:
                 writer.writerows(samples)
         if events is not None and not events.empty:
             events.to_csv(d / EVENTS, index=False)
+        if hop_flows is not None and not hop_flows.empty:
+            hop_flows.to_csv(d / HOP_FLOWS, index=False)
         (d / SUMMARY).write_text(record.to_json(summary))
 
     def write_recording(self, source: RunFolder, traces: dict[str, pd.DataFrame]) -> None:

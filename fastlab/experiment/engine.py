@@ -32,7 +32,7 @@ from fastlab.define.cc import Registry
 from fastlab.define.schema import ExperimentSpec, TopologyFile, to_plain
 from fastlab.experiment import machine
 from fastlab.measure import accounting, analysis, fidelity
-from fastlab.measure.verdict import account_run, accounting_routes_of, assess_run, note_neighbours
+from fastlab.measure.verdict import account_run, accounting_routes_of, assess_run, hop_flows_of, note_neighbours
 from fastlab.net.network import Network
 from fastlab.net.runstate import Neighbours, RunState, new_prefix
 from fastlab.net.shaping import Shaper
@@ -266,7 +266,7 @@ def _parts(spec: ExperimentSpec, prep: Prepared, run_plan: RunPlan, folder: RunF
     prefix = run_plan.prefix
     state = RunState(prefix, results_dir=str(folder.directory))
     state.save()
-    bus = SampleBus(time.monotonic())
+    bus = SampleBus(time.monotonic(), recorded_only=frozenset({"hop_flow"}))  # the run folder's, not the page's
     if on_sample:
         bus.subscribe(on_sample)
     net = Network(prep.plan, prefix, run_plan.wiring, prep.switch[0], state,
@@ -276,7 +276,8 @@ def _parts(spec: ExperimentSpec, prep: Prepared, run_plan: RunPlan, folder: RunF
     control = OpenFlowControl(net, design, prep.flows, spec.controller, bus.emit,
                               folder.directory / "controller.log") if design else None
     return _Run(spec, prep, run_plan, folder, state, bus, net, control,
-                shaper=Shaper(net, lambda s: bus.emit("link", s), spec.emulator.mode, spec.emulator.processes),
+                shaper=Shaper(net, lambda s: bus.emit("link", s), spec.emulator.mode, spec.emulator.processes,
+                              lambda s: bus.emit("hop_flow", s)),
                 traffic=Traffic(net, prep.flows, bus.emit, 1.0 / spec.sample_hz),
                 clamp=CwndClamp(state, {f.port: f.max_cwnd_pkts for f in prep.flows if f.max_cwnd_pkts}),
                 ccs=CCRuntime(prep.registry, state, bus.emit, prep.cc_hosts, prep.cc_globals),
@@ -368,7 +369,8 @@ def _flows_phase(run: _Run) -> None:
         raise RunError(str(exc)) from None
 
 
-def _summary(run: _Run, flows_df: Any, links_df: Any, events_df: Any, accounts: dict[str, Any]) -> Summary:
+def _summary(run: _Run, flows_df: Any, links_df: Any, events_df: Any, accounts: dict[str, Any],
+             hop_flows: Any = None) -> Summary:
     """Collect phase: summary.json from the traces, the idle RTTs, the delay accounting per flow, the fidelity
     verdict, the parts of a run whose parameters changed (scheduled or live: measured and judged per part)
     and the note."""
@@ -387,7 +389,8 @@ def _summary(run: _Run, flows_df: Any, links_df: Any, events_df: Any, accounts: 
                 setattr(flow, name, value)
     summary.idle_rtt = [IdleRtt.model_validate(p) for p in run.idle]
     summary.fidelity = Verdict.model_validate(note_neighbours(assess_run(
-        prep, run.shaper.final, run.cpu, flows_df, links_df, run.idle_stats, events_df), run.neighbours_seen()))
+        prep, run.shaper.final, run.cpu, flows_df, links_df, run.idle_stats, events_df, hop_flows),
+        run.neighbours_seen()))
     changes = segments.changes_of(run.ccs.applied)
     if changes:
         summary.segments = segments.measured(spec, changes, flows_df, links_df, capacities)
@@ -468,9 +471,10 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     log.info("run %s: network and processes removed in %.1f s", prefix, written_from - flows_ended)
     flows_df, links_df, events_df = (run.bus.frame("flow"), analysis.add_rates(run.bus.frame("link")),
                                      run.bus.frame("event"))
-    accounts = account_run(run.prep, flows_df, links_df)  # flows.csv carries each sample's accounting
+    hop_flows = hop_flows_of(run.prep, run.bus.frame("hop_flow"))
+    accounts = account_run(run.prep, flows_df, links_df, hop_flows)  # flows.csv carries each sample's accounting
     flows_df = accounting.with_columns(flows_df, accounts)
-    summary = _summary(run, flows_df, links_df, events_df, accounts)
+    summary = _summary(run, flows_df, links_df, events_df, accounts, hop_flows)
     environment = _environment(run)
     spec_yaml = _spec_yaml(spec, copies, topology_copy)
     # the report's theory lines: the live page's (per part of a run whose parameters changed)
@@ -479,7 +483,8 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
         folder.finish(lambda: report.render(spec_yaml, summary, environment, flows_df, links_df, events_df,
                                             refs, spec.duration_s),
                       spec_yaml=spec_yaml, environment=environment, summary=summary, flows=flows_df,
-                      links=links_df, events=events_df, rtt_samples=run.rtt_samples, rtt_columns=RTT_COLUMNS)
+                      links=links_df, events=events_df, rtt_samples=run.rtt_samples, rtt_columns=RTT_COLUMNS,
+                      hop_flows=hop_flows)
         report.keep_plotly(folder.directory, scripts or (paths.results_root() if out is None else None))
     except RunFolderError as exc:
         raise RunError(str(exc)) from None

@@ -15,9 +15,10 @@ A flow's smoothed RTT sample (tcp_info's srtt, µs resolution) is split, sample 
   carries the sampling error of the other parts (signed: a sample may read slightly below zero).
 
 Each hop's figures are the means over the frames it sent in the window in which the flow's packets crossed
-it: a packet acknowledged at time t was sent at t - rtt and left hop k at about t - rtt + (the one-way
-delays up to and including k); linkemu's counters are cumulative (count and mean), so the mean over any
-window is the difference of two interpolated totals.
+it -- its queueing, where the emulator accounted the flow's own frames (linkemu's flowacct.h, the run's
+hop_flows.csv), over those alone: a packet acknowledged at time t was sent at t - rtt and left hop k at
+about t - rtt + (the one-way delays up to and including k); linkemu's counters are cumulative (count and
+mean), so the mean over any window is the difference of two interpolated totals.
 
 What a flow's algorithm reads as queue is its RTT above its minimum: `read_as_queue = rtt - queueing - base`
 is the part of that which is *not* a link's queue -- lateness and host delay above their share of the
@@ -200,6 +201,51 @@ def own_burst_ms(skb_segments: float | None, s: _Series | None, segment_ser_ms: 
     return max(0.0, skb_segments - s.segments_per_frame) / 2 * segment_ser_ms
 
 
+# (link, direction, flow) -> (its frames' queueing, the least of it over its frames, and over those with data)
+FlowSeries = dict[tuple[str, str, str], tuple[_Series, float, float | None]]
+
+
+def resolve_hop_flows(samples: pd.DataFrame, servers: dict[tuple[str, int], str]) -> pd.DataFrame:
+    """linkemu's per-flow samples (fastlab.net.shaping.hop_flow_samples: a 4-tuple `key`, "saddr:sport>daddr:dport")
+    with each key's flow id (`flow`) in place of the key: the flow whose receiver (address, port) is the key's
+    destination (its data) or source (its ACKs), `servers`; other keys (a ping, a controller) left out."""
+    columns = ["t", "link", "direction", "flow", "frames", "queue_mean_us", "queue_min_us", "data_min_us"]
+    if samples.empty or "key" not in samples:
+        return pd.DataFrame(columns=columns)
+
+    def flow_of(key: str) -> str | None:
+        ends = [end.rpartition(":") for end in str(key).split(">")]
+        if len(ends) != 2 or not all(port.isdigit() for _, _, port in ends):
+            return None
+        (src, _, sport), (dst, _, dport) = ends
+        return servers.get((dst.strip("[]"), int(dport))) or servers.get((src.strip("[]"), int(sport)))
+
+    named = samples.assign(flow=samples["key"].map(flow_of)).dropna(subset=["flow"])
+    return named.reindex(columns=columns).reset_index(drop=True)
+
+
+def flow_series(hop_flows: pd.DataFrame | None) -> FlowSeries:
+    """Each flow's frames at each hop as a cumulative series (its mean queueing over any window, as _Series's
+    "queue") and the least queueing any of them met over the run, and any that carried data (ms; None where
+    none did)."""
+    out: FlowSeries = {}
+    if hop_flows is None or hop_flows.empty:
+        return out
+    for (link, direction, flow), rows in hop_flows.groupby(["link", "direction", "flow"]):
+        rows = rows.dropna(subset=["frames", "queue_mean_us"]).sort_values("t")
+        if len(rows) < 2:
+            continue
+        t = rows["t"].to_numpy(dtype=float)
+        n = rows["frames"].to_numpy(dtype=float)
+        total = n * rows["queue_mean_us"].to_numpy(dtype=float)
+        least = float(rows["queue_min_us"].iloc[-1]) / 1000
+        data = rows["data_min_us"].iloc[-1] if "data_min_us" in rows else None
+        least_data = float(data) / 1000 if data is not None and np.isfinite(data) else None
+        out[(str(link), str(direction), str(flow))] = (_Series(t, {"queue": (n, total)}, None, None), least,
+                                                       least_data)
+    return out
+
+
 def hop_series(links: pd.DataFrame, hops: set[tuple[str, str]]) -> dict[tuple[str, str], _Series]:
     """links.csv rows of each hop as cumulative series (the hops a run's flows cross)."""
     out: dict[tuple[str, str], _Series] = {}
@@ -240,10 +286,13 @@ def srtt_view(part: np.ndarray, samples: np.ndarray | None) -> np.ndarray:
     return out
 
 
-def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str, str], _Series]) -> pd.DataFrame:
+def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str, str], _Series],
+                 own: FlowSeries | None = None) -> pd.DataFrame:
     """The flow's RTT samples split into PARTS (ms), one row per sample that has an RTT, with its time and
     `acct_read_as_queue_ms` (rtt - queueing - the flow's minimum RTT so far). `samples` are the flow's rows
-    of flows.csv (t, srtt_ms, min_rtt_ms)."""
+    of flows.csv (t, srtt_ms, min_rtt_ms). A hop that accounted the flow's own frames (`own`, flow_series)
+    gives their queueing, not the mean of every flow's: on a slow link each flow meets its own place in the
+    queue (three flows on lab 04's 5 Mb/s uplink, 2.4 ms a segment)."""
     rows = samples.dropna(subset=["srtt_ms"]).sort_values("t")
     rows = rows[rows["srtt_ms"] > 0]
     if len(rows) < 2:
@@ -265,9 +314,14 @@ def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str
         # offset taking the hop's own delay, serialization, queueing and lateness too: found in two passes
         d_ms = _delay_ms(hop, s, t - (rtt - offset) / 1000)
         parts = np.zeros((3, len(t)))
+        mine = (own or {}).get((hop.link, hop.direction, route.flow))
         for _pass in range(2):
             at = offset + d_ms + parts.sum(axis=0)
-            parts = _hop_parts(hop, s, start - (rtt - at) / 1000, t - (rtt - at) / 1000, nominal_ser)
+            a, b = start - (rtt - at) / 1000, t - (rtt - at) / 1000
+            parts = _hop_parts(hop, s, a, b, nominal_ser)
+            if mine is not None:
+                queued = _window_means(mine[0], "queue", a, b) / 1000
+                parts[1] = np.where(np.isnan(queued), parts[1], queued)
         if not is_ack:
             parts[1] += own_burst_ms(skb_segments, s, nominal_ser)
         offset = offset + d_ms + parts.sum(axis=0)
@@ -313,6 +367,33 @@ def flow_figures(route: FlowRoute, acct: pd.DataFrame, min_rtt_ms: float | None)
     return out
 
 
+def own_floor_ms(route: FlowRoute, series: dict[tuple[str, str], _Series], own: FlowSeries) -> float | None:
+    """The least queue the flow's own RTT samples can have met: at each data hop the least over its frames that
+    carried data there (flowacct.h: a SYN that found the queue empty is no RTT sample, and the data behind it may
+    never find it so -- two FAST flows started together on the 3 Mb/s simple link: the second's first window
+    waits 35 ms behind the first's, and the queue never drains again), at each ACK hop over its frames, summed.
+    An RTT sample times its skb's last segment, and where an upstream hop sent the skb's k segments as frames of
+    their own the least frame may be an skb's first: the sample's floor then lies up to (k - k_hop) segment
+    times higher (own_burst_ms's whole wait, not its mean), and the floor is taken at that top -- a baseRTT
+    above it is above anything the flow's packets met (the simple link: the late flow's base 4.2-4.4 ms above
+    its least frame, one 4-ms segment and the hosts' 0.2-0.4; the others' 3.7-3.9 below the top). A sum of
+    least values, which one packet meets together only on a path with one queue: elsewhere it lies below the
+    least any packet met. None unless every hop accounted the flow."""
+    first = series.get((route.data[0].link, route.data[0].direction)) if route.data else None
+    skb_segments = first.segments_per_frame if first is not None and route.data[0].emulated else None
+    total = 0.0
+    for hop, is_ack in [(h, False) for h in route.data] + [(h, True) for h in route.acks]:
+        mine = own.get((hop.link, hop.direction, route.flow))
+        if mine is None:
+            return None
+        if is_ack or mine[2] is None:
+            total += mine[1]
+            continue
+        segment_ms = route.mtu_bytes * 8 / hop.rate_bps * 1000 if hop.rate_bps > 0 else 0.0
+        total += mine[2] + 2 * own_burst_ms(skb_segments, series.get((hop.link, hop.direction)), segment_ms)
+    return round(total, 4)
+
+
 def queue_floor_ms(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str, str], _Series]) -> float | None:
     """The least queue the flow's path held while the flow ran, ms: the sum over its hops (data, then ACKs)
     of each one's sampled backlog at its rate, each read when a packet sent at the same moment would reach it
@@ -354,18 +435,29 @@ def _per_route(routes: list[FlowRoute], flows: pd.DataFrame,
              series) for route in routes]
 
 
-def account(routes: list[FlowRoute], flows: pd.DataFrame, links: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Every flow's accounting (account_flow), by flow id; flows without RTT samples get an empty frame."""
-    return {route.flow: (account_flow(route, rows, series) if "srtt_ms" in rows
+def account(routes: list[FlowRoute], flows: pd.DataFrame, links: pd.DataFrame,
+            hop_flows: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """Every flow's accounting (account_flow), by flow id; flows without RTT samples get an empty frame.
+    `hop_flows`: the emulators' per-flow figures (resolve_hop_flows), where the run has them."""
+    own = flow_series(hop_flows)
+    return {route.flow: (account_flow(route, rows, series, own) if "srtt_ms" in rows
                          else pd.DataFrame(columns=["t", *COLUMNS]))
             for route, rows, series in _per_route(routes, flows, links)}
 
 
-def queue_floors(routes: list[FlowRoute], flows: pd.DataFrame, links: pd.DataFrame) -> dict[str, float]:
-    """Every flow's queue_floor_ms, by flow id (the base check's zero); none where it has no floor."""
-    floors = {route.flow: queue_floor_ms(route, rows, series)
-              for route, rows, series in _per_route(routes, flows, links)}
-    return {flow: floor for flow, floor in floors.items() if floor is not None}
+def queue_floors(routes: list[FlowRoute], flows: pd.DataFrame, links: pd.DataFrame,
+                 hop_flows: pd.DataFrame | None = None) -> dict[str, float]:
+    """Every flow's least queue, by flow id (the base check's zero): what its own packets met where every hop
+    accounted them (own_floor_ms), else what its path held while it ran (queue_floor_ms); none where it has
+    neither."""
+    own = flow_series(hop_flows)
+    floors: dict[str, float] = {}
+    for route, rows, series in _per_route(routes, flows, links):
+        floor = own_floor_ms(route, series, own) if own else None
+        floor = floor if floor is not None else queue_floor_ms(route, rows, series)
+        if floor is not None:
+            floors[route.flow] = floor
+    return floors
 
 
 def with_columns(flows: pd.DataFrame, accounts: dict[str, pd.DataFrame]) -> pd.DataFrame:

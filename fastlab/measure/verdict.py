@@ -53,9 +53,15 @@ def accounting_routes_of(prep: Prepared) -> list[accounting.FlowRoute]:
             for f in prep.flows for p in (prep.paths[f.id],)]
 
 
-def account_run(prep: Prepared, flows_df: pd.DataFrame, links_df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+def account_run(prep: Prepared, flows_df: pd.DataFrame, links_df: pd.DataFrame,
+                hop_flows: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
     """Every flow's delay accounting (fastlab.measure.accounting) from the run's traces."""
-    return accounting.account(accounting_routes_of(prep), flows_df, links_df)
+    return accounting.account(accounting_routes_of(prep), flows_df, links_df, hop_flows)
+
+
+def hop_flows_of(prep: Prepared, samples: pd.DataFrame) -> pd.DataFrame:
+    """The emulators' per-flow samples with each 4-tuple named by its flow (its receiver's address and port)."""
+    return accounting.resolve_hop_flows(samples, {(f.dst_ip, f.port): f.id for f in prep.flows})
 
 
 def _crossing_rows(links_df: pd.DataFrame, columns: list[str],
@@ -104,7 +110,8 @@ def algorithm_rtts(flows_df: pd.DataFrame, events_df: pd.DataFrame | None) -> di
 
 
 def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[str, Any], flows_df: Any,
-               links_df: Any, idle_stats: dict[str, dict[str, Any]], events_df: Any = None) -> dict[str, Any]:
+               links_df: Any, idle_stats: dict[str, dict[str, Any]], events_df: Any = None,
+               hop_flows: pd.DataFrame | None = None) -> dict[str, Any]:
     """The run's verdict (summary.json's `fidelity`): `emulators` are their final stats by link, `cpu`
     the machine's and each emulator's CPU at the flows' start and end ((/proc/stat, cores, time)) and, under
     "steal", (t, steal, total) samples of /proc/stat while the flows ran; `flows_df` may carry the delay
@@ -129,7 +136,8 @@ def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[s
             for d, fig in fidelity.link_figures(stats).items()}),
         flows=flows, lateness=lateness_rows(prep, links_df) if flows else {},
         algorithm_rtts=algorithm_rtts(flows_df, events_df) if flows else {},
-        queue_floor_ms=accounting.queue_floors(accounting_routes_of(prep), flows_df, links_df) if flows else {},
+        queue_floor_ms=accounting.queue_floors(accounting_routes_of(prep), flows_df, links_df,
+                                               hop_flows) if flows else {},
         steal_samples=list(cpu.get("steal", [])), drops=drop_rows(links_df) if flows else {}))
 
 
@@ -215,7 +223,8 @@ def judge_again(folder: Path) -> Summary:
     flows, links = rf.flows(), rf.links()
     flows = flows.drop(columns=[c for c in accounting.COLUMNS if c in flows])
     route_list = accounting_routes_of(prep)
-    accounts = accounting.account(route_list, flows, links)
+    hop_flows = rf.hop_flows()
+    accounts = accounting.account(route_list, flows, links, hop_flows)
     flows = accounting.with_columns(flows, accounts)
     summary = rf.summary()
     old = summary.fidelity or Verdict(faithful=True)
@@ -238,7 +247,7 @@ def judge_again(folder: Path) -> Summary:
         counters=fidelity_counters(prep, links, late99),
         flows={str(f): r.sort_values("t") for f, r in flows.groupby("flow")},
         algorithm_rtts=algorithm_rtts(flows, rf.events() if rf.has(EVENTS) else None),
-        queue_floor_ms=accounting.queue_floors(route_list, flows, links),
+        queue_floor_ms=accounting.queue_floors(route_list, flows, links, hop_flows),
         lateness=lateness_rows(prep, links), drops=drop_rows(links)))
     summary.fidelity = Verdict.model_validate(note_neighbours(verdict, [{"prefix": n} for n in old.neighbours]))
     rf.replace_flows(flows)

@@ -72,6 +72,21 @@ def emulator_samples(link: str, msg: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def hop_flow_samples(link: str, msg: dict[str, Any]) -> list[dict[str, Any]]:
+    """An emulator stats line -> one sample per TCP flow per direction (linkemu's `flows`, flowacct.h): its
+    4-tuple as the frames carry it (`key`, "saddr:sport>daddr:dport"), its frames so far, their mean queueing
+    (queue and the model's extra latency, µs) and the least of it, over all its frames and over those that
+    carried data (None before one did). Cumulative, like the link's own; none from an emulator without it."""
+    out = []
+    for tag, direction in EMU_DIRECTIONS.items():
+        for f in (msg.get(tag) or {}).get("flows") or ():
+            if isinstance(f, dict) and isinstance(f.get("key"), str):
+                out.append({"t": float(msg["t"]), "link": link, "direction": direction, "key": f["key"],
+                            "frames": f.get("frames"), "queue_mean_us": f.get("queue"),
+                            "queue_min_us": f.get("queue_min"), "data_min_us": f.get("data_min")})
+    return out
+
+
 def lateness_totals(c: dict[str, Any]) -> dict[str, Any]:
     """A direction's lateness and socket wait so far (linkemu's cumulative counts and means, µs): the
     difference of two samples gives the mean over any window (fastlab.measure.fidelity.window_mean_us), e.g. a
@@ -127,6 +142,7 @@ class Shaper:
     emit: Callable[[dict[str, Any]], None]
     mode: str = "per_link"
     processes: int = 1  # shared mode: how many linkemu processes share the links
+    emit_flow: Callable[[dict[str, Any]], None] = lambda _sample: None  # each TCP flow's figures per hop
     _pending: list[LinkPlanResult] = field(default_factory=list)  # shared mode: links not started yet
     _shared: dict[int, str] = field(default_factory=dict)  # id() of each shared process -> its CPU key
     applied: list[dict[str, Any]] = field(default_factory=list)
@@ -231,6 +247,8 @@ class Shaper:
                     self._fresh.notify_all()
                 for sample in emulator_samples(plan.link, msg):
                     self.emit(sample)
+                for sample in hop_flow_samples(plan.link, msg):
+                    self.emit_flow(sample)
         return on_message
 
     def _colocate(self, plan: LinkPlanResult) -> dict[str, Any]:

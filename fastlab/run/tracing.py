@@ -26,8 +26,9 @@ _END = object()
 
 
 class SampleBus:
-    def __init__(self, t0: float) -> None:
+    def __init__(self, t0: float, recorded_only: frozenset[str] = frozenset()) -> None:
         self.t0 = t0
+        self.recorded_only = recorded_only  # kinds kept for the run folder, not handed to subscribers
         self._lock = threading.Lock()
         self._deliver = threading.Lock()  # one delivery at a time: the held samples go out before newer ones
         self._started = False
@@ -41,16 +42,17 @@ class SampleBus:
             with self._lock:
                 record = {**sample, "kind": kind, "t": round(sample["t"] - self.t0, 6)}
                 self._samples.append(record)
-                if not self._started:
+                if not self._started or kind in self.recorded_only:
                     return  # held: delivered by start() (or close()) on the flows' time base
                 subscribers = list(self._subscribers)
                 queues = list(self._queues)
             self._hand_out([record], subscribers, queues)
 
-    @staticmethod
-    def _hand_out(records: list[Sample], subscribers: list[Callable[[Sample], None]],
+    def _hand_out(self, records: list[Sample], subscribers: list[Callable[[Sample], None]],
                   queues: list[queue.Queue[object]]) -> None:
         for record in records:
+            if record["kind"] in self.recorded_only:
+                continue
             for callback in subscribers:
                 callback(record)
             for q in queues:
@@ -88,7 +90,8 @@ class SampleBus:
         q: queue.Queue[object] = queue.Queue()
         with self._lock:
             for record in self._samples if replay and self._started else ():
-                q.put(record)
+                if record["kind"] not in self.recorded_only:
+                    q.put(record)
             if self.closed:
                 q.put(_END)
             else:

@@ -84,6 +84,18 @@ def judge_issue_spec_run(out: Path) -> None:
     assert accounted.propagation_ms.median == 40.0
     assert summary.fidelity.delay_accounting["f1"].budget_ms == 0.5
     assert {"acct_frames", "acct_queue_mean_us", "acct_late_mean_us"} <= set(links.columns)
+    # the emulator's per-flow accounting (linkemu's flowacct.h, hop_flows.csv): the one flow's data one way, its
+    # ACKs the other; alone on the link, its frames are the link's but for the idle pings, and their mean
+    # queueing is the link's; its least is no more than that, its data's no less than its SYN's
+    own = pd.read_csv(out / "hop_flows.csv")
+    last = own.sort_values("t").groupby("direction").tail(1).set_index("direction")
+    assert set(own["flow"]) == {"f1"} and set(last.index) == {"forward", "reverse"}
+    link_last = links.sort_values("t").groupby("direction").tail(1).set_index("direction")
+    forward, link_forward = last.loc["forward"], link_last.loc["forward"]
+    assert 0.9 * link_forward["acct_frames"] <= forward["frames"] <= link_forward["acct_frames"]
+    link_wait = link_forward["acct_queue_mean_us"] + link_forward["acct_extra_mean_us"]  # queue + the model's extra
+    assert abs(forward["queue_mean_us"] - link_wait) <= 0.05 * link_wait + 50, (forward, link_wait)
+    assert forward["queue_min_us"] <= forward["data_min_us"] <= forward["queue_mean_us"]
     html = (out / "report.html").read_text()
     # plotly.js is a file beside the report (a run made with --out keeps its own; under a results folder the
     # folder keeps one for all): nothing is loaded from anywhere else (the library's map defaults name CDNs)

@@ -700,6 +700,54 @@ def test_a_loss_based_flows_window_delay_is_judged_as_its_rate_error_against_the
     assert window.judge(verdict, rows, (5.0, 15.0), (0.91, 1.02), 0.96, True) == ""
     narrow = window.judge(verdict, rows, (5.0, 15.0), (0.99, 1.01), 1.0, True)
     assert "flow f1 read 1.50 ms as queue that no link queued (median), 1.76% of its 85.00 ms RTT" in narrow
+    # a band open on one side (FAST's lead over Reno >= 1.262, measured 2.23): the figure's margin to its edge
+    assert window.judge(verdict, rows, (5.0, 15.0), (1.262, float("inf")), 2.23, True) == ""
+    close = window.judge(verdict, rows, (5.0, 15.0), (1.262, float("inf")), 1.27, True)
+    assert "1.76% of its 85.00 ms RTT: its rate's error, more than the 0.63% this checkpoint's band allows" in close
+    assert window.band_share((1.262, float("inf"))) is None and window.margin_share((1.0, 2.0), "x") is None
     fast = Verdict.model_validate({"faithful": True,
                                    "delay_accounting": {"f1": {**judged, "basis": "FAST alpha queue"}}})
     assert "above its 0.85 ms budget" in window.judge(fast, rows, (5.0, 15.0), (0.91, 1.02), 0.96, True)
+
+
+def own_hop_rows(duration: float, flow: str, queue_ms: float, least_ms: float) -> pd.DataFrame:
+    """hop_flows.csv rows of `flow` on the dumbbell: its frames at the bottleneck forward met `queue_ms` on
+    average, its SYN 0.1 µs, its data `least_ms` at least; its ACKs met nothing."""
+    rows = []
+    for i in range(1, int(duration / STEP) + 1):
+        t = i * STEP
+        rows.append({"t": t, "link": "bottleneck", "direction": "forward", "flow": flow, "frames": 750 * t,
+                     "queue_mean_us": queue_ms * 1000, "queue_min_us": 0.1, "data_min_us": least_ms * 1000})
+        rows.append({"t": t, "link": "bottleneck", "direction": "reverse", "flow": flow, "frames": 375 * t,
+                     "queue_mean_us": 0.0, "queue_min_us": 0.0, "data_min_us": None})
+    return pd.DataFrame(rows)
+
+
+def test_a_flows_own_frames_queueing_replaces_the_links_mean() -> None:
+    """Two flows share the bottleneck, whose frames waited 10 ms on average; f1's own met 4 ms (it arrives
+    ahead of the other's bursts), plus 0.5 ms of host delay. The link's mean reads 5.5 ms of queue f1 never
+    met (-5.5 ms "read as queue"); its own frames' figures (linkemu's flowacct.h) read the host's 0.5. The base
+    check's zero is the least its own data met (3 ms), not its SYN's (0) nor the backlog's (10)."""
+    flows = flow_rows(10, lambda s: 4.0, 0.0, 0.5)
+    links = links_of(10, lambda s: 10.0, 0.0)
+    own = own_hop_rows(10, "f1", 4.0, 3.0)
+    mean = accounting.account([ROUTE], flows, links)["f1"].query("t > 1")["acct_read_as_queue_ms"]
+    mine = accounting.account([ROUTE], flows, links, own)["f1"].query("t > 1")["acct_read_as_queue_ms"]
+    assert mean.median() == pytest.approx(-5.5, abs=0.05) and mine.median() == pytest.approx(0.5, abs=0.05)
+    assert accounting.queue_floors([ROUTE], flows, links) == {"f1": pytest.approx(10.0)}
+    assert accounting.queue_floors([ROUTE], flows, links, own) == {"f1": pytest.approx(3.0)}
+    # a flow the emulators did not account at every hop keeps the path's floor
+    acks_only = own[own["direction"] == "reverse"]
+    assert accounting.queue_floors([ROUTE], flows, links, acks_only) == {"f1": pytest.approx(10.0)}
+
+
+def test_an_emulators_four_tuples_are_named_by_their_flows() -> None:
+    """A key names its flow by the receiver's address and port: as the data's destination or the ACKs'
+    source, IPv4 or IPv6; keys of no flow (a controller's, an unknown port) and malformed ones are left out."""
+    keys = ["10.11.0.1:41954>10.12.0.1:5002", "10.12.0.1:5002>10.11.0.1:41954", "10.11.0.1:41954>10.12.0.1:6633",
+            "[fd00::1]:40000>[fd00::2]:5003", "garbage", "a:b>c:d", "1.2.3.4:5>6.7.8.9:10>1.1.1.1:2"]
+    samples = pd.DataFrame({"t": 1.0, "link": "l", "direction": "forward", "key": keys, "frames": 1,
+                            "queue_mean_us": 1.0, "queue_min_us": 0.5})
+    named = accounting.resolve_hop_flows(samples, {("10.12.0.1", 5002): "f1", ("fd00::2", 5003): "f2"})
+    assert list(named["flow"]) == ["f1", "f1", "f2"] and "key" not in named
+    assert list(accounting.resolve_hop_flows(pd.DataFrame(), {}).columns)[:4] == ["t", "link", "direction", "flow"]

@@ -207,7 +207,8 @@ def test_results_room_names_what_is_wrong(tmp_path, monkeypatch) -> None:
     from fastlab.base.rundir import RunFolder, expected_bytes
 
     need = expected_bytes(200, 600, 10, 1)
-    assert need == 6 * 1024**2 + 200 * 600 * 12 * 400  # 10 flows + 2 link directions, 400 B a row
+    # 10 flows + 2 link directions, 400 B a row; each flow at each direction (hop_flows.csv), 80 B a row
+    assert need == 6 * 1024**2 + 200 * 600 * 12 * 400 + 200 * 600 * 10 * 2 * 80
     (tmp_path / "file").write_text("x")
     assert "is not a folder" in RunFolder(tmp_path / "file" / "run").room(need)
     usage = namedtuple("usage", "total used free")

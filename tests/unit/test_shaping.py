@@ -13,7 +13,7 @@ from fastlab.define.schema import BernoulliLoss, EveryNthLoss, GilbertElliottLos
 from fastlab.define.topology import build_plan
 from fastlab.net import shaping
 from fastlab.net.qdisc_stats import TC_H_ROOT, Qdisc, QdiscStatsError
-from fastlab.net.shaping import Shaper, emulator_samples
+from fastlab.net.shaping import Shaper, emulator_samples, hop_flow_samples
 from fastlab.plan.link_commands import Devices, LinkPlanResult, choose_backend, link_seed, loss_arg, plan_link
 from fastlab.plan.links import ShapingError, resolve
 
@@ -126,6 +126,19 @@ def test_emulator_stats_line_becomes_two_samples_in_ip_bytes() -> None:
     fwd, rev = emulator_samples("bottleneck", msg)
     assert fwd["direction"] == "forward" and rev["direction"] == "reverse"
     assert fwd["tx_bytes"] == 12112 - 8 * 14 and fwd["t"] == 12.5 and fwd["loss_drops"] == 1
+
+
+def test_an_emulators_per_flow_figures_become_samples_of_their_own() -> None:
+    """linkemu's `flows` (flowacct.h) per direction: one sample per flow, its key as the frames carry it; a
+    direction without them, or a malformed entry, gives none."""
+    flows = [{"key": "10.11.0.1:41954>10.12.0.1:5002", "frames": 120, "queue": 812.5, "queue_min": 2.4,
+              "data_min": 310.0},
+             {"frames": 3}, "x"]
+    msg = {"event": "stats", "t": 3.25, "ab": {"flows": flows, "flows_other": 4}, "ba": {}}
+    (one,) = hop_flow_samples("uplink", msg)
+    assert one == {"t": 3.25, "link": "uplink", "direction": "forward", "key": "10.11.0.1:41954>10.12.0.1:5002",
+                   "frames": 120, "queue_mean_us": 812.5, "queue_min_us": 2.4, "data_min_us": 310.0}
+    assert hop_flow_samples("uplink", {"event": "stats", "t": 1.0, "ab": {}, "ba": {}}) == []
 
 
 def test_reverse_only_link_direction_model() -> None:

@@ -57,3 +57,21 @@ def test_a_live_viewer_gets_the_samples_before_the_start_on_the_flows_time_base_
     reader.join(timeout=5)
     assert [s["t"] for s in seen] == [-4.0, -3.0, 0.5] == [s["t"] for s in late]
     assert [s["t"] for s in streamed] == [-4.0, -3.0, 0.5]
+
+
+def test_a_recorded_only_kind_reaches_the_run_folder_and_no_viewer() -> None:
+    """The emulators' per-flow figures (a row per flow per link direction per sample) are the run folder's:
+    the live page and its partial.jsonl never get them, before or after the start."""
+    bus = SampleBus(100.0, recorded_only=frozenset({"hop_flow"}))
+    seen: list[dict] = []
+    bus.subscribe(seen.append)
+    bus.emit("hop_flow", {"t": 101.0, "link": "x", "key": "a:1>b:2"})
+    bus.emit("link", {"t": 101.0, "link": "x"})
+    bus.start(101.0)
+    bus.emit("hop_flow", {"t": 102.0, "link": "x", "key": "a:1>b:2"})
+    late: list[dict] = []
+    bus.subscribe(late.append)  # a viewer that joins later gets the history replayed
+    bus.close()
+    assert [s["kind"] for s in seen] == ["link"] and [s["kind"] for s in late] == ["link"]
+    assert [s["kind"] for s in bus.stream()] == ["link"]
+    assert list(bus.frame("hop_flow")["t"]) == [0.0, 1.0]
