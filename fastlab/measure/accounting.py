@@ -205,6 +205,16 @@ def own_burst_ms(skb_segments: float | None, s: _Series | None, segment_ser_ms: 
 FlowSeries = dict[tuple[str, str, str], tuple[_Series, float, float | None]]
 
 
+def cumulative(rows: pd.DataFrame, count: str, mean: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """linkemu's cumulative (count, mean) columns as (t, count, count x mean) in time order, over the rows that
+    have both: the difference of two interpolated totals gives the mean over any window. None under 2 rows."""
+    rows = rows.dropna(subset=[count, mean]).sort_values("t")
+    if len(rows) < 2:
+        return None
+    n = rows[count].to_numpy(dtype=float)
+    return rows["t"].to_numpy(dtype=float), n, n * rows[mean].to_numpy(dtype=float)
+
+
 def resolve_hop_flows(samples: pd.DataFrame, servers: dict[tuple[str, int], str]) -> pd.DataFrame:
     """linkemu's per-flow samples (fastlab.net.shaping.hop_flow_samples: a 4-tuple `key`, "saddr:sport>daddr:dport")
     with each key's flow id (`flow`) in place of the key: the flow whose receiver (address, port) is the key's
@@ -233,11 +243,10 @@ def flow_series(hop_flows: pd.DataFrame | None) -> FlowSeries:
         return out
     for (link, direction, flow), rows in hop_flows.groupby(["link", "direction", "flow"]):
         rows = rows.dropna(subset=["frames", "queue_mean_us"]).sort_values("t")
-        if len(rows) < 2:
+        counted = cumulative(rows, "frames", "queue_mean_us")
+        if counted is None:
             continue
-        t = rows["t"].to_numpy(dtype=float)
-        n = rows["frames"].to_numpy(dtype=float)
-        total = n * rows["queue_mean_us"].to_numpy(dtype=float)
+        t, n, total = counted
         least = float(rows["queue_min_us"].iloc[-1]) / 1000
         data = rows["data_min_us"].iloc[-1] if "data_min_us" in rows else None
         least_data = float(data) / 1000 if data is not None and np.isfinite(data) else None

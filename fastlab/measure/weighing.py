@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from fastlab.measure import effects
+from fastlab.measure.accounting import cumulative
 from fastlab.measure.budgets import (
     MIN_BUDGET_MS,
     Crossing,
@@ -37,14 +38,10 @@ def _path_lateness_ms(crossings: tuple[Crossing, ...], lateness: dict[Crossing, 
     total = np.zeros(len(grid) - 1)
     for c in crossings:
         rows = lateness.get(c)
-        if rows is None or len(rows) < 2:
+        counted = cumulative(rows, "late_n", "late_mean_us") if rows is not None else None
+        if counted is None:
             continue
-        rows = rows.dropna(subset=["late_n", "late_mean_us"]).sort_values("t")
-        if len(rows) < 2:
-            continue
-        t = rows["t"].to_numpy(dtype=float)
-        n = rows["late_n"].to_numpy(dtype=float)
-        tot = n * rows["late_mean_us"].to_numpy(dtype=float)
+        t, n, tot = counted
         dn, ds = np.diff(np.interp(grid, t, n)), np.diff(np.interp(grid, t, tot))
         with np.errstate(invalid="ignore", divide="ignore"):
             total += np.where(dn > 0, ds / np.where(dn > 0, dn, 1.0), 0.0) / 1000
