@@ -61,9 +61,9 @@
 #include <unistd.h>
 
 #include "acct.h"
-#include "flowacct.h"
 #include "aqm.h"
 #include "cli.h"
+#include "flowacct.h"
 #include "gso.h"
 #include "loss.h"
 #include "policy_docsis.h"
@@ -143,7 +143,7 @@ static void out_line(const char *s, size_t n, bool may_skip)
 /*
  * A stats line's room: a direction's own figures fit in DIR_JSON_MAX, its
  * flows' (flowacct.h) in FLOWS_JSON_MAX -- FLOWACCT_SLOTS elements of at
- * most FLOW_JSON_MAX (an IPv6 key: ~130 characters).
+ * most FLOW_JSON_MAX (an IPv6 key and its four figures: ~210 characters).
  */
 #define FLOW_JSON_MAX	256
 #define FLOWS_JSON_MAX	(FLOWACCT_SLOTS * FLOW_JSON_MAX + 64)

@@ -301,7 +301,7 @@ def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str
     `acct_read_as_queue_ms` (rtt - queueing - the flow's minimum RTT so far). `samples` are the flow's rows
     of flows.csv (t, srtt_ms, min_rtt_ms). A hop that accounted the flow's own frames (`own`, flow_series)
     gives their queueing, not the mean of every flow's: on a slow link each flow meets its own place in the
-    queue (three flows on lab 04's 5 Mb/s uplink, 2.4 ms a segment)."""
+    queue (two FAST flows on the 3 Mb/s simple link, 4 ms a segment)."""
     rows = samples.dropna(subset=["srtt_ms"]).sort_values("t")
     rows = rows[rows["srtt_ms"] > 0]
     if len(rows) < 2:
