@@ -162,7 +162,8 @@ def _reproduce_md(directory: Path, bundle_name: str) -> str:
         lines = [f"# Reproducing fastlab run `{top}`", "",
                  "This bundle is one fastlab run: the resolved spec (`spec.yaml`), the environment and the shaping "
                  "actually applied (`environment.json`), traces (`flows.csv`, `links.csv`, `cc_events.csv`, "
-                 "`loss_drops_*.txt`), `summary.json` and `report.html`.", "", "## What ran, where", ""]
+                 "`hop_flows.csv`, `loss_drops_*.txt`), `summary.json` and `report.html`.", "",
+                 "## What ran, where", ""]
         lines += _run_facts(directory)
         lines += ["", "## Verify and replay", ""] + verify_cmds + [
             f"sudo fastlab bundle replay {bundle_name}   # rerun the spec here, compare summaries, verdict", "```",
