@@ -384,8 +384,8 @@ def own_floor_ms(route: FlowRoute, series: dict[tuple[str, str], _Series], own: 
     An RTT sample times its skb's last segment, and where an upstream hop sent the skb's k segments as frames of
     their own the least frame may be an skb's first: the sample's floor then lies up to (k - k_hop) segment
     times higher (own_burst_ms's whole wait, not its mean), and the floor is taken at that top -- a baseRTT
-    above it is above anything the flow's packets met (the simple link: the late flow's base 4.2-4.4 ms above
-    its least frame, one 4-ms segment and the hosts' 0.2-0.4; the others' 3.7-3.9 below the top). A sum of
+    above it is above anything the flow's packets met (two FAST flows on the simple link: the late flow's base
+    4.2-4.4 ms above its least frame, 0.7-0.9 above the top; the others' 3.0-3.7 below the top). A sum of
     least values, which one packet meets together only on a path with one queue: elsewhere it lies below the
     least any packet met. None unless every hop accounted the flow."""
     first = series.get((route.data[0].link, route.data[0].direction)) if route.data else None
