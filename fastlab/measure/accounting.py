@@ -241,7 +241,10 @@ def flow_series(hop_flows: pd.DataFrame | None) -> FlowSeries:
     out: FlowSeries = {}
     if hop_flows is None or hop_flows.empty:
         return out
-    for (link, direction, flow), rows in hop_flows.groupby(["link", "direction", "flow"]):
+    # unsorted groups: the order is not needed, and sorting them (an int64 argsort of the group ids) crashed the
+    # stock-kernel lane's Python once under QEMU's emulated CPU (a segmentation fault in pandas' groupby, CI of
+    # 2c9e46e; the same test passed on a rerun)
+    for (link, direction, flow), rows in hop_flows.groupby(["link", "direction", "flow"], sort=False):
         rows = rows.dropna(subset=["frames", "queue_mean_us"]).sort_values("t")
         counted = cumulative(rows, "frames", "queue_mean_us")
         if counted is None:
