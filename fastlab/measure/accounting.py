@@ -46,6 +46,9 @@ ACK_IP_BYTES = 52  # a pure ACK: IPv4 20 + TCP 20 + timestamps 12 (a tc hop's AC
 # figures are one packet's luck, not the link's state.
 MIN_FRAMES = 2
 WIDEN_S = 1.0
+# A tc hop's samples further apart than this many of their usual (median) interval: the sampler missed its turn,
+# and the queue between them is not taken to lie between theirs (tc_bounds_ms)
+GAP_INTERVALS = 1.5
 # The columns the accounting adds to flows.csv, ms (the chart "where the round trip went" stacks the first
 # five; they add up to the RTT sample, `acct_rtt_ms`).
 PARTS = ("propagation", "serialization", "queueing", "lateness", "hosts")
@@ -86,7 +89,7 @@ class FlowRoute:
 
 
 @dataclass(frozen=True)
-class _Series:
+class HopSeries:
     """One hop's cumulative counters as arrays (time order), for windowed means."""
 
     t: np.ndarray
@@ -102,7 +105,7 @@ _FIGURES = {"ser": ("acct_frames", "acct_ser_mean_us"), "queue": ("acct_frames",
             "rx_wait": ("rx_wait_n", "rx_wait_mean_us")}
 
 
-def _series(rows: pd.DataFrame) -> _Series:
+def _series(rows: pd.DataFrame) -> HopSeries:
     rows = rows.sort_values("t")
     t = rows["t"].to_numpy(dtype=float)
     totals = {}
@@ -123,10 +126,10 @@ def _series(rows: pd.DataFrame) -> _Series:
         frames = float(sent["acct_frames"].iloc[-1] - sent["acct_frames"].iloc[0]) if len(sent) > 1 else 0.0
         if frames > 0:
             per_frame = float(sent["tx_pkts"].iloc[-1] - sent["tx_pkts"].iloc[0]) / frames
-    return _Series(t, totals, backlog, delay, per_frame)
+    return HopSeries(t, totals, backlog, delay, per_frame)
 
 
-def _window_means(series: _Series, figure: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _window_means(series: HopSeries, figure: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The mean of a cumulative figure (µs) over each window [a_i, b_i) of the hop's sampled counters; NaN
     where the hop reports no such figure. A window with fewer than MIN_FRAMES frames takes the mean over
     WIDEN_S either side of it (NaN if that is empty too)."""
@@ -148,7 +151,7 @@ def _window_means(series: _Series, figure: str, a: np.ndarray, b: np.ndarray) ->
     return out
 
 
-def _backlog_ms(series: _Series, rate_bps: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _backlog_ms(series: HopSeries, rate_bps: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """A tc hop's queueing over each window: its mean sampled backlog at its rate (Little's law), the
     nearest sample where none falls inside."""
     if series.backlog_bytes is None or rate_bps <= 0 or len(series.t) == 0:
@@ -163,7 +166,48 @@ def _backlog_ms(series: _Series, rate_bps: int, a: np.ndarray, b: np.ndarray) ->
     return mean * 8 / rate_bps * 1000
 
 
-def _delay_ms(hop: Hop, series: _Series | None, at: np.ndarray) -> np.ndarray:
+def tc_bounds_ms(series: HopSeries, rate_bps: int, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The least and the most queueing (ms) a packet that reached a tc hop within [a_i, b_i) is taken to have met,
+    from its backlog sampled at times t_k (its rate: ms). Between two samples of the sampler's usual interval the
+    queue is taken to move within the range of those two and their neighbours either side: it moves between
+    samples as it moves across them, and one instant's backlog says nothing of the next 50 ms (lab 04's
+    fast-pair, two FAST flows beside Reno on a tc uplink at 5 Mb/s, 2.4 ms a packet: the backlog moved 20-70
+    packets between samples in start-up and 1-4 at every step after, and its mean taken for the queue read
+    40-90 ms and 2-8 ms of host delay; between two samples alone, still 2-8 ms). Across a longer gap (the
+    sampler missed its turn, or had not started) nothing is assumed but FIFO: a packet that arrived at tau found
+    at least B_k/C - (tau - t_k) left and left by t_k+1 or within B_k+1/C after it. Outside the samples, the
+    nearest sample's backlog both ways."""
+    t = series.t
+    q = (np.nan_to_num(series.backlog_bytes) * 8 / rate_bps * 1000 if series.backlog_bytes is not None
+         and rate_bps > 0 else np.zeros(len(t)))
+    if len(t) < 2:
+        edge = np.full(len(a), q[0] if len(q) else 0.0)
+        return edge, edge.copy()
+    usual = float(np.median(np.diff(t))) * GAP_INTERVALS
+    first = np.searchsorted(t, a, side="right") - 1  # the interval [t_k, t_k+1) holding a
+    last = np.searchsorted(t, b, side="left") - 1  # ... and the one holding b's left side
+    inside = (first >= 0) & (last < len(t) - 1) & (b > a)
+    k0 = np.clip(first, 0, len(t) - 2)
+    k1 = np.clip(np.maximum(last, first), 0, len(t) - 2)
+    lo = np.full(len(a), np.inf)
+    hi = np.full(len(a), -np.inf)
+    for j in range(int((k1 - k0).max(initial=0)) + 1):
+        k = np.minimum(k0 + j, len(t) - 2)
+        use = k0 + j <= k1
+        gap = t[k + 1] - t[k] > usual
+        start, end = np.maximum(a, t[k]), np.minimum(b, t[k + 1])
+        before, after = q[np.maximum(k - 1, 0)], q[np.minimum(k + 2, len(t) - 1)]
+        near_top = np.maximum.reduce([before, q[k], q[k + 1], after])
+        near_bottom = np.minimum.reduce([before, q[k], q[k + 1], after])
+        top = np.where(gap, (t[k + 1] - start) * 1000 + q[k + 1], near_top)
+        bottom = np.where(gap, np.maximum(0.0, q[k] - (end - t[k]) * 1000), near_bottom)
+        hi = np.where(use, np.maximum(hi, top), hi)
+        lo = np.where(use, np.minimum(lo, bottom), lo)
+    nearest = _backlog_ms(series, rate_bps, a, b)
+    return np.where(inside, lo, nearest), np.where(inside, hi, nearest)
+
+
+def _delay_ms(hop: Hop, series: HopSeries | None, at: np.ndarray) -> np.ndarray:
     """The hop's propagation delay at each time: a schedule's step in force, else the configured one."""
     if series is None or series.delay_ms is None:
         return np.full(len(at), hop.delay_ms)
@@ -172,7 +216,7 @@ def _delay_ms(hop: Hop, series: _Series | None, at: np.ndarray) -> np.ndarray:
     return np.where(at >= series.t[ok][0], series.delay_ms[ok][idx], hop.delay_ms)
 
 
-def _hop_parts(hop: Hop, s: _Series | None, a: np.ndarray, b: np.ndarray, nominal_ser: float) -> np.ndarray:
+def _hop_parts(hop: Hop, s: HopSeries | None, a: np.ndarray, b: np.ndarray, nominal_ser: float) -> np.ndarray:
     """A hop's serialization, queueing (with the model's extra latency) and lateness over each window
     [a_i, b_i), ms, as rows of one array."""
     if hop.emulated and s is not None and "ser" in s.totals:
@@ -187,7 +231,13 @@ def _hop_parts(hop: Hop, s: _Series | None, a: np.ndarray, b: np.ndarray, nomina
     return np.vstack([np.full(len(a), nominal_ser), queue, np.zeros(len(a))])
 
 
-def own_burst_ms(skb_segments: float | None, s: _Series | None, segment_ser_ms: float) -> float:
+def _sampled(hop: Hop, s: HopSeries | None) -> bool:
+    """A hop whose queueing is read from its sampled backlog (a tc link), not timed per frame."""
+    return (s is not None and s.backlog_bytes is not None and hop.rate_bps > 0
+            and not (hop.emulated and "ser" in s.totals))
+
+
+def own_burst_ms(skb_segments: float | None, s: HopSeries | None, segment_ser_ms: float) -> float:
     """The wait of an RTT sample's last segment behind its own skb's earlier ones at a hop that sends them as
     separate frames, above the mean of those frames' queueing (ms). A sender times one RTT sample per skb, from
     its send to the ACK of its last segment; an upstream emulator passes the skb's k segments on as k frames, and
@@ -202,7 +252,7 @@ def own_burst_ms(skb_segments: float | None, s: _Series | None, segment_ser_ms: 
 
 
 # (link, direction, flow) -> (its frames' queueing, the least of it over its frames, and over those with data)
-FlowSeries = dict[tuple[str, str, str], tuple[_Series, float, float | None]]
+FlowSeries = dict[tuple[str, str, str], tuple[HopSeries, float, float | None]]
 
 
 def cumulative(rows: pd.DataFrame, count: str, mean: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -235,7 +285,7 @@ def resolve_hop_flows(samples: pd.DataFrame, servers: dict[tuple[str, int], str]
 
 
 def flow_series(hop_flows: pd.DataFrame | None) -> FlowSeries:
-    """Each flow's frames at each hop as a cumulative series (its mean queueing over any window, as _Series's
+    """Each flow's frames at each hop as a cumulative series (its mean queueing over any window, as HopSeries's
     "queue") and the least queueing any of them met over the run, and any that carried data (ms; None where
     none did)."""
     out: FlowSeries = {}
@@ -253,14 +303,14 @@ def flow_series(hop_flows: pd.DataFrame | None) -> FlowSeries:
         least = float(rows["queue_min_us"].iloc[-1]) / 1000
         data = rows["data_min_us"].iloc[-1] if "data_min_us" in rows else None
         least_data = float(data) / 1000 if data is not None and np.isfinite(data) else None
-        out[(str(link), str(direction), str(flow))] = (_Series(t, {"queue": (n, total)}, None, None), least,
+        out[(str(link), str(direction), str(flow))] = (HopSeries(t, {"queue": (n, total)}, None, None), least,
                                                        least_data)
     return out
 
 
-def hop_series(links: pd.DataFrame, hops: set[tuple[str, str]]) -> dict[tuple[str, str], _Series]:
+def hop_series(links: pd.DataFrame, hops: set[tuple[str, str]]) -> dict[tuple[str, str], HopSeries]:
     """links.csv rows of each hop as cumulative series (the hops a run's flows cross)."""
-    out: dict[tuple[str, str], _Series] = {}
+    out: dict[tuple[str, str], HopSeries] = {}
     if links.empty or not {"link", "direction", "t"} <= set(links.columns):
         return out
     for (link, direction), rows in links.groupby(["link", "direction"]):
@@ -298,7 +348,7 @@ def srtt_view(part: np.ndarray, samples: np.ndarray | None) -> np.ndarray:
     return out
 
 
-def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str, str], _Series],
+def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str, str], HopSeries],
                  own: FlowSeries | None = None) -> pd.DataFrame:
     """The flow's RTT samples split into PARTS (ms), one row per sample that has an RTT, with its time and
     `acct_read_as_queue_ms` (rtt - queueing - the flow's minimum RTT so far). `samples` are the flow's rows
@@ -314,6 +364,7 @@ def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str
     start = np.concatenate([[t[0] - (t[1] - t[0])], t[:-1]])  # each sample covers the interval before it
     prop = np.zeros(len(t))
     ser, queue, late = (np.zeros(len(t)) for _ in range(3))
+    slack_lo, slack_hi = np.zeros(len(t)), np.zeros(len(t))  # what tc hops' samples leave open, ms
     offset = np.zeros(len(t))  # one-way delays so far along the way there and back, ms
     one_way = np.zeros(len(t))  # the data's way alone (offset once the last data hop is taken)
     first = series.get((route.data[0].link, route.data[0].direction)) if route.data else None
@@ -334,6 +385,10 @@ def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str
             if mine is not None:
                 queued = _window_means(mine[0], "queue", a, b) / 1000
                 parts[1] = np.where(np.isnan(queued), parts[1], queued)
+        if _sampled(hop, s):
+            lo, hi = tc_bounds_ms(s, hop.rate_bps, a, b)  # type: ignore[arg-type]  # _sampled: s is not None
+            slack_lo += np.minimum(0.0, lo - parts[1])
+            slack_hi += np.maximum(0.0, hi - parts[1])
         if not is_ack:
             parts[1] += own_burst_ms(skb_segments, s, nominal_ser)
         offset = offset + d_ms + parts.sum(axis=0)
@@ -343,7 +398,11 @@ def account_flow(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str
         ser += parts[0]
         queue += parts[1]
         late += parts[2]
-    prop, ser, queue, late = (srtt_view(part, srtt_samples(rows)) for part in (prop, ser, queue, late))
+    acks = srtt_samples(rows)
+    prop, ser, queue, late = (srtt_view(part, acks) for part in (prop, ser, queue, late))
+    if slack_lo.any() or slack_hi.any():
+        # a tc hop's queue is known only within its samples' bounds: the RTT's rest is the hosts' only beyond them
+        queue = np.clip(rtt - prop - ser - late, queue + srtt_view(slack_lo, acks), queue + srtt_view(slack_hi, acks))
     min_rtt = rows["min_rtt_ms"].to_numpy(dtype=float) if "min_rtt_ms" in rows else np.full(len(t), np.nan)
     min_rtt = np.fmin.accumulate(np.where(np.isnan(min_rtt), rtt, np.fmin(min_rtt, rtt)))
     # the kernel's minimum may be the handshake's (a SYN serializes in no time): a data packet's RTT, which is
@@ -379,68 +438,8 @@ def flow_figures(route: FlowRoute, acct: pd.DataFrame, min_rtt_ms: float | None)
     return out
 
 
-def own_floor_ms(route: FlowRoute, series: dict[tuple[str, str], _Series], own: FlowSeries) -> float | None:
-    """The least queue the flow's own RTT samples can have met: at each data hop the least over its frames that
-    carried data there (flowacct.h: a SYN that found the queue empty is no RTT sample, and the data behind it may
-    never find it so -- two FAST flows started together on the 3 Mb/s simple link: the second's first window
-    waits 35 ms behind the first's, and the queue never drains again), at each ACK hop over its frames, summed.
-    An RTT sample times its skb's last segment, and where an upstream hop sent the skb's k segments as frames of
-    their own the least frame may be an skb's first: the sample's floor then lies up to (k - k_hop) segment
-    times higher (own_burst_ms's whole wait, not its mean), and the floor is taken at that top -- a baseRTT
-    above it is above anything the flow's packets met (two FAST flows on the simple link: the late flow's base
-    4.2-4.4 ms above its least frame, 0.7-0.9 above the top; the others' 3.0-3.7 below the top). A sum of
-    least values, which one packet meets together only on a path with one queue: elsewhere it lies below the
-    least any packet met. None unless every hop accounted the flow."""
-    first = series.get((route.data[0].link, route.data[0].direction)) if route.data else None
-    skb_segments = first.segments_per_frame if first is not None and route.data[0].emulated else None
-    total = 0.0
-    for hop, is_ack in [(h, False) for h in route.data] + [(h, True) for h in route.acks]:
-        mine = own.get((hop.link, hop.direction, route.flow))
-        if mine is None:
-            return None
-        if is_ack or mine[2] is None:
-            total += mine[1]
-            continue
-        segment_ms = route.mtu_bytes * 8 / hop.rate_bps * 1000 if hop.rate_bps > 0 else 0.0
-        total += mine[2] + 2 * own_burst_ms(skb_segments, series.get((hop.link, hop.direction)), segment_ms)
-    return round(total, 4)
-
-
-def queue_floor_ms(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[str, str], _Series]) -> float | None:
-    """The least queue the flow's path held while the flow ran, ms: the sum over its hops (data, then ACKs)
-    of each one's sampled backlog at its rate, each read when a packet sent at the same moment would reach it
-    (its configured delays along the way), at the least of the hops' reports between the flow's first packet
-    and its last sample. A delay-based algorithm's baseRTT is its least RTT sample, so it lies above the
-    path's propagation, serialization and this floor by what the hosts added to that sample -- or by a delay
-    it met and took for path (weighing.base_reasons). Instantaneous backlogs, not the accounting's per-window
-    means: a slow-start burst's frames meet 0 to its whole length in queue, their mean about half of it, and
-    the least of such means put the floor 1.2-2.8 ms above the empty queue lab 02's flows started on (quiet
-    runs read their baseRTT that far *below* the floor, and a run whose flow took 2-4 ms of host delay for path
-    passed a 3-ms budget). None without RTT samples or a hop with sampled backlogs."""
-    rows = samples.dropna(subset=["srtt_ms"]) if "srtt_ms" in samples else pd.DataFrame()
-    rows = rows[rows["srtt_ms"] > 0].sort_values("t") if len(rows) else rows
-    hops: list[tuple[_Series, np.ndarray, float]] = []  # (series, backlog ms, when a packet reaches it, s)
-    reach = 0.0
-    for h in (*route.data, *route.acks):
-        s = series.get((h.link, h.direction))
-        if s is not None and s.backlog_bytes is not None and h.rate_bps > 0:
-            hops.append((s, np.nan_to_num(s.backlog_bytes) * 8 / h.rate_bps * 1000, reach))
-        reach += h.delay_ms / 1000
-    if rows.empty or not hops:
-        return None
-    first = float(rows["t"].iloc[0]) - float(rows["srtt_ms"].iloc[0]) / 1000  # the flow's first packet left
-    last = float(rows["t"].iloc[-1])
-    grid = np.unique(np.concatenate([s.t[(s.t >= first) & (s.t <= last)] for s, _, _ in hops]))
-    if len(grid) == 0:
-        return None
-    total = np.zeros(len(grid))
-    for s, backlog_ms, at in hops:
-        total += np.interp(grid + at, s.t, backlog_ms)
-    return round(float(total.min()), 4)
-
-
-def _per_route(routes: list[FlowRoute], flows: pd.DataFrame,
-               links: pd.DataFrame) -> list[tuple[FlowRoute, pd.DataFrame, dict[tuple[str, str], _Series]]]:
+def per_route(routes: list[FlowRoute], flows: pd.DataFrame,
+               links: pd.DataFrame) -> list[tuple[FlowRoute, pd.DataFrame, dict[tuple[str, str], HopSeries]]]:
     """Each route with its flow's rows of flows.csv and the series of every hop the routes cross."""
     series = hop_series(links, {(h.link, h.direction) for r in routes for h in (*r.data, *r.acks)})
     return [(route, flows[flows["flow"] == route.flow] if not flows.empty and "flow" in flows else pd.DataFrame(),
@@ -454,22 +453,7 @@ def account(routes: list[FlowRoute], flows: pd.DataFrame, links: pd.DataFrame,
     own = flow_series(hop_flows)
     return {route.flow: (account_flow(route, rows, series, own) if "srtt_ms" in rows
                          else pd.DataFrame(columns=["t", *COLUMNS]))
-            for route, rows, series in _per_route(routes, flows, links)}
-
-
-def queue_floors(routes: list[FlowRoute], flows: pd.DataFrame, links: pd.DataFrame,
-                 hop_flows: pd.DataFrame | None = None) -> dict[str, float]:
-    """Every flow's least queue, by flow id (the base check's zero): what its own packets met where every hop
-    accounted them (own_floor_ms), else what its path held while it ran (queue_floor_ms); none where it has
-    neither."""
-    own = flow_series(hop_flows)
-    floors: dict[str, float] = {}
-    for route, rows, series in _per_route(routes, flows, links):
-        floor = own_floor_ms(route, series, own) if own else None
-        floor = floor if floor is not None else queue_floor_ms(route, rows, series)
-        if floor is not None:
-            floors[route.flow] = floor
-    return floors
+            for route, rows, series in per_route(routes, flows, links)}
 
 
 def with_columns(flows: pd.DataFrame, accounts: dict[str, pd.DataFrame]) -> pd.DataFrame:

@@ -16,7 +16,7 @@ import pandas as pd
 from fastlab.base.record import FlowDelay, Summary, Verdict
 from fastlab.base.rundir import EVENTS, SPEC, RunFolder
 from fastlab.define.schema import load_spec
-from fastlab.measure import accounting, fidelity
+from fastlab.measure import accounting, fidelity, floors
 from fastlab.plan.prepare import Prepared, prepare
 
 
@@ -123,6 +123,7 @@ def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[s
     times = {str(flow): list(rows["t"]) for flow, rows in flows_df.groupby("flow")} if not flows_df.empty else {}
     accounted = (not flows_df.empty and "acct_read_as_queue_ms" in flows_df and "bytes_acked" in flows_df)
     flows = {str(flow): rows.sort_values("t") for flow, rows in flows_df.groupby("flow")} if accounted else {}
+    own_rtts = algorithm_rtts(flows_df, events_df) if flows else {}
     return fidelity.assess(fidelity.Inputs(
         emulators=dict(emulators), paths=fidelity_paths(prep),
         emulator_cores={link: (cores1[link] - cores0.get(link, 0.0)) / span for link in cores1},
@@ -135,9 +136,9 @@ def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[s
             (link, d): float(fig["late_p99_us"] or 0) for link, stats in emulators.items()
             for d, fig in fidelity.link_figures(stats).items()}),
         flows=flows, lateness=lateness_rows(prep, links_df) if flows else {},
-        algorithm_rtts=algorithm_rtts(flows_df, events_df) if flows else {},
-        queue_floor_ms=accounting.queue_floors(accounting_routes_of(prep), flows_df, links_df,
-                                               hop_flows) if flows else {},
+        algorithm_rtts=own_rtts,
+        queue_floor_ms=floors.queue_floors(accounting_routes_of(prep), flows_df, links_df, hop_flows,
+                                               floors.base_windows(own_rtts)) if flows else {},
         steal_samples=list(cpu.get("steal", [])), drops=drop_rows(links_df) if flows else {}))
 
 
@@ -238,6 +239,7 @@ def judge_again(folder: Path) -> Summary:
                                   "sock_drops": x.sock_drops or 0}
                         for d, x in sides.items()} for link, sides in old.links.items()}
     late99 = {(link, d): float(x.late_p99_us or 0) for link, sides in old.links.items() for d, x in sides.items()}
+    own_rtts = algorithm_rtts(flows, rf.events() if rf.has(EVENTS) else None)
     verdict = fidelity.assess(fidelity.Inputs(
         emulators=emulators, paths=fidelity_paths(prep), emulator_cores=dict(old.emulator_cores),
         machine_busy=old.machine_busy, machine_steal=old.machine_steal,
@@ -246,8 +248,8 @@ def judge_again(folder: Path) -> Summary:
         tc_queues=tc_queues(prep, links), routes=fidelity_routes(prep),
         counters=fidelity_counters(prep, links, late99),
         flows={str(f): r.sort_values("t") for f, r in flows.groupby("flow")},
-        algorithm_rtts=algorithm_rtts(flows, rf.events() if rf.has(EVENTS) else None),
-        queue_floor_ms=accounting.queue_floors(route_list, flows, links, hop_flows),
+        algorithm_rtts=own_rtts,
+        queue_floor_ms=floors.queue_floors(route_list, flows, links, hop_flows, floors.base_windows(own_rtts)),
         lateness=lateness_rows(prep, links), drops=drop_rows(links)))
     summary.fidelity = Verdict.model_validate(note_neighbours(verdict, [{"prefix": n} for n in old.neighbours]))
     rf.replace_flows(flows)

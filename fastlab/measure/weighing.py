@@ -59,7 +59,7 @@ def accounting_figures(p: PathInfo, rows: pd.DataFrame | None, budget: float,
     link, four runs at a time: 2.8-3.6 ms by srtt, 1.1-2.2 by FAST's own; quiet lab 02: 0.3-0.7 against 0.0-0.4).
     Without own RTTs, the srtt's. And how far the
     algorithm's last baseRTT lies above the least RTT its path offered while it ran -- propagation, a packet's
-    serialization and the least queue the links held (`queue_floor_ms`, accounting.queue_floor_ms: a queue
+    serialization and the least queue the links held (`queue_floor_ms`, fastlab.measure.floors: a queue
     other flows held all along is the path's physics, lab 04's FAST flow joining Reno's) -- `base_excess_ms`:
     taken for path, so read as no queue. None without accounted samples."""
     if rows is None or "acct_read_as_queue_ms" not in rows:

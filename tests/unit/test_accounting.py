@@ -15,7 +15,7 @@ import pytest
 
 from fastlab.base.record import EffectSpan, FlowEffects, Verdict, read_environment, read_summary
 from fastlab.define.ccset import fast_target_ms
-from fastlab.measure import accounting, analysis, effects, fidelity, window
+from fastlab.measure import accounting, analysis, effects, fidelity, floors, window
 
 RATE = 20_000_000
 DATA = accounting.Hop("bottleneck", "forward", 20.0, RATE)
@@ -122,6 +122,66 @@ def test_a_tc_hop_is_read_from_its_backlog_and_its_lateness_is_the_hosts() -> No
     assert figures["hops_unmeasured"] == ["bottleneck (forward)", "bottleneck (reverse)"]
 
 
+def test_a_tc_hop_whose_backlog_moves_between_samples_leaves_the_hosts_only_what_lies_beyond() -> None:
+    """A tc backlog that swings 0..20 ms between its 50-ms samples, the flow's packets meeting the queue in
+    between: the samples cannot say where inside that swing a packet was, so a host delay inside it is not
+    charged to the hosts (the old mean-of-samples reading charged up to 10 ms either way), and one beyond it
+    is -- by what lies beyond. Across a gap of the sampler nothing is assumed but FIFO."""
+    tc_data = accounting.Hop("bottleneck", "forward", 20.0, RATE, emulated=False)
+    tc_acks = accounting.Hop("bottleneck", "reverse", 20.0, RATE, emulated=False)
+    route = accounting.FlowRoute("f1", (tc_data,), (tc_acks,))
+
+    def swing(s: float) -> float:
+        return 20.0 if int(round(s / STEP)) % 2 else 0.0
+
+    def inside(s: float) -> float:  # what the flow's packets met between samples: within the swing
+        return 15.0
+
+    links = pd.DataFrame([{"t": i * STEP, "link": "bottleneck", "direction": d,
+                           "backlog_bytes": swing(i * STEP) * RATE / 8 / 1000 if d == "forward" else 0.0}
+                          for i in range(201) for d in ("forward", "reverse")])
+    steady = accounting.account([route], flow_rows(10, inside, 0.0, 0.0), links)["f1"].query("t > 1")
+    assert steady["acct_hosts_ms"].abs().max() < 1e-6
+    beyond = accounting.account([route], flow_rows(10, inside, 0.0, 8.0), links)["f1"].query("t > 1")
+    assert beyond["acct_hosts_ms"].median() == pytest.approx(3.0, abs=0.01)  # 15 + 8 = 23: 3 above the top
+    series = accounting.hop_series(links, {("bottleneck", "forward")})[("bottleneck", "forward")]
+    lo, hi = accounting.tc_bounds_ms(series, RATE, np.array([1.01, 1.06]), np.array([1.04, 1.09]))
+    assert list(lo) == [0.0, 0.0] and list(hi) == pytest.approx([20.0, 20.0])
+    gapped = links[(links["t"] < 2.0) | (links["t"] > 3.0)]
+    series = accounting.hop_series(gapped, {("bottleneck", "forward")})[("bottleneck", "forward")]
+    lo, hi = accounting.tc_bounds_ms(series, RATE, np.array([2.5]), np.array([2.6]))
+    # from 2.5 s the next sample (3.05 s, 20 ms of backlog) is 550 ms away: up to 570 ms
+    assert lo[0] == 0.0 and hi[0] == pytest.approx(570.0, abs=0.1)
+
+
+def test_a_tc_hops_share_of_the_base_floor_is_what_it_can_have_held_when_the_base_was_taken() -> None:
+    """FAST's base on a tc path against the backlog when it was taken (base_windows, from its own updates):
+    20 ms of standing queue then (a loss-based flow's) is the path's physics, a base 20 ms above an empty,
+    sampled queue is not; an unsampled start (the sampler's first sample after the flows began) rules
+    nothing out."""
+    tc_data = accounting.Hop("bottleneck", "forward", 20.0, RATE, emulated=False)
+    tc_acks = accounting.Hop("bottleneck", "reverse", 20.0, RATE, emulated=False)
+    route = accounting.FlowRoute("f1", (tc_data,), (tc_acks,))
+    own = {"f1": pd.DataFrame({"t": [0.5, 1.0, 1.5, 2.0], "avg_rtt_ms": [70.0, 70.0, 70.0, 70.0],
+                               "base_rtt_ms": [61.0, 61.0, 61.0, 61.0]})}
+    sent = floors.base_windows(own)["f1"]
+    assert sent == pytest.approx((0.5 - 0.14, 0.5 - 0.061))
+
+    def links(queue_ms: float, first: float = 0.0) -> pd.DataFrame:
+        return pd.DataFrame([{"t": i * STEP, "link": "bottleneck", "direction": d,
+                              "backlog_bytes": queue_ms * RATE / 8 / 1000 if d == "forward" else 0.0}
+                             for i in range(201) for d in ("forward", "reverse")
+                             if i * STEP >= first or i == 0 or d == "reverse"])
+
+    flows = flow_rows(10, lambda s: 20.0, 0.0, 0.0)
+    assert floors.queue_floors([route], flows, links(20.0), None, {"f1": sent}) == {"f1": pytest.approx(20.0)}
+    assert floors.queue_floors([route], flows, links(0.0), None, {"f1": sent}) == {"f1": pytest.approx(0.0)}
+    late_start = floors.queue_floors([route], flows, links(0.0, first=0.8), None, {"f1": sent})["f1"]
+    assert late_start == pytest.approx((0.8 - 0.36) * 1000, abs=0.5)  # up to the first sample after the base
+    # no algorithm RTTs, no time for the base: the path's least backlog while the flow ran, as before
+    assert floors.queue_floors([route], flows, links(20.0), None, {}) == {"f1": pytest.approx(20.0)}
+
+
 def test_flow_figures_and_the_columns_flows_csv_gets() -> None:
     def flat(s: float) -> float:
         return 2.0
@@ -188,7 +248,7 @@ def judged(host_ms: float, queue_ms=lambda s: 9.0, flows: pd.DataFrame | None = 
     lateness = lateness if lateness is not None else {
         (c, d): links[links["direction"] == d][["t", "late_n", "late_mean_us"]] for c, d in FAST_PATH.crossings}
     series = accounting.hop_series(links, {("bottleneck", "forward"), ("bottleneck", "reverse")})
-    kw.setdefault("queue_floor_ms", {"f1": accounting.queue_floor_ms(ROUTE, flows, series)})
+    kw.setdefault("queue_floor_ms", {"f1": floors.queue_floor_ms(ROUTE, flows, series)})
     return fidelity.assess(fidelity.Inputs(paths=[path or FAST_PATH], flows={"f1": rows}, lateness=lateness,
                                            sample_interval_s=FLOW_STEP, machine_steal=0.012, **kw))
 
@@ -504,7 +564,7 @@ def test_a_base_rtt_is_judged_against_the_least_queue_not_a_bursts_mean() -> Non
     links.loc[links["t"] < 2.0, "backlog_bytes"] = 0.0
     series = accounting.hop_series(links, {("bottleneck", "forward"), ("bottleneck", "reverse")})
     flows = flow_rows(20, bursts, 0.05, 0.5)
-    assert accounting.queue_floor_ms(ROUTE, flows, series) == 0.0
+    assert floors.queue_floor_ms(ROUTE, flows, series) == 0.0
     quiet = judged(0.5, queue_ms=bursts, queue_floor_ms={"f1": 0.0}, algorithm_rtts=own(floor + 0.3, flows))
     assert quiet["faithful"], quiet["reasons"]
     assert quiet["delay_accounting"]["f1"]["base_excess_ms"] == pytest.approx(0.3, abs=0.01)
@@ -512,7 +572,7 @@ def test_a_base_rtt_is_judged_against_the_least_queue_not_a_bursts_mean() -> Non
     assert not taken["faithful"] and any("baseRTT lies 3.30 ms above" in r for r in taken["reasons"])
     # the floor is read while the flow ran: a queue that emptied before it started is not its path's
     late = flow_rows(20, bursts, 0.05, 0.5, start=5.0)
-    assert accounting.queue_floor_ms(ROUTE, late[late["t"] > 5.0], series) == pytest.approx(9.0, abs=0.01)
+    assert floors.queue_floor_ms(ROUTE, late[late["t"] > 5.0], series) == pytest.approx(9.0, abs=0.01)
 
 
 def test_a_base_rtt_taken_with_a_queue_in_it_is_judged() -> None:
@@ -734,11 +794,11 @@ def test_a_flows_own_frames_queueing_replaces_the_links_mean() -> None:
     mean = accounting.account([ROUTE], flows, links)["f1"].query("t > 1")["acct_read_as_queue_ms"]
     mine = accounting.account([ROUTE], flows, links, own)["f1"].query("t > 1")["acct_read_as_queue_ms"]
     assert mean.median() == pytest.approx(-5.5, abs=0.05) and mine.median() == pytest.approx(0.5, abs=0.05)
-    assert accounting.queue_floors([ROUTE], flows, links) == {"f1": pytest.approx(10.0)}
-    assert accounting.queue_floors([ROUTE], flows, links, own) == {"f1": pytest.approx(3.0)}
+    assert floors.queue_floors([ROUTE], flows, links) == {"f1": pytest.approx(10.0)}
+    assert floors.queue_floors([ROUTE], flows, links, own) == {"f1": pytest.approx(3.0)}
     # a flow the emulators did not account at every hop keeps the path's floor
     acks_only = own[own["direction"] == "reverse"]
-    assert accounting.queue_floors([ROUTE], flows, links, acks_only) == {"f1": pytest.approx(10.0)}
+    assert floors.queue_floors([ROUTE], flows, links, acks_only) == {"f1": pytest.approx(10.0)}
 
 
 def test_an_emulators_four_tuples_are_named_by_their_flows() -> None:
