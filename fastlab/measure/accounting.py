@@ -62,6 +62,7 @@ QUANTILES = {"median": 0.5, "p99": 0.99}
 # an ACK per ACK_SEGMENTS full segments received (tcp_ack_snd_check: more than one full frame unacknowledged).
 SRTT_GAIN = 8
 ACK_SEGMENTS = 2
+RECOVERY_STATES = ("recovery", "loss")  # tcp_info's ca_state while the cumulative ACK waits on a hole
 
 
 @dataclass(frozen=True)
@@ -330,7 +331,21 @@ def srtt_samples(rows: pd.DataFrame) -> np.ndarray | None:
     if np.isnan(acked).any() or not (np.nan_to_num(mss) > 0).any():
         return None
     mss = np.where(mss > 0, mss, np.nanmax(mss))
-    return np.maximum(0.0, np.diff(acked, prepend=acked[0])) / (ACK_SEGMENTS * mss)
+    n = np.maximum(0.0, np.diff(acked, prepend=acked[0])) / (ACK_SEGMENTS * mss)
+    if "ca_state" not in rows:
+        return n
+    # In loss recovery the cumulative ACK waits for the hole while SACKs go on timing the segments they cover
+    # (tcp_sacktag_write_queue's sack_rtt_us): samples the rise of bytes_acked does not show, and the ACK that
+    # fills the hole is one sample, not the recovery's many segments (lab 04's fast-one: 26 segments in the row
+    # that ended a recovery, the srtt barely moved, and taken for 13 samples the queue's view fell 33 ms ahead of
+    # it, read as 20 ms of host delay). Those rows take the flow's usual samples per row instead.
+    held = rows["ca_state"].astype(str).str.lower().isin(RECOVERY_STATES).to_numpy()
+    after = np.concatenate([[False], held[:-1]]) & ~held
+    usual = n[~held & ~after & (n > 0)]
+    if not held.any() or not len(usual):
+        return n
+    typical = float(np.median(usual))
+    return np.where(held, typical, np.where(after, np.minimum(n, typical), n))
 
 
 def srtt_view(part: np.ndarray, samples: np.ndarray | None) -> np.ndarray:

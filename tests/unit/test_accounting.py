@@ -749,6 +749,20 @@ def test_a_slow_flows_srtt_is_matched_by_the_queue_as_its_srtt_holds_it() -> Non
     assert accounting.srtt_samples(flows.drop(columns="bytes_acked")) is None
 
 
+def test_the_ack_that_ends_a_loss_recovery_is_one_srtt_sample_not_the_recoverys_segments() -> None:
+    """bytes_acked stands still through a recovery (the cumulative ACK waits on the hole; SACKs go on timing
+    segments) and rises by the whole recovery in the row that ends it: taken as 13 samples there, the srtt's
+    view of the queue would jump ahead of the kernel's srtt. Rows in recovery take the flow's usual samples
+    per row, and the row after it at most as many."""
+    rows = pd.DataFrame({"bytes_acked": [0, 2896, 5792, 8688, 8688, 8688, 8688, 46336, 49232],
+                         "mss_bytes": 1448, "ca_state": ["open"] * 4 + ["recovery"] * 3 + ["open"] * 2})
+    n = accounting.srtt_samples(rows)
+    assert n is not None
+    assert list(n) == pytest.approx([0, 1, 1, 1, 1, 1, 1, 1, 1])
+    plain = accounting.srtt_samples(rows.drop(columns="ca_state"))
+    assert plain is not None and plain[7] == pytest.approx(13.0) and plain[4] == 0.0
+
+
 def test_a_loss_based_flows_window_delay_is_judged_as_its_rate_error_against_the_band() -> None:
     """Reno on 85 ms reads 1.5 ms that no link queued: a 1.8 % rate error, outside the run's 1 % of the RTT
     but inside a +-6 % band (lab 07's BBR check): the window vouches for it; a +-1 % band cannot take it; FAST
