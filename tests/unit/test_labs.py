@@ -441,10 +441,10 @@ def test_case_files_are_strict(tmp_path: Path) -> None:
         with pytest.raises(LabError, match=message):
             load_cases(load_lab_folder(copy))
     (case / "case.yaml").write_text(yaml.safe_dump(good))
-    [loaded] = load_cases(load_lab_folder(copy))
+    [loaded] = [c for c in load_cases(load_lab_folder(copy)) if c.directory.name == "odd"]
     assert judge_case(load_lab_folder(copy), loaded) == []
     (case / "case.yaml").write_text(yaml.safe_dump(good | {"expect": {"status": "fail"}}))
-    [loaded] = load_cases(load_lab_folder(copy))
+    [loaded] = [c for c in load_cases(load_lab_folder(copy)) if c.directory.name == "odd"]
     assert judge_case(load_lab_folder(copy), loaded) == ["the step is pass, the case expects fail"]
 
 
