@@ -46,9 +46,6 @@ ACK_IP_BYTES = 52  # a pure ACK: IPv4 20 + TCP 20 + timestamps 12 (a tc hop's AC
 # figures are one packet's luck, not the link's state.
 MIN_FRAMES = 2
 WIDEN_S = 1.0
-# A tc hop's samples further apart than this many of their usual (median) interval: the sampler missed its turn,
-# and the queue between them is not taken to lie between theirs (tc_bounds_ms)
-GAP_INTERVALS = 1.5
 # The columns the accounting adds to flows.csv, ms (the chart "where the round trip went" stacks the first
 # five; they add up to the RTT sample, `acct_rtt_ms`).
 PARTS = ("propagation", "serialization", "queueing", "lateness", "hosts")
@@ -98,6 +95,7 @@ class HopSeries:
     backlog_bytes: np.ndarray | None
     delay_ms: np.ndarray | None  # a schedule's delay in force (None: the configured one throughout)
     segments_per_frame: float | None = None  # segments it sent per frame over the run (None: not counted)
+    sent_bytes: np.ndarray | None = None  # bytes it sent so far (cumulative, links.csv's tx_bytes)
 
 
 # linkemu's per-frame means (count column, mean column), and the socket wait (per frame too)
@@ -127,7 +125,10 @@ def _series(rows: pd.DataFrame) -> HopSeries:
         frames = float(sent["acct_frames"].iloc[-1] - sent["acct_frames"].iloc[0]) if len(sent) > 1 else 0.0
         if frames > 0:
             per_frame = float(sent["tx_pkts"].iloc[-1] - sent["tx_pkts"].iloc[0]) / frames
-    return HopSeries(t, totals, backlog, delay, per_frame)
+    sent = rows["tx_bytes"].to_numpy(dtype=float) if "tx_bytes" in rows else None
+    if sent is not None and np.isnan(sent).all():
+        sent = None
+    return HopSeries(t, totals, backlog, delay, per_frame, sent)
 
 
 def _window_means(series: HopSeries, figure: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -168,23 +169,26 @@ def _backlog_ms(series: HopSeries, rate_bps: int, a: np.ndarray, b: np.ndarray) 
 
 
 def tc_bounds_ms(series: HopSeries, rate_bps: int, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The least and the most queueing (ms) a packet that reached a tc hop within [a_i, b_i) is taken to have met,
-    from its backlog sampled at times t_k (its rate: ms). Between two samples of the sampler's usual interval the
-    queue is taken to move within the range of those two and their neighbours either side: it moves between
-    samples as it moves across them, and one instant's backlog says nothing of the next 50 ms (lab 04's
-    fast-pair, two FAST flows beside Reno on a tc uplink at 5 Mb/s, 2.4 ms a packet: the backlog moved 20-70
-    packets between samples in start-up and 1-4 at every step after, and its mean taken for the queue read
-    40-90 ms and 2-8 ms of host delay; between two samples alone, still 2-8 ms). Across a longer gap (the
-    sampler missed its turn, or had not started) nothing is assumed but FIFO: a packet that arrived at tau found
-    at least B_k/C - (tau - t_k) left and left by t_k+1 or within B_k+1/C after it. Outside the samples, the
-    nearest sample's backlog both ways."""
+    """The least and the most queueing (ms) a packet that reached a tc hop within [a_i, b_i) can have met, from
+    its backlog B_k sampled at times t_k and the bytes it sent between samples, D_k (C its rate; all as ms at C).
+    FIFO and conservation bound it, and nothing else is assumed of the queue between samples: a packet that
+    arrived at tau in [t_k, t_k+1) found at least B_k - (tau - t_k) still queued, and what was ahead of it left
+    within [tau, t_k+1) or was still there at t_k+1, so it waited at most D_k + B_k+1, and at most
+    (t_k+1 - tau) + B_k+1. A busy link sends its rate between samples: its queue between two 50-ms samples is
+    then known to 50 ms whatever the rate, and a host's delay below that cannot be told from it (lab 04's
+    fast-pair, two FAST flows beside Reno on a tc uplink at 5 Mb/s, 2.4 ms a packet: the three flows' first
+    windows made a queue of ~20 packets that came and went between two samples reading 0 and 2; its mean taken
+    for the queue read 40-90 ms of host delay in start-up and 2-8 ms after; a model of the queue between samples
+    as moving within its neighbours' range held for 6 runs and failed 7 of the next 10). Without the sent
+    bytes, the bound from time alone. Outside the samples, the nearest sample's backlog both ways."""
     t = series.t
     q = (np.nan_to_num(series.backlog_bytes) * 8 / rate_bps * 1000 if series.backlog_bytes is not None
          and rate_bps > 0 else np.zeros(len(t)))
     if len(t) < 2:
         edge = np.full(len(a), q[0] if len(q) else 0.0)
         return edge, edge.copy()
-    usual = float(np.median(np.diff(t))) * GAP_INTERVALS
+    sent_ms = (np.diff(np.nan_to_num(series.sent_bytes)) * 8 / rate_bps * 1000
+               if series.sent_bytes is not None and rate_bps > 0 else None)
     first = np.searchsorted(t, a, side="right") - 1  # the interval [t_k, t_k+1) holding a
     last = np.searchsorted(t, b, side="left") - 1  # ... and the one holding b's left side
     inside = (first >= 0) & (last < len(t) - 1) & (b > a)
@@ -195,15 +199,12 @@ def tc_bounds_ms(series: HopSeries, rate_bps: int, a: np.ndarray, b: np.ndarray)
     for j in range(int((k1 - k0).max(initial=0)) + 1):
         k = np.minimum(k0 + j, len(t) - 2)
         use = k0 + j <= k1
-        gap = t[k + 1] - t[k] > usual
         start, end = np.maximum(a, t[k]), np.minimum(b, t[k + 1])
-        before, after = q[np.maximum(k - 1, 0)], q[np.minimum(k + 2, len(t) - 1)]
-        near_top = np.maximum.reduce([before, q[k], q[k + 1], after])
-        near_bottom = np.minimum.reduce([before, q[k], q[k + 1], after])
-        top = np.where(gap, (t[k + 1] - start) * 1000 + q[k + 1], near_top)
-        bottom = np.where(gap, np.maximum(0.0, q[k] - (end - t[k]) * 1000), near_bottom)
-        hi = np.where(use, np.maximum(hi, top), hi)
-        lo = np.where(use, np.minimum(lo, bottom), lo)
+        ahead = (t[k + 1] - start) * 1000
+        if sent_ms is not None:
+            ahead = np.minimum(ahead, np.maximum(0.0, sent_ms[k]))
+        hi = np.where(use, np.maximum(hi, ahead + q[k + 1]), hi)
+        lo = np.where(use, np.minimum(lo, np.maximum(0.0, q[k] - (end - t[k]) * 1000)), lo)
     nearest = _backlog_ms(series, rate_bps, a, b)
     return np.where(inside, lo, nearest), np.where(inside, hi, nearest)
 

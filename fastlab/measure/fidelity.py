@@ -399,8 +399,11 @@ def assess(inp: Inputs) -> dict[str, Any]:
         "delay_accounting": accounted,
         "disturbances": [d.as_dict() for d in found],
         "effects": effect_figures,
-        "unmeasured": [f"{link}: shaped by tc (departure times are the kernel's, not measured; "
-                       "the rate it delivered while queued is)" for link in inp.tc_links],
+        "unmeasured": [f"{link}: shaped by tc (departure times are the kernel's, not measured; the rate it "
+                       "delivered while queued is; its queue is known from backlog samples "
+                       f"{inp.sample_interval_s * 1000:g} ms apart, so a host's delay on a path through it is told "
+                       "only beyond what the link can have queued between two samples: up to that interval while "
+                       "it sends at its rate)" for link in inp.tc_links],
         "thresholds": {"delay_share_of_fast_target": DELAY_SHARE_OF_TARGET,
                        "loss_based_rtt_share": LOSS_BASED_RTT_SHARE, "min_budget_ms": MIN_BUDGET_MS,
                        "sock_drops_max": SOCK_DROPS_MAX, "emulator_core_max": EMULATOR_CORE_MAX,

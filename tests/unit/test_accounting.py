@@ -104,82 +104,90 @@ def test_the_queue_a_sample_met_is_read_when_its_packet_crossed() -> None:
     assert acct["acct_hosts_ms"].median() == pytest.approx(0.4, abs=0.01)
 
 
-def test_a_tc_hop_is_read_from_its_backlog_and_its_lateness_is_the_hosts() -> None:
-    """On a tc link the queueing is its sampled backlog at its rate (12 kB at 20 Mb/s: 4.8 ms) and nothing is
-    measured as lateness: what the kernel's timers add is left in the hosts' share."""
-    tc_data = accounting.Hop("bottleneck", "forward", 20.0, RATE, emulated=False)
-    tc_acks = accounting.Hop("bottleneck", "reverse", 20.0, RATE, emulated=False)
-    route = accounting.FlowRoute("f1", (tc_data,), (tc_acks,))
-    links = pd.DataFrame([{"t": i * STEP, "link": "bottleneck", "direction": d,
-                           "backlog_bytes": 12_000.0 if d == "forward" else 0.0}
-                          for i in range(201) for d in ("forward", "reverse")])
-    acct = accounting.account([route], flow_rows(10, lambda s: 4.8, 0.0, 0.3), links)["f1"]
-    steady = acct[acct["t"] > 1.0]
-    assert steady["acct_queueing_ms"].median() == pytest.approx(4.8, abs=1e-3)
-    assert steady["acct_lateness_ms"].max() == 0.0
-    assert steady["acct_hosts_ms"].median() == pytest.approx(0.3, abs=1e-3)
-    figures = accounting.flow_figures(route, acct, 40 + SER_DATA_MS + SER_ACK_MS)
+TC_DATA = accounting.Hop("bottleneck", "forward", 20.0, RATE, emulated=False)
+TC_ACKS = accounting.Hop("bottleneck", "reverse", 20.0, RATE, emulated=False)
+TC_ROUTE = accounting.FlowRoute("f1", (TC_DATA,), (TC_ACKS,))
+
+
+def tc_links(backlog_ms, load: float, first: float = 0.0, sent: bool = True) -> pd.DataFrame:
+    """links.csv rows of the tc dumbbell: the forward backlog sampled every STEP (backlog_ms(t), ms at RATE), the
+    link sending `load` of its rate (tx_bytes, cumulative); the reverse empty and idle. Forward samples start at
+    `first` (one at 0 before it: the sampler's gap)."""
+    rows = []
+    for i in range(201):
+        t = i * STEP
+        for d in ("forward", "reverse"):
+            if d == "forward" and 0 < t < first:
+                continue
+            row = {"t": t, "link": "bottleneck", "direction": d,
+                   "backlog_bytes": backlog_ms(t) * RATE / 8 / 1000 if d == "forward" else 0.0}
+            if sent:
+                row["tx_bytes"] = t * RATE / 8 * (load if d == "forward" else 0.01)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_a_tc_hop_is_read_within_what_its_samples_allow_and_its_lateness_is_unmeasured() -> None:
+    """A tc link's queue is known from its backlog samples and what it sent between them, nothing more (FIFO and
+    conservation): a busy link with a standing 4.8-ms queue (12 kB at 20 Mb/s) can have held anything up to
+    4.8 + 50 ms between two 50-ms samples, so a host's 0.3 ms cannot be told from it, and of 80 ms only the 29.5
+    beyond that and the ACKs' hop are the hosts' (the ACKs' link sends a hundredth of its rate: 0.5 ms); a
+    link that sends a hundredth of its rate with nothing queued can have held 0.5 ms each way, and of a host's
+    2 ms, 1 is told. Nothing is measured as lateness."""
+    busy = tc_links(lambda t: 4.8, 1.0)
+    acct = accounting.account([TC_ROUTE], flow_rows(10, lambda s: 4.8, 0.0, 0.3), busy)["f1"].query("t > 1")
+    assert acct["acct_lateness_ms"].max() == 0.0
+    assert acct["acct_hosts_ms"].abs().max() < 1e-9 and acct["acct_queueing_ms"].median() == pytest.approx(5.1)
+    far = accounting.account([TC_ROUTE], flow_rows(10, lambda s: 4.8, 0.0, 80.0), busy)["f1"].query("t > 1")
+    assert far["acct_hosts_ms"].median() == pytest.approx(29.5, abs=0.01)
+    idle = tc_links(lambda t: 0.0, 0.01)
+    acct = accounting.account([TC_ROUTE], flow_rows(10, lambda s: 0.0, 0.0, 2.0), idle)["f1"].query("t > 1")
+    assert acct["acct_hosts_ms"].median() == pytest.approx(1.0, abs=0.01)
+    figures = accounting.flow_figures(TC_ROUTE, acct, 40 + SER_DATA_MS + SER_ACK_MS)
     assert figures["hops_unmeasured"] == ["bottleneck (forward)", "bottleneck (reverse)"]
 
 
-def test_a_tc_hop_whose_backlog_moves_between_samples_leaves_the_hosts_only_what_lies_beyond() -> None:
-    """A tc backlog that swings 0..20 ms between its 50-ms samples, the flow's packets meeting the queue in
-    between: the samples cannot say where inside that swing a packet was, so a host delay inside it is not
-    charged to the hosts (the old mean-of-samples reading charged up to 10 ms either way), and one beyond it
-    is -- by what lies beyond. Across a gap of the sampler nothing is assumed but FIFO."""
-    tc_data = accounting.Hop("bottleneck", "forward", 20.0, RATE, emulated=False)
-    tc_acks = accounting.Hop("bottleneck", "reverse", 20.0, RATE, emulated=False)
-    route = accounting.FlowRoute("f1", (tc_data,), (tc_acks,))
-
-    def swing(s: float) -> float:
-        return 20.0 if int(round(s / STEP)) % 2 else 0.0
-
-    def inside(s: float) -> float:  # what the flow's packets met between samples: within the swing
-        return 15.0
-
-    links = pd.DataFrame([{"t": i * STEP, "link": "bottleneck", "direction": d,
-                           "backlog_bytes": swing(i * STEP) * RATE / 8 / 1000 if d == "forward" else 0.0}
-                          for i in range(201) for d in ("forward", "reverse")])
-    steady = accounting.account([route], flow_rows(10, inside, 0.0, 0.0), links)["f1"].query("t > 1")
-    assert steady["acct_hosts_ms"].abs().max() < 1e-6
-    beyond = accounting.account([route], flow_rows(10, inside, 0.0, 8.0), links)["f1"].query("t > 1")
-    assert beyond["acct_hosts_ms"].median() == pytest.approx(3.0, abs=0.01)  # 15 + 8 = 23: 3 above the top
-    series = accounting.hop_series(links, {("bottleneck", "forward")})[("bottleneck", "forward")]
-    lo, hi = accounting.tc_bounds_ms(series, RATE, np.array([1.01, 1.06]), np.array([1.04, 1.09]))
-    assert list(lo) == [0.0, 0.0] and list(hi) == pytest.approx([20.0, 20.0])
-    gapped = links[(links["t"] < 2.0) | (links["t"] > 3.0)]
-    series = accounting.hop_series(gapped, {("bottleneck", "forward")})[("bottleneck", "forward")]
-    lo, hi = accounting.tc_bounds_ms(series, RATE, np.array([2.5]), np.array([2.6]))
-    # from 2.5 s the next sample (3.05 s, 20 ms of backlog) is 550 ms away: up to 570 ms
-    assert lo[0] == 0.0 and hi[0] == pytest.approx(570.0, abs=0.1)
+def test_a_queue_that_comes_and_goes_between_two_tc_samples_is_within_the_bounds() -> None:
+    """Lab 04's fast-pair start: three flows' first windows reach a 5 Mb/s tc uplink between two samples that read
+    0 and 2 packets (2.4 ms each) while it sent 20: a packet that arrived 13 ms after the first can have waited up
+    to 37 ms (until the second sample) + 4.8, and at least nothing; without the sent bytes, the same from time
+    alone; a link that sent 1 packet can have held it and the 2 left: 7.2 ms."""
+    rate = 5_000_000
+    pkt = 1500 * 8 / rate * 1000  # 2.4 ms
+    t = np.array([0.107, 0.157, 0.207])
+    backlog = np.array([0.0, 2 * 1500, 0.0])
+    busy = accounting.HopSeries(t, {}, backlog, None, sent_bytes=np.array([0.0, 20 * 1500, 33 * 1500]))
+    lo, hi = accounting.tc_bounds_ms(busy, rate, np.array([0.12]), np.array([0.121]))
+    assert lo[0] == 0.0 and hi[0] == pytest.approx(37.0 + 2 * pkt)
+    timed = accounting.HopSeries(t, {}, backlog, None)
+    assert accounting.tc_bounds_ms(timed, rate, np.array([0.12]), np.array([0.121]))[1][0] == pytest.approx(41.8)
+    light = accounting.HopSeries(t, {}, backlog, None, sent_bytes=np.array([0.0, 1500, 1500]))
+    assert accounting.tc_bounds_ms(light, rate, np.array([0.12]), np.array([0.121]))[1][0] == pytest.approx(3 * pkt)
+    # a backlog of 20 packets at the first sample is still 20 - 5 queued 12 ms later, at the least
+    full = accounting.HopSeries(t, {}, np.array([20 * 1500, 10 * 1500, 0.0]), None)
+    assert accounting.tc_bounds_ms(full, rate, np.array([0.115]), np.array([0.119]))[0][0] == pytest.approx(36.0)
 
 
 def test_a_tc_hops_share_of_the_base_floor_is_what_it_can_have_held_when_the_base_was_taken() -> None:
-    """FAST's base on a tc path against the backlog when it was taken (base_windows, from its own updates):
-    20 ms of standing queue then (a loss-based flow's) is the path's physics, a base 20 ms above an empty,
-    sampled queue is not; an unsampled start (the sampler's first sample after the flows began) rules
-    nothing out."""
-    tc_data = accounting.Hop("bottleneck", "forward", 20.0, RATE, emulated=False)
-    tc_acks = accounting.Hop("bottleneck", "reverse", 20.0, RATE, emulated=False)
-    route = accounting.FlowRoute("f1", (tc_data,), (tc_acks,))
+    """FAST's base on a tc path against what the link can have queued when it was taken (base_windows, from its
+    own updates): a busy link with 20 ms of standing queue then (a loss-based flow's) can have held 20 + 50 ms, and
+    a base 20 ms above the path is its physics; a link that sent a hundredth of its rate with nothing queued can
+    have held 0.5 ms each way, and a base 20 ms above the path is not; an unsampled start rules nothing out."""
     own = {"f1": pd.DataFrame({"t": [0.5, 1.0, 1.5, 2.0], "avg_rtt_ms": [70.0, 70.0, 70.0, 70.0],
                                "base_rtt_ms": [61.0, 61.0, 61.0, 61.0]})}
     sent = floors.base_windows(own)["f1"]
     assert sent == pytest.approx((0.5 - 0.14, 0.5 - 0.061))
-
-    def links(queue_ms: float, first: float = 0.0) -> pd.DataFrame:
-        return pd.DataFrame([{"t": i * STEP, "link": "bottleneck", "direction": d,
-                              "backlog_bytes": queue_ms * RATE / 8 / 1000 if d == "forward" else 0.0}
-                             for i in range(201) for d in ("forward", "reverse")
-                             if i * STEP >= first or i == 0 or d == "reverse"])
-
     flows = flow_rows(10, lambda s: 20.0, 0.0, 0.0)
-    assert floors.queue_floors([route], flows, links(20.0), None, {"f1": sent}) == {"f1": pytest.approx(20.0)}
-    assert floors.queue_floors([route], flows, links(0.0), None, {"f1": sent}) == {"f1": pytest.approx(0.0)}
-    late_start = floors.queue_floors([route], flows, links(0.0, first=0.8), None, {"f1": sent})["f1"]
-    assert late_start == pytest.approx((0.8 - 0.36) * 1000, abs=0.5)  # up to the first sample after the base
+    standing = floors.queue_floors([TC_ROUTE], flows, tc_links(lambda t: 20.0, 1.0), None, {"f1": sent})["f1"]
+    assert standing == pytest.approx(20.0 + 50.0 + 0.5, abs=0.01)  # the ACKs' idle hop: a hundredth, 0.5 ms
+    empty = floors.queue_floors([TC_ROUTE], flows, tc_links(lambda t: 0.0, 0.01), None, {"f1": sent})["f1"]
+    assert empty == pytest.approx(1.0, abs=0.01)
+    late_start = floors.queue_floors([TC_ROUTE], flows, tc_links(lambda t: 0.0, 0.01, first=0.8, sent=False), None,
+                                     {"f1": sent})["f1"]
+    assert late_start == pytest.approx((0.8 - 0.36) * 1000 + 50.0, abs=0.5)  # and the ACK hop's time bound
     # no algorithm RTTs, no time for the base: the path's least backlog while the flow ran, as before
-    assert floors.queue_floors([route], flows, links(20.0), None, {}) == {"f1": pytest.approx(20.0)}
+    assert floors.queue_floors([TC_ROUTE], flows, tc_links(lambda t: 20.0, 1.0), None, {}) == {
+        "f1": pytest.approx(20.0)}
 
 
 def test_flow_figures_and_the_columns_flows_csv_gets() -> None:
