@@ -32,7 +32,7 @@ from fastlab.define.cc import Registry
 from fastlab.define.schema import ExperimentSpec, TopologyFile, to_plain
 from fastlab.experiment import machine
 from fastlab.measure import accounting, analysis, fidelity
-from fastlab.measure.verdict import account_run, accounting_routes_of, assess_run, hop_flows_of, note_neighbours
+from fastlab.measure.verdict import RunAccounts, account_run, assess_run, hop_flows_of, note_neighbours
 from fastlab.net.network import Network
 from fastlab.net.runstate import Neighbours, RunState, new_prefix
 from fastlab.net.shaping import Shaper
@@ -369,8 +369,7 @@ def _flows_phase(run: _Run) -> None:
         raise RunError(str(exc)) from None
 
 
-def _summary(run: _Run, flows_df: Any, links_df: Any, events_df: Any, accounts: dict[str, Any],
-             hop_flows: Any = None) -> Summary:
+def _summary(run: _Run, flows_df: Any, links_df: Any, events_df: Any, accounted: RunAccounts) -> Summary:
     """Collect phase: summary.json from the traces, the idle RTTs, the delay accounting per flow, the fidelity
     verdict, the parts of a run whose parameters changed (scheduled or live: measured and judged per part)
     and the note."""
@@ -380,7 +379,7 @@ def _summary(run: _Run, flows_df: Any, links_df: Any, events_df: Any, accounts: 
     active = (min(f.start_s for f in prep.flows), max(f.stop_s for f in prep.flows))
     capacities = {k: round(mean_rate_bps(link.forward, *active) / 1e6, 6) for k, link in prep.links.items()}
     summary = analysis.summarize(infos, flows_df, run.traffic.finished, links_df, capacities)
-    routes = {r.flow: r for r in accounting_routes_of(prep)}
+    accounts, routes = accounted.accounts, accounted.routes
     for flow in summary.flows:  # where each flow's round trip went (fastlab.measure.accounting)
         if flow.id in accounts and flow.id in routes:
             flow.delay_accounting = FlowDelay.model_validate(
@@ -389,7 +388,7 @@ def _summary(run: _Run, flows_df: Any, links_df: Any, events_df: Any, accounts: 
                 setattr(flow, name, value)
     summary.idle_rtt = [IdleRtt.model_validate(p) for p in run.idle]
     summary.fidelity = Verdict.model_validate(note_neighbours(assess_run(
-        prep, run.shaper.final, run.cpu, flows_df, links_df, run.idle_stats, events_df, hop_flows),
+        prep, run.shaper.final, run.cpu, flows_df, links_df, run.idle_stats, events_df, accounted=accounted),
         run.neighbours_seen()))
     changes = segments.changes_of(run.ccs.applied)
     if changes:
@@ -472,9 +471,9 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     flows_df, links_df, events_df = (run.bus.frame("flow"), analysis.add_rates(run.bus.frame("link")),
                                      run.bus.frame("event"))
     hop_flows = hop_flows_of(run.prep, run.bus.frame("hop_flow"))
-    accounts = account_run(run.prep, flows_df, links_df, hop_flows)  # flows.csv carries each sample's accounting
-    flows_df = accounting.with_columns(flows_df, accounts)
-    summary = _summary(run, flows_df, links_df, events_df, accounts, hop_flows)
+    accounted = account_run(run.prep, flows_df, links_df, hop_flows, events_df)
+    flows_df = accounting.with_columns(flows_df, accounted.accounts)  # flows.csv carries each sample's accounting
+    summary = _summary(run, flows_df, links_df, events_df, accounted)
     environment = _environment(run)
     spec_yaml = _spec_yaml(spec, copies, topology_copy)
     # the report's theory lines: the live page's (per part of a run whose parameters changed)

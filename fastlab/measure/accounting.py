@@ -454,22 +454,36 @@ def flow_figures(route: FlowRoute, acct: pd.DataFrame, min_rtt_ms: float | None)
     return out
 
 
-def per_route(routes: list[FlowRoute], flows: pd.DataFrame,
-               links: pd.DataFrame) -> list[tuple[FlowRoute, pd.DataFrame, dict[tuple[str, str], HopSeries]]]:
-    """Each route with its flow's rows of flows.csv and the series of every hop the routes cross."""
-    series = hop_series(links, {(h.link, h.direction) for r in routes for h in (*r.data, *r.acks)})
-    return [(route, flows[flows["flow"] == route.flow] if not flows.empty and "flow" in flows else pd.DataFrame(),
-             series) for route in routes]
+@dataclass(frozen=True)
+class RunSeries:
+    """A run's hop series (links.csv, hop_series) and its flows' own series at the emulated hops (hop_flows.csv,
+    flow_series), built once: the accounting and the base check's floors (fastlab.measure.floors) read both."""
+
+    hops: dict[tuple[str, str], HopSeries]
+    own: FlowSeries
+
+
+def run_series(routes: list[FlowRoute], links: pd.DataFrame, hop_flows: pd.DataFrame | None = None) -> RunSeries:
+    """The series of every hop the routes cross, and the emulators' per-flow figures where the run has them."""
+    return RunSeries(hop_series(links, {(h.link, h.direction) for r in routes for h in (*r.data, *r.acks)}),
+                     flow_series(hop_flows))
+
+
+def per_route(routes: list[FlowRoute], flows: pd.DataFrame) -> list[tuple[FlowRoute, pd.DataFrame]]:
+    """Each route with its flow's rows of flows.csv."""
+    return [(route, flows[flows["flow"] == route.flow] if not flows.empty and "flow" in flows else pd.DataFrame())
+            for route in routes]
 
 
 def account(routes: list[FlowRoute], flows: pd.DataFrame, links: pd.DataFrame,
-            hop_flows: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+            hop_flows: pd.DataFrame | None = None, series: RunSeries | None = None) -> dict[str, pd.DataFrame]:
     """Every flow's accounting (account_flow), by flow id; flows without RTT samples get an empty frame.
-    `hop_flows`: the emulators' per-flow figures (resolve_hop_flows), where the run has them."""
-    own = flow_series(hop_flows)
-    return {route.flow: (account_flow(route, rows, series, own) if "srtt_ms" in rows
+    `hop_flows`: the emulators' per-flow figures (resolve_hop_flows), where the run has them; `series`: both as
+    run_series built them (then `links` and `hop_flows` are not read again)."""
+    series = series or run_series(routes, links, hop_flows)
+    return {route.flow: (account_flow(route, rows, series.hops, series.own) if "srtt_ms" in rows
                          else pd.DataFrame(columns=["t", *COLUMNS]))
-            for route, rows, series in per_route(routes, flows, links)}
+            for route, rows in per_route(routes, flows)}
 
 
 def with_columns(flows: pd.DataFrame, accounts: dict[str, pd.DataFrame]) -> pd.DataFrame:

@@ -20,9 +20,10 @@ from fastlab.measure.accounting import (
     FlowRoute,
     FlowSeries,
     HopSeries,
-    flow_series,
+    RunSeries,
     own_burst_ms,
     per_route,
+    run_series,
     tc_bounds_ms,
 )
 
@@ -144,16 +145,18 @@ def queue_floor_ms(route: FlowRoute, samples: pd.DataFrame, series: dict[tuple[s
 
 def queue_floors(routes: list[FlowRoute], flows: pd.DataFrame, links: pd.DataFrame,
                  hop_flows: pd.DataFrame | None = None,
-                 base_sent: dict[str, tuple[float, float]] | None = None) -> dict[str, float]:
+                 base_sent: dict[str, tuple[float, float]] | None = None,
+                 series: RunSeries | None = None) -> dict[str, float]:
     """Every flow's least queue, by flow id (the base check's zero): what its own packets met where every
     emulated hop accounted them and, at a tc hop, what it held when the flow's baseRTT was taken (`base_sent`,
     base_windows) -- own_floor_ms -- else what its path held while it ran (queue_floor_ms); none where it has
-    neither."""
-    own = flow_series(hop_flows)
-    floors: dict[str, float] = {}
-    for route, rows, series in per_route(routes, flows, links):
-        floor = own_floor_ms(route, series, own, (base_sent or {}).get(route.flow))
-        floor = floor if floor is not None else queue_floor_ms(route, rows, series)
+    neither. `series`: the run's hop and per-flow series as accounting.run_series built them (then `links` and
+    `hop_flows` are not read again)."""
+    series = series or run_series(routes, links, hop_flows)
+    out: dict[str, float] = {}
+    for route, rows in per_route(routes, flows):
+        floor = own_floor_ms(route, series.hops, series.own, (base_sent or {}).get(route.flow))
+        floor = floor if floor is not None else queue_floor_ms(route, rows, series.hops)
         if floor is not None:
-            floors[route.flow] = floor
-    return floors
+            out[route.flow] = floor
+    return out

@@ -8,6 +8,7 @@ runs.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +54,28 @@ def accounting_routes_of(prep: Prepared) -> list[accounting.FlowRoute]:
             for f in prep.flows for p in (prep.paths[f.id],)]
 
 
+@dataclass(frozen=True)
+class RunAccounts:
+    """A run's delay accounting, made once from its traces: each flow's route, its accounting by sample
+    (fastlab.measure.accounting), its algorithm's own RTTs (algorithm_rtts) and the base check's zero
+    (fastlab.measure.floors) -- the engine's summary and its verdict (assess_run), and judge_again, read them."""
+
+    routes: dict[str, accounting.FlowRoute]
+    accounts: dict[str, pd.DataFrame]
+    own_rtts: dict[str, pd.DataFrame]
+    floors: dict[str, float]
+
+
 def account_run(prep: Prepared, flows_df: pd.DataFrame, links_df: pd.DataFrame,
-                hop_flows: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
-    """Every flow's delay accounting (fastlab.measure.accounting) from the run's traces."""
-    return accounting.account(accounting_routes_of(prep), flows_df, links_df, hop_flows)
+                hop_flows: pd.DataFrame | None = None, events_df: pd.DataFrame | None = None) -> RunAccounts:
+    """Every flow's delay accounting from the run's traces (flows.csv's rows without the accounting's columns,
+    links.csv, hop_flows.csv and the algorithms' events), its hops' series built once for it and the floors."""
+    routes = accounting_routes_of(prep)
+    series = accounting.run_series(routes, links_df, hop_flows)
+    own_rtts = algorithm_rtts(flows_df, events_df)
+    zero = floors.queue_floors(routes, flows_df, links_df, base_sent=floors.base_windows(own_rtts), series=series)
+    return RunAccounts({r.flow: r for r in routes}, accounting.account(routes, flows_df, links_df, series=series),
+                       own_rtts, zero)
 
 
 def hop_flows_of(prep: Prepared, samples: pd.DataFrame) -> pd.DataFrame:
@@ -111,19 +130,22 @@ def algorithm_rtts(flows_df: pd.DataFrame, events_df: pd.DataFrame | None) -> di
 
 def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[str, Any], flows_df: Any,
                links_df: Any, idle_stats: dict[str, dict[str, Any]], events_df: Any = None,
-               hop_flows: pd.DataFrame | None = None) -> dict[str, Any]:
+               hop_flows: pd.DataFrame | None = None, accounted: RunAccounts | None = None) -> dict[str, Any]:
     """The run's verdict (summary.json's `fidelity`): `emulators` are their final stats by link, `cpu`
     the machine's and each emulator's CPU at the flows' start and end ((/proc/stat, cores, time)) and, under
     "steal", (t, steal, total) samples of /proc/stat while the flows ran; `flows_df` may carry the delay
     accounting's columns (then disturbances are weighed by their effect on the flows), `events_df` the
-    algorithms' events (FAST's baseRTT)."""
+    algorithms' events (FAST's baseRTT); `accounted`, the run's account_run where the caller made it (else it is
+    made here from the traces)."""
     spec = prep.spec
     (stat0, cores0, t0), (stat1, cores1, t1) = cpu["start"], cpu["end"]
     span = max(t1 - t0, 1e-9)
     times = {str(flow): list(rows["t"]) for flow, rows in flows_df.groupby("flow")} if not flows_df.empty else {}
-    accounted = (not flows_df.empty and "acct_read_as_queue_ms" in flows_df and "bytes_acked" in flows_df)
-    flows = {str(flow): rows.sort_values("t") for flow, rows in flows_df.groupby("flow")} if accounted else {}
-    own_rtts = algorithm_rtts(flows_df, events_df) if flows else {}
+    weighed = (not flows_df.empty and "acct_read_as_queue_ms" in flows_df and "bytes_acked" in flows_df)
+    flows = {str(flow): rows.sort_values("t") for flow, rows in flows_df.groupby("flow")} if weighed else {}
+    if flows and accounted is None:
+        accounted = account_run(prep, flows_df.drop(columns=[c for c in accounting.COLUMNS if c in flows_df]),
+                                links_df, hop_flows, events_df)
     return fidelity.assess(fidelity.Inputs(
         emulators=dict(emulators), paths=fidelity_paths(prep),
         emulator_cores={link: (cores1[link] - cores0.get(link, 0.0)) / span for link in cores1},
@@ -136,9 +158,8 @@ def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[s
             (link, d): float(fig["late_p99_us"] or 0) for link, stats in emulators.items()
             for d, fig in fidelity.link_figures(stats).items()}),
         flows=flows, lateness=lateness_rows(prep, links_df) if flows else {},
-        algorithm_rtts=own_rtts,
-        queue_floor_ms=floors.queue_floors(accounting_routes_of(prep), flows_df, links_df, hop_flows,
-                                               floors.base_windows(own_rtts)) if flows else {},
+        algorithm_rtts=accounted.own_rtts if flows and accounted else {},
+        queue_floor_ms=accounted.floors if flows and accounted else {},
         steal_samples=list(cpu.get("steal", [])), drops=drop_rows(links_df) if flows else {}))
 
 
@@ -223,23 +244,19 @@ def judge_again(folder: Path) -> Summary:
     prep = prepare(spec)
     flows, links = rf.flows(), rf.links()
     flows = flows.drop(columns=[c for c in accounting.COLUMNS if c in flows])
-    route_list = accounting_routes_of(prep)
-    hop_flows = rf.hop_flows()
-    accounts = accounting.account(route_list, flows, links, hop_flows)
-    flows = accounting.with_columns(flows, accounts)
+    accounted = account_run(prep, flows, links, rf.hop_flows(), rf.events() if rf.has(EVENTS) else None)
+    flows = accounting.with_columns(flows, accounted.accounts)
     summary = rf.summary()
     old = summary.fidelity or Verdict(faithful=True)
-    routes = {r.flow: r for r in route_list}
     for f in summary.flows:
-        f.delay_accounting = FlowDelay.model_validate(accounting.flow_figures(routes[f.id], accounts[f.id],
-                                                                              f.min_rtt_ms))
+        f.delay_accounting = FlowDelay.model_validate(accounting.flow_figures(
+            accounted.routes[f.id], accounted.accounts[f.id], f.min_rtt_ms))
     tags = {"forward": "ab", "reverse": "ba"}
     emulators = {link: {tags[d]: {"late_us": {"mean": x.late_mean_us, "p50": x.late_p50_us, "p99": x.late_p99_us,
                                               "max": x.late_max_us, "n": x.segments},
                                   "sock_drops": x.sock_drops or 0}
                         for d, x in sides.items()} for link, sides in old.links.items()}
     late99 = {(link, d): float(x.late_p99_us or 0) for link, sides in old.links.items() for d, x in sides.items()}
-    own_rtts = algorithm_rtts(flows, rf.events() if rf.has(EVENTS) else None)
     verdict = fidelity.assess(fidelity.Inputs(
         emulators=emulators, paths=fidelity_paths(prep), emulator_cores=dict(old.emulator_cores),
         machine_busy=old.machine_busy, machine_steal=old.machine_steal,
@@ -248,8 +265,7 @@ def judge_again(folder: Path) -> Summary:
         tc_queues=tc_queues(prep, links), routes=fidelity_routes(prep),
         counters=fidelity_counters(prep, links, late99),
         flows={str(f): r.sort_values("t") for f, r in flows.groupby("flow")},
-        algorithm_rtts=own_rtts,
-        queue_floor_ms=floors.queue_floors(route_list, flows, links, hop_flows, floors.base_windows(own_rtts)),
+        algorithm_rtts=accounted.own_rtts, queue_floor_ms=accounted.floors,
         lateness=lateness_rows(prep, links), drops=drop_rows(links)))
     summary.fidelity = Verdict.model_validate(note_neighbours(verdict, [{"prefix": n} for n in old.neighbours]))
     rf.replace_flows(flows)
