@@ -3,9 +3,9 @@ can have held on its path, so that what its base holds beyond propagation, seria
 delay the links did not impose -- the hosts' at its start, taken for path.
 
 - Where an emulator accounted the flow's own frames at every emulated hop (linkemu's flowacct.h, the run's
-  hop_flows.csv): the least queueing its own data met at each hop (own_floor_ms), and at a tc hop what its
-  sampled backlog can have held when the packet that set the base crossed it (the base's time from the
-  algorithm's own reports: base_windows, tc_base_floor_ms).
+  hop_flows.csv): the least queueing its own data met at each hop (own_floor_ms), and at a tc hop the most
+  its backlog samples and sent bytes allow it to have held when the packet that set the base crossed it (the
+  base's time from the algorithm's own reports: base_windows, tc_base_floor_ms).
 - Else the least backlog the path held while the flow ran (queue_floor_ms).
 
 Pure, as fastlab.measure.accounting, whose hop series it reads.
@@ -40,8 +40,8 @@ def own_floor_ms(route: FlowRoute, series: dict[tuple[str, str], HopSeries], own
     above it is above anything the flow's packets met (two FAST flows on the simple link: the late flow's base
     4.2-4.4 ms above its least frame, 0.7-0.9 above the top; the others' 3.0-3.7 below the top). A sum of
     least values, which one packet meets together only on a path with one queue: elsewhere it lies below the
-    least any packet met. A tc hop accounts no flow's frames: its share is its sampled backlog when the packet
-    that set the flow's baseRTT crossed it (`base_sent`, base_windows; tc_base_floor_ms). None unless every
+    least any packet met. A tc hop accounts no flow's frames: its share is the most it can have queued when the
+    packet that set the flow's baseRTT crossed it (`base_sent`, base_windows; tc_base_floor_ms). None unless every
     emulated hop accounted the flow, and the baseRTT's time is known where a tc hop is crossed."""
     first = series.get((route.data[0].link, route.data[0].direction)) if route.data else None
     skb_segments = first.segments_per_frame if first is not None and route.data[0].emulated else None
@@ -94,9 +94,10 @@ def tc_base_floor_ms(route: FlowRoute, series: dict[tuple[str, str], HopSeries],
     is above anything its links can have held. A FIFO that a loss-based flow keeps from emptying is the path's
     physics for a FAST flow that joins it, and so is the start-up burst of flows that start together on a slow
     link: lab 04's fast-pair, two FAST flows and a Reno flow through a tc uplink at 5 Mb/s, each sending its
-    first window at once: a FAST flow's base 21-27 ms above the empty path, set in its first round trip while
-    the backlog was not sampled (1.35 s between the idle pings' last sample and the flows' first). None where a
-    tc hop has no sampled backlog."""
+    first window at once: a FAST flow's base 17-27 ms above the empty path, set in its first round trip by ~20
+    packets that came and went between two samples (reading 0 and 2 while the link sent 20), or while the
+    backlog was not sampled at all (1.35 s between the idle pings' last sample and the flows' first). None where
+    a tc hop has no sampled backlog."""
     total = 0.0
     reach = 0.0
     for hop in (*route.data, *route.acks):
