@@ -99,6 +99,9 @@ class CheckResult:
     evaluated: bool = True  # False: the run lacked what the checkpoint reads ("cannot evaluate")
     band: tuple[float, float] | None = None  # [lo, hi] of a `within` figure: what the fidelity window allows
     over_draws: bool = False  # a claim about the share of repetitions (kit.Draws): one run's status is not its verdict
+    # a figure of one link's traffic as a whole (link_kept_busy): its window judges the disturbances by what the
+    # flows through that link lost together (fastlab.measure.window.judge)
+    of_link: str | None = None
 
     @property
     def status(self) -> str:
@@ -144,10 +147,12 @@ def link_kept_busy(run: StepRun, link: str, t0: float, t1: float, why: str) -> C
     used = float(rows["tx_mbps"].mean()) / run.capacity_mbps(link)
     interval = float(rows["t"].diff().median())
     slack = interval / (t1 - t0)
-    return within(f"{link} utilization {t0:g}-{t1:g} s", used, 1 - slack, 1 + slack,
-                  f"{why} (the queue's least sample here: {rows['backlog_pkts'].min():.0f} packets), so the link "
-                  f"sends at its capacity all along; +-{slack:.2%}: one {interval * 1e3:.0f}-ms tx sample of the "
-                  f"{t1 - t0:g}-s window")
+    result = within(f"{link} utilization {t0:g}-{t1:g} s", used, 1 - slack, 1 + slack,
+                    f"{why} (the queue's least sample here: {rows['backlog_pkts'].min():.0f} packets), so the link "
+                    f"sends at its capacity all along; +-{slack:.2%}: one {interval * 1e3:.0f}-ms tx sample of the "
+                    f"{t1 - t0:g}-s window")
+    result.of_link = link
+    return result
 
 
 LOSS_STATES = ("recovery", "loss")  # tcp_info ca_state values of loss recovery
@@ -697,7 +702,8 @@ def _window_precondition(run: StepRun, result: CheckResult) -> str:
         return ""
     try:
         return window.judge(run.summary.fidelity, run.flows, (min(a for a, _ in run.windows),
-                            max(b for _, b in run.windows)), result.band, result.measured, result.passed)
+                            max(b for _, b in run.windows)), result.band, result.measured, result.passed,
+                            result.of_link)
     except MissingData:
         return ""
 

@@ -85,9 +85,33 @@ def _loss_based(flow: str, rows: pd.DataFrame, median_ms: float, share: float | 
             f"{float(rtt.min()):.2f} ms RTT: its rate's error, more than the {share:.2%} this checkpoint's band allows")
 
 
+def _link_cost(verdict: Verdict, flows: pd.DataFrame, link: str, t0: float, t1: float) -> tuple[float, list[str]]:
+    """What the disturbances cost the flows through `link` together over [t0, t1], as a share of what they
+    delivered there (0 where none was weighed), and the flows it touched."""
+    through = {p.flow for p in verdict.paths if any(c and c[0] == link for c in p.crossings)}
+    lost = delivered = 0.0
+    touched = []
+    for flow in sorted(through):
+        rows = flows[flows["flow"] == flow].sort_values("t") if not flows.empty else flows
+        if rows.empty or "bytes_acked" not in rows:
+            continue
+        got = effects.delivered_bytes(rows, t0, t1)
+        delivered += got
+        fig = verdict.effects.get(flow)
+        share = effects.deficit_share(_effects(fig.spans), rows, t0, t1) if fig is not None else None
+        if share:
+            lost += share * got
+            touched.append(flow)
+    return (lost / delivered if delivered > 0 else 0.0), touched
+
+
 def judge(verdict: Verdict | None, flows: pd.DataFrame, window: tuple[float, float],
-          band: tuple[float, float] | None, measured: Any, passed: bool) -> str:
-    """Why the checkpoint measured over `window` cannot vouch for its figure, or ""."""
+          band: tuple[float, float] | None, measured: Any, passed: bool, of_link: str | None = None) -> str:
+    """Why the checkpoint measured over `window` cannot vouch for its figure, or "". `of_link`: the figure is
+    one link's traffic as a whole (its utilization, fastlab.labs.kit.link_kept_busy): a disturbance moves it by
+    what the flows through that link lost together, as a share of what they delivered -- one flow's deficit,
+    its own share, says how far its rate moved, not the link's (lab 04's fast-pair, CI 2026-11-29: f3's 0.99 %
+    against a utilization band of +-0.71 %, while f3 carried a fifth of the uplink's bytes and Reno filled it)."""
     if verdict is None:
         return ""
     t0, t1 = window
@@ -114,6 +138,17 @@ def judge(verdict: Verdict | None, flows: pd.DataFrame, window: tuple[float, flo
         allowed = min(allowed, share)
     miss = (miss_share(band, float(measured))
             if band is not None and not passed and isinstance(measured, int | float) else None)
+    if of_link is not None and any(p.crossings for p in verdict.paths):
+        lost, touched = _link_cost(verdict, flows, of_link, t0, t1)
+        who = f"flow{'s' if len(touched) > 1 else ''} {', '.join(touched)}"
+        if lost > allowed:
+            reasons.append(f"what disturbed {who} between {t0:g} and {t1:g} s cost {lost:.2%} of the bytes the flows "
+                           f"through {of_link} delivered there, more than the {allowed:.2%} this checkpoint's band "
+                           "allows")
+        elif miss is not None and lost > 0 and lost >= miss:
+            reasons.append(f"what disturbed {who} between {t0:g} and {t1:g} s cost {lost:.2%} of the bytes the flows "
+                           f"through {of_link} delivered there, as much as the figure missed its band by ({miss:.2%})")
+        return "the emulation was not faithful over this checkpoint's window: " + "; ".join(reasons) if reasons else ""
     for flow, fig in sorted(verdict.effects.items()):
         rows = flows[flows["flow"] == flow] if not flows.empty else flows
         if rows.empty or "bytes_acked" not in rows:

@@ -118,7 +118,9 @@ def link_utilization(run: StepRun, t0: float) -> tuple[float, float, float]:
 def utilization(run: StepRun, lo: float, hi: float, why: str, t0: float = T0_S) -> CheckResult:
     """The bottleneck's delivered rate over its capacity from t0 to a second before the end."""
     used, t0, end = link_utilization(run, t0)
-    return within(f"{LINK} utilization {t0:g}-{end:g} s", used, lo, hi, f"{why} [{prediction(run)}]")
+    result = within(f"{LINK} utilization {t0:g}-{end:g} s", used, lo, hi, f"{why} [{prediction(run)}]")
+    result.of_link = LINK  # the link's bytes: a disturbance counts by what its flows lost together
+    return result
 
 
 @checkpoint

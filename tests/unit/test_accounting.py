@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fastlab.base.record import EffectSpan, FlowEffects, Verdict, read_environment, read_summary
+from fastlab.base.record import EffectSpan, FlowEffects, PathDelay, Verdict, read_environment, read_summary
 from fastlab.define.ccset import fast_target_ms
 from fastlab.measure import accounting, analysis, effects, fidelity, floors, window
 
@@ -389,6 +389,28 @@ def test_a_checkpoints_window_shrinks_the_budget_to_its_band() -> None:
                              "between 6 and 20 s cost 0.32% of the bytes it delivered there, more than the 0.20%")
     assert window.judge(verdict, flows, (6.0, 20.0), (0.97, 1.03), 1.0, True) == ""
     assert window.judge(verdict, flows, (0.0, 5.0), (0.998, 1.002), 1.0, True) == ""
+
+
+def test_a_links_figure_weighs_a_disturbance_by_what_the_flows_through_it_lost_together() -> None:
+    """A utilization is the link's bytes: f1 (2.25 MB/s) lost 0.1 MB to a disturbance while f2 (9 MB/s) shared
+    the link -- 0.32 % of f1's bytes between 6 and 20 s, 0.063 % of the link's. Against a +-0.2 % band the
+    link's figure can vouch for itself; against +-0.05 % it cannot, and a miss of 0.05 % is explained by it.
+    A flow that does not cross the link counts for nothing."""
+    both = pd.concat([flow_rows(20, lambda s: 9.0, 0.05, 0.5),
+                      flow_rows(20, lambda s: 9.0, 0.05, 0.5, rate_mbps=72.0).assign(flow="f2"),
+                      flow_rows(20, lambda s: 9.0, 0.05, 0.5, rate_mbps=720.0).assign(flow="f3")], ignore_index=True)
+    verdict = window_verdict(0.1e6).model_copy(update={"paths": [
+        PathDelay(flow="f1", crossings=[["bottleneck", "forward"], ["bottleneck", "reverse"]]),
+        PathDelay(flow="f2", crossings=[["bottleneck", "forward"]]),
+        PathDelay(flow="f3", crossings=[["other", "forward"]])]})
+    per_flow = window.judge(verdict, both, (6.0, 20.0), (0.998, 1.002), 1.0, True)
+    assert "0.32% of the bytes it delivered there" in per_flow
+    assert window.judge(verdict, both, (6.0, 20.0), (0.998, 1.002), 1.0, True, of_link="bottleneck") == ""
+    tight = window.judge(verdict, both, (6.0, 20.0), (0.9995, 1.0005), 1.0, True, of_link="bottleneck")
+    assert ("what disturbed flow f1 between 6 and 20 s cost 0.06% of the bytes the flows through bottleneck "
+            "delivered there, more than the 0.05% this checkpoint's band allows") in tight
+    missed = window.judge(verdict, both, (6.0, 20.0), (0.998, 1.002), 0.9975, False, of_link="bottleneck")
+    assert "as much as the figure missed its band by (0.05%)" in missed
 
 
 def test_a_failed_checkpoint_the_disturbance_explains_is_inconclusive() -> None:
