@@ -187,7 +187,8 @@ def tc_bounds_ms(series: HopSeries, rate_bps: int, a: np.ndarray, b: np.ndarray)
     if len(t) < 2:
         edge = np.full(len(a), q[0] if len(q) else 0.0)
         return edge, edge.copy()
-    sent_ms = (np.diff(np.nan_to_num(series.sent_bytes)) * 8 / rate_bps * 1000
+    # bytes sent between two samples, ms at the rate (NaN where a sample lacks the counter: the time bound then)
+    sent_ms = (np.diff(series.sent_bytes) * 8 / rate_bps * 1000
                if series.sent_bytes is not None and rate_bps > 0 else None)
     first = np.searchsorted(t, a, side="right") - 1  # the interval [t_k, t_k+1) holding a
     last = np.searchsorted(t, b, side="left") - 1  # ... and the one holding b's left side
@@ -202,7 +203,7 @@ def tc_bounds_ms(series: HopSeries, rate_bps: int, a: np.ndarray, b: np.ndarray)
         start, end = np.maximum(a, t[k]), np.minimum(b, t[k + 1])
         ahead = (t[k + 1] - start) * 1000
         if sent_ms is not None:
-            ahead = np.minimum(ahead, np.maximum(0.0, sent_ms[k]))
+            ahead = np.where(np.isnan(sent_ms[k]), ahead, np.minimum(ahead, np.maximum(0.0, sent_ms[k])))
         hi = np.where(use, np.maximum(hi, ahead + q[k + 1]), hi)
         lo = np.where(use, np.minimum(lo, np.maximum(0.0, q[k] - (end - t[k]) * 1000)), lo)
     nearest = _backlog_ms(series, rate_bps, a, b)

@@ -161,6 +161,8 @@ def test_a_queue_that_comes_and_goes_between_two_tc_samples_is_within_the_bounds
     assert lo[0] == 0.0 and hi[0] == pytest.approx(37.0 + 2 * pkt)
     timed = accounting.HopSeries(t, {}, backlog, None)
     assert accounting.tc_bounds_ms(timed, rate, np.array([0.12]), np.array([0.121]))[1][0] == pytest.approx(41.8)
+    unknown = accounting.HopSeries(t, {}, backlog, None, sent_bytes=np.array([0.0, np.nan, 33 * 1500]))
+    assert accounting.tc_bounds_ms(unknown, rate, np.array([0.12]), np.array([0.121]))[1][0] == pytest.approx(41.8)
     light = accounting.HopSeries(t, {}, backlog, None, sent_bytes=np.array([0.0, 1500, 1500]))
     assert accounting.tc_bounds_ms(light, rate, np.array([0.12]), np.array([0.121]))[1][0] == pytest.approx(3 * pkt)
     # a backlog of 20 packets at the first sample is still 20 - 5 queued 12 ms later, at the least
