@@ -138,28 +138,24 @@ def judge(verdict: Verdict | None, flows: pd.DataFrame, window: tuple[float, flo
         allowed = min(allowed, share)
     miss = (miss_share(band, float(measured))
             if band is not None and not passed and isinstance(measured, int | float) else None)
+    costs: list[tuple[str, float, str]] = []  # (who, share of the bytes, whose bytes)
     if of_link is not None and any(p.crossings for p in verdict.paths):
         lost, touched = _link_cost(verdict, flows, of_link, t0, t1)
-        who = f"flow{'s' if len(touched) > 1 else ''} {', '.join(touched)}"
-        if lost > allowed:
-            reasons.append(f"what disturbed {who} between {t0:g} and {t1:g} s cost {lost:.2%} of the bytes the flows "
-                           f"through {of_link} delivered there, more than the {allowed:.2%} this checkpoint's band "
-                           "allows")
-        elif miss is not None and lost > 0 and lost >= miss:
-            reasons.append(f"what disturbed {who} between {t0:g} and {t1:g} s cost {lost:.2%} of the bytes the flows "
-                           f"through {of_link} delivered there, as much as the figure missed its band by ({miss:.2%})")
-        return "the emulation was not faithful over this checkpoint's window: " + "; ".join(reasons) if reasons else ""
-    for flow, fig in sorted(verdict.effects.items()):
-        rows = flows[flows["flow"] == flow] if not flows.empty else flows
-        if rows.empty or "bytes_acked" not in rows:
-            continue
-        cost = effects.deficit_share(_effects(fig.spans), rows.sort_values("t"), t0, t1)
-        if cost is None or cost <= 0:
-            continue
+        if lost > 0:
+            costs.append((f"flow{'s' if len(touched) > 1 else ''} {', '.join(touched)}", lost,
+                          f"the flows through {of_link}"))
+    else:
+        for flow, fig in sorted(verdict.effects.items()):
+            rows = flows[flows["flow"] == flow] if not flows.empty else flows
+            if rows.empty or "bytes_acked" not in rows:
+                continue
+            cost = effects.deficit_share(_effects(fig.spans), rows.sort_values("t"), t0, t1)
+            if cost is not None and cost > 0:
+                costs.append((f"flow {flow}", cost, "it"))
+    for who, cost, whose in costs:
+        said = f"what disturbed {who} between {t0:g} and {t1:g} s cost {cost:.2%} of the bytes {whose} delivered there"
         if cost > allowed:
-            reasons.append(f"what disturbed flow {flow} between {t0:g} and {t1:g} s cost {cost:.2%} of the bytes it "
-                           f"delivered there, more than the {allowed:.2%} this checkpoint's band allows")
+            reasons.append(f"{said}, more than the {allowed:.2%} this checkpoint's band allows")
         elif miss is not None and cost >= miss:
-            reasons.append(f"what disturbed flow {flow} between {t0:g} and {t1:g} s cost {cost:.2%} of the bytes it "
-                           f"delivered there, as much as the figure missed its band by ({miss:.2%})")
+            reasons.append(f"{said}, as much as the figure missed its band by ({miss:.2%})")
     return "the emulation was not faithful over this checkpoint's window: " + "; ".join(reasons) if reasons else ""
