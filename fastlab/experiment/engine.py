@@ -369,7 +369,7 @@ def _flows_phase(run: _Run) -> None:
         raise RunError(str(exc)) from None
 
 
-def _summary(run: _Run, flows_df: Any, links_df: Any, events_df: Any, accounted: RunAccounts) -> Summary:
+def _summary(run: _Run, flows_df: Any, links_df: Any, accounted: RunAccounts) -> Summary:
     """Collect phase: summary.json from the traces, the idle RTTs, the delay accounting per flow, the fidelity
     verdict, the parts of a run whose parameters changed (scheduled or live: measured and judged per part)
     and the note."""
@@ -388,7 +388,7 @@ def _summary(run: _Run, flows_df: Any, links_df: Any, events_df: Any, accounted:
                 setattr(flow, name, value)
     summary.idle_rtt = [IdleRtt.model_validate(p) for p in run.idle]
     summary.fidelity = Verdict.model_validate(note_neighbours(assess_run(
-        prep, run.shaper.final, run.cpu, flows_df, links_df, run.idle_stats, events_df, accounted=accounted),
+        prep, run.shaper.final, run.cpu, flows_df, links_df, run.idle_stats, accounted),
         run.neighbours_seen()))
     changes = segments.changes_of(run.ccs.applied)
     if changes:
@@ -473,7 +473,7 @@ def run_experiment(spec: ExperimentSpec, *, out: Path | None = None, registry: R
     hop_flows = hop_flows_of(run.prep, run.bus.frame("hop_flow"))
     accounted = account_run(run.prep, flows_df, links_df, hop_flows, events_df)
     flows_df = accounting.with_columns(flows_df, accounted.accounts)  # flows.csv carries each sample's accounting
-    summary = _summary(run, flows_df, links_df, events_df, accounted)
+    summary = _summary(run, flows_df, links_df, accounted)
     environment = _environment(run)
     spec_yaml = _spec_yaml(spec, copies, topology_copy)
     # the report's theory lines: the live page's (per part of a run whose parameters changed)

@@ -129,23 +129,18 @@ def algorithm_rtts(flows_df: pd.DataFrame, events_df: pd.DataFrame | None) -> di
 
 
 def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[str, Any], flows_df: Any,
-               links_df: Any, idle_stats: dict[str, dict[str, Any]], events_df: Any = None,
-               hop_flows: pd.DataFrame | None = None, accounted: RunAccounts | None = None) -> dict[str, Any]:
+               links_df: Any, idle_stats: dict[str, dict[str, Any]], accounted: RunAccounts) -> dict[str, Any]:
     """The run's verdict (summary.json's `fidelity`): `emulators` are their final stats by link, `cpu`
     the machine's and each emulator's CPU at the flows' start and end ((/proc/stat, cores, time)) and, under
     "steal", (t, steal, total) samples of /proc/stat while the flows ran; `flows_df` may carry the delay
-    accounting's columns (then disturbances are weighed by their effect on the flows), `events_df` the
-    algorithms' events (FAST's baseRTT); `accounted`, the run's account_run where the caller made it (else it is
-    made here from the traces)."""
+    accounting's columns (then disturbances are weighed by their effect on the flows); `accounted`, the run's
+    account_run (its algorithms' RTTs and the base check's floors)."""
     spec = prep.spec
     (stat0, cores0, t0), (stat1, cores1, t1) = cpu["start"], cpu["end"]
     span = max(t1 - t0, 1e-9)
     times = {str(flow): list(rows["t"]) for flow, rows in flows_df.groupby("flow")} if not flows_df.empty else {}
     weighed = (not flows_df.empty and "acct_read_as_queue_ms" in flows_df and "bytes_acked" in flows_df)
     flows = {str(flow): rows.sort_values("t") for flow, rows in flows_df.groupby("flow")} if weighed else {}
-    if flows and accounted is None:
-        accounted = account_run(prep, flows_df.drop(columns=[c for c in accounting.COLUMNS if c in flows_df]),
-                                links_df, hop_flows, events_df)
     return fidelity.assess(fidelity.Inputs(
         emulators=dict(emulators), paths=fidelity_paths(prep),
         emulator_cores={link: (cores1[link] - cores0.get(link, 0.0)) / span for link in cores1},
@@ -158,8 +153,7 @@ def assess_run(prep: Prepared, emulators: dict[str, dict[str, Any]], cpu: dict[s
             (link, d): float(fig["late_p99_us"] or 0) for link, stats in emulators.items()
             for d, fig in fidelity.link_figures(stats).items()}),
         flows=flows, lateness=lateness_rows(prep, links_df) if flows else {},
-        algorithm_rtts=accounted.own_rtts if flows and accounted else {},
-        queue_floor_ms=accounted.floors if flows and accounted else {},
+        algorithm_rtts=accounted.own_rtts if flows else {}, queue_floor_ms=accounted.floors if flows else {},
         steal_samples=list(cpu.get("steal", [])), drops=drop_rows(links_df) if flows else {}))
 
 
