@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 LANE_OUT = REPO / ".cache" / "stock-kernel" / "out"
 FIGURES_FILE = "red-lane.jsonl"  # tests/stock_kernel/test_red.py appends one line per pair
 AGREE = 0.20  # the acceptance
+RUN_S = 25  # seconds of flows per run: 150-250 RED drops (CI's lane runs 15, enough for its invariants)
 
 
 def rel_diff(a: float, b: float) -> float:
@@ -105,7 +106,8 @@ def main() -> int:
         return 2
     start = time.monotonic()
     lane = subprocess.run(["bash", str(REPO / "scripts" / "stock-kernel.sh"), "-k", "red_and_linkemu"],
-                          env={**os.environ, "FASTLAB_LANE_REPEATS": str(args.repeat), "LC_ALL": "C"},
+                          env={**os.environ, "FASTLAB_LANE_REPEATS": str(args.repeat), "FASTLAB_LANE_RED_S": str(RUN_S),
+                               "LC_ALL": "C"},
                           capture_output=True, text=True, timeout=900 + 300 * args.repeat)
     took = time.monotonic() - start
     figures = LANE_OUT / FIGURES_FILE

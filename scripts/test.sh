@@ -14,7 +14,7 @@ tiers=(
     "CC cores + module build check|make -s -C kernel-modules test modules-check"
     "unit (recorded runs, pure code)|$PY -m pytest -p no:cacheprovider -q -n 2 -m 'not root and not slow' tests/unit"
     "leftovers of killed runs|$PY -m fastlab cleanup"
-    "web pages and API, no experiment (side by side)|$PY -m pytest -p no:cacheprovider -q -n 2 -m norun --durations=15 tests/webapp"
+    "web pages and API, no experiment (side by side)|$PY -m pytest -p no:cacheprovider -q -n 2 --dist worksteal -m norun --durations=15 tests/webapp"
     "stock-kernel lane: preparation, beside the tiers above|@lane-prepared"
     "host suite (real namespaces, live runs)|$PY -m pytest -p no:cacheprovider -rs --durations=60 -m 'not norun' --ignore=tests/unit tests"
     "stock-kernel lane (VM)|make -s test-stock-kernel"

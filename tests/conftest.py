@@ -126,6 +126,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         if folder in SIDE_BY_SIDE_FOLDERS and item.get_closest_marker("alone") is None:
             item.add_marker(pytest.mark.norun)
+    # Longest first (`lengthy`, each over ~30 s): the web tier's workers steal work from the back of each
+    # other's queues (`--dist worksteal`), so a long test collected last would start last and end the tier
+    # alone (2026-11-29: the two page tours, 45 s each, started ~2 minutes in; the tier took 166 s).
+    items.sort(key=lambda item: item.get_closest_marker("lengthy") is None)
 
 
 @pytest.fixture(autouse=True)

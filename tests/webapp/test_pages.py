@@ -41,6 +41,7 @@ def write_report(root: Path, run_id: str) -> None:
 
 
 @pytest.mark.timeout(360)
+@pytest.mark.lengthy
 def test_no_page_logs_an_error(tmp_path: Path, live_server_factory, browser) -> None:
     write_run(tmp_path, A, "fast-a10", "fast", 10, 18.0)
     write_run(tmp_path, B, "fast-a40", "fast", 40, 19.5)

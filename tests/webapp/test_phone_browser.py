@@ -31,6 +31,7 @@ WIDE = """() => [...document.querySelectorAll('body *')].filter(e => e.getBoundi
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.lengthy
 def test_no_page_scrolls_sideways_on_a_phone(tmp_path: Path, live_server_factory, browser) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     root = tmp_path / "results"
