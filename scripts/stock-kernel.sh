@@ -129,7 +129,7 @@ if [ "$PREPARE_ONLY" = 1 ]; then
 fi
 # the checkout's version, computed here: over the guest's 9p root `git describe --dirty` takes over 10 s
 repeats="${FASTLAB_LANE_REPEATS:-1}"; repeats="${repeats//[^0-9]/}"
-red_s="${FASTLAB_LANE_RED_S:-15}"; red_s="${red_s//[^0-9]/}"
+red_s="${FASTLAB_LANE_RED_S:-}"; red_s="${red_s//[^0-9]/}"  # empty: the test's own default
 describe="$(git -C "$REPO" describe --always --dirty 2>/dev/null | tr -cd 'A-Za-z0-9._-')"
 log "booting $abi (${accel[*]:-KVM}) and running tests/stock_kernel inside"
 # The guest's root is the host's over 9p without a page cache (virtme-ng's rootflags): every file read crosses to
@@ -142,7 +142,7 @@ cached="mkdir -p /run/fastlab-root && mount -t 9p -o trans=virtio,version=9p2000
 fastlabroot /run/fastlab-root && (for d in $reads; do [ ! -d \"/run/fastlab-root\$d\" ] || mount --bind \
 \"/run/fastlab-root\$d\" \"\$d\" || exit 1; done) || echo 'stock-kernel lane: no cached root in the guest (the \
 uncached 9p root serves)'"
-guest="$cached; cd '$REPO' && FASTLAB_STOCK_KERNEL_VM=1 FASTLAB_MODULES_DIR='$mods/modules' FASTLAB_LANE_OUT='$out' FASTLAB_LANE_REPEATS='$repeats' FASTLAB_LANE_RED_S='${red_s:-15}' FASTLAB_GIT_DESCRIBE='$describe' \
+guest="$cached; cd '$REPO' && FASTLAB_STOCK_KERNEL_VM=1 FASTLAB_MODULES_DIR='$mods/modules' FASTLAB_LANE_OUT='$out' FASTLAB_LANE_REPEATS='$repeats' FASTLAB_LANE_RED_S='$red_s' FASTLAB_GIT_DESCRIBE='$describe' \
 PYTHONPATH='$REPO' '$VENV/bin/python' -m pytest -p no:cacheprovider tests/stock_kernel --durations=0 -rP $* \
 > '$out/pytest.log' 2>&1; echo \$? > '$out/rc'"
 set +e

@@ -49,7 +49,7 @@ MIN_TH, MAX_TH = 10, 30  # packets
 RED: dict[str, object] = {"model": "red", "min_th": MIN_TH, "max_th": MAX_TH, "max_p": 0.1, "wq": 2**-9,
                           "gentle": False, "mean_pkt_bytes": 1500}
 RATE_MBPS = 5.0
-DURATION_S = int(os.environ.get("FASTLAB_LANE_RED_S", "15"))  # seconds of flows per backend (docstring)
+DURATION_S = int(os.environ.get("FASTLAB_LANE_RED_S") or "15")  # seconds of flows per backend (docstring)
 FLOWS = 8
 RTT_MS = 100
 STEADY_FROM_S = 6  # seconds of the flows left out
